@@ -1,0 +1,139 @@
+import Foundation
+
+/// A keychain item: a class, attribute values and an optional secret.
+///
+/// ```swift
+/// let item = Item(
+///     class: .genericPassword,
+///     attributes: [.service: .string("api.example.com"), .account: .string("alice")],
+///     data: Data("s3cret".utf8))
+/// try keychain.add(item)
+/// ```
+///
+/// An item's `description` never shows its secret or its attribute values.
+public struct Item: Sendable, CustomStringConvertible {
+    /// The item's class.
+    public var itemClass: ItemClass
+    /// The item's attributes, keyed by Apple's raw attribute names.
+    public var attributes: Attributes
+    /// The secret (`kSecValueData`), if the item has one.
+    public var data: Data?
+    /// The item's stable identity, assigned when it is added and kept across updates.
+    public internal(set) var persistentID: UUID?
+
+    /// Creates an item to add.
+    /// - Parameters:
+    ///   - itemClass: The item's class.
+    ///   - attributes: Attribute values; omitted primary-key attributes get their defaults.
+    ///   - data: The secret, or `nil` for an item without data.
+    public init(class itemClass: ItemClass, attributes: Attributes = [:], data: Data? = nil) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.data = data
+    }
+
+    /// The item's accessibility, `nil` if not set.
+    public var accessibility: Accessibility? {
+        attributes[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:))
+    }
+
+    /// The item's access group, `nil` if not set.
+    public var accessGroup: String? { attributes[.accessGroup]?.stringValue }
+
+    /// Whether the item is synchronizable.
+    public var isSynchronizable: Bool { (attributes[.synchronizable]?.numberValue ?? 0) != 0 }
+
+    public var description: String {
+        let names = attributes.keys.sorted().map(\.rawValue).joined(separator: ",")
+        return "Item(\(itemClass), attributes: [\(names)], data: \(data.map { "\($0.count) bytes" } ?? "none"))"
+    }
+}
+
+/// Which items a search, update or delete addresses.
+///
+/// Every attribute is an exact-equality test; all tests must hold (spec §4.5).
+public struct ItemQuery: Sendable {
+    /// How a query treats the synchronizable flag when it does not name one.
+    public enum Synchronizable: Sendable, Hashable {
+        /// Only items that are not synchronizable: Apple's default.
+        case no
+        /// Only synchronizable items.
+        case yes
+        /// Both (`kSecAttrSynchronizableAny`).
+        case any
+    }
+
+    /// The class to search, or `nil` when ``persistentID`` names the item.
+    public var itemClass: ItemClass?
+    /// Attribute values that matching items must have. An `agrp` value restricts the search
+    /// to that access group, which the caller must be allowed to use.
+    public var attributes: Attributes
+    /// Which synchronizable state to match (ignored when `attributes` contains `sync`).
+    public var synchronizable: Synchronizable
+    /// One item's persistent identity.
+    public var persistentID: UUID?
+    /// The largest number of items to return; `nil` for all.
+    public var limit: Int?
+    /// Whether to match tombstones of deleted synchronizable items.
+    public var includesTombstones: Bool
+
+    /// Creates a query.
+    public init(
+        class itemClass: ItemClass?, attributes: Attributes = [:],
+        synchronizable: Synchronizable = .no, persistentID: UUID? = nil, limit: Int? = nil,
+        includesTombstones: Bool = false
+    ) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.synchronizable = synchronizable
+        self.persistentID = persistentID
+        self.limit = limit
+        self.includesTombstones = includesTombstones
+    }
+}
+
+/// The access groups a caller may use (spec §7).
+///
+/// The first group is where items are added when the caller names none. The entry `"*"`
+/// allows every group. On Linux the list comes from ``fromEnvironment(_:)``: the
+/// `KEYCHAIN_ACCESS_GROUPS` variable (comma-separated), or ``standard`` when it is unset.
+public struct AccessGroups: Sendable, Hashable {
+    /// The groups, in order of preference.
+    public var groups: [String]
+
+    /// Creates a list of groups.
+    public init(_ groups: [String]) { self.groups = groups }
+
+    /// The group that items go to when none is named, on an unconfigured process.
+    public static let defaultGroupName = "default"
+
+    /// The list used when nothing is configured: add to `"default"`, see every group.
+    public static let standard = AccessGroups([defaultGroupName, "*"])
+
+    /// The name of the environment variable that configures a process's groups.
+    public static let environmentVariable = "KEYCHAIN_ACCESS_GROUPS"
+
+    /// The groups configured for this process by `KEYCHAIN_ACCESS_GROUPS`, else ``standard``.
+    public static func fromEnvironment(
+        _ environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> AccessGroups {
+        guard let value = environment[environmentVariable] else { return .standard }
+        let groups = value.split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        return AccessGroups(groups)
+    }
+
+    static let token = "com.apple.token"
+
+    var allowsAll: Bool { groups.contains("*") }
+    var writable: [String] { groups.filter { $0 != Self.token } }
+
+    /// The group of an item added without an explicit group.
+    var defaultGroup: String? { groups.first { $0 != "*" && $0 != Self.token } }
+
+    func canRead(_ group: String) -> Bool { allowsAll || groups.contains(group) }
+    func canWrite(_ group: String) -> Bool {
+        group != Self.token && (allowsAll || groups.contains(group))
+    }
+}

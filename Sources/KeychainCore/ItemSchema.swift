@@ -1,0 +1,227 @@
+import Foundation
+
+/// How an attribute's values are converted, stored and compared (spec §3.1).
+public enum AttributeKind: Sendable, Hashable {
+    /// Data, string or number kept as given.
+    case blob
+    /// Bytes; a string becomes its UTF-8 bytes, a number its 4-byte native-endian form.
+    case data
+    /// A string; data is decoded as UTF-8.
+    case string
+    /// An accessibility value (`pdmn`).
+    case access
+    /// A number; a string that is exactly a decimal integer becomes that number.
+    case number
+    /// The synchronizable flag, 0 or 1.
+    case sync
+    /// A date.
+    case date
+    /// A 0- or 16-byte identifier (`musr`).
+    case uuid
+    /// A serialized access-control object (`accc`).
+    case accessControl
+}
+
+/// The description of one attribute of one item class.
+public struct AttributeSpec: Sendable, Hashable {
+    /// The attribute's name.
+    public var name: AttributeName
+    /// How its values are converted and compared.
+    public var kind: AttributeKind
+    /// Whether equality is on the value's bytes, so that a string and data with the same
+    /// UTF-8 bytes are the same value (Apple's hashed attributes).
+    public var comparesBytes: Bool
+    /// The value given to a primary-key attribute that an added item omits.
+    public var defaultValue: AttributeValue?
+}
+
+/// The attributes, primary keys and defaults of each item class (spec §3.2–§3.3).
+public struct ItemSchema: Sendable {
+    /// The class described.
+    public let itemClass: ItemClass
+    /// Every attribute the class accepts, by name.
+    public let attributes: [AttributeName: AttributeSpec]
+    /// The attributes whose values together identify an item, in a fixed order.
+    public let primaryKey: [AttributeName]
+
+    /// The schema of a class.
+    public static func of(_ itemClass: ItemClass) -> ItemSchema {
+        switch itemClass {
+        case .genericPassword: genericPassword
+        case .internetPassword: internetPassword
+        case .certificate: certificate
+        case .key: key
+        default: identity
+        }
+    }
+
+    /// The specification of an attribute, or `nil` when the class has no such attribute.
+    public func spec(for name: AttributeName) -> AttributeSpec? { attributes[name] }
+
+    // MARK: Tables
+
+    private static let commonPrimaryKey: [AttributeName] = [
+        "agrp", "sync", "vwht", "tkid", "musr", "ggrp",
+    ]
+
+    private static func a(
+        _ name: AttributeName, _ kind: AttributeKind, bytes: Bool = false,
+        default value: AttributeValue? = nil
+    ) -> AttributeSpec {
+        AttributeSpec(name: name, kind: kind, comparesBytes: bytes, defaultValue: value)
+    }
+
+    private static let common: [AttributeSpec] = [
+        a("cdat", .date), a("mdat", .date), a("labl", .blob, bytes: true),
+        a("agrp", .string), a("pdmn", .access), a("sync", .sync, default: .number(0)),
+        a("tomb", .number), a("musr", .uuid, default: .data(Data())),
+        a("vwht", .string, default: .string("")), a("tkid", .string, default: .string("")),
+        a("ggrp", .string, default: .string("")), a("accc", .accessControl),
+    ]
+
+    private static let passwordCommon: [AttributeSpec] = [
+        a("desc", .blob, bytes: true), a("icmt", .blob, bytes: true), a("crtr", .number),
+        a("type", .number), a("scrp", .number), a("alis", .blob, bytes: true),
+        a("invi", .number), a("nega", .number), a("cusi", .number),
+        a("prot", .blob, bytes: true),
+    ]
+
+    private static func make(
+        _ itemClass: ItemClass, _ specs: [AttributeSpec], primaryKey: [AttributeName]
+    ) -> ItemSchema {
+        var table: [AttributeName: AttributeSpec] = [:]
+        for spec in common + specs where table[spec.name] == nil { table[spec.name] = spec }
+        return ItemSchema(
+            itemClass: itemClass, attributes: table, primaryKey: primaryKey + commonPrimaryKey)
+    }
+
+    static let genericPassword = make(
+        .genericPassword,
+        passwordCommon + [
+            a("acct", .blob, bytes: true, default: .string("")),
+            a("svce", .blob, bytes: true, default: .string("")),
+            a("gena", .blob, bytes: true),
+        ],
+        primaryKey: ["acct", "svce"])
+
+    static let internetPassword = make(
+        .internetPassword,
+        passwordCommon + [
+            a("acct", .blob, bytes: true, default: .string("")),
+            a("sdmn", .blob, bytes: true, default: .string("")),
+            a("srvr", .blob, bytes: true, default: .string("")),
+            a("ptcl", .number, default: .number(0)),
+            a("atyp", .blob, bytes: true, default: .string("")),
+            a("port", .number, default: .number(0)),
+            a("path", .blob, bytes: true, default: .string("")),
+        ],
+        primaryKey: ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"])
+
+    private static let certificateSpecs: [AttributeSpec] = [
+        a("ctyp", .number, default: .number(0)), a("cenc", .number),
+        a("alis", .blob, bytes: true), a("subj", .data, bytes: true),
+        a("issr", .data, bytes: true, default: .data(Data())),
+        a("slnr", .data, bytes: true, default: .data(Data())),
+        a("skid", .data, bytes: true), a("pkhh", .data),
+    ]
+
+    static let certificate = make(
+        .certificate, certificateSpecs, primaryKey: ["ctyp", "issr", "slnr"])
+
+    private static let referenceDate = AttributeValue.date(Date(timeIntervalSinceReferenceDate: 0))
+
+    private static let keySpecs: [AttributeSpec] =
+        [
+            a("kcls", .number, bytes: true, default: .number(0)),
+            a("alis", .blob, bytes: true),
+            a("klbl", .data, default: .data(Data())),
+            a("atag", .blob, bytes: true, default: .string("")),
+            a("crtr", .number, default: .number(0)), a("type", .number, default: .number(0)),
+            a("bsiz", .number, default: .number(0)), a("esiz", .number, default: .number(0)),
+            a("sdat", .date, default: referenceDate), a("edat", .date, default: referenceDate),
+        ]
+        + ["perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr", "drve",
+            "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp"].map { a(AttributeName(rawValue: $0), .number) }
+
+    static let key = make(
+        .key, keySpecs,
+        primaryKey: ["kcls", "klbl", "atag", "crtr", "type", "bsiz", "esiz", "sdat", "edat"])
+
+    /// Identities accept any certificate or key attribute (certificate attributes first).
+    static let identity = make(.identity, certificateSpecs + keySpecs, primaryKey: [])
+}
+
+// MARK: - Value conversion
+
+extension AttributeSpec {
+    /// Converts a caller's value to the stored form for this attribute (spec §3.1).
+    /// - Throws: ``KeychainError/Code/parameter`` when the value's type does not fit.
+    public func normalize(_ value: AttributeValue) throws -> AttributeValue {
+        switch (kind, value) {
+        case (.blob, .date):
+            throw KeychainError.parameter("attribute \(name) does not take a date")
+        case (.blob, _):
+            return value
+        case (.data, .data):
+            return value
+        case (.data, .string(let s)):
+            return .data(Data(s.utf8))
+        case (.data, .number(let n)):
+            return .data(Self.int32Bytes(n))
+        case (.string, .string), (.access, .string):
+            return value
+        case (.string, .data(let d)), (.access, .data(let d)):
+            guard let s = String(data: d, encoding: .utf8) else {
+                throw KeychainError.parameter("attribute \(name) needs UTF-8 text")
+            }
+            return .string(s)
+        case (.number, .number):
+            return value
+        case (.number, .string(let s)):
+            if let n = Int64(s), String(n) == s { return .number(n) }
+            return value
+        case (.sync, .number(let n)):
+            return .number(n == 0 ? 0 : 1)
+        case (.sync, .string(let s)):
+            if let n = Int64(s), String(n) == s { return .number(n == 0 ? 0 : 1) }
+        case (.date, .date):
+            return value
+        case (.uuid, .data(let d)) where d.isEmpty || d.count == 16:
+            return value
+        case (.accessControl, .data):
+            return value
+        default:
+            break
+        }
+        throw KeychainError.parameter("attribute \(name) does not take a value of that type")
+    }
+
+    static func int32Bytes(_ n: Int64) -> Data {
+        withUnsafeBytes(of: Int32(truncatingIfNeeded: n)) { Data($0) }
+    }
+
+    /// The bytes that identify a value for equality, uniqueness and the keyed index.
+    ///
+    /// Byte-compared attributes use the value's bytes alone, so a string and data with
+    /// the same UTF-8 bytes are equal; other attributes include the value's type.
+    func canonicalBytes(_ value: AttributeValue) -> Data {
+        if comparesBytes {
+            switch value {
+            case .string(let s): return Data(s.utf8)
+            case .data(let d): return d
+            case .number(let n): return Self.int32Bytes(n)
+            case .date(let d): return Self.dateBytes(d)
+            }
+        }
+        switch value {
+        case .string(let s): return Data([0x73]) + Data(s.utf8)
+        case .data(let d): return Data([0x64]) + d
+        case .number(let n): return Data([0x6E]) + withUnsafeBytes(of: n.bigEndian) { Data($0) }
+        case .date(let d): return Data([0x74]) + Self.dateBytes(d)
+        }
+    }
+
+    private static func dateBytes(_ date: Date) -> Data {
+        withUnsafeBytes(of: date.timeIntervalSinceReferenceDate.bitPattern.bigEndian) { Data($0) }
+    }
+}

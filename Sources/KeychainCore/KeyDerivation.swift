@@ -1,0 +1,198 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// How a keychain turns its password into a key.
+///
+/// The parameters are stored in the keychain file and authenticated: a file edited to other
+/// parameters does not open, and absurd parameters are refused before any memory is
+/// allocated.
+///
+/// ```swift
+/// let keychain = try KeychainDatabase.create(at: path, password: "correct horse",
+///     configuration: .init(keyDerivation: .scrypt()))
+/// ```
+public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
+    /// The function and its cost parameters.
+    public enum Algorithm: Sendable, Hashable {
+        /// scrypt with cost 2^logN, block size r and parallelism p (memory-hard).
+        case scrypt(logN: UInt8, r: UInt32, p: UInt32)
+        /// PBKDF2-HMAC-SHA256 with the given number of rounds.
+        case pbkdf2SHA256(rounds: UInt32)
+    }
+
+    /// The function and cost.
+    public var algorithm: Algorithm
+
+    /// Creates a derivation from an algorithm.
+    public init(_ algorithm: Algorithm) { self.algorithm = algorithm }
+
+    /// scrypt; the default is N=2^17, r=8, p=1 (about 128 MiB and 0.45 s here).
+    public static func scrypt(logN: UInt8 = 17, r: UInt32 = 8, p: UInt32 = 1) -> KeyDerivation {
+        KeyDerivation(.scrypt(logN: logN, r: r, p: p))
+    }
+
+    /// PBKDF2-HMAC-SHA256 at OWASP's 2023 strength (600,000 rounds) or more.
+    public static func pbkdf2(rounds: UInt32 = 600_000) -> KeyDerivation {
+        KeyDerivation(.pbkdf2SHA256(rounds: rounds))
+    }
+
+    /// The default: scrypt N=2^17, r=8, p=1.
+    public static let `default` = scrypt()
+
+    /// A cheap derivation for tests only (scrypt N=2^10). A keychain that uses it opens
+    /// only when ``KeychainConfiguration/allowsUnsafeKeyDerivation`` is `true`.
+    public static let unsafeTestingOnly = scrypt(logN: 10, r: 8, p: 1)
+
+    public var description: String {
+        switch algorithm {
+        case .scrypt(let logN, let r, let p): "scrypt(N=2^\(logN), r=\(r), p=\(p))"
+        case .pbkdf2SHA256(let rounds): "PBKDF2-SHA256(\(rounds) rounds)"
+        }
+    }
+
+    /// The memory the derivation needs, in bytes.
+    var memoryCost: Int {
+        switch algorithm {
+        case .scrypt(let logN, let r, let p):
+            return 128 * Int(r) * ((1 << Int(logN)) + Int(p)) + 4096
+        case .pbkdf2SHA256: return 0
+        }
+    }
+
+    /// Whether the parameters meet the production floor (scrypt N ≥ 2^15 with r ≥ 8, or
+    /// PBKDF2 with ≥ 210,000 rounds).
+    var isStrong: Bool {
+        switch algorithm {
+        case .scrypt(let logN, let r, _): logN >= 15 && r >= 8
+        case .pbkdf2SHA256(let rounds): rounds >= 210_000
+        }
+    }
+
+    /// Refuses absurd parameters (too much memory or time) before anything is allocated,
+    /// and weak ones unless `allowingWeak`.
+    func validate(allowingWeak: Bool) throws {
+        switch algorithm {
+        case .scrypt(let logN, let r, let p):
+            guard (1...22).contains(logN), (1...32).contains(r), (1...16).contains(p),
+                memoryCost <= 1 << 30
+            else {
+                throw KeychainError.invalidKeychain("unsupported key-derivation parameters")
+            }
+        case .pbkdf2SHA256(let rounds):
+            guard (1...10_000_000).contains(rounds) else {
+                throw KeychainError.invalidKeychain("unsupported key-derivation parameters")
+            }
+        }
+        if !allowingWeak && !isStrong {
+            throw KeychainError.invalidKeychain(
+                "key-derivation parameters are weaker than allowed (\(self))")
+        }
+    }
+
+    /// Derives a 256-bit key from a password.
+    func deriveKey(password: String, salt: Data) throws -> SymmetricKey {
+        let passwordBytes = Data(password.utf8)
+        do {
+            switch algorithm {
+            case .scrypt(let logN, let r, let p):
+                return try KDF.Scrypt.deriveKey(
+                    from: passwordBytes, salt: salt, outputByteCount: 32, rounds: 1 << Int(logN),
+                    blockSize: Int(r), parallelism: Int(p), maxMemory: memoryCost)
+            case .pbkdf2SHA256(let rounds):
+                return try KDF.Insecure.PBKDF2.deriveKey(
+                    from: passwordBytes, salt: salt, using: .sha256, outputByteCount: 32,
+                    unsafeUncheckedRounds: Int(rounds))
+            }
+        } catch {
+            throw KeychainError(.allocate, "key derivation failed")
+        }
+    }
+
+    // MARK: Encoding
+
+    /// The stored form: algorithm byte, parameters, salt.
+    func encoded(salt: Data) -> Data {
+        var out = Data()
+        switch algorithm {
+        case .scrypt(let logN, let r, let p):
+            out.append(1)
+            out.append(logN)
+            out.appendUInt32(r)
+            out.appendUInt32(p)
+        case .pbkdf2SHA256(let rounds):
+            out.append(2)
+            out.append(0)
+            out.appendUInt32(rounds)
+            out.appendUInt32(0)
+        }
+        out.append(UInt8(salt.count))
+        out.append(salt)
+        return out
+    }
+
+    /// Reads the stored form.
+    static func decode(_ bytes: Data) throws -> (KeyDerivation, salt: Data) {
+        var reader = ByteReader(bytes)
+        guard let kind = reader.readUInt8(), let logN = reader.readUInt8(),
+            let a = reader.readUInt32(), let b = reader.readUInt32(),
+            let saltCount = reader.readUInt8(), let salt = reader.read(Int(saltCount)),
+            reader.isAtEnd, saltCount >= 16
+        else { throw KeychainError.invalidKeychain("malformed key-derivation parameters") }
+        switch kind {
+        case 1: return (KeyDerivation(.scrypt(logN: logN, r: a, p: b)), salt)
+        case 2 where logN == 0 && b == 0: return (KeyDerivation(.pbkdf2SHA256(rounds: a)), salt)
+        default: throw KeychainError.invalidKeychain("unknown key-derivation function")
+        }
+    }
+}
+
+// MARK: - Byte helpers
+
+extension Data {
+    mutating func appendUInt32(_ value: UInt32) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+
+    mutating func appendLengthPrefixed(_ bytes: Data) {
+        appendUInt32(UInt32(bytes.count))
+        append(bytes)
+    }
+}
+
+/// Reads big-endian values from bytes, returning `nil` past the end.
+struct ByteReader {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ data: Data) { bytes = [UInt8](data) }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func readUInt8() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func readUInt32() -> UInt32? {
+        guard let raw = read(4) else { return nil }
+        return raw.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+
+    mutating func readUInt64() -> UInt64? {
+        guard let raw = read(8) else { return nil }
+        return raw.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    mutating func read(_ count: Int) -> Data? {
+        guard count >= 0, count <= bytes.count - offset else { return nil }
+        defer { offset += count }
+        return Data(bytes[offset..<offset + count])
+    }
+
+    mutating func readLengthPrefixed() -> Data? {
+        guard let count = readUInt32() else { return nil }
+        return read(Int(count))
+    }
+}

@@ -1,0 +1,200 @@
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Where the device key comes from: the random key that protects password-less keychains,
+/// the "always" class and the "this device only" classes.
+///
+/// The standard source is a file outside the data directory
+/// (``KeychainPaths/deviceKeyFile``), created with mode 0600 on first use.
+public struct DeviceKeySource: Sendable {
+    enum Storage: Sendable {
+        case file(String?)
+        case fixed(SymmetricKey)
+    }
+
+    let storage: Storage
+
+    /// The device key file of the process's environment (see ``KeychainPaths``).
+    public static let standard = DeviceKeySource(storage: .file(nil))
+
+    /// A device key kept in a file at `path`, created on first use.
+    public static func file(at path: String) -> DeviceKeySource {
+        DeviceKeySource(storage: .file(path))
+    }
+
+    /// A given 32-byte device key (for tests and for keychains kept only in memory).
+    public static func fixed(_ bytes: Data) -> DeviceKeySource {
+        DeviceKeySource(storage: .fixed(SymmetricKey(data: bytes)))
+    }
+
+    /// A new random device key, remembered only by the returned value.
+    public static func ephemeral() -> DeviceKeySource {
+        DeviceKeySource(storage: .fixed(SymmetricKey(size: .bits256)))
+    }
+
+    /// Loads the key, creating the file when it does not exist.
+    func load() throws -> SymmetricKey {
+        switch storage {
+        case .fixed(let key):
+            return key
+        case .file(let path):
+            return try Self.loadFile(path ?? KeychainPaths().deviceKeyFile)
+        }
+    }
+
+    private static let fileHeader = Data("keychain-linux device key v1\n".utf8)
+
+    private static func loadFile(_ path: String) throws -> SymmetricKey {
+        if try SecureFileSystem.existingFile(path) {
+            return try parse(SecureFileSystem.readFile(path, limit: 4096))
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        try SecureFileSystem.ensureDirectory(directory)
+        let key = SymmetricKey(size: .bits256)
+        let contents = fileHeader + key.withUnsafeBytes { Data($0) }
+        let temporary = directory + "/.device-key.\(getpid()).\(UInt32.random(in: 0 ... .max))"
+        try SecureFileSystem.createFile(temporary, contents: contents)
+        defer { SecureFileSystem.remove(temporary) }
+        do {
+            try SecureFileSystem.linkExclusive(temporary, to: path)
+            try SecureFileSystem.syncDirectory(directory)
+            return key
+        } catch let error as KeychainError where error.code == .duplicateKeychain {
+            // Another process created it first: use theirs.
+            _ = try SecureFileSystem.existingFile(path)
+            return try parse(SecureFileSystem.readFile(path, limit: 4096))
+        }
+    }
+
+    private static func parse(_ contents: Data) throws -> SymmetricKey {
+        guard contents.count == fileHeader.count + 32, contents.starts(with: fileHeader) else {
+            throw KeychainError(.invalidKeychain, "the device key file is malformed")
+        }
+        return SymmetricKey(data: contents.suffix(32))
+    }
+}
+
+/// The names under which keys are stored wrapped in a keychain's header.
+enum KeyName: Hashable, Sendable {
+    case index
+    case protection(ProtectionClass)
+
+    var rawValue: String {
+        switch self {
+        case .index: "index"
+        case .protection(let c): "class.\(c.rawValue)"
+        }
+    }
+
+    static let all: [KeyName] = [.index] + ProtectionClass.allCases.map { .protection($0) }
+}
+
+/// What a stored key is wrapped with.
+enum Wrapper: String, Sendable, CaseIterable {
+    /// The device key alone.
+    case device
+    /// The password-derived key alone.
+    case password
+    /// A key derived from both the password-derived key and the device key.
+    case passwordAndDevice = "password+device"
+
+    /// Which wrappings a key has. A password-less keychain wraps every key with the device
+    /// key; a password keychain wraps when-unlocked and after-first-unlock keys with the
+    /// password, their this-device-only twins with password and device, the "always" key
+    /// and the index key with the device key (usable while locked) and the password (so
+    /// the file plus the password opens them elsewhere), "always this device only" with the
+    /// device key alone.
+    static func wrappers(for key: KeyName, hasPassword: Bool) -> [Wrapper] {
+        guard hasPassword else { return [.device] }
+        switch key {
+        case .index, .protection(.always): return [.device, .password]
+        case .protection(.alwaysThisDeviceOnly): return [.device]
+        case .protection(let c) where c.isThisDeviceOnly: return [.passwordAndDevice]
+        case .protection: return [.password]
+        }
+    }
+}
+
+/// The wrapping keys available to a keychain handle.
+struct WrappingKeys {
+    var device: SymmetricKey
+    var password: SymmetricKey?
+    var passwordAndDevice: SymmetricKey?
+
+    init(deviceKey: SymmetricKey, passwordKey: SymmetricKey?, keychainID: Data) {
+        device = Self.derive(deviceKey.bytes, keychainID, "device")
+        password = passwordKey.map { Self.derive($0.bytes, keychainID, "password") }
+        passwordAndDevice = passwordKey.map {
+            Self.derive($0.bytes + deviceKey.bytes, keychainID, "password+device")
+        }
+    }
+
+    subscript(wrapper: Wrapper) -> SymmetricKey? {
+        switch wrapper {
+        case .device: device
+        case .password: password
+        case .passwordAndDevice: passwordAndDevice
+        }
+    }
+
+    private static func derive(_ material: Data, _ salt: Data, _ purpose: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: material), salt: salt,
+            info: Data("keychain-linux wrap \(purpose) v1".utf8), outputByteCount: 32)
+    }
+}
+
+extension SymmetricKey {
+    var bytes: Data { withUnsafeBytes { Data($0) } }
+}
+
+/// The keys a keychain handle holds in memory, guarded by a readers-writer lock so that
+/// ``KeychainDatabase/lock()`` waits for in-flight reads and no read returns data after
+/// `lock()` has returned.
+final class KeyRing: @unchecked Sendable {
+    struct State {
+        var classKeys: [ProtectionClass: SymmetricKey] = [:]
+        var indexKey: SymmetricKey?
+        /// Whether this handle has been unlocked (after-first-unlock keys stay until close).
+        var hasBeenUnlocked = false
+        var isUnlocked = false
+    }
+
+    private var state = State()
+    private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+
+    init() {
+        lock.initialize(to: pthread_rwlock_t())
+        var attributes = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attributes)
+        #if canImport(Glibc)
+            pthread_rwlockattr_setkind_np(
+                &attributes, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        #endif
+        pthread_rwlock_init(lock, &attributes)
+        pthread_rwlockattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_rwlock_destroy(lock)
+        lock.deallocate()
+    }
+
+    /// Runs `body` with the keys; many readers at once.
+    func read<T>(_ body: (State) throws -> T) rethrows -> T {
+        pthread_rwlock_rdlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body(state)
+    }
+
+    /// Changes the keys, waiting for every reader to finish.
+    func modify<T>(_ body: (inout State) throws -> T) rethrows -> T {
+        pthread_rwlock_wrlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body(&state)
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+
+/// How a keychain handle is opened and behaves.
+///
+/// ```swift
+/// var configuration = KeychainConfiguration()
+/// configuration.accessGroups = AccessGroups(["com.example.app"])
+/// let keychain = try KeychainDatabase.open(at: path, configuration: configuration)
+/// ```
+public struct KeychainConfiguration: Sendable {
+    /// Where the device key comes from.
+    public var deviceKey: DeviceKeySource
+    /// The key derivation used when a password is set (creation or password change).
+    public var keyDerivation: KeyDerivation
+    /// Whether keychains whose key derivation is weaker than the production floor may be
+    /// created and opened. For tests only, with ``KeyDerivation/unsafeTestingOnly``.
+    public var allowsUnsafeKeyDerivation: Bool
+    /// The access groups this handle may use (spec §7).
+    public var accessGroups: AccessGroups
+    /// How long a write waits for another process's transaction before failing.
+    public var busyTimeout: TimeInterval
+    /// The largest secret accepted, in bytes (larger ones are `.parameter`).
+    public var maximumDataSize: Int
+    /// The largest attribute value accepted, in bytes.
+    public var maximumAttributeSize: Int
+
+    /// Creates a configuration; every argument has a production default.
+    public init(
+        deviceKey: DeviceKeySource = .standard,
+        keyDerivation: KeyDerivation = .default,
+        allowsUnsafeKeyDerivation: Bool = false,
+        accessGroups: AccessGroups = .fromEnvironment(),
+        busyTimeout: TimeInterval = 30,
+        maximumDataSize: Int = 4 << 20,
+        maximumAttributeSize: Int = 64 << 10
+    ) {
+        self.deviceKey = deviceKey
+        self.keyDerivation = keyDerivation
+        self.allowsUnsafeKeyDerivation = allowsUnsafeKeyDerivation
+        self.accessGroups = accessGroups
+        self.busyTimeout = busyTimeout
+        self.maximumDataSize = maximumDataSize
+        self.maximumAttributeSize = maximumAttributeSize
+    }
+
+    /// A configuration for tests: the cheap test-only key derivation is allowed and used,
+    /// every access group is allowed, and the device key is `deviceKey`.
+    public static func testing(deviceKey: DeviceKeySource = .ephemeral()) -> KeychainConfiguration {
+        KeychainConfiguration(
+            deviceKey: deviceKey, keyDerivation: .unsafeTestingOnly,
+            allowsUnsafeKeyDerivation: true, accessGroups: .standard)
+    }
+}

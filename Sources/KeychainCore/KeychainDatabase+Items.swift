@@ -1,0 +1,373 @@
+import Crypto
+import Foundation
+import GRDB
+
+extension KeychainDatabase {
+    // MARK: Add
+
+    /// Adds an item.
+    ///
+    /// Omitted primary-key attributes get their defaults (spec §3.3), the accessibility
+    /// defaults to when-unlocked (certificates: always), the access group to the caller's
+    /// first group, and the creation and modification dates to now.
+    /// - Returns: The stored item, with its persistent identity and every stored attribute
+    ///   (its data is not returned).
+    /// - Throws: `.duplicateItem` when an item with the same primary key exists,
+    ///   `.interactionNotAllowed` when the item's protection class is locked,
+    ///   `.noSuchAttribute`, `.parameter`, `.missingEntitlement`.
+    @discardableResult
+    public func add(_ item: Item) throws -> Item {
+        let schema = try Self.schema(forWriting: item.itemClass)
+        var attributes = try normalize(item.attributes, schema: schema, forAdd: true)
+        try checkSize(data: item.data)
+        let now = Date()
+        attributes[.creationDate] = .date(now)
+        attributes[.modificationDate] = .date(now)
+        attributes[.multiUser] = .data(Data())
+        attributes[.tombstone] = nil
+        if let group = attributes[.accessGroup]?.stringValue {
+            guard configuration.accessGroups.canWrite(group) else {
+                throw KeychainError(.missingEntitlement, "the caller may not write that access group")
+            }
+        } else {
+            guard let group = configuration.accessGroups.defaultGroup else {
+                throw KeychainError(.missingEntitlement, "the caller has no access group")
+            }
+            attributes[.accessGroup] = .string(group)
+        }
+        if attributes[.accessible] == nil {
+            attributes[.accessible] = .string(
+                item.itemClass == .certificate ? Accessibility.always.rawValue : Accessibility.whenUnlocked.rawValue)
+        }
+        for name in schema.primaryKey where attributes[name] == nil {
+            attributes[name] = schema.spec(for: name)?.defaultValue
+        }
+        let accessibility = Accessibility(rawValue: attributes[.accessible]?.stringValue ?? "")!
+        if accessibility == .whenPasscodeSetThisDeviceOnly && !hasPassword {
+            throw KeychainError(.authFailed, "this keychain has no password for a passcode-bound item")
+        }
+        let uuid = UUID()
+        try withWriteTransaction { db, state in
+            let tagger = try Self.tagger(state)
+            let row = try RowCodec(database: self, state: state, tagger: tagger).seal(
+                itemClass: item.itemClass, uuid: RowCodec.bytes(of: uuid), attributes: attributes, data: item.data,
+                tombstone: false)
+            try db.execute(
+                sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [row.primaryKeyTag])
+            try insert(row, db: db, tagger: tagger, schema: schema, attributes: attributes)
+        }
+        var stored = Item(class: item.itemClass, attributes: attributes, data: nil)
+        stored.persistentID = uuid
+        return stored
+    }
+
+    // MARK: Find
+
+    /// Finds items.
+    ///
+    /// Only the matching rows are decrypted; their secrets only when `includeData` is set.
+    /// Items come back in the order they were added.
+    /// - Parameters:
+    ///   - query: What to match.
+    ///   - includeData: Whether to decrypt and return each item's secret.
+    /// - Returns: The matching items; empty when none match.
+    /// - Throws: `.interactionNotAllowed` when a matching item's class is locked (the whole
+    ///   call fails), `.decode` when a matching row fails authentication,
+    ///   `.missingEntitlement`, `.noSuchAttribute`, `.parameter`.
+    public func find(_ query: ItemQuery, includeData: Bool = false) throws -> [Item] {
+        if query.itemClass == .identity { return try findIdentities(query, includeData: includeData) }
+        let plan = try prepare(query, writing: false)
+        return try keys.read { state in
+            let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
+            let rows = try Self.run {
+                try writer.read { db in try plan.fetch(db, tagger: codec.tagger, includeData: includeData) }
+            }
+            return try rows.map { row in try codec.open(row, plan: plan, includeData: includeData) }
+        }
+    }
+
+    /// Finds the first matching item, or `nil`.
+    public func findFirst(_ query: ItemQuery, includeData: Bool = false) throws -> Item? {
+        var query = query
+        query.limit = 1
+        return try find(query, includeData: includeData).first
+    }
+
+    /// Identities are private keys joined with the certificates whose public-key hash is
+    /// the key's application label (spec §3.3). Query attributes that certificates have
+    /// apply to the certificate, the others to the key.
+    private func findIdentities(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
+        let certificateSchema = ItemSchema.of(.certificate)
+        let keySchema = ItemSchema.of(.key)
+        var certificateFilters: Attributes = [:]
+        var keyFilters: Attributes = ["kcls": .number(1)]
+        for (name, value) in query.attributes {
+            if certificateSchema.spec(for: name) != nil {
+                certificateFilters[name] = value
+            } else if keySchema.spec(for: name) != nil {
+                keyFilters[name] = value
+            } else {
+                throw KeychainError(.noSuchAttribute, "identities have no attribute \(name)")
+            }
+        }
+        var keyQuery = query
+        keyQuery.itemClass = .key
+        keyQuery.attributes = keyFilters
+        keyQuery.limit = nil
+        var identities: [Item] = []
+        for key in try find(keyQuery, includeData: includeData) {
+            guard let label = key.attributes["klbl"] else { continue }
+            var certificateQuery = query
+            certificateQuery.itemClass = .certificate
+            certificateQuery.attributes = certificateFilters.merging(["pkhh": label]) { a, _ in a }
+            certificateQuery.persistentID = nil
+            certificateQuery.limit = nil
+            for certificate in try find(certificateQuery, includeData: true) {
+                var identity = Item(
+                    class: .identity,
+                    attributes: key.attributes.merging(certificate.attributes) { _, new in new },
+                    data: key.data)
+                identity.attributes["certdata"] = certificate.data.map(AttributeValue.data)
+                identity.persistentID = key.persistentID
+                identities.append(identity)
+                if let limit = query.limit, identities.count >= limit { return identities }
+            }
+        }
+        return identities
+    }
+
+    // MARK: Update
+
+    /// Changes every matching item, all or nothing.
+    ///
+    /// - Parameters:
+    ///   - query: Which items to change (all matches; the query's limit is ignored).
+    ///   - attributes: New attribute values; others keep theirs.
+    ///   - data: A new secret, or `nil` to keep each item's secret.
+    /// - Returns: The number of items changed (at least one).
+    /// - Throws: `.itemNotFound` when nothing matches, `.duplicateItem` when a change would
+    ///   make two items equal in primary key (nothing is changed), `.interactionNotAllowed`.
+    @discardableResult
+    public func update(_ query: ItemQuery, attributes changes: Attributes, data: Data? = nil) throws -> Int {
+        var query = query
+        query.limit = nil
+        let plan = try prepare(query, writing: true)
+        try checkSize(data: data)
+        var normalizedChanges: [ItemClass: Attributes] = [:]
+        for itemClass in plan.classes {
+            normalizedChanges[itemClass] = try normalize(
+                changes, schema: ItemSchema.of(itemClass), forAdd: false)
+        }
+        if let group = changes[.accessGroup]?.stringValue, !configuration.accessGroups.canWrite(group) {
+            throw KeychainError(.missingEntitlement, "the caller may not write that access group")
+        }
+        return try withWriteTransaction { db, state in
+            let tagger = try Self.tagger(state)
+            let codec = RowCodec(database: self, state: state, tagger: tagger)
+            let rows = try plan.fetch(db, tagger: tagger, includeData: true)
+            guard !rows.isEmpty else { throw KeychainError(.itemNotFound, "no item matched") }
+            for row in rows {
+                var item = try codec.open(row, plan: plan, includeData: true)
+                let schema = ItemSchema.of(item.itemClass)
+                let oldPrimaryKey = tagger.primaryKeyTag(schema, item.attributes)
+                let oldModified = item.attributes[.modificationDate]?.dateValue ?? .distantPast
+                for (name, value) in normalizedChanges[item.itemClass] ?? [:] {
+                    item.attributes[name] = value
+                }
+                if let data { item.data = data }
+                var modified = Date()
+                if tagger.primaryKeyTag(schema, item.attributes) == oldPrimaryKey,
+                    modified.timeIntervalSinceReferenceDate <= oldModified.timeIntervalSinceReferenceDate
+                {
+                    modified = Date(timeIntervalSinceReferenceDate: oldModified.timeIntervalSinceReferenceDate + 0.001)
+                }
+                item.attributes[.modificationDate] = .date(modified)
+                let sealed = try codec.seal(
+                    itemClass: item.itemClass, uuid: row.uuid, attributes: item.attributes, data: item.data,
+                    tombstone: false)
+                try db.execute(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [sealed.primaryKeyTag])
+                try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [row.id])
+                try insert(sealed, db: db, tagger: tagger, schema: schema, attributes: item.attributes, id: row.id)
+            }
+            return rows.count
+        }
+    }
+
+    // MARK: Delete
+
+    /// Deletes every matching item. Synchronizable items leave a tombstone (invisible to
+    /// ordinary queries); others are removed outright.
+    /// - Returns: The number of items deleted (at least one).
+    /// - Throws: `.itemNotFound` when nothing matches, `.interactionNotAllowed` when a
+    ///   matching item's class is locked.
+    @discardableResult
+    public func delete(_ query: ItemQuery) throws -> Int {
+        var query = query
+        query.limit = nil
+        let plan = try prepare(query, writing: true)
+        return try withWriteTransaction { db, state in
+            let tagger = try Self.tagger(state)
+            let codec = RowCodec(database: self, state: state, tagger: tagger)
+            let rows = try plan.fetch(db, tagger: tagger, includeData: false)
+            guard !rows.isEmpty else { throw KeychainError(.itemNotFound, "no item matched") }
+            for row in rows {
+                let item = try codec.open(row, plan: plan, includeData: false)
+                if item.isSynchronizable && !row.tombstone {
+                    let tomb = try codec.seal(
+                        itemClass: item.itemClass, uuid: row.uuid, attributes: item.attributes, data: nil,
+                        tombstone: true)
+                    try db.execute(
+                        sql: "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
+                        arguments: [tomb.attributes, row.id])
+                } else {
+                    try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [row.id])
+                }
+            }
+            return rows.count
+        }
+    }
+
+    // MARK: - Internals
+
+    static func schema(forWriting itemClass: ItemClass) throws -> ItemSchema {
+        guard itemClass != .identity else {
+            throw KeychainError(
+                .unimplemented, "identities are added as a certificate and a key")
+        }
+        return ItemSchema.of(itemClass)
+    }
+
+    static func tagger(_ state: KeyRing.State) throws -> IndexTagger {
+        guard let key = state.indexKey else {
+            throw KeychainError(.interactionNotAllowed, "the keychain must be unlocked first")
+        }
+        return IndexTagger(key: key)
+    }
+
+    func checkSize(data: Data?) throws {
+        if let data, data.count > configuration.maximumDataSize {
+            throw KeychainError.parameter("the secret is larger than \(configuration.maximumDataSize) bytes")
+        }
+    }
+
+    /// Validates and converts attribute values for a class (spec §3.1).
+    func normalize(_ attributes: Attributes, schema: ItemSchema, forAdd: Bool) throws -> Attributes {
+        var result: Attributes = [:]
+        for (name, value) in attributes {
+            guard let spec = schema.spec(for: name) else {
+                throw KeychainError(.noSuchAttribute, "\(schema.itemClass) items have no attribute \(name)")
+            }
+            switch value {
+            case .string(let s) where s.utf8.count > configuration.maximumAttributeSize:
+                throw KeychainError.parameter("attribute \(name) is too large")
+            case .data(let d) where d.count > configuration.maximumAttributeSize:
+                throw KeychainError.parameter("attribute \(name) is too large")
+            default: break
+            }
+            let normalized = try spec.normalize(value)
+            if spec.kind == .access, Accessibility(rawValue: normalized.stringValue ?? "") == nil {
+                throw KeychainError.parameter("unknown accessibility value")
+            }
+            if name == .multiUser || name == .tombstone { continue }
+            if forAdd && name == .modificationDate { continue }
+            result[name] = normalized
+        }
+        return result
+    }
+
+    func withWriteTransaction<T>(_ body: (Database, KeyRing.State) throws -> T) throws -> T {
+        try keys.read { state in
+            try Self.run {
+                try writer.writeWithoutTransaction { db in
+                    var result: T?
+                    try db.inTransaction(.immediate) {
+                        result = try body(db, state)
+                        return .commit
+                    }
+                    return result!
+                }
+            }
+        }
+    }
+
+    private func insert(
+        _ row: SealedRow, db: Database, tagger: IndexTagger, schema: ItemSchema, attributes: Attributes,
+        id: Int64? = nil
+    ) throws {
+        do {
+            try db.execute(
+                sql: """
+                    INSERT INTO items(id, uuid, class, protection, agrp, sync, pk, tomb, attributes, data)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
+                    """,
+                arguments: [
+                    id, row.uuid, row.itemClass.rawValue, Int(row.protection.rawValue), row.groupTag,
+                    row.syncTag, row.primaryKeyTag, row.attributes, row.data,
+                ])
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw KeychainError(.duplicateItem, "an item with the same primary key exists")
+        }
+        let itemID = id ?? db.lastInsertedRowID
+        for (name, value) in attributes where QueryPlan.isIndexed(name) {
+            guard let spec = schema.spec(for: name) else { continue }
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO tags(tag, item) VALUES (?, ?)",
+                arguments: [tagger.tag(schema.itemClass, spec, value), itemID])
+        }
+    }
+
+    /// Turns a query into a plan: classes, keyed tags, filters to verify after decryption.
+    func prepare(_ query: ItemQuery, writing: Bool) throws -> QueryPlan {
+        let groups = configuration.accessGroups
+        if (writing ? groups.writable : groups.groups).isEmpty {
+            throw KeychainError(.missingEntitlement, "the caller has no access group")
+        }
+        let classes: [ItemClass]
+        if query.itemClass == .identity {
+            throw KeychainError(.unimplemented, "identities are changed through their certificate and key")
+        } else if let itemClass = query.itemClass {
+            classes = [itemClass]
+        } else if query.persistentID != nil {
+            classes = ItemClass.allCases.filter { $0 != .identity }
+        } else {
+            throw KeychainError.parameter("a query needs a class")
+        }
+        let schema = ItemSchema.of(query.itemClass ?? .genericPassword)
+        var filters: [AttributeName: AttributeValue] = [:]
+        for (name, value) in query.attributes {
+            guard let spec = schema.spec(for: name) else {
+                throw KeychainError(.noSuchAttribute, "\(schema.itemClass) items have no attribute \(name)")
+            }
+            if name == .multiUser || name == .accessControl { continue }
+            let normalized = try spec.normalize(value)
+            if spec.kind == .access, Accessibility(rawValue: normalized.stringValue ?? "") == nil {
+                throw KeychainError.parameter("unknown accessibility value")
+            }
+            filters[name] = normalized
+        }
+        var groupFilter: [String]?
+        if let group = filters[.accessGroup]?.stringValue {
+            guard writing ? groups.canWrite(group) : groups.canRead(group) else {
+                throw KeychainError(.missingEntitlement, "the caller may not use that access group")
+            }
+            groupFilter = [group]
+        } else if !groups.allowsAll {
+            groupFilter = writing ? groups.writable : groups.groups
+        }
+        filters[.accessGroup] = nil
+        var sync: Int64?
+        if let value = filters[.synchronizable]?.numberValue {
+            sync = value
+        } else if query.persistentID == nil {
+            switch query.synchronizable {
+            case .no: sync = 0
+            case .yes: sync = 1
+            case .any: sync = nil
+            }
+        }
+        filters[.synchronizable] = nil
+        return QueryPlan(
+            classes: classes, filters: filters, groups: groupFilter, synchronizable: sync,
+            persistentID: query.persistentID, limit: query.limit, includesTombstones: query.includesTombstones)
+    }
+}

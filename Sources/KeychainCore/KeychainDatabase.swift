@@ -1,0 +1,383 @@
+import Crypto
+import Foundation
+import GRDB
+
+/// An open keychain: an encrypted, indexed, crash-safe store of items.
+///
+/// A `KeychainDatabase` is a `Sendable` handle: many threads may read at once while one
+/// writes, and several processes may share the file. Every secret and every attribute value
+/// is sealed with AES-256-GCM under the key of the item's protection class; lookups go
+/// through keyed hashes, so finding one item decrypts only that item.
+///
+/// ```swift
+/// let keychain = try KeychainDatabase.openDefault()
+/// try keychain.add(Item(class: .genericPassword,
+///                       attributes: [.service: .string("deploy"), .account: .string("ci")],
+///                       data: Data("token".utf8)))
+/// let found = try keychain.find(ItemQuery(class: .genericPassword,
+///                                         attributes: [.service: .string("deploy")]),
+///                               includeData: true)
+/// ```
+public final class KeychainDatabase: Sendable {
+    /// The keychain's file, or `nil` for an in-memory keychain.
+    public let path: String?
+    /// The configuration the handle was opened with.
+    public let configuration: KeychainConfiguration
+    /// Whether the keychain is protected by a password (otherwise by the device key alone).
+    public var hasPassword: Bool { header.withLock { $0.kdf != nil } }
+
+    let writer: any DatabaseWriter
+    let keychainID: Data
+    let deviceKey: SymmetricKey
+    let keys = KeyRing()
+    let header: Mutex<Header>
+
+    struct Header: Sendable {
+        var kdf: (KeyDerivation, salt: Data)?
+        var kdfBytes: Data { kdf.map { $0.0.encoded(salt: $0.salt) } ?? Data() }
+    }
+
+    private init(
+        path: String?, writer: any DatabaseWriter, configuration: KeychainConfiguration
+    ) throws {
+        self.path = path
+        self.writer = writer
+        self.configuration = configuration
+        deviceKey = try configuration.deviceKey.load()
+        let meta = try Self.run { try writer.read { try Storage.meta($0) } }
+        guard let id = meta["id"], id.count == 16 else {
+            throw KeychainError.invalidKeychain("the keychain header is missing")
+        }
+        keychainID = id
+        var header = Header()
+        if let kdf = meta["kdf"] {
+            let (derivation, salt) = try KeyDerivation.decode(kdf)
+            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
+            header.kdf = (derivation, salt)
+        }
+        self.header = Mutex(header)
+        try unwrapDeviceKeys(meta: meta, header: header)
+    }
+
+    // MARK: Opening and creating
+
+    /// Opens an existing keychain file.
+    ///
+    /// The file is checked before SQLite reads it: a file that is not a keychain, of an
+    /// unknown format version, a symbolic link or another user's file is refused and left
+    /// unchanged. A password keychain opens locked.
+    /// - Throws: ``KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`,
+    ///   `.decode`, `.authFailed`).
+    public static func open(
+        at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> KeychainDatabase {
+        guard try SecureFileSystem.existingFile(path) else {
+            throw KeychainError(.noSuchKeychain, "no keychain at \(path)")
+        }
+        for suffix in ["-wal", "-shm", "-journal"] {
+            _ = try SecureFileSystem.existingFile(path + suffix)
+        }
+        try Storage.validateHeader(of: path)
+        let pool = try run {
+            try DatabasePool(
+                path: path, configuration: Storage.configuration(busyTimeout: configuration.busyTimeout))
+        }
+        let version = try run { try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } }
+        try Storage.checkVersion(version ?? 0)
+        if version != Storage.formatVersion {
+            try run { try pool.write { try Storage.migrate($0) } }
+        }
+        return try KeychainDatabase(path: path, writer: pool, configuration: configuration)
+    }
+
+    /// Creates a keychain file; with a password it starts locked.
+    ///
+    /// The file is built under a temporary name and linked into place, so a keychain is
+    /// never seen half-made; its directory is created with mode 0700 and synced.
+    /// - Parameters:
+    ///   - path: Where to create it.
+    ///   - password: The password, or `nil` for a keychain protected by the device key.
+    ///   - configuration: Key derivation, device key, access groups.
+    /// - Throws: ``KeychainError`` (`.duplicateKeychain` when a file exists there).
+    public static func create(
+        at path: String, password: String?,
+        configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> KeychainDatabase {
+        let directory = (path as NSString).deletingLastPathComponent
+        try SecureFileSystem.ensureDirectory(directory.isEmpty ? "." : directory)
+        if try SecureFileSystem.existingFile(path) {
+            throw KeychainError(.duplicateKeychain, "a keychain exists at \(path)")
+        }
+        let temporary =
+            (directory.isEmpty ? "." : directory)
+            + "/.\((path as NSString).lastPathComponent).\(getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+        try SecureFileSystem.createFile(temporary, contents: Data())
+        func removeTemporary() {
+            for suffix in ["", "-journal", "-wal", "-shm"] { SecureFileSystem.remove(temporary + suffix) }
+        }
+        defer { removeTemporary() }
+        try run {
+            let queue = try DatabaseQueue(
+                path: temporary, configuration: Storage.configuration(busyTimeout: configuration.busyTimeout))
+            try queue.write { db in
+                try Storage.createSchema(db)
+                try initializeHeader(db, password: password, configuration: configuration)
+            }
+            try queue.close()
+        }
+        try SecureFileSystem.linkExclusive(temporary, to: path)
+        removeTemporary()
+        try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+        return try open(at: path, configuration: configuration)
+    }
+
+    /// Opens the default keychain, creating it password-less on first use.
+    ///
+    /// The default is `${XDG_DATA_HOME:-$HOME/.local/share}/keychains/login.keychain-db`,
+    /// or the file named by `KEYCHAIN_DEFAULT_PATH` (see ``KeychainPaths``).
+    public static func openDefault(
+        paths: KeychainPaths = KeychainPaths(),
+        configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> KeychainDatabase {
+        do {
+            return try open(at: paths.defaultKeychain, configuration: configuration)
+        } catch let error as KeychainError where error.code == .noSuchKeychain {
+            do {
+                return try create(at: paths.defaultKeychain, password: nil, configuration: configuration)
+            } catch let error as KeychainError where error.code == .duplicateKeychain {
+                return try open(at: paths.defaultKeychain, configuration: configuration)
+            }
+        }
+    }
+
+    /// Creates a keychain that lives in memory only, on the same code path as files.
+    ///
+    /// Unless the configuration names a device key file or a fixed key, a random device
+    /// key is used, so nothing outside the process is read or written.
+    public static func inMemory(
+        password: String? = nil, configuration: KeychainConfiguration = .testing()
+    ) throws -> KeychainDatabase {
+        var configuration = configuration
+        if case .file(nil) = configuration.deviceKey.storage { configuration.deviceKey = .ephemeral() }
+        let queue = try run {
+            let queue = try DatabaseQueue(configuration: Storage.configuration(busyTimeout: 0))
+            try queue.write { db in
+                try Storage.createSchema(db)
+                try initializeHeader(db, password: password, configuration: configuration)
+            }
+            return queue
+        }
+        return try KeychainDatabase(path: nil, writer: queue, configuration: configuration)
+    }
+
+    private static func initializeHeader(
+        _ db: Database, password: String?, configuration: KeychainConfiguration
+    ) throws {
+        let keychainID = Sealing.randomBytes(16)
+        try Storage.setMeta(db, "id", keychainID)
+        var header = Header()
+        var passwordKey: SymmetricKey?
+        if let password {
+            let derivation = configuration.keyDerivation
+            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
+            let salt = Sealing.randomBytes(32)
+            header.kdf = (derivation, salt)
+            try Storage.setMeta(db, "kdf", header.kdfBytes)
+            passwordKey = try derivation.deriveKey(password: password, salt: salt)
+        }
+        let wrapping = WrappingKeys(
+            deviceKey: try configuration.deviceKey.load(), passwordKey: passwordKey,
+            keychainID: keychainID)
+        for name in KeyName.all {
+            try storeWrappings(
+                db, key: SymmetricKey(size: .bits256), name: name, wrapping: wrapping,
+                keychainID: keychainID, header: header)
+        }
+    }
+
+    // MARK: Keys
+
+    static func wrapContext(keychainID: Data, header: Header, name: KeyName, wrapper: Wrapper) -> Data {
+        var context = Data("keychain-linux wrap v1".utf8)
+        context.appendLengthPrefixed(keychainID)
+        context.appendLengthPrefixed(header.kdfBytes)
+        context.appendLengthPrefixed(Data(name.rawValue.utf8))
+        context.appendLengthPrefixed(Data(wrapper.rawValue.utf8))
+        return context
+    }
+
+    private static func storeWrappings(
+        _ db: Database, key: SymmetricKey, name: KeyName, wrapping: WrappingKeys, keychainID: Data,
+        header: Header
+    ) throws {
+        for wrapper in Wrapper.wrappers(for: name, hasPassword: header.kdf != nil) {
+            guard let wrappingKey = wrapping[wrapper] else { continue }
+            let context = wrapContext(keychainID: keychainID, header: header, name: name, wrapper: wrapper)
+            let sealed = try Sealing.seal(key.bytes, key: wrappingKey, context: context)
+            try Storage.setMeta(db, "wrap.\(name.rawValue).\(wrapper.rawValue)", sealed)
+        }
+    }
+
+    /// Unwraps every key that `wrapping` opens; keys it cannot open are left out.
+    private func unwrapAll(meta: [String: Data], header: Header, wrapping: WrappingKeys)
+        -> [KeyName: SymmetricKey]
+    {
+        var result: [KeyName: SymmetricKey] = [:]
+        for name in KeyName.all {
+            for wrapper in Wrapper.wrappers(for: name, hasPassword: header.kdf != nil) {
+                guard let wrappingKey = wrapping[wrapper],
+                    let sealed = meta["wrap.\(name.rawValue).\(wrapper.rawValue)"],
+                    let bytes = try? Sealing.open(
+                        sealed, key: wrappingKey,
+                        context: Self.wrapContext(
+                            keychainID: keychainID, header: header, name: name, wrapper: wrapper)),
+                    bytes.count == 32
+                else { continue }
+                result[name] = SymmetricKey(data: bytes)
+                break
+            }
+        }
+        return result
+    }
+
+    private func unwrapDeviceKeys(meta: [String: Data], header: Header) throws {
+        let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: nil, keychainID: keychainID)
+        let unwrapped = unwrapAll(meta: meta, header: header, wrapping: wrapping)
+        if header.kdf == nil && unwrapped.count != KeyName.all.count {
+            throw KeychainError(
+                .authFailed, "the device key does not open this keychain, or its header was altered")
+        }
+        keys.modify { state in
+            state.indexKey = unwrapped[.index]
+            for case (.protection(let c), let key) in unwrapped { state.classKeys[c] = key }
+            if header.kdf == nil {
+                state.isUnlocked = true
+                state.hasBeenUnlocked = true
+            }
+        }
+    }
+
+    /// Whether when-unlocked items are readable now.
+    public var isLocked: Bool { keys.read { !$0.isUnlocked } }
+
+    /// Unlocks the keychain: when-unlocked items become readable, and after-first-unlock
+    /// items stay readable until this handle is released.
+    ///
+    /// - Parameter password: The keychain's password; `nil` for a password-less keychain.
+    /// - Throws: `.authFailed` for a wrong password (nothing is unlocked).
+    public func unlock(password: String?) throws {
+        let meta = try Self.run { try writer.read { try Storage.meta($0) } }
+        var current = header.withLock { $0 }
+        if let kdf = meta["kdf"] {
+            let (derivation, salt) = try KeyDerivation.decode(kdf)
+            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
+            current.kdf = (derivation, salt)
+        }
+        guard let (derivation, salt) = current.kdf else {
+            guard password == nil || password == "" else {
+                throw KeychainError(.authFailed, "this keychain has no password")
+            }
+            try unwrapDeviceKeys(meta: meta, header: current)
+            return
+        }
+        guard let password else { throw KeychainError(.authFailed, "a password is required") }
+        let passwordKey = try derivation.deriveKey(password: password, salt: salt)
+        let wrapping = WrappingKeys(
+            deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
+        let unwrapped = unwrapAll(meta: meta, header: current, wrapping: wrapping)
+        guard unwrapped[.protection(.whenUnlocked)] != nil,
+            unwrapped[.protection(.afterFirstUnlock)] != nil, unwrapped[.index] != nil
+        else { throw KeychainError(.authFailed, "the password is not correct") }
+        header.withLock { $0 = current }
+        keys.modify { state in
+            state.indexKey = unwrapped[.index]
+            for case (.protection(let c), let key) in unwrapped { state.classKeys[c] = key }
+            state.isUnlocked = true
+            state.hasBeenUnlocked = true
+        }
+    }
+
+    /// Locks the keychain: when-unlocked items become unreadable until the next unlock.
+    ///
+    /// `lock()` waits for reads in flight; once it returns, no read returns their data.
+    public func lock() {
+        keys.modify { state in
+            for c in ProtectionClass.allCases where c.tier == .whenUnlocked {
+                state.classKeys[c] = nil
+            }
+            state.isUnlocked = false
+        }
+    }
+
+    /// Changes the password (or sets one on a password-less keychain). Only the wrapped keys
+    /// are rewritten, in one transaction: items are not touched, and a crash leaves exactly
+    /// one of the two passwords valid.
+    /// - Parameters:
+    ///   - old: The current password; `nil` for a password-less keychain.
+    ///   - new: The new password.
+    /// - Throws: `.authFailed` when `old` is wrong.
+    public func changePassword(old: String?, new: String) throws {
+        let derivation = configuration.keyDerivation
+        try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
+        try Self.run {
+            try writer.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    let meta = try Storage.meta(db)
+                    var current = Header()
+                    if let kdf = meta["kdf"] { current.kdf = try KeyDerivation.decode(kdf) }
+                    let oldKey: SymmetricKey?
+                    switch (current.kdf, old) {
+                    case (nil, nil), (nil, ""): oldKey = nil
+                    case (nil, _): throw KeychainError(.authFailed, "this keychain has no password")
+                    case (let kdf?, let old?): oldKey = try kdf.0.deriveKey(password: old, salt: kdf.salt)
+                    case (_?, nil): throw KeychainError(.authFailed, "the old password is required")
+                    }
+                    let unwrapped = unwrapAll(
+                        meta: meta, header: current,
+                        wrapping: WrappingKeys(deviceKey: deviceKey, passwordKey: oldKey, keychainID: keychainID))
+                    guard unwrapped[.protection(.whenUnlocked)] != nil, unwrapped[.index] != nil else {
+                        throw KeychainError(.authFailed, "the old password is not correct")
+                    }
+                    let salt = Sealing.randomBytes(32)
+                    let next = Header(kdf: (derivation, salt))
+                    let newKey = try derivation.deriveKey(password: new, salt: salt)
+                    let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: newKey, keychainID: keychainID)
+                    try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%'")
+                    try Storage.setMeta(db, "kdf", next.kdfBytes)
+                    for (name, key) in unwrapped {
+                        try Self.storeWrappings(
+                            db, key: key, name: name, wrapping: wrapping, keychainID: keychainID, header: next)
+                    }
+                    header.withLock { $0 = next }
+                    return .commit
+                }
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Runs a storage operation, turning its failures into ``KeychainError``.
+    static func run<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            throw Storage.map(error)
+        }
+    }
+}
+
+/// A minimal lock-protected box (the toolchain's `Synchronization.Mutex` needs newer
+/// deployment targets on Apple platforms).
+final class Mutex<Value: Sendable>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

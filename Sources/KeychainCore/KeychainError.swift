@@ -1,0 +1,115 @@
+/// The error thrown by every operation of the keychain engine.
+///
+/// A `KeychainError` carries a ``Code`` whose raw value *is* the Apple `OSStatus` that
+/// Keychain Services returns for the same failure, so the mapping from engine failures to
+/// `OSStatus` lives in exactly one place: the static members of ``Code``.
+///
+/// ```swift
+/// do {
+///     try keychain.add(item)
+/// } catch let error as KeychainError where error.code == .duplicateItem {
+///     // update instead
+/// }
+/// ```
+///
+/// Error messages never contain secret bytes or attribute values.
+public struct KeychainError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as an open set of codes (new codes never break `switch` users).
+    public var code: Code
+    /// A human-readable explanation, free of secrets.
+    public var message: String
+    /// The lower-level failure (an SQLite or file-system error), if any.
+    public var underlying: (any Error & Sendable)?
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: The failure code.
+    ///   - message: An explanation that contains no secret.
+    ///   - underlying: The underlying error, if any.
+    public init(_ code: Code, _ message: String = "", underlying: (any Error & Sendable)? = nil) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+    }
+
+    /// The Apple `OSStatus` for this error.
+    public var osStatus: Int32 { code.rawValue }
+
+    public var description: String {
+        var text = "KeychainError(\(code))"
+        if !message.isEmpty { text += ": \(message)" }
+        if let underlying { text += " [\(underlying)]" }
+        return text
+    }
+
+    /// An engine failure code. Its raw value is the matching Apple `OSStatus`.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The Apple `OSStatus` value.
+        public var rawValue: Int32
+        /// Creates a code from an `OSStatus` value.
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// The operation is not implemented (errSecUnimplemented, -4).
+        public static let unimplemented = Code(rawValue: -4)
+        /// An I/O error (errSecIO, -36).
+        public static let io = Code(rawValue: -36)
+        /// A parameter was not valid (errSecParam, -50).
+        public static let parameter = Code(rawValue: -50)
+        /// Memory could not be allocated (errSecAllocate, -108).
+        public static let allocate = Code(rawValue: -108)
+        /// An internal component failed (errSecInternalComponent, -2070).
+        public static let internalComponent = Code(rawValue: -2070)
+        /// The caller may not use the access group (errSecMissingEntitlement, -34018).
+        public static let missingEntitlement = Code(rawValue: -34018)
+        /// The keychain is not available (errSecNotAvailable, -25291).
+        public static let notAvailable = Code(rawValue: -25291)
+        /// The keychain cannot be modified (errSecReadOnly, -25292).
+        public static let readOnly = Code(rawValue: -25292)
+        /// The password is not correct (errSecAuthFailed, -25293).
+        public static let authFailed = Code(rawValue: -25293)
+        /// The keychain does not exist (errSecNoSuchKeychain, -25294).
+        public static let noSuchKeychain = Code(rawValue: -25294)
+        /// The file is not a valid keychain (errSecInvalidKeychain, -25295).
+        public static let invalidKeychain = Code(rawValue: -25295)
+        /// A keychain already exists at that place (errSecDuplicateKeychain, -25296).
+        public static let duplicateKeychain = Code(rawValue: -25296)
+        /// An item with the same primary key exists (errSecDuplicateItem, -25299).
+        public static let duplicateItem = Code(rawValue: -25299)
+        /// No item matched (errSecItemNotFound, -25300).
+        public static let itemNotFound = Code(rawValue: -25300)
+        /// The attribute does not exist for the item class (errSecNoSuchAttr, -25303).
+        public static let noSuchAttribute = Code(rawValue: -25303)
+        /// The item class is unknown (errSecNoSuchClass, -25306).
+        public static let noSuchClass = Code(rawValue: -25306)
+        /// The item's protection class is locked (errSecInteractionNotAllowed, -25308).
+        public static let interactionNotAllowed = Code(rawValue: -25308)
+        /// The attribute cannot be modified (errSecReadOnlyAttr, -25309).
+        public static let readOnlyAttribute = Code(rawValue: -25309)
+        /// The keychain was written by an unknown format version (errSecWrongSecVersion, -25310).
+        public static let wrongVersion = Code(rawValue: -25310)
+        /// Stored data failed authentication or could not be decoded (errSecDecode, -26275).
+        public static let decode = Code(rawValue: -26275)
+
+        private static let names: [Int32: String] = [
+            -4: "unimplemented", -36: "io", -50: "parameter", -108: "allocate",
+            -2070: "internalComponent", -34018: "missingEntitlement", -25291: "notAvailable",
+            -25292: "readOnly", -25293: "authFailed", -25294: "noSuchKeychain",
+            -25295: "invalidKeychain", -25296: "duplicateKeychain", -25299: "duplicateItem",
+            -25300: "itemNotFound", -25303: "noSuchAttribute", -25306: "noSuchClass",
+            -25308: "interactionNotAllowed", -25309: "readOnlyAttribute", -25310: "wrongVersion",
+            -26275: "decode",
+        ]
+
+        public var description: String {
+            "\(Self.names[rawValue] ?? "code") (\(rawValue))"
+        }
+    }
+}
+
+extension KeychainError {
+    static func parameter(_ message: String) -> KeychainError { KeychainError(.parameter, message) }
+    static func decode(_ message: String) -> KeychainError { KeychainError(.decode, message) }
+    static func invalidKeychain(_ message: String) -> KeychainError {
+        KeychainError(.invalidKeychain, message)
+    }
+}

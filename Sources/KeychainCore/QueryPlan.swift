@@ -1,0 +1,234 @@
+import Crypto
+import Foundation
+import GRDB
+
+/// A row of the `items` table as read from disk.
+struct StoredRow {
+    var id: Int64
+    var uuid: Data
+    var itemClass: ItemClass
+    var protection: ProtectionClass
+    var groupTag: Data
+    var syncTag: Data
+    var primaryKeyTag: Data
+    var tombstone: Bool
+    var attributes: Data
+    var data: Data?
+
+    init(_ row: Row) throws {
+        guard let id = row["id"] as Int64?, let uuid = row["uuid"] as Data?, uuid.count == 16,
+            let itemClass = (row["class"] as String?).flatMap(ItemClass.init(rawValue:)),
+            let protection = (row["protection"] as Int?).flatMap({ UInt8(exactly: $0) })
+                .flatMap(ProtectionClass.init(rawValue:)),
+            let groupTag = row["agrp"] as Data?, let syncTag = row["sync"] as Data?,
+            let primaryKeyTag = row["pk"] as Data?, let tomb = row["tomb"] as Int?,
+            let attributes = row["attributes"] as Data?
+        else { throw KeychainError.decode("a stored item is malformed") }
+        self.id = id
+        self.uuid = uuid
+        self.itemClass = itemClass
+        self.protection = protection
+        self.groupTag = groupTag
+        self.syncTag = syncTag
+        self.primaryKeyTag = primaryKeyTag
+        self.tombstone = tomb != 0
+        self.attributes = attributes
+        self.data = row["data"] as Data?
+    }
+}
+
+/// A row ready to be written: sealed blobs and keyed tags.
+struct SealedRow {
+    var uuid: Data
+    var itemClass: ItemClass
+    var protection: ProtectionClass
+    var groupTag: Data
+    var syncTag: Data
+    var primaryKeyTag: Data
+    var attributes: Data
+    var data: Data?
+}
+
+/// A prepared search: which rows to fetch, and what to verify once they are decrypted.
+struct QueryPlan {
+    var classes: [ItemClass]
+    var filters: Attributes
+    var groups: [String]?
+    var synchronizable: Int64?
+    var persistentID: UUID?
+    var limit: Int?
+    var includesTombstones: Bool
+
+    /// Attributes that get a keyed tag in the `tags` table. The access group and the
+    /// synchronizable flag have columns of their own; access control and housekeeping
+    /// values are never matched.
+    static func isIndexed(_ name: AttributeName) -> Bool {
+        ![.accessGroup, .synchronizable, .accessControl, .multiUser, .tombstone].contains(name)
+    }
+
+    /// Attributes usually unique to few items come first, so the first tag drives the join.
+    private static let selective: [AttributeName] = [
+        "acct", "srvr", "klbl", "atag", "slnr", "issr", "skid", "subj", "pkhh", "labl", "gena", "path",
+        "sdmn", "svce",
+    ]
+
+    private func orderedFilters(_ itemClass: ItemClass) -> [(AttributeSpec, AttributeValue)] {
+        let schema = ItemSchema.of(itemClass)
+        return filters.compactMap { name, value in
+            guard Self.isIndexed(name), let spec = schema.spec(for: name) else { return nil }
+            return (spec, value)
+        }.sorted { a, b in
+            let ra = Self.selective.firstIndex(of: a.0.name) ?? Self.selective.count
+            let rb = Self.selective.firstIndex(of: b.0.name) ?? Self.selective.count
+            return ra != rb ? ra < rb : a.0.name < b.0.name
+        }
+    }
+
+    func fetch(_ db: Database, tagger: IndexTagger, includeData: Bool) throws -> [StoredRow] {
+        var rows: [StoredRow] = []
+        for itemClass in classes {
+            rows += try fetch(db, itemClass: itemClass, tagger: tagger, includeData: includeData)
+            if let limit, rows.count >= limit { break }
+        }
+        if let limit, rows.count > limit { rows.removeLast(rows.count - limit) }
+        return rows
+    }
+
+    private func fetch(
+        _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool
+    ) throws -> [StoredRow] {
+        var sql = """
+            SELECT i.id, i.uuid, i.class, i.protection, i.agrp, i.sync, i.pk, i.tomb, i.attributes, \
+            \(includeData ? "i.data" : "NULL") AS data FROM
+            """
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        let tags = orderedFilters(itemClass).map { tagger.tag(itemClass, $0.0, $0.1) }
+        if tags.isEmpty {
+            sql += " items i WHERE i.class = ?"
+        } else {
+            sql += " " + tags.indices.map { "tags t\($0)" }.joined(separator: " CROSS JOIN ")
+            sql += " CROSS JOIN items i WHERE t0.tag = ?"
+            arguments.append(tags[0])
+            for index in tags.indices.dropFirst() {
+                sql += " AND t\(index).tag = ? AND t\(index).item = t0.item"
+                arguments.append(tags[index])
+            }
+            sql += " AND i.id = t0.item AND i.class = ?"
+        }
+        arguments.append(itemClass.rawValue)
+        if let persistentID {
+            sql += " AND i.uuid = ?"
+            arguments.append(RowCodec.bytes(of: persistentID))
+        }
+        if !includesTombstones { sql += " AND i.tomb = 0" }
+        if let groups {
+            sql += " AND i.agrp IN (\(groups.map { _ in "?" }.joined(separator: ",")))"
+            arguments += groups.map { tagger.columnTag(.accessGroup, .string($0)) }
+        }
+        if let synchronizable {
+            sql += " AND i.sync = ?"
+            arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)))
+        }
+        sql += " ORDER BY i.id"
+        if let limit { sql += " LIMIT \(max(0, limit))" }
+        return try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map(StoredRow.init)
+    }
+
+    /// Whether decrypted attributes satisfy every filter (they must, unless the index was
+    /// tampered with).
+    func matches(_ attributes: Attributes, itemClass: ItemClass) -> Bool {
+        let schema = ItemSchema.of(itemClass)
+        for (name, value) in filters {
+            guard let spec = schema.spec(for: name), let stored = attributes[name],
+                spec.canonicalBytes(stored) == spec.canonicalBytes(value)
+            else { return false }
+        }
+        return true
+    }
+}
+
+/// Seals rows for writing and opens rows read back, checking that every column agrees with
+/// the sealed contents.
+struct RowCodec {
+    let database: KeychainDatabase
+    let state: KeyRing.State
+    let tagger: IndexTagger
+
+    static func bytes(of uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
+
+    static func uuid(_ bytes: Data) -> UUID {
+        var value = UUID().uuid
+        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes.prefix(16)) }
+        return UUID(uuid: value)
+    }
+
+    func key(for protection: ProtectionClass) throws -> SymmetricKey {
+        guard let key = state.classKeys[protection] else {
+            throw KeychainError(.interactionNotAllowed, "the item's protection class is locked")
+        }
+        return key
+    }
+
+    /// The associated data that binds a sealed blob to its keychain, row, class, access
+    /// group, synchronizable state, primary key and tombstone state.
+    private func context(_ field: String, _ row: SealedRow, tombstone: Bool) -> Data {
+        var context = Data("keychain-linux item v1".utf8)
+        context.appendLengthPrefixed(database.keychainID)
+        context.appendLengthPrefixed(row.uuid)
+        context.appendLengthPrefixed(Data(row.itemClass.rawValue.utf8))
+        context.append(row.protection.rawValue)
+        context.appendLengthPrefixed(row.groupTag)
+        context.appendLengthPrefixed(row.syncTag)
+        context.appendLengthPrefixed(row.primaryKeyTag)
+        context.append(tombstone ? 1 : 0)
+        context.appendLengthPrefixed(Data(field.utf8))
+        return context
+    }
+
+    func seal(itemClass: ItemClass, uuid: Data, attributes: Attributes, data: Data?, tombstone: Bool) throws
+        -> SealedRow
+    {
+        let schema = ItemSchema.of(itemClass)
+        guard let accessibility = attributes[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:)),
+            let group = attributes[.accessGroup]
+        else { throw KeychainError.parameter("an item needs an accessibility and an access group") }
+        var row = SealedRow(
+            uuid: uuid, itemClass: itemClass, protection: accessibility.protectionClass,
+            groupTag: tagger.columnTag(.accessGroup, group),
+            syncTag: tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)),
+            primaryKeyTag: tagger.primaryKeyTag(schema, attributes), attributes: Data(), data: nil)
+        let key = try key(for: row.protection)
+        row.attributes = try Sealing.seal(
+            AttributeCoding.encode(attributes), key: key, context: context("attributes", row, tombstone: tombstone))
+        if let data {
+            row.data = try Sealing.seal(data, key: key, context: context("data", row, tombstone: tombstone))
+        }
+        return row
+    }
+
+    func open(_ stored: StoredRow, plan: QueryPlan, includeData: Bool) throws -> Item {
+        let key = try key(for: stored.protection)
+        let row = SealedRow(
+            uuid: stored.uuid, itemClass: stored.itemClass, protection: stored.protection,
+            groupTag: stored.groupTag, syncTag: stored.syncTag, primaryKeyTag: stored.primaryKeyTag,
+            attributes: stored.attributes, data: stored.data)
+        let attributes = try AttributeCoding.decode(
+            Sealing.open(stored.attributes, key: key, context: context("attributes", row, tombstone: stored.tombstone)))
+        let schema = ItemSchema.of(stored.itemClass)
+        guard let group = attributes[.accessGroup],
+            tagger.columnTag(.accessGroup, group) == stored.groupTag,
+            tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)) == stored.syncTag,
+            tagger.primaryKeyTag(schema, attributes) == stored.primaryKeyTag,
+            attributes[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:))?.protectionClass
+                == stored.protection,
+            plan.matches(attributes, itemClass: stored.itemClass)
+        else { throw KeychainError.decode("a stored item does not match its index") }
+        var item = Item(class: stored.itemClass, attributes: attributes)
+        item.persistentID = Self.uuid(stored.uuid)
+        if includeData, let sealed = stored.data {
+            item.data = try Sealing.open(sealed, key: key, context: context("data", row, tombstone: stored.tombstone))
+        }
+        if stored.tombstone { item.attributes[.tombstone] = .number(1) }
+        return item
+    }
+}

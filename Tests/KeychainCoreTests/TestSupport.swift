@@ -1,0 +1,92 @@
+import Crypto
+import Foundation
+import KeychainCore
+
+/// A fresh directory for one test, removed at the end of its scope.
+final class Scratch {
+    let path: String
+
+    init() throws {
+        path = FileManager.default.temporaryDirectory.path + "/kc-core-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+func genericPassword(_ account: String, service: String = "svc", data: String = "secret") -> Item {
+    Item(
+        class: .genericPassword,
+        attributes: [.account: .string(account), .service: .string(service)],
+        data: Data(data.utf8))
+}
+
+func query(_ itemClass: ItemClass = .genericPassword, _ attributes: Attributes = [:]) -> ItemQuery {
+    ItemQuery(class: itemClass, attributes: attributes)
+}
+
+func sha256(ofFile path: String) -> String? {
+    guard let data = FileManager.default.contents(atPath: path) else { return nil }
+    return SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+}
+
+/// Runs `body` and returns the code of the `KeychainError` it throws, or `nil`.
+func errorCode(_ body: () throws -> Void) -> KeychainError.Code? {
+    do {
+        try body()
+        return nil
+    } catch let error as KeychainError {
+        return error.code
+    } catch {
+        return KeychainError.Code(rawValue: 1)
+    }
+}
+
+/// The helper executable built next to the test bundle.
+var workerPath: String {
+    let candidates = [
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path,
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map {
+            URL(fileURLWithPath: $0).deletingLastPathComponent().path
+        } ?? "",
+    ]
+    for directory in candidates {
+        let path = directory + "/keychain-test-worker"
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return candidates[0] + "/keychain-test-worker"
+}
+
+/// Starts the worker with an environment whose device key lives under `configHome`.
+func startWorker(_ arguments: [String], configHome: String) throws -> (Process, Pipe) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: workerPath)
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["XDG_CONFIG_HOME"] = configHome
+    environment["KEYCHAIN_ACCESS_GROUPS"] = nil
+    process.environment = environment
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    return (process, output)
+}
+
+func runWorker(_ arguments: [String], configHome: String) throws -> (status: Int32, output: String) {
+    let (process, pipe) = try startWorker(arguments, configHome: configHome)
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+import GRDB
+
+/// Raw SQLite access to a keychain file, for tests that tamper with it.
+enum GRDBTestAccess {
+    static func queue(_ path: String) throws -> DatabaseQueue {
+        try DatabaseQueue(path: path)
+    }
+}

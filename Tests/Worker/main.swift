@@ -1,0 +1,106 @@
+// A helper process for the engine's multi-process tests: racing adds, writers killed with
+// SIGKILL, files created under a given umask. Not part of any product.
+//
+//   keychain-test-worker race <keychain> <account> <start-at-unix-seconds>
+//   keychain-test-worker write <keychain> <ack-file> <prefix>
+//   keychain-test-worker create <keychain> <umask-octal>
+//   keychain-test-worker add-many <keychain> <prefix> <threads> <count-per-thread>
+//
+// The device key comes from the environment's XDG_CONFIG_HOME, as for any process.
+
+import Foundation
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    FileHandle.standardError.write(Data("usage: keychain-test-worker <command> <keychain> …\n".utf8))
+    exit(2)
+}
+let path = arguments[2]
+
+@Sendable func item(account: String, data: String) -> Item {
+    Item(
+        class: .genericPassword,
+        attributes: [.service: .string("worker"), .account: .string(account)],
+        data: Data(data.utf8))
+}
+
+func report(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+do {
+    switch arguments[1] {
+    case "race":
+        let keychain = try KeychainDatabase.open(at: path)
+        let start = Double(arguments[4]) ?? 0
+        while Date().timeIntervalSince1970 < start { usleep(100) }
+        do {
+            try keychain.add(item(account: arguments[3], data: "\(getpid())"))
+            report("added")
+        } catch let error as KeychainError where error.code == .duplicateItem {
+            report("duplicate")
+        }
+    case "write":
+        let keychain = try KeychainDatabase.open(at: path)
+        let ack = open(arguments[3], O_WRONLY | O_APPEND | O_CREAT, 0o600)
+        let prefix = arguments[4]
+        var index = 0
+        while true {
+            let account = "\(prefix)-\(index)"
+            try keychain.add(item(account: account, data: "v1-\(account)"))
+            if index % 3 == 0 {
+                try keychain.update(
+                    ItemQuery(class: .genericPassword, attributes: [.account: .string(account)]),
+                    attributes: [:], data: Data("v2-\(account)".utf8))
+            }
+            let line = "\(account)\n"
+            _ = line.withCString { write(ack, $0, strlen($0)) }
+            fsync(ack)
+            index += 1
+        }
+    case "create":
+        umask(mode_t(Int(arguments[3], radix: 8) ?? 0))
+        _ = try KeychainDatabase.create(at: path, password: nil)
+        report("created")
+    case "add-many":
+        let keychain = try KeychainDatabase.open(at: path)
+        let prefix = arguments[3]
+        let threads = Int(arguments[4]) ?? 1
+        let count = Int(arguments[5]) ?? 1
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for index in 0..<count {
+                do {
+                    try keychain.add(item(account: "\(prefix)-\(thread)-\(index)", data: "x"))
+                    _ = try keychain.find(
+                        ItemQuery(class: .genericPassword, attributes: [.service: .string("worker")], limit: 5))
+                } catch {
+                    failures.withLock { $0 += 1 }
+                    FileHandle.standardError.write(Data("\(error)\n".utf8))
+                }
+            }
+        }
+        report("failures \(failures.withLock { $0 })")
+    default:
+        exit(2)
+    }
+} catch {
+    FileHandle.standardError.write(Data("worker: \(error)\n".utf8))
+    exit(1)
+}
+
+final class Mutex<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = NSLock()
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
