@@ -1,16 +1,32 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Keychain for Linux. One module per layer, dependencies pointing down to the engine:
+//
+//   KeychainCore            the engine: encrypted, indexed, crash-safe item store
+//   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainCore
+//   Keychain                the idiomatic Swift API (new code starts here)
+//   KeychainStorage         named encrypted stores with a pluggable cipher
+//   SwiftKeychain           protocol-oriented items
+//   SecurityTool            the `security` command-line tool (macOS security(1) compatible)
+//   KeychainBenchmarks      the `keychain-bench` executable
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "Security", targets: ["Security"]),
+        .library(name: "Keychain", targets: ["Keychain"]),
+        .library(name: "KeychainStorage", targets: ["KeychainStorage"]),
+        .library(name: "SwiftKeychain", targets: ["SwiftKeychain"]),
+        .executable(name: "security", targets: ["SecurityTool"]),
+        .executable(name: "keychain-bench", targets: ["KeychainBenchmarks"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(
@@ -23,7 +39,33 @@ let package = Package(
         ),
         .target(
             name: "Security",
-            dependencies: []
+            dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(name: "Keychain", dependencies: ["KeychainCore"]),
+        .target(
+            name: "KeychainStorage",
+            dependencies: [
+                "KeychainCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "SwiftKeychain", dependencies: ["KeychainCore"]),
+        .executableTarget(
+            name: "SecurityTool",
+            dependencies: [
+                "KeychainCore", "Security",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "KeychainBenchmarks",
+            dependencies: [
+                "KeychainCore", "Security",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .executableTarget(
             name: "keychain-test-worker",
@@ -38,9 +80,24 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore"]),
+        // The seed documents' code, compiled as written (Swift 5 language mode).
         .testTarget(
-            name: "SecurityTests",
-            dependencies: ["Security"]
+            name: "SeedTests",
+            dependencies: ["Security", "KeychainCore"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        .testTarget(name: "KeychainTests", dependencies: ["Keychain", "KeychainCore"]),
+        .testTarget(
+            name: "KeychainStorageTests",
+            dependencies: ["KeychainStorage", "KeychainCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "SwiftKeychainTests",
+            dependencies: ["SwiftKeychain", "KeychainCore"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(name: "SecurityToolTests", dependencies: ["SecurityTool", "KeychainCore"]),
+        .testTarget(name: "BenchmarkTests", dependencies: ["KeychainBenchmarks"]),
     ]
 )

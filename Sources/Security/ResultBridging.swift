@@ -1,0 +1,155 @@
+// How keychain strings, queries and results cross the Swift/Foundation bridge on Linux.
+//
+// On Apple platforms `CFString`, `NSString` and `String` bridge for free, and
+// `AnyHashable(kSecAttrAccount as NSString) == AnyHashable("acct")`. With swift-corelibs-foundation
+// the last one is false: an `NSString` and a `String` with the same characters are different
+// `AnyHashable` keys. Measured behaviour that the code below (and the SecItem implementation)
+// relies on:
+//
+// - An `NSDictionary` copies its keys; bridged to `[AnyHashable: Any]` they become `String`s,
+//   bridged to `[String: Any]` or `[CFString: Any]` they become `String`s or `NSString`s.
+// - Values read out of an `NSDictionary` (enumeration, subscript, or a cast to a Swift dictionary)
+//   are converted to Swift types: `NSString` → `String`, `NSData` → `Data`, `NSDate` → `Date`,
+//   a Boolean `NSNumber` (the `kCFBooleanTrue`/`kCFBooleanFalse` singletons, and any Swift `Bool`)
+//   → `Bool`; an integer or floating-point `NSNumber` stays an `NSNumber`; `nil` → `NSNull`.
+// - A `Bool` read that way answers `as? Bool` but not `as? Int`; an integer `NSNumber` answers both
+//   `as? Int` and, for 0 and 1, `as? Bool` — so an integer number is the faithful way to return
+//   what Apple returns as a 0/1 `CFNumber`, and `as? Bool` cannot tell a Boolean from a number.
+
+import Foundation
+
+/// The class of every `kSec…` constant: an immutable `NSString` whose `AnyHashable` form is its
+/// Swift `String`.
+///
+/// Because `CFString` is `NSString` (DECISIONS.md item 1), a dictionary of type
+/// `[AnyHashable: Any]` would otherwise hold `"acct"` and `kSecAttrAccount` as two different keys.
+/// This subclass reports a custom `AnyHashable` representation (the same hook Foundation uses for
+/// `NSString` on Apple platforms), so `dictionary[kSecAttrAccount]` and
+/// `dictionary[kSecAttrAccount as String]` find the same entry. As an `NSString` it is equal to,
+/// and hashes like, any other `NSString` with the same characters.
+final class SecConstantString: NSString {
+    private let value: String
+    private let utf16: [unichar]
+
+    /// Creates a constant from a string.
+    init(value: String) {
+        self.value = value
+        self.utf16 = Array(value.utf16)
+        super.init(characters: utf16, length: utf16.count)
+    }
+
+    required convenience init(stringLiteral value: StaticString) {
+        self.init(value: value.description)
+    }
+
+    required convenience init(extendedGraphemeClusterLiteral value: StaticString) {
+        self.init(value: value.description)
+    }
+
+    required convenience init(unicodeScalarLiteral value: StaticString) {
+        self.init(value: value.description)
+    }
+
+    required convenience init(string aString: String) {
+        self.init(value: aString)
+    }
+
+    required convenience init?(coder aDecoder: NSCoder) {
+        guard let string = NSString(coder: aDecoder) else { return nil }
+        self.init(value: string as String)
+    }
+
+    override var length: Int {
+        utf16.count
+    }
+
+    override func character(at index: Int) -> unichar {
+        utf16[index]
+    }
+}
+
+extension SecConstantString: _HasCustomAnyHashableRepresentation {
+    func _toCustomAnyHashable() -> AnyHashable? {
+        AnyHashable(value)
+    }
+}
+
+/// Builds a result dictionary that callers can read in every way Apple platforms allow.
+///
+/// The result can be cast to `[String: Any]`, `[CFString: Any]` or `[AnyHashable: Any]`, or used
+/// as an `NSDictionary`; a lookup by `kSecX` or by `kSecX as String` finds the same entry
+/// (through `[AnyHashable: Any]` too). Values are stored as Foundation objects so that `as? Data`,
+/// `as? NSData`, `as? String`, `as? Int` and `as? Date` work as on Apple platforms.
+///
+/// Booleans (a Swift `Bool`, ``kCFBooleanTrue`` or ``kCFBooleanFalse``) are stored as the integer
+/// numbers 1 and 0, which is what the data protection keychain returns for Boolean attributes
+/// and the only form a caller can read both `as? Bool` and `as? Int` on Linux.
+///
+/// - Parameter pairs: The keys and values, in any order; a later pair replaces an earlier one
+///   with the same key. An `Optional` value is unwrapped, and a pair whose value is `nil` is left
+///   out (a Core Foundation dictionary cannot hold `NULL`).
+/// - Returns: An immutable dictionary.
+package func makeResultDictionary(_ pairs: [(CFString, Any)]) -> CFDictionary {
+    let dictionary = NSMutableDictionary(capacity: pairs.count)
+    for (key, value) in pairs {
+        guard let value = unwrapped(value) else { continue }
+        dictionary.setObject(resultObject(value), forKey: NSString(string: key as String))
+    }
+    return dictionary.copy() as! NSDictionary
+}
+
+/// Builds a result array (for a search whose limit is not one) from result objects.
+///
+/// The array can be cast to `[[String: Any]]`, `[[AnyHashable: Any]]`, `[NSDictionary]` or `[Data]`
+/// as its elements allow.
+///
+/// - Parameter elements: The per-item results: dictionaries from ``makeResultDictionary(_:)``,
+///   data, or references. `nil` elements are left out.
+/// - Returns: An immutable array.
+package func makeResultArray(_ elements: [Any]) -> CFArray {
+    NSArray(array: elements.compactMap(unwrapped).map(resultObject))
+}
+
+/// Returns the truth value of a query value if it is a Boolean, and `nil` for anything else.
+///
+/// A value is Boolean if it is a Swift `Bool` or one of ``kCFBooleanTrue`` and ``kCFBooleanFalse``
+/// (Foundation returns these singletons for every Boolean `NSNumber`). The integer numbers 0 and 1
+/// are *not* Booleans here, although `1 as? Bool` succeeds on Linux: the return keys accept only
+/// Booleans on Apple platforms (spec §8 item 19).
+///
+/// - Parameter value: A value read from a query dictionary.
+/// - Returns: `true` or `false` for a Boolean, `nil` otherwise.
+package func cfBooleanValue(_ value: Any) -> Bool? {
+    guard let number = value as? NSNumber else { return nil }
+    if number === kCFBooleanTrue { return true }
+    if number === kCFBooleanFalse { return false }
+    return nil
+}
+
+/// Converts a result value to the Foundation object a caller can cast as on Apple platforms.
+private func resultObject(_ value: Any) -> AnyObject {
+    if let boolean = cfBooleanValue(value) {
+        return NSNumber(value: Int32(boolean ? 1 : 0))
+    }
+    return value as AnyObject
+}
+
+/// Looks through any level of `Optional` wrapping.
+private protocol OptionalValue {
+    var unwrappedValue: Any? { get }
+}
+
+extension Optional: OptionalValue {
+    fileprivate var unwrappedValue: Any? {
+        guard case .some(let wrapped) = self else { return nil }
+        return unwrapped(wrapped)
+    }
+}
+
+/// Returns the value inside any `Optional` wrapping, or `nil` for an empty optional.
+private func unwrapped(_ value: Any) -> Any? {
+    if let optional = value as? OptionalValue {
+        return optional.unwrappedValue
+    }
+    return value
+}

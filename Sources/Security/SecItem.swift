@@ -1,0 +1,303 @@
+// SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete (spec §4–§7) on KeychainCore.
+//
+// Linux decisions, following the spec's recommendations:
+// - The keys macOS strips before its data-protection path are stripped on every platform (§9).
+// - Update is all-or-nothing (§5.2): one transaction, rolled back on any failure.
+// - Host matching filters before the limit is applied (§4.5).
+// - Items whose access control carries authentication flags (biometry, passcode, …) cannot be
+//   authenticated without a UI: every read that matches one fails with
+//   errSecInteractionNotAllowed, and kSecUseAuthenticationUISkip skips them (§8 item 20).
+//   kSecUseAuthenticationContext is accepted and ignored.
+// - SecCertificate, SecKey and SecIdentity references come in a later release: asking for
+//   (kSecReturnRef) or passing (kSecValueRef) a reference for those classes is errSecUnimplemented.
+
+import Crypto
+import Foundation
+import KeychainCore
+
+/// Adds one item to a keychain.
+///
+/// ```swift
+/// let status = SecItemAdd([
+///     kSecClass: kSecClassGenericPassword,
+///     kSecAttrService: "api.example.com",
+///     kSecAttrAccount: "alice",
+///     kSecValueData: Data("s3cret".utf8),
+/// ] as CFDictionary, nil)
+/// ```
+/// - Parameters:
+///   - attributes: The item's class, attributes and data, plus optional return keys.
+///   - result: Receives what the return keys ask for; may be `nil`.
+/// - Returns: `errSecSuccess`, `errSecDuplicateItem`, `errSecParam`, `errSecNoSuchAttr`,
+///   `errSecInteractionNotAllowed` (locked), `errSecMissingEntitlement`, …
+@discardableResult
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    result?.pointee = nil
+    return status {
+        let query = try QueryParser(operation: .add).parse(attributes)
+        guard let itemClass = query.itemClass else { throw SecError(errSecParam) }
+        if query.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        if let reference = query.persistentRef, reference.identity == nil { throw SecError(errSecParam) }
+        if query.accessControl != nil, isCFTrue(attributes, "sync") { throw SecError(errSecParam) }
+        if query.returnRef && !isPassword(itemClass) { throw SecError(errSecUnimplemented) }
+        let database = try targetDatabase(query)
+        guard database.configuration.accessGroups.groups.contains(where: { $0 != "com.apple.token" }) else {
+            throw SecError(errSecMissingEntitlement)
+        }
+        var item = Item(class: itemClass, attributes: query.attributes, data: query.valueData)
+        item = try database.add(item)
+        item.data = query.valueData
+        guard query.returnsAnything, let result else { return }
+        result.pointee = addResult(item, query)
+    }
+}
+
+/// Finds items and returns what the return keys ask for (spec §4).
+///
+/// ```swift
+/// var result: CFTypeRef?
+/// let status = SecItemCopyMatching([
+///     kSecClass: kSecClassGenericPassword,
+///     kSecAttrAccount: "alice",
+///     kSecReturnData: true,
+/// ] as CFDictionary, &result)
+/// let secret = result as? Data
+/// ```
+/// - Parameters:
+///   - query: The class, attributes to match, `kSecMatchLimit` and return keys.
+///   - result: Receives one object (limit one) or an array; left untouched on failure.
+/// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecInteractionNotAllowed`, …
+@discardableResult
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    status {
+        let parsed = try QueryParser(operation: .copyMatching).parse(query)
+        guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
+        if let reference = parsed.persistentRef, reference.identity != nil,
+            !parsed.attributes.isEmpty || parsed.synchronizableAny
+        {
+            throw SecError(errSecParam)
+        }
+        if parsed.returnRef && !isPassword(itemClass) { throw SecError(errSecUnimplemented) }
+        if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        let items = try matchingItems(parsed)
+        guard !items.isEmpty else { throw SecError(errSecItemNotFound) }
+        let objects = items.compactMap { copyResult($0, parsed) }
+        let value: CFTypeRef? = parsed.limitIsOne ? objects.first : makeResultArray(objects)
+        if let result, let value { result.pointee = value }
+    }
+}
+
+/// Changes every item that matches a query, all or nothing (spec §5.2).
+///
+/// ```swift
+/// SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice"] as CFDictionary,
+///               [kSecValueData: Data("new".utf8)] as CFDictionary)
+/// ```
+/// - Parameters:
+///   - query: Which items to change.
+///   - attributesToUpdate: New attribute values and, under `kSecValueData`, a new secret.
+/// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecDuplicateItem`, `errSecNoSuchAttr`, …
+@discardableResult
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    status {
+        let parsed = try QueryParser(operation: .update).parse(query)
+        guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
+        if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        let (changes, data) = try parseChanges(attributesToUpdate, itemClass: itemClass)
+        let database = try targetDatabase(parsed)
+        guard let itemQuery = itemQuery(parsed, unlimited: true) else { throw SecError(errSecItemNotFound) }
+        try database.update(itemQuery, attributes: changes, data: data)
+    }
+}
+
+/// Deletes every item that matches a query (spec §5.3).
+///
+/// ```swift
+/// SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice"] as CFDictionary)
+/// ```
+/// - Parameter query: Which items to delete; `[kSecClass: …]` alone deletes the whole class.
+/// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecInteractionNotAllowed`, …
+@discardableResult
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    status {
+        let parsed = try QueryParser(operation: .delete).parse(query)
+        guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
+        if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        let database = try targetDatabase(parsed)
+        guard let itemQuery = itemQuery(parsed, unlimited: true) else { throw SecError(errSecItemNotFound) }
+        try database.delete(itemQuery)
+    }
+}
+
+// MARK: - Internals
+
+private func isPassword(_ itemClass: ItemClass) -> Bool {
+    itemClass == .genericPassword || itemClass == .internetPassword
+}
+
+/// Passing a reference: the certificate, key and identity references are not built yet.
+private func referenceStatus(_ itemClass: ItemClass) -> OSStatus {
+    isPassword(itemClass) ? errSecParam : errSecUnimplemented
+}
+
+/// Whether the dictionary holds exactly `kCFBooleanTrue` under `key`.
+private func isCFTrue(_ dictionary: CFDictionary, _ key: String) -> Bool {
+    guard let value = dictionary.object(forKey: NSString(string: key)) else { return false }
+    return cfBooleanValue(value) == true
+}
+
+private func targetDatabase(_ query: ParsedQuery) throws -> KeychainDatabase {
+    try database(for: query.keychains?.first)
+}
+
+/// The engine query for a parsed dictionary; `nil` when a legacy reference can match nothing.
+private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
+    if let reference = parsed.persistentRef, reference.identity == nil { return nil }
+    return ItemQuery(
+        class: parsed.itemClass, attributes: parsed.attributes,
+        synchronizable: parsed.synchronizableAny ? .any : .no,
+        persistentID: parsed.persistentRef?.identity,
+        limit: unlimited || parsed.hostOrSubdomain != nil ? nil : parsed.limit)
+}
+
+/// Finds the items of every searched keychain, applying the checks the engine cannot make.
+private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
+    guard var itemQuery = itemQuery(parsed, unlimited: false) else { return [] }
+    let targets: [SecKeychain?] = parsed.keychains ?? [nil]
+    let keychains = try targets.map { try database(for: $0) }
+    let wantsData = parsed.returnData || (parsed.returnRef && isPassword(parsed.itemClass!))
+    var items: [Item] = []
+    for database in keychains {
+        for item in try database.find(itemQuery, includeData: wantsData) {
+            if let control = item.attributes[.accessControl]?.dataValue.flatMap(SecAccessControl.init(serialized:)),
+                control.requiresAuthentication
+            {
+                if parsed.authenticationUI == .skip { continue }
+                throw SecError(errSecInteractionNotAllowed)
+            }
+            if let host = parsed.hostOrSubdomain {
+                guard let server = item.attributes[.server]?.stringValue,
+                    server == host || server.hasSuffix("." + host)
+                else { continue }
+            }
+            items.append(item)
+            if let limit = parsed.limit, items.count >= limit { return items }
+        }
+        if let limit = itemQuery.limit { itemQuery.limit = limit - items.count }
+    }
+    return items
+}
+
+/// The attribute-to-object conversion shared by every result dictionary.
+private func attributePairs(_ item: Item, housekeeping: Bool) -> [(CFString, Any)] {
+    var pairs: [(CFString, Any)] = []
+    for (name, value) in item.attributes.sorted(by: { $0.key < $1.key }) {
+        let key = NSString(string: name.rawValue)
+        switch (name, value) {
+        case (.accessControl, .data(let data)):
+            if let control = SecAccessControl(serialized: data) { pairs.append((key, control)) }
+        case (.tombstone, _), (.multiUser, _):
+            continue
+        case (_, .string(let string)): pairs.append((key, string))
+        case (_, .data(let data)): pairs.append((key, data))
+        case (_, .number(let number)): pairs.append((key, NSNumber(value: Int(number))))
+        case (_, .date(let date)): pairs.append((key, date))
+        }
+    }
+    if item.attributes[.accessControl] == nil, let protection = item.attributes[.accessible]?.stringValue {
+        pairs.append(("accc", SecAccessControl(protectionValue: protection, flags: [])))
+    }
+    if housekeeping {
+        pairs.append(("musr", Data()))
+        pairs.append(("tomb", NSNumber(value: 0)))
+    }
+    return pairs
+}
+
+private func persistentReference(_ item: Item) -> Data? {
+    item.persistentID.map { PersistentReference(itemClass: item.itemClass, identity: $0).data }
+}
+
+private func sha1(_ data: Data?) -> Data {
+    Data(Insecure.SHA1.hash(data: data ?? Data()))
+}
+
+/// One item's result for SecItemCopyMatching (spec §4.3); `nil` when nothing can be returned.
+private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
+    let others = [query.returnAttributes, query.returnData, query.returnPersistentRef].filter { $0 }.count
+    let dictionary = query.returnAttributes || (query.returnRef && others > 0) || others > 1
+    guard dictionary else {
+        if query.returnData { return item.data.map(NSData.init(data:)) }
+        if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
+        return nil
+    }
+    var pairs = attributePairs(item, housekeeping: true)
+    if query.returnData { pairs.append(("sha1", sha1(item.data))) }
+    if query.returnRef { pairs.append(("class", item.itemClass.rawValue)) }
+    if query.returnData || query.returnRef, let data = item.data { pairs.append(("v_Data", data)) }
+    if query.returnPersistentRef, let reference = persistentReference(item) {
+        pairs.append(("v_PersistentRef", reference))
+    }
+    return makeResultDictionary(pairs)
+}
+
+/// The result of SecItemAdd (spec §5.1 step 12).
+private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
+    let attributes = query.returnAttributes || query.returnRef
+    if !attributes {
+        if query.returnData && query.returnPersistentRef {
+            return makeResultDictionary([
+                ("v_Data", item.data ?? Data()), ("v_PersistentRef", persistentReference(item) as Any),
+            ])
+        }
+        if query.returnData { return NSData(data: item.data ?? Data()) }
+        if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
+        return nil
+    }
+    var pairs = attributePairs(item, housekeeping: false)
+    pairs.append(("sha1", sha1(item.data)))
+    if query.returnRef { pairs.append(("class", item.itemClass.rawValue)) }
+    if query.returnData || query.returnRef { pairs.append(("v_Data", item.data ?? Data())) }
+    if query.returnPersistentRef, let reference = persistentReference(item) {
+        pairs.append(("v_PersistentRef", reference))
+    }
+    return makeResultDictionary(pairs)
+}
+
+/// Parses `attributesToUpdate` (spec §5.2): every key but kSecValueData is an attribute name.
+private func parseChanges(_ dictionary: CFDictionary, itemClass: ItemClass) throws -> (Attributes, Data?) {
+    let entries = try QueryParser.entries(dictionary)
+    let schema = ItemSchema.of(itemClass)
+    var changes: Attributes = [:]
+    var data: Data?
+    var accessControl: SecAccessControl?
+    for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
+        if key == "v_Data" {
+            guard let bytes = value as? Data else { throw SecError(errSecParam) }
+            data = bytes
+            continue
+        }
+        if key == "nleg" || key == "musr" || key == "mdat" { continue }
+        if key == "ggrp" { throw SecError(errSecParam) }
+        guard key.utf8.count == 4, let spec = schema.spec(for: AttributeName(rawValue: key)) else {
+            throw SecError(errSecNoSuchAttr)
+        }
+        switch spec.kind {
+        case .accessControl:
+            guard let control = value as? SecAccessControl, control.protectionValue != "f" else {
+                throw SecError(errSecParam)
+            }
+            accessControl = control
+        case .sync where (value as? String) == "syna":
+            continue
+        default:
+            changes[spec.name] = try spec.normalize(attributeValue(value))
+        }
+    }
+    if let accessControl {
+        if changes[.accessible] != nil || isCFTrue(dictionary, "sync") { throw SecError(errSecParam) }
+        changes[.accessible] = .string(accessControl.protectionValue)
+        changes[.accessControl] = .data(accessControl.serialized)
+    }
+    return (changes, data)
+}

@@ -1,0 +1,327 @@
+// Parsing SecItem dictionaries (spec §4.1): every key by its first letter, every value converted
+// by its attribute's storage kind, wrong types errSecParam, unknown attributes errSecNoSuchAttr.
+//
+// Linux decision (spec §9's recommendation): before parsing, the keys that macOS removes on its
+// data-protection path are removed here too, on every platform. That only turns iOS errSecParam
+// cases into successes (for example kSecMatchLimit in SecItemDelete).
+
+import Foundation
+import KeychainCore
+
+/// The four SecItem operations, which parse dictionaries slightly differently.
+enum SecOperation {
+    case add, copyMatching, update, delete
+}
+
+/// How a query treats items that need user authentication (kSecUseAuthenticationUI).
+enum AuthenticationUI {
+    case allow, fail, skip
+}
+
+/// A parsed SecItem dictionary.
+struct ParsedQuery {
+    var itemClass: ItemClass?
+    var attributes: Attributes = [:]
+    var synchronizableAny = false
+    var returnData = false
+    var returnAttributes = false
+    var returnRef = false
+    var returnPersistentRef = false
+    /// `nil` means no limit.
+    var limit: Int? = 1
+    var limitIsOne: Bool { limit == 1 }
+    var valueData: Data?
+    var persistentRef: PersistentReference?
+    var accessControl: SecAccessControl?
+    var authenticationUI = AuthenticationUI.allow
+    var hostOrSubdomain: String?
+    var keychains: [SecKeychain]?
+    var hasValueRef = false
+
+    var returnsAnything: Bool { returnData || returnAttributes || returnRef || returnPersistentRef }
+}
+
+/// A persistent reference: 4 bytes of class name and the item's 16-byte identity (spec §4.6).
+struct PersistentReference {
+    var itemClass: ItemClass
+    var identity: UUID?
+
+    init(itemClass: ItemClass, identity: UUID) {
+        self.itemClass = itemClass
+        self.identity = identity
+    }
+
+    /// Parses the bytes; the legacy 12-byte row-id form parses but names no item of ours.
+    init?(_ data: Data) {
+        guard data.count == 20 || data.count == 12,
+            let itemClass = ItemClass(rawValue: String(decoding: data.prefix(4), as: UTF8.self))
+        else { return nil }
+        self.itemClass = itemClass
+        if data.count == 20 {
+            var value = UUID().uuid
+            withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: data.suffix(16)) }
+            identity = UUID(uuid: value)
+        }
+    }
+
+    var data: Data {
+        var bytes = Data(itemClass.rawValue.utf8)
+        if let identity { withUnsafeBytes(of: identity.uuid) { bytes.append(contentsOf: $0) } }
+        return bytes
+    }
+}
+
+private let knownUseKeys: Set<String> = [
+    "u_ItemList", "u_Keychain", "u_OpPrompt", "u_NoAuthUI", "u_AuthUI", "u_AuthCtx",
+    "u_UserIndependentKeychain", "u_CredRef", "u_Tomb", "u_CallerName", "u_TokenRawItems",
+    "u_SystemKeychain", "u_SystemKeychainAlways", "u_SyncBubbleKeychain", "u_CertWithIssuers",
+    "u_TokenSession",
+]
+
+/// Parses SecItem dictionaries.
+struct QueryParser {
+    let operation: SecOperation
+
+    /// Reads the keys of a dictionary as strings: a number key is errSecNoSuchAttr, any other
+    /// non-string key errSecParam, a null value errSecParam.
+    static func entries(_ dictionary: CFDictionary) throws -> [String: Any] {
+        var entries: [String: Any] = [:]
+        for (key, value) in dictionary {
+            if value is NSNull { throw SecError(errSecParam) }
+            if let key = key as? String {
+                entries[key] = value
+            } else if key is NSNumber {
+                throw SecError(errSecNoSuchAttr)
+            } else {
+                throw SecError(errSecParam)
+            }
+        }
+        return entries
+    }
+
+    /// The keys macOS removes before the data-protection keychain sees the dictionary (§9).
+    private func stripped(_ entries: [String: Any]) -> [String: Any] {
+        entries.filter { key, _ in
+            if ["acls", "mdat", "nleg", "u_Keychain", "m_SearchList"].contains(key) { return false }
+            switch operation {
+            case .add: return !key.hasPrefix("m_")
+            case .copyMatching: return key != "v_Data" && !(key == "sync" && entries["v_PersistentRef"] != nil)
+            case .update, .delete: return !key.hasPrefix("m_") && !key.hasPrefix("r_") && key != "v_Data"
+            }
+        }
+    }
+
+    func parse(_ dictionary: CFDictionary) throws -> ParsedQuery {
+        let all = try Self.entries(dictionary)
+        var query = ParsedQuery()
+        if operation != .copyMatching { query.limit = nil }
+        query.keychains = try keychains(all)
+        let entries = stripped(all)
+        // §4.1 steps 4 and 5: the class, then the number of keys.
+        if let classValue = entries["class"] {
+            guard let name = classValue as? String else { throw SecError(errSecParam) }
+            guard let itemClass = ItemClass(rawValue: name) else { throw SecError(errSecNoSuchClass) }
+            query.itemClass = itemClass
+        }
+        if let reference = entries["v_PersistentRef"] {
+            guard let data = reference as? Data, let parsed = PersistentReference(data) else {
+                throw SecError(errSecParam)
+            }
+            query.persistentRef = parsed
+            if query.itemClass == nil { query.itemClass = parsed.itemClass }
+        }
+        guard let itemClass = query.itemClass else { throw SecError(errSecParam) }
+        let schema = ItemSchema.of(itemClass)
+        let nonAttributeKeys = entries.keys.filter { $0.utf8.count != 4 }.count
+        guard schema.attributes.count + nonAttributeKeys <= 128 else { throw SecError(errSecParam) }
+        for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
+            try parseEntry(key, value, schema: schema, into: &query)
+        }
+        try resolveAccessibility(&query)
+        return query
+    }
+
+    private func keychains(_ entries: [String: Any]) throws -> [SecKeychain]? {
+        if let value = entries["u_Keychain"] {
+            guard let keychain = value as? SecKeychain else { throw SecError(errSecParam) }
+            return [keychain]
+        }
+        if let value = entries["m_SearchList"] {
+            guard let list = value as? [Any] else { throw SecError(errSecParam) }
+            return try list.map {
+                guard let keychain = $0 as? SecKeychain else { throw SecError(errSecParam) }
+                return keychain
+            }
+        }
+        return nil
+    }
+
+    private func parseEntry(_ key: String, _ value: Any, schema: ItemSchema, into query: inout ParsedQuery) throws {
+        guard key.utf8.count > 1 else { throw SecError(errSecParam) }
+        if key.utf8.count == 4 {
+            try parseAttribute(AttributeName(rawValue: key), value, schema: schema, into: &query)
+            return
+        }
+        switch key.first {
+        case "c":
+            guard key == "class" else { throw SecError(errSecParam) }
+        case "m":
+            try parseMatch(key, value, into: &query)
+        case "r":
+            guard let flag = cfBooleanValue(value) else { throw SecError(errSecParam) }
+            switch key {
+            case "r_Data": query.returnData = flag
+            case "r_Attributes": query.returnAttributes = flag
+            case "r_Ref": query.returnRef = flag
+            case "r_PersistentRef": query.returnPersistentRef = flag
+            default: throw SecError(errSecParam)
+            }
+        case "u":
+            try parseUse(key, value, into: &query)
+        case "v":
+            switch key {
+            case "v_Data":
+                guard let data = value as? Data else { throw SecError(errSecParam) }
+                query.valueData = data
+            case "v_PersistentRef":
+                break  // read before the attributes
+            case "v_Ref":
+                query.hasValueRef = true
+            default:
+                throw SecError(errSecParam)
+            }
+        case "f":
+            break
+        default:
+            throw SecError(errSecParam)
+        }
+    }
+
+    private func parseAttribute(
+        _ name: AttributeName, _ value: Any, schema: ItemSchema, into query: inout ParsedQuery
+    ) throws {
+        if name.rawValue == "nleg" { return }
+        guard let spec = schema.spec(for: name) else { throw SecError(errSecNoSuchAttr) }
+        switch spec.kind {
+        case .accessControl:
+            guard let accessControl = value as? SecAccessControl else { throw SecError(errSecParam) }
+            query.accessControl = accessControl
+        case .sync:
+            if let string = value as? String, string == "syna" {
+                query.synchronizableAny = true
+            } else {
+                query.attributes[name] = try spec.normalize(attributeValue(value))
+            }
+        case .uuid:
+            break  // musr: the server sets it; a caller's value is ignored
+        default:
+            query.attributes[name] = try spec.normalize(attributeValue(value))
+        }
+    }
+
+    private func parseMatch(_ key: String, _ value: Any, into query: inout ParsedQuery) throws {
+        let itemClass = query.itemClass
+        switch key {
+        case "m_Limit":
+            if let name = value as? String {
+                switch name {
+                case "m_LimitOne": query.limit = 1
+                case "m_LimitAll": query.limit = nil
+                default: throw SecError(errSecParam)
+                }
+            } else if cfBooleanValue(value) == nil, let number = value as? NSNumber {
+                query.limit = max(0, number.intValue)
+            } else {
+                throw SecError(errSecParam)
+            }
+        case "m_HostOrSubdomainOfHost":
+            guard itemClass == .internetPassword else { throw SecError(errSecUnimplemented) }
+            guard let host = value as? String else { throw SecError(errSecParam) }
+            query.hostOrSubdomain = host
+        case "m_Policy", "m_Issuers", "m_ValidOnDate", "m_TrustedOnly", "m_EmailAddressIfPresent":
+            // Trust evaluation needs SecCertificate/SecPolicy, which come in a later release.
+            throw SecError(errSecUnimplemented)
+        default:
+            break  // m_CaseInsensitive, m_ItemList and unknown match keys are ignored (§4.7)
+        }
+    }
+
+    private func parseUse(_ key: String, _ value: Any, into query: inout ParsedQuery) throws {
+        guard knownUseKeys.contains(key) else { throw SecError(errSecParam) }
+        switch key {
+        case "u_ItemList":
+            if operation == .copyMatching || operation == .update { throw SecError(errSecParam) }
+        case "u_AuthUI":
+            let mode = value as? String
+            if mode == "u_AuthUIS" {
+                guard operation == .copyMatching else { throw SecError(errSecParam) }
+                query.authenticationUI = .skip
+            } else if mode == "u_AuthUIF" {
+                query.authenticationUI = .fail
+            }
+        case "u_NoAuthUI":
+            if cfBooleanValue(value) == true || (value as? NSNumber)?.intValue == 1 {
+                query.authenticationUI = .fail
+            }
+        default:
+            break
+        }
+    }
+
+    /// kSecAttrAccessControl supplies the accessibility; giving both is errSecParam (§4.1 step 6).
+    private func resolveAccessibility(_ query: inout ParsedQuery) throws {
+        guard let accessControl = query.accessControl else { return }
+        if query.attributes[.accessible] != nil { throw SecError(errSecParam) }
+        if operation == .add || operation == .update {
+            guard accessControl.protectionValue != "f" else { throw SecError(errSecParam) }
+            query.attributes[.accessible] = .string(accessControl.protectionValue)
+            query.attributes[.accessControl] = .data(accessControl.serialized)
+        }
+    }
+}
+
+/// Converts a Foundation or Swift value from a query dictionary to an engine value.
+///
+/// Strings, data, dates and numbers map to their kinds; a Boolean becomes 0 or 1; a UUID its
+/// string form. Anything else (arrays, dictionaries, null, other objects) is errSecParam.
+func attributeValue(_ value: Any) throws -> AttributeValue {
+    if let string = value as? String { return .string(string) }
+    if let data = value as? Data { return .data(data) }
+    if let date = value as? Date { return .date(date) }
+    if let uuid = value as? UUID { return .string(uuid.uuidString) }
+    if let boolean = cfBooleanValue(value) { return .number(boolean ? 1 : 0) }
+    if let boolean = value as? Bool, type(of: value) == Bool.self { return .number(boolean ? 1 : 0) }
+    if let integer = value as? any BinaryInteger, let number = Int64(exactly: integer) { return .number(number) }
+    if let number = value as? NSNumber {
+        let double = number.doubleValue
+        guard double.isFinite, double.rounded() == double, let integer = Int64(exactly: double) else {
+            throw SecError(errSecParam)
+        }
+        return .number(integer)
+    }
+    if let double = value as? Double, double.rounded() == double, let integer = Int64(exactly: double) {
+        return .number(integer)
+    }
+    throw SecError(errSecParam)
+}
+
+extension SecAccessControl {
+    /// The stored form: the flags' 8 bytes, then the protection value.
+    var serialized: Data {
+        var data = withUnsafeBytes(of: UInt64(flags.rawValue).bigEndian) { Data($0) }
+        data.append(Data(protectionValue.utf8))
+        return data
+    }
+
+    /// Reads the stored form.
+    convenience init?(serialized data: Data) {
+        guard data.count > 8 else { return nil }
+        let raw = data.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        self.init(
+            protectionValue: String(decoding: data.dropFirst(8), as: UTF8.self),
+            flags: SecAccessControlCreateFlags(rawValue: SecAccessControlCreateFlags.RawValue(truncatingIfNeeded: raw)))
+    }
+
+    /// Whether reading the item needs user authentication (impossible without a UI on Linux).
+    var requiresAuthentication: Bool { !flags.isEmpty }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import KeychainCore
+import Security
+
+/// Runs `body` with a fresh in-memory default keychain for this task only, so that tests
+/// running in parallel never share items.
+func withKeychain<T>(
+    groups: AccessGroups = .standard, password: String? = nil,
+    _ body: (KeychainDatabase) throws -> T
+) throws -> T {
+    var configuration = KeychainConfiguration.testing()
+    configuration.accessGroups = groups
+    let keychain = try KeychainDatabase.inMemory(password: password, configuration: configuration)
+    return try KeychainRegistry.$scopedDefault.withValue(keychain) { try body(keychain) }
+}
+
+/// `SecItemCopyMatching` returning the status and the result.
+func copyMatching(_ query: [CFString: Any]) -> (OSStatus, CFTypeRef?) {
+    var result: CFTypeRef?
+    let status = SecItemCopyMatching(query as CFDictionary, &result)
+    return (status, result)
+}
+
+func add(_ attributes: [CFString: Any]) -> OSStatus {
+    SecItemAdd(attributes as CFDictionary, nil)
+}
+
+/// The status codes of spec §2.1.
+let documentedStatuses: Set<OSStatus> = [
+    0, -4, -34, -36, -50, -108, -128, -909, -2070, -4960, -34018, -34020, -25291, -25292, -25293,
+    -25294, -25295, -25296, -25299, -25300, -25301, -25302, -25303, -25304, -25305, -25306, -25307,
+    -25308, -25309, -25310, -25315, -25316, -25317, -25320, -25240, -25243, -25244, -25256, -25257,
+    -25261, -26267, -26275,
+]
