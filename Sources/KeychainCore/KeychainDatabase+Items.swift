@@ -202,6 +202,7 @@ extension KeychainDatabase {
     ///   matching item's class is locked.
     @discardableResult
     public func delete(_ query: ItemQuery) throws -> Int {
+        if query.itemClass == .identity { return try deleteIdentities(query) }
         var query = query
         query.limit = nil
         let plan = try prepare(query, writing: true)
@@ -225,6 +226,22 @@ extension KeychainDatabase {
             }
             return rows.count
         }
+    }
+
+    /// Deletes the certificates of the matching identities, then their private keys (spec §3.3).
+    private func deleteIdentities(_ query: ItemQuery) throws -> Int {
+        let identities = try findIdentities(query, includeData: false)
+        guard !identities.isEmpty else { throw KeychainError(.itemNotFound, "no identity matched") }
+        for identity in identities {
+            guard let label = identity.attributes["klbl"] else { continue }
+            var certificates = ItemQuery(class: .certificate, attributes: ["pkhh": label], synchronizable: .any)
+            for name in ["issr", "slnr", "ctyp"] as [AttributeName] {
+                certificates.attributes[name] = identity.attributes[name]
+            }
+            _ = try? delete(certificates)
+            _ = try? delete(ItemQuery(class: .key, synchronizable: .any, persistentID: identity.persistentID))
+        }
+        return identities.count
     }
 
     // MARK: - Internals

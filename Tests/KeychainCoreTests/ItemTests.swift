@@ -84,6 +84,10 @@ struct ItemRoundTripTests {
         #expect(identity.attributes["kcls"] == .number(1))
         let none = try keychain.find(ItemQuery(class: .identity, attributes: ["slnr": .data(Data([1]))]))
         #expect(none.isEmpty)
+        #expect(try keychain.delete(ItemQuery(class: .identity)) == 1)
+        #expect(try keychain.find(ItemQuery(class: .certificate)).isEmpty)
+        #expect(try keychain.find(ItemQuery(class: .key)).isEmpty)
+        #expect(errorCode { try keychain.delete(ItemQuery(class: .identity)) } == .itemNotFound)
     }
 
     @Test("a missing item is an empty result, and update/delete report not found", arguments: Backend.allCases)
