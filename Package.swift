@@ -78,7 +78,9 @@ let package = Package(
                 "KeychainCore", "keychain-test-worker",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore"]),
         // The seed documents' code, compiled as written (Swift 5 language mode).
