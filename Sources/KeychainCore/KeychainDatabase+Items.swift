@@ -17,6 +17,81 @@ extension KeychainDatabase {
     ///   `.noSuchAttribute`, `.parameter`, `.missingEntitlement`.
     @discardableResult
     public func add(_ item: Item) throws -> Item {
+        try add(contentsOf: [item])[0]
+    }
+
+    /// Adds several items in one transaction: all of them, or none when one fails.
+    ///
+    /// ```swift
+    /// try keychain.add(contentsOf: imported)   // an import either lands whole or not at all
+    /// ```
+    /// - Returns: The stored items, in order, as ``add(_:)`` returns them.
+    /// - Throws: As ``add(_:)``; nothing is stored when any item fails.
+    @discardableResult
+    public func add(contentsOf items: [Item]) throws -> [Item] {
+        let prepared = try items.map(prepareForAdd)
+        try withWriteTransaction { db, state in
+            let tagger = try Self.tagger(state)
+            let codec = RowCodec(database: self, state: state, tagger: tagger)
+            for item in prepared {
+                try insert(item, db: db, codec: codec)
+            }
+        }
+        return prepared.map { item in
+            var stored = item
+            stored.data = nil
+            return stored
+        }
+    }
+
+    /// Adds an item, or replaces the data and the given attributes of the item with the same
+    /// primary key, in one transaction: the old value is never lost, even when the write fails.
+    ///
+    /// ```swift
+    /// try keychain.upsert(Item(class: .genericPassword,
+    ///                          attributes: [.service: .string("api"), .account: .string("me")],
+    ///                          data: Data("new token".utf8)))
+    /// ```
+    /// - Returns: The stored item (without its data) and whether it was newly added.
+    /// - Throws: `.interactionNotAllowed` when the item's class (or the existing item's) is
+    ///   locked, and the errors of ``add(_:)``.
+    @discardableResult
+    public func upsert(_ item: Item) throws -> (item: Item, added: Bool) {
+        let prepared = try prepareForAdd(item)
+        return try withWriteTransaction { db, state in
+            let tagger = try Self.tagger(state)
+            let codec = RowCodec(database: self, state: state, tagger: tagger)
+            let schema = ItemSchema.of(prepared.itemClass)
+            let primaryKey = tagger.primaryKeyTag(schema, prepared.attributes)
+            let plan = QueryPlan(
+                classes: [prepared.itemClass], filters: [:], groups: nil, synchronizable: nil, persistentID: nil,
+                limit: nil, includesTombstones: false)
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT * FROM items WHERE pk = ? AND tomb = 0", arguments: [primaryKey])
+            else {
+                try insert(prepared, db: db, codec: codec)
+                var stored = prepared
+                stored.data = nil
+                return (stored, true)
+            }
+            let existing = try StoredRow(row)
+            var merged = try codec.open(existing, plan: plan, includeData: true)
+            for (name, value) in item.attributes where name != .creationDate {
+                merged.attributes[name] = prepared.attributes[name] ?? value
+            }
+            merged.data = item.data
+            merged.attributes[.modificationDate] = .date(
+                Self.nextModificationDate(after: merged.attributes[.modificationDate]?.dateValue))
+            try replace(existing, with: merged, db: db, codec: codec)
+            merged.data = nil
+            return (merged, false)
+        }
+    }
+
+    /// Validates an item and fills in what the engine assigns (spec §5.1): defaults, dates,
+    /// access group, accessibility, a new persistent identity.
+    private func prepareForAdd(_ item: Item) throws -> Item {
         let schema = try Self.schema(forWriting: item.itemClass)
         var attributes = try normalize(item.attributes, schema: schema, forAdd: true)
         try checkSize(data: item.data)
@@ -46,19 +121,39 @@ extension KeychainDatabase {
         if accessibility == .whenPasscodeSetThisDeviceOnly && !hasPassword {
             throw KeychainError(.authFailed, "this keychain has no password for a passcode-bound item")
         }
-        let uuid = UUID()
-        try withWriteTransaction { db, state in
-            let tagger = try Self.tagger(state)
-            let row = try RowCodec(database: self, state: state, tagger: tagger).seal(
-                itemClass: item.itemClass, uuid: RowCodec.bytes(of: uuid), attributes: attributes, data: item.data,
-                tombstone: false)
-            try db.execute(
-                sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [row.primaryKeyTag])
-            try insert(row, db: db, tagger: tagger, schema: schema, attributes: attributes)
+        var prepared = Item(class: item.itemClass, attributes: attributes, data: item.data)
+        prepared.persistentID = UUID()
+        return prepared
+    }
+
+    /// Seals and inserts a prepared item, replacing a tombstone with the same primary key.
+    private func insert(_ item: Item, db: Database, codec: RowCodec) throws {
+        let row = try codec.seal(
+            itemClass: item.itemClass, uuid: RowCodec.bytes(of: item.persistentID!), attributes: item.attributes,
+            data: item.data, tombstone: false)
+        try db.execute(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [row.primaryKeyTag])
+        try insert(row, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes)
+    }
+
+    /// Rewrites an existing row with new contents, keeping its row id and persistent identity.
+    private func replace(_ existing: StoredRow, with item: Item, db: Database, codec: RowCodec) throws {
+        let sealed = try codec.seal(
+            itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
+            tombstone: false)
+        try db.execute(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [sealed.primaryKeyTag])
+        try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [existing.id])
+        try insert(
+            sealed, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes,
+            id: existing.id)
+    }
+
+    /// Now, or 1 ms after `previous` when the clock has not moved past it (spec §5.2).
+    static func nextModificationDate(after previous: Date?) -> Date {
+        let now = Date()
+        guard let previous, now.timeIntervalSinceReferenceDate <= previous.timeIntervalSinceReferenceDate else {
+            return now
         }
-        var stored = Item(class: item.itemClass, attributes: attributes, data: nil)
-        stored.persistentID = uuid
-        return stored
+        return Date(timeIntervalSinceReferenceDate: previous.timeIntervalSinceReferenceDate + 0.001)
     }
 
     // MARK: Find
@@ -175,19 +270,11 @@ extension KeychainDatabase {
                     item.attributes[name] = value
                 }
                 if let data { item.data = data }
-                var modified = Date()
-                if tagger.primaryKeyTag(schema, item.attributes) == oldPrimaryKey,
-                    modified.timeIntervalSinceReferenceDate <= oldModified.timeIntervalSinceReferenceDate
-                {
-                    modified = Date(timeIntervalSinceReferenceDate: oldModified.timeIntervalSinceReferenceDate + 0.001)
-                }
-                item.attributes[.modificationDate] = .date(modified)
-                let sealed = try codec.seal(
-                    itemClass: item.itemClass, uuid: row.uuid, attributes: item.attributes, data: item.data,
-                    tombstone: false)
-                try db.execute(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [sealed.primaryKeyTag])
-                try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [row.id])
-                try insert(sealed, db: db, tagger: tagger, schema: schema, attributes: item.attributes, id: row.id)
+                // mdat strictly increases when the primary key stays (spec §5.2).
+                let samePrimaryKey = tagger.primaryKeyTag(schema, item.attributes) == oldPrimaryKey
+                item.attributes[.modificationDate] = .date(
+                    samePrimaryKey ? Self.nextModificationDate(after: oldModified) : Date())
+                try replace(row, with: item, db: db, codec: codec)
             }
             return rows.count
         }

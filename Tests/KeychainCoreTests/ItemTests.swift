@@ -213,3 +213,58 @@ struct ItemRoundTripTests {
         #expect(error.osStatus == -25299)
     }
 }
+
+@Suite("Batch add and upsert")
+struct UpsertTests {
+    @Test("add(contentsOf:) stores all items or none", arguments: Backend.allCases)
+    func batchAddIsAtomic(backend: Backend) throws {
+        let (keychain, owner) = try backend.make()
+        defer { withExtendedLifetime(owner) {} }
+        let stored = try keychain.add(contentsOf: (0..<50).map { genericPassword("batch\($0)") })
+        #expect(stored.count == 50)
+        #expect(Set(stored.compactMap(\.persistentID)).count == 50)
+        // The last item duplicates the first: nothing of this batch may land.
+        let failing = (50..<60).map { genericPassword("batch\($0)") } + [genericPassword("batch0")]
+        #expect(errorCode { try keychain.add(contentsOf: failing) } == .duplicateItem)
+        #expect(try keychain.find(query(.genericPassword)).count == 50)
+    }
+
+    @Test("upsert adds, then replaces the data and given attributes, keeping identity and creation date",
+        arguments: Backend.allCases)
+    func upsertReplaces(backend: Backend) throws {
+        let (keychain, owner) = try backend.make()
+        defer { withExtendedLifetime(owner) {} }
+        var item = genericPassword("alice", data: "one")
+        item.attributes[.label] = .string("first")
+        let first = try keychain.upsert(item)
+        #expect(first.added)
+        var second = genericPassword("alice", data: "two")
+        second.attributes[.comment] = .string("note")
+        let replaced = try keychain.upsert(second)
+        #expect(!replaced.added)
+        let all = try keychain.find(query(.genericPassword), includeData: true)
+        #expect(all.count == 1)
+        let stored = try #require(all.first)
+        #expect(stored.data == Data("two".utf8))
+        #expect(stored.attributes[.label] == .string("first"))
+        #expect(stored.attributes[.comment] == .string("note"))
+        #expect(stored.persistentID == first.item.persistentID)
+        #expect(stored.attributes[.creationDate] == first.item.attributes[.creationDate])
+        #expect(try #require(stored.attributes[.modificationDate]?.dateValue) > first.item.attributes[.modificationDate]!.dateValue!)
+    }
+
+    @Test("a failed upsert keeps the old value")
+    func failedUpsertKeepsOldValue() throws {
+        let temporary = try TemporaryKeychain(password: "pw")
+        let keychain = temporary.keychain
+        try keychain.unlock(password: "pw")
+        try keychain.upsert(genericPassword("alice", data: "old"))
+        keychain.lock()
+        #expect(errorCode { try keychain.upsert(genericPassword("alice", data: "new")) } == .interactionNotAllowed)
+        var tooBig = genericPassword("alice")
+        tooBig.data = Data(count: keychain.configuration.maximumDataSize + 1)
+        try keychain.unlock(password: "pw")
+        #expect(errorCode { try keychain.upsert(tooBig) } == .parameter)
+        #expect(try keychain.findFirst(query(.genericPassword), includeData: true)?.data == Data("old".utf8))
+    }
+}
