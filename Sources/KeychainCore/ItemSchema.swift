@@ -31,8 +31,11 @@ public struct AttributeSpec: Sendable, Hashable {
     /// Whether equality is on the value's bytes, so that a string and data with the same
     /// UTF-8 bytes are the same value (Apple's hashed attributes).
     public var comparesBytes: Bool
-    /// The value given to a primary-key attribute that an added item omits.
+    /// The value a primary-key attribute has when an item omits it.
     public var defaultValue: AttributeValue?
+    /// Whether ``defaultValue`` is stored on add (`false` for `vwht`, `tkid` and `ggrp`, which
+    /// count as `""` for uniqueness but are returned only when set).
+    public var storesDefault: Bool = true
 }
 
 /// The attributes, primary keys and defaults of each item class (spec §3.2–§3.3).
@@ -71,12 +74,18 @@ public struct ItemSchema: Sendable {
         AttributeSpec(name: name, kind: kind, comparesBytes: bytes, defaultValue: value)
     }
 
+    private static func unstored(_ spec: AttributeSpec) -> AttributeSpec {
+        var spec = spec
+        spec.storesDefault = false
+        return spec
+    }
+
     private static let common: [AttributeSpec] = [
         a("cdat", .date), a("mdat", .date), a("labl", .blob, bytes: true),
         a("agrp", .string), a("pdmn", .access), a("sync", .sync, default: .number(0)),
         a("tomb", .number), a("musr", .uuid, default: .data(Data())),
-        a("vwht", .string, default: .string("")), a("tkid", .string, default: .string("")),
-        a("ggrp", .string, default: .string("")), a("accc", .accessControl),
+        unstored(a("vwht", .string, default: .string(""))), unstored(a("tkid", .string, default: .string(""))),
+        unstored(a("ggrp", .string, default: .string(""))), a("accc", .accessControl),
     ]
 
     private static let passwordCommon: [AttributeSpec] = [

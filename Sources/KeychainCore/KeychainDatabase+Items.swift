@@ -115,7 +115,7 @@ extension KeychainDatabase {
                 item.itemClass == .certificate ? Accessibility.always.rawValue : Accessibility.whenUnlocked.rawValue)
         }
         for name in schema.primaryKey where attributes[name] == nil {
-            attributes[name] = schema.spec(for: name)?.defaultValue
+            if let spec = schema.spec(for: name), spec.storesDefault { attributes[name] = spec.defaultValue }
         }
         let accessibility = Accessibility(rawValue: attributes[.accessible]?.stringValue ?? "")!
         if accessibility == .whenPasscodeSetThisDeviceOnly && !hasPassword {

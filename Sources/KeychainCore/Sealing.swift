@@ -84,7 +84,7 @@ struct IndexTagger: Sendable {
         for name in schema.primaryKey {
             guard let spec = schema.spec(for: name) else { continue }
             message.appendLengthPrefixed(Data(name.rawValue.utf8))
-            if let value = attributes[name] {
+            if let value = attributes[name] ?? spec.defaultValue {
                 message.append(1)
                 message.appendLengthPrefixed(spec.canonicalBytes(value))
             } else {

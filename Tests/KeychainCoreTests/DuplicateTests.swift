@@ -76,8 +76,13 @@ struct DuplicateTests {
             errorCode {
                 try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("a"), .service: .string("")]))
             } == .duplicateItem)
+        #expect(
+            errorCode {
+                try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("a"), "vwht": .string("")]))
+            } == .duplicateItem, "an absent view hint counts as \"\" for uniqueness")
         let stored = try #require(try keychain.findFirst(ItemQuery(class: .genericPassword)))
         #expect(stored.attributes[.service] == .string(""))
+        #expect(stored.attributes["vwht"] == nil, "view hint, token id and sharing group are returned only when set")
     }
 
     @Test("a string and data with the same bytes are the same account (spec §8.1)")
