@@ -129,8 +129,9 @@ public struct AccessGroups: Sendable, Hashable {
     var allowsAll: Bool { groups.contains("*") }
     var writable: [String] { groups.filter { $0 != Self.token } }
 
-    /// The group of an item added without an explicit group.
-    var defaultGroup: String? { groups.first { $0 != "*" && $0 != Self.token } }
+    /// The group of an item added without an explicit group: the first group that is
+    /// neither `"*"` nor the read-only token group.
+    public var defaultGroup: String? { groups.first { $0 != "*" && $0 != Self.token } }
 
     func canRead(_ group: String) -> Bool { allowsAll || groups.contains(group) }
     func canWrite(_ group: String) -> Bool {

@@ -93,19 +93,16 @@ package final class KeychainRegistry: @unchecked Sendable {
         }
     }
 
-    /// A default keychain for the current task only, so that tests running in parallel each
-    /// see their own (`KeychainRegistry.$scopedDefault.withValue(keychain) { … }`).
-    @TaskLocal package static var scopedDefault: KeychainDatabase?
-
-    /// The default keychain, created password-less on first use.
+    /// The default keychain: the current task's (``KeychainDatabase/withDefault(_:operation:)-(_,()->R)``),
+    /// else the one set with `SecKeychainSetDefault`, else the process's default keychain shared
+    /// with the other modules (``KeychainDatabase/current()``), created password-less on first use.
     package func defaultDatabase() throws -> KeychainDatabase {
-        if let database = Self.scopedDefault { return database }
+        if let database = KeychainDatabase.defaultOverride { return database }
         if let database = lock.withLock({ defaultOverride }) { return database }
         let path = defaultKeychainPath
         if let existing = lock.withLock({ open[path] }) { return existing }
-        let paths = KeychainPaths()
-        if path == paths.defaultKeychain {
-            let database = try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
+        if path == KeychainPaths().defaultKeychain {
+            let database = try KeychainDatabase.current()
             return lock.withLock {
                 if let existing = open[path] { return existing }
                 open[path] = database
@@ -117,7 +114,7 @@ package final class KeychainRegistry: @unchecked Sendable {
 
     /// The path of the default keychain.
     package var defaultKeychainPath: String {
-        if let scoped = Self.scopedDefault { return scoped.path ?? ":memory:" }
+        if let scoped = KeychainDatabase.defaultOverride { return scoped.path ?? ":memory:" }
         return lock.withLock { defaultOverride?.path ?? defaultPath } ?? KeychainPaths().defaultKeychain
     }
 

@@ -92,7 +92,7 @@ struct SecItemAccessibilityTests {
             Item(class: .genericPassword, attributes: [.account: .string("x"), .accessible: .string(accessibility)],
                  data: Data("secret".utf8)))
         let fresh = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration)
-        try KeychainRegistry.$scopedDefault.withValue(fresh) {
+        try KeychainDatabase.withDefault(fresh) {
             let (status, result) = copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x", kSecReturnData: true])
             #expect(status == (readable ? errSecSuccess : errSecInteractionNotAllowed))
             #expect((result as? Data != nil) == readable)

@@ -11,7 +11,7 @@ func withKeychain<T>(
     var configuration = KeychainConfiguration.testing()
     configuration.accessGroups = groups
     let keychain = try KeychainDatabase.inMemory(password: password, configuration: configuration)
-    return try KeychainRegistry.$scopedDefault.withValue(keychain) { try body(keychain) }
+    return try KeychainDatabase.withDefault(keychain) { try body(keychain) }
 }
 
 /// `SecItemCopyMatching` returning the status and the result.

@@ -8,7 +8,7 @@ import Testing
 
 private func withKeychain<T>(_ body: () throws -> T) throws -> T {
     let keychain = try KeychainDatabase.inMemory(configuration: .testing())
-    return try KeychainRegistry.$scopedDefault.withValue(keychain) { try body() }
+    return try KeychainDatabase.withDefault(keychain) { try body() }
 }
 
 private func status(service: String? = nil, account: String) -> OSStatus {
