@@ -139,6 +139,13 @@ enum SecureFileSystem {
         return Data(buffer[0..<min(total, limit + 1)])
     }
 
+    /// The size of a file in bytes, without following a symbolic link.
+    static func size(of path: String) throws -> Int {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw posixError("cannot inspect file", path) }
+        return Int(info.st_size)
+    }
+
     /// Makes a directory entry durable.
     static func syncDirectory(_ path: String) throws {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -74,8 +74,9 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
     func validate(allowingWeak: Bool) throws {
         switch algorithm {
         case .scrypt(let logN, let r, let p):
+            // Bound memory (1 GiB) and work (N·r·p at most 8 times the default's 2^20).
             guard (1...22).contains(logN), (1...32).contains(r), (1...16).contains(p),
-                memoryCost <= 1 << 30
+                memoryCost <= 1 << 30, (UInt64(1) << logN) * UInt64(r) * UInt64(p) <= 1 << 23
             else {
                 throw KeychainError.invalidKeychain("unsupported key-derivation parameters")
             }
@@ -91,8 +92,12 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Derives a 256-bit key from a password.
+    ///
+    /// The password is length-prefixed before derivation: HMAC pads short keys with zeros, so
+    /// without the prefix "pw" and "pw\0" would derive the same key.
     func deriveKey(password: String, salt: Data) throws -> SymmetricKey {
-        let passwordBytes = Data(password.utf8)
+        var passwordBytes = Data()
+        passwordBytes.appendLengthPrefixed(Data(password.utf8))
         do {
             switch algorithm {
             case .scrypt(let logN, let r, let p):

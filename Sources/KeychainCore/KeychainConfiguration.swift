@@ -31,8 +31,8 @@ public struct KeychainConfiguration: Sendable {
         allowsUnsafeKeyDerivation: Bool = false,
         accessGroups: AccessGroups = .fromEnvironment(),
         busyTimeout: TimeInterval = 30,
-        maximumDataSize: Int = 4 << 20,
-        maximumAttributeSize: Int = 64 << 10
+        maximumDataSize: Int = defaultMaximumDataSize,
+        maximumAttributeSize: Int = defaultMaximumAttributeSize
     ) {
         self.deviceKey = deviceKey
         self.keyDerivation = keyDerivation
@@ -42,6 +42,11 @@ public struct KeychainConfiguration: Sendable {
         self.maximumDataSize = maximumDataSize
         self.maximumAttributeSize = maximumAttributeSize
     }
+
+    /// The default largest secret: 4 MiB.
+    public static let defaultMaximumDataSize = 4 << 20
+    /// The default largest attribute value: 64 KiB.
+    public static let defaultMaximumAttributeSize = 64 << 10
 
     /// A configuration for tests: the cheap test-only key derivation is allowed and used,
     /// every access group is allowed, and the device key is `deviceKey`.

@@ -68,7 +68,8 @@ extension KeychainDatabase {
                 limit: nil, includesTombstones: false)
             guard
                 let row = try Row.fetchOne(
-                    db, sql: "SELECT * FROM items WHERE pk = ? AND tomb = 0", arguments: [primaryKey])
+                    db, sql: "SELECT *, data IS NOT NULL AS hasdata FROM items WHERE pk = ? AND tomb = 0",
+                    arguments: [primaryKey])
             else {
                 try insert(prepared, db: db, codec: codec)
                 var stored = prepared

@@ -78,9 +78,14 @@ public final class KeychainDatabase: Sendable {
             _ = try SecureFileSystem.existingFile(path + suffix)
         }
         try Storage.validateHeader(of: path)
+        try Storage.validateSchema(of: path)
         let pool = try run {
-            try DatabasePool(
+            let pool = try DatabasePool(
                 path: path, configuration: Storage.configuration(busyTimeout: configuration.busyTimeout))
+            // GRDB sets `synchronous = NORMAL` on a pool's writer; every acknowledged write must
+            // survive power loss, so the writer goes back to FULL.
+            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+            return pool
         }
         let version = try run { try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } }
         try Storage.checkVersion(version ?? 0)
@@ -185,9 +190,11 @@ public final class KeychainDatabase: Sendable {
             try Storage.setMeta(db, "kdf", header.kdfBytes)
             passwordKey = try derivation.deriveKey(password: password, salt: salt)
         }
-        let wrapping = WrappingKeys(
-            deviceKey: try configuration.deviceKey.load(), passwordKey: passwordKey,
-            keychainID: keychainID)
+        let deviceKey = try configuration.deviceKey.load()
+        if header.kdf != nil {
+            try Storage.setMeta(db, "kdf.mac", headerSeal(header, deviceKey: deviceKey, keychainID: keychainID))
+        }
+        let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
         for name in KeyName.all {
             try storeWrappings(
                 db, key: SymmetricKey(size: .bits256), name: name, wrapping: wrapping,
@@ -197,10 +204,14 @@ public final class KeychainDatabase: Sendable {
 
     // MARK: Keys
 
+    /// The associated data of a wrapped key: the keychain, the key's name, the wrapper and, for
+    /// password-based wrappers, the key-derivation parameters (so that edited parameters cannot
+    /// open them). Device wrappings leave the parameters out, so that the device key can vouch
+    /// for the header (``verifyHeader(meta:header:)``) before any password is derived.
     static func wrapContext(keychainID: Data, header: Header, name: KeyName, wrapper: Wrapper) -> Data {
         var context = Data("keychain-linux wrap v1".utf8)
         context.appendLengthPrefixed(keychainID)
-        context.appendLengthPrefixed(header.kdfBytes)
+        context.appendLengthPrefixed(wrapper == .device ? Data() : header.kdfBytes)
         context.appendLengthPrefixed(Data(name.rawValue.utf8))
         context.appendLengthPrefixed(Data(wrapper.rawValue.utf8))
         return context
@@ -218,35 +229,68 @@ public final class KeychainDatabase: Sendable {
         }
     }
 
-    /// Unwraps every key that `wrapping` opens; keys it cannot open are left out.
-    private func unwrapAll(meta: [String: Data], header: Header, wrapping: WrappingKeys)
+    /// Unwraps every key that `wrapping` opens, trying every stored wrapping of every key.
+    ///
+    /// A wrapper key that opens none of its entries is simply the wrong key (another password,
+    /// another device), and its keys are left out. A wrapper key that opens some entries but not
+    /// others, or two wrappings of one key that disagree, mean the header was altered: `.decode`.
+    private func unwrapAll(meta: [String: Data], header: Header, wrapping: WrappingKeys) throws
         -> [KeyName: SymmetricKey]
     {
         var result: [KeyName: SymmetricKey] = [:]
+        var opened: Set<Wrapper> = []
+        var failed: Set<Wrapper> = []
         for name in KeyName.all {
             for wrapper in Wrapper.wrappers(for: name, hasPassword: header.kdf != nil) {
-                guard let wrappingKey = wrapping[wrapper],
-                    let sealed = meta["wrap.\(name.rawValue).\(wrapper.rawValue)"],
+                guard let wrappingKey = wrapping[wrapper] else { continue }
+                guard let sealed = meta["wrap.\(name.rawValue).\(wrapper.rawValue)"],
                     let bytes = try? Sealing.open(
                         sealed, key: wrappingKey,
-                        context: Self.wrapContext(
-                            keychainID: keychainID, header: header, name: name, wrapper: wrapper)),
+                        context: Self.wrapContext(keychainID: keychainID, header: header, name: name, wrapper: wrapper)),
                     bytes.count == 32
-                else { continue }
-                result[name] = SymmetricKey(data: bytes)
-                break
+                else {
+                    failed.insert(wrapper)
+                    continue
+                }
+                opened.insert(wrapper)
+                let key = SymmetricKey(data: bytes)
+                if let other = result[name], other != key {
+                    throw KeychainError.decode("two wrappings of one key disagree: the header was altered")
+                }
+                result[name] = key
             }
+        }
+        guard opened.isDisjoint(with: failed) else {
+            throw KeychainError.decode("a wrapped key fails authentication: the header was altered")
         }
         return result
     }
 
+    /// Checks the key-derivation parameters against the device key's seal, so that parameters
+    /// edited in the file are refused before any password is derived. On another device (the
+    /// device key opens nothing) the check cannot be made; the password-based wrappings, which
+    /// bind the parameters, still refuse edited ones after derivation.
+    private func verifyHeader(meta: [String: Data], header: Header, deviceOpens: Bool) throws {
+        guard header.kdf != nil, deviceOpens else { return }
+        guard let stored = meta["kdf.mac"], stored == Self.headerSeal(header, deviceKey: deviceKey, keychainID: keychainID)
+        else { throw KeychainError.decode("the key-derivation parameters were altered") }
+    }
+
+    static func headerSeal(_ header: Header, deviceKey: SymmetricKey, keychainID: Data) -> Data {
+        let key = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: deviceKey, salt: keychainID, info: Data("keychain-linux header seal v1".utf8),
+            outputByteCount: 32)
+        return Data(HMAC<SHA256>.authenticationCode(for: header.kdfBytes, using: key))
+    }
+
     private func unwrapDeviceKeys(meta: [String: Data], header: Header) throws {
         let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: nil, keychainID: keychainID)
-        let unwrapped = unwrapAll(meta: meta, header: header, wrapping: wrapping)
+        let unwrapped = try unwrapAll(meta: meta, header: header, wrapping: wrapping)
         if header.kdf == nil && unwrapped.count != KeyName.all.count {
             throw KeychainError(
                 .authFailed, "the device key does not open this keychain, or its header was altered")
         }
+        try verifyHeader(meta: meta, header: header, deviceOpens: !unwrapped.isEmpty)
         keys.modify { state in
             state.indexKey = unwrapped[.index]
             for case (.protection(let c), let key) in unwrapped { state.classKeys[c] = key }
@@ -281,10 +325,16 @@ public final class KeychainDatabase: Sendable {
             return
         }
         guard let password else { throw KeychainError(.authFailed, "a password is required") }
+        let deviceOnly = try unwrapAll(
+            meta: meta, header: current,
+            wrapping: WrappingKeys(deviceKey: deviceKey, passwordKey: nil, keychainID: keychainID))
+        try verifyHeader(meta: meta, header: current, deviceOpens: !deviceOnly.isEmpty)
         let passwordKey = try derivation.deriveKey(password: password, salt: salt)
         let wrapping = WrappingKeys(
             deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
-        let unwrapped = unwrapAll(meta: meta, header: current, wrapping: wrapping)
+        // A wrong password opens none of its entries (`.authFailed` below); partial failure is
+        // tampering (`.decode` from `unwrapAll`).
+        let unwrapped = try unwrapAll(meta: meta, header: current, wrapping: wrapping)
         guard unwrapped[.protection(.whenUnlocked)] != nil,
             unwrapped[.protection(.afterFirstUnlock)] != nil, unwrapped[.index] != nil
         else { throw KeychainError(.authFailed, "the password is not correct") }
@@ -332,7 +382,7 @@ public final class KeychainDatabase: Sendable {
                     case (let kdf?, let old?): oldKey = try kdf.0.deriveKey(password: old, salt: kdf.salt)
                     case (_?, nil): throw KeychainError(.authFailed, "the old password is required")
                     }
-                    let unwrapped = unwrapAll(
+                    let unwrapped = try unwrapAll(
                         meta: meta, header: current,
                         wrapping: WrappingKeys(deviceKey: deviceKey, passwordKey: oldKey, keychainID: keychainID))
                     guard unwrapped[.protection(.whenUnlocked)] != nil, unwrapped[.index] != nil else {
@@ -344,6 +394,8 @@ public final class KeychainDatabase: Sendable {
                     let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: newKey, keychainID: keychainID)
                     try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%'")
                     try Storage.setMeta(db, "kdf", next.kdfBytes)
+                    try Storage.setMeta(
+                        db, "kdf.mac", Self.headerSeal(next, deviceKey: deviceKey, keychainID: keychainID))
                     for (name, key) in unwrapped {
                         try Self.storeWrappings(
                             db, key: key, name: name, wrapping: wrapping, keychainID: keychainID, header: next)

@@ -3,6 +3,9 @@ import Foundation
 import GRDB
 
 /// A row of the `items` table as read from disk.
+///
+/// Columns are read by their storage class, never converted: a value of the wrong type (a file
+/// edited by hand) is `.decode`, not a trap.
 struct StoredRow {
     var id: Int64
     var uuid: Data
@@ -13,17 +16,23 @@ struct StoredRow {
     var primaryKeyTag: Data
     var tombstone: Bool
     var attributes: Data
+    /// Whether the row has a secret (even when it was not fetched).
+    var hasData: Bool
     var data: Data?
 
     init(_ row: Row) throws {
-        guard let id = row["id"] as Int64?, let uuid = row["uuid"] as Data?, uuid.count == 16,
-            let itemClass = (row["class"] as String?).flatMap(ItemClass.init(rawValue:)),
-            let protection = (row["protection"] as Int?).flatMap({ UInt8(exactly: $0) })
+        guard let id = Self.integer(row, "id"), let uuid = Self.blob(row, "uuid"), uuid.count == 16,
+            let itemClass = Self.text(row, "class").flatMap(ItemClass.init(rawValue:)),
+            let protection = Self.integer(row, "protection").flatMap({ UInt8(exactly: $0) })
                 .flatMap(ProtectionClass.init(rawValue:)),
-            let groupTag = row["agrp"] as Data?, let syncTag = row["sync"] as Data?,
-            let primaryKeyTag = row["pk"] as Data?, let tomb = row["tomb"] as Int?,
-            let attributes = row["attributes"] as Data?
+            let groupTag = Self.blob(row, "agrp"), let syncTag = Self.blob(row, "sync"),
+            let primaryKeyTag = Self.blob(row, "pk"), let tomb = Self.integer(row, "tomb"),
+            let attributes = Self.blob(row, "attributes"), let hasData = Self.integer(row, "hasdata")
         else { throw KeychainError.decode("a stored item is malformed") }
+        let data = Self.blob(row, "data")
+        guard (row["data"] as DatabaseValue).isNull || data != nil else {
+            throw KeychainError.decode("a stored item is malformed")
+        }
         self.id = id
         self.uuid = uuid
         self.itemClass = itemClass
@@ -33,7 +42,23 @@ struct StoredRow {
         self.primaryKeyTag = primaryKeyTag
         self.tombstone = tomb != 0
         self.attributes = attributes
-        self.data = row["data"] as Data?
+        self.hasData = hasData != 0
+        self.data = data
+    }
+
+    static func integer(_ row: Row, _ column: String) -> Int64? {
+        if case .int64(let value) = (row[column] as DatabaseValue).storage { return value }
+        return nil
+    }
+
+    static func blob(_ row: Row, _ column: String) -> Data? {
+        if case .blob(let value) = (row[column] as DatabaseValue).storage { return value }
+        return nil
+    }
+
+    static func text(_ row: Row, _ column: String) -> String? {
+        if case .string(let value) = (row[column] as DatabaseValue).storage { return value }
+        return nil
     }
 }
 
@@ -99,7 +124,7 @@ struct QueryPlan {
     ) throws -> [StoredRow] {
         var sql = """
             SELECT i.id, i.uuid, i.class, i.protection, i.agrp, i.sync, i.pk, i.tomb, i.attributes, \
-            \(includeData ? "i.data" : "NULL") AS data FROM
+            i.data IS NOT NULL AS hasdata, \(includeData ? "i.data" : "NULL") AS data FROM
             """
         var arguments: [(any DatabaseValueConvertible)?] = []
         let tags = orderedFilters(itemClass).map { tagger.tag(itemClass, $0.0, $0.1) }
@@ -171,7 +196,7 @@ struct RowCodec {
 
     /// The associated data that binds a sealed blob to its keychain, row, class, access
     /// group, synchronizable state, primary key and tombstone state.
-    private func context(_ field: String, _ row: SealedRow, tombstone: Bool) -> Data {
+    private func context(_ field: String, _ row: SealedRow, tombstone: Bool, hasData: Bool) -> Data {
         var context = Data("keychain-linux item v1".utf8)
         context.appendLengthPrefixed(database.keychainID)
         context.appendLengthPrefixed(row.uuid)
@@ -181,6 +206,7 @@ struct RowCodec {
         context.appendLengthPrefixed(row.syncTag)
         context.appendLengthPrefixed(row.primaryKeyTag)
         context.append(tombstone ? 1 : 0)
+        context.append(hasData ? 1 : 0)
         context.appendLengthPrefixed(Data(field.utf8))
         return context
     }
@@ -198,10 +224,13 @@ struct RowCodec {
             syncTag: tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)),
             primaryKeyTag: tagger.primaryKeyTag(schema, attributes), attributes: Data(), data: nil)
         let key = try key(for: row.protection)
+        let hasData = data != nil
         row.attributes = try Sealing.seal(
-            AttributeCoding.encode(attributes), key: key, context: context("attributes", row, tombstone: tombstone))
+            AttributeCoding.encode(attributes), key: key,
+            context: context("attributes", row, tombstone: tombstone, hasData: hasData))
         if let data {
-            row.data = try Sealing.seal(data, key: key, context: context("data", row, tombstone: tombstone))
+            row.data = try Sealing.seal(
+                data, key: key, context: context("data", row, tombstone: tombstone, hasData: hasData))
         }
         return row
     }
@@ -213,7 +242,9 @@ struct RowCodec {
             groupTag: stored.groupTag, syncTag: stored.syncTag, primaryKeyTag: stored.primaryKeyTag,
             attributes: stored.attributes, data: stored.data)
         let attributes = try AttributeCoding.decode(
-            Sealing.open(stored.attributes, key: key, context: context("attributes", row, tombstone: stored.tombstone)))
+            Sealing.open(
+                stored.attributes, key: key,
+                context: context("attributes", row, tombstone: stored.tombstone, hasData: stored.hasData)))
         let schema = ItemSchema.of(stored.itemClass)
         guard let group = attributes[.accessGroup],
             tagger.columnTag(.accessGroup, group) == stored.groupTag,
@@ -226,7 +257,8 @@ struct RowCodec {
         var item = Item(class: stored.itemClass, attributes: attributes)
         item.persistentID = Self.uuid(stored.uuid)
         if includeData, let sealed = stored.data {
-            item.data = try Sealing.open(sealed, key: key, context: context("data", row, tombstone: stored.tombstone))
+            item.data = try Sealing.open(
+                sealed, key: key, context: context("data", row, tombstone: stored.tombstone, hasData: true))
         }
         if stored.tombstone { item.attributes[.tombstone] = .number(1) }
         return item

@@ -73,6 +73,36 @@ enum Storage {
             throw KeychainError.invalidKeychain("the file is an SQLite database, not a keychain")
         }
         try checkVersion(Int(int32(at: 60)))
+        // SQLite reads missing pages as zeros: compare the size the header records with the file's.
+        let rawPageSize = Int(UInt16(header[header.startIndex + 16]) << 8 | UInt16(header[header.startIndex + 17]))
+        let pageSize = rawPageSize == 1 ? 65_536 : rawPageSize
+        let pageCount = Int(UInt32(bitPattern: int32(at: 28)))
+        let sizeIsValid = int32(at: 92) == int32(at: 24) && pageCount > 0
+        let fileSize = try SecureFileSystem.size(of: path)
+        guard pageSize >= 512, pageSize & (pageSize - 1) == 0, fileSize % pageSize == 0,
+            !sizeIsValid || fileSize >= pageCount * pageSize
+        else { throw KeychainError.invalidKeychain("the keychain file is truncated or malformed") }
+    }
+
+    /// Checks, through a read-only connection that cannot change the file, that the tables and
+    /// the header a keychain needs are there.
+    static func validateSchema(of path: String) throws {
+        var configuration = configuration(busyTimeout: 5, readonly: true)
+        configuration.prepareDatabase { _ in }
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            let valid = try queue.read { db -> Bool in
+                let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
+                guard tables.isSuperset(of: ["meta", "items", "tags"]) else { return false }
+                return try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE name = 'id'") == 1
+            }
+            guard valid else { throw KeychainError.invalidKeychain("the file is not a keychain") }
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError.invalidKeychain("the file is not a keychain")
+        }
     }
 
     static func checkVersion(_ version: Int) throws {
@@ -99,7 +129,7 @@ enum Storage {
     static func meta(_ db: Database) throws -> [String: Data] {
         var values: [String: Data] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT name, value FROM meta") {
-            guard let name = row["name"] as String?, let value = row["value"] as Data? else {
+            guard let name = StoredRow.text(row, "name"), let value = StoredRow.blob(row, "value") else {
                 throw KeychainError.decode("malformed keychain header")
             }
             values[name] = value

@@ -273,7 +273,7 @@ private func parseChanges(_ dictionary: CFDictionary, itemClass: ItemClass) thro
     var accessControl: SecAccessControl?
     for (key, value) in entries.sorted(by: { $0.key < $1.key }) {
         if key == "v_Data" {
-            guard let bytes = value as? Data else { throw SecError(errSecParam) }
+            guard let bytes = try secretData(value) else { throw SecError(errSecParam) }
             data = bytes
             continue
         }

@@ -84,9 +84,18 @@ struct QueryParser {
 
     /// Reads the keys of a dictionary as strings: a number key is errSecNoSuchAttr, any other
     /// non-string key errSecParam, a null value errSecParam.
+    ///
+    /// Values are taken as the objects the dictionary holds (`NSData`, `NSString`, `NSNumber`):
+    /// swift-corelibs-foundation's bridging of `NSData` to `Data` copies byte by byte, so an
+    /// oversized secret would be copied before it could be refused (see ``secretData(_:)``).
     static func entries(_ dictionary: CFDictionary) throws -> [String: Any] {
         var entries: [String: Any] = [:]
-        for (key, value) in dictionary {
+        let keys = dictionary.allKeys
+        let values = dictionary.allValues
+        let pairs: [(Any, Any)] =
+            keys.count == values.count && (type(of: dictionary) == NSDictionary.self || type(of: dictionary) == NSMutableDictionary.self)
+            ? Array(zip(keys, values)) : dictionary.map { ($0.key, $0.value) }
+        for (key, value) in pairs {
             if value is NSNull { throw SecError(errSecParam) }
             if let key = key as? String {
                 entries[key] = value
@@ -124,7 +133,7 @@ struct QueryParser {
             query.itemClass = itemClass
         }
         if let reference = entries["v_PersistentRef"] {
-            guard let data = reference as? Data, let parsed = PersistentReference(data) else {
+            guard let data = try secretData(reference), let parsed = PersistentReference(data) else {
                 throw SecError(errSecParam)
             }
             query.persistentRef = parsed
@@ -181,7 +190,7 @@ struct QueryParser {
         case "v":
             switch key {
             case "v_Data":
-                guard let data = value as? Data else { throw SecError(errSecParam) }
+                guard let data = try secretData(value) else { throw SecError(errSecParam) }
                 query.valueData = data
             case "v_PersistentRef":
                 break  // read before the attributes
@@ -285,8 +294,13 @@ struct QueryParser {
 /// Strings, data, dates and numbers map to their kinds; a Boolean becomes 0 or 1; a UUID its
 /// string form. Anything else (arrays, dictionaries, null, other objects) is errSecParam.
 func attributeValue(_ value: Any) throws -> AttributeValue {
+    if let string = value as? NSString, string.length > KeychainConfiguration.defaultMaximumAttributeSize {
+        throw SecError(errSecParam)
+    }
     if let string = value as? String { return .string(string) }
-    if let data = value as? Data { return .data(data) }
+    if let data = try secretData(value, limit: KeychainConfiguration.defaultMaximumAttributeSize) {
+        return .data(data)
+    }
     if let date = value as? Date { return .date(date) }
     if let uuid = value as? UUID { return .string(uuid.uuidString) }
     if let boolean = cfBooleanValue(value) { return .number(boolean ? 1 : 0) }
@@ -324,4 +338,22 @@ extension SecAccessControl {
 
     /// Whether reading the item needs user authentication (impossible without a UI on Linux).
     var requiresAuthentication: Bool { !flags.isEmpty }
+}
+
+/// The bytes of a data value, refusing one larger than `limit` before copying anything.
+///
+/// `NSData` is copied with one `memcpy` (Foundation's own bridging to `Data` copies byte by
+/// byte on Linux).
+/// - Returns: `nil` when the value is not data.
+/// - Throws: errSecParam when the value is larger than `limit`.
+func secretData(_ value: Any, limit: Int = KeychainConfiguration.defaultMaximumDataSize) throws -> Data? {
+    if let data = value as? NSData {
+        guard data.length <= limit else { throw SecError(errSecParam) }
+        return data.length == 0 ? Data() : Data(bytes: data.bytes, count: data.length)
+    }
+    if let data = value as? Data {
+        guard data.count <= limit else { throw SecError(errSecParam) }
+        return data
+    }
+    return nil
 }

@@ -166,8 +166,16 @@ struct LockTests {
             }
         }
         try setCost(9)
-        let reopened = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration)
-        #expect(errorCode { try reopened.unlock(password: "pw") } == .authFailed)
+        // The device key vouches for the parameters: the edit is refused when the file is opened,
+        // before any password is derived.
+        #expect(
+            errorCode { _ = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration) }
+                == .decode)
+        // On another device the seal cannot be checked; the password wrappings still refuse.
+        var elsewhere = temporary.keychain.configuration
+        elsewhere.deviceKey = .fixed(Data(repeating: 9, count: 32))
+        let moved = try KeychainDatabase.open(at: temporary.path, configuration: elsewhere)
+        #expect(errorCode { try moved.unlock(password: "pw") } == .authFailed)
         // An absurd cost (2^40) is refused before anything is derived or allocated.
         try setCost(40)
         let start = Date()
