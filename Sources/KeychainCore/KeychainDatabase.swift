@@ -433,3 +433,25 @@ final class Mutex<Value: Sendable>: @unchecked Sendable {
         return try body(&value)
     }
 }
+
+extension KeychainDatabase {
+    /// Deletes a keychain file and SQLite's files beside it, refusing any file that is not a
+    /// keychain (or is a link, or another user's).
+    ///
+    /// Open handles on the file keep working on the deleted file until they are released.
+    /// - Throws: `.noSuchKeychain` when there is no file, `.invalidKeychain` when it is not a
+    ///   keychain; nothing is removed then.
+    public static func deleteKeychain(at path: String) throws {
+        guard try SecureFileSystem.existingFile(path) else {
+            throw KeychainError(.noSuchKeychain, "no keychain at \(path)")
+        }
+        try Storage.validateHeader(of: path)
+        for suffix in ["-wal", "-shm", "-journal", ""] {
+            if unlink(path + suffix) != 0 && errno != ENOENT {
+                throw SecureFileSystem.posixError("cannot remove", path + suffix)
+            }
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+    }
+}

@@ -245,16 +245,15 @@ public func SecKeychainSetDefault(_ keychain: SecKeychain?) -> OSStatus {
 
 /// Deletes a keychain file (macOS).
 /// - Parameter keychainOrArray: The keychain to delete.
-/// - Returns: `errSecSuccess`, `errSecNoSuchKeychain`, or `errSecParam` for `nil`.
+/// - Returns: `errSecSuccess`, `errSecNoSuchKeychain`, `errSecInvalidKeychain` for a file that is
+///   not a keychain (nothing is removed), or `errSecInvalidKeychain` for `nil`.
 @discardableResult
 public func SecKeychainDelete(_ keychainOrArray: SecKeychain?) -> OSStatus {
     guard let keychain = keychainOrArray else { return errSecInvalidKeychain }
-    guard FileManager.default.fileExists(atPath: keychain.path) else { return errSecNoSuchKeychain }
-    KeychainRegistry.shared.forget(path: keychain.path)
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        try? FileManager.default.removeItem(atPath: keychain.path + suffix)
+    return status {
+        try KeychainDatabase.deleteKeychain(at: keychain.path)
+        KeychainRegistry.shared.forget(path: keychain.path)
     }
-    return errSecSuccess
 }
 
 /// The open database behind a keychain object, or the default keychain's for `nil`.

@@ -1,0 +1,425 @@
+import ArgumentParser
+import Foundation
+import KeychainCore
+
+// MARK: - Shared option groups
+
+/// The options that select generic password items (`find-`, `delete-` and
+/// `set-generic-password-partition-list`).
+struct GenericPasswordMatch: ParsableArguments {
+    @Option(
+        name: .customShort("a", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the account name.", valueName: "account"))
+    var account: String?
+
+    @Option(
+        name: .customShort("s", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the service name.", valueName: "service"))
+    var service: String?
+
+    @Option(
+        name: .customShort("l", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the label (what a keychain viewer shows).", valueName: "label"))
+    var label: String?
+
+    @Option(
+        name: .customShort("D", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the kind (the item's description).", valueName: "kind"))
+    var kind: String?
+
+    @Option(
+        name: .customShort("G", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the generic attribute.", valueName: "value"))
+    var generic: String?
+
+    @Option(
+        name: .customShort("j", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the comment.", valueName: "comment"))
+    var comment: String?
+
+    @Option(
+        name: .customShort("c", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the creator, a four-character code such as 'aapl'.", valueName: "creator"))
+    var creator: String?
+
+    @Option(
+        name: .customShort("C", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Match the type, a four-character code such as 'note'.", valueName: "type"))
+    var type: String?
+
+    /// Whether any matching option was given.
+    var isEmpty: Bool {
+        [account, service, label, kind, generic, comment, creator, type].allSatisfy { $0 == nil }
+    }
+
+    /// The query macOS would build (`find_first_generic_password`).
+    func query() throws -> ItemQuery {
+        var given: Attributes = [:]
+        given.set(.account, account)
+        given.set(.service, service)
+        given.set(.label, label)
+        given.set(.description, kind)
+        given.set(.generic, generic)
+        given.set(.comment, comment)
+        try given.setCode("crtr", creator)
+        try given.setCode("type", type)
+        return ItemQuery(
+            class: .genericPassword, attributes: matchAttributes(given, primaryKey: [.account, .service]))
+    }
+}
+
+// MARK: - add-generic-password
+
+/// `security add-generic-password`: adds (or with `-U` updates) a generic password item.
+struct AddGenericPassword: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add-generic-password",
+        abstract: "Add a generic password item.",
+        usage: """
+            security add-generic-password -a <account> -s <service> [-w <password>] [options...] [keychain]
+            security add-generic-password -a <account> -s <service> [options...] -w
+            """,
+        discussion: HelpText.wrapped(
+            """
+            A generic password is a secret identified by a service and an account, such as an API token \
+            for a deploy script. The service and account together must be unique in a keychain: adding \
+            the same pair twice fails with "The specified item already exists in the keychain." (exit \
+            45) unless -U is given, which updates the existing item instead.
+
+            Where the secret comes from:
+              -w <password>   the argument itself. \(HelpText.secretOnCommandLine)
+              -w (last)       when -w is the last argument, the password is asked for on the terminal \
+            without echo (typed twice), or read as one line from standard input when standard input is \
+            not a terminal. Every byte of the line except the newline is stored.
+              -X <hex>        the secret's bytes in hexadecimal, for binary secrets.
+              (none)          the item is stored with an empty secret.
+
+            Without a keychain argument the item goes to the default keychain (see `security \
+            default-keychain`), which is created on first use. \(HelpText.keychainArgument)
+
+            \(HelpText.accessControl)
+
+            Examples:
+              security add-generic-password -a ci -s deploy -w
+              printf '%s\\n' "$TOKEN" | security add-generic-password -a ci -s deploy -U -w
+              security add-generic-password -a alice -s wiki -l "Team wiki" -j "rotated monthly" -w
+            """))
+
+    @Option(
+        name: .customShort("a", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The account name (required).", valueName: "account"))
+    var account: String?
+
+    @Option(
+        name: .customShort("s", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The service name (required).", valueName: "service"))
+    var service: String?
+
+    @Option(
+        name: .customShort("w", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp(
+            "The password to store. Put -w last, with no value, to be asked for it instead (recommended).",
+            valueName: "password"))
+    var password: String?
+
+    @Option(
+        name: .customShort("p", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The same as -w (kept for old scripts).", valueName: "password"))
+    var legacyPassword: String?
+
+    @Option(
+        name: .customShort("X", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The secret as hexadecimal bytes (for binary secrets).", valueName: "hex"))
+    var hexPassword: String?
+
+    @Option(
+        name: .customShort("l", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("A label for people (default: the service name).", valueName: "label"))
+    var label: String?
+
+    @Option(
+        name: .customShort("D", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The kind of item, a free description (not set by default).", valueName: "kind"))
+    var kind: String?
+
+    @Option(
+        name: .customShort("G", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("A generic attribute, any text your scripts want to keep.", valueName: "value"))
+    var generic: String?
+
+    @Option(
+        name: .customShort("j", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("A comment.", valueName: "comment"))
+    var comment: String?
+
+    @Option(
+        name: .customShort("c", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The creator, a four-character code such as 'aapl'.", valueName: "creator"))
+    var creator: String?
+
+    @Option(
+        name: .customShort("C", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The type, a four-character code such as 'note'.", valueName: "type"))
+    var type: String?
+
+    @Flag(
+        name: .customShort("U"),
+        help: "Update the item if it already exists (without -U an existing item is an error).")
+    var update = false
+
+    @Flag(name: .customShort("A"), help: "Accepted for macOS scripts; no effect on Linux (see below).")
+    var allowAnyApplication = false
+
+    @Option(
+        name: .customShort("T", allowingJoined: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp(
+            "Accepted for macOS scripts (an application allowed to read the item); no effect on Linux. May be repeated.",
+            valueName: "appPath"))
+    var trustedApplications: [String] = []
+
+    @Flag(name: .customLong(PromptMarker.flag), help: .hidden)
+    var promptForPassword = false
+
+    @Argument(help: ArgumentHelp("The keychain to add to (default: the default keychain).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func validate() throws {
+        guard account != nil, service != nil else {
+            throw ValidationError("add-generic-password needs both -a <account> and -s <service>.")
+        }
+        guard keychains.count <= 1 else { throw ValidationError("Give at most one keychain.") }
+        guard keychains.first?.isEmpty != true else { throw ValidationError("The keychain name is empty.") }
+    }
+
+    func execute(in session: Session) throws -> Int32 {
+        let creatorCode = try creator.map(fourCharCode) ?? 0
+        let typeCode = try type.map(fourCharCode) ?? 0
+        guard
+            let secret = try NewSecret.read(
+                prompt: promptForPassword, hex: hexPassword, text: password ?? legacyPassword, session: session)
+        else { return 1 }
+        let keychainName = keychains.first
+        var attributes: Attributes = [:]
+        attributes.set(.account, account)
+        attributes.set(.service, service)
+        attributes.set(.label, label ?? service)
+        attributes.set(.description, kind)
+        attributes.set(.generic, generic)
+        attributes.set(.comment, comment)
+        if creatorCode != 0 { attributes["crtr"] = .number(Int64(creatorCode)) }
+        if typeCode != 0 { attributes["type"] = .number(Int64(typeCode)) }
+
+        if update {
+            let query = ItemQuery(
+                class: .genericPassword, attributes: matchAttributes(attributes, primaryKey: [.account, .service]))
+            if let result = try NewSecret.updateExisting(
+                query, changes: attributes, secret: secret, keychainName: keychainName, session: session)
+            {
+                return result
+            }
+        }
+        let context = "SecKeychainItemCreateFromContent (\(keychainName ?? "<default>"))"
+        do {
+            let keychain = try session.open(keychainName, createDefault: keychainName == nil)
+            _ = try session.withAccess(to: keychain) {
+                try keychain.database.add(
+                    Item(class: .genericPassword, attributes: attributes, data: Data(secret.bytes ?? [])))
+            }
+        } catch {
+            throw searchFailure(error, function: context)
+        }
+        return 0
+    }
+}
+
+/// How the hidden "prompt for the password" marker reaches the add commands: the tool
+/// rewrites a trailing `-w` (which getopt reports as a missing argument) into this flag.
+enum PromptMarker {
+    static let flag = "read-password-from-terminal-or-stdin"
+}
+
+/// The secret of an item being added or updated.
+struct NewSecret {
+    /// The secret's bytes, or `nil` when none was given (an update then keeps the old secret).
+    var bytes: [UInt8]?
+
+    /// Reads the secret from the prompt, `-X` or `-w`, as macOS's add commands do.
+    /// - Returns: `nil` when a prompt was needed and nothing was entered (the command fails
+    ///   with result 1 after saying so).
+    static func read(prompt: Bool, hex: String?, text: String?, session: Session) throws -> NewSecret? {
+        if prompt {
+            guard
+                let typed = session.secrets.readSecret(
+                    prompt: "password data for new item: ", confirmation: "retype password for new item: ")
+            else {
+                Console.err("security: no password was entered\n")
+                return nil
+            }
+            return NewSecret(bytes: typed)
+        }
+        if let hex {
+            guard let bytes = decodeHex(hex) else {
+                throw CommandFailure.usage("Unable to convert password data (-X must specify valid hex digits)")
+            }
+            return NewSecret(bytes: bytes)
+        }
+        return NewSecret(bytes: text.map { Array($0.utf8) })
+    }
+
+    /// `-U`: finds the first item that matches (in the named keychain, or the search list)
+    /// and changes the given attributes, and the secret when one was given.
+    /// - Returns: The result when an item was found; `nil` when none was, so the item is added.
+    static func updateExisting(
+        _ query: ItemQuery, changes: Attributes, secret: NewSecret, keychainName: String?, session: Session
+    ) throws -> Int32? {
+        let targets: [OpenKeychain]
+        if let keychainName {
+            guard session.fileExists(session.resolve(keychainName)) else { return nil }
+            targets = try searchTargets([keychainName], in: session)
+        } else {
+            targets = try searchTargets([], in: session)
+        }
+        do {
+            guard let (item, keychain) = try findFirst(query, includeData: false, in: targets, session: session)
+            else { return nil }
+            var itemQuery = ItemQuery(class: item.itemClass, persistentID: item.persistentID)
+            itemQuery.synchronizable = .any
+            try session.withAccess(to: keychain) {
+                _ = try keychain.database.update(
+                    itemQuery, attributes: changes, data: secret.bytes.map { Data($0) })
+            }
+            return 0
+        } catch {
+            throw searchFailure(error, function: "SecKeychainItemModifyContent")
+        }
+    }
+}
+
+// MARK: - find-generic-password
+
+/// `security find-generic-password`: finds a generic password item and prints it.
+struct FindGenericPassword: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "find-generic-password",
+        abstract: "Find a generic password item.",
+        usage: "security find-generic-password [-a <account>] [-s <service>] [options...] [-g | -w] [keychain...]",
+        discussion: HelpText.wrapped(
+            """
+            Prints the first item that matches every option given, searching the keychains named on the \
+            command line, or else the search list (see `security list-keychains`).
+
+            Output:
+              (default)  the item's attributes on standard output, in macOS's format ("keychain:", \
+            "version:", "class:" and "attributes:" lines). The secret is not shown.
+              -g         also prints `password: "<secret>"` on standard error.
+              -w         prints only the secret and a newline on standard output; use it in scripts: \
+            TOKEN=$(security find-generic-password -s deploy -a ci -w). As on macOS, a secret that is \
+            not all printable ASCII (UTF-8 text included) is printed in hexadecimal instead; decode it \
+            with `xxd -r -p`.
+
+            When no item matches, the command prints "security: SecKeychainSearchCopyNext: The specified \
+            item could not be found in the keychain." and exits 44.
+
+            \(HelpText.lockedKeychains) \(HelpText.keychainArgument)
+            """))
+
+    @OptionGroup var match: GenericPasswordMatch
+
+    @Flag(name: .customShort("g"), help: "Also print the password, on standard error.")
+    var showPassword = false
+
+    @Flag(name: .customShort("w"), help: "Print only the password, on standard output.")
+    var passwordOnly = false
+
+    @Argument(help: ArgumentHelp("Keychains to search (default: the search list).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        try printFirstMatch(
+            match.query(), showPassword: showPassword, passwordOnly: passwordOnly, keychains: keychains,
+            session: session)
+    }
+}
+
+/// The body of `find-generic-password` and `find-internet-password`.
+func printFirstMatch(
+    _ query: ItemQuery, showPassword: Bool, passwordOnly: Bool, keychains: [String], session: Session
+) throws -> Int32 {
+    let targets = try searchTargets(keychains, in: session)
+    let wantsData = showPassword || passwordOnly
+    let found: (Item, OpenKeychain)?
+    do {
+        found = try findFirst(query, includeData: wantsData, in: targets, session: session)
+    } catch {
+        throw searchFailure(error)
+    }
+    guard let (item, keychain) = found else {
+        throw CommandFailure.status(KeychainError.Code.itemNotFound.rawValue, "SecKeychainSearchCopyNext")
+    }
+    if passwordOnly {
+        Console.out(ItemFormat.passwordOnly(item.data))
+    } else {
+        Console.out(ItemFormat.attributeBlock(item, keychainPath: keychain.path))
+        if showPassword { Console.err(ItemFormat.passwordLine(item.data)) }
+    }
+    return 0
+}
+
+// MARK: - delete-generic-password
+
+/// `security delete-generic-password`: deletes the first matching generic password item.
+struct DeleteGenericPassword: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-generic-password",
+        abstract: "Delete a generic password item.",
+        usage: "security delete-generic-password [-a <account>] [-s <service>] [options...] [keychain...]",
+        discussion: HelpText.wrapped(
+            """
+            Deletes the first item that matches every option given (at least one is required), searching \
+            the keychains named on the command line or else the search list. The deleted item's \
+            attributes are printed on standard output, then "password has been deleted." on standard \
+            error. When nothing matches, the command exits 44.
+
+            \(HelpText.lockedKeychains)
+
+            Example:
+              security delete-generic-password -s deploy -a ci
+            """))
+
+    @OptionGroup var match: GenericPasswordMatch
+
+    @Argument(help: ArgumentHelp("Keychains to search (default: the search list).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func validate() throws {
+        if match.isEmpty { throw ValidationError("Say which item to delete: give at least one of the match options.") }
+    }
+
+    func execute(in session: Session) throws -> Int32 {
+        try deleteFirstMatch(match.query(), keychains: keychains, session: session)
+    }
+}
+
+/// The body of `delete-generic-password` and `delete-internet-password`.
+func deleteFirstMatch(_ query: ItemQuery, keychains: [String], session: Session) throws -> Int32 {
+    let targets = try searchTargets(keychains, in: session)
+    let found: (Item, OpenKeychain)?
+    do {
+        found = try findFirst(query, includeData: false, in: targets, session: session)
+    } catch {
+        throw searchFailure(error)
+    }
+    guard let (item, keychain) = found else {
+        throw CommandFailure.status(KeychainError.Code.itemNotFound.rawValue, "SecKeychainSearchCopyNext")
+    }
+    Console.out(ItemFormat.attributeBlock(item, keychainPath: keychain.path))
+    var itemQuery = ItemQuery(class: item.itemClass, persistentID: item.persistentID)
+    itemQuery.synchronizable = .any
+    do {
+        try session.withAccess(to: keychain) { _ = try keychain.database.delete(itemQuery) }
+    } catch {
+        throw searchFailure(error, function: "SecKeychainItemDelete")
+    }
+    Console.err("password has been deleted.\n")
+    return 0
+}

@@ -1,0 +1,655 @@
+import ArgumentParser
+import Foundation
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// MARK: - Preference domains
+
+/// macOS's preference domains (`-d user|system|common|dynamic`), matched by prefix as macOS
+/// does. Only the user domain exists on Linux; the others are empty.
+enum PreferenceDomain: String, CaseIterable {
+    case user, system, common, dynamic
+
+    /// Parses a domain name or a prefix of one.
+    /// - Throws: A usage failure (`Invalid domain: …`, result 2).
+    static func parse(_ text: String?) throws -> PreferenceDomain {
+        guard let text else { return .user }
+        guard let domain = allCases.first(where: { $0.rawValue.hasPrefix(text) }) else {
+            throw CommandFailure.usage("Invalid domain: \(text)")
+        }
+        return domain
+    }
+}
+
+/// Prints a list of keychain paths the way macOS's `display_list` does.
+private func displayPaths(_ paths: [String]) {
+    for path in paths { Console.out("    \"\(path)\"\n") }
+}
+
+private let domainHelp = ArgumentHelp(
+    "The preference domain: user (the default), system, common or dynamic. Only user exists on Linux; the others are empty.",
+    valueName: "domain")
+
+// MARK: - create-keychain
+
+/// `security create-keychain`.
+struct CreateKeychain: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create-keychain",
+        abstract: "Create keychains and add them to the search list.",
+        usage: "security create-keychain [-P] [-p <password>] [keychain...]",
+        discussion: HelpText.wrapped(
+            """
+            Creates each keychain, protected by the password, and adds it to the search list. A name \
+            ending in `.keychain` gets macOS's `-db` suffix: `create-keychain build.keychain` makes \
+            ~/.local/share/keychains/build.keychain-db. \(HelpText.keychainArgument)
+
+            Without -p the password is asked for on the terminal (typed twice), or read as one line \
+            from standard input when standard input is not a terminal. An empty password makes a \
+            keychain without a password, protected by this machine's device key alone (like the default \
+            keychain). \(HelpText.secretOnCommandLine)
+
+            The new keychain is locked again when this `security` process exits; see `security help \
+            unlock-keychain` for how later commands reach its items.
+
+            Examples:
+              security create-keychain build.keychain          (asks for the password)
+              printf '%s\\n' "$PW" | security create-keychain build.keychain
+            """))
+
+    @Option(
+        name: .customShort("p", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The password for the new keychains (insecure: prefer the prompt).", valueName: "password"))
+    var password: String?
+
+    @Flag(
+        name: .customShort("P"),
+        help: "Ask for the password (on macOS in a dialog; here on the terminal, as without -p).")
+    var prompt = false
+
+    @Argument(help: ArgumentHelp("The keychains to create (asked for when none is given).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        var names = keychains
+        if names.isEmpty {
+            if Console.inputIsTerminal { Console.err("keychain to create: ") }
+            guard let line = session.input.readLine(), !line.isEmpty else {
+                throw CommandFailure.usage("Give the keychain to create.")
+            }
+            names = [String(decoding: line, as: UTF8.self)]
+        }
+        let secret: String
+        if let password {
+            secret = password
+        } else {
+            guard
+                let typed = session.secrets.readSecret(
+                    prompt: "password for new keychain: ", confirmation: "retype password for new keychain: ")
+            else { throw CommandFailure.failure("no password was entered") }
+            secret = String(decoding: typed, as: UTF8.self)
+        }
+        for name in names {
+            guard !name.isEmpty else { throw CommandFailure.usage("a keychain name cannot be empty") }
+            let path = session.creationPath(name)
+            do {
+                let database = try KeychainDatabase.create(
+                    at: path, password: secret.isEmpty ? nil : secret, configuration: session.configuration)
+                if session.interactive && database.hasPassword {
+                    // As on macOS, a keychain just created is unlocked for the rest of the session.
+                    try database.unlock(password: secret)
+                }
+                session.adopt(database, at: path)
+            } catch {
+                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainCreate \(name)")
+            }
+            let defaultPath = try session.defaultKeychainPath()
+            try session.updatePreferences { preferences in
+                var list = preferences.searchList ?? [defaultPath]
+                if !list.contains(path) { list.append(path) }
+                preferences.searchList = list
+            }
+        }
+        return 0
+    }
+}
+
+// MARK: - delete-keychain
+
+/// `security delete-keychain`.
+struct DeleteKeychain: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-keychain",
+        abstract: "Delete keychains and remove them from the search list.",
+        usage: "security delete-keychain keychain...",
+        discussion: HelpText.wrapped(
+            """
+            Deletes each keychain file (with its SQLite journal files) and every item in it, and removes \
+            it from the search list; if it was the default keychain, the default goes back to the login \
+            keychain. Only real keychain files are deleted: any other file is refused. Name the keychain \
+            explicitly; there is no default. \(HelpText.keychainArgument)
+            """))
+
+    @Argument(help: ArgumentHelp("The keychains to delete.", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func validate() throws {
+        if keychains.isEmpty { throw ValidationError("Name the keychain to delete.") }
+    }
+
+    func execute(in session: Session) throws -> Int32 {
+        for name in keychains {
+            guard !name.isEmpty else { throw CommandFailure.usage("a keychain name cannot be empty") }
+            let path = session.resolve(name)
+            session.close(path)
+            do {
+                // Checks that the file is a keychain of this user before anything is removed.
+                try KeychainDatabase.deleteKeychain(at: path)
+            } catch {
+                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainDelete")
+            }
+            try session.updatePreferences { preferences in
+                preferences.searchList?.removeAll { $0 == path }
+                if preferences.defaultKeychain == path { preferences.defaultKeychain = nil }
+            }
+        }
+        return 0
+    }
+}
+
+// MARK: - list-keychains
+
+/// `security list-keychains`.
+struct ListKeychains: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list-keychains",
+        abstract: "Display or manipulate the keychain search list.",
+        usage: "security list-keychains [-d user|system|common|dynamic] [-s [keychain...]]",
+        discussion: HelpText.wrapped(
+            """
+            The search list is the keychains that find-, delete- and dump- commands search when they \
+            are given none. Without options, prints it, one quoted path per line. With -s, replaces it \
+            with the keychains given (none empties it).
+
+            Until it is set, the search list holds the default keychain alone. It is kept in \
+            ~/.config/keychain/preferences.json (mode 0600; under $XDG_CONFIG_HOME when that is set).
+
+            Example:
+              security list-keychains -d user -s build.keychain login.keychain
+            """))
+
+    @Option(name: .customShort("d", allowingJoined: true), parsing: .unconditional, help: domainHelp)
+    var domain: String?
+
+    @Flag(name: .customShort("s"), help: "Set the search list to the keychains given.")
+    var set = false
+
+    @Argument(help: ArgumentHelp("The new search list (with -s).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        let domain = try PreferenceDomain.parse(domain)
+        guard set else {
+            guard keychains.isEmpty else { throw CommandFailure.usage("Keychains are only given with -s.") }
+            if domain == .user { displayPaths(try session.searchList()) }
+            return 0
+        }
+        guard domain == .user else {
+            throw CommandFailure.status(
+                KeychainError.Code.unimplemented.rawValue, "SecKeychainSetDomainSearchList \(domain.rawValue)"
+            )
+            .withResult(1)
+        }
+        let list = keychains.map(session.resolve)
+        try session.updatePreferences { $0.searchList = list }
+        return 0
+    }
+}
+
+// MARK: - default-keychain
+
+/// `security default-keychain`.
+struct DefaultKeychain: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "default-keychain",
+        abstract: "Display or set the default keychain.",
+        usage: "security default-keychain [-d user|system|common|dynamic] [-s [keychain]]",
+        discussion: HelpText.wrapped(
+            """
+            The default keychain is where add- commands put items when they are given no keychain. \
+            Without options, prints its path. With -s, makes the keychain given the default (it must \
+            exist); -s alone goes back to the standard default.
+
+            The standard default is ~/.local/share/keychains/login.keychain-db (under $XDG_DATA_HOME \
+            when that is set), created without a password on first use, or the file named by the \
+            KEYCHAIN_DEFAULT_PATH environment variable, which overrides -s. The choice is kept in \
+            ~/.config/keychain/preferences.json.
+            """))
+
+    @Option(name: .customShort("d", allowingJoined: true), parsing: .unconditional, help: domainHelp)
+    var domain: String?
+
+    @Flag(name: .customShort("s"), help: "Set the default keychain (unset it when no keychain is given).")
+    var set = false
+
+    @Argument(help: ArgumentHelp("The new default keychain (with -s).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        let domain = try PreferenceDomain.parse(domain)
+        guard keychains.count <= (set ? 1 : 0) else { throw CommandFailure.usage("Too many keychains.") }
+        guard set else {
+            guard domain == .user else {
+                throw CommandFailure.status(-25307, "SecKeychainCopyDomainDefault \(domain.rawValue)").withResult(1)
+            }
+            displayPaths([try session.defaultKeychainPath()])
+            return 0
+        }
+        guard domain == .user else {
+            throw CommandFailure.status(
+                KeychainError.Code.unimplemented.rawValue, "SecKeychainSetDomainDefault \(domain.rawValue)"
+            )
+            .withResult(1)
+        }
+        var path: String?
+        if let name = keychains.first {
+            let resolved = session.resolve(name)
+            do {
+                _ = try session.database(at: resolved)
+            } catch {
+                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainSetDefault").withResult(1)
+            }
+            path = resolved
+        }
+        try session.updatePreferences { $0.defaultKeychain = path }
+        return 0
+    }
+}
+
+// MARK: - login-keychain
+
+/// `security login-keychain`.
+struct LoginKeychain: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login-keychain",
+        abstract: "Display the login keychain.",
+        usage: "security login-keychain",
+        discussion: HelpText.wrapped(
+            """
+            Prints the path of the login keychain, ~/.local/share/keychains/login.keychain-db (under \
+            $XDG_DATA_HOME when that is set). As on macOS, -s and -d are accepted but not supported: \
+            they fail with exit status 1.
+            """))
+
+    @Option(name: .customShort("d", allowingJoined: true), parsing: .unconditional, help: domainHelp)
+    var domain: String?
+
+    @Flag(name: .customShort("s"), help: "Not supported (as on macOS).")
+    var set = false
+
+    @Argument(help: .hidden)
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        _ = try PreferenceDomain.parse(domain)
+        guard keychains.count <= (set ? 1 : 0) else { throw CommandFailure.usage("Too many keychains.") }
+        if set { throw CommandFailure.failure("login-keychain -s: setting the login keychain is not supported") }
+        if domain != nil { throw CommandFailure.failure("login-keychain -d: preference domains are not supported") }
+        displayPaths([session.loginKeychainPath])
+        return 0
+    }
+}
+
+// MARK: - lock-keychain
+
+/// `security lock-keychain`.
+struct LockKeychain: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lock-keychain",
+        abstract: "Lock the specified keychain.",
+        usage: "security lock-keychain [-a | keychain]",
+        discussion: HelpText.wrapped(
+            """
+            Locks the keychain (the default keychain when none is given), or with -a every keychain \
+            this process has open. A keychain without a password cannot be locked: its items stay \
+            readable by any process running as you.
+
+            On Linux lock state belongs to one `security` process, which starts with every password \
+            keychain locked; locking matters in an interactive session (`security -i`), where it \
+            undoes an earlier unlock-keychain.
+            """))
+
+    @Flag(name: .customShort("a"), help: "Lock every keychain this process has open.")
+    var all = false
+
+    @Argument(help: ArgumentHelp("The keychain to lock (default: the default keychain).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        guard keychains.count <= (all ? 0 : 1) else { throw CommandFailure.usage("Give -a or one keychain.") }
+        if all {
+            for database in session.openDatabases { database.lock() }
+            return 0
+        }
+        let name = keychains.first
+        guard name?.isEmpty != true else { throw CommandFailure.usage("a keychain name cannot be empty") }
+        do {
+            try session.open(name).database.lock()
+        } catch {
+            throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainLock \(name ?? "<NULL>")")
+        }
+        return 0
+    }
+}
+
+// MARK: - unlock-keychain
+
+/// `security unlock-keychain`.
+struct UnlockKeychain: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "unlock-keychain",
+        abstract: "Unlock the specified keychain.",
+        usage: "security unlock-keychain [-u] [-p <password>] [keychain]",
+        discussion: HelpText.wrapped(
+            """
+            Checks the password and unlocks the keychain (the default keychain when none is given). A \
+            wrong password fails with "The user name or passphrase you entered is not correct." (exit \
+            51). Without -p the password is asked for on the terminal, or read as one line from \
+            standard input when standard input is not a terminal. \(HelpText.secretOnCommandLine) A \
+            keychain without a password is always unlocked, and any password is accepted for it.
+
+            How long the unlock lasts (different from macOS):
+            There is no keychain daemon on Linux yet, so a keychain stays unlocked only for the rest \
+            of this `security` process; nothing is written down, and the next `security` command \
+            starts with the keychain locked again. A script that needs items from a password \
+            keychain can:
+              - run its commands in one interactive session, where unlock-keychain lasts until \
+            lock-keychain or the end of input:
+                  security -i <<'EOF'
+                  unlock-keychain -p "…" build.keychain
+                  find-generic-password -s deploy -a ci -w build.keychain
+                  EOF
+              - or set KEYCHAIN_PASSWORD for the commands that read the keychain (the environment \
+            is private to your user, unlike the command line):
+                  KEYCHAIN_PASSWORD="$PW" \\
+                    security find-generic-password -s deploy -a ci -w build.keychain
+              - or run on a terminal, where any command that needs the keychain asks for its \
+            password.
+            Without any of these, a command that needs a locked keychain's items fails with \
+            "User interaction is not allowed." (exit 36).
+            """))
+
+    @Option(
+        name: .customShort("p", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The keychain's password (insecure: prefer the prompt).", valueName: "password"))
+    var password: String?
+
+    @Flag(
+        name: .customShort("u"),
+        help: "Do not use -p; ask for the password (on macOS in a dialog; here as without -p).")
+    var askForPassword = false
+
+    @Argument(help: ArgumentHelp("The keychain to unlock (default: the default keychain).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        guard keychains.count <= 1 else { throw CommandFailure.usage("Give at most one keychain.") }
+        let name = keychains.first
+        guard name?.isEmpty != true else { throw CommandFailure.usage("a keychain name cannot be empty") }
+        let context = "SecKeychainUnlock \(name ?? "<NULL>")"
+        let keychain: OpenKeychain
+        do {
+            keychain = try session.open(name, createDefault: name == nil)
+        } catch {
+            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+        }
+        guard keychain.database.hasPassword else {
+            try keychain.database.unlock(password: nil)
+            return 0
+        }
+        let secret: String
+        if let password {
+            secret = password
+        } else {
+            guard let typed = session.secrets.readSecret(prompt: "password to unlock \(name ?? "default"): ") else {
+                throw CommandFailure.failure("no password was entered")
+            }
+            secret = String(decoding: typed, as: UTF8.self)
+        }
+        do {
+            try keychain.database.unlock(password: secret)
+        } catch {
+            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+        }
+        return 0
+    }
+}
+
+// MARK: - set-keychain-password
+
+/// `security set-keychain-password`.
+struct SetKeychainPassword: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-keychain-password",
+        abstract: "Set password for a keychain.",
+        usage: "security set-keychain-password [-o <oldPassword>] [-p <newPassword>] [keychain]",
+        discussion: HelpText.wrapped(
+            """
+            Changes the keychain's password (the default keychain's when none is given); on a keychain \
+            without a password, sets one. Only the keys that protect the items are re-wrapped, in one \
+            transaction, so every item stays readable and a crash leaves exactly one of the two \
+            passwords valid. A wrong old password fails with exit 51.
+
+            Passwords not given are asked for on the terminal ("Old Password:", then "New Password:" \
+            twice), or read as lines from standard input when standard input is not a terminal: the \
+            old password first (skipped for a keychain without a password), then the new one. \
+            \(HelpText.secretOnCommandLine)
+
+            Example:
+              printf '%s\\n%s\\n' "$OLD" "$NEW" | security set-keychain-password build.keychain
+            """))
+
+    @Option(
+        name: .customShort("o", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The current password (asked for when omitted).", valueName: "oldPassword"))
+    var oldPassword: String?
+
+    @Option(
+        name: .customShort("p", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The new password (asked for when omitted).", valueName: "newPassword"))
+    var newPassword: String?
+
+    @Argument(help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        guard keychains.count <= 1 else { throw CommandFailure.usage("Give at most one keychain.") }
+        let name = keychains.first
+        guard name?.isEmpty != true else { throw CommandFailure.usage("a keychain name cannot be empty") }
+        let context = "error changing password for \"\(name ?? "<NULL>")\""
+        let keychain: OpenKeychain
+        do {
+            keychain = try session.open(name, createDefault: name == nil)
+        } catch {
+            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+        }
+        var old: String?
+        if keychain.database.hasPassword {
+            if let oldPassword {
+                old = oldPassword
+            } else if let typed = session.secrets.readSecret(prompt: "Old Password: ") {
+                old = String(decoding: typed, as: UTF8.self)
+            } else {
+                throw CommandFailure.failure("try again")
+            }
+        }
+        let new: String
+        if let newPassword {
+            new = newPassword
+        } else if let typed = session.secrets.readSecret(
+            prompt: "New Password: ", confirmation: "Retype New Password: ")
+        {
+            new = String(decoding: typed, as: UTF8.self)
+        } else {
+            throw CommandFailure.failure("try again")
+        }
+        do {
+            try keychain.database.changePassword(old: old, new: new)
+        } catch {
+            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+        }
+        return 0
+    }
+}
+
+// MARK: - show-keychain-info
+
+/// `security show-keychain-info`.
+struct ShowKeychainInfo: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show-keychain-info",
+        abstract: "Show the settings for keychain.",
+        usage: "security show-keychain-info [keychain]",
+        discussion: HelpText.wrapped(
+            """
+            Prints the keychain's lock settings on standard error, as macOS does, for example \
+            `Keychain "build.keychain" no-timeout`. Linux keychains have no lock timer (a keychain is \
+            locked when the `security` process that unlocked it exits), so the settings are always \
+            `no-timeout`.
+            """))
+
+    @Argument(help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        guard keychains.count <= 1 else { throw CommandFailure.usage("Give at most one keychain.") }
+        let name = keychains.first
+        guard name?.isEmpty != true else { throw CommandFailure.usage("a keychain name cannot be empty") }
+        do {
+            _ = try session.open(name)
+        } catch {
+            throw CommandFailure.status(
+                CommandFailure.osStatus(of: error), "SecKeychainCopySettings \(name ?? "<NULL>")")
+        }
+        Console.err("Keychain \"\(name ?? "<NULL>")\" no-timeout\n")
+        return 0
+    }
+}
+
+// MARK: - set-keychain-settings
+
+/// `security set-keychain-settings`: accepted for macOS scripts.
+struct SetKeychainSettings: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-keychain-settings",
+        abstract: "Set settings for a keychain (accepted; no effect on Linux).",
+        usage: "security set-keychain-settings [-l] [-u] [-t <timeout>] [keychain]",
+        discussion: HelpText.wrapped(
+            """
+            On macOS this sets when the keychain locks itself. Linux keychains have no lock timer: a \
+            keychain is locked again when the `security` process that unlocked it exits. The command \
+            checks that the keychain exists and changes nothing, so that macOS scripts (`security \
+            set-keychain-settings -lut 21600 build.keychain`) keep working.
+            """))
+
+    @Flag(name: .customShort("l"), help: "Lock when the system sleeps (no effect).")
+    var lockOnSleep = false
+
+    @Flag(name: .customShort("u"), help: "Lock after the timeout (no effect).")
+    var useTimeout = false
+
+    @Option(
+        name: .customShort("t", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The timeout in seconds (no effect).", valueName: "timeout"))
+    var timeout: String?
+
+    @Argument(help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        guard keychains.count <= 1 else { throw CommandFailure.usage("Give at most one keychain.") }
+        let name = keychains.first
+        do {
+            _ = try session.open(name)
+        } catch {
+            throw CommandFailure.status(
+                CommandFailure.osStatus(of: error), "SecKeychainSetSettings \(name ?? "<NULL>")")
+        }
+        return 0
+    }
+}
+
+// MARK: - dump-keychain
+
+/// `security dump-keychain`.
+struct DumpKeychain: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump-keychain",
+        abstract: "Dump the contents of one or more keychains.",
+        usage: "security dump-keychain [-a] [-d] [-i] [-r] [keychain...]",
+        discussion: HelpText.wrapped(
+            """
+            Prints every generic and internet password item of the keychains given (default: the \
+            search list) in macOS's attribute format. Secrets are printed only with -d, after a \
+            `data:` line. \(HelpText.lockedKeychains)
+
+            -a and -i print "no access control for this item" after each item, because Linux \
+            keychains have no access-control lists. -r is accepted and prints nothing more: the \
+            encrypted records are not exposed.
+            """))
+
+    @Flag(name: .customShort("a"), help: "Show each item's access-control list (there is none on Linux).")
+    var accessControl = false
+
+    @Flag(name: .customShort("d"), help: "Also print each item's secret (decrypted).")
+    var data = false
+
+    @Flag(name: .customShort("i"), help: "Edit access-control lists interactively (there are none on Linux).")
+    var interactiveAccessControl = false
+
+    @Flag(name: .customShort("r"), help: "Print the raw encrypted data (not available; accepted and ignored).")
+    var raw = false
+
+    @Argument(help: ArgumentHelp("Keychains to dump (default: the search list).", valueName: "keychain"))
+    var keychains: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        let targets = try searchTargets(keychains, in: session)
+        for target in targets {
+            let items: [Item]
+            do {
+                items = try session.withAccess(to: target) {
+                    try [ItemClass.genericPassword, .internetPassword].flatMap { itemClass in
+                        try target.database.find(
+                            ItemQuery(class: itemClass, synchronizable: .any), includeData: data)
+                    }
+                }
+            } catch {
+                throw (searchFailure(error) as? CommandFailure)?.withResult(1) ?? error
+            }
+            for item in items {
+                var out = ItemFormat.attributeBlock(item, keychainPath: target.path)
+                if data { out += ItemFormat.dataSection(item.data) }
+                if accessControl || interactiveAccessControl { out += Array("no access control for this item\n".utf8) }
+                Console.out(out)
+            }
+        }
+        return 0
+    }
+}
+
+extension CommandFailure {
+    /// The same failure with another result (macOS returns 1 from some commands whatever the status).
+    func withResult(_ result: Int32) -> CommandFailure {
+        var copy = self
+        copy.result = result
+        return copy
+    }
+}

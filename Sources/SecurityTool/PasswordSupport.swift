@@ -1,0 +1,192 @@
+import ArgumentParser
+import Foundation
+import KeychainCore
+
+/// A `security` command: parsed by ArgumentParser, run against the process's ``Session``.
+protocol ToolCommand: ParsableCommand {
+    /// Runs the command and returns its result (0 for success; an `OSStatus`, 1 or 2 on failure).
+    /// - Throws: ``CommandFailure`` (or an engine error, reported as a status).
+    func execute(in session: Session) throws -> Int32
+}
+
+/// Text shared by the help of several commands.
+enum HelpText {
+    /// Wraps help text to 79 columns so that ArgumentParser prints it as written: each line
+    /// longer than that is broken at spaces, and its continuation lines are indented under the
+    /// text of a list item (`- item`, or `term   description`).
+    static func wrapped(_ text: String, width: Int = 79) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let line = String(line)
+            guard line.count > width else { return line }
+            let leading = line.prefix { $0 == " " }.count
+            var indent = leading
+            let body = line.dropFirst(leading)
+            if body.hasPrefix("- ") {
+                indent = leading + 2
+            } else if let gap = body.range(of: "   "), body[..<gap.lowerBound].count <= 24 {
+                let afterGap = body[gap.upperBound...].prefix { $0 == " " }.count
+                indent = leading + body.distance(from: body.startIndex, to: gap.upperBound) + afterGap
+            }
+            var lines: [String] = []
+            var current = String(repeating: " ", count: leading)
+            var hasWords = false
+            for word in body.split(separator: " ", omittingEmptySubsequences: false) {
+                let candidate = hasWords ? current + " " + word : current + word
+                if candidate.count > width, hasWords, !word.isEmpty {
+                    lines.append(current)
+                    current = String(repeating: " ", count: indent) + word
+                } else {
+                    current = candidate
+                }
+                hasWords = true
+            }
+            lines.append(current)
+            return lines.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    static let secretOnCommandLine =
+        "A secret given on the command line can be seen by other users of this machine (in `ps`) and lands in your shell history."
+
+    static let accessControl = """
+        -A and -T are accepted so that macOS scripts run unchanged, and do nothing here: Linux keychains \
+        have no per-application access lists, and any process running as you can read the items of a \
+        keychain it can unlock.
+        """
+
+    static let keychainArgument =
+        "A keychain is a path (anything containing `/`) or a name in ~/.local/share/keychains "
+        + "(`build` and `build.keychain` both mean build.keychain-db there)."
+
+    static let lockedKeychains = """
+        A keychain protected by a password starts locked in every `security` process. When a command needs \
+        its items, the password is taken from the KEYCHAIN_PASSWORD environment variable, or asked for on \
+        the terminal; without either the command fails with "User interaction is not allowed." (exit 36).
+        """
+}
+
+/// Parses a four-character code the way macOS does (`parse_fourcharcode`).
+/// - Throws: ``CommandFailure`` with result 1 and macOS's message when the code is not
+///   exactly four bytes long.
+func fourCharCode(_ text: String) throws -> UInt32 {
+    let bytes = Array(text.utf8)
+    guard bytes.count == 4 else {
+        var lines = ["Error: four-character types must be exactly 4 characters long."]
+        if bytes.count == 3 { lines.append("(Try \"\(text) \" instead of \"\(text)\")") }
+        throw CommandFailure(result: 1, messages: [], rawLines: lines)
+    }
+    return bytes.reduce(0) { $0 << 8 | UInt32($1) }
+}
+
+/// `atoi(3)`: leading blanks, an optional sign, then digits; anything else stops the number.
+func leadingInteger(_ text: String) -> Int64 {
+    var scalars = Substring(text).drop { $0 == " " || $0 == "\t" || $0 == "\n" }
+    var sign: Int64 = 1
+    if let first = scalars.first, first == "-" || first == "+" {
+        sign = first == "-" ? -1 : 1
+        scalars = scalars.dropFirst()
+    }
+    var value: Int64 = 0
+    for character in scalars {
+        guard let digit = character.wholeNumberValue, character.isASCII else { break }
+        value = value &* 10 &+ Int64(digit)
+    }
+    return sign * value
+}
+
+/// Decodes `-X` hex the way macOS does (`convertHex`): an odd number of digits is padded
+/// with a leading zero; any other character fails.
+func decodeHex(_ text: String) -> [UInt8]? {
+    var digits = Array(text.utf8)
+    if digits.count % 2 == 1 { digits.insert(0x30, at: 0) }
+    func value(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x41...0x46: c - 0x41 + 10
+        case 0x61...0x66: c - 0x61 + 10
+        default: nil
+        }
+    }
+    var bytes: [UInt8] = []
+    var index = 0
+    while index < digits.count {
+        guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+        bytes.append(high << 4 | low)
+        index += 2
+    }
+    return bytes
+}
+
+/// The keychains a search covers: those named on the command line (each must open), or the
+/// search list (keychains that do not exist are skipped).
+func searchTargets(_ names: [String], in session: Session) throws -> [OpenKeychain] {
+    if names.isEmpty {
+        var targets: [OpenKeychain] = []
+        for path in try session.searchList() where session.fileExists(path) {
+            do {
+                targets.append(OpenKeychain(name: nil, path: path, database: try session.database(at: path)))
+            } catch {
+                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainOpen \(path)")
+            }
+        }
+        return targets
+    }
+    return try names.map { name in
+        guard !name.isEmpty else { throw CommandFailure.usage("a keychain name cannot be empty") }
+        do {
+            return try session.open(name)
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainOpen \(name)")
+        }
+    }
+}
+
+/// A failure of a keychain search, with the locked-keychain hint when it applies.
+func searchFailure(_ error: any Error, function: String = "SecKeychainSearchCopyNext") -> any Error {
+    if error is CommandFailure { return error }
+    let status = CommandFailure.osStatus(of: error)
+    let locked = status == KeychainError.Code.interactionNotAllowed.rawValue
+    return CommandFailure.status(status, function, hint: locked ? Session.lockedHint : nil)
+}
+
+/// Finds the first item that matches, searching keychains in order.
+/// - Returns: The item and the keychain it is in, or `nil` when nothing matches.
+func findFirst(
+    _ query: ItemQuery, includeData: Bool, in targets: [OpenKeychain], session: Session
+) throws -> (Item, OpenKeychain)? {
+    var query = query
+    query.synchronizable = .any
+    query.limit = 1
+    for target in targets {
+        let found = try session.withAccess(to: target) {
+            try target.database.find(query, includeData: includeData).first
+        }
+        if let found { return (found, target) }
+    }
+    return nil
+}
+
+/// Chooses the attributes a macOS search uses (`find_first_generic_password` and
+/// `find_first_internet_password`): when the whole primary key is given, only the primary
+/// key, so that `-U` can change the other attributes; otherwise everything given.
+func matchAttributes(_ given: Attributes, primaryKey: [AttributeName]) -> Attributes {
+    let hasPrimaryKey = primaryKey.allSatisfy { given[$0] != nil }
+    return hasPrimaryKey ? given.filter { primaryKey.contains($0.key) } : given
+}
+
+extension Attributes {
+    /// Sets a string attribute when the value is present.
+    mutating func set(_ name: AttributeName, _ value: String?) {
+        if let value { self[name] = .string(value) }
+    }
+
+    /// Sets a four-character-code attribute (stored as its 32-bit number, as Apple does)
+    /// when the value is present and not zero.
+    mutating func setCode(_ name: AttributeName, _ value: String?) throws {
+        guard let value else { return }
+        let code = try fourCharCode(value)
+        if code != 0 { self[name] = .number(Int64(code)) }
+    }
+}

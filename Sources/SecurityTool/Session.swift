@@ -1,0 +1,208 @@
+import Foundation
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An open keychain, with the name the user gave for it (for messages).
+struct OpenKeychain {
+    /// The keychain argument as typed, or `nil` when the default or the search list was used.
+    var name: String?
+    /// The keychain's absolute path.
+    var path: String
+    /// The open handle.
+    var database: KeychainDatabase
+}
+
+/// Everything one `security` process shares between its commands: the environment, the
+/// keychain handles it has opened (so that, in interactive mode, `unlock-keychain` keeps a
+/// keychain unlocked for the commands that follow), standard input and the preferences.
+///
+/// Lock state lives in the handles, so it lasts exactly as long as this process.
+final class Session {
+    /// The environment variable that supplies the password of a locked keychain to one-shot
+    /// commands (read before prompting on the terminal).
+    static let passwordVariable = "KEYCHAIN_PASSWORD"
+    /// Test-only: when set to `1`, keychains are created with the engine's cheap
+    /// `KeyDerivation.unsafeTestingOnly` and such keychains may be opened. Never set it for
+    /// real keychains: their passwords become cheap to guess. (Keychains made with it do not
+    /// open without it, so a weak keychain cannot slip into normal use unnoticed.)
+    static let unsafeTestKDFVariable = "KEYCHAIN_UNSAFE_TEST_KDF"
+
+    let environment: [String: String]
+    let paths: KeychainPaths
+    let configuration: KeychainConfiguration
+    let input = StandardInput()
+    var interactive = false
+    var verbose = false
+    private var handles: [String: KeychainDatabase] = [:]
+    private var cachedPreferences: Preferences?
+
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+        paths = KeychainPaths(environment: environment)
+        var configuration = KeychainConfiguration(accessGroups: .fromEnvironment(environment))
+        if environment[Self.unsafeTestKDFVariable] == "1" {
+            configuration.keyDerivation = .unsafeTestingOnly
+            configuration.allowsUnsafeKeyDerivation = true
+        }
+        self.configuration = configuration
+    }
+
+    var secrets: SecretReader { SecretReader(input: input) }
+
+    // MARK: Preferences
+
+    var preferencesPath: String { paths.configurationDirectory + "/" + Preferences.fileName }
+
+    func preferences() throws -> Preferences {
+        if let cachedPreferences { return cachedPreferences }
+        let loaded = try Preferences.load(from: preferencesPath)
+        cachedPreferences = loaded
+        return loaded
+    }
+
+    func updatePreferences(_ change: (inout Preferences) -> Void) throws {
+        var preferences = try Preferences.load(from: preferencesPath)
+        let before = preferences
+        change(&preferences)
+        if preferences != before { try preferences.save(to: preferencesPath) }
+        cachedPreferences = preferences
+    }
+
+    // MARK: Keychain names and paths
+
+    /// The login keychain: `login.keychain-db` in the keychains directory.
+    var loginKeychainPath: String { paths.keychainsDirectory + "/login.keychain-db" }
+
+    /// The default keychain: `KEYCHAIN_DEFAULT_PATH` when set, else the one chosen with
+    /// `default-keychain -s`, else the engine's default (`login.keychain-db`).
+    func defaultKeychainPath() throws -> String {
+        if environment[KeychainPaths.defaultKeychainVariable].map({ !$0.isEmpty }) == true {
+            return absolute(paths.defaultKeychain)
+        }
+        return try preferences().defaultKeychain ?? absolute(paths.defaultKeychain)
+    }
+
+    /// The keychains searched when a command names none.
+    func searchList() throws -> [String] {
+        try preferences().searchList ?? [defaultKeychainPath()]
+    }
+
+    /// Resolves a keychain argument as macOS does: a path (containing `/`) as is, a bare name
+    /// inside the keychains directory; `name.keychain` also finds `name.keychain-db`.
+    func resolve(_ name: String) -> String {
+        let path = absolute(paths.resolve(name))
+        if path.hasSuffix(".keychain"), !fileExists(path), fileExists(path + "-db") { return path + "-db" }
+        return path
+    }
+
+    /// Where `create-keychain` puts a keychain: as ``resolve(_:)``, and like macOS a name
+    /// ending in `.keychain` gets the `-db` suffix.
+    func creationPath(_ name: String) -> String {
+        let path = absolute(paths.resolve(name))
+        return path.hasSuffix(".keychain") ? path + "-db" : path
+    }
+
+    func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return (path as NSString).standardizingPath }
+        let cwd = FileManager.default.currentDirectoryPath
+        return ((cwd as NSString).appendingPathComponent(path) as NSString).standardizingPath
+    }
+
+    func fileExists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    // MARK: Opening
+
+    /// Opens a keychain by its path, reusing this process's handle.
+    /// - Parameter createDefault: Whether to create the engine's default keychain (without a
+    ///   password) when `path` is that keychain and it does not exist yet.
+    func database(at path: String, createDefault: Bool = false) throws -> KeychainDatabase {
+        if let handle = handles[path] { return handle }
+        let handle: KeychainDatabase
+        if createDefault && path == absolute(paths.defaultKeychain) {
+            var defaultPaths = paths
+            defaultPaths.defaultKeychain = path
+            handle = try KeychainDatabase.openDefault(paths: defaultPaths, configuration: configuration)
+        } else {
+            handle = try KeychainDatabase.open(at: path, configuration: configuration)
+        }
+        handles[path] = handle
+        return handle
+    }
+
+    /// Opens the keychain a command names, or the default keychain.
+    func open(_ name: String?, createDefault: Bool = false) throws -> OpenKeychain {
+        let path = try name.map(resolve) ?? defaultKeychainPath()
+        return OpenKeychain(name: name, path: path, database: try database(at: path, createDefault: createDefault))
+    }
+
+    /// Keeps a handle this process made (a keychain just created).
+    func adopt(_ database: KeychainDatabase, at path: String) { handles[path] = database }
+
+    /// Forgets this process's handle for a keychain (before deleting its file).
+    func close(_ path: String) { handles[path] = nil }
+
+    /// Every keychain handle this process has open.
+    var openDatabases: [KeychainDatabase] { Array(handles.values) }
+
+    // MARK: Locked keychains
+
+    /// Runs `body`; if it fails because a password keychain is locked, obtains the password
+    /// (``passwordVariable``, else a prompt on the terminal), unlocks, and runs it again.
+    ///
+    /// - Throws: The engine's error unchanged when no password is available
+    ///   (errSecInteractionNotAllowed), or errSecAuthFailed when the password is wrong.
+    func withAccess<T>(to keychain: OpenKeychain, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as KeychainError
+            where error.code == .interactionNotAllowed && keychain.database.isLocked
+            && keychain.database.hasPassword
+        {
+            guard try unlockForAccess(keychain) else { throw error }
+            return try body()
+        }
+    }
+
+    /// Unlocks a locked password keychain with the environment's password or one typed on the
+    /// terminal. Returns `false` when no password is available.
+    private func unlockForAccess(_ keychain: OpenKeychain) throws -> Bool {
+        let name = keychain.name ?? keychain.path
+        let wrongPassword = CommandFailure.status(KeychainError.Code.authFailed.rawValue, "SecKeychainUnlock \(name)")
+        if let password = environment[Self.passwordVariable] {
+            do {
+                try keychain.database.unlock(password: password)
+            } catch let error as KeychainError where error.code == .authFailed {
+                throw wrongPassword
+            }
+            return true
+        }
+        guard Console.inputIsTerminal else { return false }
+        for _ in 1...3 {
+            guard let typed = secrets.readFromTerminalOnly(prompt: "password to unlock \(name): ") else {
+                return false
+            }
+            do {
+                try keychain.database.unlock(password: String(decoding: typed, as: UTF8.self))
+                return true
+            } catch let error as KeychainError where error.code == .authFailed {
+                continue
+            }
+        }
+        throw wrongPassword
+    }
+
+    /// The hint printed after errSecInteractionNotAllowed.
+    static let lockedHint =
+        "the keychain is locked in this process: set \(passwordVariable), run on a terminal, or unlock it "
+        + "in a `security -i` session (see `security help unlock-keychain`)"
+}
