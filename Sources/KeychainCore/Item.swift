@@ -43,6 +43,7 @@ public struct Item: Sendable, CustomStringConvertible {
     /// Whether the item is synchronizable.
     public var isSynchronizable: Bool { (attributes[.synchronizable]?.numberValue ?? 0) != 0 }
 
+    /// The class and attribute names; never a secret or an attribute value.
     public var description: String {
         let names = attributes.keys.sorted().map(\.rawValue).joined(separator: ",")
         return "Item(\(itemClass), attributes: [\(names)], data: \(data.map { "\($0.count) bytes" } ?? "none"))"

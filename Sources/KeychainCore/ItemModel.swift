@@ -30,6 +30,7 @@ public struct ItemClass: RawRepresentable, Hashable, Sendable, CustomStringConve
         .genericPassword, .internetPassword, .certificate, .key, .identity,
     ]
 
+    /// The raw class name.
     public var description: String { rawValue }
 }
 
@@ -43,9 +44,11 @@ public struct AttributeName: RawRepresentable, Hashable, Sendable, Comparable,
     public init(rawValue: String) { self.rawValue = rawValue }
     /// Creates a name from a string literal.
     public init(stringLiteral value: String) { rawValue = value }
+    /// Orders names by their raw keys.
     public static func < (lhs: AttributeName, rhs: AttributeName) -> Bool {
         lhs.rawValue < rhs.rawValue
     }
+    /// The raw attribute key.
     public var description: String { rawValue }
 
     /// `kSecAttrAccessible` (`pdmn`).
@@ -191,6 +194,7 @@ public struct Accessibility: RawRepresentable, Hashable, Sendable, CustomStringC
     /// Whether the item is bound to this device (a "…ThisDeviceOnly" value).
     public var isThisDeviceOnly: Bool { protectionClass.isThisDeviceOnly }
 
+    /// The raw accessibility value.
     public var description: String { rawValue }
 }
 
@@ -226,6 +230,7 @@ public enum ProtectionClass: UInt8, Sendable, CaseIterable, CustomStringConverti
 
     enum Tier { case whenUnlocked, afterFirstUnlock, always }
 
+    /// The class's name.
     public var description: String {
         switch self {
         case .whenUnlocked: "whenUnlocked"

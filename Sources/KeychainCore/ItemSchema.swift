@@ -149,8 +149,10 @@ public struct ItemSchema: Sendable {
             a("bsiz", .number, default: .number(0)), a("esiz", .number, default: .number(0)),
             a("sdat", .date, default: referenceDate), a("edat", .date, default: referenceDate),
         ]
-        + ["perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr", "drve",
-            "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp"].map { a(AttributeName(rawValue: $0), .number) }
+        + [
+            "perm", "priv", "modi", "sens", "asen", "extr", "next", "encr", "decr", "drve",
+            "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp",
+        ].map { a(AttributeName(rawValue: $0), .number) }
 
     static let key = make(
         .key, keySpecs,

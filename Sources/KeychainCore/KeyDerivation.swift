@@ -44,6 +44,7 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
     /// only when ``KeychainConfiguration/allowsUnsafeKeyDerivation`` is `true`.
     public static let unsafeTestingOnly = scrypt(logN: 10, r: 8, p: 1)
 
+    /// The function and its parameters, e.g. `scrypt(N=2^17, r=8, p=1)`.
     public var description: String {
         switch algorithm {
         case .scrypt(let logN, let r, let p): "scrypt(N=2^\(logN), r=\(r), p=\(p))"

@@ -133,7 +133,8 @@ extension KeychainDatabase {
             itemClass: item.itemClass, uuid: RowCodec.bytes(of: item.persistentID!), attributes: item.attributes,
             data: item.data, tombstone: false)
         try db.execute(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [row.primaryKeyTag])
-        try insert(row, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes)
+        try insert(
+            row, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes)
     }
 
     /// Rewrites an existing row with new contents, keeping its row id and persistent identity.

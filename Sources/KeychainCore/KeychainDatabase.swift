@@ -272,7 +272,8 @@ public final class KeychainDatabase: Sendable {
     /// bind the parameters, still refuse edited ones after derivation.
     private func verifyHeader(meta: [String: Data], header: Header, deviceOpens: Bool) throws {
         guard header.kdf != nil, deviceOpens else { return }
-        guard let stored = meta["kdf.mac"], stored == Self.headerSeal(header, deviceKey: deviceKey, keychainID: keychainID)
+        guard let stored = meta["kdf.mac"],
+            stored == Self.headerSeal(header, deviceKey: deviceKey, keychainID: keychainID)
         else { throw KeychainError.decode("the key-derivation parameters were altered") }
     }
 

@@ -35,6 +35,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
     /// The Apple `OSStatus` for this error.
     public var osStatus: Int32 { code.rawValue }
 
+    /// The code, the message and the underlying error; never a secret.
     public var description: String {
         var text = "KeychainError(\(code))"
         if !message.isEmpty { text += ": \(message)" }
@@ -100,6 +101,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             -26275: "decode",
         ]
 
+        /// The code's name and number, e.g. `itemNotFound (-25300)`.
         public var description: String {
             "\(Self.names[rawValue] ?? "code") (\(rawValue))"
         }

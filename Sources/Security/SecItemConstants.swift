@@ -295,8 +295,7 @@ nonisolated(unsafe) public let kSecAttrAccessibleAfterFirstUnlock: CFString = Se
 /// The item's data can always be read, even while the device is locked.
 @available(
     *, deprecated,
-    message:
-        "Use an accessibility level that provides some user protection, such as kSecAttrAccessibleAfterFirstUnlock"
+    message: "Use an accessibility level that provides some user protection, such as kSecAttrAccessibleAfterFirstUnlock"
 )
 nonisolated(unsafe) public let kSecAttrAccessibleAlways: CFString = SecConstantString("dk")
 

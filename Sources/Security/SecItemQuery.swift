@@ -93,7 +93,8 @@ struct QueryParser {
         let keys = dictionary.allKeys
         let values = dictionary.allValues
         let pairs: [(Any, Any)] =
-            keys.count == values.count && (type(of: dictionary) == NSDictionary.self || type(of: dictionary) == NSMutableDictionary.self)
+            keys.count == values.count
+                && (type(of: dictionary) == NSDictionary.self || type(of: dictionary) == NSMutableDictionary.self)
             ? Array(zip(keys, values)) : dictionary.map { ($0.key, $0.value) }
         for (key, value) in pairs {
             if value is NSNull { throw SecError(errSecParam) }

@@ -71,14 +71,18 @@ struct DuplicateTests {
     func defaultsCollide() throws {
         let keychain = try KeychainDatabase.inMemory()
         try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("a")]))
-        #expect(errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("a")])) } == .duplicateItem)
+        #expect(
+            errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("a")])) }
+                == .duplicateItem)
         #expect(
             errorCode {
-                try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("a"), .service: .string("")]))
+                try keychain.add(
+                    Item(class: .genericPassword, attributes: [.account: .string("a"), .service: .string("")]))
             } == .duplicateItem)
         #expect(
             errorCode {
-                try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("a"), "vwht": .string("")]))
+                try keychain.add(
+                    Item(class: .genericPassword, attributes: [.account: .string("a"), "vwht": .string("")]))
             } == .duplicateItem, "an absent view hint counts as \"\" for uniqueness")
         let stored = try #require(try keychain.findFirst(ItemQuery(class: .genericPassword)))
         #expect(stored.attributes[.service] == .string(""))
@@ -90,9 +94,12 @@ struct DuplicateTests {
         let keychain = try KeychainDatabase.inMemory()
         try keychain.add(Item(class: .genericPassword, attributes: [.account: .string("bob")]))
         #expect(
-            errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.account: .data(Data("bob".utf8))])) }
+            errorCode {
+                try keychain.add(Item(class: .genericPassword, attributes: [.account: .data(Data("bob".utf8))]))
+            }
                 == .duplicateItem)
-        let found = try keychain.find(ItemQuery(class: .genericPassword, attributes: [.account: .data(Data("bob".utf8))]))
+        let found = try keychain.find(
+            ItemQuery(class: .genericPassword, attributes: [.account: .data(Data("bob".utf8))]))
         #expect(found.first?.attributes[.account] == .string("bob"))
     }
 

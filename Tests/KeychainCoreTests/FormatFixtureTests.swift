@@ -28,7 +28,9 @@ private let fixtureItems: [Item] = [
     Item(
         class: .genericPassword,
         attributes: [.account: .string("synced"), .synchronizable: .number(1)], data: Data("v1-synced".utf8)),
-    Item(class: .key, attributes: ["kcls": .number(1), "klbl": .data(Data([1, 2, 3]))], data: Data(repeating: 7, count: 32)),
+    Item(
+        class: .key, attributes: ["kcls": .number(1), "klbl": .data(Data([1, 2, 3]))],
+        data: Data(repeating: 7, count: 32)),
 ]
 
 @Suite("Format fixtures and known answers")
@@ -37,7 +39,8 @@ struct FormatFixtureTests {
     func formatOneFixtureOpens() throws {
         if ProcessInfo.processInfo.environment["KEYCHAIN_WRITE_FIXTURE"] == "1" {
             try? FileManager.default.removeItem(atPath: fixturePath)
-            let keychain = try KeychainDatabase.create(at: fixturePath, password: "fixture", configuration: fixtureConfiguration)
+            let keychain = try KeychainDatabase.create(
+                at: fixturePath, password: "fixture", configuration: fixtureConfiguration)
             try keychain.unlock(password: "fixture")
             for item in fixtureItems { try keychain.add(item) }
         }
@@ -64,7 +67,8 @@ struct FormatFixtureTests {
         let hex = key.withUnsafeBytes { Data($0) }.map { String(format: "%02x", $0) }.joined()
         #expect(
             hex
-                == "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640")
+                == "fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640"
+        )
     }
 
     @Test("HKDF-SHA256 matches RFC 5869 test case 1")
@@ -92,13 +96,15 @@ struct FormatFixtureTests {
         let key = SymmetricKey(data: bytes("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308"))
         let nonce = try AES.GCM.Nonce(data: bytes("cafebabefacedbaddecaf888"))
         let plaintext = bytes(
-            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39")
+            "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39"
+        )
         let aad = bytes("feedfacedeadbeeffeedfacedeadbeefabaddad2")
         let box = try AES.GCM.seal(plaintext, using: key, nonce: nonce, authenticating: aad)
         #expect(
             box.ciphertext
                 == bytes(
-                    "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662"))
+                    "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662"
+                ))
         #expect(box.tag == bytes("76fc6ece0f4e1768cddf8853bb2d551b"))
     }
 }

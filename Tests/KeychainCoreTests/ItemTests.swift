@@ -95,11 +95,14 @@ struct ItemRoundTripTests {
         let (keychain, owner) = try backend.make()
         defer { withExtendedLifetime(owner) {} }
         #expect(try keychain.find(query(.genericPassword, [.account: .string("nobody")])).isEmpty)
-        #expect(errorCode { try keychain.update(query(.genericPassword), attributes: [.label: .string("x")]) } == .itemNotFound)
+        #expect(
+            errorCode { try keychain.update(query(.genericPassword), attributes: [.label: .string("x")]) }
+                == .itemNotFound)
         #expect(errorCode { try keychain.delete(query(.genericPassword)) } == .itemNotFound)
     }
 
-    @Test("update changes the secret and attributes, keeps the identity, and advances mdat", arguments: Backend.allCases)
+    @Test(
+        "update changes the secret and attributes, keeps the identity, and advances mdat", arguments: Backend.allCases)
     func updateKeepsIdentity(backend: Backend) throws {
         let (keychain, owner) = try backend.make()
         defer { withExtendedLifetime(owner) {} }
@@ -131,7 +134,8 @@ struct ItemRoundTripTests {
         // Renaming every account to "alice" collides: nothing may change.
         #expect(
             errorCode {
-                try keychain.update(query(.genericPassword), attributes: [.account: .string("alice")], data: Data("z".utf8))
+                try keychain.update(
+                    query(.genericPassword), attributes: [.account: .string("alice")], data: Data("z".utf8))
             } == .duplicateItem)
         let all = try keychain.find(query(.genericPassword), includeData: true)
         #expect(all.compactMap { $0.attributes[.account]?.stringValue }.sorted() == ["alice", "bob", "carol"])
@@ -194,10 +198,18 @@ struct ItemRoundTripTests {
     @Test("wrong attribute types and unknown attributes are rejected without a trap")
     func badInput() throws {
         let keychain = try KeychainDatabase.inMemory()
-        #expect(errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.server: .string("x")])) } == .noSuchAttribute)
-        #expect(errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.account: .date(Date())])) } == .parameter)
-        #expect(errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.accessible: .string("zz")])) } == .parameter)
-        #expect(errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.accessGroup: .number(3)])) } == .parameter)
+        #expect(
+            errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.server: .string("x")])) }
+                == .noSuchAttribute)
+        #expect(
+            errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.account: .date(Date())])) }
+                == .parameter)
+        #expect(
+            errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.accessible: .string("zz")])) }
+                == .parameter)
+        #expect(
+            errorCode { try keychain.add(Item(class: .genericPassword, attributes: [.accessGroup: .number(3)])) }
+                == .parameter)
         let huge = Data(count: keychain.configuration.maximumDataSize + 1)
         #expect(errorCode { try keychain.add(Item(class: .genericPassword, data: huge)) } == .parameter)
         #expect(errorCode { _ = try keychain.find(ItemQuery(class: nil)) } == .parameter)
@@ -229,7 +241,8 @@ struct UpsertTests {
         #expect(try keychain.find(query(.genericPassword)).count == 50)
     }
 
-    @Test("upsert adds, then replaces the data and given attributes, keeping identity and creation date",
+    @Test(
+        "upsert adds, then replaces the data and given attributes, keeping identity and creation date",
         arguments: Backend.allCases)
     func upsertReplaces(backend: Backend) throws {
         let (keychain, owner) = try backend.make()
@@ -250,7 +263,9 @@ struct UpsertTests {
         #expect(stored.attributes[.comment] == .string("note"))
         #expect(stored.persistentID == first.item.persistentID)
         #expect(stored.attributes[.creationDate] == first.item.attributes[.creationDate])
-        #expect(try #require(stored.attributes[.modificationDate]?.dateValue) > first.item.attributes[.modificationDate]!.dateValue!)
+        #expect(
+            try #require(stored.attributes[.modificationDate]?.dateValue) > first.item.attributes[.modificationDate]!
+                .dateValue!)
     }
 
     @Test("a failed upsert keeps the old value")

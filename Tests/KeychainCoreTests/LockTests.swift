@@ -169,7 +169,9 @@ struct LockTests {
         // The device key vouches for the parameters: the edit is refused when the file is opened,
         // before any password is derived.
         #expect(
-            errorCode { _ = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration) }
+            errorCode {
+                _ = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration)
+            }
                 == .decode)
         // On another device the seal cannot be checked; the password wrappings still refuse.
         var elsewhere = temporary.keychain.configuration
@@ -180,7 +182,9 @@ struct LockTests {
         try setCost(40)
         let start = Date()
         #expect(
-            errorCode { _ = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration) }
+            errorCode {
+                _ = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration)
+            }
                 == .invalidKeychain)
         #expect(Date().timeIntervalSince(start) < 5)
     }
@@ -189,8 +193,12 @@ struct LockTests {
     func weakKeyDerivationNeedsOptIn() throws {
         var configuration = KeychainConfiguration.testing()
         configuration.allowsUnsafeKeyDerivation = false
-        #expect(errorCode { _ = try KeychainDatabase.inMemory(password: "pw", configuration: configuration) } == .invalidKeychain)
+        #expect(
+            errorCode { _ = try KeychainDatabase.inMemory(password: "pw", configuration: configuration) }
+                == .invalidKeychain)
         let temporary = try TemporaryKeychain(password: "pw")
-        #expect(errorCode { _ = try KeychainDatabase.open(at: temporary.path, configuration: configuration) } == .invalidKeychain)
+        #expect(
+            errorCode { _ = try KeychainDatabase.open(at: temporary.path, configuration: configuration) }
+                == .invalidKeychain)
     }
 }

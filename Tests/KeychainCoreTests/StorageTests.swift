@@ -15,7 +15,9 @@ private func keychainFiles(_ path: String) -> [String] {
 private func filesContain(_ path: String, _ needles: [Data]) -> [String] {
     keychainFiles(path).flatMap { file -> [String] in
         guard let contents = FileManager.default.contents(atPath: file) else { return [] }
-        return needles.filter { contents.range(of: $0) != nil }.map { "\(file): \(String(decoding: $0, as: UTF8.self))" }
+        return needles.filter { contents.range(of: $0) != nil }.map {
+            "\(file): \(String(decoding: $0, as: UTF8.self))"
+        }
     }
 }
 
@@ -55,7 +57,8 @@ struct StorageTests {
             let token = String(decoding: canaries[index * 7], as: UTF8.self).dropLast("secret".count)
             try keychain.delete(ItemQuery(class: .genericPassword, attributes: [.account: .string("\(token)account")]))
         }
-        try keychain.update(ItemQuery(class: .internetPassword), attributes: [.label: .string("plain")], data: Data("x".utf8))
+        try keychain.update(
+            ItemQuery(class: .internetPassword), attributes: [.label: .string("plain")], data: Data("x".utf8))
         #expect(filesContain(temporary.path, canaries).isEmpty)
         // The check itself can fail: a canary written in clear is found.
         let queue = try GRDBTestAccess.queue(temporary.path)
@@ -113,10 +116,12 @@ struct StorageTests {
         let symlink = scratch.file("link.keychain-db")
         try FileManager.default.createSymbolicLink(atPath: symlink, withDestinationPath: real.path)
         #expect(errorCode { _ = try KeychainDatabase.open(at: symlink, configuration: .testing()) } == .invalidKeychain)
-        #expect(errorCode { _ = try KeychainDatabase.create(at: symlink, password: nil, configuration: .testing()) } != nil)
+        #expect(
+            errorCode { _ = try KeychainDatabase.create(at: symlink, password: nil, configuration: .testing()) } != nil)
         let hardlink = scratch.file("hard.keychain-db")
         #expect(link(real.path, hardlink) == 0)
-        #expect(errorCode { _ = try KeychainDatabase.open(at: hardlink, configuration: .testing()) } == .invalidKeychain)
+        #expect(
+            errorCode { _ = try KeychainDatabase.open(at: hardlink, configuration: .testing()) } == .invalidKeychain)
         #expect(sha256(ofFile: real.path) == before)
     }
 
@@ -150,7 +155,9 @@ struct StorageTests {
         _ = try runWorker(["create", path, "077"], configHome: config)
         for trial in 0..<25 {
             let start = String(Date().timeIntervalSince1970 + 0.3)
-            let workers = try (0..<2).map { _ in try startWorker(["race", path, "acct\(trial)", start], configHome: config) }
+            let workers = try (0..<2).map { _ in
+                try startWorker(["race", path, "acct\(trial)", start], configHome: config)
+            }
             let outputs = workers.map { process, pipe -> String in
                 let data = pipe.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
@@ -158,7 +165,8 @@ struct StorageTests {
             }
             #expect(outputs.sorted() == ["added", "duplicate"], "trial \(trial)")
         }
-        let count = try GRDBTestAccess.queue(path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items") }
+        let count = try GRDBTestAccess.queue(path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items")
+        }
         #expect(count == 25)
     }
 
@@ -174,7 +182,8 @@ struct StorageTests {
             process.waitUntilExit()
             #expect(output.contains("failures 0"))
         }
-        let count = try GRDBTestAccess.queue(path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items") }
+        let count = try GRDBTestAccess.queue(path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM items")
+        }
         #expect(count == 120)
     }
 
@@ -191,16 +200,21 @@ struct StorageTests {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        let acknowledged = (try? String(contentsOfFile: ack, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        let acknowledged =
+            (try? String(contentsOfFile: ack, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
         #expect(acknowledged.count > 0)
         let configuration = KeychainConfiguration(
             deviceKey: .file(at: config + "/keychain/device-key"), accessGroups: .standard)
         let keychain = try KeychainDatabase.open(at: path, configuration: configuration)
-        let integrity = try GRDBTestAccess.queue(path).read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
+        let integrity = try GRDBTestAccess.queue(path).read { db in
+            try String.fetchOne(db, sql: "PRAGMA integrity_check")
+        }
         #expect(integrity == "ok")
         let items = try keychain.find(ItemQuery(class: .genericPassword), includeData: true)
         let stored = Dictionary(
-            items.map { ($0.attributes[.account]?.stringValue ?? "", String(decoding: $0.data ?? Data(), as: UTF8.self)) },
+            items.map {
+                ($0.attributes[.account]?.stringValue ?? "", String(decoding: $0.data ?? Data(), as: UTF8.self))
+            },
             uniquingKeysWith: { a, _ in a })
         for account in acknowledged {
             let value = stored[account]

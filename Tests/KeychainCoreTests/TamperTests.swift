@@ -36,7 +36,8 @@ struct TamperTests {
         #expect(alice?.data == Data("alice-secret".utf8))
     }
 
-    @Test("a row moved to another class, group, protection class or sync state fails to open",
+    @Test(
+        "a row moved to another class, group, protection class or sync state fails to open",
         arguments: [
             "class = 'inet'", "agrp = (SELECT agrp FROM items WHERE id = 2)", "protection = 3",
             "sync = (SELECT sync FROM items WHERE id = 2)", "pk = randomblob(16)",
@@ -77,20 +78,27 @@ struct TamperTests {
         let target = try GRDBTestAccess.queue(second.path)
         try target.write { db in
             try db.execute(
-                sql: "UPDATE items SET data = ?, attributes = ?", arguments: [row["data"] as Data?, row["attributes"] as Data?])
+                sql: "UPDATE items SET data = ?, attributes = ?",
+                arguments: [row["data"] as Data?, row["attributes"] as Data?])
         }
         #expect(throws: KeychainError.self) {
             _ = try second.keychain.find(ItemQuery(class: .genericPassword), includeData: true)
         }
         // Wrapped keys copied between the keychains do not open either.
-        let wrapped = try source.read { db in try Row.fetchAll(db, sql: "SELECT name, value FROM meta WHERE name LIKE 'wrap.%'") }
+        let wrapped = try source.read { db in
+            try Row.fetchAll(db, sql: "SELECT name, value FROM meta WHERE name LIKE 'wrap.%'")
+        }
         try target.write { db in
             for entry in wrapped {
                 try db.execute(
-                    sql: "UPDATE meta SET value = ? WHERE name = ?", arguments: [entry["value"] as Data?, entry["name"] as String?])
+                    sql: "UPDATE meta SET value = ? WHERE name = ?",
+                    arguments: [entry["value"] as Data?, entry["name"] as String?])
             }
         }
-        #expect(errorCode { _ = try KeychainDatabase.open(at: second.path, configuration: configuration).unlock(password: "pw") } != nil)
+        #expect(
+            errorCode {
+                _ = try KeychainDatabase.open(at: second.path, configuration: configuration).unlock(password: "pw")
+            } != nil)
     }
 
     @Test("every single-bit flip in a sealed blob is detected", arguments: ["data", "attributes"])
@@ -167,14 +175,18 @@ struct TamperTests {
         }
         try queue.close()
         let before = sha256(ofFile: path)
-        #expect(errorCode { _ = try KeychainDatabase.open(at: path, configuration: temporary.keychain.configuration) } == .authFailed)
+        #expect(
+            errorCode { _ = try KeychainDatabase.open(at: path, configuration: temporary.keychain.configuration) }
+                == .authFailed)
         #expect(sha256(ofFile: path) == before)
     }
 
     @Test("a missing keychain is reported as such")
     func missingKeychain() throws {
         let scratch = try Scratch()
-        #expect(errorCode { _ = try KeychainDatabase.open(at: scratch.file("none"), configuration: .testing()) } == .noSuchKeychain)
+        #expect(
+            errorCode { _ = try KeychainDatabase.open(at: scratch.file("none"), configuration: .testing()) }
+                == .noSuchKeychain)
         let temporary = try TemporaryKeychain()
         #expect(
             errorCode { _ = try KeychainDatabase.create(at: temporary.path, password: nil, configuration: .testing()) }

@@ -77,7 +77,13 @@ struct QueryGenerator {
 
     mutating func dictionary() -> NSDictionary {
         let result = NSMutableDictionary()
-        if int(10) < 8 { result[kSecClass] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey, kSecClassIdentity][int(5)] }
+        if int(10) < 8 {
+            result[kSecClass] =
+                [
+                    kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
+                    kSecClassIdentity,
+                ][int(5)]
+        }
         for _ in 0..<int(7) {
             result[key()] = value()
         }

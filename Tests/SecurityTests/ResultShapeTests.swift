@@ -9,8 +9,11 @@ struct ShapeCase: CustomTestStringConvertible, Sendable {
     var data: Bool, attributes: Bool, ref: Bool, persistentRef: Bool, limitAll: Bool
 
     var testDescription: String {
-        let keys = [data ? "Data" : nil, attributes ? "Attributes" : nil, ref ? "Ref" : nil, persistentRef ? "PersistentRef" : nil]
-            .compactMap { $0 }.joined(separator: "+")
+        let keys = [
+            data ? "Data" : nil, attributes ? "Attributes" : nil, ref ? "Ref" : nil,
+            persistentRef ? "PersistentRef" : nil,
+        ]
+        .compactMap { $0 }.joined(separator: "+")
         return (keys.isEmpty ? "none" : keys) + (limitAll ? ", limit all" : ", limit one")
     }
 
@@ -21,13 +24,17 @@ struct ShapeCase: CustomTestStringConvertible, Sendable {
         let others = [data, attributes, persistentRef].filter { $0 }.count
         if attributes || (ref && others > 0) || others > 1 {
             var keys: Set<String> = []
-            if attributes || ref { keys.formUnion(["acct", "svce", "agrp", "pdmn", "sync", "musr", "tomb", "accc", "cdat", "mdat"]) }
+            if attributes || ref {
+                keys.formUnion(["acct", "svce", "agrp", "pdmn", "sync", "musr", "tomb", "accc", "cdat", "mdat"])
+            }
             if data { keys.insert("sha1") }
             if data || ref { keys.insert("v_Data") }
             if persistentRef { keys.insert("v_PersistentRef") }
             if ref { keys.insert("class") }
             // Data + PersistentRef alone also carries the attributes on iOS (callers rely only on the two keys).
-            if data && persistentRef && !attributes && !ref { keys.formUnion(["acct", "svce", "agrp", "pdmn", "sync", "musr", "tomb", "accc", "cdat", "mdat"]) }
+            if data && persistentRef && !attributes && !ref {
+                keys.formUnion(["acct", "svce", "agrp", "pdmn", "sync", "musr", "tomb", "accc", "cdat", "mdat"])
+            }
             return .dictionary(keys)
         }
         if data { return .data }
@@ -37,7 +44,9 @@ struct ShapeCase: CustomTestStringConvertible, Sendable {
 }
 
 let shapeCases: [ShapeCase] = (0..<32).map {
-    ShapeCase(data: $0 & 1 != 0, attributes: $0 & 2 != 0, ref: $0 & 4 != 0, persistentRef: $0 & 8 != 0, limitAll: $0 & 16 != 0)
+    ShapeCase(
+        data: $0 & 1 != 0, attributes: $0 & 2 != 0, ref: $0 & 4 != 0, persistentRef: $0 & 8 != 0, limitAll: $0 & 16 != 0
+    )
 }
 
 @Suite("§4.3 result shapes")
@@ -45,7 +54,11 @@ struct ResultShapeTests {
     @Test("each combination of return keys and limit gives Apple's result shape", arguments: shapeCases)
     func shape(_ row: ShapeCase) throws {
         try withKeychain { _ in
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecAttrService: "s", kSecValueData: Data("x".utf8)]) == errSecSuccess)
+            #expect(
+                add([
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecAttrService: "s",
+                    kSecValueData: Data("x".utf8),
+                ]) == errSecSuccess)
             var query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]
             query[kSecReturnData] = row.data
             query[kSecReturnAttributes] = row.attributes
@@ -89,18 +102,24 @@ struct SecItemAccessibilityTests {
         let temporary = try TemporaryKeychain(password: "pw")
         try temporary.keychain.unlock(password: "pw")
         try temporary.keychain.add(
-            Item(class: .genericPassword, attributes: [.account: .string("x"), .accessible: .string(accessibility)],
-                 data: Data("secret".utf8)))
+            Item(
+                class: .genericPassword, attributes: [.account: .string("x"), .accessible: .string(accessibility)],
+                data: Data("secret".utf8)))
         let fresh = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration)
         try KeychainDatabase.withDefault(fresh) {
-            let (status, result) = copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x", kSecReturnData: true])
+            let (status, result) = copyMatching([
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x", kSecReturnData: true,
+            ])
             #expect(status == (readable ? errSecSuccess : errSecInteractionNotAllowed))
             #expect((result as? Data != nil) == readable)
             let update = SecItemUpdate(
-                [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x"] as CFDictionary, [kSecAttrLabel: "l"] as CFDictionary)
+                [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x"] as CFDictionary,
+                [kSecAttrLabel: "l"] as CFDictionary)
             #expect(update == (readable ? errSecSuccess : errSecInteractionNotAllowed))
             #expect(SecKeychainUnlock(nil, 2, "pw", true) == errSecSuccess)
-            #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x", kSecReturnData: true]).0 == errSecSuccess)
+            #expect(
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x", kSecReturnData: true]).0
+                    == errSecSuccess)
         }
     }
 
@@ -113,7 +132,9 @@ struct SecItemAccessibilityTests {
             let created = try #require(dictionary["cdat"] as? Date)
             #expect(dictionary["sdat"] as? Date == Date(timeIntervalSinceReferenceDate: 0))
             #expect(copyMatching([kSecClass: kSecClassKey, kSecAttrCreationDate: created]).0 == errSecSuccess)
-            #expect(copyMatching([kSecClass: kSecClassKey, kSecAttrCreationDate: created.addingTimeInterval(1)]).0 == errSecItemNotFound)
+            #expect(
+                copyMatching([kSecClass: kSecClassKey, kSecAttrCreationDate: created.addingTimeInterval(1)]).0
+                    == errSecItemNotFound)
             #expect(copyMatching([kSecClass: kSecClassKey, kSecAttrCreationDate: "yesterday"]).0 == errSecParam)
         }
     }

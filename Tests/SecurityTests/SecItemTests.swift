@@ -34,10 +34,13 @@ let secPrimaryKeyCases: [SecPrimaryKeyCase] = [
     .init(itemClass: kSecClassCertificate, key: kSecAttrCertificateType, first: 1, second: 3),
     .init(itemClass: kSecClassCertificate, key: kSecAttrIssuer, first: Data([1]), second: Data([2])),
     .init(itemClass: kSecClassCertificate, key: kSecAttrSerialNumber, first: Data([1]), second: Data([2])),
-    .init(itemClass: kSecClassKey, key: kSecAttrKeyClass, first: kSecAttrKeyClassPublic, second: kSecAttrKeyClassPrivate),
+    .init(
+        itemClass: kSecClassKey, key: kSecAttrKeyClass, first: kSecAttrKeyClassPublic, second: kSecAttrKeyClassPrivate),
     .init(itemClass: kSecClassKey, key: kSecAttrApplicationLabel, first: Data([1]), second: Data([2])),
     .init(itemClass: kSecClassKey, key: kSecAttrApplicationTag, first: Data("a".utf8), second: Data("b".utf8)),
-    .init(itemClass: kSecClassKey, key: kSecAttrKeyType, first: kSecAttrKeyTypeRSA, second: kSecAttrKeyTypeECSECPrimeRandom),
+    .init(
+        itemClass: kSecClassKey, key: kSecAttrKeyType, first: kSecAttrKeyTypeRSA,
+        second: kSecAttrKeyTypeECSECPrimeRandom),
     .init(itemClass: kSecClassKey, key: kSecAttrKeySizeInBits, first: 256, second: 2048),
     .init(itemClass: kSecClassKey, key: kSecAttrEffectiveKeySize, first: 256, second: 2048),
     .init(itemClass: kSecClassKey, key: kSecAttrCreator, first: 1, second: 2),
@@ -147,10 +150,13 @@ struct SecItemCopyMatchingTests {
     func limitDecidesShape() throws {
         try withKeychain { _ in
             seed()
-            let all = copyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll, kSecReturnData: true])
+            let all = copyMatching([
+                kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll, kSecReturnData: true,
+            ])
             #expect((all.1 as? [Data])?.count == 2)
             let two = copyMatching([
-                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "bob", kSecMatchLimit: 2, kSecReturnAttributes: true,
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "bob", kSecMatchLimit: 2,
+                kSecReturnAttributes: true,
             ])
             #expect((two.1 as? [[String: Any]])?.count == 1)
             let one = copyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: 1, kSecReturnData: true])
@@ -198,14 +204,17 @@ struct SecItemCopyMatchingTests {
             var added: CFTypeRef?
             #expect(
                 SecItemAdd(
-                    [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "p", kSecValueData: Data("1".utf8),
-                     kSecReturnPersistentRef: true] as CFDictionary, &added) == errSecSuccess)
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: "p", kSecValueData: Data("1".utf8),
+                        kSecReturnPersistentRef: true,
+                    ] as CFDictionary, &added) == errSecSuccess)
             let reference = try #require(added as? Data)
             #expect(reference.count == 20)
             #expect(reference.prefix(4) == Data("genp".utf8))
             #expect(
                 SecItemUpdate(
-                    [kSecValuePersistentRef: reference] as CFDictionary, [kSecValueData: Data("2".utf8)] as CFDictionary)
+                    [kSecValuePersistentRef: reference] as CFDictionary, [kSecValueData: Data("2".utf8)] as CFDictionary
+                )
                     == errSecSuccess)
             let (status, result) = copyMatching([kSecValuePersistentRef: reference, kSecReturnData: true])
             #expect(status == errSecSuccess)
@@ -224,7 +233,9 @@ struct SecItemCopyMatchingTests {
         try withKeychain { _ in
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: Data("bob".utf8)]) == errSecSuccess)
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "bob"]) == errSecDuplicateItem)
-            let (_, result) = copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "bob", kSecReturnAttributes: true])
+            let (_, result) = copyMatching([
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "bob", kSecReturnAttributes: true,
+            ])
             #expect((result as? [String: Any])?["acct"] as? Data == Data("bob".utf8))
         }
     }
@@ -261,7 +272,10 @@ struct SecItemCopyMatchingTests {
     func keyNumbers() throws {
         try withKeychain { _ in
             #expect(
-                add([kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrKeyType: kSecAttrKeyTypeRSA])
+                add([
+                    kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                    kSecAttrKeyType: kSecAttrKeyTypeRSA,
+                ])
                     == errSecSuccess)
             let (_, result) = copyMatching([kSecClass: kSecClassKey, kSecReturnAttributes: true])
             let dictionary = try #require(result as? [String: Any])
@@ -273,12 +287,15 @@ struct SecItemCopyMatchingTests {
     @Test("synchronizable items are hidden unless asked for (§4.5)")
     func synchronizableHidden() throws {
         try withKeychain { _ in
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "s", kSecAttrSynchronizable: true]) == errSecSuccess)
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "s", kSecAttrSynchronizable: true])
+                    == errSecSuccess)
             #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "s"]).0 == errSecItemNotFound)
             #expect(
                 copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrSynchronizable: kSecAttrSynchronizableAny]).0
                     == errSecSuccess)
-            #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrSynchronizable: true]).0 == errSecSuccess)
+            #expect(
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrSynchronizable: true]).0 == errSecSuccess)
             #expect(SecItemDelete([kSecClass: kSecClassGenericPassword] as CFDictionary) == errSecItemNotFound)
         }
     }
@@ -287,8 +304,10 @@ struct SecItemCopyMatchingTests {
     func resultUntouchedOnFailure() throws {
         try withKeychain { _ in
             var result: CFTypeRef? = NSString(string: "sentinel")
-            #expect(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecReturnData: true] as CFDictionary, &result)
-                == errSecItemNotFound)
+            #expect(
+                SecItemCopyMatching(
+                    [kSecClass: kSecClassGenericPassword, kSecReturnData: true] as CFDictionary, &result)
+                    == errSecItemNotFound)
             #expect(result as? String == "sentinel")
         }
     }
@@ -322,15 +341,21 @@ struct SecItemBadInputTests {
             // SecItemCopyMatching ignores kSecValueData (macOS strips it, §9); SecItemAdd checks it.
             let copyExpected = query[kSecValueData] != nil ? errSecItemNotFound : expected
             #expect(copyMatching(query).0 == copyExpected)
-            #expect(SecItemAdd(query as CFDictionary, nil) == expected || query[kSecValueData] == nil && expected == errSecParam)
+            #expect(
+                SecItemAdd(query as CFDictionary, nil) == expected
+                    || query[kSecValueData] == nil && expected == errSecParam)
         }
     }
 
     @Test("kSecValueData in a query is ignored; kSecUseDataProtectionKeychain is a no-op")
     func ignoredKeys() throws {
         try withKeychain { _ in
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecUseDataProtectionKeychain: true]) == errSecSuccess)
-            #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecValueData: Data("other".utf8)]).0 == errSecSuccess)
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecUseDataProtectionKeychain: true])
+                    == errSecSuccess)
+            #expect(
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecValueData: Data("other".utf8)]).0
+                    == errSecSuccess)
         }
     }
 }
@@ -340,10 +365,13 @@ struct SecItemWriteTests {
     @Test("upsert the way wrappers do it: add, errSecDuplicateItem, update (§10.1)")
     func upsert() throws {
         try withKeychain { _ in
-            let query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "a"]
+            let query: [CFString: Any] = [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "a",
+            ]
             #expect(add(query.merging([kSecValueData: Data("1".utf8)]) { a, _ in a }) == errSecSuccess)
             #expect(add(query.merging([kSecValueData: Data("2".utf8)]) { a, _ in a }) == errSecDuplicateItem)
-            #expect(SecItemUpdate(query as CFDictionary, [kSecValueData: Data("2".utf8)] as CFDictionary) == errSecSuccess)
+            #expect(
+                SecItemUpdate(query as CFDictionary, [kSecValueData: Data("2".utf8)] as CFDictionary) == errSecSuccess)
             let (_, result) = copyMatching(query.merging([kSecReturnData: true]) { a, _ in a })
             #expect(result as? Data == Data("2".utf8))
         }
@@ -352,13 +380,19 @@ struct SecItemWriteTests {
     @Test("update to an existing primary key: errSecDuplicateItem, nothing changes (§5.2)")
     func updateDuplicate() throws {
         try withKeychain { _ in
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecValueData: Data("A".utf8)]) == errSecSuccess)
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecValueData: Data("B".utf8)]) == errSecSuccess)
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecValueData: Data("A".utf8)])
+                    == errSecSuccess)
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecValueData: Data("B".utf8)])
+                    == errSecSuccess)
             #expect(
                 SecItemUpdate(
                     [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b"] as CFDictionary,
                     [kSecAttrAccount: "a"] as CFDictionary) == errSecDuplicateItem)
-            let (_, result) = copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecReturnData: true])
+            let (_, result) = copyMatching([
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecReturnData: true,
+            ])
             #expect(result as? Data == Data("B".utf8))
         }
     }
@@ -384,14 +418,24 @@ struct SecItemWriteTests {
     func deleteScope() throws {
         try withKeychain { _ in
             for account in ["a", "b", "c"] {
-                #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: account, kSecAttrService: account == "c" ? "other" : "s"]) == errSecSuccess)
+                #expect(
+                    add([
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: account,
+                        kSecAttrService: account == "c" ? "other" : "s",
+                    ]) == errSecSuccess)
             }
             #expect(
-                SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecMatchLimit: kSecMatchLimitAll] as CFDictionary)
+                SecItemDelete(
+                    [kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecMatchLimit: kSecMatchLimitAll]
+                        as CFDictionary)
                     == errSecSuccess)
-            let (_, result) = copyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true])
+            let (_, result) = copyMatching([
+                kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true,
+            ])
             #expect((result as? [[String: Any]])?.compactMap { $0["acct"] as? String } == ["c"])
-            #expect(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrService: "s"] as CFDictionary) == errSecItemNotFound)
+            #expect(
+                SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrService: "s"] as CFDictionary)
+                    == errSecItemNotFound)
         }
     }
 
@@ -401,8 +445,10 @@ struct SecItemWriteTests {
             var result: CFTypeRef?
             #expect(
                 SecItemAdd(
-                    [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecValueData: Data("x".utf8),
-                     kSecReturnAttributes: true] as CFDictionary, &result) == errSecSuccess)
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecValueData: Data("x".utf8),
+                        kSecReturnAttributes: true,
+                    ] as CFDictionary, &result) == errSecSuccess)
             let dictionary = try #require(result as? [String: Any])
             #expect(dictionary["acct"] as? String == "a")
             #expect(dictionary["svce"] as? String == "")
@@ -411,7 +457,8 @@ struct SecItemWriteTests {
             result = nil
             #expect(
                 SecItemAdd(
-                    [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecReturnData: true] as CFDictionary, &result)
+                    [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecReturnData: true] as CFDictionary,
+                    &result)
                     == errSecSuccess)
             #expect(result as? Data == Data())
         }
@@ -422,20 +469,34 @@ struct SecItemWriteTests {
         try withKeychain { _ in
             let control = try #require(
                 SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil))
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded", kSecAttrAccessControl: control]) == errSecSuccess)
             #expect(
-                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x", kSecAttrAccessControl: control,
-                     kSecAttrSynchronizable: true]) == errSecParam)
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded", kSecAttrAccessControl: control])
+                    == errSecSuccess)
             #expect(
-                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "y", kSecAttrAccessControl: control,
-                     kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked]) == errSecParam)
-            #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded"]).0 == errSecInteractionNotAllowed)
+                add([
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "x", kSecAttrAccessControl: control,
+                    kSecAttrSynchronizable: true,
+                ]) == errSecParam)
             #expect(
-                copyMatching([kSecClass: kSecClassGenericPassword, kSecUseAuthenticationUI: kSecUseAuthenticationUISkip]).0
+                add([
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "y", kSecAttrAccessControl: control,
+                    kSecAttrAccessible: kSecAttrAccessibleWhenUnlocked,
+                ]) == errSecParam)
+            #expect(
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded"]).0
+                    == errSecInteractionNotAllowed)
+            #expect(
+                copyMatching([
+                    kSecClass: kSecClassGenericPassword, kSecUseAuthenticationUI: kSecUseAuthenticationUISkip,
+                ]).0
                     == errSecItemNotFound)
             let plain = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleAfterFirstUnlock, [], nil))
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "plain", kSecAttrAccessControl: plain]) == errSecSuccess)
-            let (_, result) = copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "plain", kSecReturnAttributes: true])
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "plain", kSecAttrAccessControl: plain])
+                    == errSecSuccess)
+            let (_, result) = copyMatching([
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "plain", kSecReturnAttributes: true,
+            ])
             let dictionary = try #require(result as? [String: Any])
             #expect(dictionary["pdmn"] as? String == "ck")
             #expect((dictionary["accc"] as? SecAccessControl) == plain)
@@ -450,14 +511,21 @@ struct SecItemLockAndGroupTests {
         try withKeychain(password: "pw") { keychain in
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecInteractionNotAllowed)
             #expect(
-                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "d", kSecAttrAccessible: kSecAttrAccessibleAlways])
+                add([
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "d",
+                    kSecAttrAccessible: kSecAttrAccessibleAlways,
+                ])
                     == errSecSuccess)
-            #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "d", kSecReturnData: true]).0 == errSecSuccess)
+            #expect(
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "d", kSecReturnData: true]).0
+                    == errSecSuccess)
             #expect(SecKeychainUnlock(nil, 5, "wrong", true) == errSecAuthFailed)
             #expect(SecKeychainUnlock(nil, 2, "pw", true) == errSecSuccess)
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecSuccess)
             #expect(SecKeychainLock(nil) == errSecSuccess)
-            #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]).0 == errSecInteractionNotAllowed)
+            #expect(
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]).0
+                    == errSecInteractionNotAllowed)
             #expect(
                 add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecInteractionNotAllowed,
                 "add while locked is errSecInteractionNotAllowed even for a duplicate (§8.15)")
@@ -472,13 +540,17 @@ struct SecItemLockAndGroupTests {
             let (_, result) = copyMatching([kSecClass: kSecClassGenericPassword, kSecReturnAttributes: true])
             #expect((result as? [String: Any])?["agrp"] as? String == "com.example.app")
             #expect(
-                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b", kSecAttrAccessGroup: "com.example.shared"])
+                add([
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "b",
+                    kSecAttrAccessGroup: "com.example.shared",
+                ])
                     == errSecSuccess)
             #expect(
                 add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "c", kSecAttrAccessGroup: "other"])
                     == errSecMissingEntitlement)
             #expect(
-                copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccessGroup: "other"]).0 == errSecMissingEntitlement)
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccessGroup: "other"]).0
+                    == errSecMissingEntitlement)
             #expect(
                 SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccessGroup: "other"] as CFDictionary)
                     == errSecMissingEntitlement)
@@ -501,10 +573,16 @@ struct SecKeychainTests {
             var keychain: SecKeychain?
             #expect(SecKeychainCreate(directory + "/work.keychain-db", 2, "pw", false, nil, &keychain) == errSecSuccess)
             let work = try #require(keychain)
-            #expect(SecKeychainCreate(directory + "/work.keychain-db", 0, nil, false, nil, &keychain) == errSecDuplicateKeychain)
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "w", kSecUseKeychain: work]) == errSecInteractionNotAllowed)
+            #expect(
+                SecKeychainCreate(directory + "/work.keychain-db", 0, nil, false, nil, &keychain)
+                    == errSecDuplicateKeychain)
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "w", kSecUseKeychain: work])
+                    == errSecInteractionNotAllowed)
             #expect(SecKeychainUnlock(work, 2, "pw", true) == errSecSuccess)
-            #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "w", kSecUseKeychain: work]) == errSecSuccess)
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "w", kSecUseKeychain: work]) == errSecSuccess
+            )
             #expect(copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "w"]).0 == errSecItemNotFound)
             var opened: SecKeychain?
             #expect(SecKeychainOpen(directory + "/work.keychain-db", &opened) == errSecSuccess)

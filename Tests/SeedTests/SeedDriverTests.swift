@@ -65,10 +65,13 @@ struct SeedDriverTests {
             let storable = KeychainItemStorable(service: "mail", account: "alice")
             #expect(try storable.readPassword() == "\"hunter2\"")
             do {
-                try manager.saveItem("hunter3", itemClass: .generic, key: "alice", attributes: [kSecAttrService: "mail"])
+                try manager.saveItem(
+                    "hunter3", itemClass: .generic, key: "alice", attributes: [kSecAttrService: "mail"])
                 Issue.record("a second save must report a duplicate")
             } catch KeychainManager.KeychainError.duplicateItem {
-                let query = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice", kSecAttrService: "mail"] as CFDictionary
+                let query =
+                    [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice", kSecAttrService: "mail"]
+                    as CFDictionary
                 let changes = [kSecValueData: try JSONEncoder().encode("hunter3")] as CFDictionary
                 #expect(SecItemUpdate(query, changes) == errSecSuccess)
             }
