@@ -14,7 +14,9 @@ import Foundation
 ///   `login.keychain-db`.
 /// - The device key: `${XDG_CONFIG_HOME:-$HOME/.config}/keychain/device-key`, outside the
 ///   data directory, so that a copy of the data directory alone opens nothing.
-/// - `KEYCHAIN_DEFAULT_PATH`, when set, names the default keychain's file instead.
+/// - The default keychain: the file named by `KEYCHAIN_DEFAULT_PATH` when it is set, else the one
+///   chosen in the user's ``KeychainPreferences`` (`security default-keychain -s`), else
+///   `login.keychain-db`.
 public struct KeychainPaths: Sendable, Hashable {
     /// The directory that holds keychain files.
     public var keychainsDirectory: String
@@ -37,13 +39,21 @@ public struct KeychainPaths: Sendable, Hashable {
             ?? home + "/.config"
         keychainsDirectory = data + "/keychains"
         configurationDirectory = config + "/keychain"
+        let preferences = try? KeychainPreferences.load(from: configurationDirectory + "/preferences.json")
         defaultKeychain =
             environment[Self.defaultKeychainVariable].flatMap { $0.isEmpty ? nil : $0 }
+            ?? preferences?.defaultKeychain.flatMap { $0.isEmpty ? nil : $0 }
             ?? keychainsDirectory + "/login.keychain-db"
     }
 
+    /// The login keychain: `login.keychain-db` in ``keychainsDirectory``.
+    public var loginKeychain: String { keychainsDirectory + "/login.keychain-db" }
+
     /// The device key's file.
     public var deviceKeyFile: String { configurationDirectory + "/device-key" }
+
+    /// The user's keychain preferences file (see ``KeychainPreferences``).
+    public var preferencesFile: String { configurationDirectory + "/preferences.json" }
 
     /// Resolves a keychain argument: a path (containing `/`) as is, a bare name inside
     /// ``keychainsDirectory`` (adding `.keychain-db` when it has no extension).

@@ -41,7 +41,7 @@ final class Session {
     var interactive = false
     var verbose = false
     private var handles: [String: KeychainDatabase] = [:]
-    private var cachedPreferences: Preferences?
+    private var cachedPreferences: KeychainPreferences?
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.environment = environment
@@ -58,35 +58,50 @@ final class Session {
 
     // MARK: Preferences
 
-    var preferencesPath: String { paths.configurationDirectory + "/" + Preferences.fileName }
+    var preferencesPath: String { paths.preferencesFile }
 
-    func preferences() throws -> Preferences {
+    func preferences() throws -> KeychainPreferences {
         if let cachedPreferences { return cachedPreferences }
-        let loaded = try Preferences.load(from: preferencesPath)
+        let loaded = try Self.preferencesFailure { try KeychainPreferences.load(from: preferencesPath) }
         cachedPreferences = loaded
         return loaded
     }
 
-    func updatePreferences(_ change: (inout Preferences) -> Void) throws {
-        var preferences = try Preferences.load(from: preferencesPath)
+    func updatePreferences(_ change: (inout KeychainPreferences) -> Void) throws {
+        var preferences = try Self.preferencesFailure { try KeychainPreferences.load(from: preferencesPath) }
         let before = preferences
         change(&preferences)
-        if preferences != before { try preferences.save(to: preferencesPath) }
+        if preferences != before { try Self.preferencesFailure { try preferences.save(to: preferencesPath) } }
         cachedPreferences = preferences
+    }
+
+    /// Reports a preferences problem as a plain failure (exit 1), as the tool always has.
+    private static func preferencesFailure<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as KeychainError {
+            throw CommandFailure.failure(error.message)
+        }
     }
 
     // MARK: Keychain names and paths
 
     /// The login keychain: `login.keychain-db` in the keychains directory.
-    var loginKeychainPath: String { paths.keychainsDirectory + "/login.keychain-db" }
+    var loginKeychainPath: String { paths.loginKeychain }
+
+    /// The keychain created on first use: `KEYCHAIN_DEFAULT_PATH` when set, else the login
+    /// keychain (a keychain chosen with `default-keychain -s` is never created implicitly).
+    var engineDefaultKeychain: String {
+        environment[KeychainPaths.defaultKeychainVariable].flatMap { $0.isEmpty ? nil : $0 } ?? paths.loginKeychain
+    }
 
     /// The default keychain: `KEYCHAIN_DEFAULT_PATH` when set, else the one chosen with
     /// `default-keychain -s`, else the engine's default (`login.keychain-db`).
     func defaultKeychainPath() throws -> String {
         if environment[KeychainPaths.defaultKeychainVariable].map({ !$0.isEmpty }) == true {
-            return absolute(paths.defaultKeychain)
+            return absolute(engineDefaultKeychain)
         }
-        return try preferences().defaultKeychain ?? absolute(paths.defaultKeychain)
+        return try preferences().defaultKeychain ?? absolute(engineDefaultKeychain)
     }
 
     /// The keychains searched when a command names none.
@@ -128,7 +143,7 @@ final class Session {
     func database(at path: String, createDefault: Bool = false) throws -> KeychainDatabase {
         if let handle = handles[path] { return handle }
         let handle: KeychainDatabase
-        if createDefault && path == absolute(paths.defaultKeychain) {
+        if createDefault && path == absolute(engineDefaultKeychain) {
             var defaultPaths = paths
             defaultPaths.defaultKeychain = path
             handle = try KeychainDatabase.openDefault(paths: defaultPaths, configuration: configuration)

@@ -147,6 +147,25 @@ struct StorageTests {
         #expect(paths.resolve("work") == scratch.path + "/data/keychains/work.keychain-db")
     }
 
+    @Test("the default keychain follows the user's preferences; KEYCHAIN_DEFAULT_PATH wins")
+    func defaultKeychainPreference() throws {
+        let scratch = try Scratch()
+        let environment = ["HOME": scratch.path, "XDG_CONFIG_HOME": scratch.path + "/config"]
+        let paths = KeychainPaths(environment: environment)
+        #expect(paths.defaultKeychain == paths.loginKeychain)
+        var preferences = KeychainPreferences()
+        preferences.defaultKeychain = scratch.file("work.keychain-db")
+        try preferences.save(to: paths.preferencesFile)
+        #expect(mode(paths.preferencesFile) == 0o600)
+        #expect(try KeychainPreferences.load(from: paths.preferencesFile) == preferences)
+        #expect(KeychainPaths(environment: environment).defaultKeychain == scratch.file("work.keychain-db"))
+        var pointed = environment
+        pointed["KEYCHAIN_DEFAULT_PATH"] = scratch.file("env.keychain-db")
+        #expect(KeychainPaths(environment: pointed).defaultKeychain == scratch.file("env.keychain-db"))
+        FileManager.default.createFile(atPath: paths.preferencesFile + ".bad", contents: Data("{".utf8))
+        #expect(errorCode { _ = try KeychainPreferences.load(from: paths.preferencesFile + ".bad") } == .parameter)
+    }
+
     @Test("two processes racing to add the same primary key: exactly one wins, every time")
     func processRace() throws {
         let scratch = try Scratch()
