@@ -10,6 +10,7 @@ import PackageDescription
 //   SwiftKeychain           protocol-oriented items
 //   SecurityTool            the `security` command-line tool (macOS security(1) compatible)
 //   KeychainBenchmarks      the `keychain-bench` executable
+//   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -21,6 +22,7 @@ let package = Package(
         .library(name: "SwiftKeychain", targets: ["SwiftKeychain"]),
         .executable(name: "security", targets: ["SecurityTool"]),
         .executable(name: "keychain-bench", targets: ["KeychainBenchmarks"]),
+        .executable(name: "keychain-stress", targets: ["KeychainStress"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -68,6 +70,14 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "KeychainStress",
+            dependencies: [
+                "KeychainCore", "Security",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
             name: "keychain-test-worker",
             dependencies: ["KeychainCore"],
             path: "Tests/Worker"
@@ -101,5 +111,12 @@ let package = Package(
         ),
         .testTarget(name: "SecurityToolTests", dependencies: ["SecurityTool", "KeychainCore"]),
         .testTarget(name: "BenchmarkTests", dependencies: ["KeychainBenchmarks"]),
+        .testTarget(
+            name: "ReliabilityTests",
+            dependencies: [
+                "KeychainStress", "KeychainCore", "Security", "keychain-test-worker",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ]
 )

@@ -158,7 +158,11 @@ extension SymmetricKey {
 final class KeyRing: @unchecked Sendable {
     struct State {
         var classKeys: [ProtectionClass: SymmetricKey] = [:]
-        var indexKey: SymmetricKey?
+        var indexKey: SymmetricKey? {
+            didSet { indexTagger = indexKey.map(IndexTagger.init(key:)) }
+        }
+        /// The tagger of ``indexKey``, keyed once when the key is set.
+        private(set) var indexTagger: IndexTagger?
         /// Whether this handle has been unlocked (after-first-unlock keys stay until close).
         var hasBeenUnlocked = false
         var isUnlocked = false

@@ -132,7 +132,8 @@ extension KeychainDatabase {
         let row = try codec.seal(
             itemClass: item.itemClass, uuid: RowCodec.bytes(of: item.persistentID!), attributes: item.attributes,
             data: item.data, tombstone: false)
-        try db.execute(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [row.primaryKeyTag])
+        try db.cachedStatement(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1").execute(
+            arguments: [row.primaryKeyTag])
         try insert(
             row, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes)
     }
@@ -142,8 +143,9 @@ extension KeychainDatabase {
         let sealed = try codec.seal(
             itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
             tombstone: false)
-        try db.execute(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1", arguments: [sealed.primaryKeyTag])
-        try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [existing.id])
+        try db.cachedStatement(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1").execute(
+            arguments: [sealed.primaryKeyTag])
+        try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [existing.id])
         try insert(
             sealed, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes,
             id: existing.id)
@@ -306,11 +308,10 @@ extension KeychainDatabase {
                     let tomb = try codec.seal(
                         itemClass: item.itemClass, uuid: row.uuid, attributes: item.attributes, data: nil,
                         tombstone: true)
-                    try db.execute(
-                        sql: "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
-                        arguments: [tomb.attributes, row.id])
+                    try db.cachedStatement(sql: "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?")
+                        .execute(arguments: [tomb.attributes, row.id])
                 } else {
-                    try db.execute(sql: "DELETE FROM items WHERE id = ?", arguments: [row.id])
+                    try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [row.id])
                 }
             }
             return rows.count
@@ -344,10 +345,10 @@ extension KeychainDatabase {
     }
 
     static func tagger(_ state: KeyRing.State) throws -> IndexTagger {
-        guard let key = state.indexKey else {
+        guard let tagger = state.indexTagger else {
             throw KeychainError(.interactionNotAllowed, "the keychain must be unlocked first")
         }
-        return IndexTagger(key: key)
+        return tagger
     }
 
     func checkSize(data: Data?) throws {
@@ -401,11 +402,12 @@ extension KeychainDatabase {
         id: Int64? = nil
     ) throws {
         do {
-            try db.execute(
+            try db.cachedStatement(
                 sql: """
                     INSERT INTO items(id, uuid, class, protection, agrp, sync, pk, tomb, attributes, data)
                     VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
-                    """,
+                    """
+            ).execute(
                 arguments: [
                     id, row.uuid, row.itemClass.rawValue, Int(row.protection.rawValue), row.groupTag,
                     row.syncTag, row.primaryKeyTag, row.attributes, row.data,
@@ -416,8 +418,7 @@ extension KeychainDatabase {
         let itemID = id ?? db.lastInsertedRowID
         for (name, value) in attributes where QueryPlan.isIndexed(name) {
             guard let spec = schema.spec(for: name) else { continue }
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO tags(tag, item) VALUES (?, ?)",
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(tag, item) VALUES (?, ?)").execute(
                 arguments: [tagger.tag(schema.itemClass, spec, value), itemID])
         }
     }

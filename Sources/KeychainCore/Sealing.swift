@@ -10,7 +10,7 @@ import Foundation
 enum Sealing {
     static let padBlock = 32
 
-    static func seal(_ plaintext: Data, key: SymmetricKey, context: Data) throws -> Data {
+    static func seal(_ plaintext: Data, key: SymmetricKey, context: some DataProtocol) throws -> Data {
         var padded = plaintext
         padded.append(0x80)
         let remainder = padded.count % padBlock
@@ -29,7 +29,7 @@ enum Sealing {
     }
 
     /// Opens a sealed blob; any tampering, wrong key or wrong context is `.decode`.
-    static func open(_ sealed: Data, key: SymmetricKey, context: Data) throws -> Data {
+    static func open(_ sealed: Data, key: SymmetricKey, context: some DataProtocol) throws -> Data {
         let padded: Data
         do {
             let box = try AES.GCM.SealedBox(combined: sealed)
@@ -55,35 +55,57 @@ enum Sealing {
 /// item class, the attribute name and the value's canonical bytes. The same value in two
 /// keychains gives different tags.
 struct IndexTagger: Sendable {
-    let key: SymmetricKey
+    /// The HMAC state after the key block, computed once per unlock: a tag then costs the
+    /// message's compression rounds only, not a key schedule.
+    private let keyed: HMAC<SHA256>
+
+    /// The tags of the synchronizable column's two values, which every query and read uses.
+    private var synchronizableTags: [Data] = []
+
+    init(key: SymmetricKey) {
+        keyed = HMAC<SHA256>(key: key)
+        synchronizableTags = [
+            computeColumnTag(.synchronizable, .number(0)), computeColumnTag(.synchronizable, .number(1)),
+        ]
+    }
 
     static let tagLength = 16
 
     func tag(_ itemClass: ItemClass, _ spec: AttributeSpec, _ value: AttributeValue) -> Data {
-        var message = Data("a".utf8)
-        message.appendLengthPrefixed(Data(itemClass.rawValue.utf8))
-        message.appendLengthPrefixed(Data(spec.name.rawValue.utf8))
-        message.append(spec.canonicalBytes(value))
+        var message: [UInt8] = [0x61]  // "a"
+        message.reserveCapacity(96)
+        message.appendLengthPrefixed(itemClass.rawValue.utf8)
+        message.appendLengthPrefixed(spec.name.rawValue.utf8)
+        message.append(contentsOf: spec.canonicalBytes(value))
         return mac(message)
     }
 
     /// The tag of a column value matched whatever the item class (access group,
     /// synchronizable flag): typed canonical bytes, no class.
     func columnTag(_ name: AttributeName, _ value: AttributeValue) -> Data {
+        if name == .synchronizable, case .number(let flag) = value, flag == 0 || flag == 1 {
+            return synchronizableTags[Int(flag)]
+        }
+        return computeColumnTag(name, value)
+    }
+
+    private func computeColumnTag(_ name: AttributeName, _ value: AttributeValue) -> Data {
         let spec = AttributeSpec(name: name, kind: .string, comparesBytes: false, defaultValue: nil)
-        var message = Data("c".utf8)
-        message.appendLengthPrefixed(Data(name.rawValue.utf8))
-        message.append(spec.canonicalBytes(value))
+        var message: [UInt8] = [0x63]  // "c"
+        message.reserveCapacity(64)
+        message.appendLengthPrefixed(name.rawValue.utf8)
+        message.append(contentsOf: spec.canonicalBytes(value))
         return mac(message)
     }
 
     /// The tag of an item's primary key: class and every primary-key attribute's value.
     func primaryKeyTag(_ schema: ItemSchema, _ attributes: Attributes) -> Data {
-        var message = Data("pk".utf8)
-        message.appendLengthPrefixed(Data(schema.itemClass.rawValue.utf8))
+        var message: [UInt8] = [0x70, 0x6B]  // "pk"
+        message.reserveCapacity(128)
+        message.appendLengthPrefixed(schema.itemClass.rawValue.utf8)
         for name in schema.primaryKey {
             guard let spec = schema.spec(for: name) else { continue }
-            message.appendLengthPrefixed(Data(name.rawValue.utf8))
+            message.appendLengthPrefixed(name.rawValue.utf8)
             if let value = attributes[name] ?? spec.defaultValue {
                 message.append(1)
                 message.appendLengthPrefixed(spec.canonicalBytes(value))
@@ -94,8 +116,10 @@ struct IndexTagger: Sendable {
         return mac(message)
     }
 
-    private func mac(_ message: Data) -> Data {
-        Data(HMAC<SHA256>.authenticationCode(for: message, using: key).prefix(Self.tagLength))
+    private func mac(_ message: [UInt8]) -> Data {
+        var hmac = keyed
+        hmac.update(data: message)
+        return Data(hmac.finalize().prefix(Self.tagLength))
     }
 }
 
@@ -160,5 +184,13 @@ enum AttributeCoding {
             break
         }
         throw KeychainError.decode("malformed attribute value")
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends a 32-bit big-endian length, then the bytes.
+    mutating func appendLengthPrefixed<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        Swift.withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { append(contentsOf: $0) }
+        append(contentsOf: bytes)
     }
 }

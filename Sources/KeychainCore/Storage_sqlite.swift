@@ -35,6 +35,7 @@ enum Storage {
                     data BLOB
                 );
                 CREATE UNIQUE INDEX items_primary_key ON items(pk) WHERE tomb = 0;
+                CREATE INDEX items_tombstones ON items(pk) WHERE tomb = 1;
                 CREATE INDEX items_class ON items(class, agrp);
                 CREATE TABLE tags(
                     tag BLOB NOT NULL,
@@ -86,9 +87,26 @@ enum Storage {
 
     /// Checks, through a read-only connection that cannot change the file, that the tables and
     /// the header a keychain needs are there.
+    ///
+    /// Opening a WAL-mode file, even read-only, makes SQLite create its `-wal` and `-shm` files;
+    /// when the file is refused, the ones this check created are removed again, so a refused
+    /// file leaves nothing behind.
     static func validateSchema(of path: String) throws {
         var configuration = configuration(busyTimeout: 5, readonly: true)
         configuration.prepareDatabase { _ in }
+        let sidecars = ["-wal", "-shm"].map { path + $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
+        do {
+            try checkSchema(of: path, configuration: configuration)
+        } catch {
+            // The -shm file only indexes the -wal file; a -wal file the check created is empty.
+            for sidecar in sidecars where sidecar.hasSuffix("-shm") || (try? SecureFileSystem.size(of: sidecar)) == 0 {
+                SecureFileSystem.remove(sidecar)
+            }
+            throw error
+        }
+    }
+
+    private static func checkSchema(of path: String, configuration: Configuration) throws {
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             defer { try? queue.close() }

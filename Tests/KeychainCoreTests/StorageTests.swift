@@ -78,6 +78,24 @@ struct StorageTests {
         #expect(lengths[0] == lengths[1])
     }
 
+    @Test("no statement on a write or lookup path scans the items table (a scan made adds O(n))")
+    func writePathsUseIndexes() throws {
+        let temporary = try TemporaryKeychain()
+        let statements = [
+            "DELETE FROM items WHERE pk = x'00' AND tomb = 1", "SELECT * FROM items WHERE pk = x'00' AND tomb = 0",
+            "DELETE FROM items WHERE id = 1", "SELECT item FROM tags WHERE tag = x'00'",
+        ]
+        try GRDBTestAccess.queue(temporary.path).read { db in
+            for statement in statements {
+                let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + statement).map {
+                    $0["detail"] as String? ?? ""
+                }
+                #expect(
+                    !plan.contains { $0.hasPrefix("SCAN items") || $0.hasPrefix("SCAN tags") }, "\(statement): \(plan)")
+            }
+        }
+    }
+
     @Test("the same attribute value in two keychains has different index tags")
     func indexTagsDifferAcrossKeychains() throws {
         let first = try TemporaryKeychain()

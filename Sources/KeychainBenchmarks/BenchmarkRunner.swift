@@ -1,0 +1,319 @@
+import Foundation
+import KeychainCore
+import Security
+
+/// Runs the whole benchmark: for every size, seeds a keychain and the plain-SQLite floor,
+/// times every operation through the engine, `SecItem*` and the floor interleaved, then
+/// times opening; at the reference size (10,000 items) the `security` processes, at the
+/// largest size resident memory in a fresh process. Then lookups and adds on every size in
+/// one interleaved loop (growth), and last password changes and unlocking with key
+/// derivation on the reference keychain (which then has a password).
+///
+/// Everything happens in a new scratch directory (mode 0700) that is removed at the end; the
+/// keychains are password-less and protected by a device key file in that directory, so no
+/// keychain or key of the user's is read or written.
+struct BenchmarkRunner {
+    let options: BenchmarkOptions
+    let accountsPerService = 10
+
+    /// Runs every measurement and returns the report (targets evaluated).
+    func run() throws -> BenchmarkReport {
+        let scratch = try Self.makeScratchDirectory(in: options.directory)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        for directory in ["home", "data", "config/keychain"] {
+            try FileManager.default.createDirectory(
+                atPath: scratch + "/" + directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        let lifecycle = Lifecycle(
+            options: options, deviceKeyFile: scratch + "/config/keychain/device-key", scratch: scratch,
+            progress: progress)
+        var report = BenchmarkReport(
+            date: ISO8601DateFormatter().string(from: Date()), machine: Machine.current(scratchDirectory: scratch),
+            settings: .init(
+                sizes: options.sizes, iterations: options.iterations, warmup: options.warmup,
+                accountsPerService: accountsPerService, secretBytes: Workload.secretLength,
+                keyDerivation: lifecycle.keyDerivation.description, openRepetitions: options.openRepetitions,
+                processRepetitions: options.processRepetitions,
+                keyDerivationRepetitions: options.keyDerivationRepetitions))
+        let referenceSize =
+            options.sizes.contains(options.referenceSize) ? options.referenceSize : options.sizes.last!
+        let largest = options.sizes.max()!
+        var keychains: [(size: Int, path: String)] = []
+        for (number, size) in options.sizes.enumerated() {
+            progress("[\(number + 1)/\(options.sizes.count)] \(Format.count(size)) items")
+            let directory = scratch + "/size-\(size)"
+            let result = try measureOperations(size: size, directory: directory, lifecycle: lifecycle)
+            report.sizes.append(result.size)
+            keychains.append((size, result.path))
+            let workload = Workload(count: size, accountsPerService: accountsPerService)
+            let (service, account) = workload.name(of: size / 2)
+            if size == referenceSize {
+                progress("whole-process security commands")
+                report.processes = lifecycle.processes(
+                    path: result.path, items: size, service: service, account: account,
+                    secret: Workload.secret(size / 2))
+            }
+            if size == largest {
+                progress("resident memory")
+                report.memory = try lifecycle.memory(path: result.path, items: size, service: service, account: account)
+            }
+        }
+        if keychains.count > 1 {
+            progress("growth: find and add on every size, interleaved")
+            report.growth = try measureGrowth(keychains, configuration: lifecycle.configuration)
+        }
+        if let reference = keychains.first(where: { $0.size == referenceSize }) {
+            progress("password change")
+            let (change, open) = try lifecycle.passwordTimings(path: reference.path, items: reference.size)
+            report.passwordChange = change
+            report.openWithKeyDerivation = open
+        }
+        report.machine.loadAtEnd = Machine.loadAverage()
+        report.notes = notes(report)
+        report.evaluateTargets()
+        return report
+    }
+
+    /// Seeds a keychain of the first size, then runs one operation (`engine.find`,
+    /// `secitem.add`, `floor.select`, …) `iterations` times, alone, inside
+    /// ``profiledLoop(_:range:)``, so that a profiler can count that loop only:
+    ///
+    /// ```
+    /// valgrind --tool=callgrind --toggle-collect='*profiledLoop*' \
+    ///     keychain-bench --profile engine.find --sizes 10000 --iterations 2000
+    /// ```
+    /// - Returns: The operation's summary.
+    func profile(_ name: String) throws -> Summary {
+        let scratch = try Self.makeScratchDirectory(in: options.directory)
+        try FileManager.default.createDirectory(
+            atPath: scratch + "/config/keychain", withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let workload = Workload(count: options.sizes[0], accountsPerService: accountsPerService)
+        let configuration = KeychainConfiguration.testing(deviceKey: .file(at: scratch + "/config/keychain/device-key"))
+        let keychain = try KeychainDatabase.create(
+            at: scratch + "/bench.keychain-db", password: nil, configuration: configuration)
+        _ = try seed(keychain, workload)
+        let floor = try SQLiteBaseline(path: scratch + "/floor.sqlite", workload: workload)
+        let count = options.warmup + options.iterations
+        let suite = OperationSuite(
+            keychain: keychain, floor: floor, workload: workload, count: count, seed: 0x6B63_6265)
+        let operations = try suite.operations()
+        guard let operation = operations.first(where: { $0.name == name }) else {
+            throw BenchmarkFailure(
+                "unknown operation \(name); one of " + operations.map(\.name).joined(separator: ", "))
+        }
+        let producer =
+            name.hasSuffix(".delete")
+            ? operations.first { $0.name == name.replacingOccurrences(of: ".delete", with: ".add") }
+                ?? operations.first { $0.name == "floor.insert" } : nil
+        return try KeychainDatabase.withDefault(keychain) {
+            if let producer { for index in 0..<count { try producer.body(index) } }
+            for index in 0..<options.warmup { try operation.body(index) }
+            return Summary(nanoseconds: try Self.profiledLoop(operation, range: options.warmup..<count))
+        }
+    }
+
+    /// The loop a profiler collects (`--toggle-collect='*profiledLoop*'`).
+    @inline(never)
+    static func profiledLoop(_ operation: BenchmarkOperation, range: Range<Int>) throws -> [UInt64] {
+        var samples: [UInt64] = []
+        samples.reserveCapacity(range.count)
+        for index in range { samples.append(try Clock.time { try operation.body(index) }) }
+        return samples
+    }
+
+    /// Creates `keychain-bench-<pid>-<uuid>` (mode 0700) in `parent` (default: the temporary
+    /// directory), first removing the directories that runs killed before their cleanup
+    /// left behind (their process no longer exists).
+    static func makeScratchDirectory(in parent: String?) throws -> String {
+        let parent = parent ?? FileManager.default.temporaryDirectory.path
+        let prefix = "keychain-bench-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: parent)) ?? [] where name.hasPrefix(prefix) {
+            guard let pid = Int32(name.dropFirst(prefix.count).prefix { $0 != "-" }), pid > 0,
+                kill(pid, 0) != 0 && errno == ESRCH
+            else { continue }
+            try? FileManager.default.removeItem(atPath: parent + "/" + name)
+        }
+        let scratch = parent + "/\(prefix)\(getpid())-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(
+            atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return scratch
+    }
+
+    private func progress(_ message: String) {
+        guard options.progress else { return }
+        FileHandle.standardError.write(Data("keychain-bench: \(message)\n".utf8))
+    }
+
+    /// Seeds the keychain and the floor of one size, then times the operations.
+    private func measureOperations(size: Int, directory: String, lifecycle: Lifecycle) throws
+        -> (size: SizeResult, path: String)
+    {
+        let workload = Workload(count: size, accountsPerService: accountsPerService)
+        let path = directory + "/bench.keychain-db"
+        var keychain: KeychainDatabase? = try KeychainDatabase.create(
+            at: path, password: nil, configuration: lifecycle.configuration)
+        let seeding = try seed(keychain!, workload)
+        let floorPath = directory + "/floor.sqlite"
+        var floor: SQLiteBaseline? = try SQLiteBaseline(path: floorPath, workload: workload)
+        try verify(keychain!, workload)
+
+        progress("timing \(options.iterations) iterations of each operation, interleaved")
+        let count = options.warmup + options.iterations
+        var samples: [String: [UInt64]] = [:]
+        do {
+            let suite = OperationSuite(
+                keychain: keychain!, floor: floor!, workload: workload, count: count, seed: 0x6B63_6265 &+ UInt64(size))
+            let operations = try suite.operations()
+            samples = try KeychainDatabase.withDefault(keychain!) {
+                try InterleavedRunner.run(operations, warmup: options.warmup, iterations: options.iterations)
+            }
+        }
+        keychain = nil
+        floor = nil
+
+        var floorResults: [FloorResult] = []
+        for operation in FloorOperation.allCases {
+            guard let values = samples[OperationSuite.key("floor", operation.rawValue)] else { continue }
+            floorResults.append(
+                FloorResult(operation: operation, title: operation.title, summary: Summary(nanoseconds: values)))
+        }
+        var operationResults: [OperationResult] = []
+        for operation in KeychainOperation.allCases {
+            guard let engine = samples[OperationSuite.key("engine", operation.rawValue)],
+                let secItem = samples[OperationSuite.key("secitem", operation.rawValue)]
+            else { continue }
+            let floorMedian = operation.floor(accountsPerService: accountsPerService).reduce(0.0) { sum, part in
+                let median = floorResults.first { $0.operation == part.0 }?.summary.medianMicroseconds ?? 0
+                return sum + median * part.1
+            }
+            let engineSummary = Summary(nanoseconds: engine)
+            let secItemSummary = Summary(nanoseconds: secItem)
+            operationResults.append(
+                OperationResult(
+                    operation: operation, engine: engineSummary, secItem: secItemSummary,
+                    floorMedianMicroseconds: floorMedian,
+                    floorDescription: operation.floorDescription(accountsPerService: accountsPerService),
+                    engineRatio: engineSummary.medianMicroseconds / floorMedian,
+                    secItemRatio: secItemSummary.medianMicroseconds / floorMedian,
+                    secItemOverEngine: secItemSummary.medianMicroseconds / engineSummary.medianMicroseconds))
+        }
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: floorPath + suffix) }
+        progress("opening the keychain \(options.openRepetitions) times")
+        let open = try lifecycle.openWithoutKeyDerivation(path: path)
+        return (
+            SizeResult(
+                items: size, seeding: seeding, operations: operationResults, floor: floorResults,
+                openWithoutKeyDerivation: open),
+            path
+        )
+    }
+
+    /// Times engine lookups and adds on every size's keychain in one interleaved loop, so that
+    /// the growth from the smallest to the largest keychain is not skewed by the load of
+    /// other processes changing between the phases of different sizes.
+    private func measureGrowth(_ keychains: [(size: Int, path: String)], configuration: KeychainConfiguration)
+        throws -> GrowthResult
+    {
+        let count = options.warmup + options.iterations
+        var operations: [BenchmarkOperation] = []
+        var handles: [KeychainDatabase] = []
+        for (size, path) in keychains {
+            let keychain = try KeychainDatabase.open(at: path, configuration: configuration)
+            handles.append(keychain)
+            let workload = Workload(count: size, accountsPerService: accountsPerService)
+            let lookups = workload.randomItems(count, seed: 0x6772_6F77 &+ UInt64(size)).map(workload.name(of:))
+            let added = (0..<count).map { Workload.newName("growth", $0) }
+            let secrets = (0..<count).map { Workload.secret($0, version: 2) }
+            operations.append(
+                BenchmarkOperation(name: "find.\(size)") { i in
+                    let query = ItemQuery(
+                        class: .genericPassword,
+                        attributes: [.service: .string(lookups[i].service), .account: .string(lookups[i].account)])
+                    guard try keychain.findFirst(query, includeData: true)?.data?.count == Workload.secretLength else {
+                        throw BenchmarkFailure("growth: no secret for \(lookups[i]) at \(size) items")
+                    }
+                })
+            operations.append(
+                BenchmarkOperation(name: "add.\(size)") { i in
+                    try keychain.add(
+                        Workload.item(service: added[i].service, account: added[i].account, secret: secrets[i]))
+                })
+        }
+        let samples = try InterleavedRunner.run(operations, warmup: options.warmup, iterations: options.iterations)
+        return GrowthResult(
+            sizes: keychains.map(\.size),
+            find: keychains.map { Summary(nanoseconds: samples["find.\($0.size)"] ?? []) },
+            add: keychains.map { Summary(nanoseconds: samples["add.\($0.size)"] ?? []) })
+    }
+
+    /// Adds the workload's items in transactions of `seedBatch` items
+    /// (`KeychainDatabase.add(contentsOf:)`); seeding is not part of any timing.
+    private func seed(_ keychain: KeychainDatabase, _ workload: Workload) throws -> SizeResult.Seeding {
+        let start = Clock.now()
+        var reported = start
+        for batchStart in stride(from: 0, to: workload.count, by: Self.seedBatch) {
+            let batch = (batchStart..<min(batchStart + Self.seedBatch, workload.count)).map { k in
+                let (service, account) = workload.name(of: k)
+                return Workload.item(service: service, account: account, secret: Workload.secret(k))
+            }
+            try keychain.add(contentsOf: batch)
+            let now = Clock.now()
+            if now - reported > 10_000_000_000 {
+                reported = now
+                let done = batchStart + batch.count
+                let elapsed = Double(now - start) / 1e9
+                // A linear estimate; an engine whose adds slow down as the file grows takes longer.
+                let left = elapsed * Double(workload.count - done) / Double(done)
+                progress(
+                    "seeding: \(Format.count(done)) of \(Format.count(workload.count)) items, "
+                        + String(format: "%.0f s, at least %.0f s left", elapsed, left))
+            }
+        }
+        let seconds = Double(Clock.now() - start) / 1e9
+        progress(String(format: "seeded %@ items in %.1f s", Format.count(workload.count), seconds))
+        return .init(
+            seconds: seconds, microsecondsPerItem: seconds * 1e6 / Double(workload.count),
+            method: "KeychainDatabase.add(contentsOf:), \(Self.seedBatch) items per transaction")
+    }
+
+    static let seedBatch = 1_000
+
+    /// Checks that the seeded keychain returns what was stored before anything is timed.
+    private func verify(_ keychain: KeychainDatabase, _ workload: Workload) throws {
+        for k in [0, workload.count / 2, workload.count - 1] {
+            let (service, account) = workload.name(of: k)
+            let item = try keychain.findFirst(
+                ItemQuery(
+                    class: .genericPassword, attributes: [.service: .string(service), .account: .string(account)]),
+                includeData: true)
+            guard item?.data == Workload.secret(k) else {
+                throw BenchmarkFailure("the seeded keychain does not return item \(k)'s secret")
+            }
+        }
+    }
+
+    private func notes(_ report: BenchmarkReport) -> [String] {
+        var notes = [
+            "Floors are measured in the same run, interleaved with the operations in rounds of 25 iterations: "
+                + "plain SQLite through GRDB with the engine's configuration (DatabasePool/WAL, synchronous=FULL, "
+                + "secure_delete=ON, one immediate transaction per write) on unencrypted rows with a unique "
+                + "(service, account) index, and AES-256-GCM on the 100-byte secret.",
+            "Reads are compared with select + one AES open; writes with the plain SQLite write alone. "
+                + "The floor's writer connection is checked to run synchronous=FULL (GRDB's DatabasePool sets NORMAL "
+                + "on its writer after prepareDatabase, so the floor sets FULL again after opening).",
+            "Keychains are password-less with a device key file in a scratch directory; they are seeded with "
+                + "add(contentsOf:) in transactions of \(Self.seedBatch) items, which no timing includes.",
+        ]
+        if options.testKeyDerivation {
+            notes.append(
+                "--test-kdf: key-derivation rows use \(KeyDerivation.unsafeTestingOnly), not the production one.")
+        }
+        if Machine.buildConfiguration == "debug" {
+            notes.append("Debug build: timings are not representative; use swift run -c release keychain-bench.")
+        }
+        return notes
+    }
+}

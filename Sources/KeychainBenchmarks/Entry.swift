@@ -1,0 +1,48 @@
+import Foundation
+
+/// The `keychain-bench` command: parses the command line, runs, prints the table or JSON.
+enum KeychainBench {
+    /// Runs the command and returns its exit status.
+    static func main(_ arguments: [String]) -> Int32 {
+        let command: BenchmarkOptions.Command
+        do {
+            command = try BenchmarkOptions.parse(arguments)
+        } catch {
+            printError("keychain-bench: \(error)\n\n\(BenchmarkOptions.usage)")
+            return 2
+        }
+        do {
+            switch command {
+            case .help:
+                print(BenchmarkOptions.usage)
+            case .noop:
+                break
+            case .memoryProbe(let request):
+                let probe = try MemoryProbe.measure(request)
+                print(String(decoding: try JSONEncoder().encode(probe), as: UTF8.self))
+            case .profile(let options, let operation):
+                let summary = try BenchmarkRunner(options: options).profile(operation)
+                print(
+                    "\(operation): median \(Format.duration(summary.medianMicroseconds)), "
+                        + "p99 \(Format.duration(summary.p99Microseconds)), \(summary.count) iterations")
+            case .run(let options):
+                let report = try BenchmarkRunner(options: options).run()
+                print(options.json ? try json(report) : TableRenderer.render(report))
+            }
+            return 0
+        } catch {
+            printError("keychain-bench: \(error)")
+            return 1
+        }
+    }
+
+    static func json(_ report: BenchmarkReport) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return String(decoding: try encoder.encode(report), as: UTF8.self)
+    }
+
+    private static func printError(_ message: String) {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The monotonic clock, in nanoseconds (`clock_gettime(CLOCK_MONOTONIC)`, a vDSO call).
+enum Clock {
+    @inline(__always)
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    /// Runs `body` and returns how long it took, in nanoseconds.
+    @inline(__always)
+    static func time(_ body: () throws -> Void) rethrows -> UInt64 {
+        let start = now()
+        try body()
+        return now() - start
+    }
+}
+
+/// The distribution of one operation's durations.
+///
+/// Durations are in microseconds. The median is the mean of the two middle samples; the
+/// 99th percentile is the nearest-rank value (with 1,000 samples, the 10th largest).
+struct Summary: Codable, Sendable, Equatable {
+    var count: Int
+    var medianMicroseconds: Double
+    var p99Microseconds: Double
+    var minimumMicroseconds: Double
+    var meanMicroseconds: Double
+
+    init(nanoseconds samples: [UInt64]) {
+        precondition(!samples.isEmpty, "a summary needs samples")
+        let sorted = samples.sorted()
+        let n = sorted.count
+        func micro(_ value: UInt64) -> Double { Double(value) / 1_000 }
+        count = n
+        medianMicroseconds =
+            n % 2 == 1 ? micro(sorted[n / 2]) : (micro(sorted[n / 2 - 1]) + micro(sorted[n / 2])) / 2
+        let rank = Int((0.99 * Double(n)).rounded(.up))
+        p99Microseconds = micro(sorted[max(0, min(n, rank) - 1)])
+        minimumMicroseconds = micro(sorted[0])
+        meanMicroseconds = sorted.reduce(0.0) { $0 + micro($1) } / Double(n)
+    }
+
+    /// A summary of one measurement.
+    init(singleMicroseconds value: Double) {
+        count = 1
+        medianMicroseconds = value
+        p99Microseconds = value
+        minimumMicroseconds = value
+        meanMicroseconds = value
+    }
+}
+
+/// One measured operation: a name and a body that performs iteration `i`.
+///
+/// Bodies get a distinct index for every call (warm-up iterations included), so an
+/// operation that adds item `i` and one that deletes item `i` can be paired.
+struct BenchmarkOperation {
+    var name: String
+    var body: (Int) throws -> Void
+}
+
+/// Runs operations interleaved, in rounds of `chunk` iterations each, so that the load
+/// other processes put on the machine weighs on every operation, and on the floor measured
+/// alongside, alike.
+///
+/// Within a round the operations run in the order given: an operation that consumes what
+/// another produced (delete after add) must come after it.
+enum InterleavedRunner {
+    static func run(
+        _ operations: [BenchmarkOperation], warmup: Int, iterations: Int, chunk: Int = 25
+    ) throws -> [String: [UInt64]] {
+        precondition(iterations > 0 && chunk > 0)
+        for operation in operations {
+            for index in 0..<warmup { try operation.body(index) }
+        }
+        var samples: [String: [UInt64]] = [:]
+        for operation in operations { samples[operation.name] = [] }
+        for start in stride(from: warmup, to: warmup + iterations, by: chunk) {
+            let end = min(start + chunk, warmup + iterations)
+            for operation in operations {
+                var chunkSamples: [UInt64] = []
+                chunkSamples.reserveCapacity(end - start)
+                for index in start..<end {
+                    chunkSamples.append(try Clock.time { try operation.body(index) })
+                }
+                samples[operation.name, default: []] += chunkSamples
+            }
+        }
+        return samples
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64), so that every run picks the same items.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A failure that stops the benchmark: a wrong result is never recorded as a timing.
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,317 @@
+import Foundation
+import KeychainCore
+import Security
+
+/// The keychain operations the benchmark times, each through the engine and `SecItem*`.
+enum KeychainOperation: String, CaseIterable, Codable, Sendable {
+    case add
+    case find
+    case findMissing
+    case findAttributes
+    case update
+    case delete
+    case list
+
+    /// The row title in the table.
+    var title: String {
+        switch self {
+        case .add: "add"
+        case .find: "find data (svc+acct)"
+        case .findMissing: "find missing item"
+        case .findAttributes: "find attributes only"
+        case .update: "update data"
+        case .delete: "delete"
+        case .list: "list one service's accounts"
+        }
+    }
+
+    /// The floor this operation is compared with: floor measurements and how many of each.
+    func floor(accountsPerService: Int) -> [(FloorOperation, Double)] {
+        switch self {
+        case .add: [(.insert, 1)]
+        case .find, .findAttributes: [(.select, 1), (.open, 1)]
+        case .findMissing: [(.selectMissing, 1)]
+        case .update: [(.update, 1)]
+        case .delete: [(.delete, 1)]
+        case .list: [(.selectService, 1), (.open, Double(accountsPerService))]
+        }
+    }
+
+    func floorDescription(accountsPerService: Int) -> String {
+        switch self {
+        case .add: "SQLite insert"
+        case .find, .findAttributes: "select + AES open"
+        case .findMissing: "select (miss)"
+        case .update: "SQLite update"
+        case .delete: "SQLite delete"
+        case .list: "range select + \(accountsPerService) opens"
+        }
+    }
+}
+
+/// The measurements that make up the floor: plain SQLite (same configuration, same
+/// durability, unencrypted rows) and AES-256-GCM on a 100-byte secret.
+enum FloorOperation: String, CaseIterable, Codable, Sendable {
+    case insert
+    case select
+    case selectMissing
+    case update
+    case delete
+    case selectService
+    case seal
+    case open
+
+    var title: String {
+        switch self {
+        case .insert: "SQLite insert (1 txn)"
+        case .select: "SQLite point select"
+        case .selectMissing: "SQLite select (miss)"
+        case .update: "SQLite update (1 txn)"
+        case .delete: "SQLite delete (1 txn)"
+        case .selectService: "SQLite range select"
+        case .seal: "AES-256-GCM seal 100 B"
+        case .open: "AES-256-GCM open 100 B"
+        }
+    }
+}
+
+/// Builds the timed operations for one keychain size: the engine, `SecItem*` on the same
+/// keychain, and the floor, all run interleaved by ``InterleavedRunner``.
+struct OperationSuite {
+    let keychain: KeychainDatabase
+    let floor: SQLiteBaseline
+    let crypto = CryptoBaseline()
+    let workload: Workload
+    let count: Int
+    let seed: UInt64
+
+    /// Every operation, in an order where producers come before consumers.
+    func operations() throws -> [BenchmarkOperation] {
+        let inputs = Inputs(workload: workload, count: count, seed: seed)
+        let sealedSecret = try crypto.seal(Workload.secret(0))
+        return engineOperations(inputs) + secItemOperations(inputs) + floorOperations(inputs, sealed: sealedSecret)
+    }
+
+    /// Every name and secret the operations use, computed before the clock starts.
+    struct Inputs {
+        typealias Name = (service: String, account: String)
+        var lookups: [Name]
+        var updates: [Name]
+        var missing: [Name]
+        var services: [String]
+        var serviceCounts: [Int]
+        var secrets: [Data]
+        var added: [String: [Name]]
+
+        init(workload: Workload, count: Int, seed: UInt64) {
+            lookups = workload.randomItems(count, seed: seed).map(workload.name(of:))
+            updates = workload.randomItems(count, seed: seed &+ 1).map(workload.name(of:))
+            missing = (0..<count).map(workload.missingName)
+            let serviceNumbers = workload.randomServices(count, seed: seed &+ 2)
+            services = serviceNumbers.map(workload.service(number:))
+            serviceCounts = serviceNumbers.map(workload.accounts(ofService:))
+            secrets = (0..<count).map { Workload.secret($0, version: 1) }
+            added = [:]
+            for tag in ["engine", "secitem", "floor"] {
+                added[tag] = (0..<count).map { Workload.newName(tag, $0) }
+            }
+        }
+    }
+
+    static func key(_ api: String, _ operation: String) -> String { "\(api).\(operation)" }
+
+    // MARK: Engine
+
+    private static func query(_ name: Inputs.Name) -> ItemQuery {
+        ItemQuery(
+            class: .genericPassword,
+            attributes: [.service: .string(name.service), .account: .string(name.account)])
+    }
+
+    private func engineOperations(_ inputs: Inputs) -> [BenchmarkOperation] {
+        let keychain = keychain
+        let added = inputs.added["engine"]!
+        func op(_ operation: KeychainOperation, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
+            BenchmarkOperation(name: Self.key("engine", operation.rawValue), body: body)
+        }
+        return [
+            op(.add) { i in
+                let (service, account) = added[i]
+                try keychain.add(Workload.item(service: service, account: account, secret: inputs.secrets[i]))
+            },
+            op(.find) { i in
+                guard let item = try keychain.findFirst(Self.query(inputs.lookups[i]), includeData: true),
+                    item.data?.count == Workload.secretLength
+                else { throw BenchmarkFailure("engine find returned no secret for \(inputs.lookups[i])") }
+            },
+            op(.findMissing) { i in
+                guard try keychain.findFirst(Self.query(inputs.missing[i]), includeData: true) == nil else {
+                    throw BenchmarkFailure("engine find of a missing item found one")
+                }
+            },
+            op(.findAttributes) { i in
+                guard let item = try keychain.findFirst(Self.query(inputs.lookups[i]), includeData: false),
+                    item.data == nil, item.attributes[.label] != nil
+                else { throw BenchmarkFailure("engine attribute lookup failed for \(inputs.lookups[i])") }
+            },
+            op(.update) { i in
+                let changed = try keychain.update(
+                    Self.query(inputs.updates[i]), attributes: [:], data: inputs.secrets[i])
+                guard changed == 1 else { throw BenchmarkFailure("engine update changed \(changed) items") }
+            },
+            op(.list) { i in
+                let found = try keychain.find(
+                    ItemQuery(class: .genericPassword, attributes: [.service: .string(inputs.services[i])]),
+                    includeData: false)
+                guard found.count == inputs.serviceCounts[i] else {
+                    throw BenchmarkFailure("engine list found \(found.count) accounts")
+                }
+            },
+            op(.delete) { i in
+                let deleted = try keychain.delete(Self.query(added[i]))
+                guard deleted == 1 else { throw BenchmarkFailure("engine delete removed \(deleted) items") }
+            },
+        ]
+    }
+
+    // MARK: SecItem
+
+    private func secItemOperations(_ inputs: Inputs) -> [BenchmarkOperation] {
+        let added = inputs.added["secitem"]!
+        func op(_ operation: KeychainOperation, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
+            BenchmarkOperation(name: Self.key("secitem", operation.rawValue), body: body)
+        }
+        func check(_ status: OSStatus, _ what: String, expected: OSStatus = errSecSuccess) throws {
+            guard status == expected else { throw BenchmarkFailure("\(what) returned \(status)") }
+        }
+        return [
+            op(.add) { i in
+                let (service, account) = added[i]
+                let status = SecItemAdd(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account,
+                        kSecAttrLabel: Workload.label(service: service, account: account),
+                        kSecValueData: inputs.secrets[i],
+                    ] as CFDictionary, nil)
+                try check(status, "SecItemAdd")
+            },
+            op(.find) { i in
+                let (service, account) = inputs.lookups[i]
+                var result: CFTypeRef?
+                let status = SecItemCopyMatching(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account,
+                        kSecReturnData: true, kSecMatchLimit: kSecMatchLimitOne,
+                    ] as CFDictionary, &result)
+                try check(status, "SecItemCopyMatching (data)")
+                guard (result as? NSData)?.length == Workload.secretLength else {
+                    throw BenchmarkFailure("SecItemCopyMatching returned no secret")
+                }
+            },
+            op(.findMissing) { i in
+                let (service, account) = inputs.missing[i]
+                var result: CFTypeRef?
+                let status = SecItemCopyMatching(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account,
+                        kSecReturnData: true, kSecMatchLimit: kSecMatchLimitOne,
+                    ] as CFDictionary, &result)
+                try check(status, "SecItemCopyMatching (missing)", expected: errSecItemNotFound)
+            },
+            op(.findAttributes) { i in
+                let (service, account) = inputs.lookups[i]
+                var result: CFTypeRef?
+                let status = SecItemCopyMatching(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account,
+                        kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitOne,
+                    ] as CFDictionary, &result)
+                try check(status, "SecItemCopyMatching (attributes)")
+                guard let attributes = result as? NSDictionary, attributes.count > 0 else {
+                    throw BenchmarkFailure("SecItemCopyMatching returned no attributes")
+                }
+            },
+            op(.update) { i in
+                let (service, account) = inputs.updates[i]
+                let status = SecItemUpdate(
+                    [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account]
+                        as CFDictionary,
+                    [kSecValueData: inputs.secrets[i]] as CFDictionary)
+                try check(status, "SecItemUpdate")
+            },
+            op(.list) { i in
+                var result: CFTypeRef?
+                let status = SecItemCopyMatching(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrService: inputs.services[i],
+                        kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll,
+                    ] as CFDictionary, &result)
+                try check(status, "SecItemCopyMatching (all)")
+                guard (result as? NSArray)?.count == inputs.serviceCounts[i] else {
+                    throw BenchmarkFailure("SecItemCopyMatching listed the wrong number of accounts")
+                }
+            },
+            op(.delete) { i in
+                let (service, account) = added[i]
+                let status = SecItemDelete(
+                    [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account]
+                        as CFDictionary)
+                try check(status, "SecItemDelete")
+            },
+        ]
+    }
+
+    // MARK: Floor
+
+    private func floorOperations(_ inputs: Inputs, sealed: Data) -> [BenchmarkOperation] {
+        let floor = floor
+        let crypto = crypto
+        let added = inputs.added["floor"]!
+        let plaintext = Workload.secret(0)
+        func op(_ operation: FloorOperation, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
+            BenchmarkOperation(name: Self.key("floor", operation.rawValue), body: body)
+        }
+        return [
+            op(.insert) { i in
+                try floor.insert(service: added[i].service, account: added[i].account, data: inputs.secrets[i])
+            },
+            op(.select) { i in
+                let (service, account) = inputs.lookups[i]
+                guard let row = try floor.select(service: service, account: account),
+                    row.data.count == Workload.secretLength
+                else { throw BenchmarkFailure("SQLite select found no row for \(inputs.lookups[i])") }
+            },
+            op(.selectMissing) { i in
+                let (service, account) = inputs.missing[i]
+                guard try floor.select(service: service, account: account) == nil else {
+                    throw BenchmarkFailure("SQLite select of a missing row found one")
+                }
+            },
+            op(.update) { i in
+                let (service, account) = inputs.updates[i]
+                let changed = try floor.update(service: service, account: account, data: inputs.secrets[i])
+                guard changed == 1 else { throw BenchmarkFailure("SQLite update changed \(changed) rows") }
+            },
+            op(.selectService) { i in
+                let rows = try floor.accounts(service: inputs.services[i])
+                guard rows.count == inputs.serviceCounts[i] else {
+                    throw BenchmarkFailure("SQLite range select found \(rows.count) rows")
+                }
+            },
+            op(.delete) { i in
+                let deleted = try floor.delete(service: added[i].service, account: added[i].account)
+                guard deleted == 1 else { throw BenchmarkFailure("SQLite delete removed \(deleted) rows") }
+            },
+            op(.seal) { _ in
+                guard try crypto.seal(plaintext).count == Workload.secretLength + 28 else {
+                    throw BenchmarkFailure("AES-GCM seal produced an unexpected size")
+                }
+            },
+            op(.open) { _ in
+                guard try crypto.open(sealed).count == Workload.secretLength else {
+                    throw BenchmarkFailure("AES-GCM open produced an unexpected size")
+                }
+            },
+        ]
+    }
+}

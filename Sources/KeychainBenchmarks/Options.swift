@@ -1,0 +1,128 @@
+import Foundation
+
+/// The command line of `keychain-bench`.
+///
+/// ```
+/// keychain-bench [--sizes 1000,10000,100000] [--iterations N] [--json] [--quick]
+///                [--test-kdf] [--directory PATH] [--security PATH]
+/// ```
+struct BenchmarkOptions: Sendable {
+    /// Keychain sizes, in items.
+    var sizes = [1_000, 10_000, 100_000]
+    /// Timed iterations of every operation, at every size.
+    var iterations = 1_000
+    /// Untimed iterations run first.
+    var warmup: Int { max(3, min(50, iterations / 20)) }
+    /// Print JSON instead of the table.
+    var json = false
+    /// Use the cheap test key derivation where the real one would be timed (for smoke tests).
+    var testKeyDerivation = false
+    /// Where to create the scratch directory (default: the system temporary directory).
+    var directory: String?
+    /// The `security` executable (default: next to this executable).
+    var securityTool: String?
+    /// How many times to open a keychain, spawn a process, change a password cheaply.
+    var openRepetitions = 20
+    var processRepetitions = 30
+    /// How many times to run an operation that includes the real key derivation.
+    var keyDerivationRepetitions = 3
+    /// The size at which the password change and the `security` round trips are timed.
+    var referenceSize = 10_000
+    /// Progress lines on standard error.
+    var progress = true
+
+    static let usage = """
+        usage: keychain-bench [options]
+
+        Measures the keychain engine and SecItem* against plain SQLite and AES-GCM measured
+        in the same run, for keychains of several sizes, in a temporary directory.
+
+          --sizes A,B,C      keychain sizes in items (default 1000,10000,100000)
+          --iterations N     timed iterations per operation and size (default 1000)
+          --quick            sizes 1000,10000 and 200 iterations, unless given
+          --json             print the report as JSON instead of a table
+          --test-kdf         time key derivation with the cheap test derivation (smoke tests)
+          --directory PATH   where to create the scratch directory (default: $TMPDIR or /tmp)
+          --security PATH    the security executable (default: next to keychain-bench)
+          --quiet            no progress on standard error
+          --profile OP       run one operation alone (engine.find, secitem.add, floor.select, …)
+                             at the first size, for valgrind --tool=callgrind
+                             --toggle-collect='*profiledLoop*'
+          --help             this text
+        """
+
+    /// What the command line asks for.
+    enum Command {
+        case run(BenchmarkOptions)
+        case help
+        /// Internal: open a keychain in this fresh process and report resident memory.
+        case memoryProbe(MemoryProbe.Request)
+        /// Internal: exit at once (the cost of starting this executable).
+        case noop
+        /// Runs one operation alone, for a profiler.
+        case profile(BenchmarkOptions, operation: String)
+    }
+
+    static func parse(_ arguments: [String]) throws -> Command {
+        var options = BenchmarkOptions()
+        var sizesGiven = false
+        var iterationsGiven = false
+        var quick = false
+        var profiled: String?
+        var index = 0
+        func value(_ flag: String) throws -> String {
+            index += 1
+            guard index < arguments.count else { throw BenchmarkFailure("\(flag) needs a value") }
+            return arguments[index]
+        }
+        func positive(_ text: String, _ flag: String) throws -> Int {
+            guard let number = Int(text.replacingOccurrences(of: "_", with: "")), number > 0 else {
+                throw BenchmarkFailure("\(flag): \(text) is not a positive number")
+            }
+            return number
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--sizes":
+                let text = try value(argument)
+                options.sizes = try text.split(separator: ",").map { try positive(String($0), argument) }
+                guard !options.sizes.isEmpty else { throw BenchmarkFailure("--sizes needs at least one size") }
+                options.sizes = Array(Set(options.sizes)).sorted()
+                sizesGiven = true
+            case "--iterations":
+                options.iterations = try positive(try value(argument), argument)
+                iterationsGiven = true
+            case "--json": options.json = true
+            case "--quick": quick = true
+            case "--test-kdf": options.testKeyDerivation = true
+            case "--directory": options.directory = try value(argument)
+            case "--security": options.securityTool = try value(argument)
+            case "--quiet": options.progress = false
+            case "--profile": profiled = try value(argument)
+            case "--help", "-h": return .help
+            case "--internal-memory-probe":
+                return .memoryProbe(try MemoryProbe.Request(arguments: Array(arguments[(index + 1)...])))
+            case "--internal-noop":
+                return .noop
+            default:
+                throw BenchmarkFailure("unknown argument \(argument)")
+            }
+            index += 1
+        }
+        if quick {
+            if !sizesGiven { options.sizes = [1_000, 10_000] }
+            if !iterationsGiven { options.iterations = 200 }
+            options.openRepetitions = 10
+            options.processRepetitions = 10
+            options.keyDerivationRepetitions = 1
+        }
+        if options.iterations < 20 {
+            options.openRepetitions = min(options.openRepetitions, 5)
+            options.processRepetitions = min(options.processRepetitions, 3)
+            options.keyDerivationRepetitions = 1
+        }
+        if let profiled { return .profile(options, operation: profiled) }
+        return .run(options)
+    }
+}

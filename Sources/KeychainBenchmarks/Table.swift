@@ -1,0 +1,174 @@
+import Foundation
+
+/// Renders a report as the plain-text tables a person reads (and the README shows).
+enum TableRenderer {
+    static func render(_ report: BenchmarkReport) -> String {
+        var out: [String] = []
+        out.append("keychain-bench \(report.date)")
+        out.append("Machine: \(report.machine.summary)")
+        out.append("Load average: \(report.machine.loadAtStart) at start, \(report.machine.loadAtEnd) at end")
+        out.append(
+            "\(Format.count(report.settings.iterations)) timed iterations per operation and size after "
+                + "\(report.settings.warmup) warm-up; \(report.settings.secretBytes)-byte secrets, "
+                + "\(report.settings.accountsPerService) accounts per service.")
+        out.append(
+            "×floor = median ÷ the same-run floor's median; ÷engine = SecItem median ÷ engine median "
+                + "(the cost of the compatibility layer).")
+        out.append("")
+        out.append(operationsTable(report))
+        out.append("")
+        out.append(floorTable(report))
+        out.append("")
+        if let growth = report.growth {
+            out.append(growthTable(growth))
+            out.append("")
+        }
+        out.append(lifecycleTable(report))
+        out.append("")
+        out.append(targetsTable(report))
+        if !report.notes.isEmpty {
+            out.append("")
+            out += report.notes.map { "Note: " + $0 }
+        }
+        return out.joined(separator: "\n")
+    }
+
+    /// Lays out rows in columns; `right` marks right-aligned columns.
+    static func columns(_ rows: [[String]], right: Set<Int>) -> String {
+        let widths = (0..<(rows.map(\.count).max() ?? 0)).map { column in
+            rows.map { column < $0.count ? $0[column].count : 0 }.max() ?? 0
+        }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                return right.contains(column) ? padding + cell : cell + padding
+            }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+
+    private static func operationsTable(_ report: BenchmarkReport) -> String {
+        var rows: [[String]] = [
+            [
+                "Operation", "Items", "Engine med", "p99", "×floor", "SecItem med", "p99", "×floor", "÷engine",
+                "Floor med", "Floor",
+            ]
+        ]
+        for operation in KeychainOperation.allCases {
+            for size in report.sizes {
+                guard let result = size.operation(operation) else { continue }
+                rows.append([
+                    operation.title, Format.count(size.items),
+                    Format.duration(result.engine.medianMicroseconds), Format.duration(result.engine.p99Microseconds),
+                    Format.ratio(result.engineRatio),
+                    Format.duration(result.secItem.medianMicroseconds),
+                    Format.duration(result.secItem.p99Microseconds), Format.ratio(result.secItemRatio),
+                    Format.ratio(result.secItemOverEngine), Format.duration(result.floorMedianMicroseconds),
+                    result.floorDescription,
+                ])
+            }
+        }
+        return columns(rows, right: [1, 2, 3, 4, 5, 6, 7, 8, 9])
+    }
+
+    private static func floorTable(_ report: BenchmarkReport) -> String {
+        var rows: [[String]] = [["Floor (median / p99)"] + report.sizes.map { Format.count($0.items) + " items" }]
+        for operation in FloorOperation.allCases {
+            rows.append(
+                [operation.title]
+                    + report.sizes.map { size in
+                        guard let summary = size.floor.first(where: { $0.operation == operation })?.summary else {
+                            return "—"
+                        }
+                        return Format.duration(summary.medianMicroseconds) + " / "
+                            + Format.duration(summary.p99Microseconds)
+                    })
+        }
+        return columns(rows, right: Set(1...max(1, report.sizes.count)))
+    }
+
+    private static func growthTable(_ growth: GrowthResult) -> String {
+        var rows: [[String]] = [
+            ["Growth (engine, all sizes interleaved; median / p99)"] + growth.sizes.map { Format.count($0) + " items" }
+                + ["largest ÷ smallest"]
+        ]
+        for (title, summaries) in [("find data (svc+acct)", growth.find), ("add", growth.add)] {
+            let ratio = (summaries.last?.medianMicroseconds ?? 0) / (summaries.first?.medianMicroseconds ?? 1)
+            rows.append(
+                [title]
+                    + summaries.map {
+                        Format.duration($0.medianMicroseconds) + " / " + Format.duration($0.p99Microseconds)
+                    } + [Format.ratio(ratio)])
+        }
+        return columns(rows, right: Set(1...(growth.sizes.count + 1)))
+    }
+
+    private static func lifecycleTable(_ report: BenchmarkReport) -> String {
+        var rows: [[String]] = [["Open, password, memory, processes", "Items", "Median", "p99 / detail"]]
+        for size in report.sizes {
+            rows.append([
+                "open existing keychain, no key derivation", Format.count(size.items),
+                Format.duration(size.openWithoutKeyDerivation.medianMicroseconds),
+                Format.duration(size.openWithoutKeyDerivation.p99Microseconds),
+            ])
+        }
+        if let open = report.openWithKeyDerivation {
+            rows.append([
+                "open + unlock, \(open.keyDerivation)", Format.count(open.items),
+                Format.duration(open.openAndUnlock.medianMicroseconds),
+                "unlock alone \(Format.duration(open.unlock.medianMicroseconds))",
+            ])
+        }
+        if let change = report.passwordChange {
+            rows.append([
+                "password change, \(change.cheapKeyDerivation) (≈ no KDF)", Format.count(change.items),
+                Format.duration(change.withCheapKeyDerivation.medianMicroseconds),
+                Format.duration(change.withCheapKeyDerivation.p99Microseconds),
+            ])
+            rows.append([
+                "password change, \(change.keyDerivation)", Format.count(change.items),
+                Format.duration(change.withKeyDerivation.medianMicroseconds),
+                "old and new password each derived once",
+            ])
+        }
+        if let memory = report.memory {
+            rows.append([
+                "resident memory after open (\(memory.method))", Format.count(memory.items),
+                Format.bytes(memory.residentAfterOpenBytes),
+                "before open \(Format.bytes(memory.residentBeforeOpenBytes)); open took "
+                    + Format.duration(memory.openMicroseconds),
+            ])
+            rows.append([
+                "resident memory after a lookup", Format.count(memory.items),
+                Format.bytes(memory.residentAfterLookupBytes),
+                "peak \(Format.bytes(memory.peakBytes)); first lookup took "
+                    + Format.duration(memory.firstLookupMicroseconds),
+            ])
+        }
+        for process in report.processes {
+            let items = process.items.map(Format.count) ?? ""
+            if let summary = process.summary {
+                rows.append([
+                    process.command, items, Format.duration(summary.medianMicroseconds),
+                    Format.duration(summary.p99Microseconds),
+                ])
+            } else {
+                rows.append([process.command, items, "—", process.note ?? "not available"])
+            }
+        }
+        return columns(rows, right: [1, 2])
+    }
+
+    private static func targetsTable(_ report: BenchmarkReport) -> String {
+        var rows: [[String]] = [["Target", "Limit", "Result", "Measured"]]
+        for target in report.targets {
+            let verdict =
+                switch target.met {
+                case true?: "met"
+                case false?: "MISSED"
+                case nil: "not measured"
+                }
+            rows.append([target.name, target.limit, verdict, target.measured])
+        }
+        return columns(rows, right: [])
+    }
+}

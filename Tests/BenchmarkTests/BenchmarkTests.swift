@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+
+@testable import KeychainBenchmarks
+
+/// Keeps `keychain-bench` building and working: one tiny run through the module and one
+/// through the built executable. Rows and sanity of the numbers are checked, never timings
+/// (the targets are the benchmark's business, on a quiet machine in release mode).
+@Suite("keychain-bench")
+struct BenchmarkTests {
+    static func tinyOptions() -> BenchmarkOptions {
+        var options = BenchmarkOptions()
+        options.sizes = [30, 60]
+        options.referenceSize = 60
+        options.iterations = 10
+        options.testKeyDerivation = true
+        options.progress = false
+        options.openRepetitions = 3
+        options.processRepetitions = 2
+        options.keyDerivationRepetitions = 1
+        return options
+    }
+
+    static func expectSensible(_ summary: Summary, _ what: String) {
+        #expect(summary.count > 0, "\(what): no samples")
+        #expect(summary.minimumMicroseconds > 0, "\(what): a zero duration")
+        #expect(summary.minimumMicroseconds <= summary.medianMicroseconds, "\(what): minimum above median")
+        #expect(summary.medianMicroseconds <= summary.p99Microseconds, "\(what): median above p99")
+        #expect(summary.p99Microseconds < 60_000_000, "\(what): a minute or more")
+    }
+
+    static func expectComplete(_ report: BenchmarkReport, sizes: [Int]) {
+        #expect(report.sizes.map(\.items) == sizes)
+        for size in report.sizes {
+            #expect(size.operations.map(\.operation) == KeychainOperation.allCases)
+            #expect(size.floor.map(\.operation) == FloorOperation.allCases)
+            for result in size.operations {
+                expectSensible(result.engine, "engine \(result.operation) @\(size.items)")
+                expectSensible(result.secItem, "SecItem \(result.operation) @\(size.items)")
+                for ratio in [result.engineRatio, result.secItemRatio, result.secItemOverEngine] {
+                    #expect(ratio.isFinite && ratio > 0, "\(result.operation) @\(size.items): ratio \(ratio)")
+                }
+            }
+            for floor in size.floor { expectSensible(floor.summary, "floor \(floor.operation) @\(size.items)") }
+            expectSensible(size.openWithoutKeyDerivation, "open @\(size.items)")
+            #expect(size.seeding.seconds > 0)
+        }
+        #expect(report.growth?.sizes == sizes)
+        for summary in (report.growth?.find ?? []) + (report.growth?.add ?? []) { expectSensible(summary, "growth") }
+        let change = report.passwordChange
+        #expect(change?.items == sizes.last)
+        if let change {
+            expectSensible(change.withCheapKeyDerivation, "password change")
+            expectSensible(change.withKeyDerivation, "password change with key derivation")
+        }
+        if let open = report.openWithKeyDerivation { expectSensible(open.openAndUnlock, "open + unlock") }
+        #expect(report.openWithKeyDerivation != nil)
+        let memory = report.memory
+        #expect(memory?.items == sizes.max())
+        #expect((memory?.residentAfterOpenBytes ?? 0) > 1 << 20)
+        #expect((memory?.residentAfterLookupBytes ?? 0) > 1 << 20)
+        // The security rows exist whether or not the tool is built yet: a timing or a note.
+        for name in ["security-find", "security-add"] {
+            let row = report.processes.first { $0.name == name }
+            #expect(row != nil, "no \(name) row")
+            if let row {
+                #expect((row.summary != nil) != (row.note != nil), "\(name): exactly one of a timing or a note")
+                if let summary = row.summary { expectSensible(summary, name) }
+            }
+        }
+        #expect(report.targets.count == 9)
+        #expect(report.targets.allSatisfy { !$0.measured.isEmpty })
+    }
+
+    @Test("a tiny run through the module produces every row, table and JSON")
+    func tinyRun() throws {
+        let report = try BenchmarkRunner(options: Self.tinyOptions()).run()
+        Self.expectComplete(report, sizes: [30, 60])
+
+        let table = TableRenderer.render(report)
+        for operation in KeychainOperation.allCases { #expect(table.contains(operation.title)) }
+        for operation in FloorOperation.allCases { #expect(table.contains(operation.title)) }
+        #expect(table.contains("Target"))
+        #expect(table.contains(report.machine.cpuModel))
+
+        let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
+        #expect(decoded.sizes.map(\.items) == report.sizes.map(\.items))
+        #expect(decoded.targets.map(\.name) == report.targets.map(\.name))
+    }
+
+    @Test("the built executable runs and prints a JSON report")
+    func executable() throws {
+        let executable = try #require(Lifecycle.benchmarkExecutable, "keychain-bench is not built next to the tests")
+        let outcome = try ChildProcess.run(
+            executable, ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet"],
+            environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
+        #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
+        let report = try JSONDecoder().decode(BenchmarkReport.self, from: outcome.standardOutput)
+        #expect(report.schemaVersion == 1)
+        #expect(report.sizes.map(\.items) == [20])
+        #expect(report.sizes.first?.operations.count == KeychainOperation.allCases.count)
+
+        let help = try ChildProcess.run(executable, ["--help"], environment: [:])
+        #expect(help.status == 0)
+        #expect(String(decoding: help.standardOutput, as: UTF8.self).contains("--sizes"))
+        let wrong = try ChildProcess.run(executable, ["--no-such-flag"], environment: [:])
+        #expect(wrong.status == 2)
+    }
+
+    @Test("flags")
+    func flags() throws {
+        guard
+            case .run(let options) = try BenchmarkOptions.parse([
+                "--sizes", "10_000,1000", "--iterations", "7", "--json",
+            ])
+        else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(options.sizes == [1_000, 10_000])
+        #expect(options.iterations == 7)
+        #expect(options.json)
+
+        guard case .run(let quick) = try BenchmarkOptions.parse(["--quick"]) else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(quick.sizes == [1_000, 10_000])
+        #expect(quick.iterations == 200)
+        guard case .run(let defaults) = try BenchmarkOptions.parse([]) else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(defaults.sizes == [1_000, 10_000, 100_000])
+
+        #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--sizes", "0"]) }
+        #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--iterations"]) }
+        #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--bogus"]) }
+    }
+
+    @Test("median and 99th percentile")
+    func statistics() {
+        let summary = Summary(nanoseconds: (1...100).map { UInt64($0) * 1_000 }.shuffled())
+        #expect(summary.count == 100)
+        #expect(summary.medianMicroseconds == 50.5)
+        #expect(summary.p99Microseconds == 99)
+        #expect(summary.minimumMicroseconds == 1)
+        let odd = Summary(nanoseconds: [3_000, 1_000, 2_000])
+        #expect(odd.medianMicroseconds == 2)
+        #expect(odd.p99Microseconds == 3)
+    }
+
+    @Test("workload names are distinct and services hold their accounts")
+    func workload() {
+        let workload = Workload(count: 95, accountsPerService: 10)
+        let names = (0..<95).map { workload.name(of: $0) }
+        #expect(Set(names.map { "\($0.service)|\($0.account)" }).count == 95)
+        let perService = Dictionary(grouping: names, by: \.service).mapValues(\.count)
+        for s in 0..<workload.serviceCount {
+            #expect(perService[workload.service(number: s)] == workload.accounts(ofService: s))
+        }
+        #expect(Workload.secret(1).count == Workload.secretLength)
+        #expect(Workload.secret(1) != Workload.secret(2))
+        #expect(Workload.secret(1) == Workload.secret(1))
+    }
+}

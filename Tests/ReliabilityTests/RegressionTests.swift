@@ -1,0 +1,275 @@
+import Foundation
+import GRDB
+import KeychainCore
+import KeychainStress
+import Security
+import Testing
+
+/// The `KeychainError` code a body throws, `nil` when it succeeds.
+private func code(_ body: () throws -> Void) -> KeychainError.Code? {
+    do {
+        try body()
+        return nil
+    } catch let error as KeychainError {
+        return error.code
+    } catch {
+        return KeychainError.Code(rawValue: 1)
+    }
+}
+
+private func item(_ account: String, _ accessibility: Accessibility = .whenUnlocked) -> Item {
+    Item(
+        class: .genericPassword,
+        attributes: [.account: .string(account), .accessible: .string(accessibility.rawValue)],
+        data: Data("secret-\(account)".utf8))
+}
+
+private func query(_ account: String) -> ItemQuery {
+    ItemQuery(class: .genericPassword, attributes: [.account: .string(account)])
+}
+
+/// A checkpointed keychain file with one item of each accessibility.
+private func keychainFile(
+    _ scratch: Scratch, password: String?, configuration: KeychainConfiguration = StressKeys.testing()
+) throws -> String {
+    let path = scratch.file("regression.keychain-db")
+    let keychain = try KeychainDatabase.create(at: path, password: password, configuration: configuration)
+    if let password { try keychain.unlock(password: password) }
+    for accessibility in Accessibility.all where password != nil || accessibility != .whenPasscodeSetThisDeviceOnly {
+        try keychain.add(item(accessibility.rawValue, accessibility))
+    }
+    try checkpoint(path)
+    return path
+}
+
+private func setMeta(_ path: String, _ name: String, _ change: (inout Data) -> Void) throws {
+    let queue = try rawQueue(path)
+    try queue.write { db in
+        if var value = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [name]) {
+            change(&value)
+            try db.execute(sql: "UPDATE meta SET value = ? WHERE name = ?", arguments: [value, name])
+        }
+    }
+    try queue.close()
+    try checkpoint(path)
+}
+
+/// Each test is named after a defect that `keychain-stress` found (D1–D11 in its report) and
+/// fails without its fix. A test is disabled while its defect is open; when the fix lands,
+/// remove `.disabled` and the matching entry of `knownDefects` in QuickSuiteTests.swift.
+@Suite("Regressions found by keychain-stress", .serialized)
+struct RegressionTests {
+    // D1
+    @Test(
+        "a secret column set to NULL is detected, not returned as an item without its secret")
+    func nulledSecretColumnIsDetected() throws {
+        let scratch = try Scratch("d1")
+        let path = try keychainFile(scratch, password: nil)
+        try rawQueue(path).write { db in try db.execute(sql: "UPDATE items SET data = NULL WHERE id = 1") }
+        let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
+        #expect(code { _ = try keychain.find(query("ak"), includeData: true) } == .decode)
+        // The other items still read back.
+        #expect(try keychain.findFirst(query("ck"), includeData: true)?.data == Data("secret-ck".utf8))
+    }
+
+    // D2
+    @Test(
+        "a value of the wrong storage type in a column is errSecDecode, not a crash",
+        arguments: [
+            ("protection", "x'0000000000000001'"), ("tomb", "x'0000000000000001'"), ("data", "92"),
+            ("agrp", "16"), ("attributes", "'not a blob'"), ("uuid", "3.5"),
+        ])
+    func wrongStorageTypeInColumnDoesNotCrash(column: String, value: String) throws {
+        let scratch = try Scratch("d2")
+        let path = try keychainFile(scratch, password: nil)
+        try rawQueue(path).write { db in
+            try db.execute(sql: "UPDATE items SET \(column) = \(value) WHERE id = 1")
+        }
+        // In a child process: before the fix this trapped, which would end the test run.
+        let result = try Child.worker(["read-all", path, "-"], scratch: scratch).wait(timeout: 120)
+        #expect(!result.signaled, "the reader crashed: \(result.err.prefix(300))")
+        #expect(result.out.contains("genp decode"), "\(result.out)")
+    }
+
+    // D3
+    @Test(
+        "an altered wrapped class key is errSecDecode after unlock, not errSecInteractionNotAllowed",
+        arguments: [
+            ("wrap.class.4.password+device", "aku"), ("wrap.class.5.password+device", "cku"),
+            ("wrap.class.6.device", "dku"), ("wrap.class.3.device", "dk"),
+        ])
+    func alteredWrappedKeyIsReportedAsTampering(name: String, account: String) throws {
+        let scratch = try Scratch("d3")
+        let path = try keychainFile(scratch, password: Corpus.password)
+        try setMeta(path, name) { $0[$0.startIndex + 20] ^= 0x01 }
+        // Open, unlock with the right password, read: the first failure must say "altered".
+        let result = code {
+            let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
+            try keychain.unlock(password: Corpus.password)
+            _ = try keychain.find(query(account), includeData: true)
+        }
+        #expect(result == .decode || result == .authFailed, "\(String(describing: result))")
+    }
+
+    // D3
+    @Test(
+        "a wrapped key the device key makes unnecessary is still checked at unlock")
+    func unusedWrappedKeyIsCheckedAtUnlock() throws {
+        let scratch = try Scratch("d3b")
+        let path = try keychainFile(scratch, password: Corpus.password)
+        try setMeta(path, "wrap.index.password") { $0[$0.startIndex + 20] ^= 0x01 }
+        let result = code {
+            let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
+            try keychain.unlock(password: Corpus.password)
+        }
+        #expect(result == .decode || result == .authFailed, "\(String(describing: result))")
+    }
+
+    // D4
+    @Test(
+        "a truncated keychain is refused and left unchanged")
+    func truncatedKeychainIsRefusedAndUnchanged() throws {
+        let scratch = try Scratch("d4")
+        let path = try keychainFile(scratch, password: nil)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        try bytes.prefix(bytes.count - 1_028).write(to: URL(fileURLWithPath: path))
+        let before = sha256(ofFile: path)
+        let result = code {
+            let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
+            _ = try keychain.find(ItemQuery(class: .genericPassword, synchronizable: .any), includeData: true)
+        }
+        #expect(result == .invalidKeychain || result == .decode)
+        #expect(sha256(ofFile: path) == before)
+    }
+
+    // D5
+    @Test(
+        "an SQLite file with the keychain's application id but another schema is refused unchanged")
+    func foreignSchemaUnderKeychainIDIsRefusedUnchanged() throws {
+        let scratch = try Scratch("d5")
+        let path = scratch.file("spoof.keychain-db")
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA application_id = \(0x4B43_484E); PRAGMA user_version = 1")
+            try db.execute(sql: "CREATE TABLE notes(text); INSERT INTO notes VALUES ('mine')")
+        }
+        try queue.close()
+        let before = sha256(ofFile: path)
+        let result = code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) }
+        #expect(result == .invalidKeychain)
+        #expect(sha256(ofFile: path) == before)
+    }
+
+    // D11
+    @Test(
+        "refusing a WAL-mode SQLite file leaves no -wal or -shm file next to it")
+    func refusedForeignFileLeavesNoSidecars() throws {
+        let scratch = try Scratch("d11")
+        let path = scratch.file("spoof.keychain-db")
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA application_id = \(0x4B43_484E); PRAGMA user_version = 1")
+            try db.execute(sql: "CREATE TABLE notes(text); INSERT INTO notes VALUES ('mine')")
+        }
+        try queue.close()
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        let before = sha256(ofFile: path)
+        #expect(
+            code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) } == .invalidKeychain)
+        #expect(sha256(ofFile: path) == before)
+        for suffix in ["-wal", "-shm", "-journal"] {
+            #expect(!FileManager.default.fileExists(atPath: path + suffix), "\(suffix) left behind")
+        }
+    }
+
+    // D6
+    @Test(
+        "the password followed by NUL bytes does not unlock",
+        arguments: ["\0", "\0\0", "\0x"])
+    func passwordFollowedByNULDoesNotUnlock(suffix: String) throws {
+        let scratch = try Scratch("d6")
+        let path = try keychainFile(scratch, password: Corpus.password)
+        let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
+        #expect(code { try keychain.unlock(password: Corpus.password + suffix) } == .authFailed)
+        #expect(keychain.isLocked)
+    }
+
+    // D7
+    @Test(
+        "key-derivation parameters edited downwards are refused before any derivation")
+    func editedDownKeyDerivationIsRefusedBeforeDeriving() throws {
+        let scratch = try Scratch("d7")
+        let path = try keychainFile(scratch, password: Corpus.password, configuration: StressKeys.production())
+        try setMeta(path, "kdf") { $0[$0.startIndex + 1] = 16 }  // scrypt N 2^17 → 2^16
+        let started = monotonicSeconds()
+        let result = code {
+            let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.production())
+            try keychain.unlock(password: Corpus.password)
+        }
+        let elapsed = monotonicSeconds() - started
+        #expect(result == .decode || result == .invalidKeychain || result == .authFailed)
+        #expect(elapsed < 0.1, "refused after \(Int(elapsed * 1000)) ms")
+    }
+
+    // D8
+    @Test(
+        "scrypt work far beyond the default is refused when the file is opened",
+        arguments: [(19, 8, 16), (17, 32, 16), (22, 1, 16)])
+    func absurdKeyDerivationWorkIsRefused(logN: Int, r: Int, p: Int) throws {
+        let scratch = try Scratch("d8")
+        let path = try keychainFile(scratch, password: Corpus.password)
+        try setMeta(path, "kdf") { value in
+            let start = value.startIndex
+            value[start + 1] = UInt8(logN)
+            value.replaceSubrange(start + 2..<start + 6, with: withUnsafeBytes(of: UInt32(r).bigEndian) { Data($0) })
+            value.replaceSubrange(start + 6..<start + 10, with: withUnsafeBytes(of: UInt32(p).bigEndian) { Data($0) })
+        }
+        #expect(
+            code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) } == .invalidKeychain)
+    }
+
+    // D9
+    @Test(
+        "every acknowledged write syncs the WAL before it returns")
+    func writeTransactionsSyncTheWriteAheadLog() throws {
+        let scratch = try Scratch("d9")
+        let path = scratch.file("sync.keychain-db")
+        _ = try KeychainDatabase.create(at: path, password: nil, configuration: StressKeys.testing())
+        let result = try Child.worker(["sync-check", path, "5"], scratch: scratch).wait(timeout: 120)
+        #expect(result.out.hasPrefix("synced 5 of 5"), "\(result.out) \(result.err.suffix(200))")
+    }
+
+    // D10
+    @Test(
+        "an oversized kSecValueData is refused at once, without being copied")
+    func oversizedValueDataIsRefusedBeforeBridging() throws {
+        guard let region = UntouchedRegion(size: 64 << 20) else { return }
+        let keychain = try KeychainDatabase.inMemory(configuration: StressKeys.testing())
+        // The caller's dictionary, built first: bridging a Swift dictionary holding `Data`
+        // copies it, and that copy is the caller's.
+        let base = region.data.withUnsafeBytes { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }
+        let query = NSMutableDictionary()
+        query[kSecClass] = kSecClassGenericPassword
+        query[kSecAttrAccount] = "big" as NSString
+        query[kSecValueData] = NSData(bytesNoCopy: base, length: region.size, freeWhenDone: false)
+        resetPeakMemory()
+        let peak = memoryStatus().peak
+        let started = monotonicSeconds()
+        let status = KeychainDatabase.withDefault(keychain) { SecItemAdd(query, nil) }
+        #expect(status == errSecParam)
+        #expect(monotonicSeconds() - started < 0.5)
+        #expect(memoryStatus().peak - peak < 16 << 20)
+    }
+
+    /// The checks above can fail: with the defects present, they do (run with the `.disabled`
+    /// traits removed to see it). This one runs always, on a case that must pass today.
+    @Test("the regression helpers see an untouched keychain as sound")
+    func helpersAcceptASoundKeychain() throws {
+        let scratch = try Scratch("sound")
+        let path = try keychainFile(scratch, password: Corpus.password)
+        let result = try Child.worker(["read-all", path, Corpus.password], scratch: scratch).wait(timeout: 120)
+        #expect(!result.signaled)
+        #expect(result.out.contains("genp success") && result.out.contains("open success"), "\(result.out)")
+    }
+}
