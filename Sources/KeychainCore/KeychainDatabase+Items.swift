@@ -248,6 +248,7 @@ extension KeychainDatabase {
     ///   make two items equal in primary key (nothing is changed), `.interactionNotAllowed`.
     @discardableResult
     public func update(_ query: ItemQuery, attributes changes: Attributes, data: Data? = nil) throws -> Int {
+        if query.itemClass == .identity { return try updateIdentities(query, attributes: changes, data: data) }
         var query = query
         query.limit = nil
         let plan = try prepare(query, writing: true)
@@ -316,6 +317,39 @@ extension KeychainDatabase {
             }
             return rows.count
         }
+    }
+
+    /// Updates the matching identities: the certificate side with the changes certificates
+    /// accept, then the key side with the others and the new secret (spec §3.3).
+    private func updateIdentities(_ query: ItemQuery, attributes changes: Attributes, data: Data?) throws -> Int {
+        let identities = try findIdentities(query, includeData: false)
+        guard !identities.isEmpty else { throw KeychainError(.itemNotFound, "no identity matched") }
+        let certificateSchema = ItemSchema.of(.certificate)
+        var certificateChanges: Attributes = [:]
+        var keyChanges: Attributes = [:]
+        for (name, value) in changes {
+            if certificateSchema.spec(for: name) != nil {
+                certificateChanges[name] = value
+            } else if ItemSchema.of(.key).spec(for: name) != nil {
+                keyChanges[name] = value
+            } else {
+                throw KeychainError(.noSuchAttribute, "identities have no attribute \(name)")
+            }
+        }
+        for identity in identities {
+            guard let label = identity.attributes["klbl"] else { continue }
+            if !certificateChanges.isEmpty {
+                try update(
+                    ItemQuery(class: .certificate, attributes: ["pkhh": label], synchronizable: .any),
+                    attributes: certificateChanges)
+            }
+            if !keyChanges.isEmpty || data != nil {
+                try update(
+                    ItemQuery(class: .key, synchronizable: .any, persistentID: identity.persistentID),
+                    attributes: keyChanges, data: data)
+            }
+        }
+        return identities.count
     }
 
     /// Deletes the certificates of the matching identities, then their private keys (spec §3.3).

@@ -84,6 +84,17 @@ struct ItemRoundTripTests {
         #expect(identity.attributes["kcls"] == .number(1))
         let none = try keychain.find(ItemQuery(class: .identity, attributes: ["slnr": .data(Data([1]))]))
         #expect(none.isEmpty)
+        #expect(
+            try keychain.update(
+                ItemQuery(class: .identity), attributes: [.label: .string("mine"), "atag": .string("t2")])
+                == 1)
+        let updated = try #require(
+            try keychain.findFirst(ItemQuery(class: .identity, attributes: [.label: .string("mine")])))
+        #expect(updated.attributes["atag"] == .string("t2"))
+        #expect(try keychain.findFirst(ItemQuery(class: .certificate))?.attributes[.label] == .string("mine"))
+        #expect(
+            errorCode { try keychain.update(ItemQuery(class: .identity), attributes: [.server: .string("x")]) }
+                == .noSuchAttribute)
         #expect(try keychain.delete(ItemQuery(class: .identity)) == 1)
         #expect(try keychain.find(ItemQuery(class: .certificate)).isEmpty)
         #expect(try keychain.find(ItemQuery(class: .key)).isEmpty)
