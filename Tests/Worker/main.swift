@@ -73,18 +73,25 @@ do {
         let threads = Int(arguments[4]) ?? 1
         let count = Int(arguments[5]) ?? 1
         let failures = Mutex(0)
-        DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            for index in 0..<count {
-                do {
-                    try keychain.add(item(account: "\(prefix)-\(thread)-\(index)", data: "x"))
-                    _ = try keychain.find(
-                        ItemQuery(class: .genericPassword, attributes: [.service: .string("worker")], limit: 5))
-                } catch {
-                    failures.withLock { $0 += 1 }
-                    FileHandle.standardError.write(Data("\(error)\n".utf8))
+        // Real threads (DispatchQueue.concurrentPerform would run at most one per core).
+        let group = DispatchGroup()
+        for thread in 0..<threads {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                for index in 0..<count {
+                    do {
+                        try keychain.add(item(account: "\(prefix)-\(thread)-\(index)", data: "x"))
+                        _ = try keychain.find(
+                            ItemQuery(class: .genericPassword, attributes: [.service: .string("worker")], limit: 5))
+                    } catch {
+                        failures.withLock { $0 += 1 }
+                        FileHandle.standardError.write(Data("\(error)\n".utf8))
+                    }
                 }
             }
         }
+        group.wait()
         report("failures \(failures.withLock { $0 })")
     default:
         exit(2)
