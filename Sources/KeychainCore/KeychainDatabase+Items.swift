@@ -94,7 +94,8 @@ extension KeychainDatabase {
     /// access group, accessibility, a new persistent identity.
     private func prepareForAdd(_ item: Item) throws -> Item {
         let schema = try Self.schema(forWriting: item.itemClass)
-        var attributes = try normalize(item.attributes, schema: schema, forAdd: true)
+        var attributes = try normalize(
+            item.attributes, schema: schema, ignoring: [.multiUser, .tombstone, .modificationDate])
         try checkSize(data: item.data)
         let now = Date()
         attributes[.creationDate] = .date(now)
@@ -256,7 +257,7 @@ extension KeychainDatabase {
         var normalizedChanges: [ItemClass: Attributes] = [:]
         for itemClass in plan.classes {
             normalizedChanges[itemClass] = try normalize(
-                changes, schema: ItemSchema.of(itemClass), forAdd: false)
+                changes, schema: ItemSchema.of(itemClass), ignoring: [.multiUser, .tombstone])
         }
         if let group = changes[.accessGroup]?.stringValue, !configuration.accessGroups.canWrite(group) {
             throw KeychainError(.missingEntitlement, "the caller may not write that access group")
@@ -391,8 +392,10 @@ extension KeychainDatabase {
         }
     }
 
-    /// Validates and converts attribute values for a class (spec §3.1).
-    func normalize(_ attributes: Attributes, schema: ItemSchema, forAdd: Bool) throws -> Attributes {
+    /// Validates and converts attribute values for a class (spec §3.1): unknown attributes are
+    /// `.noSuchAttribute`, oversized or ill-typed values `.parameter`; `ignoring` names are
+    /// checked, then left out (values the engine sets itself, or never matches on).
+    func normalize(_ attributes: Attributes, schema: ItemSchema, ignoring: Set<AttributeName>) throws -> Attributes {
         var result: Attributes = [:]
         for (name, value) in attributes {
             guard let spec = schema.spec(for: name) else {
@@ -409,9 +412,7 @@ extension KeychainDatabase {
             if spec.kind == .access, Accessibility(rawValue: normalized.stringValue ?? "") == nil {
                 throw KeychainError.parameter("unknown accessibility value")
             }
-            if name == .multiUser || name == .tombstone { continue }
-            if forAdd && name == .modificationDate { continue }
-            result[name] = normalized
+            if !ignoring.contains(name) { result[name] = normalized }
         }
         return result
     }
@@ -474,18 +475,7 @@ extension KeychainDatabase {
             throw KeychainError.parameter("a query needs a class")
         }
         let schema = ItemSchema.of(query.itemClass ?? .genericPassword)
-        var filters: [AttributeName: AttributeValue] = [:]
-        for (name, value) in query.attributes {
-            guard let spec = schema.spec(for: name) else {
-                throw KeychainError(.noSuchAttribute, "\(schema.itemClass) items have no attribute \(name)")
-            }
-            if name == .multiUser || name == .accessControl { continue }
-            let normalized = try spec.normalize(value)
-            if spec.kind == .access, Accessibility(rawValue: normalized.stringValue ?? "") == nil {
-                throw KeychainError.parameter("unknown accessibility value")
-            }
-            filters[name] = normalized
-        }
+        var filters = try normalize(query.attributes, schema: schema, ignoring: [.multiUser, .accessControl])
         var groupFilter: [String]?
         if let group = filters[.accessGroup]?.stringValue {
             guard writing ? groups.canWrite(group) : groups.canRead(group) else {

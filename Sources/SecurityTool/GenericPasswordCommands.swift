@@ -192,13 +192,6 @@ struct AddGenericPassword: ToolCommand {
     }
 
     func execute(in session: Session) throws -> Int32 {
-        let creatorCode = try creator.map(fourCharCode) ?? 0
-        let typeCode = try type.map(fourCharCode) ?? 0
-        guard
-            let secret = try NewSecret.read(
-                prompt: promptForPassword, hex: hexPassword, text: password ?? legacyPassword, session: session)
-        else { return 1 }
-        let keychainName = keychains.first
         var attributes: Attributes = [:]
         attributes.set(.account, account)
         attributes.set(.service, service)
@@ -206,29 +199,17 @@ struct AddGenericPassword: ToolCommand {
         attributes.set(.description, kind)
         attributes.set(.generic, generic)
         attributes.set(.comment, comment)
-        if creatorCode != 0 { attributes["crtr"] = .number(Int64(creatorCode)) }
-        if typeCode != 0 { attributes["type"] = .number(Int64(typeCode)) }
-
-        if update {
-            let query = ItemQuery(
-                class: .genericPassword, attributes: matchAttributes(attributes, primaryKey: [.account, .service]))
-            if let result = try NewSecret.updateExisting(
-                query, changes: attributes, secret: secret, keychainName: keychainName, session: session)
-            {
-                return result
-            }
-        }
-        let context = "SecKeychainItemCreateFromContent (\(keychainName ?? "<default>"))"
-        do {
-            let keychain = try session.open(keychainName, createDefault: keychainName == nil)
-            _ = try session.withAccess(to: keychain) {
-                try keychain.database.add(
-                    Item(class: .genericPassword, attributes: attributes, data: Data(secret.bytes ?? [])))
-            }
-        } catch {
-            throw searchFailure(error, function: context)
-        }
-        return 0
+        try attributes.setCode("crtr", creator)
+        try attributes.setCode("type", type)
+        guard
+            let secret = try NewSecret.read(
+                prompt: promptForPassword, hex: hexPassword, text: password ?? legacyPassword, session: session)
+        else { return 1 }
+        let keychainName = keychains.first
+        return try secret.store(
+            Item(class: .genericPassword, attributes: attributes), primaryKey: [.account, .service],
+            updating: update, keychainName: keychainName,
+            function: "SecKeychainItemCreateFromContent (\(keychainName ?? "<default>"))", session: session)
     }
 }
 
@@ -264,6 +245,35 @@ struct NewSecret {
             return NewSecret(bytes: bytes)
         }
         return NewSecret(bytes: text.map { Array($0.utf8) })
+    }
+
+    /// Adds an item with this secret; with `-U` (`updating`), first updates the first item that
+    /// matches the new item's primary-key attributes, if there is one.
+    /// - Parameters:
+    ///   - function: The macOS function named in a failure message.
+    /// - Returns: The command's result.
+    func store(
+        _ item: Item, primaryKey: [AttributeName], updating: Bool, keychainName: String?, function: String,
+        session: Session
+    ) throws -> Int32 {
+        if updating {
+            let query = ItemQuery(
+                class: item.itemClass, attributes: matchAttributes(item.attributes, primaryKey: primaryKey))
+            if let result = try Self.updateExisting(
+                query, changes: item.attributes, secret: self, keychainName: keychainName, session: session)
+            {
+                return result
+            }
+        }
+        do {
+            let keychain = try session.open(keychainName, createDefault: keychainName == nil)
+            var item = item
+            item.data = Data(bytes ?? [])
+            _ = try session.withAccess(to: keychain) { try keychain.database.add(item) }
+        } catch {
+            throw searchFailure(error, function: function)
+        }
+        return 0
     }
 
     /// `-U`: finds the first item that matches (in the named keychain, or the search list)

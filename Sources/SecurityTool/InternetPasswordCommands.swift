@@ -279,27 +279,10 @@ struct AddInternetPassword: ToolCommand {
                 prompt: promptForPassword, hex: hexPassword, text: password, session: session)
         else { return 1 }
         let keychainName = keychains.first
-
-        if update {
-            let query = ItemQuery(
-                class: .internetPassword, attributes: matchAttributes(attributes, primaryKey: internetPrimaryKey))
-            if let result = try NewSecret.updateExisting(
-                query, changes: attributes, secret: secret, keychainName: keychainName, session: session)
-            {
-                return result
-            }
-        }
-        let context = "SecKeychainAddInternetPassword \(keychainName ?? "<NULL>")"
-        do {
-            let keychain = try session.open(keychainName, createDefault: keychainName == nil)
-            _ = try session.withAccess(to: keychain) {
-                try keychain.database.add(
-                    Item(class: .internetPassword, attributes: attributes, data: Data(secret.bytes ?? [])))
-            }
-        } catch {
-            throw searchFailure(error, function: context)
-        }
-        return 0
+        return try secret.store(
+            Item(class: .internetPassword, attributes: attributes), primaryKey: internetPrimaryKey,
+            updating: update, keychainName: keychainName,
+            function: "SecKeychainAddInternetPassword \(keychainName ?? "<NULL>")", session: session)
     }
 }
 

@@ -57,17 +57,9 @@ private func printAllMatches(_ query: ItemQuery, keychains: [String], session: S
     return 0
 }
 
-/// `security set-generic-password-partition-list`: accepted for macOS scripts.
-struct SetGenericPasswordPartitionList: ToolCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "set-generic-password-partition-list",
-        abstract: "Set the partition list of a generic password item (accepted; no effect on Linux).",
-        usage:
-            "security set-generic-password-partition-list -S <partition-list> [-k <password>] [options...] [keychain]",
-        discussion: HelpText.wrapped(partitionListNote))
-
-    @OptionGroup var match: GenericPasswordMatch
-
+/// The options every `set-…-partition-list` command shares: the (unused) partition list and the
+/// keychain password.
+struct PartitionListOptions: ParsableArguments {
     @Option(
         name: .customShort("S", allowingJoined: true), parsing: .unconditional,
         help: ArgumentHelp("A comma-separated list of partition IDs (required; not used).", valueName: "partition-list")
@@ -79,16 +71,33 @@ struct SetGenericPasswordPartitionList: ToolCommand {
         help: ArgumentHelp("The keychain's password (asked for when omitted; insecure).", valueName: "password"))
     var password: String?
 
+    func validate() throws {
+        if partitionList == nil { throw ValidationError("-S <partition-list> is required.") }
+    }
+}
+
+/// `security set-generic-password-partition-list`: accepted for macOS scripts.
+struct SetGenericPasswordPartitionList: ToolCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-generic-password-partition-list",
+        abstract: "Set the partition list of a generic password item (accepted; no effect on Linux).",
+        usage:
+            "security set-generic-password-partition-list -S <partition-list> [-k <password>] [options...] [keychain]",
+        discussion: HelpText.wrapped(partitionListNote))
+
+    @OptionGroup var match: GenericPasswordMatch
+
+    @OptionGroup var partition: PartitionListOptions
+
     @Argument(help: ArgumentHelp("The keychain (default: the search list).", valueName: "keychain"))
     var keychains: [String] = []
 
     func validate() throws {
-        if partitionList == nil { throw ValidationError("-S <partition-list> is required.") }
         if keychains.count > 1 { throw ValidationError("Give at most one keychain.") }
     }
 
     func execute(in session: Session) throws -> Int32 {
-        try unlockForPartitionList(keychains.first, password: password, session: session)
+        try unlockForPartitionList(keychains.first, password: partition.password, session: session)
         return try printAllMatches(match.query(), keychains: keychains, session: session)
     }
 }
@@ -104,27 +113,17 @@ struct SetInternetPasswordPartitionList: ToolCommand {
 
     @OptionGroup var match: InternetPasswordMatch
 
-    @Option(
-        name: .customShort("S", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("A comma-separated list of partition IDs (required; not used).", valueName: "partition-list")
-    )
-    var partitionList: String?
-
-    @Option(
-        name: .customShort("k", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("The keychain's password (asked for when omitted; insecure).", valueName: "password"))
-    var password: String?
+    @OptionGroup var partition: PartitionListOptions
 
     @Argument(help: ArgumentHelp("The keychain (default: the search list).", valueName: "keychain"))
     var keychains: [String] = []
 
     func validate() throws {
-        if partitionList == nil { throw ValidationError("-S <partition-list> is required.") }
         if keychains.count > 1 { throw ValidationError("Give at most one keychain.") }
     }
 
     func execute(in session: Session) throws -> Int32 {
-        try unlockForPartitionList(keychains.first, password: password, session: session)
+        try unlockForPartitionList(keychains.first, password: partition.password, session: session)
         return try printAllMatches(match.query(), keychains: keychains, session: session)
     }
 }
@@ -178,27 +177,17 @@ struct SetKeyPartitionList: ToolCommand {
     @Flag(name: .customShort("w"), help: "Match keys that can wrap (not used).")
     var wrap = false
 
-    @Option(
-        name: .customShort("S", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("A comma-separated list of partition IDs (required; not used).", valueName: "partition-list")
-    )
-    var partitionList: String?
-
-    @Option(
-        name: .customShort("k", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("The keychain's password (asked for when omitted; insecure).", valueName: "password"))
-    var password: String?
+    @OptionGroup var partition: PartitionListOptions
 
     @Argument(help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
     var keychains: [String] = []
 
     func validate() throws {
-        if partitionList == nil { throw ValidationError("-S <partition-list> is required.") }
         if keychains.count > 1 { throw ValidationError("Give at most one keychain.") }
     }
 
     func execute(in session: Session) throws -> Int32 {
-        try unlockForPartitionList(keychains.first, password: password, session: session)
+        try unlockForPartitionList(keychains.first, password: partition.password, session: session)
         return 0
     }
 }
