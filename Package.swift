@@ -35,6 +35,9 @@ let package = Package(
             name: "KeychainCore",
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // GRDB's own SQLite module: the hot read path steps statements and reads
+                // columns through the C API (GRDB's documented raw-pointer access).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]

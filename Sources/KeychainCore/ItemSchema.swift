@@ -232,6 +232,20 @@ extension AttributeSpec {
         }
     }
 
+    /// Whether two values are equal for this attribute: the same answer as comparing their
+    /// ``canonicalBytes(_:)``, without building them when both values have the same type.
+    func equal(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
+        switch (a, b) {
+        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.data(let x), .data(let y)): return x == y
+        case (.number(let x), .number(let y)):
+            return comparesBytes ? Int32(truncatingIfNeeded: x) == Int32(truncatingIfNeeded: y) : x == y
+        case (.date(let x), .date(let y)):
+            return x.timeIntervalSinceReferenceDate.bitPattern == y.timeIntervalSinceReferenceDate.bitPattern
+        default: return canonicalBytes(a) == canonicalBytes(b)
+        }
+    }
+
     private static func dateBytes(_ date: Date) -> Data {
         withUnsafeBytes(of: date.timeIntervalSinceReferenceDate.bitPattern.bigEndian) { Data($0) }
     }

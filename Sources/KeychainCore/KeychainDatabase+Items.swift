@@ -66,18 +66,17 @@ extension KeychainDatabase {
             let plan = QueryPlan(
                 classes: [prepared.itemClass], filters: [:], groups: nil, synchronizable: nil, persistentID: nil,
                 limit: nil, includesTombstones: false)
-            guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT *, data IS NOT NULL AS hasdata FROM items WHERE pk = ? AND tomb = 0",
-                    arguments: [primaryKey])
-            else {
+            let statement = try db.cachedStatement(
+                sql: "SELECT \(StoredRow.columns(includeData: true)) FROM items i WHERE i.pk = ? AND i.tomb = 0")
+            guard let existing = try StoredRow.fetchAll(statement, arguments: [primaryKey]).first else {
                 try insert(prepared, db: db, codec: codec)
                 var stored = prepared
                 stored.data = nil
                 return (stored, true)
             }
-            let existing = try StoredRow(row)
-            var merged = try codec.open(existing, plan: plan, includeData: true)
+            guard var merged = try codec.open(existing, plan: plan, includeData: true) else {
+                throw KeychainError.decode("a stored item does not match its index")
+            }
             for (name, value) in item.attributes where name != .creationDate {
                 merged.attributes[name] = prepared.attributes[name] ?? value
             }
@@ -182,7 +181,13 @@ extension KeychainDatabase {
             let rows = try Self.run {
                 try writer.read { db in try plan.fetch(db, tagger: codec.tagger, includeData: includeData) }
             }
-            return try rows.map { row in try codec.open(row, plan: plan, includeData: includeData) }
+            var items: [Item] = []
+            for row in rows {
+                guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
+                items.append(item)
+                if let limit = plan.limit, items.count >= limit { break }
+            }
+            return items
         }
     }
 
@@ -265,10 +270,10 @@ extension KeychainDatabase {
         return try withWriteTransaction { db, state in
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
-            let rows = try plan.fetch(db, tagger: tagger, includeData: true)
-            guard !rows.isEmpty else { throw KeychainError(.itemNotFound, "no item matched") }
-            for row in rows {
-                var item = try codec.open(row, plan: plan, includeData: true)
+            var changed = 0
+            for row in try plan.fetch(db, tagger: tagger, includeData: true) {
+                guard var item = try codec.open(row, plan: plan, includeData: true) else { continue }
+                changed += 1
                 let schema = ItemSchema.of(item.itemClass)
                 let oldPrimaryKey = tagger.primaryKeyTag(schema, item.attributes)
                 let oldModified = item.attributes[.modificationDate]?.dateValue ?? .distantPast
@@ -282,7 +287,8 @@ extension KeychainDatabase {
                     samePrimaryKey ? Self.nextModificationDate(after: oldModified) : Date())
                 try replace(row, with: item, db: db, codec: codec)
             }
-            return rows.count
+            guard changed > 0 else { throw KeychainError(.itemNotFound, "no item matched") }
+            return changed
         }
     }
 
@@ -302,10 +308,10 @@ extension KeychainDatabase {
         return try withWriteTransaction { db, state in
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
-            let rows = try plan.fetch(db, tagger: tagger, includeData: false)
-            guard !rows.isEmpty else { throw KeychainError(.itemNotFound, "no item matched") }
-            for row in rows {
-                let item = try codec.open(row, plan: plan, includeData: false)
+            var deleted = 0
+            for row in try plan.fetch(db, tagger: tagger, includeData: false) {
+                guard let item = try codec.open(row, plan: plan, includeData: false) else { continue }
+                deleted += 1
                 if item.isSynchronizable && !row.tombstone {
                     let tomb = try codec.seal(
                         itemClass: item.itemClass, uuid: row.uuid, attributes: item.attributes, data: nil,
@@ -316,7 +322,8 @@ extension KeychainDatabase {
                     try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [row.id])
                 }
             }
-            return rows.count
+            guard deleted > 0 else { throw KeychainError(.itemNotFound, "no item matched") }
+            return deleted
         }
     }
 
@@ -451,11 +458,16 @@ extension KeychainDatabase {
             throw KeychainError(.duplicateItem, "an item with the same primary key exists")
         }
         let itemID = id ?? db.lastInsertedRowID
-        for (name, value) in attributes where QueryPlan.isIndexed(name) {
-            guard let spec = schema.spec(for: name) else { continue }
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(tag, item) VALUES (?, ?)").execute(
-                arguments: [tagger.tag(schema.itemClass, spec, value), itemID])
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        for (name, value) in attributes {
+            guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
+            arguments += [tagger.tag(schema.itemClass, spec, value), itemID]
         }
+        guard !arguments.isEmpty else { return }
+        // One statement for all of the item's tags (one per number of tags, compiled once).
+        let rows = repeatElement("(?, ?)", count: arguments.count / 2).joined(separator: ", ")
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(tag, item) VALUES \(rows)").execute(
+            arguments: StatementArguments(arguments))
     }
 
     /// Turns a query into a plan: classes, keyed tags, filters to verify after decryption.

@@ -20,19 +20,25 @@ struct StoredRow {
     var hasData: Bool
     var data: Data?
 
-    init(_ row: Row) throws {
-        guard let id = Self.integer(row, "id"), let uuid = Self.blob(row, "uuid"), uuid.count == 16,
-            let itemClass = Self.text(row, "class").flatMap(ItemClass.init(rawValue:)),
-            let protection = Self.integer(row, "protection").flatMap({ UInt8(exactly: $0) })
-                .flatMap(ProtectionClass.init(rawValue:)),
-            let groupTag = Self.blob(row, "agrp"), let syncTag = Self.blob(row, "sync"),
-            let primaryKeyTag = Self.blob(row, "pk"), let tomb = Self.integer(row, "tomb"),
-            let attributes = Self.blob(row, "attributes"), let hasData = Self.integer(row, "hasdata")
+    /// The columns ``init(_:)`` reads, in order, for a `SELECT` from `items` aliased `i`; the
+    /// secret is selected only when `includeData` is set.
+    static func columns(includeData: Bool) -> String {
+        """
+        i.id, i.uuid, i.class, i.protection, i.agrp, i.sync, i.pk, i.tomb, i.attributes, \
+        i.data IS NOT NULL, \(includeData ? "i.data" : "NULL")
+        """
+    }
+
+    /// Reads a row selected with ``columns(includeData:)``.
+    init(_ row: RawRow) throws {
+        guard let id = row.integer(0), let uuid = row.blob(1), uuid.count == 16,
+            let itemClass = row.text(2).flatMap(ItemClass.init(rawValue:)),
+            let protection = row.integer(3).flatMap({ UInt8(exactly: $0) }).flatMap(ProtectionClass.init(rawValue:)),
+            let groupTag = row.blob(4), let syncTag = row.blob(5), let primaryKeyTag = row.blob(6),
+            let tomb = row.integer(7), let attributes = row.blob(8), let hasData = row.integer(9)
         else { throw KeychainError.decode("a stored item is malformed") }
-        let data = Self.blob(row, "data")
-        guard (row["data"] as DatabaseValue).isNull || data != nil else {
-            throw KeychainError.decode("a stored item is malformed")
-        }
+        let data = row.blob(10)
+        guard data != nil || row.isNull(10) else { throw KeychainError.decode("a stored item is malformed") }
         self.id = id
         self.uuid = uuid
         self.itemClass = itemClass
@@ -46,19 +52,11 @@ struct StoredRow {
         self.data = data
     }
 
-    static func integer(_ row: Row, _ column: String) -> Int64? {
-        if case .int64(let value) = (row[column] as DatabaseValue).storage { return value }
-        return nil
-    }
-
-    static func blob(_ row: Row, _ column: String) -> Data? {
-        if case .blob(let value) = (row[column] as DatabaseValue).storage { return value }
-        return nil
-    }
-
-    static func text(_ row: Row, _ column: String) -> String? {
-        if case .string(let value) = (row[column] as DatabaseValue).storage { return value }
-        return nil
+    /// The rows a statement selecting ``columns(includeData:)`` returns.
+    static func fetchAll(_ statement: Statement, arguments: StatementArguments) throws -> [StoredRow] {
+        var rows: [StoredRow] = []
+        try statement.forEachRawRow(arguments: arguments) { rows.append(try StoredRow($0)) }
+        return rows
     }
 }
 
@@ -84,11 +82,27 @@ struct QueryPlan {
     var limit: Int?
     var includesTombstones: Bool
 
-    /// Attributes that get a keyed tag in the `tags` table. The access group and the
-    /// synchronizable flag have columns of their own; access control and housekeeping
-    /// values are never matched.
-    static func isIndexed(_ name: AttributeName) -> Bool {
-        ![.accessGroup, .synchronizable, .accessControl, .multiUser, .tombstone].contains(name)
+    /// Whether an attribute gets a keyed tag in the `tags` table, so that a query on it is an
+    /// index lookup.
+    ///
+    /// The access group and the synchronizable flag have columns of their own; access control
+    /// and housekeeping values are never matched. Dates and the accessibility are not
+    /// indexed: every item has them, a query on a date is rare and a query on an
+    /// accessibility value selects a large share of the items anyway. A filter on them is
+    /// checked after decryption (see ``residualFilters(_:)``); leaving them out saves three
+    /// index rows, three keyed hashes and their B-tree pages on every add.
+    static func isIndexed(_ spec: AttributeSpec) -> Bool {
+        switch spec.kind {
+        case .sync, .uuid, .accessControl, .access, .date: false
+        default: spec.name != .accessGroup && spec.name != .tombstone
+        }
+    }
+
+    /// Whether some filter of the query is checked only after decryption in a class, so that
+    /// SQL cannot apply the limit.
+    func hasResidualFilters(_ itemClass: ItemClass) -> Bool {
+        let schema = ItemSchema.of(itemClass)
+        return filters.keys.contains { name in schema.spec(for: name).map { !Self.isIndexed($0) } ?? true }
     }
 
     /// Attributes usually unique to few items come first, so the first tag drives the join.
@@ -100,7 +114,7 @@ struct QueryPlan {
     private func orderedFilters(_ itemClass: ItemClass) -> [(AttributeSpec, AttributeValue)] {
         let schema = ItemSchema.of(itemClass)
         return filters.compactMap { name, value in
-            guard Self.isIndexed(name), let spec = schema.spec(for: name) else { return nil }
+            guard let spec = schema.spec(for: name), Self.isIndexed(spec) else { return nil }
             return (spec, value)
         }.sorted { a, b in
             let ra = Self.selective.firstIndex(of: a.0.name) ?? Self.selective.count
@@ -109,10 +123,15 @@ struct QueryPlan {
         }
     }
 
+    /// The candidate rows, in the order items were added. When every filter is indexed, they
+    /// are the matches (up to the limit); otherwise ``RowCodec/open(_:plan:includeData:)``
+    /// leaves out the rows that fail the other filters, and the caller applies the limit.
     func fetch(_ db: Database, tagger: IndexTagger, includeData: Bool) throws -> [StoredRow] {
         var rows: [StoredRow] = []
+        var limit = limit
         for itemClass in classes {
-            rows += try fetch(db, itemClass: itemClass, tagger: tagger, includeData: includeData)
+            if hasResidualFilters(itemClass) { limit = nil }
+            rows += try fetch(db, itemClass: itemClass, tagger: tagger, includeData: includeData, limit: limit)
             if let limit, rows.count >= limit { break }
         }
         if let limit, rows.count > limit { rows.removeLast(rows.count - limit) }
@@ -120,12 +139,9 @@ struct QueryPlan {
     }
 
     private func fetch(
-        _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool
+        _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool, limit: Int?
     ) throws -> [StoredRow] {
-        var sql = """
-            SELECT i.id, i.uuid, i.class, i.protection, i.agrp, i.sync, i.pk, i.tomb, i.attributes, \
-            i.data IS NOT NULL AS hasdata, \(includeData ? "i.data" : "NULL") AS data FROM
-            """
+        var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
         var arguments: [(any DatabaseValueConvertible)?] = []
         let tags = orderedFilters(itemClass).map { tagger.tag(itemClass, $0.0, $0.1) }
         if tags.isEmpty {
@@ -154,27 +170,38 @@ struct QueryPlan {
             sql += " AND i.sync = ?"
             arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)))
         }
-        sql += " ORDER BY i.id"
+        // Rows come back in the order items were added. With tags, t0's primary key
+        // (tag, item) already yields that order; naming `i.id` would make SQLite sort.
+        sql += tags.isEmpty ? " ORDER BY i.id" : " ORDER BY t0.item"
         if let limit {
             sql += " LIMIT ?"
             arguments.append(max(0, limit))
         }
         // One statement per query shape, compiled once per connection: compiling it (with
         // GRDB's authorizer) costs more than running the join.
-        return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments))
-            .map(StoredRow.init)
+        return try StoredRow.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments))
     }
 
-    /// Whether decrypted attributes satisfy every filter (they must, unless the index was
-    /// tampered with).
-    func matches(_ attributes: Attributes, itemClass: ItemClass) -> Bool {
+    /// How a decrypted item compares with the query.
+    enum Verdict {
+        case matches
+        /// It fails a filter checked after decryption only.
+        case filteredOut
+        /// It fails a filter its index rows said it meets: the index was tampered with.
+        case contradictsIndex
+    }
+
+    /// Checks decrypted attributes against every filter.
+    func verdict(_ attributes: Attributes, itemClass: ItemClass) -> Verdict {
         let schema = ItemSchema.of(itemClass)
+        var verdict = Verdict.matches
         for (name, value) in filters {
-            guard let spec = schema.spec(for: name), let stored = attributes[name],
-                spec.canonicalBytes(stored) == spec.canonicalBytes(value)
-            else { return false }
+            guard let spec = schema.spec(for: name) else { return .filteredOut }
+            if let stored = attributes[name], spec.equal(stored, value) { continue }
+            if Self.isIndexed(spec) { return .contradictsIndex }
+            verdict = .filteredOut
         }
-        return true
+        return verdict
     }
 }
 
@@ -201,21 +228,32 @@ struct RowCodec {
     }
 
     /// The associated data that binds a sealed blob to its keychain, row, class, access
-    /// group, synchronizable state, primary key and tombstone state.
-    private func context(_ field: String, _ row: SealedRow, tombstone: Bool, hasData: Bool) -> [UInt8] {
-        var context = Array("keychain-linux item v1".utf8)
-        context.reserveCapacity(192)
-        context.appendLengthPrefixed(database.keychainID)
-        context.appendLengthPrefixed(row.uuid)
-        context.appendLengthPrefixed(row.itemClass.rawValue.utf8)
-        context.append(row.protection.rawValue)
-        context.appendLengthPrefixed(row.groupTag)
-        context.appendLengthPrefixed(row.syncTag)
-        context.appendLengthPrefixed(row.primaryKeyTag)
-        context.append(tombstone ? 1 : 0)
-        context.append(hasData ? 1 : 0)
-        context.appendLengthPrefixed(field.utf8)
-        return context
+    /// group, synchronizable state, primary key and tombstone state, and to its field.
+    private struct Context {
+        private let prefix: [UInt8]
+
+        init(_ keychainID: Data, _ row: SealedRow, tombstone: Bool, hasData: Bool) {
+            var context = [UInt8]()
+            context.reserveCapacity(192)
+            context.append(contentsOf: "keychain-linux item v1".utf8)
+            context.appendLengthPrefixed(keychainID)
+            context.appendLengthPrefixed(row.uuid)
+            context.appendLengthPrefixed(row.itemClass.rawValue.utf8)
+            context.append(row.protection.rawValue)
+            context.appendLengthPrefixed(row.groupTag)
+            context.appendLengthPrefixed(row.syncTag)
+            context.appendLengthPrefixed(row.primaryKeyTag)
+            context.append(tombstone ? 1 : 0)
+            context.append(hasData ? 1 : 0)
+            prefix = context
+        }
+
+        /// The associated data of one field (`attributes` or `data`).
+        func field(_ name: String) -> [UInt8] {
+            var context = prefix
+            context.appendLengthPrefixed(name.utf8)
+            return context
+        }
     }
 
     func seal(itemClass: ItemClass, uuid: Data, attributes: Attributes, data: Data?, tombstone: Bool) throws
@@ -231,41 +269,41 @@ struct RowCodec {
             syncTag: tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)),
             primaryKeyTag: tagger.primaryKeyTag(schema, attributes), attributes: Data(), data: nil)
         let key = try key(for: row.protection)
-        let hasData = data != nil
+        let context = Context(database.keychainID, row, tombstone: tombstone, hasData: data != nil)
         row.attributes = try Sealing.seal(
-            AttributeCoding.encode(attributes), key: key,
-            context: context("attributes", row, tombstone: tombstone, hasData: hasData))
+            AttributeCoding.encode(attributes), key: key, context: context.field("attributes"))
         if let data {
-            row.data = try Sealing.seal(
-                data, key: key, context: context("data", row, tombstone: tombstone, hasData: hasData))
+            row.data = try Sealing.seal(data, key: key, context: context.field("data"))
         }
         return row
     }
 
-    func open(_ stored: StoredRow, plan: QueryPlan, includeData: Bool) throws -> Item {
+    /// Decrypts a row read for `plan`.
+    /// - Returns: The item, or `nil` when it fails a filter that only decryption can check.
+    /// - Throws: `.decode` when the row fails authentication or contradicts its index rows.
+    func open(_ stored: StoredRow, plan: QueryPlan, includeData: Bool) throws -> Item? {
         let key = try key(for: stored.protection)
         let row = SealedRow(
             uuid: stored.uuid, itemClass: stored.itemClass, protection: stored.protection,
             groupTag: stored.groupTag, syncTag: stored.syncTag, primaryKeyTag: stored.primaryKeyTag,
             attributes: stored.attributes, data: stored.data)
+        let context = Context(database.keychainID, row, tombstone: stored.tombstone, hasData: stored.hasData)
         let attributes = try AttributeCoding.decode(
-            Sealing.open(
-                stored.attributes, key: key,
-                context: context("attributes", row, tombstone: stored.tombstone, hasData: stored.hasData)))
-        let schema = ItemSchema.of(stored.itemClass)
-        guard let group = attributes[.accessGroup],
-            tagger.columnTag(.accessGroup, group) == stored.groupTag,
-            tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)) == stored.syncTag,
-            tagger.primaryKeyTag(schema, attributes) == stored.primaryKeyTag,
-            attributes[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:))?.protectionClass
-                == stored.protection,
-            plan.matches(attributes, itemClass: stored.itemClass)
-        else { throw KeychainError.decode("a stored item does not match its index") }
+            Sealing.open(stored.attributes, key: key, context: context.field("attributes")))
+        // The row's columns (class, protection, group, sync and primary-key tags, tombstone)
+        // are authenticated as associated data: they are the ones computed from these
+        // attributes when the row was sealed. The `tags` table is not authenticated, so the
+        // query's filters are checked against the decrypted values: a tag row moved to another
+        // item cannot make it match.
+        switch plan.verdict(attributes, itemClass: stored.itemClass) {
+        case .matches: break
+        case .filteredOut: return nil
+        case .contradictsIndex: throw KeychainError.decode("a stored item does not match its index")
+        }
         var item = Item(class: stored.itemClass, attributes: attributes)
         item.persistentID = Self.uuid(stored.uuid)
         if includeData, let sealed = stored.data {
-            item.data = try Sealing.open(
-                sealed, key: key, context: context("data", row, tombstone: stored.tombstone, hasData: true))
+            item.data = try Sealing.open(sealed, key: key, context: context.field("data"))
         }
         if stored.tombstone { item.attributes[.tombstone] = .number(1) }
         return item

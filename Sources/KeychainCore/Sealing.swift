@@ -10,11 +10,16 @@ import Foundation
 enum Sealing {
     static let padBlock = 32
 
-    static func seal(_ plaintext: Data, key: SymmetricKey, context: some DataProtocol) throws -> Data {
-        var padded = plaintext
+    static func seal(_ plaintext: some ContiguousBytes, key: SymmetricKey, context: some DataProtocol) throws -> Data {
+        var padded: [UInt8] = plaintext.withUnsafeBytes { bytes in
+            var padded = [UInt8]()
+            padded.reserveCapacity((bytes.count / padBlock + 1) * padBlock)
+            padded.append(contentsOf: bytes)
+            return padded
+        }
         padded.append(0x80)
         let remainder = padded.count % padBlock
-        if remainder != 0 { padded.append(Data(count: padBlock - remainder)) }
+        if remainder != 0 { padded.append(contentsOf: repeatElement(0, count: padBlock - remainder)) }
         do {
             let box = try AES.GCM.seal(padded, using: key, authenticating: context)
             guard let combined = box.combined else {
@@ -30,17 +35,21 @@ enum Sealing {
 
     /// Opens a sealed blob; any tampering, wrong key or wrong context is `.decode`.
     static func open(_ sealed: Data, key: SymmetricKey, context: some DataProtocol) throws -> Data {
-        let padded: Data
+        var padded: Data
         do {
             let box = try AES.GCM.SealedBox(combined: sealed)
             padded = try AES.GCM.open(box, using: key, authenticating: context)
         } catch {
             throw KeychainError.decode("stored data failed authentication")
         }
-        guard let marker = padded.lastIndex(where: { $0 != 0 }), padded[marker] == 0x80 else {
-            throw KeychainError.decode("stored data is malformed")
+        // The padding marker: the last non-zero byte, which must be 0x80.
+        let length = padded.withUnsafeBytes { bytes -> Int? in
+            guard let marker = bytes.lastIndex(where: { $0 != 0 }), bytes[marker] == 0x80 else { return nil }
+            return marker
         }
-        return Data(padded[padded.startIndex..<marker])
+        guard let length else { throw KeychainError.decode("stored data is malformed") }
+        padded.removeSubrange((padded.startIndex + length)...)
+        return padded
     }
 
     static func randomBytes(_ count: Int) -> Data {
@@ -119,61 +128,72 @@ struct IndexTagger: Sendable {
     private func mac(_ message: [UInt8]) -> Data {
         var hmac = keyed
         hmac.update(data: message)
-        return Data(hmac.finalize().prefix(Self.tagLength))
+        return hmac.finalize().withUnsafeBytes { Data($0.prefix(Self.tagLength)) }
     }
 }
 
 /// The binary encoding of an attribute set inside a sealed blob.
 enum AttributeCoding {
-    static func encode(_ attributes: Attributes) -> Data {
-        var out = Data([1])
-        out.appendUInt32(UInt32(attributes.count))
+    static func encode(_ attributes: Attributes) -> [UInt8] {
+        var out: [UInt8] = [1]
+        out.reserveCapacity(512)
+        Swift.withUnsafeBytes(of: UInt32(attributes.count).bigEndian) { out.append(contentsOf: $0) }
         for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
-            out.appendLengthPrefixed(Data(name.rawValue.utf8))
+            out.appendLengthPrefixed(name.rawValue.utf8)
             switch value {
             case .string(let s):
                 out.append(0x73)
-                out.appendLengthPrefixed(Data(s.utf8))
+                out.appendLengthPrefixed(s.utf8)
             case .data(let d):
                 out.append(0x64)
                 out.appendLengthPrefixed(d)
             case .number(let n):
                 out.append(0x6E)
-                out.appendLengthPrefixed(withUnsafeBytes(of: n.bigEndian) { Data($0) })
+                Swift.withUnsafeBytes(of: n.bigEndian) { out.appendLengthPrefixed($0) }
             case .date(let date):
                 out.append(0x74)
                 let bits = date.timeIntervalSinceReferenceDate.bitPattern.bigEndian
-                out.appendLengthPrefixed(withUnsafeBytes(of: bits) { Data($0) })
+                Swift.withUnsafeBytes(of: bits) { out.appendLengthPrefixed($0) }
             }
         }
         return out
     }
 
     static func decode(_ bytes: Data) throws -> Attributes {
-        var reader = ByteReader(bytes)
-        guard reader.readUInt8() == 1, let count = reader.readUInt32() else {
-            throw KeychainError.decode("unknown attribute encoding")
+        try bytes.withUnsafeBytes { raw in
+            var reader = BufferReader(raw)
+            guard reader.readUInt8() == 1, let count = reader.readUInt32() else {
+                throw KeychainError.decode("unknown attribute encoding")
+            }
+            var attributes: Attributes = [:]
+            attributes.reserveCapacity(Int(min(count, 64)))
+            for _ in 0..<count {
+                guard let nameBytes = reader.readLengthPrefixed(),
+                    let name = Self.string(nameBytes),
+                    let type = reader.readUInt8(), let payload = reader.readLengthPrefixed()
+                else { throw KeychainError.decode("truncated attributes") }
+                attributes[AttributeName(rawValue: name)] = try value(type, payload)
+            }
+            guard reader.isAtEnd else { throw KeychainError.decode("trailing bytes in attributes") }
+            return attributes
         }
-        var attributes: Attributes = [:]
-        for _ in 0..<count {
-            guard let nameBytes = reader.readLengthPrefixed(),
-                let name = String(data: nameBytes, encoding: .utf8),
-                let type = reader.readUInt8(), let payload = reader.readLengthPrefixed()
-            else { throw KeychainError.decode("truncated attributes") }
-            attributes[AttributeName(rawValue: name)] = try value(type, payload)
-        }
-        guard reader.isAtEnd else { throw KeychainError.decode("trailing bytes in attributes") }
-        return attributes
     }
 
-    private static func value(_ type: UInt8, _ payload: Data) throws -> AttributeValue {
-        var reader = ByteReader(payload)
+    /// UTF-8 text, or `nil` when the bytes are not valid UTF-8.
+    private static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
+        let text = bytes.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
+        // Decoding repairs invalid sequences with U+FFFD, which changes the byte count.
+        return text.utf8.count == bytes.count && text.utf8.elementsEqual(bytes) ? text : nil
+    }
+
+    private static func value(_ type: UInt8, _ payload: UnsafeRawBufferPointer) throws -> AttributeValue {
+        var reader = BufferReader(payload)
         switch type {
         case 0x73:
-            guard let s = String(data: payload, encoding: .utf8) else { break }
+            guard let s = Self.string(payload) else { break }
             return .string(s)
         case 0x64:
-            return .data(payload)
+            return .data(Data(payload))
         case 0x6E:
             guard let raw = reader.readUInt64(), reader.isAtEnd else { break }
             return .number(Int64(bitPattern: raw))
@@ -187,10 +207,52 @@ enum AttributeCoding {
     }
 }
 
+/// Reads big-endian integers and length-prefixed fields from borrowed bytes, without
+/// copying them.
+struct BufferReader {
+    private let bytes: UnsafeRawBufferPointer
+    private var offset = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func readUInt8() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func readUInt32() -> UInt32? {
+        read(4).map { $0.reduce(0) { $0 << 8 | UInt32($1) } }
+    }
+
+    mutating func readUInt64() -> UInt64? {
+        read(8).map { $0.reduce(0) { $0 << 8 | UInt64($1) } }
+    }
+
+    /// The next `count` bytes, valid as long as the buffer read.
+    mutating func read(_ count: Int) -> UnsafeRawBufferPointer? {
+        guard count >= 0, count <= bytes.count - offset else { return nil }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+    }
+
+    mutating func readLengthPrefixed() -> UnsafeRawBufferPointer? {
+        readUInt32().flatMap { read(Int($0)) }
+    }
+}
+
 extension Array where Element == UInt8 {
     /// Appends a 32-bit big-endian length, then the bytes.
     mutating func appendLengthPrefixed<C: Collection>(_ bytes: C) where C.Element == UInt8 {
         Swift.withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { append(contentsOf: $0) }
         append(contentsOf: bytes)
+    }
+
+    /// Appends a 32-bit big-endian length, then the bytes (copied as one block).
+    mutating func appendLengthPrefixed(_ bytes: Data) {
+        Swift.withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { append(contentsOf: $0) }
+        bytes.withUnsafeBytes { append(contentsOf: $0) }
     }
 }

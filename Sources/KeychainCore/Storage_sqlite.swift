@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// The SQLite side of a keychain: file format, schema, connections and error mapping.
 ///
@@ -146,8 +147,8 @@ enum Storage {
 
     static func meta(_ db: Database) throws -> [String: Data] {
         var values: [String: Data] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT name, value FROM meta") {
-            guard let name = StoredRow.text(row, "name"), let value = StoredRow.blob(row, "value") else {
+        try db.makeStatement(sql: "SELECT name, value FROM meta").forEachRawRow(arguments: []) { row in
+            guard let name = row.text(0), let value = row.blob(1) else {
                 throw KeychainError.decode("malformed keychain header")
             }
             values[name] = value
@@ -178,6 +179,53 @@ enum Storage {
         case .SQLITE_FULL: return KeychainError(KeychainError.Code(rawValue: -34), message)
         case .SQLITE_INTERNAL: return KeychainError(.internalComponent, message)
         default: return KeychainError(.notAvailable, message)
+        }
+    }
+}
+
+/// The current row of a statement being stepped, read by column index through SQLite's C
+/// API: no row object, no column-name table. Values are read by their storage class and
+/// never converted, so a value of the wrong type reads as `nil`.
+struct RawRow {
+    fileprivate let statement: SQLiteStatement
+
+    func integer(_ index: Int32) -> Int64? {
+        sqlite3_column_type(statement, index) == SQLITE_INTEGER ? sqlite3_column_int64(statement, index) : nil
+    }
+
+    func blob(_ index: Int32) -> Data? {
+        guard sqlite3_column_type(statement, index) == SQLITE_BLOB else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, index))
+        guard count > 0, let bytes = sqlite3_column_blob(statement, index) else { return Data() }
+        return Data(bytes: bytes, count: count)
+    }
+
+    func text(_ index: Int32) -> String? {
+        guard sqlite3_column_type(statement, index) == SQLITE_TEXT,
+            let bytes = sqlite3_column_text(statement, index)
+        else { return nil }
+        return String(cString: bytes)
+    }
+
+    func isNull(_ index: Int32) -> Bool { sqlite3_column_type(statement, index) == SQLITE_NULL }
+}
+
+extension Statement {
+    /// Binds `arguments`, then calls `body` with each result row; the statement is reset
+    /// afterwards, even when `body` throws.
+    func forEachRawRow(arguments: StatementArguments, _ body: (RawRow) throws -> Void) throws {
+        try setArguments(arguments)
+        let statement = sqliteStatement
+        defer { sqlite3_reset(statement) }
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { return }
+            guard code == SQLITE_ROW else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code),
+                    message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
+            }
+            try body(RawRow(statement: statement))
         }
     }
 }

@@ -28,7 +28,8 @@ import Foundation
 /// `dictionary[kSecAttrAccount as String]` find the same entry. As an `NSString` it is equal to,
 /// and hashes like, any other `NSString` with the same characters.
 final class SecConstantString: NSString {
-    private let value: String
+    /// The constant's Swift string.
+    let value: String
     private let utf16: [unichar]
 
     /// Creates a constant from a string.
@@ -63,9 +64,24 @@ final class SecConstantString: NSString {
         utf16.count
     }
 
+    /// The constant itself: it is immutable, so a dictionary that copies its keys keeps the
+    /// constant (and its Swift string) instead of rebuilding a string from UTF-16.
+    override func copy(with zone: NSZone? = nil) -> Any {
+        self
+    }
+
     override func character(at index: Int) -> unichar {
         utf16[index]
     }
+}
+
+/// The Swift string of a key or value read from a query dictionary, or `nil` if it is not a
+/// string. A `kSec…` constant gives its string without bridging through UTF-16.
+func queryString(_ value: Any) -> String? {
+    if type(of: value) == SecConstantString.self, let constant = value as? SecConstantString {
+        return constant.value
+    }
+    return value as? String
 }
 
 extension SecConstantString: _HasCustomAnyHashableRepresentation {

@@ -97,8 +97,8 @@ struct QueryParser {
                 && (type(of: dictionary) == NSDictionary.self || type(of: dictionary) == NSMutableDictionary.self)
             ? Array(zip(keys, values)) : dictionary.map { ($0.key, $0.value) }
         for (key, value) in pairs {
-            if value is NSNull { throw SecError(errSecParam) }
-            if let key = key as? String {
+            if type(of: value) is NSNull.Type { throw SecError(errSecParam) }
+            if let key = queryString(key) {
                 entries[key] = value
             } else if key is NSNumber {
                 throw SecError(errSecNoSuchAttr)
@@ -129,7 +129,7 @@ struct QueryParser {
         let entries = stripped(all)
         // §4.1 steps 4 and 5: the class, then the number of keys.
         if let classValue = entries["class"] {
-            guard let name = classValue as? String else { throw SecError(errSecParam) }
+            guard let name = queryString(classValue) else { throw SecError(errSecParam) }
             guard let itemClass = ItemClass(rawValue: name) else { throw SecError(errSecNoSuchClass) }
             query.itemClass = itemClass
         }
@@ -217,7 +217,7 @@ struct QueryParser {
             guard let accessControl = value as? SecAccessControl else { throw SecError(errSecParam) }
             query.accessControl = accessControl
         case .sync:
-            if let string = value as? String, string == "syna" {
+            if let string = queryString(value), string == "syna" {
                 query.synchronizableAny = true
             } else {
                 query.attributes[name] = try spec.normalize(attributeValue(value))
@@ -233,7 +233,7 @@ struct QueryParser {
         let itemClass = query.itemClass
         switch key {
         case "m_Limit":
-            if let name = value as? String {
+            if let name = queryString(value) {
                 switch name {
                 case "m_LimitOne": query.limit = 1
                 case "m_LimitAll": query.limit = nil
@@ -262,7 +262,7 @@ struct QueryParser {
         case "u_ItemList":
             if operation == .copyMatching || operation == .update { throw SecError(errSecParam) }
         case "u_AuthUI":
-            let mode = value as? String
+            let mode = queryString(value)
             if mode == "u_AuthUIS" {
                 guard operation == .copyMatching else { throw SecError(errSecParam) }
                 query.authenticationUI = .skip
