@@ -225,10 +225,10 @@ extension AttributeSpec {
             }
         }
         switch value {
-        case .string(let s): return Data([0x73]) + Data(s.utf8)
-        case .data(let d): return Data([0x64]) + d
-        case .number(let n): return Data([0x6E]) + withUnsafeBytes(of: n.bigEndian) { Data($0) }
-        case .date(let d): return Data([0x74]) + Self.dateBytes(d)
+        case .string(let s): return Data([value.typeByte]) + Data(s.utf8)
+        case .data(let d): return Data([value.typeByte]) + d
+        case .number(let n): return Data([value.typeByte]) + withUnsafeBytes(of: n.bigEndian) { Data($0) }
+        case .date(let d): return Data([value.typeByte]) + Self.dateBytes(d)
         }
     }
 
@@ -246,7 +246,41 @@ extension AttributeSpec {
         }
     }
 
+    /// Appends ``canonicalBytes(_:)`` of `value` to `out`, optionally after their 32-bit
+    /// big-endian length, without building them separately (keyed hashes are computed over
+    /// these bytes on every add and lookup).
+    func appendCanonicalBytes(of value: AttributeValue, to out: inout [UInt8], lengthPrefixed: Bool) {
+        let typeByte: UInt8? = comparesBytes ? nil : value.typeByte
+        func emit(_ payload: UnsafeRawBufferPointer) {
+            if lengthPrefixed {
+                let count = UInt32(payload.count + (typeByte == nil ? 0 : 1))
+                Swift.withUnsafeBytes(of: count.bigEndian) { out.append(contentsOf: $0) }
+            }
+            if let typeByte { out.append(typeByte) }
+            out.append(contentsOf: payload)
+        }
+        switch value {
+        case .string(var text): text.withUTF8 { emit(UnsafeRawBufferPointer($0)) }
+        case .data(let bytes): bytes.withUnsafeBytes(emit)
+        case .number(let n) where comparesBytes: Swift.withUnsafeBytes(of: Int32(truncatingIfNeeded: n), emit)
+        case .number(let n): Swift.withUnsafeBytes(of: n.bigEndian, emit)
+        case .date(let date): Swift.withUnsafeBytes(of: date.timeIntervalSinceReferenceDate.bitPattern.bigEndian, emit)
+        }
+    }
+
     private static func dateBytes(_ date: Date) -> Data {
         withUnsafeBytes(of: date.timeIntervalSinceReferenceDate.bitPattern.bigEndian) { Data($0) }
+    }
+}
+
+extension AttributeValue {
+    /// The byte that tags the value's type in canonical forms: `s`, `d`, `n` or `t`.
+    var typeByte: UInt8 {
+        switch self {
+        case .string: 0x73
+        case .data: 0x64
+        case .number: 0x6E
+        case .date: 0x74
+        }
     }
 }

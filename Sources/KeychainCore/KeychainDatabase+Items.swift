@@ -66,9 +66,8 @@ extension KeychainDatabase {
             let plan = QueryPlan(
                 classes: [prepared.itemClass], filters: [:], groups: nil, synchronizable: nil, persistentID: nil,
                 limit: nil, includesTombstones: false)
-            let statement = try db.cachedStatement(
-                sql: "SELECT \(StoredRow.columns(includeData: true)) FROM items i WHERE i.pk = ? AND i.tomb = 0")
-            guard let existing = try StoredRow.fetchAll(statement, arguments: [primaryKey]).first else {
+            let sql = "SELECT \(StoredRow.columns(includeData: true)) FROM items i WHERE i.pk = ? AND i.tomb = 0"
+            guard let existing = try StoredRow.fetchAll(db, sql, [primaryKey.databaseValue]).first else {
                 try insert(prepared, db: db, codec: codec)
                 var stored = prepared
                 stored.data = nil
@@ -132,8 +131,7 @@ extension KeychainDatabase {
         let row = try codec.seal(
             itemClass: item.itemClass, uuid: RowCodec.bytes(of: item.persistentID!), attributes: item.attributes,
             data: item.data, tombstone: false)
-        try db.cachedStatement(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1").execute(
-            arguments: [row.primaryKeyTag])
+        try db.run("DELETE FROM items WHERE pk = ? AND tomb = 1", [row.primaryKeyTag.databaseValue])
         try insert(
             row, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes)
     }
@@ -143,9 +141,8 @@ extension KeychainDatabase {
         let sealed = try codec.seal(
             itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
             tombstone: false)
-        try db.cachedStatement(sql: "DELETE FROM items WHERE pk = ? AND tomb = 1").execute(
-            arguments: [sealed.primaryKeyTag])
-        try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [existing.id])
+        try db.run("DELETE FROM items WHERE pk = ? AND tomb = 1", [sealed.primaryKeyTag.databaseValue])
+        try db.run("DELETE FROM items WHERE id = ?", [existing.id.databaseValue])
         try insert(
             sealed, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes,
             id: existing.id)
@@ -316,10 +313,11 @@ extension KeychainDatabase {
                     let tomb = try codec.seal(
                         itemClass: item.itemClass, uuid: row.uuid, attributes: item.attributes, data: nil,
                         tombstone: true)
-                    try db.cachedStatement(sql: "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?")
-                        .execute(arguments: [tomb.attributes, row.id])
+                    try db.run(
+                        "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
+                        [tomb.attributes.databaseValue, row.id.databaseValue])
                 } else {
-                    try db.cachedStatement(sql: "DELETE FROM items WHERE id = ?").execute(arguments: [row.id])
+                    try db.run("DELETE FROM items WHERE id = ?", [row.id.databaseValue])
                 }
             }
             guard deleted > 0 else { throw KeychainError(.itemNotFound, "no item matched") }
@@ -444,31 +442,39 @@ extension KeychainDatabase {
         id: Int64? = nil
     ) throws {
         do {
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO items(id, uuid, class, protection, agrp, sync, pk, tomb, attributes, data)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
-                    """
-            ).execute(
-                arguments: [
-                    id, row.uuid, row.itemClass.rawValue, Int(row.protection.rawValue), row.groupTag,
-                    row.syncTag, row.primaryKeyTag, row.attributes, row.data,
+            try db.run(
+                """
+                INSERT INTO items(id, uuid, class, protection, agrp, sync, pk, tomb, attributes, data)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
+                """,
+                [
+                    id.databaseValue, row.uuid.databaseValue, row.itemClass.rawValue.databaseValue,
+                    Int64(row.protection.rawValue).databaseValue, row.groupTag.databaseValue,
+                    row.syncTag.databaseValue, row.primaryKeyTag.databaseValue, row.attributes.databaseValue,
+                    row.data.databaseValue,
                 ])
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw KeychainError(.duplicateItem, "an item with the same primary key exists")
         }
         let itemID = id ?? db.lastInsertedRowID
-        var arguments: [(any DatabaseValueConvertible)?] = []
+        var arguments: [DatabaseValue] = []
         for (name, value) in attributes {
             guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
-            arguments += [tagger.tag(schema.itemClass, spec, value), itemID]
+            arguments += [tagger.tag(schema.itemClass, spec, value).databaseValue, itemID.databaseValue]
         }
         guard !arguments.isEmpty else { return }
         // One statement for all of the item's tags (one per number of tags, compiled once).
-        let rows = repeatElement("(?, ?)", count: arguments.count / 2).joined(separator: ", ")
-        try db.cachedStatement(sql: "INSERT OR IGNORE INTO tags(tag, item) VALUES \(rows)").execute(
-            arguments: StatementArguments(arguments))
+        let count = arguments.count / 2
+        try db.run(count < Self.tagInserts.count ? Self.tagInserts[count] : Self.tagInsert(count), arguments)
     }
+
+    /// The statement that inserts `count` tag rows.
+    private static func tagInsert(_ count: Int) -> String {
+        "INSERT OR IGNORE INTO tags(tag, item) VALUES " + repeatElement("(?, ?)", count: count).joined(separator: ", ")
+    }
+
+    /// ``tagInsert(_:)`` for the usual numbers of tags.
+    private static let tagInserts = (0..<24).map(tagInsert)
 
     /// Turns a query into a plan: classes, keyed tags, filters to verify after decryption.
     func prepare(_ query: ItemQuery, writing: Bool) throws -> QueryPlan {

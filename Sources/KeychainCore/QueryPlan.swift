@@ -53,9 +53,9 @@ struct StoredRow {
     }
 
     /// The rows a statement selecting ``columns(includeData:)`` returns.
-    static func fetchAll(_ statement: Statement, arguments: StatementArguments) throws -> [StoredRow] {
+    static func fetchAll(_ db: Database, _ sql: String, _ values: [DatabaseValue]) throws -> [StoredRow] {
         var rows: [StoredRow] = []
-        try statement.forEachRawRow(arguments: arguments) { rows.append(try StoredRow($0)) }
+        try db.forEachRow(sql, values) { rows.append(try StoredRow($0)) }
         return rows
     }
 }
@@ -142,44 +142,44 @@ struct QueryPlan {
         _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool, limit: Int?
     ) throws -> [StoredRow] {
         var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
-        var arguments: [(any DatabaseValueConvertible)?] = []
+        var arguments: [DatabaseValue] = []
         let tags = orderedFilters(itemClass).map { tagger.tag(itemClass, $0.0, $0.1) }
         if tags.isEmpty {
             sql += " items i WHERE i.class = ?"
         } else {
             sql += " " + tags.indices.map { "tags t\($0)" }.joined(separator: " CROSS JOIN ")
             sql += " CROSS JOIN items i WHERE t0.tag = ?"
-            arguments.append(tags[0])
+            arguments.append(tags[0].databaseValue)
             for index in tags.indices.dropFirst() {
                 sql += " AND t\(index).tag = ? AND t\(index).item = t0.item"
-                arguments.append(tags[index])
+                arguments.append(tags[index].databaseValue)
             }
             sql += " AND i.id = t0.item AND i.class = ?"
         }
-        arguments.append(itemClass.rawValue)
+        arguments.append(itemClass.rawValue.databaseValue)
         if let persistentID {
             sql += " AND i.uuid = ?"
-            arguments.append(RowCodec.bytes(of: persistentID))
+            arguments.append(RowCodec.bytes(of: persistentID).databaseValue)
         }
         if !includesTombstones { sql += " AND i.tomb = 0" }
         if let groups {
             sql += " AND i.agrp IN (\(groups.map { _ in "?" }.joined(separator: ",")))"
-            arguments += groups.map { tagger.columnTag(.accessGroup, .string($0)) }
+            arguments += groups.map { tagger.columnTag(.accessGroup, .string($0)).databaseValue }
         }
         if let synchronizable {
             sql += " AND i.sync = ?"
-            arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)))
+            arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)).databaseValue)
         }
         // Rows come back in the order items were added. With tags, t0's primary key
         // (tag, item) already yields that order; naming `i.id` would make SQLite sort.
         sql += tags.isEmpty ? " ORDER BY i.id" : " ORDER BY t0.item"
         if let limit {
             sql += " LIMIT ?"
-            arguments.append(max(0, limit))
+            arguments.append(max(0, limit).databaseValue)
         }
         // One statement per query shape, compiled once per connection: compiling it (with
         // GRDB's authorizer) costs more than running the join.
-        return try StoredRow.fetchAll(db.cachedStatement(sql: sql), arguments: StatementArguments(arguments))
+        return try StoredRow.fetchAll(db, sql, arguments)
     }
 
     /// How a decrypted item compares with the query.

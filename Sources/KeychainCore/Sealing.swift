@@ -85,7 +85,7 @@ struct IndexTagger: Sendable {
         message.reserveCapacity(96)
         message.appendLengthPrefixed(itemClass.rawValue.utf8)
         message.appendLengthPrefixed(spec.name.rawValue.utf8)
-        message.append(contentsOf: spec.canonicalBytes(value))
+        spec.appendCanonicalBytes(of: value, to: &message, lengthPrefixed: false)
         return mac(message)
     }
 
@@ -103,7 +103,7 @@ struct IndexTagger: Sendable {
         var message: [UInt8] = [0x63]  // "c"
         message.reserveCapacity(64)
         message.appendLengthPrefixed(name.rawValue.utf8)
-        message.append(contentsOf: spec.canonicalBytes(value))
+        spec.appendCanonicalBytes(of: value, to: &message, lengthPrefixed: false)
         return mac(message)
     }
 
@@ -117,7 +117,7 @@ struct IndexTagger: Sendable {
             message.appendLengthPrefixed(name.rawValue.utf8)
             if let value = attributes[name] ?? spec.defaultValue {
                 message.append(1)
-                message.appendLengthPrefixed(spec.canonicalBytes(value))
+                spec.appendCanonicalBytes(of: value, to: &message, lengthPrefixed: true)
             } else {
                 message.append(0)
             }

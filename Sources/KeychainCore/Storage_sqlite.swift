@@ -147,7 +147,7 @@ enum Storage {
 
     static func meta(_ db: Database) throws -> [String: Data] {
         var values: [String: Data] = [:]
-        try db.makeStatement(sql: "SELECT name, value FROM meta").forEachRawRow(arguments: []) { row in
+        try db.forEachRow("SELECT name, value FROM meta", []) { row in
             guard let name = row.text(0), let value = row.blob(1) else {
                 throw KeychainError.decode("malformed keychain header")
             }
@@ -210,22 +210,61 @@ struct RawRow {
     func isNull(_ index: Int32) -> Bool { sqlite3_column_type(statement, index) == SQLITE_NULL }
 }
 
-extension Statement {
-    /// Binds `arguments`, then calls `body` with each result row; the statement is reset
-    /// afterwards, even when `body` throws.
-    func forEachRawRow(arguments: StatementArguments, _ body: (RawRow) throws -> Void) throws {
-        try setArguments(arguments)
-        let statement = sqliteStatement
-        defer { sqlite3_reset(statement) }
+/// Hot statements run through SQLite's C API on GRDB's cached statements: binding a few
+/// values and stepping directly costs a fraction of GRDB's generic argument and
+/// observation machinery, which the engine does not use. Everything else goes through GRDB.
+extension Database {
+    /// Runs a statement that returns no rows (an insert, update or delete).
+    /// - Throws: `DatabaseError` with SQLite's (extended) result code.
+    func run(_ sql: String, _ values: [DatabaseValue]) throws {
+        try forEachRow(sql, values) { _ in }
+    }
+
+    /// Calls `body` with each result row of a statement; the statement is reset afterwards,
+    /// even when `body` throws.
+    func forEachRow(_ sql: String, _ values: [DatabaseValue], _ body: (RawRow) throws -> Void) throws {
+        let statement = try cachedStatement(sql: sql).sqliteStatement
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        sqlite3_reset(statement)
+        for (index, value) in values.enumerated() {
+            try check(Self.bind(value, to: statement, at: Int32(index + 1)))
+        }
         while true {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { return }
-            guard code == SQLITE_ROW else {
-                throw DatabaseError(
-                    resultCode: ResultCode(rawValue: code),
-                    message: String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))
-            }
+            guard code == SQLITE_ROW else { return try check(code) }
             try body(RawRow(statement: statement))
         }
+    }
+
+    private static func bind(_ value: DatabaseValue, to statement: SQLiteStatement, at position: Int32) -> Int32 {
+        switch value.storage {
+        case .null:
+            return sqlite3_bind_null(statement, position)
+        case .int64(let number):
+            return sqlite3_bind_int64(statement, position, number)
+        case .double(let number):
+            return sqlite3_bind_double(statement, position, number)
+        case .string(let text):
+            return sqlite3_bind_text(statement, position, text, -1, transient)
+        case .blob(let bytes):
+            // A NULL pointer would bind NULL, not an empty blob.
+            guard !bytes.isEmpty else { return sqlite3_bind_zeroblob(statement, position, 0) }
+            return bytes.withUnsafeBytes {
+                sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), transient)
+            }
+        }
+    }
+
+    /// SQLite copies bound values before the call returns.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    private func check(_ code: Int32) throws {
+        guard code != SQLITE_OK else { return }
+        throw DatabaseError(
+            resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(sqliteConnection)))
     }
 }

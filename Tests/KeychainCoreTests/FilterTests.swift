@@ -1,0 +1,137 @@
+import Foundation
+import GRDB
+@testable import KeychainCore
+import Testing
+
+/// Dates and the accessibility have no index rows: a filter on them is checked on the
+/// decrypted attributes, which must give the same answers as an indexed lookup.
+@Suite("Filters checked after decryption")
+struct FilterTests {
+    /// Ten items, alternately when-unlocked and after-first-unlock, added in order.
+    private func mixedKeychain(_ backend: Backend) throws -> (KeychainDatabase, AnyObject?, [Item]) {
+        let (keychain, owner) = try backend.make()
+        var added: [Item] = []
+        for index in 0..<10 {
+            var item = genericPassword("user\(index)", data: "secret\(index)")
+            item.attributes[.accessible] = .string(
+                (index.isMultiple(of: 2) ? Accessibility.whenUnlocked : .afterFirstUnlock).rawValue)
+            added.append(try keychain.add(item))
+        }
+        return (keychain, owner, added)
+    }
+
+    private func accounts(_ items: [Item]) -> [String] {
+        items.compactMap { $0.attributes[.account]?.stringValue }
+    }
+
+    @Test("a query on the accessibility returns exactly the items that have it", arguments: Backend.allCases)
+    func accessibilityFilter(backend: Backend) throws {
+        let (keychain, owner, _) = try mixedKeychain(backend)
+        defer { withExtendedLifetime(owner) {} }
+        let found = try keychain.find(query(.genericPassword, [.accessible: .string("ck")]), includeData: true)
+        #expect(accounts(found) == ["user1", "user3", "user5", "user7", "user9"])
+        #expect(
+            found.map(\.data) == ["secret1", "secret3", "secret5", "secret7", "secret9"].map { Data($0.utf8) as Data? })
+    }
+
+    @Test("the limit counts matching items, not candidate rows", arguments: Backend.allCases)
+    func limitAppliesAfterFiltering(backend: Backend) throws {
+        let (keychain, owner, _) = try mixedKeychain(backend)
+        defer { withExtendedLifetime(owner) {} }
+        var limited = query(.genericPassword, [.accessible: .string("ck")])
+        limited.limit = 2
+        #expect(accounts(try keychain.find(limited)) == ["user1", "user3"])
+        // The first candidate (user0) fails the filter; the first match is still found.
+        let first = try keychain.findFirst(query(.genericPassword, [.accessible: .string("ck")]))
+        #expect(first?.attributes[.account] == .string("user1"))
+    }
+
+    @Test("an indexed and a decrypted filter combine", arguments: Backend.allCases)
+    func indexedAndResidualFiltersCombine(backend: Backend) throws {
+        let (keychain, owner, _) = try mixedKeychain(backend)
+        defer { withExtendedLifetime(owner) {} }
+        let hit = query(.genericPassword, [.account: .string("user3"), .accessible: .string("ck")])
+        #expect(accounts(try keychain.find(hit)) == ["user3"])
+        let miss = query(.genericPassword, [.account: .string("user3"), .accessible: .string("ak")])
+        #expect(try keychain.find(miss).isEmpty)
+        #expect(errorCode { try keychain.update(miss, attributes: [.label: .string("x")]) } == .itemNotFound)
+        #expect(errorCode { try keychain.delete(miss) } == .itemNotFound)
+    }
+
+    @Test("a query on a creation date finds the item created then", arguments: Backend.allCases)
+    func creationDateFilter(backend: Backend) throws {
+        let (keychain, owner, added) = try mixedKeychain(backend)
+        defer { withExtendedLifetime(owner) {} }
+        let created = try #require(added[4].attributes[.creationDate])
+        let found = try keychain.find(query(.genericPassword, [.creationDate: created]))
+        #expect(found.allSatisfy { $0.attributes[.creationDate] == created })
+        #expect(accounts(found).contains("user4"))
+        #expect(found.count == added.filter { $0.attributes[.creationDate] == created }.count)
+    }
+
+    @Test("update and delete change only the items that pass the filter", arguments: Backend.allCases)
+    func writesHonourResidualFilters(backend: Backend) throws {
+        let (keychain, owner, _) = try mixedKeychain(backend)
+        defer { withExtendedLifetime(owner) {} }
+        let unlocked = query(.genericPassword, [.accessible: .string("ak")])
+        #expect(try keychain.update(unlocked, attributes: [.label: .string("changed")]) == 5)
+        let labelled = try keychain.find(query(.genericPassword, [.label: .string("changed")]))
+        #expect(accounts(labelled) == ["user0", "user2", "user4", "user6", "user8"])
+        #expect(try keychain.delete(unlocked) == 5)
+        #expect(accounts(try keychain.find(query())) == ["user1", "user3", "user5", "user7", "user9"])
+    }
+
+    @Test("an index row moved to another item makes the lookup fail, never return that item")
+    func movedIndexRowIsDetected() throws {
+        let temporary = try TemporaryKeychain()
+        try temporary.keychain.add(genericPassword("alice", data: "alice-secret"))
+        try temporary.keychain.add(genericPassword("bob", data: "bob-secret"))
+        try GRDBTestAccess.queue(temporary.path).write { db in
+            try db.execute(sql: "UPDATE OR REPLACE tags SET item = 2 WHERE item = 1")
+        }
+        let lookup = query(.genericPassword, [.account: .string("alice"), .service: .string("svc")])
+        #expect(errorCode { _ = try temporary.keychain.find(lookup, includeData: true) } == .decode)
+    }
+}
+
+/// The keyed index hashes canonical bytes written straight into the hash input; they must
+/// be the bytes ``AttributeSpec/canonicalBytes(_:)`` defines, or files written before would
+/// no longer be found.
+@Suite("Canonical bytes")
+struct CanonicalBytesTests {
+    private static func randomValue(_ generator: inout some RandomNumberGenerator) -> AttributeValue {
+        switch Int.random(in: 0..<4, using: &generator) {
+        case 0:
+            let scalars = (0..<Int.random(in: 0..<12, using: &generator)).map { _ in
+                Unicode.Scalar(UInt32.random(in: 0x20..<0x3000, using: &generator)) ?? "x"
+            }
+            return .string(String(String.UnicodeScalarView(scalars)))
+        case 1:
+            return .data(
+                Data(
+                    (0..<Int.random(in: 0..<40, using: &generator)).map { _ in
+                        UInt8.random(in: 0...255, using: &generator)
+                    }))
+        case 2:
+            return .number(Int64.random(in: .min ... .max, using: &generator))
+        default:
+            return .date(Date(timeIntervalSinceReferenceDate: Double.random(in: -1e9...1e9, using: &generator)))
+        }
+    }
+
+    @Test("appended canonical bytes equal canonicalBytes, with and without a length", arguments: [false, true])
+    func appendedBytesMatch(comparesBytes: Bool) {
+        var generator = SystemRandomNumberGenerator()
+        let spec = AttributeSpec(name: "acct", kind: .blob, comparesBytes: comparesBytes, defaultValue: nil)
+        for _ in 0..<2_000 {
+            let value = Self.randomValue(&generator)
+            let expected = [UInt8](spec.canonicalBytes(value))
+            var plain: [UInt8] = [7]
+            spec.appendCanonicalBytes(of: value, to: &plain, lengthPrefixed: false)
+            #expect(plain == [7] + expected)
+            var prefixed: [UInt8] = []
+            spec.appendCanonicalBytes(of: value, to: &prefixed, lengthPrefixed: true)
+            #expect(prefixed == withUnsafeBytes(of: UInt32(expected.count).bigEndian) { Array($0) } + expected)
+        }
+    }
+}
