@@ -76,13 +76,14 @@ extension KeychainDatabase {
             guard var merged = try codec.open(existing, plan: plan, includeData: true) else {
                 throw KeychainError.decode("a stored item does not match its index")
             }
+            let old = merged.attributes
             for (name, value) in item.attributes where name != .creationDate {
                 merged.attributes[name] = prepared.attributes[name] ?? value
             }
             merged.data = item.data
             merged.attributes[.modificationDate] = .date(
                 Self.nextModificationDate(after: merged.attributes[.modificationDate]?.dateValue))
-            try replace(existing, with: merged, db: db, codec: codec)
+            try replace(existing, old: old, with: merged, db: db, codec: codec)
             merged.data = nil
             return (merged, false)
         }
@@ -136,16 +137,63 @@ extension KeychainDatabase {
             row, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes)
     }
 
-    /// Rewrites an existing row with new contents, keeping its row id and persistent identity.
-    private func replace(_ existing: StoredRow, with item: Item, db: Database, codec: RowCodec) throws {
+    /// Rewrites an existing row in place with new contents, keeping its row id and persistent
+    /// identity.
+    ///
+    /// Only what changed is written: the sealed blobs, the index columns whose value changed,
+    /// and the tag rows of indexed attributes whose value changed. A new secret alone
+    /// rewrites one row and no index entry, so an update costs about what a plain SQLite
+    /// update does.
+    private func replace(
+        _ existing: StoredRow, old: Attributes, with item: Item, db: Database, codec: RowCodec
+    ) throws {
         let sealed = try codec.seal(
             itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
             tombstone: false)
         try db.run("DELETE FROM items WHERE pk = ? AND tomb = 1", [sealed.primaryKeyTag.databaseValue])
-        try db.run("DELETE FROM items WHERE id = ?", [existing.id.databaseValue])
-        try insert(
-            sealed, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes,
-            id: existing.id)
+        var assignments = ["attributes = ?", "data = ?"]
+        var values = [sealed.attributes.databaseValue, sealed.data.databaseValue]
+        func assign(_ column: String, _ value: DatabaseValue, if changed: Bool) {
+            guard changed else { return }
+            assignments.append("\(column) = ?")
+            values.append(value)
+        }
+        assign(
+            "protection", Int64(sealed.protection.rawValue).databaseValue,
+            if: sealed.protection != existing.protection)
+        assign("agrp", sealed.groupTag.databaseValue, if: sealed.groupTag != existing.groupTag)
+        assign("sync", sealed.syncTag.databaseValue, if: sealed.syncTag != existing.syncTag)
+        assign("pk", sealed.primaryKeyTag.databaseValue, if: sealed.primaryKeyTag != existing.primaryKeyTag)
+        assign("tomb", 0.databaseValue, if: existing.tombstone)
+        values.append(existing.id.databaseValue)
+        do {
+            try db.run("UPDATE items SET \(assignments.joined(separator: ", ")) WHERE id = ?", values)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            throw KeychainError(.duplicateItem, "an item with the same primary key exists")
+        }
+        try updateTags(of: existing.id, from: old, to: item.attributes, itemClass: item.itemClass, db: db, codec: codec)
+    }
+
+    /// Replaces the tag rows of the indexed attributes whose value changed.
+    private func updateTags(
+        of itemID: Int64, from old: Attributes, to new: Attributes, itemClass: ItemClass, db: Database,
+        codec: RowCodec
+    ) throws {
+        let schema = ItemSchema.of(itemClass)
+        var added: [Data] = []
+        for name in Set(old.keys).union(new.keys) {
+            guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
+            let before = old[name]
+            let after = new[name]
+            if let before, let after, spec.equal(before, after) { continue }
+            if let before {
+                try db.run(
+                    "DELETE FROM tags WHERE tag = ? AND item = ?",
+                    [codec.tagger.tag(itemClass, spec, before).databaseValue, itemID.databaseValue])
+            }
+            if let after { added.append(codec.tagger.tag(itemClass, spec, after)) }
+        }
+        try insertTags(added, of: itemID, db: db)
     }
 
     /// Now, or 1 ms after `previous` when the clock has not moved past it (spec §5.2).
@@ -272,17 +320,17 @@ extension KeychainDatabase {
                 guard var item = try codec.open(row, plan: plan, includeData: true) else { continue }
                 changed += 1
                 let schema = ItemSchema.of(item.itemClass)
-                let oldPrimaryKey = tagger.primaryKeyTag(schema, item.attributes)
+                let old = item.attributes
                 let oldModified = item.attributes[.modificationDate]?.dateValue ?? .distantPast
                 for (name, value) in normalizedChanges[item.itemClass] ?? [:] {
                     item.attributes[name] = value
                 }
                 if let data { item.data = data }
                 // mdat strictly increases when the primary key stays (spec §5.2).
-                let samePrimaryKey = tagger.primaryKeyTag(schema, item.attributes) == oldPrimaryKey
+                let samePrimaryKey = tagger.primaryKeyTag(schema, item.attributes) == row.primaryKeyTag
                 item.attributes[.modificationDate] = .date(
                     samePrimaryKey ? Self.nextModificationDate(after: oldModified) : Date())
-                try replace(row, with: item, db: db, codec: codec)
+                try replace(row, old: old, with: item, db: db, codec: codec)
             }
             guard changed > 0 else { throw KeychainError(.itemNotFound, "no item matched") }
             return changed
@@ -438,8 +486,7 @@ extension KeychainDatabase {
     }
 
     private func insert(
-        _ row: SealedRow, db: Database, tagger: IndexTagger, schema: ItemSchema, attributes: Attributes,
-        id: Int64? = nil
+        _ row: SealedRow, db: Database, tagger: IndexTagger, schema: ItemSchema, attributes: Attributes
     ) throws {
         do {
             try db.run(
@@ -448,7 +495,7 @@ extension KeychainDatabase {
                 VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
                 """,
                 [
-                    id.databaseValue, row.uuid.databaseValue, row.itemClass.rawValue.databaseValue,
+                    DatabaseValue.null, row.uuid.databaseValue, row.itemClass.rawValue.databaseValue,
                     Int64(row.protection.rawValue).databaseValue, row.groupTag.databaseValue,
                     row.syncTag.databaseValue, row.primaryKeyTag.databaseValue, row.attributes.databaseValue,
                     row.data.databaseValue,
@@ -456,16 +503,22 @@ extension KeychainDatabase {
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw KeychainError(.duplicateItem, "an item with the same primary key exists")
         }
-        let itemID = id ?? db.lastInsertedRowID
-        var arguments: [DatabaseValue] = []
+        var tags: [Data] = []
         for (name, value) in attributes {
             guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
-            arguments += [tagger.tag(schema.itemClass, spec, value).databaseValue, itemID.databaseValue]
+            tags.append(tagger.tag(schema.itemClass, spec, value))
         }
-        guard !arguments.isEmpty else { return }
-        // One statement for all of the item's tags (one per number of tags, compiled once).
-        let count = arguments.count / 2
-        try db.run(count < Self.tagInserts.count ? Self.tagInserts[count] : Self.tagInsert(count), arguments)
+        try insertTags(tags, of: db.lastInsertedRowID, db: db)
+    }
+
+    /// Inserts an item's tag rows with one statement (one per number of tags, compiled once).
+    private func insertTags(_ tags: [Data], of itemID: Int64, db: Database) throws {
+        guard !tags.isEmpty else { return }
+        var arguments: [DatabaseValue] = []
+        arguments.reserveCapacity(tags.count * 2)
+        for tag in tags { arguments += [tag.databaseValue, itemID.databaseValue] }
+        try db.run(
+            tags.count < Self.tagInserts.count ? Self.tagInserts[tags.count] : Self.tagInsert(tags.count), arguments)
     }
 
     /// The statement that inserts `count` tag rows.
