@@ -8,6 +8,12 @@ import GRDBSQLite
 /// whose `user_version` is the format version; `meta` holds the header (keychain id, key
 /// derivation, wrapped keys), `items` one row per item with sealed attributes and data,
 /// `tags` the keyed hashes of attribute values that lookups use.
+///
+/// Every index is one more B-tree page written to the WAL on each add, so the layout keeps
+/// them few: the primary-key tag (unique among live items), tombstones, (class, uuid) for
+/// class scans and persistent identities, and the tags with their per-item index for
+/// deletes. Files created before this layout have a unique index on `uuid` and one on
+/// (class, access group) instead of (class, uuid); the same statements read and write both.
 enum Storage {
     static let applicationID: Int32 = 0x4B43_484E  // "KCHN"
     static let formatVersion = 1
@@ -25,7 +31,7 @@ enum Storage {
                 ) WITHOUT ROWID;
                 CREATE TABLE items(
                     id INTEGER PRIMARY KEY,
-                    uuid BLOB NOT NULL UNIQUE,
+                    uuid BLOB NOT NULL,
                     class TEXT NOT NULL,
                     protection INTEGER NOT NULL,
                     agrp BLOB NOT NULL,
@@ -37,7 +43,7 @@ enum Storage {
                 );
                 CREATE UNIQUE INDEX items_primary_key ON items(pk) WHERE tomb = 0;
                 CREATE INDEX items_tombstones ON items(pk) WHERE tomb = 1;
-                CREATE INDEX items_class ON items(class, agrp);
+                CREATE INDEX items_class_uuid ON items(class, uuid);
                 CREATE TABLE tags(
                     tag BLOB NOT NULL,
                     item INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
@@ -81,9 +87,28 @@ enum Storage {
         let pageCount = Int(UInt32(bitPattern: int32(at: 28)))
         let sizeIsValid = int32(at: 92) == int32(at: 24) && pageCount > 0
         let fileSize = try SecureFileSystem.size(of: path)
-        guard pageSize >= 512, pageSize & (pageSize - 1) == 0, fileSize % pageSize == 0,
-            !sizeIsValid || fileSize >= pageCount * pageSize
-        else { throw KeychainError.invalidKeychain("the keychain file is truncated or malformed") }
+        guard pageSize >= 512, pageSize & (pageSize - 1) == 0, fileSize % pageSize == 0 else {
+            throw KeychainError.invalidKeychain("the keychain file is truncated or malformed")
+        }
+        // A process killed during a checkpoint leaves the header's new size on page 1 before the
+        // file has grown to it; the pages are still in the write-ahead log, which SQLite replays
+        // on open. The file's own size proves nothing then.
+        guard !sizeIsValid || fileSize >= pageCount * pageSize || hasWriteAheadLog(path, pageSize: pageSize) else {
+            throw KeychainError.invalidKeychain("the keychain file is truncated or malformed")
+        }
+    }
+
+    /// Whether a write-ahead log with a valid SQLite header for this page size sits next to
+    /// the file (a crash left committed pages there).
+    private static func hasWriteAheadLog(_ path: String, pageSize: Int) -> Bool {
+        guard let header = try? SecureFileSystem.readFile(path + "-wal", limit: 32).prefix(32), header.count == 32
+        else { return false }
+        let words = (0..<8).map { index in
+            header.dropFirst(index * 4).prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        }
+        // Magic number (either byte order of checksums), format version 3007000, page size.
+        return (words[0] == 0x377F_0682 || words[0] == 0x377F_0683) && words[1] == 3_007_000
+            && Int(words[2]) == pageSize
     }
 
     /// Checks, through a read-only connection that cannot change the file, that the tables and

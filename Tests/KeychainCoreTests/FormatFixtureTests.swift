@@ -56,6 +56,10 @@ struct FormatFixtureTests {
             let found = try keychain.find(query, includeData: true)
             #expect(found.count == 1, "\(expected)")
             #expect(found.first?.data == expected.data)
+            // Files of this layout index persistent identities differently (a unique uuid index).
+            let identity = try #require(found.first?.persistentID)
+            let byIdentity = try keychain.find(ItemQuery(class: nil, persistentID: identity), includeData: true)
+            #expect(byIdentity.map(\.data) == [expected.data])
         }
     }
 

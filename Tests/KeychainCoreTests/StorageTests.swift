@@ -84,6 +84,9 @@ struct StorageTests {
         let statements = [
             "DELETE FROM items WHERE pk = x'00' AND tomb = 1", "SELECT * FROM items WHERE pk = x'00' AND tomb = 0",
             "DELETE FROM items WHERE id = 1", "SELECT item FROM tags WHERE tag = x'00'",
+            "DELETE FROM tags WHERE tag = x'00' AND item = 1",
+            // A lookup by persistent identity.
+            "SELECT * FROM items i WHERE i.class = 'genp' AND i.uuid = x'00' AND i.tomb = 0 ORDER BY i.id",
         ]
         try GRDBTestAccess.queue(temporary.path).read { db in
             for statement in statements {

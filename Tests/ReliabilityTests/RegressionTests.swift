@@ -183,6 +183,47 @@ struct RegressionTests {
         }
     }
 
+    // D12
+    @Test(
+        "a keychain killed during a checkpoint (size on page 1 ahead of the file, pages in the WAL) opens whole")
+    func killedDuringCheckpointOpens() throws {
+        let scratch = try Scratch("d12")
+        let source = scratch.file("live.keychain-db")
+        let keychain = try KeychainDatabase.create(at: source, password: nil, configuration: StressKeys.testing())
+        for index in 0..<40 { try keychain.add(item("user\(index)")) }
+        // The files as a crash leaves them: the main file and its log, no -shm.
+        let path = scratch.file("crashed.keychain-db")
+        try FileManager.default.copyItem(atPath: source, toPath: path)
+        try FileManager.default.copyItem(atPath: source + "-wal", toPath: path + "-wal")
+        withExtendedLifetime(keychain) {}
+        // A checkpoint writes page 1, with the new size, before the file has grown to it.
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        let claimed = UInt32(bytes.count / pageSize + 20)
+        for (offset, value) in [(28, claimed)] + [(92, UInt32(bytes[24..<28].reduce(0) { $0 << 8 | UInt32($1) }))] {
+            for byte in 0..<4 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(byte))) }
+        }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let reopened = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
+        let found = try reopened.find(ItemQuery(class: .genericPassword), includeData: true)
+        #expect(found.count == 40)
+        #expect(found.allSatisfy { $0.data == Data("secret-\($0.attributes[.account]?.stringValue ?? "")".utf8) })
+    }
+
+    // D12: the exception above needs a real write-ahead log.
+    @Test("a truncated keychain next to a log that is not SQLite's is still refused")
+    func truncatedKeychainWithJunkLogIsRefused() throws {
+        let scratch = try Scratch("d12-junk")
+        let path = try keychainFile(scratch, password: nil)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        try bytes.prefix(bytes.count - 2 * 4_096).write(to: URL(fileURLWithPath: path))
+        try Data(repeating: 0x5A, count: 4_096).write(to: URL(fileURLWithPath: path + "-wal"))
+        let before = sha256(ofFile: path)
+        #expect(
+            code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) } == .invalidKeychain)
+        #expect(sha256(ofFile: path) == before)
+    }
+
     // D6
     @Test(
         "the password followed by NUL bytes does not unlock",
