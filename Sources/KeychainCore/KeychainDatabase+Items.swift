@@ -224,7 +224,9 @@ extension KeychainDatabase {
         return try keys.read { state in
             let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
             let rows = try Self.run {
-                try writer.read { db in try plan.fetch(db, tagger: codec.tagger, includeData: includeData) }
+                try writer.read { db in
+                    try plan.fetch(db, tagger: codec.tagger, includeData: includeData, statements: searchStatements)
+                }
             }
             var items: [Item] = []
             for row in rows {
@@ -316,7 +318,7 @@ extension KeychainDatabase {
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
             var changed = 0
-            for row in try plan.fetch(db, tagger: tagger, includeData: true) {
+            for row in try plan.fetch(db, tagger: tagger, includeData: true, statements: searchStatements) {
                 guard var item = try codec.open(row, plan: plan, includeData: true) else { continue }
                 changed += 1
                 let schema = ItemSchema.of(item.itemClass)
@@ -354,7 +356,7 @@ extension KeychainDatabase {
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
             var deleted = 0
-            for row in try plan.fetch(db, tagger: tagger, includeData: false) {
+            for row in try plan.fetch(db, tagger: tagger, includeData: false, statements: searchStatements) {
                 guard let item = try codec.open(row, plan: plan, includeData: false) else { continue }
                 deleted += 1
                 if item.isSynchronizable && !row.tombstone {

@@ -30,6 +30,7 @@ public final class KeychainDatabase: Sendable {
     let keychainID: Data
     let deviceKey: SymmetricKey
     let keys = KeyRing()
+    let searchStatements = SearchStatements()
     let header: Mutex<Header>
 
     struct Header: Sendable {

@@ -126,12 +126,16 @@ struct QueryPlan {
     /// The candidate rows, in the order items were added. When every filter is indexed, they
     /// are the matches (up to the limit); otherwise ``RowCodec/open(_:plan:includeData:)``
     /// leaves out the rows that fail the other filters, and the caller applies the limit.
-    func fetch(_ db: Database, tagger: IndexTagger, includeData: Bool) throws -> [StoredRow] {
+    func fetch(
+        _ db: Database, tagger: IndexTagger, includeData: Bool, statements: SearchStatements
+    ) throws -> [StoredRow] {
         var rows: [StoredRow] = []
         var limit = limit
         for itemClass in classes {
             if hasResidualFilters(itemClass) { limit = nil }
-            rows += try fetch(db, itemClass: itemClass, tagger: tagger, includeData: includeData, limit: limit)
+            rows += try fetch(
+                db, itemClass: itemClass, tagger: tagger, includeData: includeData, limit: limit,
+                statements: statements)
             if let limit, rows.count >= limit { break }
         }
         if let limit, rows.count > limit { rows.removeLast(rows.count - limit) }
@@ -139,47 +143,23 @@ struct QueryPlan {
     }
 
     private func fetch(
-        _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool, limit: Int?
+        _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool, limit: Int?,
+        statements: SearchStatements
     ) throws -> [StoredRow] {
-        var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
-        var arguments: [DatabaseValue] = []
         let tags = orderedFilters(itemClass).map { tagger.tag(itemClass, $0.0, $0.1) }
-        if tags.isEmpty {
-            sql += " items i WHERE i.class = ?"
-        } else {
-            sql += " " + tags.indices.map { "tags t\($0)" }.joined(separator: " CROSS JOIN ")
-            sql += " CROSS JOIN items i WHERE t0.tag = ?"
-            arguments.append(tags[0].databaseValue)
-            for index in tags.indices.dropFirst() {
-                sql += " AND t\(index).tag = ? AND t\(index).item = t0.item"
-                arguments.append(tags[index].databaseValue)
-            }
-            sql += " AND i.id = t0.item AND i.class = ?"
-        }
+        var arguments: [DatabaseValue] = tags.map(\.databaseValue)
         arguments.append(itemClass.rawValue.databaseValue)
-        if let persistentID {
-            sql += " AND i.uuid = ?"
-            arguments.append(RowCodec.bytes(of: persistentID).databaseValue)
-        }
-        if !includesTombstones { sql += " AND i.tomb = 0" }
-        if let groups {
-            sql += " AND i.agrp IN (\(groups.map { _ in "?" }.joined(separator: ",")))"
-            arguments += groups.map { tagger.columnTag(.accessGroup, .string($0)).databaseValue }
-        }
+        if let persistentID { arguments.append(RowCodec.bytes(of: persistentID).databaseValue) }
+        if let groups { arguments += groups.map { tagger.columnTag(.accessGroup, .string($0)).databaseValue } }
         if let synchronizable {
-            sql += " AND i.sync = ?"
             arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)).databaseValue)
         }
-        // Rows come back in the order items were added. With tags, t0's primary key
-        // (tag, item) already yields that order; naming `i.id` would make SQLite sort.
-        sql += tags.isEmpty ? " ORDER BY i.id" : " ORDER BY t0.item"
-        if let limit {
-            sql += " LIMIT ?"
-            arguments.append(max(0, limit).databaseValue)
-        }
-        // One statement per query shape, compiled once per connection: compiling it (with
-        // GRDB's authorizer) costs more than running the join.
-        return try StoredRow.fetchAll(db, sql, arguments)
+        if let limit { arguments.append(max(0, limit).databaseValue) }
+        let shape = SearchShape(
+            tags: tags.count, persistentID: persistentID != nil, includesTombstones: includesTombstones,
+            groups: groups?.count, synchronizable: synchronizable != nil, limit: limit != nil,
+            includeData: includeData)
+        return try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
     }
 
     /// How a decrypted item compares with the query.
@@ -202,6 +182,55 @@ struct QueryPlan {
             verdict = .filteredOut
         }
         return verdict
+    }
+}
+
+/// What the text of a search statement depends on.
+struct SearchShape: Hashable {
+    var tags: Int
+    var persistentID: Bool
+    var includesTombstones: Bool
+    var groups: Int?
+    var synchronizable: Bool
+    var limit: Bool
+    var includeData: Bool
+
+    /// The statement. Its arguments, in order: the tags (most selective first), the class,
+    /// the persistent identity, the group tags, the synchronizable tag, the limit.
+    var sql: String {
+        var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
+        if tags == 0 {
+            sql += " items i WHERE i.class = ?"
+        } else {
+            sql += " " + (0..<tags).map { "tags t\($0)" }.joined(separator: " CROSS JOIN ")
+            sql += " CROSS JOIN items i WHERE t0.tag = ?"
+            for index in 1..<tags { sql += " AND t\(index).tag = ? AND t\(index).item = t0.item" }
+            sql += " AND i.id = t0.item AND i.class = ?"
+        }
+        if persistentID { sql += " AND i.uuid = ?" }
+        if !includesTombstones { sql += " AND i.tomb = 0" }
+        if let groups { sql += " AND i.agrp IN (\(repeatElement("?", count: groups).joined(separator: ",")))" }
+        if synchronizable { sql += " AND i.sync = ?" }
+        // Rows come back in the order items were added. With tags, t0's primary key
+        // (tag, item) already yields that order; naming `i.id` would make SQLite sort.
+        sql += tags == 0 ? " ORDER BY i.id" : " ORDER BY t0.item"
+        if limit { sql += " LIMIT ?" }
+        return sql
+    }
+}
+
+/// The texts of search statements, built once per shape and keychain handle (building one
+/// costs about as much as running it; SQLite compiles each once per connection).
+final class SearchStatements: Sendable {
+    private let texts = Mutex<[SearchShape: String]>([:])
+
+    func sql(for shape: SearchShape) -> String {
+        if let sql = texts.withLock({ $0[shape] }) { return sql }
+        let sql = shape.sql
+        texts.withLock { texts in
+            if texts.count < 256 { texts[shape] = sql }
+        }
+        return sql
     }
 }
 
