@@ -150,7 +150,10 @@ extension KeychainDatabase {
         let sealed = try codec.seal(
             itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
             tombstone: false)
-        try db.run("DELETE FROM items WHERE pk = ? AND tomb = 1", [sealed.primaryKeyTag.databaseValue])
+        // A tombstone with the new primary key gives way, unless it is the row being updated.
+        try db.run(
+            "DELETE FROM items WHERE pk = ? AND tomb = 1 AND id <> ?",
+            [sealed.primaryKeyTag.databaseValue, existing.id.databaseValue])
         var assignments = ["attributes = ?", "data = ?"]
         var values = [sealed.attributes.databaseValue, sealed.data.databaseValue]
         func assign(_ column: String, _ value: DatabaseValue, if changed: Bool) {
@@ -170,6 +173,9 @@ extension KeychainDatabase {
             try db.run("UPDATE items SET \(assignments.joined(separator: ", ")) WHERE id = ?", values)
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw KeychainError(.duplicateItem, "an item with the same primary key exists")
+        }
+        guard db.changesCount == 1 else {
+            throw KeychainError(.internalComponent, "an item disappeared while it was updated")
         }
         try updateTags(of: existing.id, from: old, to: item.attributes, itemClass: item.itemClass, db: db, codec: codec)
     }
@@ -230,9 +236,9 @@ extension KeychainDatabase {
             }
             var items: [Item] = []
             for row in rows {
+                if let limit = plan.limit, items.count >= limit { break }
                 guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
                 items.append(item)
-                if let limit = plan.limit, items.count >= limit { break }
             }
             return items
         }

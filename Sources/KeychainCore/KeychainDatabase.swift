@@ -437,6 +437,10 @@ final class Mutex<Value: Sendable>: @unchecked Sendable {
 }
 
 extension KeychainDatabase {
+    /// The file format version this build writes; it opens files of this version and every
+    /// earlier one, and refuses later ones with `.wrongVersion`.
+    public static var formatVersion: Int { Storage.formatVersion }
+
     /// Deletes a keychain file and SQLite's files beside it, refusing any file that is not a
     /// keychain (or is a link, or another user's).
     ///

@@ -98,6 +98,14 @@ struct QueryPlan {
         }
     }
 
+    /// The protection class an accessibility filter implies. The `protection` column is
+    /// authenticated and not encrypted, so SQL narrows the rows to that class: rows of other
+    /// classes are never decrypted (and a locked class the filter excludes is never touched).
+    /// `aku` and `akpu` share a class, so the filter itself is still checked after decryption.
+    var protection: ProtectionClass? {
+        filters[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:))?.protectionClass
+    }
+
     /// Whether some filter of the query is checked only after decryption in a class, so that
     /// SQL cannot apply the limit.
     func hasResidualFilters(_ itemClass: ItemClass) -> Bool {
@@ -154,11 +162,12 @@ struct QueryPlan {
         if let synchronizable {
             arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)).databaseValue)
         }
+        if let protection { arguments.append(Int64(protection.rawValue).databaseValue) }
         if let limit { arguments.append(max(0, limit).databaseValue) }
         let shape = SearchShape(
             tags: tags.count, persistentID: persistentID != nil, includesTombstones: includesTombstones,
-            groups: groups?.count, synchronizable: synchronizable != nil, limit: limit != nil,
-            includeData: includeData)
+            groups: groups?.count, synchronizable: synchronizable != nil, protection: protection != nil,
+            limit: limit != nil, includeData: includeData)
         return try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
     }
 
@@ -192,11 +201,13 @@ struct SearchShape: Hashable {
     var includesTombstones: Bool
     var groups: Int?
     var synchronizable: Bool
+    var protection: Bool
     var limit: Bool
     var includeData: Bool
 
     /// The statement. Its arguments, in order: the tags (most selective first), the class,
-    /// the persistent identity, the group tags, the synchronizable tag, the limit.
+    /// the persistent identity, the group tags, the synchronizable tag, the protection class,
+    /// the limit.
     var sql: String {
         var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
         if tags == 0 {
@@ -211,6 +222,7 @@ struct SearchShape: Hashable {
         if !includesTombstones { sql += " AND i.tomb = 0" }
         if let groups { sql += " AND i.agrp IN (\(repeatElement("?", count: groups).joined(separator: ",")))" }
         if synchronizable { sql += " AND i.sync = ?" }
+        if protection { sql += " AND i.protection = ?" }
         // Rows come back in the order items were added. With tags, t0's primary key
         // (tag, item) already yields that order; naming `i.id` would make SQLite sort.
         sql += tags == 0 ? " ORDER BY i.id" : " ORDER BY t0.item"

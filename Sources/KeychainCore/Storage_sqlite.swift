@@ -4,22 +4,34 @@ import GRDBSQLite
 
 /// The SQLite side of a keychain: file format, schema, connections and error mapping.
 ///
-/// Format version 1. The file is an SQLite database whose `application_id` is `KCHN` and
-/// whose `user_version` is the format version; `meta` holds the header (keychain id, key
-/// derivation, wrapped keys), `items` one row per item with sealed attributes and data,
-/// `tags` the keyed hashes of attribute values that lookups use.
+/// The file is an SQLite database whose `application_id` is `KCHN` and whose `user_version`
+/// is the format version; `meta` holds the header (keychain id, key derivation, wrapped
+/// keys), `items` one row per item with sealed attributes and data, `tags` the keyed hashes
+/// of attribute values that lookups use.
+///
+/// Format versions:
+/// - 1: every attribute but the access group, the synchronizable flag, access control and
+///   housekeeping values had tag rows.
+/// - 2: dates and the accessibility have no tag rows (their filters are checked after
+///   decryption), and updates leave the tag rows of other attributes alone. A build that
+///   reads only version 1 would miss items in queries on those attributes, so it must
+///   refuse these files. A version-1 file becomes version 2 when first opened: its extra tag
+///   rows stay (nothing reads them; they go with their item).
 ///
 /// Every index is one more B-tree page written to the WAL on each add, so the layout keeps
 /// them few: the primary-key tag (unique among live items), tombstones, (class, uuid) for
 /// class scans and persistent identities, and the tags with their per-item index for
-/// deletes. Files created before this layout have a unique index on `uuid` and one on
+/// deletes. Files created by earlier builds have a unique index on `uuid` and one on
 /// (class, access group) instead of (class, uuid); the same statements read and write both.
 enum Storage {
     static let applicationID: Int32 = 0x4B43_484E  // "KCHN"
-    static let formatVersion = 1
+    static let formatVersion = 2
 
     /// Migrations from each older format to the next; index i upgrades version i+1 to i+2.
-    static let migrations: [@Sendable (Database) throws -> Void] = []
+    static let migrations: [@Sendable (Database) throws -> Void] = [
+        // 1 → 2: nothing to convert; the version number keeps version-1 builds out.
+        { _ in }
+    ]
 
     static func createSchema(_ db: Database) throws {
         try db.execute(
@@ -93,22 +105,39 @@ enum Storage {
         // A process killed during a checkpoint leaves the header's new size on page 1 before the
         // file has grown to it; the pages are still in the write-ahead log, which SQLite replays
         // on open. The file's own size proves nothing then.
-        guard !sizeIsValid || fileSize >= pageCount * pageSize || hasWriteAheadLog(path, pageSize: pageSize) else {
+        guard
+            !sizeIsValid || fileSize >= pageCount * pageSize
+                || hasWriteAheadLog(path, pageSize: pageSize, pageCount: pageCount)
+        else {
             throw KeychainError.invalidKeychain("the keychain file is truncated or malformed")
         }
     }
 
-    /// Whether a write-ahead log with a valid SQLite header for this page size sits next to
-    /// the file (a crash left committed pages there).
-    private static func hasWriteAheadLog(_ path: String, pageSize: Int) -> Bool {
-        guard let header = try? SecureFileSystem.readFile(path + "-wal", limit: 32).prefix(32), header.count == 32
+    /// Whether the write-ahead log next to the file holds a committed database of at least
+    /// `pageCount` pages: SQLite's header for this page size, and a commit frame with the
+    /// header's salts that records such a size. (SQLite checks the frames' checksums when it
+    /// replays them; a log that fails them leaves pages missing, which reads then report.)
+    private static func hasWriteAheadLog(_ path: String, pageSize: Int, pageCount: Int) -> Bool {
+        guard let size = try? SecureFileSystem.size(of: path + "-wal"), size >= 32, size <= 1 << 30,
+            let log = try? SecureFileSystem.readFile(path + "-wal", limit: size), log.count >= 32
         else { return false }
-        let words = (0..<8).map { index in
-            header.dropFirst(index * 4).prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        return log.withUnsafeBytes { bytes in
+            func word(_ offset: Int) -> UInt32 {
+                (0..<4).reduce(UInt32(0)) { $0 << 8 | UInt32(bytes[offset + $1]) }
+            }
+            // Magic number (either checksum byte order), format version 3007000, page size.
+            guard word(0) == 0x377F_0682 || word(0) == 0x377F_0683, word(4) == 3_007_000, Int(word(8)) == pageSize
+            else { return false }
+            let frameSize = 24 + pageSize
+            var offset = 32
+            while offset + frameSize <= bytes.count {
+                if word(offset + 8) == word(16), word(offset + 12) == word(20), Int(word(offset + 4)) >= pageCount {
+                    return true
+                }
+                offset += frameSize
+            }
+            return false
         }
-        // Magic number (either byte order of checksums), format version 3007000, page size.
-        return (words[0] == 0x377F_0682 || words[0] == 0x377F_0683) && words[1] == 3_007_000
-            && Int(words[2]) == pageSize
     }
 
     /// Checks, through a read-only connection that cannot change the file, that the tables and
@@ -248,19 +277,26 @@ extension Database {
     /// Calls `body` with each result row of a statement; the statement is reset afterwards,
     /// even when `body` throws.
     func forEachRow(_ sql: String, _ values: [DatabaseValue], _ body: (RawRow) throws -> Void) throws {
-        let statement = try cachedStatement(sql: sql).sqliteStatement
+        let cached = try cachedStatement(sql: sql)
+        try withExtendedLifetime(cached) { try Self.step(cached.sqliteStatement, values, connection: self, body) }
+    }
+
+    private static func step(
+        _ statement: SQLiteStatement, _ values: [DatabaseValue], connection db: Database,
+        _ body: (RawRow) throws -> Void
+    ) throws {
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
         sqlite3_reset(statement)
         for (index, value) in values.enumerated() {
-            try check(Self.bind(value, to: statement, at: Int32(index + 1)))
+            try db.check(bind(value, to: statement, at: Int32(index + 1)))
         }
         while true {
             let code = sqlite3_step(statement)
             if code == SQLITE_DONE { return }
-            guard code == SQLITE_ROW else { return try check(code) }
+            guard code == SQLITE_ROW else { return try db.check(code) }
             try body(RawRow(statement: statement))
         }
     }

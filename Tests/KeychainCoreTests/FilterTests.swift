@@ -135,3 +135,54 @@ struct CanonicalBytesTests {
         }
     }
 }
+
+/// Cases a second reading of the filter and update changes found.
+@Suite("Filters and updates: edge cases")
+struct FilterEdgeCaseTests {
+    @Test(
+        "an accessibility filter reads only rows of its protection class, so a locked class it excludes does not fail it"
+    )
+    func accessibilityFilterSkipsOtherClassesWhileLocked() throws {
+        let keychain = try KeychainDatabase.inMemory(password: "pw")
+        try keychain.unlock(password: "pw")
+        for (account, accessibility) in [("a", "ak"), ("c", "ck"), ("d", "dk")] {
+            var item = genericPassword(account)
+            item.attributes[.accessible] = .string(accessibility)
+            try keychain.add(item)
+        }
+        keychain.lock()  // when-unlocked items lock; after-first-unlock and always stay open
+        let afterFirstUnlock = try keychain.find(
+            query(.genericPassword, [.accessible: .string("ck")]), includeData: true)
+        #expect(afterFirstUnlock.map(\.data) == [Data("secret".utf8)])
+        #expect(afterFirstUnlock.map { $0.attributes[.account] } == [.string("c")])
+        #expect(
+            errorCode { _ = try keychain.find(query(.genericPassword, [.accessible: .string("ak")])) }
+                == .interactionNotAllowed)
+    }
+
+    @Test("a limit of 0 returns nothing, with or without a filter checked after decryption", arguments: [false, true])
+    func zeroLimit(withResidualFilter: Bool) throws {
+        let keychain = try KeychainDatabase.inMemory()
+        try keychain.add(genericPassword("a"))
+        var limited = query(.genericPassword, withResidualFilter ? [.accessible: .string("ak")] : [:])
+        limited.limit = 0
+        #expect(try keychain.find(limited).isEmpty)
+    }
+
+    @Test("updating a tombstone revives it in place")
+    func updatingATombstone() throws {
+        let keychain = try KeychainDatabase.inMemory()
+        var synced = genericPassword("s", data: "old")
+        synced.attributes[.synchronizable] = .number(1)
+        try keychain.add(synced)
+        let everything = ItemQuery(class: .genericPassword, synchronizable: .any, includesTombstones: true)
+        try keychain.delete(
+            ItemQuery(class: .genericPassword, attributes: [.account: .string("s")], synchronizable: .any))
+        #expect(try keychain.find(everything).count == 1)  // the tombstone
+        #expect(try keychain.update(everything, attributes: [:], data: Data("new".utf8)) == 1)
+        let revived = try keychain.find(
+            ItemQuery(class: .genericPassword, attributes: [.account: .string("s")], synchronizable: .any),
+            includeData: true)
+        #expect(revived.map(\.data) == [Data("new".utf8)])
+    }
+}

@@ -4,11 +4,13 @@ import Foundation
 import KeychainCore
 import Testing
 
-/// The keychain file of format version 1, kept so that every later version must open it.
-/// Regenerate (only when deliberately changing the fixture) with
-/// `KEYCHAIN_WRITE_FIXTURE=1 swift test --filter FormatFixtureTests`.
-private let fixturePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .appendingPathComponent("Fixtures/format-v1.keychain-db").path
+/// The keychain files of each format version, kept so that every later build must open
+/// them. Only the current version's fixture can be regenerated (when deliberately changing
+/// it): `KEYCHAIN_WRITE_FIXTURE=1 swift test --filter FormatFixtureTests`.
+private func fixturePath(version: Int) -> String {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/format-v\(version).keychain-db").path
+}
 
 private let fixtureConfiguration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 0x42, count: 32)))
 
@@ -35,32 +37,68 @@ private let fixtureItems: [Item] = [
 
 @Suite("Format fixtures and known answers")
 struct FormatFixtureTests {
-    @Test("the format-1 fixture opens, unlocks and reads back every item")
-    func formatOneFixtureOpens() throws {
-        if ProcessInfo.processInfo.environment["KEYCHAIN_WRITE_FIXTURE"] == "1" {
-            try? FileManager.default.removeItem(atPath: fixturePath)
+    @Test(
+        "every format's fixture opens, unlocks and reads back every item, by attributes and by identity",
+        arguments: Array(1...KeychainDatabase.formatVersion))
+    func fixtureOpens(version: Int) throws {
+        let path = fixturePath(version: version)
+        if version == KeychainDatabase.formatVersion,
+            ProcessInfo.processInfo.environment["KEYCHAIN_WRITE_FIXTURE"] == "1"
+        {
+            try? FileManager.default.removeItem(atPath: path)
             let keychain = try KeychainDatabase.create(
-                at: fixturePath, password: "fixture", configuration: fixtureConfiguration)
+                at: path, password: "fixture", configuration: fixtureConfiguration)
             try keychain.unlock(password: "fixture")
             for item in fixtureItems { try keychain.add(item) }
         }
-        let scratch = try Scratch()
-        let copy = scratch.file("copy.keychain-db")
-        try FileManager.default.copyItem(atPath: fixturePath, toPath: copy)
-        let keychain = try KeychainDatabase.open(at: copy, configuration: fixtureConfiguration)
-        #expect(keychain.isLocked)
-        try keychain.unlock(password: "fixture")
+        let (keychain, scratch) = try openCopy(of: path)
+        defer { withExtendedLifetime(scratch) {} }
         for expected in fixtureItems {
             var query = ItemQuery(class: expected.itemClass, attributes: expected.attributes, synchronizable: .any)
             query.attributes[.synchronizable] = nil
             let found = try keychain.find(query, includeData: true)
             #expect(found.count == 1, "\(expected)")
             #expect(found.first?.data == expected.data)
-            // Files of this layout index persistent identities differently (a unique uuid index).
+            // Files of format 1 index persistent identities differently (a unique uuid index).
             let identity = try #require(found.first?.persistentID)
             let byIdentity = try keychain.find(ItemQuery(class: nil, persistentID: identity), includeData: true)
             #expect(byIdentity.map(\.data) == [expected.data])
         }
+    }
+
+    @Test("a format-1 file is upgraded on open and updates in place keep every lookup right")
+    func formatOneUpgradesAndUpdates() throws {
+        let (keychain, scratch) = try openCopy(of: fixturePath(version: 1))
+        defer { withExtendedLifetime(scratch) {} }
+        let alice = ItemQuery(class: .genericPassword, attributes: [.account: .string("alice")])
+        // An indexed value changes (its format-1 tag row must go), with a secret and a label.
+        try keychain.update(
+            alice, attributes: [.account: .string("carol"), .label: .string("Carol")], data: Data("v2".utf8))
+        #expect(try keychain.find(alice).isEmpty)
+        #expect(try keychain.find(ItemQuery(class: .genericPassword, attributes: [.label: .string("Alice")])).isEmpty)
+        let carol = try keychain.find(
+            ItemQuery(class: .genericPassword, attributes: [.account: .string("carol"), .label: .string("Carol")]),
+            includeData: true)
+        #expect(carol.map(\.data) == [Data("v2".utf8)])
+        // The item's format-1 accessibility tag is stale now; filters on it are checked after
+        // decryption and still find the right items.
+        let device = try keychain.find(
+            ItemQuery(class: .genericPassword, attributes: [.accessible: .string("aku")]), includeData: true)
+        #expect(device.map(\.data) == [Data("v1-device".utf8)])
+        try keychain.delete(ItemQuery(class: .genericPassword, attributes: [.account: .string("carol")]))
+        #expect(try keychain.find(ItemQuery(class: .genericPassword, synchronizable: .any)).count == 2)
+    }
+
+    /// Opens and unlocks a copy of a fixture (the checked-in file is never written), in a
+    /// scratch directory that lives as long as the returned `Scratch`.
+    private func openCopy(of path: String) throws -> (KeychainDatabase, Scratch) {
+        let scratch = try Scratch()
+        let copy = scratch.file("copy.keychain-db")
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        let keychain = try KeychainDatabase.open(at: copy, configuration: fixtureConfiguration)
+        #expect(keychain.isLocked)
+        try keychain.unlock(password: "fixture")
+        return (keychain, scratch)
     }
 
     @Test("scrypt matches RFC 7914 §12")

@@ -191,33 +191,47 @@ struct RegressionTests {
         let source = scratch.file("live.keychain-db")
         let keychain = try KeychainDatabase.create(at: source, password: nil, configuration: StressKeys.testing())
         for index in 0..<40 { try keychain.add(item("user\(index)")) }
+        // The database's size now, most of it committed to the log and not yet checkpointed.
+        let pageCount = try SQLiteProbe.pageCount(source)
         // The files as a crash leaves them: the main file and its log, no -shm.
         let path = scratch.file("crashed.keychain-db")
         try FileManager.default.copyItem(atPath: source, toPath: path)
         try FileManager.default.copyItem(atPath: source + "-wal", toPath: path + "-wal")
         withExtendedLifetime(keychain) {}
-        // A checkpoint writes page 1, with the new size, before the file has grown to it.
+        // A checkpoint writes page 1 (with the new size) before the file has grown to it.
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
-        let claimed = UInt32(bytes.count / pageSize + 20)
-        for (offset, value) in [(28, claimed)] + [(92, UInt32(bytes[24..<28].reduce(0) { $0 << 8 | UInt32($1) }))] {
-            for byte in 0..<4 { bytes[offset + byte] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(byte))) }
-        }
+        #expect(bytes.count / pageSize < pageCount, "the scenario needs pages that exist only in the log")
+        setHeaderSize(&bytes, pages: pageCount)
         try bytes.write(to: URL(fileURLWithPath: path))
         let reopened = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
         let found = try reopened.find(ItemQuery(class: .genericPassword), includeData: true)
         #expect(found.count == 40)
         #expect(found.allSatisfy { $0.data == Data("secret-\($0.attributes[.account]?.stringValue ?? "")".utf8) })
+        #expect(try SQLiteProbe.integrity(path) == "ok")
     }
 
-    // D12: the exception above needs a real write-ahead log.
-    @Test("a truncated keychain next to a log that is not SQLite's is still refused")
-    func truncatedKeychainWithJunkLogIsRefused() throws {
-        let scratch = try Scratch("d12-junk")
+    // D12: the exception above needs a log that commits at least that many pages.
+    @Test(
+        "a truncated keychain next to a log that is not SQLite's, or commits fewer pages, is still refused",
+        arguments: ["junk", "stale"])
+    func truncatedKeychainWithUnrelatedLogIsRefused(log: String) throws {
+        let scratch = try Scratch("d12-\(log)")
         let path = try keychainFile(scratch, password: nil)
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-        try bytes.prefix(bytes.count - 2 * 4_096).write(to: URL(fileURLWithPath: path))
-        try Data(repeating: 0x5A, count: 4_096).write(to: URL(fileURLWithPath: path + "-wal"))
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let pageSize = Int(bytes[16]) << 8 | Int(bytes[17])
+        bytes = bytes.prefix(bytes.count - 2 * pageSize)
+        if log == "junk" {
+            try Data(repeating: 0x5A, count: 32 + 3 * (24 + pageSize)).write(to: URL(fileURLWithPath: path + "-wal"))
+        } else {
+            // A well-formed log whose commits describe a smaller database than the header.
+            var wal = Data()
+            for word: UInt32 in [0x377F_0682, 3_007_000, UInt32(pageSize), 0, 7, 9, 0, 0] { wal.appendBigEndian(word) }
+            for word: UInt32 in [1, 1, 7, 9, 0, 0] { wal.appendBigEndian(word) }
+            wal.append(Data(count: pageSize))
+            try wal.write(to: URL(fileURLWithPath: path + "-wal"))
+        }
+        try bytes.write(to: URL(fileURLWithPath: path))
         let before = sha256(ofFile: path)
         #expect(
             code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) } == .invalidKeychain)
@@ -312,5 +326,32 @@ struct RegressionTests {
         let result = try Child.worker(["read-all", path, Corpus.password], scratch: scratch).wait(timeout: 120)
         #expect(!result.signaled)
         #expect(result.out.contains("genp success") && result.out.contains("open success"), "\(result.out)")
+    }
+}
+
+/// Sets the in-header database size (offset 28) and makes it valid (offset 92 equal to the
+/// change counter at offset 24), as a checkpoint writing page 1 does.
+private func setHeaderSize(_ bytes: inout Data, pages: Int) {
+    var header = Data()
+    header.appendBigEndian(UInt32(pages))
+    bytes.replaceSubrange(28..<32, with: header)
+    bytes.replaceSubrange(92..<96, with: bytes[24..<28])
+}
+
+extension Data {
+    fileprivate mutating func appendBigEndian(_ value: UInt32) {
+        Swift.withUnsafeBytes(of: value.bigEndian) { append(contentsOf: $0) }
+    }
+}
+
+/// Plain SQLite looks at a keychain file.
+private enum SQLiteProbe {
+    /// The database's size in pages, as the live keychain (with its log) sees it.
+    static func pageCount(_ path: String) throws -> Int {
+        try DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "PRAGMA page_count") } ?? 0
+    }
+
+    static func integrity(_ path: String) throws -> String? {
+        try DatabaseQueue(path: path).read { try String.fetchOne($0, sql: "PRAGMA integrity_check") }
     }
 }
