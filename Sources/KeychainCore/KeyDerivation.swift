@@ -139,12 +139,18 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads the stored form.
     static func decode(_ bytes: Data) throws -> (KeyDerivation, salt: Data) {
-        var reader = ByteReader(bytes)
-        guard let kind = reader.readUInt8(), let logN = reader.readUInt8(),
-            let a = reader.readUInt32(), let b = reader.readUInt32(),
-            let saltCount = reader.readUInt8(), let salt = reader.read(Int(saltCount)),
-            reader.isAtEnd, saltCount >= 16
-        else { throw KeychainError.invalidKeychain("malformed key-derivation parameters") }
+        let fields = bytes.withUnsafeBytes { raw -> (UInt8, UInt8, UInt32, UInt32, Data)? in
+            var reader = BufferReader(raw)
+            guard let kind = reader.readUInt8(), let logN = reader.readUInt8(),
+                let a = reader.readUInt32(), let b = reader.readUInt32(),
+                let saltCount = reader.readUInt8(), let salt = reader.read(Int(saltCount)),
+                reader.isAtEnd, saltCount >= 16
+            else { return nil }
+            return (kind, logN, a, b, Data(salt))
+        }
+        guard let (kind, logN, a, b, salt) = fields else {
+            throw KeychainError.invalidKeychain("malformed key-derivation parameters")
+        }
         switch kind {
         case 1: return (KeyDerivation(.scrypt(logN: logN, r: a, p: b)), salt)
         case 2 where logN == 0 && b == 0: return (KeyDerivation(.pbkdf2SHA256(rounds: a)), salt)
@@ -163,42 +169,5 @@ extension Data {
     mutating func appendLengthPrefixed(_ bytes: Data) {
         appendUInt32(UInt32(bytes.count))
         append(bytes)
-    }
-}
-
-/// Reads big-endian values from bytes, returning `nil` past the end.
-struct ByteReader {
-    private let bytes: [UInt8]
-    private var offset = 0
-
-    init(_ data: Data) { bytes = [UInt8](data) }
-
-    var isAtEnd: Bool { offset == bytes.count }
-
-    mutating func readUInt8() -> UInt8? {
-        guard offset < bytes.count else { return nil }
-        defer { offset += 1 }
-        return bytes[offset]
-    }
-
-    mutating func readUInt32() -> UInt32? {
-        guard let raw = read(4) else { return nil }
-        return raw.reduce(0) { $0 << 8 | UInt32($1) }
-    }
-
-    mutating func readUInt64() -> UInt64? {
-        guard let raw = read(8) else { return nil }
-        return raw.reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
-    mutating func read(_ count: Int) -> Data? {
-        guard count >= 0, count <= bytes.count - offset else { return nil }
-        defer { offset += count }
-        return Data(bytes[offset..<offset + count])
-    }
-
-    mutating func readLengthPrefixed() -> Data? {
-        guard let count = readUInt32() else { return nil }
-        return read(Int(count))
     }
 }
