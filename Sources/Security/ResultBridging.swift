@@ -106,12 +106,18 @@ extension SecConstantString: _HasCustomAnyHashableRepresentation {
 ///   out (a Core Foundation dictionary cannot hold `NULL`).
 /// - Returns: An immutable dictionary.
 package func makeResultDictionary(_ pairs: [(CFString, Any)]) -> CFDictionary {
-    let dictionary = NSMutableDictionary(capacity: pairs.count)
+    var keys: [NSString] = []
+    var objects: [AnyObject] = []
+    keys.reserveCapacity(pairs.count)
+    objects.reserveCapacity(pairs.count)
     for (key, value) in pairs {
-        guard let value = unwrapped(value) else { continue }
-        dictionary.setObject(resultObject(value), forKey: NSString(string: key as String))
+        guard let object = resultObject(value) else { continue }
+        keys.append(NSString(string: key as String))
+        objects.append(object)
     }
-    return dictionary.copy() as! NSDictionary
+    // Built in one step (a later pair with the same key wins): cheaper than filling a
+    // mutable dictionary through `AnyHashable` keys and copying it.
+    return NSDictionary(objects: objects, forKeys: keys)
 }
 
 /// Builds a result array (for a search whose limit is not one) from result objects.
@@ -123,7 +129,7 @@ package func makeResultDictionary(_ pairs: [(CFString, Any)]) -> CFDictionary {
 ///   data, or references. `nil` elements are left out.
 /// - Returns: An immutable array.
 package func makeResultArray(_ elements: [Any]) -> CFArray {
-    NSArray(array: elements.compactMap(unwrapped).map(resultObject))
+    NSArray(array: elements.compactMap(resultObject))
 }
 
 /// Returns the truth value of a query value if it is a Boolean, and `nil` for anything else.
@@ -142,8 +148,16 @@ package func cfBooleanValue(_ value: Any) -> Bool? {
     return nil
 }
 
-/// Converts a result value to the Foundation object a caller can cast as on Apple platforms.
-private func resultObject(_ value: Any) -> AnyObject {
+/// Converts a result value to the Foundation object a caller can cast as on Apple platforms;
+/// `nil` for an empty `Optional`.
+private func resultObject(_ value: Any) -> AnyObject? {
+    // The types attribute results are made of, recognised by their exact type: cheaper than
+    // the protocol and bridging casts of the general path below.
+    let type = type(of: value)
+    if type == String.self, let string = value as? String { return string as NSString }
+    if type == Data.self, let data = value as? Data { return data as NSData }
+    if type == Date.self, let date = value as? Date { return date as NSDate }
+    guard let value = unwrapped(value) else { return nil }
     if let boolean = cfBooleanValue(value) {
         return NSNumber(value: Int32(boolean ? 1 : 0))
     }
