@@ -61,6 +61,19 @@ public struct ItemSchema: Sendable {
     /// The specification of an attribute, or `nil` when the class has no such attribute.
     public func spec(for name: AttributeName) -> AttributeSpec? { attributes[name] }
 
+    /// Whether two attribute sets have the same primary key: equal values (or defaults) for
+    /// every primary-key attribute, as the primary-key tag compares them.
+    func hasSamePrimaryKey(_ a: Attributes, _ b: Attributes) -> Bool {
+        primaryKey.allSatisfy { name in
+            guard let spec = spec(for: name) else { return true }
+            switch (a[name] ?? spec.defaultValue, b[name] ?? spec.defaultValue) {
+            case (nil, nil): return true
+            case (let x?, let y?): return spec.equal(x, y)
+            default: return false
+            }
+        }
+    }
+
     // MARK: Tables
 
     private static let commonPrimaryKey: [AttributeName] = [

@@ -334,8 +334,9 @@ extension KeychainDatabase {
                     item.attributes[name] = value
                 }
                 if let data { item.data = data }
-                // mdat strictly increases when the primary key stays (spec §5.2).
-                let samePrimaryKey = tagger.primaryKeyTag(schema, item.attributes) == row.primaryKeyTag
+                // mdat strictly increases when the primary key stays (spec §5.2). Comparing the
+                // values spares a keyed hash: sealing computes the new primary-key tag anyway.
+                let samePrimaryKey = schema.hasSamePrimaryKey(old, item.attributes)
                 item.attributes[.modificationDate] = .date(
                     samePrimaryKey ? Self.nextModificationDate(after: oldModified) : Date())
                 try replace(row, old: old, with: item, db: db, codec: codec)

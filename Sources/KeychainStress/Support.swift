@@ -353,8 +353,8 @@ final class Mutex<Value>: @unchecked Sendable {
     }
 }
 
-/// The `KeychainError` code a body throws, `nil` when it succeeds.
-func errorCode(_ body: () throws -> Void) -> KeychainError.Code? {
+/// The `KeychainError` code a body throws, `nil` when it succeeds (another error is code 1).
+package func errorCode(_ body: () throws -> Void) -> KeychainError.Code? {
     do {
         try body()
         return nil

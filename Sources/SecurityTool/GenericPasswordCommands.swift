@@ -147,6 +147,31 @@ struct AddGenericPassword: ToolCommand {
         help: ArgumentHelp("A generic attribute, any text your scripts want to keep.", valueName: "value"))
     var generic: String?
 
+    @OptionGroup var options: AddItemOptions
+
+    func validate() throws {
+        guard account != nil, service != nil else {
+            throw ValidationError("add-generic-password needs both -a <account> and -s <service>.")
+        }
+    }
+
+    func execute(in session: Session) throws -> Int32 {
+        var attributes: Attributes = [:]
+        attributes.set(.account, account)
+        attributes.set(.service, service)
+        attributes.set(.label, label ?? service)
+        attributes.set(.description, kind)
+        attributes.set(.generic, generic)
+        return try options.store(
+            Item(class: .genericPassword, attributes: attributes), primaryKey: [.account, .service],
+            text: password ?? legacyPassword, hex: hexPassword,
+            function: { "SecKeychainItemCreateFromContent (\($0 ?? "<default>"))" }, session: session)
+    }
+}
+
+/// The options `add-generic-password` and `add-internet-password` share: the comment, creator
+/// and type attributes, `-U`, the access options macOS scripts pass, and the keychain.
+struct AddItemOptions: ParsableArguments {
     @Option(
         name: .customShort("j", allowingJoined: true), parsing: .unconditional,
         help: ArgumentHelp("A comment.", valueName: "comment"))
@@ -184,32 +209,29 @@ struct AddGenericPassword: ToolCommand {
     var keychains: [String] = []
 
     func validate() throws {
-        guard account != nil, service != nil else {
-            throw ValidationError("add-generic-password needs both -a <account> and -s <service>.")
-        }
         guard keychains.count <= 1 else { throw ValidationError("Give at most one keychain.") }
         guard keychains.first?.isEmpty != true else { throw ValidationError("The keychain name is empty.") }
     }
 
-    func execute(in session: Session) throws -> Int32 {
-        var attributes: Attributes = [:]
-        attributes.set(.account, account)
-        attributes.set(.service, service)
-        attributes.set(.label, label ?? service)
-        attributes.set(.description, kind)
-        attributes.set(.generic, generic)
-        attributes.set(.comment, comment)
-        try attributes.setCode("crtr", creator)
-        try attributes.setCode("type", type)
-        guard
-            let secret = try NewSecret.read(
-                prompt: promptForPassword, hex: hexPassword, text: password ?? legacyPassword, session: session)
+    /// Reads the secret (prompt, `-X` or the given text), sets the shared attributes and
+    /// stores the item, updating an existing one with `-U`.
+    /// - Parameters:
+    ///   - function: The macOS function a failure message names, given the keychain name.
+    /// - Returns: The command's result.
+    func store(
+        _ item: Item, primaryKey: [AttributeName], text: String?, hex: String?,
+        function: (String?) -> String, session: Session
+    ) throws -> Int32 {
+        var item = item
+        item.attributes.set(.comment, comment)
+        try item.attributes.setCode("crtr", creator)
+        try item.attributes.setCode("type", type)
+        guard let secret = try NewSecret.read(prompt: promptForPassword, hex: hex, text: text, session: session)
         else { return 1 }
         let keychainName = keychains.first
         return try secret.store(
-            Item(class: .genericPassword, attributes: attributes), primaryKey: [.account, .service],
-            updating: update, keychainName: keychainName,
-            function: "SecKeychainItemCreateFromContent (\(keychainName ?? "<default>"))", session: session)
+            item, primaryKey: primaryKey, updating: update, keychainName: keychainName,
+            function: function(keychainName), session: session)
     }
 }
 

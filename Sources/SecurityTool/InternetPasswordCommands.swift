@@ -208,48 +208,12 @@ struct AddInternetPassword: ToolCommand {
         help: ArgumentHelp("The kind of item, a free description.", valueName: "kind"))
     var kind: String?
 
-    @Option(
-        name: .customShort("j", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("A comment.", valueName: "comment"))
-    var comment: String?
-
-    @Option(
-        name: .customShort("c", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("The creator, a four-character code.", valueName: "creator"))
-    var creator: String?
-
-    @Option(
-        name: .customShort("C", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("The type, a four-character code.", valueName: "type"))
-    var type: String?
-
-    @Flag(
-        name: .customShort("U"),
-        help: "Update the item if it already exists (without -U an existing item is an error).")
-    var update = false
-
-    @Flag(name: .customShort("A"), help: "Accepted for macOS scripts; no effect on Linux (see below).")
-    var allowAnyApplication = false
-
-    @Option(
-        name: .customShort("T", allowingJoined: true), parsing: .unconditionalSingleValue,
-        help: ArgumentHelp(
-            "Accepted for macOS scripts (an application allowed to read the item); no effect on Linux. May be repeated.",
-            valueName: "appPath"))
-    var trustedApplications: [String] = []
-
-    @Flag(name: .customLong(PromptMarker.flag), help: .hidden)
-    var promptForPassword = false
-
-    @Argument(help: ArgumentHelp("The keychain to add to (default: the default keychain).", valueName: "keychain"))
-    var keychains: [String] = []
+    @OptionGroup var options: AddItemOptions
 
     func validate() throws {
         guard account != nil, server != nil else {
             throw ValidationError("add-internet-password needs both -a <account> and -s <server>.")
         }
-        guard keychains.count <= 1 else { throw ValidationError("Give at most one keychain.") }
-        guard keychains.first?.isEmpty != true else { throw ValidationError("The keychain name is empty.") }
     }
 
     func execute(in session: Session) throws -> Int32 {
@@ -271,18 +235,10 @@ struct AddInternetPassword: ToolCommand {
         attributes[.authenticationType] = .string(authentication)
         attributes.set(.label, label ?? server)
         attributes.set(.description, kind)
-        attributes.set(.comment, comment)
-        try attributes.setCode("crtr", creator)
-        try attributes.setCode("type", type)
-        guard
-            let secret = try NewSecret.read(
-                prompt: promptForPassword, hex: hexPassword, text: password, session: session)
-        else { return 1 }
-        let keychainName = keychains.first
-        return try secret.store(
+        return try options.store(
             Item(class: .internetPassword, attributes: attributes), primaryKey: internetPrimaryKey,
-            updating: update, keychainName: keychainName,
-            function: "SecKeychainAddInternetPassword \(keychainName ?? "<NULL>")", session: session)
+            text: password, hex: hexPassword, function: { "SecKeychainAddInternetPassword \($0 ?? "<NULL>")" },
+            session: session)
     }
 }
 

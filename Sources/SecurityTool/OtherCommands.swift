@@ -57,8 +57,8 @@ private func printAllMatches(_ query: ItemQuery, keychains: [String], session: S
     return 0
 }
 
-/// The options every `set-…-partition-list` command shares: the (unused) partition list and the
-/// keychain password.
+/// The options every `set-…-partition-list` command shares: the (unused) partition list, the
+/// keychain password and the keychain.
 struct PartitionListOptions: ParsableArguments {
     @Option(
         name: .customShort("S", allowingJoined: true), parsing: .unconditional,
@@ -71,8 +71,19 @@ struct PartitionListOptions: ParsableArguments {
         help: ArgumentHelp("The keychain's password (asked for when omitted; insecure).", valueName: "password"))
     var password: String?
 
+    @Argument(
+        help: ArgumentHelp(
+            "The keychain (default: the search list; for keys, the default keychain).", valueName: "keychain"))
+    var keychains: [String] = []
+
     func validate() throws {
         if partitionList == nil { throw ValidationError("-S <partition-list> is required.") }
+        if keychains.count > 1 { throw ValidationError("Give at most one keychain.") }
+    }
+
+    /// Checks the keychain password (there is no partition list to change on Linux).
+    func unlock(in session: Session) throws {
+        try unlockForPartitionList(keychains.first, password: password, session: session)
     }
 }
 
@@ -89,16 +100,9 @@ struct SetGenericPasswordPartitionList: ToolCommand {
 
     @OptionGroup var partition: PartitionListOptions
 
-    @Argument(help: ArgumentHelp("The keychain (default: the search list).", valueName: "keychain"))
-    var keychains: [String] = []
-
-    func validate() throws {
-        if keychains.count > 1 { throw ValidationError("Give at most one keychain.") }
-    }
-
     func execute(in session: Session) throws -> Int32 {
-        try unlockForPartitionList(keychains.first, password: partition.password, session: session)
-        return try printAllMatches(match.query(), keychains: keychains, session: session)
+        try partition.unlock(in: session)
+        return try printAllMatches(match.query(), keychains: partition.keychains, session: session)
     }
 }
 
@@ -115,16 +119,9 @@ struct SetInternetPasswordPartitionList: ToolCommand {
 
     @OptionGroup var partition: PartitionListOptions
 
-    @Argument(help: ArgumentHelp("The keychain (default: the search list).", valueName: "keychain"))
-    var keychains: [String] = []
-
-    func validate() throws {
-        if keychains.count > 1 { throw ValidationError("Give at most one keychain.") }
-    }
-
     func execute(in session: Session) throws -> Int32 {
-        try unlockForPartitionList(keychains.first, password: partition.password, session: session)
-        return try printAllMatches(match.query(), keychains: keychains, session: session)
+        try partition.unlock(in: session)
+        return try printAllMatches(match.query(), keychains: partition.keychains, session: session)
     }
 }
 
@@ -179,15 +176,8 @@ struct SetKeyPartitionList: ToolCommand {
 
     @OptionGroup var partition: PartitionListOptions
 
-    @Argument(help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
-    var keychains: [String] = []
-
-    func validate() throws {
-        if keychains.count > 1 { throw ValidationError("Give at most one keychain.") }
-    }
-
     func execute(in session: Session) throws -> Int32 {
-        try unlockForPartitionList(keychains.first, password: partition.password, session: session)
+        try partition.unlock(in: session)
         return 0
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 @testable import KeychainCore
@@ -184,5 +185,31 @@ struct FilterEdgeCaseTests {
             ItemQuery(class: .genericPassword, attributes: [.account: .string("s")], synchronizable: .any),
             includeData: true)
         #expect(revived.map(\.data) == [Data("new".utf8)])
+    }
+}
+
+@Suite("Primary-key comparison")
+struct PrimaryKeyComparisonTests {
+    @Test("comparing primary-key values agrees with comparing primary-key tags")
+    func valuesAgreeWithTags() {
+        let tagger = IndexTagger(key: SymmetricKey(size: .bits256))
+        let schema = ItemSchema.of(.genericPassword)
+        let choices: [AttributeValue?] = [nil, .string(""), .string("a"), .data(Data("a".utf8)), .string("b")]
+        var generator = SystemRandomNumberGenerator()
+        func random() -> Attributes {
+            var attributes: Attributes = [:]
+            for name in [AttributeName.account, .service, .accessGroup, .label] {
+                attributes[name] = choices.randomElement(using: &generator)!
+            }
+            return attributes
+        }
+        var same = 0
+        for _ in 0..<2_000 {
+            let (a, b) = (random(), random())
+            let tagsEqual = tagger.primaryKeyTag(schema, a) == tagger.primaryKeyTag(schema, b)
+            #expect(schema.hasSamePrimaryKey(a, b) == tagsEqual, "\(a) vs \(b)")
+            if tagsEqual { same += 1 }
+        }
+        #expect(same > 0)
     }
 }

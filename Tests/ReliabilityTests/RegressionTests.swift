@@ -5,18 +5,6 @@ import KeychainStress
 import Security
 import Testing
 
-/// The `KeychainError` code a body throws, `nil` when it succeeds.
-private func code(_ body: () throws -> Void) -> KeychainError.Code? {
-    do {
-        try body()
-        return nil
-    } catch let error as KeychainError {
-        return error.code
-    } catch {
-        return KeychainError.Code(rawValue: 1)
-    }
-}
-
 private func item(_ account: String, _ accessibility: Accessibility = .whenUnlocked) -> Item {
     Item(
         class: .genericPassword,
@@ -67,7 +55,7 @@ struct RegressionTests {
         let path = try keychainFile(scratch, password: nil)
         try rawQueue(path).write { db in try db.execute(sql: "UPDATE items SET data = NULL WHERE id = 1") }
         let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
-        #expect(code { _ = try keychain.find(query("ak"), includeData: true) } == .decode)
+        #expect(errorCode { _ = try keychain.find(query("ak"), includeData: true) } == .decode)
         // The other items still read back.
         #expect(try keychain.findFirst(query("ck"), includeData: true)?.data == Data("secret-ck".utf8))
     }
@@ -103,7 +91,7 @@ struct RegressionTests {
         let path = try keychainFile(scratch, password: Corpus.password)
         try setMeta(path, name) { $0[$0.startIndex + 20] ^= 0x01 }
         // Open, unlock with the right password, read: the first failure must say "altered".
-        let result = code {
+        let result = errorCode {
             let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
             try keychain.unlock(password: Corpus.password)
             _ = try keychain.find(query(account), includeData: true)
@@ -118,7 +106,7 @@ struct RegressionTests {
         let scratch = try Scratch("d3b")
         let path = try keychainFile(scratch, password: Corpus.password)
         try setMeta(path, "wrap.index.password") { $0[$0.startIndex + 20] ^= 0x01 }
-        let result = code {
+        let result = errorCode {
             let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
             try keychain.unlock(password: Corpus.password)
         }
@@ -134,7 +122,7 @@ struct RegressionTests {
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         try bytes.prefix(bytes.count - 1_028).write(to: URL(fileURLWithPath: path))
         let before = sha256(ofFile: path)
-        let result = code {
+        let result = errorCode {
             let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
             _ = try keychain.find(ItemQuery(class: .genericPassword, synchronizable: .any), includeData: true)
         }
@@ -155,7 +143,7 @@ struct RegressionTests {
         }
         try queue.close()
         let before = sha256(ofFile: path)
-        let result = code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) }
+        let result = errorCode { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) }
         #expect(result == .invalidKeychain)
         #expect(sha256(ofFile: path) == before)
     }
@@ -176,7 +164,8 @@ struct RegressionTests {
         for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         let before = sha256(ofFile: path)
         #expect(
-            code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) } == .invalidKeychain)
+            errorCode { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) }
+                == .invalidKeychain)
         #expect(sha256(ofFile: path) == before)
         for suffix in ["-wal", "-shm", "-journal"] {
             #expect(!FileManager.default.fileExists(atPath: path + suffix), "\(suffix) left behind")
@@ -234,7 +223,8 @@ struct RegressionTests {
         try bytes.write(to: URL(fileURLWithPath: path))
         let before = sha256(ofFile: path)
         #expect(
-            code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) } == .invalidKeychain)
+            errorCode { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) }
+                == .invalidKeychain)
         #expect(sha256(ofFile: path) == before)
     }
 
@@ -246,7 +236,7 @@ struct RegressionTests {
         let scratch = try Scratch("d6")
         let path = try keychainFile(scratch, password: Corpus.password)
         let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.testing())
-        #expect(code { try keychain.unlock(password: Corpus.password + suffix) } == .authFailed)
+        #expect(errorCode { try keychain.unlock(password: Corpus.password + suffix) } == .authFailed)
         #expect(keychain.isLocked)
     }
 
@@ -258,7 +248,7 @@ struct RegressionTests {
         let path = try keychainFile(scratch, password: Corpus.password, configuration: StressKeys.production())
         try setMeta(path, "kdf") { $0[$0.startIndex + 1] = 16 }  // scrypt N 2^17 → 2^16
         let started = monotonicSeconds()
-        let result = code {
+        let result = errorCode {
             let keychain = try KeychainDatabase.open(at: path, configuration: StressKeys.production())
             try keychain.unlock(password: Corpus.password)
         }
@@ -281,7 +271,8 @@ struct RegressionTests {
             value.replaceSubrange(start + 6..<start + 10, with: withUnsafeBytes(of: UInt32(p).bigEndian) { Data($0) })
         }
         #expect(
-            code { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) } == .invalidKeychain)
+            errorCode { _ = try KeychainDatabase.open(at: path, configuration: StressKeys.testing()) }
+                == .invalidKeychain)
     }
 
     // D9
