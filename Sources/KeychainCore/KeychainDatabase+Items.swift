@@ -30,15 +30,14 @@ extension KeychainDatabase {
     @discardableResult
     public func add(contentsOf items: [Item]) throws -> [Item] {
         let prepared = try items.map(prepareForAdd)
-        try withWriteTransaction { db, state in
+        let identities = try withWriteTransaction { db, state in
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
-            for item in prepared {
-                try insert(item, db: db, codec: codec)
-            }
+            return try prepared.map { try insert($0, db: db, codec: codec) }
         }
-        return prepared.map { item in
+        return zip(prepared, identities).map { item, identity in
             var stored = item
+            stored.persistentID = identity
             stored.data = nil
             return stored
         }
@@ -68,8 +67,8 @@ extension KeychainDatabase {
                 limit: nil, includesTombstones: false)
             let sql = "SELECT \(StoredRow.columns(includeData: true)) FROM items i WHERE i.pk = ? AND i.tomb = 0"
             guard let existing = try StoredRow.fetchAll(db, sql, [primaryKey.databaseValue]).first else {
-                try insert(prepared, db: db, codec: codec)
                 var stored = prepared
+                stored.persistentID = try insert(prepared, db: db, codec: codec)
                 stored.data = nil
                 return (stored, true)
             }
@@ -90,7 +89,7 @@ extension KeychainDatabase {
     }
 
     /// Validates an item and fills in what the engine assigns (spec §5.1): defaults, dates,
-    /// access group, accessibility, a new persistent identity.
+    /// access group, accessibility. (Its persistent identity is assigned when it is inserted.)
     private func prepareForAdd(_ item: Item) throws -> Item {
         let schema = try Self.schema(forWriting: item.itemClass)
         var attributes = try normalize(
@@ -122,19 +121,35 @@ extension KeychainDatabase {
         if accessibility == .whenPasscodeSetThisDeviceOnly && !hasPassword {
             throw KeychainError(.authFailed, "this keychain has no password for a passcode-bound item")
         }
-        var prepared = Item(class: item.itemClass, attributes: attributes, data: item.data)
-        prepared.persistentID = UUID()
-        return prepared
+        return Item(class: item.itemClass, attributes: attributes, data: item.data)
     }
 
-    /// Seals and inserts a prepared item, replacing a tombstone with the same primary key.
-    private func insert(_ item: Item, db: Database, codec: RowCodec) throws {
+    /// Seals and inserts a prepared item in the next row, replacing a tombstone with the same
+    /// primary key.
+    /// - Returns: The item's new persistent identity.
+    private func insert(_ item: Item, db: Database, codec: RowCodec) throws -> UUID {
+        var lastRowID: Int64 = 0
+        try db.forEachRow("SELECT max(id) FROM items", []) { lastRowID = $0.integer(0) ?? 0 }
+        let rowID = lastRowID + 1
+        let identity = try PersistentIdentity.make(rowID: rowID)
         let row = try codec.seal(
-            itemClass: item.itemClass, uuid: RowCodec.bytes(of: item.persistentID!), attributes: item.attributes,
+            itemClass: item.itemClass, uuid: RowCodec.bytes(of: identity), attributes: item.attributes,
             data: item.data, tombstone: false)
-        try db.run("DELETE FROM items WHERE pk = ? AND tomb = 1", [row.primaryKeyTag.databaseValue])
+        try deleteRows("pk = ? AND tomb = 1", [row.primaryKeyTag.databaseValue], db: db)
         try insert(
-            row, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass), attributes: item.attributes)
+            row, id: rowID, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass),
+            attributes: item.attributes)
+        return identity
+    }
+
+    /// Deletes the item rows that match an SQL condition, and their tag rows.
+    private func deleteRows(_ condition: String, _ values: [DatabaseValue], db: Database) throws {
+        var deleted: [(id: Int64, tags: Data)] = []
+        try db.forEachRow("DELETE FROM items WHERE \(condition) RETURNING id, tags", values) { row in
+            guard let id = row.integer(0) else { return }
+            deleted.append((id, row.blob(1) ?? Data()))
+        }
+        for row in deleted { try deleteTags(Self.tags(inList: row.tags), of: row.id, db: db) }
     }
 
     /// Rewrites an existing row in place with new contents, keeping its row id and persistent
@@ -151,9 +166,10 @@ extension KeychainDatabase {
             itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
             tombstone: false)
         // A tombstone with the new primary key gives way, unless it is the row being updated.
-        try db.run(
-            "DELETE FROM items WHERE pk = ? AND tomb = 1 AND id <> ?",
-            [sealed.primaryKeyTag.databaseValue, existing.id.databaseValue])
+        try deleteRows(
+            "pk = ? AND tomb = 1 AND id <> ?", [sealed.primaryKeyTag.databaseValue, existing.id.databaseValue],
+            db: db)
+        let tags = tagChanges(from: old, to: item.attributes, itemClass: item.itemClass, tagger: codec.tagger)
         var assignments = ["attributes = ?", "data = ?"]
         var values = [sealed.attributes.databaseValue, sealed.data.databaseValue]
         func assign(_ column: String, _ value: DatabaseValue, if changed: Bool) {
@@ -168,6 +184,16 @@ extension KeychainDatabase {
         assign("sync", sealed.syncTag.databaseValue, if: sealed.syncTag != existing.syncTag)
         assign("pk", sealed.primaryKeyTag.databaseValue, if: sealed.primaryKeyTag != existing.primaryKeyTag)
         assign("tomb", 0.databaseValue, if: existing.tombstone)
+        if !tags.removed.isEmpty || !tags.added.isEmpty {
+            var list = Data()
+            try db.forEachRow("SELECT tags FROM items WHERE id = ?", [existing.id.databaseValue]) { row in
+                list = row.blob(0) ?? Data()
+            }
+            let removed = Set(tags.removed)
+            var kept = Self.tags(inList: list).filter { !removed.contains($0) }
+            kept += tags.added.filter { !kept.contains($0) }
+            assign("tags", Data(kept.joined()).databaseValue, if: true)
+        }
         values.append(existing.id.databaseValue)
         do {
             try db.run("UPDATE items SET \(assignments.joined(separator: ", ")) WHERE id = ?", values)
@@ -177,29 +203,27 @@ extension KeychainDatabase {
         guard db.changesCount == 1 else {
             throw KeychainError(.internalComponent, "an item disappeared while it was updated")
         }
-        try updateTags(of: existing.id, from: old, to: item.attributes, itemClass: item.itemClass, db: db, codec: codec)
+        try deleteTags(tags.removed, of: existing.id, db: db)
+        try insertTags(tags.added, of: existing.id, db: db)
     }
 
-    /// Replaces the tag rows of the indexed attributes whose value changed.
-    private func updateTags(
-        of itemID: Int64, from old: Attributes, to new: Attributes, itemClass: ItemClass, db: Database,
-        codec: RowCodec
-    ) throws {
+    /// The tags of the indexed attributes whose value changed: the old values' and the new
+    /// values'.
+    private func tagChanges(
+        from old: Attributes, to new: Attributes, itemClass: ItemClass, tagger: IndexTagger
+    ) -> (removed: [Data], added: [Data]) {
         let schema = ItemSchema.of(itemClass)
+        var removed: [Data] = []
         var added: [Data] = []
         for name in Set(old.keys).union(new.keys) {
             guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
             let before = old[name]
             let after = new[name]
             if let before, let after, spec.equal(before, after) { continue }
-            if let before {
-                try db.run(
-                    "DELETE FROM tags WHERE tag = ? AND item = ?",
-                    [codec.tagger.tag(itemClass, spec, before).databaseValue, itemID.databaseValue])
-            }
-            if let after { added.append(codec.tagger.tag(itemClass, spec, after)) }
+            if let before { removed.append(tagger.tag(itemClass, spec, before)) }
+            if let after { added.append(tagger.tag(itemClass, spec, after)) }
         }
-        try insertTags(added, of: itemID, db: db)
+        return (removed, added)
     }
 
     /// Now, or 1 ms after `previous` when the clock has not moved past it (spec §5.2).
@@ -374,7 +398,7 @@ extension KeychainDatabase {
                         "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
                         [tomb.attributes.databaseValue, row.id.databaseValue])
                 } else {
-                    try db.run("DELETE FROM items WHERE id = ?", [row.id.databaseValue])
+                    try deleteRows("id = ?", [row.id.databaseValue], db: db)
                 }
             }
             guard deleted > 0 else { throw KeychainError(.itemNotFound, "no item matched") }
@@ -495,29 +519,30 @@ extension KeychainDatabase {
     }
 
     private func insert(
-        _ row: SealedRow, db: Database, tagger: IndexTagger, schema: ItemSchema, attributes: Attributes
+        _ row: SealedRow, id: Int64, db: Database, tagger: IndexTagger, schema: ItemSchema, attributes: Attributes
     ) throws {
+        var tags: [Data] = []
+        for (name, value) in attributes {
+            guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
+            let tag = tagger.tag(schema.itemClass, spec, value)
+            if !tags.contains(tag) { tags.append(tag) }
+        }
         do {
             try db.run(
                 """
-                INSERT INTO items(id, uuid, class, protection, agrp, sync, pk, tomb, attributes, data)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)
+                INSERT INTO items(id, uuid, class, protection, agrp, sync, pk, tomb, attributes, data, tags)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
                 """,
                 [
-                    DatabaseValue.null, row.uuid.databaseValue, row.itemClass.rawValue.databaseValue,
+                    id.databaseValue, row.uuid.databaseValue, row.itemClass.rawValue.databaseValue,
                     Int64(row.protection.rawValue).databaseValue, row.groupTag.databaseValue,
                     row.syncTag.databaseValue, row.primaryKeyTag.databaseValue, row.attributes.databaseValue,
-                    row.data.databaseValue,
+                    row.data.databaseValue, Data(tags.joined()).databaseValue,
                 ])
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw KeychainError(.duplicateItem, "an item with the same primary key exists")
         }
-        var tags: [Data] = []
-        for (name, value) in attributes {
-            guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
-            tags.append(tagger.tag(schema.itemClass, spec, value))
-        }
-        try insertTags(tags, of: db.lastInsertedRowID, db: db)
+        try insertTags(tags, of: id, db: db)
     }
 
     /// Inserts an item's tag rows with one statement (one per number of tags, compiled once).
@@ -526,8 +551,27 @@ extension KeychainDatabase {
         var arguments: [DatabaseValue] = []
         arguments.reserveCapacity(tags.count * 2)
         for tag in tags { arguments += [tag.databaseValue, itemID.databaseValue] }
+        try db.run(Self.tagStatement(Self.tagInserts, tags.count, Self.tagInsert), arguments)
+    }
+
+    /// Deletes tag rows of an item with one statement.
+    private func deleteTags(_ tags: [Data], of itemID: Int64, db: Database) throws {
+        guard !tags.isEmpty else { return }
         try db.run(
-            tags.count < Self.tagInserts.count ? Self.tagInserts[tags.count] : Self.tagInsert(tags.count), arguments)
+            Self.tagStatement(Self.tagDeletes, tags.count, Self.tagDelete),
+            [itemID.databaseValue] + tags.map(\.databaseValue))
+    }
+
+    /// The tags of an item's tag list (`items.tags`): 16 bytes each.
+    static func tags(inList list: Data) -> [Data] {
+        stride(from: 0, to: list.count - list.count % IndexTagger.tagLength, by: IndexTagger.tagLength).map {
+            Data(list[list.startIndex + $0..<list.startIndex + $0 + IndexTagger.tagLength])
+        }
+    }
+
+    /// The statement for `count` tags: compiled texts for the usual counts, built otherwise.
+    private static func tagStatement(_ texts: [String], _ count: Int, _ build: (Int) -> String) -> String {
+        count < texts.count ? texts[count] : build(count)
     }
 
     /// The statement that inserts `count` tag rows.
@@ -535,8 +579,14 @@ extension KeychainDatabase {
         "INSERT OR IGNORE INTO tags(tag, item) VALUES " + repeatElement("(?, ?)", count: count).joined(separator: ", ")
     }
 
-    /// ``tagInsert(_:)`` for the usual numbers of tags.
+    /// The statement that deletes `count` tag rows of one item (the item's id comes first).
+    private static func tagDelete(_ count: Int) -> String {
+        "DELETE FROM tags WHERE item = ? AND tag IN (" + repeatElement("?", count: count).joined(separator: ", ") + ")"
+    }
+
+    /// ``tagInsert(_:)`` and ``tagDelete(_:)`` for the usual numbers of tags.
     private static let tagInserts = (0..<24).map(tagInsert)
+    private static let tagDeletes = (0..<24).map(tagDelete)
 
     /// Turns a query into a plan: classes, keyed tags, filters to verify after decryption.
     func prepare(_ query: ItemQuery, writing: Bool) throws -> QueryPlan {

@@ -157,7 +157,10 @@ struct QueryPlan {
         let tags = orderedFilters(itemClass).map { tagger.tag(itemClass, $0.0, $0.1) }
         var arguments: [DatabaseValue] = tags.map(\.databaseValue)
         arguments.append(itemClass.rawValue.databaseValue)
-        if let persistentID { arguments.append(RowCodec.bytes(of: persistentID).databaseValue) }
+        if let persistentID {
+            if let rowID = PersistentIdentity.rowID(of: persistentID) { arguments.append(rowID.databaseValue) }
+            arguments.append(RowCodec.bytes(of: persistentID).databaseValue)
+        }
         if let groups { arguments += groups.map { tagger.columnTag(.accessGroup, .string($0)).databaseValue } }
         if let synchronizable {
             arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)).databaseValue)
@@ -165,7 +168,8 @@ struct QueryPlan {
         if let protection { arguments.append(Int64(protection.rawValue).databaseValue) }
         if let limit { arguments.append(max(0, limit).databaseValue) }
         let shape = SearchShape(
-            tags: tags.count, persistentID: persistentID != nil, includesTombstones: includesTombstones,
+            tags: tags.count, persistentID: persistentID.map { PersistentIdentity.rowID(of: $0) != nil ? .row : .uuid },
+            includesTombstones: includesTombstones,
             groups: groups?.count, synchronizable: synchronizable != nil, protection: protection != nil,
             limit: limit != nil, includeData: includeData)
         return try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
@@ -196,8 +200,16 @@ struct QueryPlan {
 
 /// What the text of a search statement depends on.
 struct SearchShape: Hashable {
+    /// How a persistent identity finds its row.
+    enum IdentityLookup: Hashable {
+        /// By the row id it carries, then the whole identity.
+        case row
+        /// By the `uuid` column (identities made before format 3).
+        case uuid
+    }
+
     var tags: Int
-    var persistentID: Bool
+    var persistentID: IdentityLookup?
     var includesTombstones: Bool
     var groups: Int?
     var synchronizable: Bool
@@ -206,7 +218,7 @@ struct SearchShape: Hashable {
     var includeData: Bool
 
     /// The statement. Its arguments, in order: the tags (most selective first), the class,
-    /// the persistent identity, the group tags, the synchronizable tag, the protection class,
+    /// the persistent identity (its row id, then its bytes), the group tags, the synchronizable tag, the protection class,
     /// the limit.
     var sql: String {
         var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
@@ -218,7 +230,11 @@ struct SearchShape: Hashable {
             for index in 1..<tags { sql += " AND t\(index).tag = ? AND t\(index).item = t0.item" }
             sql += " AND i.id = t0.item AND i.class = ?"
         }
-        if persistentID { sql += " AND i.uuid = ?" }
+        switch persistentID {
+        case .row: sql += " AND i.id = ? AND i.uuid = ?"
+        case .uuid: sql += " AND i.uuid = ?"
+        case nil: break
+        }
         if !includesTombstones { sql += " AND i.tomb = 0" }
         if let groups { sql += " AND i.agrp IN (\(repeatElement("?", count: groups).joined(separator: ",")))" }
         if synchronizable { sql += " AND i.sync = ?" }

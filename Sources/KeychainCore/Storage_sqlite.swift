@@ -15,23 +15,50 @@ import GRDBSQLite
 /// - 2: dates and the accessibility have no tag rows (their filters are checked after
 ///   decryption), and updates leave the tag rows of other attributes alone. A build that
 ///   reads only version 1 would miss items in queries on those attributes, so it must
-///   refuse these files. A version-1 file becomes version 2 when first opened: its extra tag
-///   rows stay (nothing reads them; they go with their item).
+///   refuse these files.
+/// - 3: each item row lists its own tags (`items.tags`, 16 bytes each), and the engine deletes
+///   an item's tag rows through that list; persistent identities carry their row id (see
+///   ``PersistentIdentity``). New files therefore need neither the per-item index on `tags`
+///   nor an index on `uuid`. A version-2 build would leave tag rows behind in such a file.
 ///
-/// Every index is one more B-tree page written to the WAL on each add, so the layout keeps
-/// them few: the primary-key tag (unique among live items), tombstones, (class, uuid) for
-/// class scans and persistent identities, and the tags with their per-item index for
-/// deletes. Files created by earlier builds have a unique index on `uuid` and one on
-/// (class, access group) instead of (class, uuid); the same statements read and write both.
+/// Older files are upgraded on first open, in one transaction: version 1 becomes 2 without
+/// change (its extra tag rows stay; nothing reads them, and they go with their item), and
+/// version 2 becomes 3 by filling in each row's tag list from the `tags` table. Upgraded files
+/// keep the indexes they were created with; the same statements read and write every layout.
+///
+/// Every index is one more B-tree page written to the write-ahead log on each add, so new
+/// files have only the primary-key tag (unique among live items), tombstones, and the tags
+/// themselves: an add writes the row, its primary-key entry and one entry per indexed
+/// attribute. A query without indexed attributes reads the table in row order; one by
+/// persistent identity reads one row by its id. Files created by format 1 have a unique
+/// index on `uuid` and one on (class, access group); format 2, one on (class, uuid); both
+/// have the foreign key from `tags` to `items` with its index.
 enum Storage {
     static let applicationID: Int32 = 0x4B43_484E  // "KCHN"
-    static let formatVersion = 2
+    static let formatVersion = 3
 
     /// Migrations from each older format to the next; index i upgrades version i+1 to i+2.
     static let migrations: [@Sendable (Database) throws -> Void] = [
         // 1 → 2: nothing to convert; the version number keeps version-1 builds out.
-        { _ in }
+        { _ in },
+        // 2 → 3: each row gets the list of its tag rows.
+        fillTagLists,
     ]
+
+    /// Adds the `tags` column to `items` and fills it from the `tags` table (every tag row of
+    /// each item, including format 1's rows for dates and accessibility, so that they go
+    /// with their item too).
+    private static func fillTagLists(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE items ADD COLUMN tags BLOB NOT NULL DEFAULT x''")
+        var lists: [Int64: Data] = [:]
+        try db.forEachRow("SELECT item, tag FROM tags", []) { row in
+            guard let item = row.integer(0), let tag = row.blob(1), tag.count == IndexTagger.tagLength else { return }
+            lists[item, default: Data()].append(tag)
+        }
+        for (item, list) in lists {
+            try db.run("UPDATE items SET tags = ? WHERE id = ?", [list.databaseValue, item.databaseValue])
+        }
+    }
 
     static func createSchema(_ db: Database) throws {
         try db.execute(
@@ -51,17 +78,16 @@ enum Storage {
                     pk BLOB NOT NULL,
                     tomb INTEGER NOT NULL DEFAULT 0,
                     attributes BLOB NOT NULL,
-                    data BLOB
+                    data BLOB,
+                    tags BLOB NOT NULL DEFAULT x''
                 );
                 CREATE UNIQUE INDEX items_primary_key ON items(pk) WHERE tomb = 0;
                 CREATE INDEX items_tombstones ON items(pk) WHERE tomb = 1;
-                CREATE INDEX items_class_uuid ON items(class, uuid);
                 CREATE TABLE tags(
                     tag BLOB NOT NULL,
-                    item INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+                    item INTEGER NOT NULL,
                     PRIMARY KEY(tag, item)
                 ) WITHOUT ROWID;
-                CREATE INDEX tags_item ON tags(item);
                 PRAGMA user_version = \(formatVersion);
                 """)
     }

@@ -74,7 +74,9 @@ private func makeForeignFile(_ path: String, template: String, kind: String, ran
         return "journal \(journal), page \(pageSize), application id \(applicationID), version \(userVersion)"
     case "future format version":
         try copyFile(template, path)
-        let version = random.pick([KeychainDatabase.formatVersion + 1, 3, 99, Int(Int32.max), -1])
+        let version = random.pick([
+            KeychainDatabase.formatVersion + 1, KeychainDatabase.formatVersion + 2, 99, Int(Int32.max), -1,
+        ])
         var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
         withUnsafeBytes(of: Int32(version).bigEndian) { bytes.replaceSubrange(60..<64, with: $0) }
         try bytes.write(to: URL(fileURLWithPath: path))

@@ -83,10 +83,12 @@ struct StorageTests {
         let temporary = try TemporaryKeychain()
         let statements = [
             "DELETE FROM items WHERE pk = x'00' AND tomb = 1", "SELECT * FROM items WHERE pk = x'00' AND tomb = 0",
-            "DELETE FROM items WHERE id = 1", "SELECT item FROM tags WHERE tag = x'00'",
-            "DELETE FROM tags WHERE tag = x'00' AND item = 1",
+            "DELETE FROM items WHERE id = 1 RETURNING id, tags", "SELECT item FROM tags WHERE tag = x'00'",
+            "DELETE FROM items WHERE pk = x'00' AND tomb = 1 RETURNING id, tags",
+            "DELETE FROM tags WHERE item = 1 AND tag IN (x'00', x'01', x'02')",
+            "SELECT max(id) FROM items",
             // A lookup by persistent identity.
-            "SELECT * FROM items i WHERE i.class = 'genp' AND i.uuid = x'00' AND i.tomb = 0 ORDER BY i.id",
+            "SELECT * FROM items i WHERE i.class = 'genp' AND i.id = 1 AND i.uuid = x'00' AND i.tomb = 0 ORDER BY i.id",
         ]
         try GRDBTestAccess.queue(temporary.path).read { db in
             for statement in statements {

@@ -1,0 +1,42 @@
+import Foundation
+
+/// The persistent identity of an item: a UUID that names its row, so that a lookup by
+/// identity reads one row by its id and needs no index of its own.
+///
+/// Layout (RFC 9562 version 8, "custom"): bytes 0–5 are the row id (48 bits, big-endian);
+/// the version and variant bits are set; the other 74 bits are random. A lookup checks the
+/// whole UUID against the row's `uuid` column, so an identity whose row was deleted never
+/// names the item that later takes the same row id.
+///
+/// Items added by builds before format 3 have random (version 4) identities; those are
+/// found through the `uuid` index their files have.
+enum PersistentIdentity {
+    /// The largest row id an identity can carry.
+    static let maximumRowID: Int64 = (1 << 48) - 1
+
+    /// A new identity for the row `rowID`.
+    static func make(rowID: Int64) throws -> UUID {
+        guard rowID > 0, rowID <= maximumRowID else {
+            throw KeychainError(.internalComponent, "the keychain has run out of row ids")
+        }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var generator = SystemRandomNumberGenerator()
+        for index in 6..<16 { bytes[index] = UInt8.random(in: .min ... .max, using: &generator) }
+        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: rowID >> (8 * (5 - index))) }
+        bytes[6] = 0x80 | (bytes[6] & 0x0F)
+        bytes[8] = 0x80 | (bytes[8] & 0x3F)
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+    }
+
+    /// The row id an identity names, or `nil` for an identity of another layout.
+    static func rowID(of identity: UUID) -> Int64? {
+        let bytes = identity.uuid
+        guard bytes.6 & 0xF0 == 0x80, bytes.8 & 0xC0 == 0x80 else { return nil }
+        let rowID = [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        return rowID > 0 ? rowID : nil
+    }
+}
