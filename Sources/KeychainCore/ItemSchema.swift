@@ -46,6 +46,10 @@ public struct ItemSchema: Sendable {
     public let attributes: [AttributeName: AttributeSpec]
     /// The attributes whose values together identify an item, in a fixed order.
     public let primaryKey: [AttributeName]
+    /// The specifications of ``primaryKey``'s attributes, in the same order.
+    let primaryKeySpecs: [AttributeSpec]
+    /// The specifications of the attributes that have tag rows.
+    let indexedAttributes: [AttributeName: AttributeSpec]
 
     /// The schema of a class.
     public static func of(_ itemClass: ItemClass) -> ItemSchema {
@@ -113,8 +117,11 @@ public struct ItemSchema: Sendable {
     ) -> ItemSchema {
         var table: [AttributeName: AttributeSpec] = [:]
         for spec in common + specs where table[spec.name] == nil { table[spec.name] = spec }
+        let primaryKey = primaryKey + commonPrimaryKey
         return ItemSchema(
-            itemClass: itemClass, attributes: table, primaryKey: primaryKey + commonPrimaryKey)
+            itemClass: itemClass, attributes: table, primaryKey: primaryKey,
+            primaryKeySpecs: primaryKey.compactMap { table[$0] },
+            indexedAttributes: table.filter { QueryPlan.isIndexed($0.value) })
     }
 
     static let genericPassword = make(

@@ -159,8 +159,10 @@ final class KeyRing: @unchecked Sendable {
     struct State {
         var classKeys: [ProtectionClass: SymmetricKey] = [:]
         var indexKey: SymmetricKey? {
-            didSet { indexTagger = indexKey.map(IndexTagger.init(key:)) }
+            didSet { indexTagger = indexKey.map { IndexTagger(key: $0, groups: groups) } }
         }
+        /// The access groups whose tags the tagger computes up front.
+        let groups: [String]
         /// The tagger of ``indexKey``, keyed once when the key is set.
         private(set) var indexTagger: IndexTagger?
         /// Whether this handle has been unlocked (after-first-unlock keys stay until close).
@@ -168,10 +170,12 @@ final class KeyRing: @unchecked Sendable {
         var isUnlocked = false
     }
 
-    private var state = State()
+    private var state: State
     private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
 
-    init() {
+    /// Empty keys; once unlocked, the tags of `groups` are computed up front.
+    init(groups: [String] = []) {
+        state = State(groups: groups)
         lock.initialize(to: pthread_rwlock_t())
         var attributes = pthread_rwlockattr_t()
         pthread_rwlockattr_init(&attributes)

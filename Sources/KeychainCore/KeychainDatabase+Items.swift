@@ -135,21 +135,29 @@ extension KeychainDatabase {
         let row = try codec.seal(
             itemClass: item.itemClass, uuid: RowCodec.bytes(of: identity), attributes: item.attributes,
             data: item.data, tombstone: false)
-        try deleteRows("pk = ? AND tomb = 1", [row.primaryKeyTag.databaseValue], db: db)
+        try deleteTombstone(of: row.primaryKeyTag, db: db)
         try insert(
             row, id: rowID, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass),
             attributes: item.attributes)
         return identity
     }
 
-    /// Deletes the item rows that match an SQL condition, and their tag rows.
-    private func deleteRows(_ condition: String, _ values: [DatabaseValue], db: Database) throws {
-        var deleted: [(id: Int64, tags: Data)] = []
-        try db.forEachRow("DELETE FROM items WHERE \(condition) RETURNING id, tags", values) { row in
-            guard let id = row.integer(0) else { return }
-            deleted.append((id, row.blob(1) ?? Data()))
+    /// Deletes an item row and its tag rows.
+    private func deleteRow(_ id: Int64, db: Database) throws {
+        var list: Data?
+        try db.forEachRow("DELETE FROM items WHERE id = ? RETURNING tags", [id.databaseValue]) { list = $0.blob(0) }
+        if let list { try deleteTags(Self.tags(inList: list), of: id, db: db) }
+    }
+
+    /// Deletes the tombstone with a primary key, if there is one (other than row `except`).
+    ///
+    /// Most adds find none: a lookup costs a fraction of a `DELETE` that matches nothing.
+    private func deleteTombstone(of primaryKey: Data, except: Int64? = nil, db: Database) throws {
+        var tombstones: [Int64] = []
+        try db.forEachRow("SELECT id FROM items WHERE pk = ? AND tomb = 1", [primaryKey.databaseValue]) { row in
+            if let id = row.integer(0), id != except { tombstones.append(id) }
         }
-        for row in deleted { try deleteTags(Self.tags(inList: row.tags), of: row.id, db: db) }
+        for id in tombstones { try deleteRow(id, db: db) }
     }
 
     /// Rewrites an existing row in place with new contents, keeping its row id and persistent
@@ -166,9 +174,7 @@ extension KeychainDatabase {
             itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
             tombstone: false)
         // A tombstone with the new primary key gives way, unless it is the row being updated.
-        try deleteRows(
-            "pk = ? AND tomb = 1 AND id <> ?", [sealed.primaryKeyTag.databaseValue, existing.id.databaseValue],
-            db: db)
+        try deleteTombstone(of: sealed.primaryKeyTag, except: existing.id, db: db)
         let tags = tagChanges(from: old, to: item.attributes, itemClass: item.itemClass, tagger: codec.tagger)
         var assignments = ["attributes = ?", "data = ?"]
         var values = [sealed.attributes.databaseValue, sealed.data.databaseValue]
@@ -192,7 +198,7 @@ extension KeychainDatabase {
             let removed = Set(tags.removed)
             var kept = Self.tags(inList: list).filter { !removed.contains($0) }
             kept += tags.added.filter { !kept.contains($0) }
-            assign("tags", Data(kept.joined()).databaseValue, if: true)
+            assign("tags", Self.tagList(kept).databaseValue, if: true)
         }
         values.append(existing.id.databaseValue)
         do {
@@ -398,7 +404,7 @@ extension KeychainDatabase {
                         "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
                         [tomb.attributes.databaseValue, row.id.databaseValue])
                 } else {
-                    try deleteRows("id = ?", [row.id.databaseValue], db: db)
+                    try deleteRow(row.id, db: db)
                 }
             }
             guard deleted > 0 else { throw KeychainError(.itemNotFound, "no item matched") }
@@ -523,7 +529,7 @@ extension KeychainDatabase {
     ) throws {
         var tags: [Data] = []
         for (name, value) in attributes {
-            guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
+            guard let spec = schema.indexedAttributes[name] else { continue }
             let tag = tagger.tag(schema.itemClass, spec, value)
             if !tags.contains(tag) { tags.append(tag) }
         }
@@ -537,7 +543,7 @@ extension KeychainDatabase {
                     id.databaseValue, row.uuid.databaseValue, row.itemClass.rawValue.databaseValue,
                     Int64(row.protection.rawValue).databaseValue, row.groupTag.databaseValue,
                     row.syncTag.databaseValue, row.primaryKeyTag.databaseValue, row.attributes.databaseValue,
-                    row.data.databaseValue, Data(tags.joined()).databaseValue,
+                    row.data.databaseValue, Self.tagList(tags).databaseValue,
                 ])
         } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
             throw KeychainError(.duplicateItem, "an item with the same primary key exists")
@@ -560,6 +566,13 @@ extension KeychainDatabase {
         try db.run(
             Self.tagStatement(Self.tagDeletes, tags.count, Self.tagDelete),
             [itemID.databaseValue] + tags.map(\.databaseValue))
+    }
+
+    /// An item's tag list (`items.tags`): its tags, one after the other.
+    static func tagList(_ tags: [Data]) -> Data {
+        var list = Data(capacity: tags.count * IndexTagger.tagLength)
+        for tag in tags { list.append(tag) }
+        return list
     }
 
     /// The tags of an item's tag list (`items.tags`): 16 bytes each.

@@ -29,7 +29,7 @@ public final class KeychainDatabase: Sendable {
     let writer: any DatabaseWriter
     let keychainID: Data
     let deviceKey: SymmetricKey
-    let keys = KeyRing()
+    let keys: KeyRing
     let searchStatements = SearchStatements()
     let header: Mutex<Header>
 
@@ -44,6 +44,7 @@ public final class KeychainDatabase: Sendable {
         self.path = path
         self.writer = writer
         self.configuration = configuration
+        keys = KeyRing(groups: configuration.accessGroups.groups.filter { $0 != "*" })
         deviceKey = try configuration.deviceKey.load()
         let meta = try Self.run { try writer.read { try Storage.meta($0) } }
         guard let id = meta["id"], id.count == 16 else {

@@ -71,11 +71,17 @@ struct IndexTagger: Sendable {
     /// The tags of the synchronizable column's two values, which every query and read uses.
     private var synchronizableTags: [Data] = []
 
-    init(key: SymmetricKey) {
+    /// The tags of the access groups the handle was configured with, which every add and
+    /// most queries use.
+    private var groupTags: [String: Data] = [:]
+
+    /// A tagger keyed with `key` that computes the tags of `groups` up front.
+    init(key: SymmetricKey, groups: [String] = []) {
         keyed = HMAC<SHA256>(key: key)
         synchronizableTags = [
             computeColumnTag(.synchronizable, .number(0)), computeColumnTag(.synchronizable, .number(1)),
         ]
+        for group in groups.prefix(64) { groupTags[group] = computeColumnTag(.accessGroup, .string(group)) }
     }
 
     static let tagLength = 16
@@ -95,6 +101,7 @@ struct IndexTagger: Sendable {
         if name == .synchronizable, case .number(let flag) = value, flag == 0 || flag == 1 {
             return synchronizableTags[Int(flag)]
         }
+        if name == .accessGroup, case .string(let group) = value, let tag = groupTags[group] { return tag }
         return computeColumnTag(name, value)
     }
 
@@ -112,10 +119,9 @@ struct IndexTagger: Sendable {
         var message: [UInt8] = [0x70, 0x6B]  // "pk"
         message.reserveCapacity(128)
         message.appendLengthPrefixed(schema.itemClass.rawValue.utf8)
-        for name in schema.primaryKey {
-            guard let spec = schema.spec(for: name) else { continue }
-            message.appendLengthPrefixed(name.rawValue.utf8)
-            if let value = attributes[name] ?? spec.defaultValue {
+        for spec in schema.primaryKeySpecs {
+            message.appendLengthPrefixed(spec.name.rawValue.utf8)
+            if let value = attributes[spec.name] ?? spec.defaultValue {
                 message.append(1)
                 spec.appendCanonicalBytes(of: value, to: &message, lengthPrefixed: true)
             } else {
