@@ -48,8 +48,21 @@ public struct ItemSchema: Sendable {
     public let primaryKey: [AttributeName]
     /// The specifications of ``primaryKey``'s attributes, in the same order.
     let primaryKeySpecs: [AttributeSpec]
-    /// The specifications of the attributes that have tag rows.
+    /// The specifications of the attributes whose values are indexed (tag rows, or the
+    /// primary-key prefix).
     let indexedAttributes: [AttributeName: AttributeSpec]
+    /// ``indexedAttributes`` without the first primary-key attribute, which the
+    /// ``IndexLayout/primaryKeyPrefix`` layout finds through the primary-key index.
+    private let indexedAttributesAfterFirstKey: [AttributeName: AttributeSpec]
+
+    /// The first two primary-key attributes, whose tags begin primary-key tags in the
+    /// ``IndexLayout/primaryKeyPrefix`` layout (fewer when they are not indexed kinds).
+    let leadingKeySpecs: [AttributeSpec]
+
+    /// The attributes that have tag rows in a layout.
+    func tagRowAttributes(_ layout: IndexLayout) -> [AttributeName: AttributeSpec] {
+        layout == .primaryKeyPrefix ? indexedAttributesAfterFirstKey : indexedAttributes
+    }
 
     /// The schema of a class.
     public static func of(_ itemClass: ItemClass) -> ItemSchema {
@@ -118,10 +131,12 @@ public struct ItemSchema: Sendable {
         var table: [AttributeName: AttributeSpec] = [:]
         for spec in common + specs where table[spec.name] == nil { table[spec.name] = spec }
         let primaryKey = primaryKey + commonPrimaryKey
+        let indexed = table.filter { QueryPlan.isIndexed($0.value) }
         return ItemSchema(
             itemClass: itemClass, attributes: table, primaryKey: primaryKey,
-            primaryKeySpecs: primaryKey.compactMap { table[$0] },
-            indexedAttributes: table.filter { QueryPlan.isIndexed($0.value) })
+            primaryKeySpecs: primaryKey.compactMap { table[$0] }, indexedAttributes: indexed,
+            indexedAttributesAfterFirstKey: indexed.filter { $0.key != primaryKey[0] },
+            leadingKeySpecs: Array(primaryKey.prefix(2).prefix { indexed[$0] != nil }.compactMap { table[$0] }))
     }
 
     static let genericPassword = make(

@@ -159,8 +159,10 @@ final class KeyRing: @unchecked Sendable {
     struct State {
         var classKeys: [ProtectionClass: SymmetricKey] = [:]
         var indexKey: SymmetricKey? {
-            didSet { indexTagger = indexKey.map { IndexTagger(key: $0, groups: groups) } }
+            didSet { indexTagger = indexKey.map { IndexTagger(key: $0, layout: layout, groups: groups) } }
         }
+        /// The keychain's index layout.
+        let layout: IndexLayout
         /// The access groups whose tags the tagger computes up front.
         let groups: [String]
         /// The tagger of ``indexKey``, keyed once when the key is set.
@@ -173,9 +175,10 @@ final class KeyRing: @unchecked Sendable {
     private var state: State
     private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
 
-    /// Empty keys; once unlocked, the tags of `groups` are computed up front.
-    init(groups: [String] = []) {
-        state = State(groups: groups)
+    /// Empty keys for a keychain of `layout`; once unlocked, the tags of `groups` are
+    /// computed up front.
+    init(layout: IndexLayout, groups: [String] = []) {
+        state = State(layout: layout, groups: groups)
         lock.initialize(to: pthread_rwlock_t())
         var attributes = pthread_rwlockattr_t()
         pthread_rwlockattr_init(&attributes)

@@ -132,13 +132,18 @@ extension KeychainDatabase {
         try db.forEachRow("SELECT max(id) FROM items", []) { lastRowID = $0.integer(0) ?? 0 }
         let rowID = lastRowID + 1
         let identity = try PersistentIdentity.make(rowID: rowID)
+        let schema = ItemSchema.of(item.itemClass)
+        var tags: [AttributeName: Data] = [:]
+        for (name, value) in item.attributes {
+            guard let spec = schema.indexedAttributes[name] else { continue }
+            tags[name] = codec.tagger.tag(schema.itemClass, spec, value)
+        }
         let row = try codec.seal(
             itemClass: item.itemClass, uuid: RowCodec.bytes(of: identity), attributes: item.attributes,
-            data: item.data, tombstone: false)
+            data: item.data, tombstone: false, tags: tags)
         try deleteTombstone(of: row.primaryKeyTag, db: db)
-        try insert(
-            row, id: rowID, db: db, tagger: codec.tagger, schema: ItemSchema.of(item.itemClass),
-            attributes: item.attributes)
+        let rowAttributes = schema.tagRowAttributes(codec.tagger.layout)
+        try insert(row, id: rowID, tags: tags.filter { rowAttributes[$0.key] != nil }.map(\.value), db: db)
         return identity
     }
 
@@ -218,11 +223,11 @@ extension KeychainDatabase {
     private func tagChanges(
         from old: Attributes, to new: Attributes, itemClass: ItemClass, tagger: IndexTagger
     ) -> (removed: [Data], added: [Data]) {
-        let schema = ItemSchema.of(itemClass)
+        let indexed = ItemSchema.of(itemClass).tagRowAttributes(tagger.layout)
         var removed: [Data] = []
         var added: [Data] = []
         for name in Set(old.keys).union(new.keys) {
-            guard let spec = schema.spec(for: name), QueryPlan.isIndexed(spec) else { continue }
+            guard let spec = indexed[name] else { continue }
             let before = old[name]
             let after = new[name]
             if let before, let after, spec.equal(before, after) { continue }
@@ -524,15 +529,8 @@ extension KeychainDatabase {
         }
     }
 
-    private func insert(
-        _ row: SealedRow, id: Int64, db: Database, tagger: IndexTagger, schema: ItemSchema, attributes: Attributes
-    ) throws {
-        var tags: [Data] = []
-        for (name, value) in attributes {
-            guard let spec = schema.indexedAttributes[name] else { continue }
-            let tag = tagger.tag(schema.itemClass, spec, value)
-            if !tags.contains(tag) { tags.append(tag) }
-        }
+    /// Inserts a sealed row as row `id`, with tag rows for `tags`.
+    private func insert(_ row: SealedRow, id: Int64, tags: [Data], db: Database) throws {
         do {
             try db.run(
                 """

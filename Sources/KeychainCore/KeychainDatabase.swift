@@ -35,6 +35,7 @@ public final class KeychainDatabase: Sendable {
 
     struct Header: Sendable {
         var kdf: (KeyDerivation, salt: Data)?
+        var indexLayout = IndexLayout.tagged
         var kdfBytes: Data { kdf.map { $0.0.encoded(salt: $0.salt) } ?? Data() }
     }
 
@@ -44,7 +45,6 @@ public final class KeychainDatabase: Sendable {
         self.path = path
         self.writer = writer
         self.configuration = configuration
-        keys = KeyRing(groups: configuration.accessGroups.groups.filter { $0 != "*" })
         deviceKey = try configuration.deviceKey.load()
         let meta = try Self.run { try writer.read { try Storage.meta($0) } }
         guard let id = meta["id"], id.count == 16 else {
@@ -52,6 +52,8 @@ public final class KeychainDatabase: Sendable {
         }
         keychainID = id
         var header = Header()
+        header.indexLayout = try IndexLayout(meta: meta[IndexLayout.metaName])
+        keys = KeyRing(layout: header.indexLayout, groups: configuration.accessGroups.groups.filter { $0 != "*" })
         if let kdf = meta["kdf"] {
             let (derivation, salt) = try KeyDerivation.decode(kdf)
             try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
@@ -182,7 +184,8 @@ public final class KeychainDatabase: Sendable {
     ) throws {
         let keychainID = Sealing.randomBytes(16)
         try Storage.setMeta(db, "id", keychainID)
-        var header = Header()
+        var header = Header(indexLayout: .primaryKeyPrefix)
+        if let layout = header.indexLayout.metaValue { try Storage.setMeta(db, IndexLayout.metaName, layout) }
         var passwordKey: SymmetricKey?
         if let password {
             let derivation = configuration.keyDerivation
@@ -209,10 +212,15 @@ public final class KeychainDatabase: Sendable {
     /// The associated data of a wrapped key: the keychain, the key's name, the wrapper and, for
     /// password-based wrappers, the key-derivation parameters (so that edited parameters cannot
     /// open them). Device wrappings leave the parameters out, so that the device key can vouch
-    /// for the header (``verifyHeader(meta:header:)``) before any password is derived.
+    /// for the header (``verifyHeader(meta:header:)``) before any password is derived. The
+    /// index layout, when the file records one, is bound too.
     static func wrapContext(keychainID: Data, header: Header, name: KeyName, wrapper: Wrapper) -> Data {
         var context = Data("keychain-linux wrap v1".utf8)
         context.appendLengthPrefixed(keychainID)
+        if let layout = header.indexLayout.metaValue {
+            context.append(contentsOf: "index".utf8)
+            context.appendLengthPrefixed(layout)
+        }
         context.appendLengthPrefixed(wrapper == .device ? Data() : header.kdfBytes)
         context.appendLengthPrefixed(Data(name.rawValue.utf8))
         context.appendLengthPrefixed(Data(wrapper.rawValue.utf8))
@@ -377,6 +385,7 @@ public final class KeychainDatabase: Sendable {
                 try db.inTransaction(.immediate) {
                     let meta = try Storage.meta(db)
                     var current = Header()
+                    current.indexLayout = try IndexLayout(meta: meta[IndexLayout.metaName])
                     if let kdf = meta["kdf"] { current.kdf = try KeyDerivation.decode(kdf) }
                     let oldKey: SymmetricKey?
                     switch (current.kdf, old) {
@@ -392,7 +401,7 @@ public final class KeychainDatabase: Sendable {
                         throw KeychainError(.authFailed, "the old password is not correct")
                     }
                     let salt = Sealing.randomBytes(32)
-                    let next = Header(kdf: (derivation, salt))
+                    let next = Header(kdf: (derivation, salt), indexLayout: current.indexLayout)
                     let newKey = try derivation.deriveKey(password: new, salt: salt)
                     let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: newKey, keychainID: keychainID)
                     try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%'")

@@ -119,10 +119,32 @@ struct QueryPlan {
         "sdmn", "svce",
     ]
 
-    private func orderedFilters(_ itemClass: ItemClass) -> [(AttributeSpec, AttributeValue)] {
+    /// The filters a lookup in `layout` finds through the primary-key index: the first
+    /// primary-key attribute's, and the second's when the first is there too.
+    func primaryKeyFilters(_ itemClass: ItemClass, layout: IndexLayout) -> [(AttributeSpec, AttributeValue)] {
+        guard layout == .primaryKeyPrefix, !filters.isEmpty else { return [] }
+        var found: [(AttributeSpec, AttributeValue)] = []
+        for spec in ItemSchema.of(itemClass).leadingKeySpecs {
+            guard let value = filters[spec.name] else { break }
+            found.append((spec, value))
+        }
+        return found
+    }
+
+    /// Whether a lookup in `layout` finds some items through the primary-key index.
+    func usesPrimaryKeyPrefix(_ itemClass: ItemClass, layout: IndexLayout) -> Bool {
+        guard layout == .primaryKeyPrefix, let first = ItemSchema.of(itemClass).leadingKeySpecs.first else {
+            return false
+        }
+        return filters[first.name] != nil
+    }
+
+    /// The filters a lookup finds through tag rows, most selective first.
+    private func orderedFilters(_ itemClass: ItemClass, excluding: [AttributeName]) -> [(AttributeSpec, AttributeValue)]
+    {
         let schema = ItemSchema.of(itemClass)
         return filters.compactMap { name, value in
-            guard let spec = schema.spec(for: name), Self.isIndexed(spec) else { return nil }
+            guard let spec = schema.spec(for: name), Self.isIndexed(spec), !excluding.contains(name) else { return nil }
             return (spec, value)
         }.sorted { a, b in
             let ra = Self.selective.firstIndex(of: a.0.name) ?? Self.selective.count
@@ -140,7 +162,11 @@ struct QueryPlan {
         var rows: [StoredRow] = []
         var limit = limit
         for itemClass in classes {
-            if hasResidualFilters(itemClass) { limit = nil }
+            // A primary-key prefix can match another value (8 bytes of a tag), so the SQL
+            // limit could stop before a true match.
+            if hasResidualFilters(itemClass) || usesPrimaryKeyPrefix(itemClass, layout: tagger.layout) {
+                limit = nil
+            }
             rows += try fetch(
                 db, itemClass: itemClass, tagger: tagger, includeData: includeData, limit: limit,
                 statements: statements)
@@ -154,7 +180,10 @@ struct QueryPlan {
         _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool, limit: Int?,
         statements: SearchStatements
     ) throws -> [StoredRow] {
-        let tags = orderedFilters(itemClass).map { tagger.tag(itemClass, $0.0, $0.1) }
+        let keyFilters = primaryKeyFilters(itemClass, layout: tagger.layout)
+        let tags = orderedFilters(itemClass, excluding: keyFilters.map(\.0.name)).map {
+            tagger.tag(itemClass, $0.0, $0.1)
+        }
         var arguments: [DatabaseValue] = tags.map(\.databaseValue)
         arguments.append(itemClass.rawValue.databaseValue)
         if let persistentID {
@@ -166,13 +195,21 @@ struct QueryPlan {
             arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)).databaseValue)
         }
         if let protection { arguments.append(Int64(protection.rawValue).databaseValue) }
+        if !keyFilters.isEmpty {
+            let bounds = tagger.primaryKeyRange(keyFilters.map { tagger.tag(itemClass, $0.0, $0.1) }).map {
+                $0.databaseValue
+            }
+            arguments += includesTombstones && tags.isEmpty ? bounds + bounds : bounds
+        }
         if let limit { arguments.append(max(0, limit).databaseValue) }
         let shape = SearchShape(
             tags: tags.count, persistentID: persistentID.map { PersistentIdentity.rowID(of: $0) != nil ? .row : .uuid },
             includesTombstones: includesTombstones,
             groups: groups?.count, synchronizable: synchronizable != nil, protection: protection != nil,
-            limit: limit != nil, includeData: includeData)
-        return try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
+            primaryKeyRange: !keyFilters.isEmpty, limit: limit != nil, includeData: includeData)
+        var rows = try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
+        if shape.primaryKeyRange && tags.isEmpty && rows.count > 1 { rows.sort { $0.id < $1.id } }
+        return rows
     }
 
     /// How a decrypted item compares with the query.
@@ -185,16 +222,29 @@ struct QueryPlan {
     }
 
     /// Checks decrypted attributes against every filter.
-    func verdict(_ attributes: Attributes, itemClass: ItemClass) -> Verdict {
+    ///
+    /// A filter found through a tag row that the item fails means the index was tampered
+    /// with; one found through a primary-key prefix may be another value with the same 8
+    /// prefix bytes, and the item is simply not a match.
+    func verdict(_ attributes: Attributes, itemClass: ItemClass, layout: IndexLayout) -> Verdict {
         let schema = ItemSchema.of(itemClass)
         var verdict = Verdict.matches
         for (name, value) in filters {
             guard let spec = schema.spec(for: name) else { return .filteredOut }
             if let stored = attributes[name], spec.equal(stored, value) { continue }
-            if Self.isIndexed(spec) { return .contradictsIndex }
+            if Self.isIndexed(spec) && !isFoundByPrefix(name, schema: schema, layout: layout) {
+                return .contradictsIndex
+            }
             verdict = .filteredOut
         }
         return verdict
+    }
+
+    /// Whether a lookup in `layout` finds the filter on `name` through the primary-key prefix.
+    private func isFoundByPrefix(_ name: AttributeName, schema: ItemSchema, layout: IndexLayout) -> Bool {
+        guard layout == .primaryKeyPrefix, let index = schema.leadingKeySpecs.firstIndex(where: { $0.name == name })
+        else { return false }
+        return schema.leadingKeySpecs[..<index].allSatisfy { filters[$0.name] != nil }
     }
 }
 
@@ -214,12 +264,17 @@ struct SearchShape: Hashable {
     var groups: Int?
     var synchronizable: Bool
     var protection: Bool
+    /// Whether the primary key must lie in a range (a prefix): through the primary-key index
+    /// when there are no tags (and the tombstone index too when tombstones are included),
+    /// as a check on each row otherwise.
+    var primaryKeyRange: Bool = false
     var limit: Bool
     var includeData: Bool
 
     /// The statement. Its arguments, in order: the tags (most selective first), the class,
-    /// the persistent identity (its row id, then its bytes), the group tags, the synchronizable tag, the protection class,
-    /// the limit.
+    /// the persistent identity (its row id, then its bytes), the group tags, the
+    /// synchronizable tag, the protection class, the primary-key range's bounds (twice when a
+    /// range without tags includes tombstones), the limit.
     var sql: String {
         var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
         if tags == 0 {
@@ -239,9 +294,25 @@ struct SearchShape: Hashable {
         if let groups { sql += " AND i.agrp IN (\(repeatElement("?", count: groups).joined(separator: ",")))" }
         if synchronizable { sql += " AND i.sync = ?" }
         if protection { sql += " AND i.protection = ?" }
+        if primaryKeyRange {
+            if tags == 0 && includesTombstones {
+                sql += """
+                     AND i.id IN (SELECT id FROM items WHERE pk BETWEEN ? AND ? AND tomb = 0 \
+                    UNION ALL SELECT id FROM items WHERE pk BETWEEN ? AND ? AND tomb = 1)
+                    """
+            } else {
+                sql += " AND i.pk BETWEEN ? AND ?"
+            }
+        }
         // Rows come back in the order items were added. With tags, t0's primary key
-        // (tag, item) already yields that order; naming `i.id` would make SQLite sort.
-        sql += tags == 0 ? " ORDER BY i.id" : " ORDER BY t0.item"
+        // (tag, item) already yields that order; naming `i.id` would make SQLite sort. Rows
+        // found through the primary-key index come in its order, and the caller sorts them
+        // (a temporary B-tree for one or a few rows costs more than the rest of the lookup).
+        if tags > 0 {
+            sql += " ORDER BY t0.item"
+        } else if !primaryKeyRange {
+            sql += " ORDER BY i.id"
+        }
         if limit { sql += " LIMIT ?" }
         return sql
     }
@@ -313,9 +384,12 @@ struct RowCodec {
         }
     }
 
-    func seal(itemClass: ItemClass, uuid: Data, attributes: Attributes, data: Data?, tombstone: Bool) throws
-        -> SealedRow
-    {
+    /// Seals an item's attributes and secret for row `uuid`; `tags` may hold the tags of its
+    /// indexed attributes, already computed.
+    func seal(
+        itemClass: ItemClass, uuid: Data, attributes: Attributes, data: Data?, tombstone: Bool,
+        tags: [AttributeName: Data] = [:]
+    ) throws -> SealedRow {
         let schema = ItemSchema.of(itemClass)
         guard let accessibility = attributes[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:)),
             let group = attributes[.accessGroup]
@@ -324,7 +398,7 @@ struct RowCodec {
             uuid: uuid, itemClass: itemClass, protection: accessibility.protectionClass,
             groupTag: tagger.columnTag(.accessGroup, group),
             syncTag: tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)),
-            primaryKeyTag: tagger.primaryKeyTag(schema, attributes), attributes: Data(), data: nil)
+            primaryKeyTag: tagger.primaryKeyTag(schema, attributes, tags: tags), attributes: Data(), data: nil)
         let key = try key(for: row.protection)
         let context = Context(database.keychainID, row, tombstone: tombstone, hasData: data != nil)
         row.attributes = try Sealing.seal(
@@ -352,7 +426,7 @@ struct RowCodec {
         // attributes when the row was sealed. The `tags` table is not authenticated, so the
         // query's filters are checked against the decrypted values: a tag row moved to another
         // item cannot make it match.
-        switch plan.verdict(attributes, itemClass: stored.itemClass) {
+        switch plan.verdict(attributes, itemClass: stored.itemClass, layout: tagger.layout) {
         case .matches: break
         case .filteredOut: return nil
         case .contradictsIndex: throw KeychainError.decode("a stored item does not match its index")

@@ -58,12 +58,46 @@ enum Sealing {
     }
 }
 
+/// How a keychain file indexes its items' attributes.
+///
+/// The layout is fixed when the file is created and bound into the associated data of its
+/// wrapped keys, so that a layout changed in the file makes the keys fail authentication
+/// instead of making lookups miss.
+enum IndexLayout: Sendable, Equatable {
+    /// Every indexed attribute has tag rows; the primary-key tag is one keyed hash (files
+    /// created before the layout was recorded).
+    case tagged
+    /// The primary-key tag starts with the first 8 bytes of the tags of the class's first two
+    /// primary-key attributes, so that the primary-key index also finds items by the first
+    /// attribute, or the first two, as a range. The first primary-key attribute (the account
+    /// of a password) has no tag rows: one B-tree page fewer on every add.
+    case primaryKeyPrefix
+
+    /// The name of the header entry that records a layout other than ``tagged``.
+    static let metaName = "index"
+
+    /// The layout a header records.
+    init(meta value: Data?) throws {
+        switch value {
+        case nil: self = .tagged
+        case Data([2])?: self = .primaryKeyPrefix
+        default: throw KeychainError.invalidKeychain("the keychain's index layout is unknown")
+        }
+    }
+
+    /// The header entry's value, or `nil` for ``tagged``.
+    var metaValue: Data? { self == .primaryKeyPrefix ? Data([2]) : nil }
+}
+
 /// Keyed hashes of attribute values, the only form in which values are indexed.
 ///
 /// Each tag is HMAC-SHA256 under the keychain's index key, truncated to 128 bits, over the
 /// item class, the attribute name and the value's canonical bytes. The same value in two
 /// keychains gives different tags.
 struct IndexTagger: Sendable {
+    /// How the keychain indexes attributes.
+    let layout: IndexLayout
+
     /// The HMAC state after the key block, computed once per unlock: a tag then costs the
     /// message's compression rounds only, not a key schedule.
     private let keyed: HMAC<SHA256>
@@ -75,8 +109,10 @@ struct IndexTagger: Sendable {
     /// most queries use.
     private var groupTags: [String: Data] = [:]
 
-    /// A tagger keyed with `key` that computes the tags of `groups` up front.
-    init(key: SymmetricKey, groups: [String] = []) {
+    /// A tagger keyed with `key` for a keychain of `layout`, that computes the tags of
+    /// `groups` up front.
+    init(key: SymmetricKey, layout: IndexLayout, groups: [String] = []) {
+        self.layout = layout
         keyed = HMAC<SHA256>(key: key)
         synchronizableTags = [
             computeColumnTag(.synchronizable, .number(0)), computeColumnTag(.synchronizable, .number(1)),
@@ -114,8 +150,58 @@ struct IndexTagger: Sendable {
         return mac(message)
     }
 
-    /// The tag of an item's primary key: class and every primary-key attribute's value.
-    func primaryKeyTag(_ schema: ItemSchema, _ attributes: Attributes) -> Data {
+    /// Bytes of a tag that a primary-key prefix keeps.
+    static let prefixLength = 8
+
+    /// The tag of an item's primary key: class and every primary-key attribute's value. In
+    /// the ``IndexLayout/primaryKeyPrefix`` layout it starts with the prefixes of the first
+    /// two primary-key attributes' tags (``primaryKeyPrefix(_:_:)``); `tags` may hold tags
+    /// already computed, by attribute name.
+    func primaryKeyTag(_ schema: ItemSchema, _ attributes: Attributes, tags: [AttributeName: Data] = [:]) -> Data {
+        let hash = primaryKeyHash(schema, attributes)
+        guard layout == .primaryKeyPrefix else { return hash }
+        let leading = schema.leadingKeySpecs.map { spec in
+            tags[spec.name] ?? (attributes[spec.name] ?? spec.defaultValue).map { tag(schema.itemClass, spec, $0) }
+        }
+        return primaryKeyPrefix(leading.first ?? nil, leading.count > 1 ? leading[1] : nil) + hash
+    }
+
+    /// The first bytes of every primary-key tag whose first (and second) primary-key
+    /// attributes have these tags; a missing value gives zeros.
+    func primaryKeyPrefix(_ first: Data?, _ second: Data?) -> Data {
+        var prefix = [UInt8](repeating: 0, count: 2 * Self.prefixLength)
+        Self.copyPrefixes(of: [first, second], into: &prefix)
+        return Data(prefix)
+    }
+
+    /// The smallest and the largest primary-key tag that start with the prefixes of `tags`
+    /// (the first primary-key attribute's tag, and maybe the second's).
+    func primaryKeyRange(_ tags: [Data]) -> [Data] {
+        let length = 2 * Self.prefixLength + Self.tagLength
+        var low = [UInt8](repeating: 0, count: length)
+        var high = [UInt8](repeating: 0xFF, count: length)
+        Self.copyPrefixes(of: tags.prefix(2).map { $0 }, into: &low)
+        Self.copyPrefixes(of: tags.prefix(2).map { $0 }, into: &high)
+        return [Data(low), Data(high)]
+    }
+
+    /// Copies the first ``prefixLength`` bytes of each tag into consecutive slots of `bytes`.
+    private static func copyPrefixes(of tags: [Data?], into bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { output in
+            for (index, tag) in tags.enumerated() {
+                guard let tag else { continue }
+                tag.withUnsafeBytes { input in
+                    let count = min(prefixLength, input.count)
+                    let slot = UnsafeMutableRawBufferPointer(
+                        rebasing: output[index * prefixLength..<index * prefixLength + count])
+                    slot.copyMemory(from: UnsafeRawBufferPointer(rebasing: input[0..<count]))
+                }
+            }
+        }
+    }
+
+    /// The keyed hash of a class and its primary-key values.
+    private func primaryKeyHash(_ schema: ItemSchema, _ attributes: Attributes) -> Data {
         var message: [UInt8] = [0x70, 0x6B]  // "pk"
         message.reserveCapacity(128)
         message.appendLengthPrefixed(schema.itemClass.rawValue.utf8)

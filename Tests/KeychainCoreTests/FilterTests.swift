@@ -85,12 +85,15 @@ struct FilterTests {
     @Test("an index row moved to another item makes the lookup fail, never return that item")
     func movedIndexRowIsDetected() throws {
         let temporary = try TemporaryKeychain()
-        try temporary.keychain.add(genericPassword("alice", data: "alice-secret"))
-        try temporary.keychain.add(genericPassword("bob", data: "bob-secret"))
+        for name in ["alice", "bob"] {
+            var item = genericPassword(name, service: "svc-\(name)", data: "\(name)-secret")
+            item.attributes[.label] = .string("\(name)'s label")
+            try temporary.keychain.add(item)
+        }
         try GRDBTestAccess.queue(temporary.path).write { db in
             try db.execute(sql: "UPDATE OR REPLACE tags SET item = 2 WHERE item = 1")
         }
-        let lookup = query(.genericPassword, [.account: .string("alice"), .service: .string("svc")])
+        let lookup = query(.genericPassword, [.label: .string("alice's label"), .service: .string("svc-alice")])
         #expect(errorCode { _ = try temporary.keychain.find(lookup, includeData: true) } == .decode)
     }
 }
@@ -190,9 +193,11 @@ struct FilterEdgeCaseTests {
 
 @Suite("Primary-key comparison")
 struct PrimaryKeyComparisonTests {
-    @Test("comparing primary-key values agrees with comparing primary-key tags")
-    func valuesAgreeWithTags() {
-        let tagger = IndexTagger(key: SymmetricKey(size: .bits256))
+    @Test(
+        "comparing primary-key values agrees with comparing primary-key tags, in both index layouts",
+        arguments: [IndexLayout.tagged, .primaryKeyPrefix])
+    func valuesAgreeWithTags(layout: IndexLayout) {
+        let tagger = IndexTagger(key: SymmetricKey(size: .bits256), layout: layout)
         let schema = ItemSchema.of(.genericPassword)
         let choices: [AttributeValue?] = [nil, .string(""), .string("a"), .data(Data("a".utf8)), .string("b")]
         var generator = SystemRandomNumberGenerator()

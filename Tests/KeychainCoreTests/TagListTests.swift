@@ -178,3 +178,148 @@ struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// New files find items by the first primary-key attributes (a password's account, or
+/// account and service) through the primary-key index, whose keys start with those values'
+/// tags: the account needs no tag rows.
+@Suite("Primary-key prefix lookups")
+struct PrimaryKeyPrefixTests {
+    private func keychainWithAccounts() throws -> TemporaryKeychain {
+        let temporary = try TemporaryKeychain()
+        for (account, service) in [("alice", "mail"), ("alice", "chat"), ("bob", "mail"), ("", "mail")] {
+            var item = genericPassword(account, service: service, data: "\(account)@\(service)")
+            item.attributes[.label] = .string("\(account) on \(service)")
+            try temporary.keychain.add(item)
+        }
+        return temporary
+    }
+
+    private func secrets(_ keychain: KeychainDatabase, _ query: ItemQuery) throws -> Set<String> {
+        Set(try keychain.find(query, includeData: true).map { String(decoding: $0.data ?? Data(), as: UTF8.self) })
+    }
+
+    @Test("an account has no tag rows; the service and the label have theirs")
+    func accountHasNoTagRows() throws {
+        let temporary = try TemporaryKeychain()
+        var item = genericPassword("alice", service: "mail")
+        item.attributes[.label] = .string("Alice")
+        try temporary.keychain.add(item)
+        let counts = try GRDBTestAccess.queue(temporary.path).read { db in
+            (
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM tags"),
+                try Int.fetchOne(db, sql: "SELECT length(pk) FROM items")
+            )
+        }
+        #expect(counts.0 == 2)
+        #expect(counts.1 == 2 * IndexTagger.prefixLength + IndexTagger.tagLength)
+    }
+
+    @Test(
+        "lookups by account, account and service, service, and account with label find exactly their items",
+        arguments: [
+            ([AttributeName.account: AttributeValue.string("alice")], ["alice@mail", "alice@chat"]),
+            ([.account: .string("alice"), .service: .string("chat")], ["alice@chat"]),
+            ([.service: .string("mail")], ["alice@mail", "bob@mail", "@mail"]),
+            ([.account: .string("")], ["@mail"]),
+            ([.account: .string("alice"), .label: .string("alice on mail")], ["alice@mail"]),
+            ([.account: .string("carol")], []),
+            ([.account: .string("bob"), .service: .string("chat")], []),
+        ])
+    func lookups(filters: Attributes, expected: [String]) throws {
+        let temporary = try keychainWithAccounts()
+        #expect(try secrets(temporary.keychain, query(.genericPassword, filters)) == Set(expected))
+    }
+
+    @Test("a limit applies to the items that match, in the order they were added")
+    func limitAfterPrefix() throws {
+        let temporary = try keychainWithAccounts()
+        var limited = query(.genericPassword, [.account: .string("alice")])
+        limited.limit = 1
+        #expect(try secrets(temporary.keychain, limited) == ["alice@mail"])
+    }
+
+    @Test("tombstones are found by account when asked for, and only then")
+    func tombstonesByAccount() throws {
+        let temporary = try TemporaryKeychain()
+        let keychain = temporary.keychain
+        var synced = genericPassword("alice", service: "sync", data: "old")
+        synced.attributes[.synchronizable] = .number(1)
+        try keychain.add(synced)
+        try keychain.add(genericPassword("alice", service: "local"))
+        try keychain.delete(
+            ItemQuery(class: .genericPassword, attributes: [.service: .string("sync")], synchronizable: .yes))
+        let live = ItemQuery(class: .genericPassword, attributes: [.account: .string("alice")], synchronizable: .any)
+        #expect(try keychain.find(live).map { $0.attributes[.service] } == [.string("local")])
+        var all = live
+        all.includesTombstones = true
+        let found = try keychain.find(all)
+        #expect(Set(found.map { $0.attributes[.service] }) == [.string("sync"), .string("local")])
+        #expect(found.filter { $0.attributes[.tombstone] == .number(1) }.count == 1)
+    }
+
+    @Test("a lookup by account, or by account and service, reads the primary-key index", arguments: [false, true])
+    func prefixLookupsUseTheIndex(includesTombstones: Bool) throws {
+        let temporary = try TemporaryKeychain()
+        let shape = SearchShape(
+            tags: 0, persistentID: nil, includesTombstones: includesTombstones, groups: nil, synchronizable: true,
+            protection: false, primaryKeyRange: true, limit: false, includeData: true)
+        let bounds = [Data(repeating: 0, count: 32), Data(repeating: 0xFF, count: 32)]
+        var arguments: StatementArguments = ["genp", Data(count: 16)]
+        for bound in includesTombstones ? bounds + bounds : bounds { arguments += [bound] }
+        let plan = try GRDBTestAccess.queue(temporary.path).read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + shape.sql, arguments: arguments)
+                .map { $0["detail"] as String? ?? "" }
+        }
+        #expect(!plan.contains { $0.hasPrefix("SCAN items") || $0.hasPrefix("SCAN i") }, "\(plan)")
+        #expect(plan.contains { $0.contains("items_primary_key") }, "\(plan)")
+        if includesTombstones { #expect(plan.contains { $0.contains("items_tombstones") }, "\(plan)") }
+    }
+
+    @Test("another value with the same prefix is not a match; a tag row that lies is tampering")
+    func prefixMismatchIsNotTampering() {
+        let plan = QueryPlan(
+            classes: [.genericPassword], filters: [.account: .string("alice"), .label: .string("L")], groups: nil,
+            synchronizable: nil, persistentID: nil, limit: nil, includesTombstones: false)
+        let otherAccount: Attributes = [.account: .string("mallory"), .label: .string("L")]
+        let otherLabel: Attributes = [.account: .string("alice"), .label: .string("M")]
+        #expect(plan.verdict(otherAccount, itemClass: .genericPassword, layout: .primaryKeyPrefix) == .filteredOut)
+        #expect(plan.verdict(otherAccount, itemClass: .genericPassword, layout: .tagged) == .contradictsIndex)
+        #expect(plan.verdict(otherLabel, itemClass: .genericPassword, layout: .primaryKeyPrefix) == .contradictsIndex)
+    }
+
+    @Test("a file whose recorded index layout was removed, added or changed does not open", arguments: [0, 1, 2])
+    func layoutIsAuthenticated(edit: Int) throws {
+        let scratch = try Scratch()
+        let path = scratch.file("k.keychain-db")
+        let configuration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 7, count: 32)))
+        _ = try KeychainDatabase.create(at: path, password: nil, configuration: configuration)
+        try GRDBTestAccess.queue(path).write { db in
+            switch edit {
+            case 0: try db.execute(sql: "DELETE FROM meta WHERE name = 'index'")
+            case 1: try db.execute(sql: "UPDATE meta SET value = x'03' WHERE name = 'index'")
+            default: try db.execute(sql: "UPDATE meta SET value = x'02' || value WHERE name = 'index'")
+            }
+        }
+        let code = errorCode { _ = try KeychainDatabase.open(at: path, configuration: configuration) }
+        #expect([.authFailed, .decode, .invalidKeychain].contains(code), "\(String(describing: code))")
+    }
+
+    @Test("an upgraded older file keeps its layout: accounts keep their tag rows")
+    func upgradedFileKeepsTaggedLayout() throws {
+        let scratch = try Scratch()
+        let copy = scratch.file("old.keychain-db")
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/format-v2.keychain-db").path
+        try FileManager.default.copyItem(atPath: fixture, toPath: copy)
+        let configuration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 0x42, count: 32)))
+        let keychain = try KeychainDatabase.open(at: copy, configuration: configuration)
+        try keychain.unlock(password: "fixture")
+        try keychain.add(genericPassword("erin", service: "new"))
+        let pkLengths = try GRDBTestAccess.queue(copy).read { db in
+            Set(try Int.fetchAll(db, sql: "SELECT length(pk) FROM items"))
+        }
+        #expect(pkLengths == [IndexTagger.tagLength])
+        let found = try keychain.find(query(.genericPassword, [.account: .string("erin")]))
+        #expect(found.count == 1)
+    }
+}

@@ -61,24 +61,32 @@ struct UpdateInPlaceTests {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int) ?? -1
     }
 
-    @Test("a changed account moves its index row: the old value finds nothing, the new one the item")
+    @Test(
+        "a changed account and service move their index entries: the old values find nothing, the new ones the item"
+    )
     func changedAttributeMovesIndexRow() throws {
         let temporary = try TemporaryKeychain()
         let keychain = temporary.keychain
         let added = try keychain.add(genericPassword("alice", data: "secret"))
         let before = try snapshot(temporary.path)
         try keychain.update(
-            query(.genericPassword, [.account: .string("alice")]), attributes: [.account: .string("carol")])
+            query(.genericPassword, [.account: .string("alice")]),
+            attributes: [.account: .string("carol"), .service: .string("other")])
         let after = try snapshot(temporary.path)
         #expect(after.rows.map { $0[0] } == before.rows.map { $0[0] })  // same row id
-        #expect(after.rows[0][2] != before.rows[0][2])  // new primary-key tag
+        #expect(after.rows[0][2] != before.rows[0][2])  // new primary-key tag (it carries the account)
         #expect(after.tags.count == before.tags.count)
-        #expect(after.tags.subtracting(before.tags).count == 1)  // one index row replaced
+        #expect(after.tags.subtracting(before.tags).count == 1)  // the service's index row replaced
         #expect(try keychain.find(query(.genericPassword, [.account: .string("alice")])).isEmpty)
-        let moved = try #require(
-            try keychain.findFirst(query(.genericPassword, [.account: .string("carol")]), includeData: true))
-        #expect(moved.data == Data("secret".utf8))
-        #expect(moved.persistentID == added.persistentID)
+        #expect(try keychain.find(query(.genericPassword, [.service: .string("svc")])).isEmpty)
+        for lookup: Attributes in [
+            [.account: .string("carol")], [.service: .string("other")],
+            [.account: .string("carol"), .service: .string("other")],
+        ] {
+            let moved = try #require(try keychain.findFirst(query(.genericPassword, lookup), includeData: true))
+            #expect(moved.data == Data("secret".utf8))
+            #expect(moved.persistentID == added.persistentID)
+        }
     }
 
     @Test("a changed access group updates the group column and stays findable by group")
