@@ -88,12 +88,15 @@ extension KeychainDatabase {
         }
     }
 
+    /// Attributes an add accepts but sets itself.
+    private static let setOnAdd: Set<AttributeName> = [.multiUser, .tombstone, .modificationDate]
+
     /// Validates an item and fills in what the engine assigns (spec §5.1): defaults, dates,
     /// access group, accessibility. (Its persistent identity is assigned when it is inserted.)
     private func prepareForAdd(_ item: Item) throws -> Item {
         let schema = try Self.schema(forWriting: item.itemClass)
         var attributes = try normalize(
-            item.attributes, schema: schema, ignoring: [.multiUser, .tombstone, .modificationDate])
+            item.attributes, schema: schema, ignoring: Self.setOnAdd)
         try checkSize(data: item.data)
         let now = Date()
         attributes[.creationDate] = .date(now)
@@ -175,9 +178,12 @@ extension KeychainDatabase {
     private func replace(
         _ existing: StoredRow, old: Attributes, with item: Item, db: Database, codec: RowCodec
     ) throws {
+        // The row was opened (authenticated) first, so its primary-key tag is the one these
+        // values had; it is reused when they did not change (three keyed hashes fewer).
+        let keepsPrimaryKey = ItemSchema.of(item.itemClass).hasSamePrimaryKey(old, item.attributes)
         let sealed = try codec.seal(
             itemClass: item.itemClass, uuid: existing.uuid, attributes: item.attributes, data: item.data,
-            tombstone: false)
+            tombstone: false, primaryKeyTag: keepsPrimaryKey ? existing.primaryKeyTag : nil)
         // A tombstone with the new primary key gives way, unless it is the row being updated.
         try deleteTombstone(of: sealed.primaryKeyTag, except: existing.id, db: db)
         let tags = tagChanges(from: old, to: item.attributes, itemClass: item.itemClass, tagger: codec.tagger)
@@ -370,7 +376,7 @@ extension KeychainDatabase {
                 }
                 if let data { item.data = data }
                 // mdat strictly increases when the primary key stays (spec §5.2). Comparing the
-                // values spares a keyed hash: sealing computes the new primary-key tag anyway.
+                // values spares keyed hashes: sealing reuses the stored tag when the key stays.
                 let samePrimaryKey = schema.hasSamePrimaryKey(old, item.attributes)
                 item.attributes[.modificationDate] = .date(
                     samePrimaryKey ? Self.nextModificationDate(after: oldModified) : Date())
@@ -404,7 +410,7 @@ extension KeychainDatabase {
                 if item.isSynchronizable && !row.tombstone {
                     let tomb = try codec.seal(
                         itemClass: item.itemClass, uuid: row.uuid, attributes: item.attributes, data: nil,
-                        tombstone: true)
+                        tombstone: true, primaryKeyTag: row.primaryKeyTag)
                     try db.run(
                         "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
                         [tomb.attributes.databaseValue, row.id.databaseValue])
@@ -494,6 +500,8 @@ extension KeychainDatabase {
     /// checked, then left out (values the engine sets itself, or never matches on).
     func normalize(_ attributes: Attributes, schema: ItemSchema, ignoring: Set<AttributeName>) throws -> Attributes {
         var result: Attributes = [:]
+        // Room for what an add sets next (dates, group, accessibility, defaults), without rehashing.
+        result.reserveCapacity(attributes.count + 8)
         for (name, value) in attributes {
             guard let spec = schema.spec(for: name) else {
                 throw KeychainError(.noSuchAttribute, "\(schema.itemClass) items have no attribute \(name)")

@@ -385,10 +385,11 @@ struct RowCodec {
     }
 
     /// Seals an item's attributes and secret for row `uuid`; `tags` may hold the tags of its
-    /// indexed attributes, already computed.
+    /// indexed attributes, already computed, and `primaryKeyTag` its primary-key tag (the
+    /// stored one, when an update keeps the primary key).
     func seal(
         itemClass: ItemClass, uuid: Data, attributes: Attributes, data: Data?, tombstone: Bool,
-        tags: [AttributeName: Data] = [:]
+        tags: [AttributeName: Data] = [:], primaryKeyTag: Data? = nil
     ) throws -> SealedRow {
         let schema = ItemSchema.of(itemClass)
         guard let accessibility = attributes[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:)),
@@ -398,7 +399,8 @@ struct RowCodec {
             uuid: uuid, itemClass: itemClass, protection: accessibility.protectionClass,
             groupTag: tagger.columnTag(.accessGroup, group),
             syncTag: tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)),
-            primaryKeyTag: tagger.primaryKeyTag(schema, attributes, tags: tags), attributes: Data(), data: nil)
+            primaryKeyTag: primaryKeyTag ?? tagger.primaryKeyTag(schema, attributes, tags: tags),
+            attributes: Data(), data: nil)
         let key = try key(for: row.protection)
         let context = Context(database.keychainID, row, tombstone: tombstone, hasData: data != nil)
         row.attributes = try Sealing.seal(

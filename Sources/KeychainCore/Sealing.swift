@@ -219,7 +219,8 @@ struct IndexTagger: Sendable {
 
     private func mac(_ message: [UInt8]) -> Data {
         var hmac = keyed
-        hmac.update(data: message)
+        // One contiguous region: the generic `DataProtocol` path costs more for an array.
+        message.withUnsafeBytes { hmac.update(data: $0) }
         return hmac.finalize().withUnsafeBytes { Data($0.prefix(Self.tagLength)) }
     }
 }
