@@ -170,7 +170,8 @@ struct IndexTagger: Sendable {
     /// attributes have these tags; a missing value gives zeros.
     func primaryKeyPrefix(_ first: Data?, _ second: Data?) -> Data {
         var prefix = [UInt8](repeating: 0, count: 2 * Self.prefixLength)
-        Self.copyPrefixes(of: [first, second], into: &prefix)
+        if let first { Self.copyPrefix(of: first, to: &prefix, slot: 0) }
+        if let second { Self.copyPrefix(of: second, to: &prefix, slot: 1) }
         return Data(prefix)
     }
 
@@ -179,24 +180,18 @@ struct IndexTagger: Sendable {
     func primaryKeyRange(_ tags: [Data]) -> [Data] {
         let length = 2 * Self.prefixLength + Self.tagLength
         var low = [UInt8](repeating: 0, count: length)
-        var high = [UInt8](repeating: 0xFF, count: length)
-        Self.copyPrefixes(of: tags.prefix(2).map { $0 }, into: &low)
-        Self.copyPrefixes(of: tags.prefix(2).map { $0 }, into: &high)
+        for (slot, tag) in tags.prefix(2).enumerated() { Self.copyPrefix(of: tag, to: &low, slot: slot) }
+        var high = low
+        for index in (min(tags.count, 2) * Self.prefixLength)..<length { high[index] = 0xFF }
         return [Data(low), Data(high)]
     }
 
-    /// Copies the first ``prefixLength`` bytes of each tag into consecutive slots of `bytes`.
-    private static func copyPrefixes(of tags: [Data?], into bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { output in
-            for (index, tag) in tags.enumerated() {
-                guard let tag else { continue }
-                tag.withUnsafeBytes { input in
-                    let count = min(prefixLength, input.count)
-                    let slot = UnsafeMutableRawBufferPointer(
-                        rebasing: output[index * prefixLength..<index * prefixLength + count])
-                    slot.copyMemory(from: UnsafeRawBufferPointer(rebasing: input[0..<count]))
-                }
-            }
+    /// Copies the first ``prefixLength`` bytes of a tag into slot `slot` of `bytes`.
+    private static func copyPrefix(of tag: Data, to bytes: inout [UInt8], slot: Int) {
+        var index = tag.startIndex
+        for offset in slot * prefixLength..<min((slot + 1) * prefixLength, slot * prefixLength + tag.count) {
+            bytes[offset] = tag[index]
+            index += 1
         }
     }
 
