@@ -4,15 +4,10 @@ import Foundation
 import KeychainCore
 import Testing
 
-/// The keychain files of each format version, kept so that every later build must open
-/// them. Only the current version's fixture can be regenerated (when deliberately changing
-/// it): `KEYCHAIN_WRITE_FIXTURE=1 swift test --filter FormatFixtureTests`.
-private func fixturePath(version: Int) -> String {
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("Fixtures/format-v\(version).keychain-db").path
-}
-
-private let fixtureConfiguration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 0x42, count: 32)))
+/// The keychain files of each format version (`Fixtures/`, see ``FixtureCopy``) are kept so
+/// that every later build must open them. Only the current version's fixture can be
+/// regenerated (when deliberately changing it):
+/// `KEYCHAIN_WRITE_FIXTURE=1 swift test --filter FormatFixtureTests`.
 
 private let fixtureItems: [Item] = [
     Item(
@@ -41,17 +36,17 @@ struct FormatFixtureTests {
         "every format's fixture opens, unlocks and reads back every item, by attributes and by identity",
         arguments: Array(1...KeychainDatabase.formatVersion))
     func fixtureOpens(version: Int) throws {
-        let path = fixturePath(version: version)
+        let path = FixtureCopy.path(version: version)
         if version == KeychainDatabase.formatVersion,
             ProcessInfo.processInfo.environment["KEYCHAIN_WRITE_FIXTURE"] == "1"
         {
             try? FileManager.default.removeItem(atPath: path)
             let keychain = try KeychainDatabase.create(
-                at: path, password: "fixture", configuration: fixtureConfiguration)
+                at: path, password: "fixture", configuration: FixtureCopy.configuration)
             try keychain.unlock(password: "fixture")
             for item in fixtureItems { try keychain.add(item) }
         }
-        let (keychain, scratch) = try openCopy(of: path)
+        let (keychain, scratch) = try openCopy(version: version)
         defer { withExtendedLifetime(scratch) {} }
         for expected in fixtureItems {
             var query = ItemQuery(class: expected.itemClass, attributes: expected.attributes, synchronizable: .any)
@@ -68,7 +63,7 @@ struct FormatFixtureTests {
 
     @Test("a format-1 file is upgraded on open and updates in place keep every lookup right")
     func formatOneUpgradesAndUpdates() throws {
-        let (keychain, scratch) = try openCopy(of: fixturePath(version: 1))
+        let (keychain, scratch) = try openCopy(version: 1)
         defer { withExtendedLifetime(scratch) {} }
         let alice = ItemQuery(class: .genericPassword, attributes: [.account: .string("alice")])
         // An indexed value changes (its format-1 tag row must go), with a secret and a label.
@@ -91,14 +86,12 @@ struct FormatFixtureTests {
 
     /// Opens and unlocks a copy of a fixture (the checked-in file is never written), in a
     /// scratch directory that lives as long as the returned `Scratch`.
-    private func openCopy(of path: String) throws -> (KeychainDatabase, Scratch) {
-        let scratch = try Scratch()
-        let copy = scratch.file("copy.keychain-db")
-        try FileManager.default.copyItem(atPath: path, toPath: copy)
-        let keychain = try KeychainDatabase.open(at: copy, configuration: fixtureConfiguration)
+    private func openCopy(version: Int) throws -> (KeychainDatabase, Scratch) {
+        let copy = try FixtureCopy(version: version)
+        let keychain = try copy.open()
         #expect(keychain.isLocked)
         try keychain.unlock(password: "fixture")
-        return (keychain, scratch)
+        return (keychain, copy.scratch)
     }
 
     @Test("scrypt matches RFC 7914 §12")

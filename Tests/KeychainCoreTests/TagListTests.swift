@@ -96,13 +96,9 @@ struct TagListTests {
 
     @Test("upgrading format-2 and format-1 files fills each row's tag list from its tag rows", arguments: [1, 2])
     func upgradeFillsTagLists(version: Int) throws {
-        let scratch = try Scratch()
-        let copy = scratch.file("old.keychain-db")
-        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/format-v\(version).keychain-db").path
-        try FileManager.default.copyItem(atPath: fixture, toPath: copy)
-        let configuration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 0x42, count: 32)))
-        let keychain = try KeychainDatabase.open(at: copy, configuration: configuration)
+        let fixture = try FixtureCopy(version: version)
+        let copy = fixture.path
+        let keychain = try fixture.open()
         try checkTagLists(copy)
         let lists = try GRDBTestAccess.queue(copy).read { db in
             try Data.fetchAll(db, sql: "SELECT tags FROM items")
@@ -306,13 +302,9 @@ struct PrimaryKeyPrefixTests {
 
     @Test("an upgraded older file keeps its layout: accounts keep their tag rows")
     func upgradedFileKeepsTaggedLayout() throws {
-        let scratch = try Scratch()
-        let copy = scratch.file("old.keychain-db")
-        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/format-v2.keychain-db").path
-        try FileManager.default.copyItem(atPath: fixture, toPath: copy)
-        let configuration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 0x42, count: 32)))
-        let keychain = try KeychainDatabase.open(at: copy, configuration: configuration)
+        let fixture = try FixtureCopy(version: 2)
+        let copy = fixture.path
+        let keychain = try fixture.open()
         try keychain.unlock(password: "fixture")
         try keychain.add(genericPassword("erin", service: "new"))
         let pkLengths = try GRDBTestAccess.queue(copy).read { db in

@@ -16,6 +16,33 @@ final class Scratch {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
+/// A copy of a checked-in keychain file of one format version (`Fixtures/format-vN.keychain-db`,
+/// password "fixture"), in a scratch directory: the original is never written.
+struct FixtureCopy {
+    /// The device key and configuration the fixtures were made with.
+    static let configuration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 0x42, count: 32)))
+
+    /// Where the fixture of a format version is checked in.
+    static func path(version: Int) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/format-v\(version).keychain-db").path
+    }
+
+    let scratch: Scratch
+    let path: String
+
+    init(version: Int) throws {
+        scratch = try Scratch()
+        path = scratch.file("copy.keychain-db")
+        try FileManager.default.copyItem(atPath: Self.path(version: version), toPath: path)
+    }
+
+    /// Opens the copy (a fixture opens locked).
+    func open() throws -> KeychainDatabase {
+        try KeychainDatabase.open(at: path, configuration: Self.configuration)
+    }
+}
+
 func genericPassword(_ account: String, service: String = "svc", data: String = "secret") -> Item {
     Item(
         class: .genericPassword,
