@@ -76,7 +76,7 @@ extension KeychainDatabase {
                 throw KeychainError.decode("a stored item does not match its index")
             }
             let old = merged.attributes
-            for (name, value) in item.attributes where name != .creationDate {
+            for (name, value) in item.attributes where name != .creationDate && name != .tombstone {
                 merged.attributes[name] = prepared.attributes[name] ?? value
             }
             merged.data = item.data
@@ -131,9 +131,7 @@ extension KeychainDatabase {
     /// primary key.
     /// - Returns: The item's new persistent identity.
     private func insert(_ item: Item, db: Database, codec: RowCodec) throws -> UUID {
-        var lastRowID: Int64 = 0
-        try db.forEachRow("SELECT max(id) FROM items", []) { lastRowID = $0.integer(0) ?? 0 }
-        let rowID = lastRowID + 1
+        let rowID = try nextRowID(db: db)
         let identity = try PersistentIdentity.make(rowID: rowID)
         let schema = ItemSchema.of(item.itemClass)
         var tags: [AttributeName: Data] = [:]
@@ -150,10 +148,28 @@ extension KeychainDatabase {
         return identity
     }
 
-    /// Deletes an item row and its tag rows.
+    /// The row id of the next item: after the last one, as SQLite would choose. Only a file
+    /// edited by hand has row ids beyond what an identity can carry; then an unused one is
+    /// picked at random, so that adds keep working.
+    private func nextRowID(db: Database) throws -> Int64 {
+        var last: Int64 = 0
+        try db.forEachRow("SELECT max(id) FROM items", []) { last = $0.integer(0) ?? 0 }
+        if last >= 0 && last < PersistentIdentity.maximumRowID { return last + 1 }
+        for _ in 0..<64 {
+            let candidate = Int64.random(in: 1...PersistentIdentity.maximumRowID)
+            var taken = false
+            try db.forEachRow("SELECT 1 FROM items WHERE id = ?", [candidate.databaseValue]) { _ in taken = true }
+            if !taken { return candidate }
+        }
+        throw KeychainError(.internalComponent, "no free row id")
+    }
+
+    /// Deletes an item row and its tag rows. (Reading the list first rather than with
+    /// `DELETE … RETURNING` keeps SQLite versions before 3.35 working.)
     private func deleteRow(_ id: Int64, db: Database) throws {
         var list: Data?
-        try db.forEachRow("DELETE FROM items WHERE id = ? RETURNING tags", [id.databaseValue]) { list = $0.blob(0) }
+        try db.forEachRow("SELECT tags FROM items WHERE id = ?", [id.databaseValue]) { list = $0.blob(0) }
+        try db.run("DELETE FROM items WHERE id = ?", [id.databaseValue])
         if let list { try deleteTags(Self.tags(inList: list), of: id, db: db) }
     }
 
@@ -375,6 +391,8 @@ extension KeychainDatabase {
                     item.attributes[name] = value
                 }
                 if let data { item.data = data }
+                // An updated tombstone is a live item again.
+                item.attributes[.tombstone] = nil
                 // mdat strictly increases when the primary key stays (spec §5.2). Comparing the
                 // values spares keyed hashes: sealing reuses the stored tag when the key stays.
                 let samePrimaryKey = schema.hasSamePrimaryKey(old, item.attributes)

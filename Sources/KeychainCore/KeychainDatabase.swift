@@ -297,6 +297,15 @@ public final class KeychainDatabase: Sendable {
     private func unwrapDeviceKeys(meta: [String: Data], header: Header) throws {
         let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: nil, keychainID: keychainID)
         let unwrapped = try unwrapAll(meta: meta, header: header, wrapping: wrapping)
+        if unwrapped.isEmpty {
+            // The device key opens nothing: another device, or a header whose recorded index
+            // layout was added or removed (the layout is bound into the wrappings). Tell them apart.
+            var other = header
+            other.indexLayout = header.indexLayout == .tagged ? .primaryKeyPrefix : .tagged
+            if let opened = try? unwrapAll(meta: meta, header: other, wrapping: wrapping), !opened.isEmpty {
+                throw KeychainError.decode("the keychain's index layout was altered")
+            }
+        }
         if header.kdf == nil && unwrapped.count != KeyName.all.count {
             throw KeychainError(
                 .authFailed, "the device key does not open this keychain, or its header was altered")

@@ -83,8 +83,9 @@ struct StorageTests {
         let temporary = try TemporaryKeychain()
         let statements = [
             "DELETE FROM items WHERE pk = x'00' AND tomb = 1", "SELECT * FROM items WHERE pk = x'00' AND tomb = 0",
-            "DELETE FROM items WHERE id = 1 RETURNING id, tags", "SELECT item FROM tags WHERE tag = x'00'",
-            "DELETE FROM items WHERE pk = x'00' AND tomb = 1 RETURNING id, tags",
+            "DELETE FROM items WHERE id = 1", "SELECT tags FROM items WHERE id = 1",
+            "SELECT item FROM tags WHERE tag = x'00'", "SELECT id FROM items WHERE pk = x'00' AND tomb = 1",
+            "SELECT 1 FROM items WHERE id = 1",
             "DELETE FROM tags WHERE item = 1 AND tag IN (x'00', x'01', x'02')",
             "SELECT max(id) FROM items",
             // A lookup by persistent identity.
