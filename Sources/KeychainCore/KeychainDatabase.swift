@@ -51,14 +51,9 @@ public final class KeychainDatabase: Sendable {
             throw KeychainError.invalidKeychain("the keychain header is missing")
         }
         keychainID = id
-        var header = Header()
-        header.indexLayout = try IndexLayout(meta: meta[IndexLayout.metaName])
+        let header = try Header(meta: meta)
         keys = KeyRing(layout: header.indexLayout, groups: configuration.accessGroups.groups.filter { $0 != "*" })
-        if let kdf = meta["kdf"] {
-            let (derivation, salt) = try KeyDerivation.decode(kdf)
-            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
-            header.kdf = (derivation, salt)
-        }
+        try header.kdf?.0.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
         self.header = Mutex(header)
         try unwrapDeviceKeys(meta: meta, header: header)
     }
@@ -393,9 +388,7 @@ public final class KeychainDatabase: Sendable {
             try writer.writeWithoutTransaction { db in
                 try db.inTransaction(.immediate) {
                     let meta = try Storage.meta(db)
-                    var current = Header()
-                    current.indexLayout = try IndexLayout(meta: meta[IndexLayout.metaName])
-                    if let kdf = meta["kdf"] { current.kdf = try KeyDerivation.decode(kdf) }
+                    let current = try Header(meta: meta)
                     let oldKey: SymmetricKey?
                     switch (current.kdf, old) {
                     case (nil, nil), (nil, ""): oldKey = nil
@@ -478,5 +471,14 @@ extension KeychainDatabase {
         }
         let directory = (path as NSString).deletingLastPathComponent
         try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+    }
+}
+
+extension KeychainDatabase.Header {
+    /// The header a file's meta entries record (the derivation's parameters not yet checked
+    /// against the configuration's limits).
+    init(meta: [String: Data]) throws {
+        indexLayout = try IndexLayout(meta: meta[IndexLayout.metaName])
+        kdf = try meta["kdf"].map(KeyDerivation.decode)
     }
 }

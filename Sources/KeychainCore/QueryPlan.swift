@@ -122,21 +122,15 @@ struct QueryPlan {
     /// The filters a lookup in `layout` finds through the primary-key index: the first
     /// primary-key attribute's, and the second's when the first is there too.
     func primaryKeyFilters(_ itemClass: ItemClass, layout: IndexLayout) -> [(AttributeSpec, AttributeValue)] {
-        guard layout == .primaryKeyPrefix, !filters.isEmpty else { return [] }
-        var found: [(AttributeSpec, AttributeValue)] = []
-        for spec in ItemSchema.of(itemClass).leadingKeySpecs {
-            guard let value = filters[spec.name] else { break }
-            found.append((spec, value))
-        }
-        return found
+        prefixSpecs(ItemSchema.of(itemClass), layout: layout).map { ($0, filters[$0.name]!) }
     }
 
-    /// Whether a lookup in `layout` finds some items through the primary-key index.
-    func usesPrimaryKeyPrefix(_ itemClass: ItemClass, layout: IndexLayout) -> Bool {
-        guard layout == .primaryKeyPrefix, let first = ItemSchema.of(itemClass).leadingKeySpecs.first else {
-            return false
-        }
-        return filters[first.name] != nil
+    /// The specifications of ``primaryKeyFilters(_:layout:)``: the leading primary-key
+    /// attributes that have a filter, in order, up to the first that has none.
+    private func prefixSpecs(_ schema: ItemSchema, layout: IndexLayout) -> ArraySlice<AttributeSpec> {
+        guard layout == .primaryKeyPrefix, !filters.isEmpty else { return [] }
+        let leading = schema.leadingKeySpecs
+        return leading.prefix { filters[$0.name] != nil }
     }
 
     /// The filters a lookup finds through tag rows, most selective first.
@@ -164,7 +158,7 @@ struct QueryPlan {
         for itemClass in classes {
             // A primary-key prefix can match another value (8 bytes of a tag), so the SQL
             // limit could stop before a true match.
-            if hasResidualFilters(itemClass) || usesPrimaryKeyPrefix(itemClass, layout: tagger.layout) {
+            if hasResidualFilters(itemClass) || !prefixSpecs(ItemSchema.of(itemClass), layout: tagger.layout).isEmpty {
                 limit = nil
             }
             rows += try fetch(
@@ -232,19 +226,12 @@ struct QueryPlan {
         for (name, value) in filters {
             guard let spec = schema.spec(for: name) else { return .filteredOut }
             if let stored = attributes[name], spec.equal(stored, value) { continue }
-            if Self.isIndexed(spec) && !isFoundByPrefix(name, schema: schema, layout: layout) {
+            if Self.isIndexed(spec) && !prefixSpecs(schema, layout: layout).contains(where: { $0.name == name }) {
                 return .contradictsIndex
             }
             verdict = .filteredOut
         }
         return verdict
-    }
-
-    /// Whether a lookup in `layout` finds the filter on `name` through the primary-key prefix.
-    private func isFoundByPrefix(_ name: AttributeName, schema: ItemSchema, layout: IndexLayout) -> Bool {
-        guard layout == .primaryKeyPrefix, let index = schema.leadingKeySpecs.firstIndex(where: { $0.name == name })
-        else { return false }
-        return schema.leadingKeySpecs[..<index].allSatisfy { filters[$0.name] != nil }
     }
 }
 
