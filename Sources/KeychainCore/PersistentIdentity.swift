@@ -19,9 +19,12 @@ enum PersistentIdentity {
         guard rowID > 0, rowID <= maximumRowID else {
             throw KeychainError(.internalComponent, "the keychain has run out of row ids")
         }
-        var bytes = [UInt8](repeating: 0, count: 16)
+        // Two draws from the system generator (one `getrandom` each), not one per byte.
         var generator = SystemRandomNumberGenerator()
-        for index in 6..<16 { bytes[index] = UInt8.random(in: .min ... .max, using: &generator) }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        withUnsafeBytes(of: (generator.next() as UInt64, generator.next() as UInt64)) { random in
+            for index in 6..<16 { bytes[index] = random[index] }
+        }
         for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: rowID >> (8 * (5 - index))) }
         bytes[6] = 0x80 | (bytes[6] & 0x0F)
         bytes[8] = 0x80 | (bytes[8] & 0x3F)

@@ -188,10 +188,9 @@ struct IndexTagger: Sendable {
 
     /// Copies the first ``prefixLength`` bytes of a tag into slot `slot` of `bytes`.
     private static func copyPrefix(of tag: Data, to bytes: inout [UInt8], slot: Int) {
-        var index = tag.startIndex
-        for offset in slot * prefixLength..<min((slot + 1) * prefixLength, slot * prefixLength + tag.count) {
-            bytes[offset] = tag[index]
-            index += 1
+        let start = slot * prefixLength
+        tag.withUnsafeBytes { source in
+            bytes.replaceSubrange(start..<start + min(prefixLength, source.count), with: source.prefix(prefixLength))
         }
     }
 

@@ -145,6 +145,13 @@ struct TagListTests {
             #expect(first != second)
             #expect(first.uuidString.dropFirst(14).first == "8", "version 8: \(first)")
         }
+        // Every fully random byte (7 and 9–15) varies: 64 identities with one value in some
+        // byte would happen by chance with probability 2^-504.
+        let identities = try (0..<64).map { _ in try PersistentIdentity.make(rowID: 1) }
+        let bytes = identities.map { withUnsafeBytes(of: $0.uuid, Array.init) }
+        for index in [7, 9, 10, 11, 12, 13, 14, 15] {
+            #expect(Set(bytes.map { $0[index] }).count > 1, "byte \(index) is not random")
+        }
         #expect(PersistentIdentity.rowID(of: UUID(uuidString: "0B54A4D4-41A6-4F05-8C2D-3E9D1C0E7A10")!) == nil)
         #expect(throws: KeychainError.self) { try PersistentIdentity.make(rowID: 0) }
         #expect(throws: KeychainError.self) { try PersistentIdentity.make(rowID: PersistentIdentity.maximumRowID + 1) }
