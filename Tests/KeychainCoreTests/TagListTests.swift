@@ -146,7 +146,7 @@ struct TagListTests {
             #expect(first.uuidString.dropFirst(14).first == "8", "version 8: \(first)")
         }
         // Every fully random byte (7 and 9–15) varies: 64 identities with one value in some
-        // byte would happen by chance with probability 2^-504.
+        // of these bytes would happen by chance with probability about 2^-500.
         let identities = try (0..<64).map { _ in try PersistentIdentity.make(rowID: 1) }
         let bytes = identities.map { withUnsafeBytes(of: $0.uuid, Array.init) }
         for index in [7, 9, 10, 11, 12, 13, 14, 15] {
