@@ -19,13 +19,8 @@ enum PersistentIdentity {
         guard rowID > 0, rowID <= maximumRowID else {
             throw KeychainError(.internalComponent, "the keychain has run out of row ids")
         }
-        // Two draws from the system generator (one `getrandom` each), not one per byte.
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        withUnsafeBytes(of: (generator.next() as UInt64, generator.next() as UInt64)) { random in
-            for index in 6..<16 { bytes[index] = random[index] }
-        }
-        for index in 0..<6 { bytes[index] = UInt8(truncatingIfNeeded: rowID >> (8 * (5 - index))) }
+        var bytes = (0..<6).map { UInt8(truncatingIfNeeded: rowID >> (8 * (5 - $0))) }
+        bytes += Sealing.randomBytes(10)
         bytes[6] = 0x80 | (bytes[6] & 0x0F)
         bytes[8] = 0x80 | (bytes[8] & 0x3F)
         return UUID(

@@ -52,9 +52,12 @@ enum Sealing {
         return padded
     }
 
+    /// `count` bytes from the system generator, eight per draw (one `getrandom` each).
     static func randomBytes(_ count: Int) -> Data {
         var generator = SystemRandomNumberGenerator()
-        return Data((0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        var bytes = Data(capacity: count + 7)
+        while bytes.count < count { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
+        return bytes.prefix(count)
     }
 }
 
