@@ -40,14 +40,51 @@ public struct AttributeName: RawRepresentable, Hashable, Sendable, Comparable,
 {
     /// The raw attribute key.
     public let rawValue: String
+    /// The key's bytes and their count in one word when there are one to seven: the bytes
+    /// from the top byte down, the count in the lowest byte; otherwise 0. Comparing,
+    /// ordering and hashing a four-character key is then one integer operation, which
+    /// every attribute dictionary lookup and sort pays.
+    private let word: UInt64
+
     /// Creates a name from its raw key.
-    public init(rawValue: String) { self.rawValue = rawValue }
-    /// Creates a name from a string literal.
-    public init(stringLiteral value: String) { rawValue = value }
-    /// Orders names by their raw keys.
-    public static func < (lhs: AttributeName, rhs: AttributeName) -> Bool {
-        lhs.rawValue < rhs.rawValue
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+        word = Self.pack(rawValue)
     }
+    /// Creates a name from a string literal.
+    public init(stringLiteral value: String) { self.init(rawValue: value) }
+
+    private static func pack(_ key: String) -> UInt64 {
+        var word: UInt64 = 0
+        var count: UInt64 = 0
+        for byte in key.utf8 {
+            guard count < 7 else { return 0 }
+            word |= UInt64(byte) << (56 - 8 * count)
+            count += 1
+        }
+        return word | count
+    }
+
+    /// Orders names by the bytes of their raw keys (for ASCII keys, the alphabetical order).
+    public static func < (lhs: AttributeName, rhs: AttributeName) -> Bool {
+        // Zero-padded bytes, then the count: the order of the byte strings.
+        if lhs.word != 0 && rhs.word != 0 { return lhs.word < rhs.word }
+        return lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
+
+    /// Names are equal when their raw keys have the same bytes, as `CFEqual` compares the
+    /// `CFString` keys of a SecItem dictionary (no Unicode normalization).
+    public static func == (lhs: AttributeName, rhs: AttributeName) -> Bool {
+        if lhs.word != 0 || rhs.word != 0 { return lhs.word == rhs.word }
+        return lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    /// Hashes the key's bytes.
+    public func hash(into hasher: inout Hasher) {
+        guard word == 0 else { return hasher.combine(word) }
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+    }
+
     /// The raw attribute key.
     public var description: String { rawValue }
 

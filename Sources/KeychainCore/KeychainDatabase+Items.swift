@@ -102,7 +102,6 @@ extension KeychainDatabase {
         attributes[.creationDate] = .date(now)
         attributes[.modificationDate] = .date(now)
         attributes[.multiUser] = .data(Data())
-        attributes[.tombstone] = nil
         if let group = attributes[.accessGroup]?.stringValue {
             guard configuration.accessGroups.canWrite(group) else {
                 throw KeychainError(.missingEntitlement, "the caller may not write that access group")
@@ -113,14 +112,16 @@ extension KeychainDatabase {
             }
             attributes[.accessGroup] = .string(group)
         }
-        if attributes[.accessible] == nil {
-            attributes[.accessible] = .string(
-                item.itemClass == .certificate ? Accessibility.always.rawValue : Accessibility.whenUnlocked.rawValue)
+        let accessibility: Accessibility
+        if let value = attributes[.accessible]?.stringValue, let given = Accessibility(rawValue: value) {
+            accessibility = given
+        } else {
+            accessibility = item.itemClass == .certificate ? .always : .whenUnlocked
+            attributes[.accessible] = .string(accessibility.rawValue)
         }
-        for name in schema.primaryKey where attributes[name] == nil {
-            if let spec = schema.spec(for: name), spec.storesDefault { attributes[name] = spec.defaultValue }
+        for spec in schema.primaryKeySpecs where spec.storesDefault && attributes[spec.name] == nil {
+            attributes[spec.name] = spec.defaultValue
         }
-        let accessibility = Accessibility(rawValue: attributes[.accessible]?.stringValue ?? "")!
         if accessibility == .whenPasscodeSetThisDeviceOnly && !hasPassword {
             throw KeychainError(.authFailed, "this keychain has no password for a passcode-bound item")
         }
@@ -131,29 +132,48 @@ extension KeychainDatabase {
     /// primary key.
     /// - Returns: The item's new persistent identity.
     private func insert(_ item: Item, db: Database, codec: RowCodec) throws -> UUID {
-        let rowID = try nextRowID(db: db)
-        let identity = try PersistentIdentity.make(rowID: rowID)
         let schema = ItemSchema.of(item.itemClass)
-        var tags: [AttributeName: Data] = [:]
+        let tagger = codec.tagger
+        var tags: [AttributeTag] = []
+        tags.reserveCapacity(8)
         for (name, value) in item.attributes {
             guard let spec = schema.indexedAttributes[name] else { continue }
-            tags[name] = codec.tagger.tag(schema.itemClass, spec, value)
+            tags.append(AttributeTag(name: name, tag: tagger.tag(schema.itemClass, spec, value)))
         }
+        let primaryKey = tagger.primaryKeyTag(schema, item.attributes, tags: tags)
+        let next = try nextRow(replacing: primaryKey, db: db)
+        for tombstone in next.tombstones { try deleteRow(tombstone, db: db) }
+        let identity = try PersistentIdentity.make(rowID: next.id)
         let row = try codec.seal(
             itemClass: item.itemClass, uuid: RowCodec.bytes(of: identity), attributes: item.attributes,
-            data: item.data, tombstone: false, tags: tags)
-        try deleteTombstone(of: row.primaryKeyTag, db: db)
-        let rowAttributes = schema.tagRowAttributes(codec.tagger.layout)
-        try insert(row, id: rowID, tags: tags.filter { rowAttributes[$0.key] != nil }.map(\.value), db: db)
+            data: item.data, tombstone: false, primaryKeyTag: primaryKey)
+        // In the primary-key-prefix layout the first primary-key attribute has no tag rows.
+        let untagged = tagger.layout == .primaryKeyPrefix ? schema.primaryKey.first : nil
+        try insert(row, id: next.id, tags: tags.compactMap { $0.name == untagged ? nil : $0.tag }, db: db)
         return identity
     }
 
-    /// The row id of the next item: after the last one, as SQLite would choose. Only a file
-    /// edited by hand has row ids beyond what an identity can carry; then an unused one is
-    /// picked at random, so that adds keep working.
-    private func nextRowID(db: Database) throws -> Int64 {
+    /// The row id of the next item (after the last one, as SQLite would choose), and the
+    /// tombstones with the primary key `primaryKey`, which the item replaces: one statement.
+    private func nextRow(replacing primaryKey: Data, db: Database) throws -> (id: Int64, tombstones: [Int64]) {
         var last: Int64 = 0
-        try db.forEachRow("SELECT max(id) FROM items", []) { last = $0.integer(0) ?? 0 }
+        var tombstones: [Int64] = []
+        try db.forEachRow(
+            "SELECT max(id), 0 FROM items UNION ALL SELECT id, 1 FROM items WHERE pk = ? AND tomb = 1",
+            [primaryKey.databaseValue]
+        ) { row in
+            if row.integer(1) == 1 {
+                if let id = row.integer(0) { tombstones.append(id) }
+            } else {
+                last = row.integer(0) ?? 0
+            }
+        }
+        return (try rowID(after: last, db: db), tombstones)
+    }
+
+    /// The row id after `last`. Only a file edited by hand has row ids beyond what an
+    /// identity can carry; then an unused one is picked at random, so that adds keep working.
+    private func rowID(after last: Int64, db: Database) throws -> Int64 {
         if last >= 0 && last < PersistentIdentity.maximumRowID { return last + 1 }
         for _ in 0..<64 {
             let candidate = Int64.random(in: 1...PersistentIdentity.maximumRowID)

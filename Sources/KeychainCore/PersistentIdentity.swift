@@ -19,15 +19,13 @@ enum PersistentIdentity {
         guard rowID > 0, rowID <= maximumRowID else {
             throw KeychainError(.internalComponent, "the keychain has run out of row ids")
         }
-        var bytes = (0..<6).map { UInt8(truncatingIfNeeded: rowID >> (8 * (5 - $0))) }
-        bytes += Sealing.randomBytes(10)
-        bytes[6] = 0x80 | (bytes[6] & 0x0F)
-        bytes[8] = 0x80 | (bytes[8] & 0x3F)
-        return UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-                bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
+        // Big-endian: the row id, the version nibble and 12 random bits; the variant bits and
+        // 62 random bits.
+        var random = (UInt64(0), UInt64(0))
+        withUnsafeMutableBytes(of: &random) { Sealing.fillRandom($0) }
+        let high = UInt64(rowID) << 16 | 0x8000 | random.0 & 0x0FFF
+        let low = 0x8000_0000_0000_0000 | random.1 & 0x3FFF_FFFF_FFFF_FFFF
+        return UUID(uuid: withUnsafeBytes(of: (high.bigEndian, low.bigEndian)) { $0.loadUnaligned(as: uuid_t.self) })
     }
 
     /// The row id an identity names, or `nil` for an identity of another layout.

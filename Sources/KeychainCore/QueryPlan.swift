@@ -371,12 +371,11 @@ struct RowCodec {
         }
     }
 
-    /// Seals an item's attributes and secret for row `uuid`; `tags` may hold the tags of its
-    /// indexed attributes, already computed, and `primaryKeyTag` its primary-key tag (the
-    /// stored one, when an update keeps the primary key).
+    /// Seals an item's attributes and secret for row `uuid`; `primaryKeyTag` may be its
+    /// primary-key tag, already computed (the stored one, when an update keeps the primary key).
     func seal(
         itemClass: ItemClass, uuid: Data, attributes: Attributes, data: Data?, tombstone: Bool,
-        tags: [AttributeName: Data] = [:], primaryKeyTag: Data? = nil
+        primaryKeyTag: Data? = nil
     ) throws -> SealedRow {
         let schema = ItemSchema.of(itemClass)
         guard let accessibility = attributes[.accessible]?.stringValue.flatMap(Accessibility.init(rawValue:)),
@@ -386,7 +385,7 @@ struct RowCodec {
             uuid: uuid, itemClass: itemClass, protection: accessibility.protectionClass,
             groupTag: tagger.columnTag(.accessGroup, group),
             syncTag: tagger.columnTag(.synchronizable, attributes[.synchronizable] ?? .number(0)),
-            primaryKeyTag: primaryKeyTag ?? tagger.primaryKeyTag(schema, attributes, tags: tags),
+            primaryKeyTag: primaryKeyTag ?? tagger.primaryKeyTag(schema, attributes),
             attributes: Data(), data: nil)
         let key = try key(for: row.protection)
         let context = Context(database.keychainID, row, tombstone: tombstone, hasData: data != nil)

@@ -5,23 +5,33 @@ import Foundation
 ///
 /// Plaintexts are padded (ISO/IEC 7816-4: a 0x80 byte, then zeros) to a multiple of 32
 /// bytes, so secrets of 1 and 31 bytes give ciphertexts of equal length. Nonces are 96 random
-/// bits from the system generator for every seal; a keychain stays many orders of magnitude
-/// below the 2^32 seals per key that NIST SP 800-38D allows for random nonces.
+/// bits from the system's secure generator for every seal; a keychain stays many orders of
+/// magnitude below the 2^32 seals per key that NIST SP 800-38D allows for random nonces.
 enum Sealing {
     static let padBlock = 32
 
     static func seal(_ plaintext: some ContiguousBytes, key: SymmetricKey, context: some DataProtocol) throws -> Data {
-        var padded: [UInt8] = plaintext.withUnsafeBytes { bytes in
-            var padded = [UInt8]()
-            padded.reserveCapacity((bytes.count / padBlock + 1) * padBlock)
-            padded.append(contentsOf: bytes)
-            return padded
+        let bytes: [UInt8] = plaintext.withUnsafeBytes { bytes in
+            var copy = [UInt8]()
+            copy.reserveCapacity(paddedCount(bytes.count))
+            copy.append(contentsOf: bytes)
+            return copy
         }
+        return try seal(bytes, key: key, context: context)
+    }
+
+    /// Seals bytes, padding them in place (no copy when the caller passes its last reference).
+    static func seal(_ plaintext: consuming [UInt8], key: SymmetricKey, context: some DataProtocol) throws -> Data {
+        var padded = plaintext
+        padded.reserveCapacity(paddedCount(padded.count))
         padded.append(0x80)
         let remainder = padded.count % padBlock
         if remainder != 0 { padded.append(contentsOf: repeatElement(0, count: padBlock - remainder)) }
         do {
-            let box = try AES.GCM.seal(padded, using: key, authenticating: context)
+            // A random 96-bit nonce, as swift-crypto would draw, in one system call.
+            var nonce = [UInt8](repeating: 0, count: 12)
+            nonce.withUnsafeMutableBytes(fillRandom)
+            let box = try AES.GCM.seal(padded, using: key, nonce: AES.GCM.Nonce(data: nonce), authenticating: context)
             guard let combined = box.combined else {
                 throw KeychainError(.internalComponent, "sealing produced no output")
             }
@@ -32,6 +42,9 @@ enum Sealing {
             throw KeychainError(.internalComponent, "sealing failed")
         }
     }
+
+    /// The length of `count` bytes once padded.
+    static func paddedCount(_ count: Int) -> Int { (count / padBlock + 1) * padBlock }
 
     /// Opens a sealed blob; any tampering, wrong key or wrong context is `.decode`.
     static func open(_ sealed: Data, key: SymmetricKey, context: some DataProtocol) throws -> Data {
@@ -52,12 +65,24 @@ enum Sealing {
         return padded
     }
 
-    /// `count` bytes from the system generator, eight per draw (one `getrandom` each).
+    /// `count` bytes from the system's cryptographically secure generator.
     static func randomBytes(_ count: Int) -> Data {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = Data(capacity: count + 7)
-        while bytes.count < count { withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) } }
-        return bytes.prefix(count)
+        var bytes = Data(count: count)
+        bytes.withUnsafeMutableBytes(fillRandom)
+        return bytes
+    }
+
+    /// Fills `buffer` from the system's cryptographically secure generator: one `getrandom`
+    /// call for the whole buffer (glibc's `arc4random_buf`), where `SystemRandomNumberGenerator`
+    /// makes one per eight bytes.
+    static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, !buffer.isEmpty else { return }
+        #if canImport(Glibc)
+            arc4random_buf(base, buffer.count)
+        #else
+            var generator = SystemRandomNumberGenerator()
+            for index in buffer.indices { buffer[index] = generator.next() }
+        #endif
     }
 }
 
@@ -90,6 +115,12 @@ enum IndexLayout: Sendable, Equatable {
 
     /// The header entry's value, or `nil` for ``tagged``.
     var metaValue: Data? { self == .primaryKeyPrefix ? Data([2]) : nil }
+}
+
+/// The keyed hash of one attribute's value (``IndexTagger/tag(_:_:_:)``).
+struct AttributeTag {
+    let name: AttributeName
+    let tag: Data
 }
 
 /// Keyed hashes of attribute values, the only form in which values are indexed.
@@ -159,14 +190,19 @@ struct IndexTagger: Sendable {
     /// The tag of an item's primary key: class and every primary-key attribute's value. In
     /// the ``IndexLayout/primaryKeyPrefix`` layout it starts with the prefixes of the first
     /// two primary-key attributes' tags (``primaryKeyPrefix(_:_:)``); `tags` may hold tags
-    /// already computed, by attribute name.
-    func primaryKeyTag(_ schema: ItemSchema, _ attributes: Attributes, tags: [AttributeName: Data] = [:]) -> Data {
+    /// already computed.
+    func primaryKeyTag(_ schema: ItemSchema, _ attributes: Attributes, tags: [AttributeTag] = []) -> Data {
         let hash = primaryKeyHash(schema, attributes)
         guard layout == .primaryKeyPrefix else { return hash }
-        let leading = schema.leadingKeySpecs.map { spec in
-            tags[spec.name] ?? (attributes[spec.name] ?? spec.defaultValue).map { tag(schema.itemClass, spec, $0) }
+        func leadingTag(_ index: Int) -> Data? {
+            guard index < schema.leadingKeySpecs.count else { return nil }
+            let spec = schema.leadingKeySpecs[index]
+            if let known = tags.first(where: { $0.name == spec.name }) { return known.tag }
+            return (attributes[spec.name] ?? spec.defaultValue).map { tag(schema.itemClass, spec, $0) }
         }
-        return primaryKeyPrefix(leading.first ?? nil, leading.count > 1 ? leading[1] : nil) + hash
+        var keyTag = primaryKeyPrefix(leadingTag(0), leadingTag(1))
+        keyTag.append(hash)
+        return keyTag
     }
 
     /// The first bytes of every primary-key tag whose first (and second) primary-key
@@ -226,7 +262,8 @@ struct IndexTagger: Sendable {
 enum AttributeCoding {
     static func encode(_ attributes: Attributes) -> [UInt8] {
         var out: [UInt8] = [1]
-        out.reserveCapacity(512)
+        // Room for the padding that sealing adds in place.
+        out.reserveCapacity(512 + Sealing.padBlock)
         Swift.withUnsafeBytes(of: UInt32(attributes.count).bigEndian) { out.append(contentsOf: $0) }
         for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
             out.appendLengthPrefixed(name.rawValue.utf8)
