@@ -83,8 +83,12 @@ struct BenchmarkRunner {
     /// valgrind --tool=callgrind --toggle-collect='*profiledLoop*' \
     ///     keychain-bench --profile engine.find --sizes 10000 --iterations 2000
     /// ```
-    /// - Returns: The operation's summary.
-    func profile(_ name: String) throws -> Summary {
+    ///
+    /// With two names, the operations alternate on every iteration (`engine.add`, then
+    /// `floor.insert`, then `engine.add`, …), so that both see the same machine from one
+    /// moment to the next: the steadiest ratio this noisy machine gives.
+    /// - Returns: The summary of each operation, in the order named.
+    func profile(_ names: [String]) throws -> [Summary] {
         let scratch = try Self.makeScratchDirectory(in: options.directory)
         try FileManager.default.createDirectory(
             atPath: scratch + "/config/keychain", withIntermediateDirectories: true,
@@ -100,18 +104,32 @@ struct BenchmarkRunner {
         let suite = OperationSuite(
             keychain: keychain, floor: floor, workload: workload, count: count, seed: 0x6B63_6265)
         let operations = try suite.operations()
-        guard let operation = operations.first(where: { $0.name == name }) else {
-            throw BenchmarkFailure(
-                "unknown operation \(name); one of " + operations.map(\.name).joined(separator: ", "))
+        let chosen = try names.map { name in
+            guard let operation = operations.first(where: { $0.name == name }) else {
+                throw BenchmarkFailure(
+                    "unknown operation \(name); one of " + operations.map(\.name).joined(separator: ", "))
+            }
+            return operation
         }
-        let producer =
+        // A delete needs the items its add counterpart (or the floor's insert) creates first.
+        let producers = names.compactMap { name in
             name.hasSuffix(".delete")
-            ? operations.first { $0.name == name.replacingOccurrences(of: ".delete", with: ".add") }
-                ?? operations.first { $0.name == "floor.insert" } : nil
+                ? operations.first { $0.name == name.replacingOccurrences(of: ".delete", with: ".add") }
+                    ?? operations.first { $0.name == "floor.insert" } : nil
+        }
         return try KeychainDatabase.withDefault(keychain) {
-            if let producer { for index in 0..<count { try producer.body(index) } }
-            for index in 0..<options.warmup { try operation.body(index) }
-            return Summary(nanoseconds: try Self.profiledLoop(operation, range: options.warmup..<count))
+            for producer in producers { for index in 0..<count { try producer.body(index) } }
+            for index in 0..<options.warmup { for operation in chosen { try operation.body(index) } }
+            guard chosen.count == 2 else {
+                return [Summary(nanoseconds: try Self.profiledLoop(chosen[0], range: options.warmup..<count))]
+            }
+            var samples: [[UInt64]] = [[], []]
+            for index in options.warmup..<count {
+                for (slot, operation) in chosen.enumerated() {
+                    samples[slot].append(try Clock.time { try operation.body(index) })
+                }
+            }
+            return samples.map(Summary.init(nanoseconds:))
         }
     }
 

@@ -20,11 +20,21 @@ enum KeychainBench {
             case .memoryProbe(let request):
                 let probe = try MemoryProbe.measure(request)
                 print(String(decoding: try JSONEncoder().encode(probe), as: UTF8.self))
-            case .profile(let options, let operation):
-                let summary = try BenchmarkRunner(options: options).profile(operation)
-                print(
-                    "\(operation): median \(Format.duration(summary.medianMicroseconds)), "
-                        + "p99 \(Format.duration(summary.p99Microseconds)), \(summary.count) iterations")
+            case .profile(let options, let operation, let against):
+                let runner = BenchmarkRunner(options: options)
+                let names = [operation] + (against.map { [$0] } ?? [])
+                let summaries = try runner.profile(names)
+                for (name, summary) in zip(names, summaries) {
+                    print(
+                        "\(name): median \(Format.duration(summary.medianMicroseconds)), "
+                            + "p99 \(Format.duration(summary.p99Microseconds)), \(summary.count) iterations")
+                }
+                if summaries.count == 2 {
+                    let ratio = summaries[0].medianMicroseconds / summaries[1].medianMicroseconds
+                    print(
+                        "\(operation) ÷ \(names[1]): \(String(format: "%.2f", ratio))× (medians, alternating every iteration)"
+                    )
+                }
             case .run(let options):
                 let report = try BenchmarkRunner(options: options).run()
                 print(options.json ? try json(report) : TableRenderer.render(report))

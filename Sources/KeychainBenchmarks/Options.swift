@@ -48,6 +48,9 @@ struct BenchmarkOptions: Sendable {
           --profile OP       run one operation alone (engine.find, secitem.add, floor.select, …)
                              at the first size, for valgrind --tool=callgrind
                              --toggle-collect='*profiledLoop*'
+          --against OP       with --profile: alternate OP with it on every iteration and print
+                             both medians and their ratio (e.g. --profile engine.add
+                             --against floor.insert), a steadier ratio on a noisy machine
           --help             this text
         """
 
@@ -59,8 +62,8 @@ struct BenchmarkOptions: Sendable {
         case memoryProbe(MemoryProbe.Request)
         /// Internal: exit at once (the cost of starting this executable).
         case noop
-        /// Runs one operation alone, for a profiler.
-        case profile(BenchmarkOptions, operation: String)
+        /// Runs one operation alone, for a profiler, or alternating with a second one.
+        case profile(BenchmarkOptions, operation: String, against: String?)
     }
 
     static func parse(_ arguments: [String]) throws -> Command {
@@ -69,6 +72,7 @@ struct BenchmarkOptions: Sendable {
         var iterationsGiven = false
         var quick = false
         var profiled: String?
+        var against: String?
         var index = 0
         func value(_ flag: String) throws -> String {
             index += 1
@@ -100,6 +104,7 @@ struct BenchmarkOptions: Sendable {
             case "--security": options.securityTool = try value(argument)
             case "--quiet": options.progress = false
             case "--profile": profiled = try value(argument)
+            case "--against": against = try value(argument)
             case "--help", "-h": return .help
             case "--internal-memory-probe":
                 return .memoryProbe(try MemoryProbe.Request(arguments: Array(arguments[(index + 1)...])))
@@ -122,7 +127,8 @@ struct BenchmarkOptions: Sendable {
             options.processRepetitions = min(options.processRepetitions, 3)
             options.keyDerivationRepetitions = 1
         }
-        if let profiled { return .profile(options, operation: profiled) }
+        if let profiled { return .profile(options, operation: profiled, against: against) }
+        guard against == nil else { throw BenchmarkFailure("--against needs --profile") }
         return .run(options)
     }
 }

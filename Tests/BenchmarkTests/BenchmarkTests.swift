@@ -136,6 +136,34 @@ struct BenchmarkTests {
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--sizes", "0"]) }
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--iterations"]) }
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--bogus"]) }
+
+        guard
+            case .profile(_, let operation, let against) = try BenchmarkOptions.parse([
+                "--profile", "engine.add", "--against", "floor.insert",
+            ])
+        else {
+            Issue.record("not a profile")
+            return
+        }
+        #expect(operation == "engine.add")
+        #expect(against == "floor.insert")
+        #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--against", "floor.insert"]) }
+    }
+
+    @Test("a paired profile alternates two operations and times each of them")
+    func pairedProfile() throws {
+        var options = Self.tinyOptions()
+        options.sizes = [40]
+        options.iterations = 12
+        let summaries = try BenchmarkRunner(options: options).profile(["engine.delete", "floor.delete"])
+        #expect(summaries.count == 2)
+        for summary in summaries {
+            Self.expectSensible(summary, "paired profile")
+            #expect(summary.count == 12)
+        }
+        #expect(throws: BenchmarkFailure.self) {
+            try BenchmarkRunner(options: options).profile(["engine.add", "engine.nonsense"])
+        }
     }
 
     @Test("median and 99th percentile")
