@@ -147,9 +147,8 @@ extension KeychainDatabase {
         let row = try codec.seal(
             itemClass: item.itemClass, uuid: RowCodec.bytes(of: identity), attributes: item.attributes,
             data: item.data, tombstone: false, primaryKeyTag: primaryKey)
-        // In the primary-key-prefix layout the first primary-key attribute has no tag rows.
-        let untagged = tagger.layout == .primaryKeyPrefix ? schema.primaryKey.first : nil
-        try insert(row, id: next.id, tags: tags.compactMap { $0.name == untagged ? nil : $0.tag }, db: db)
+        let rowAttributes = schema.tagRowAttributes(tagger.layout)
+        try insert(row, id: next.id, tags: tags.compactMap { rowAttributes[$0.name] != nil ? $0.tag : nil }, db: db)
         return identity
     }
 
@@ -193,10 +192,11 @@ extension KeychainDatabase {
         if let list { try deleteTags(Self.tags(inList: list), of: id, db: db) }
     }
 
-    /// Deletes the tombstone with a primary key, if there is one (other than row `except`).
+    /// Deletes the tombstone with a primary key, if there is one, other than row `except` (an
+    /// update's own row). Adds find theirs with ``nextRow(replacing:db:)``.
     ///
-    /// Most adds find none: a lookup costs a fraction of a `DELETE` that matches nothing.
-    private func deleteTombstone(of primaryKey: Data, except: Int64? = nil, db: Database) throws {
+    /// Most updates find none: a lookup costs a fraction of a `DELETE` that matches nothing.
+    private func deleteTombstone(of primaryKey: Data, except: Int64, db: Database) throws {
         var tombstones: [Int64] = []
         try db.forEachRow("SELECT id FROM items WHERE pk = ? AND tomb = 1", [primaryKey.databaseValue]) { row in
             if let id = row.integer(0), id != except { tombstones.append(id) }
