@@ -27,7 +27,8 @@ enum KeychainBench {
                 for (name, summary) in zip(names, summaries) {
                     print(
                         "\(name): median \(Format.duration(summary.medianMicroseconds)), "
-                            + "p99 \(Format.duration(summary.p99Microseconds)), \(summary.count) iterations")
+                            + "p99 \(Format.duration(summary.p99Microseconds)), "
+                            + "mean \(Format.duration(summary.meanMicroseconds)), \(summary.count) iterations")
                 }
                 if summaries.count == 2 {
                     let ratio = summaries[0].medianMicroseconds / summaries[1].medianMicroseconds

@@ -166,16 +166,18 @@ struct BenchmarkTests {
         }
     }
 
-    @Test("median and 99th percentile")
+    @Test("median, 99th percentile and mean")
     func statistics() {
         let summary = Summary(nanoseconds: (1...100).map { UInt64($0) * 1_000 }.shuffled())
         #expect(summary.count == 100)
         #expect(summary.medianMicroseconds == 50.5)
         #expect(summary.p99Microseconds == 99)
         #expect(summary.minimumMicroseconds == 1)
+        #expect(summary.meanMicroseconds == 50.5)
         let odd = Summary(nanoseconds: [3_000, 1_000, 2_000])
         #expect(odd.medianMicroseconds == 2)
         #expect(odd.p99Microseconds == 3)
+        #expect(Summary(nanoseconds: [1_000, 1_000, 7_000]).meanMicroseconds == 3)
     }
 
     @Test("workload names are distinct and services hold their accounts")
