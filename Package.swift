@@ -11,6 +11,7 @@ import PackageDescription
 //   SecurityTool            the `security` command-line tool (macOS security(1) compatible)
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
+//   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -57,6 +58,7 @@ let package = Package(
             ]
         ),
         .target(name: "SwiftKeychain", dependencies: ["KeychainCore"]),
+        .target(name: "SeededRandom"),
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
@@ -67,7 +69,7 @@ let package = Package(
         .executableTarget(
             name: "KeychainBenchmarks",
             dependencies: [
-                "KeychainCore", "Security",
+                "KeychainCore", "Security", "SeededRandom",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -75,7 +77,7 @@ let package = Package(
         .executableTarget(
             name: "KeychainStress",
             dependencies: [
-                "KeychainCore", "Security",
+                "KeychainCore", "Security", "SeededRandom",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -88,14 +90,14 @@ let package = Package(
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [
-                "KeychainCore", "keychain-test-worker",
+                "KeychainCore", "keychain-test-worker", "SeededRandom",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore", "SeededRandom"]),
         // The seed documents' code, compiled as written (Swift 5 language mode).
         .testTarget(
             name: "SeedTests",

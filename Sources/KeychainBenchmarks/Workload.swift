@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import SeededRandom
 
 /// The items of a benchmark keychain: realistic generic passwords with 100-byte secrets.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import SeededRandom
 
 #if canImport(Glibc)
     import Glibc
@@ -109,7 +110,7 @@ func commandLineAttacks(_ context: StressContext) throws -> [StressRow] {
                 reason: "the `security` binary is not functional yet (\(probe.output.prefix(60)))")
         ]
     }
-    var random = SplitMix(seed: context.seed)
+    var random = SplitMix64(seed: context.seed)
     var scanner = CanaryScanner()
     func canary(_ tag: String) -> String {
         let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789")

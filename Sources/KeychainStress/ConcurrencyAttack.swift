@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
+import SeededRandom
 
 #if canImport(Glibc)
     import Glibc
@@ -230,7 +231,7 @@ func lockDuringReadsAttack(_ context: StressContext) throws -> [StressRow] {
     var wrongErrors: [String] = []
     var lockedWhileReading = 0
     var afterLock = 0
-    var random = SplitMix(seed: context.seed)
+    var random = SplitMix64(seed: context.seed)
     for _ in 0..<rounds {
         try keychain.unlock(password: Corpus.password)
         // Every read takes a ticket before it starts and another when it returns; lock() takes

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
+import SeededRandom
 
 /// A keychain filled with a varied set of items (every class, every accessibility, two access
 /// groups, synchronizable items and a tombstone), each with a canary secret and a unique label,
@@ -24,7 +25,7 @@ package struct Corpus {
     package static func build(
         at path: String, hasPassword: Bool, seed: UInt64, configuration: KeychainConfiguration = StressKeys.testing()
     ) throws -> Corpus {
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         let keychain = try KeychainDatabase.create(
             at: path, password: hasPassword ? password : nil, configuration: configuration)
         if hasPassword { try keychain.unlock(password: password) }

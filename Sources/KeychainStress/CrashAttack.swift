@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
+import SeededRandom
 
 #if canImport(Glibc)
     import Glibc
@@ -40,7 +41,7 @@ func writerWorker(_ arguments: [String]) throws -> Int32 {
     guard log >= 0 else { return 1 }
     func record(_ line: String) { _ = line.withCString { write(log, $0, strlen($0)) } }
     let writer = arguments[2]
-    var random = SplitMix(seed: seed)
+    var random = SplitMix64(seed: seed)
     var state: [String: Int] = [:]
     for item in try keychain.find(
         ItemQuery(class: .genericPassword, attributes: [.service: .string("crash")]), includeData: true)
@@ -91,7 +92,7 @@ func crashAttacks(_ context: StressContext) throws -> [StressRow] {
     _ = try KeychainDatabase.create(at: path, password: nil, configuration: configuration)
     let rounds = context.mode.pick(quick: 8, long: 1_000)
     let writers = 3
-    var random = SplitMix(seed: context.seed)
+    var random = SplitMix64(seed: context.seed)
     // The state every account is known to have: -1 (or absent) for no item.
     var known: [String: Int] = [:]
     var failures: [String] = []

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
+import SeededRandom
 
 #if canImport(Glibc)
     import Glibc
@@ -15,7 +16,8 @@ private let foreignKinds = [
 ]
 
 /// Builds one foreign file at `path` from a real keychain `template`.
-private func makeForeignFile(_ path: String, template: String, kind: String, random: inout SplitMix) throws -> String {
+private func makeForeignFile(_ path: String, template: String, kind: String, random: inout SplitMix64) throws -> String
+{
     try? FileManager.default.removeItem(atPath: path)
     switch kind {
     case "empty":
@@ -101,7 +103,7 @@ func foreignWorker(_ arguments: [String], from: Int, count: Int) throws {
     let directory = arguments[2]
     let configuration = StressKeys.fromEnvironment()
     serveTrials(from: from, count: count) { index in
-        var random = SplitMix(seed: seed &+ UInt64(index) &* 0x9E37_79B9)
+        var random = SplitMix64(seed: seed &+ UInt64(index) &* 0x9E37_79B9)
         let kind = foreignKinds[index % foreignKinds.count]
         let path = directory + "/foreign-\(getpid())-\(index).keychain-db"
         defer {

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import Security
+import SeededRandom
 
 #if canImport(Glibc)
     import Glibc
@@ -17,7 +18,7 @@ let documentedStatuses: Set<OSStatus> = [
 /// Random SecItem dictionaries: every `kSec…` constant as a key and as a value, unknown keys,
 /// values of the wrong type, huge and NUL-containing strings, nested containers.
 struct DictionaryGenerator {
-    var random: SplitMix
+    var random: SplitMix64
     /// Paths of keychains the dictionaries may name (`kSecUseKeychain`): inside the scratch
     /// directory only.
     var keychainPaths: [String] = []
@@ -177,7 +178,7 @@ func fuzzWorker(_ arguments: [String]) throws -> Int32 {
         }
         if verbose { emit("B \(index)") }
         if index % 1_000 == 0 { emit("P \(index)") }
-        var generator = DictionaryGenerator(random: SplitMix(seed: seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15))
+        var generator = DictionaryGenerator(random: SplitMix64(seed: seed &+ UInt64(index) &* 0x9E37_79B9_7F4A_7C15))
         generator.keychainPaths = paths
         let dictionary = generator.dictionary()
         let started = monotonicSeconds()

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
+import SeededRandom
 
 /// Finds canary strings in files, in every encoding a careless program might use: raw UTF-8,
 /// hex (both cases), base64 (every alignment), UTF-16 (both byte orders).
@@ -91,14 +92,14 @@ struct CanaryScanner {
     }
 }
 
-private func makeCanary(_ random: inout SplitMix, _ tag: String) -> String {
+private func makeCanary(_ random: inout SplitMix64, _ tag: String) -> String {
     let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789")
     return "KCNY" + String((0..<16).map { _ in alphabet[random.int(alphabet.count)] }) + tag
 }
 
 /// Attributes of every string or data kind for a class, each holding a canary.
 private func canaryAttributes(
-    _ itemClass: ItemClass, _ index: Int, _ random: inout SplitMix, _ scanner: inout CanaryScanner
+    _ itemClass: ItemClass, _ index: Int, _ random: inout SplitMix64, _ scanner: inout CanaryScanner
 ) -> Attributes {
     func value(_ tag: String) -> String {
         let canary = makeCanary(&random, tag)
@@ -139,7 +140,7 @@ private func canaryAttributes(
 /// Canaries in every file, index values across keychains, padding, and error texts.
 func leakageAttacks(_ context: StressContext) throws -> [StressRow] {
     let scratch = try Scratch("leakage")
-    var random = SplitMix(seed: context.seed)
+    var random = SplitMix64(seed: context.seed)
     let directory = try scratch.directory("keychain")
     let path = directory + "/canary.keychain-db"
     let keychain = try KeychainDatabase.create(at: path, password: Corpus.password, configuration: StressKeys.testing())

@@ -1,8 +1,9 @@
 import Foundation
 import KeychainCore
+import SeededRandom
 
 /// A wrong password close to the right one, or far from it.
-private func wrongPassword(_ right: String, _ random: inout SplitMix) -> String {
+private func wrongPassword(_ right: String, _ random: inout SplitMix64) -> String {
     var candidate: String
     repeat {
         switch random.int(9) {
@@ -33,7 +34,7 @@ private func read(_ keychain: KeychainDatabase, _ account: String) throws -> Dat
 func passwordAttacks(_ context: StressContext) throws -> [StressRow] {
     let scratch = try Scratch("passwords")
     var rows: [StressRow] = []
-    var random = SplitMix(seed: context.seed)
+    var random = SplitMix64(seed: context.seed)
 
     // Wrong passwords: each errSecAuthFailed, nothing unlocked.
     func wrongPasswords(_ configuration: KeychainConfiguration, attempts: Int, name: String) throws -> (

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import KeychainCore
+import SeededRandom
 
 #if canImport(Glibc)
     import Glibc
@@ -9,19 +10,9 @@ import KeychainCore
 
 // MARK: - Randomness
 
-/// A small deterministic generator (SplitMix64): every failure is reported with the seed that
+/// Draws of the shapes the attacks use. Every failure is reported with the seed that
 /// reproduces it.
-package struct SplitMix: RandomNumberGenerator, Sendable {
-    package var state: UInt64
-    package init(seed: UInt64) { state = seed }
-    package mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     mutating func int(_ upper: Int) -> Int { upper <= 1 ? 0 : Int.random(in: 0..<upper, using: &self) }
     mutating func bytes(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }) }
     mutating func chance(_ percent: Int) -> Bool { int(100) < percent }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
+import SeededRandom
 
 /// Where a tampering lands.
 enum TamperSurface: String, CaseIterable {
@@ -29,7 +30,7 @@ private enum Mutation: String, CaseIterable {
     case flip, truncate, extend, zero, replace
 }
 
-private func mutate(_ bytes: Data, _ random: inout SplitMix) -> (Data, String) {
+private func mutate(_ bytes: Data, _ random: inout SplitMix64) -> (Data, String) {
     var out = bytes
     let mutation = random.pick(Mutation.allCases)
     switch mutation {
@@ -61,7 +62,7 @@ private func mutate(_ bytes: Data, _ random: inout SplitMix) -> (Data, String) {
     }
 }
 
-private func mutate(_ value: DatabaseValue, column: String, _ random: inout SplitMix) -> (DatabaseValue, String) {
+private func mutate(_ value: DatabaseValue, column: String, _ random: inout SplitMix64) -> (DatabaseValue, String) {
     switch value.storage {
     case .blob(let data):
         if column == "data" && random.chance(12) { return (.null, "set to NULL") }
@@ -106,7 +107,8 @@ private let sealedColumns = ["attributes", "data"]
 private let indexColumns = ["uuid", "class", "protection", "agrp", "sync", "pk", "tomb", "id"]
 
 /// Changes one stored value of a keychain file in place (the file must be checkpointed).
-func tamperColumns(_ path: String, surface: TamperSurface, corpus: Corpus, random: inout SplitMix) throws -> Tampering?
+func tamperColumns(_ path: String, surface: TamperSurface, corpus: Corpus, random: inout SplitMix64) throws
+    -> Tampering?
 {
     let queue = try rawQueue(path)
     defer { try? queue.close() }
@@ -210,7 +212,7 @@ private func labelsByRow(_ db: Database, corpus: Corpus) throws -> [Int64: Strin
 
 /// Changes bytes of the file itself: flips, zeroed ranges, truncation, extension. Half of them
 /// land in the first page (the SQLite header and schema).
-func tamperBytes(_ path: String, random: inout SplitMix) throws -> Tampering {
+func tamperBytes(_ path: String, random: inout SplitMix64) throws -> Tampering {
     var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
     let original = bytes
     var description = ""
@@ -250,7 +252,7 @@ func tamperBytes(_ path: String, random: inout SplitMix) throws -> Tampering {
 
 /// Moves a blob or a wrapped key: to another row of the same keychain (another class, group,
 /// protection class or sync state), or from a twin keychain with the same password and device key.
-func swapBlobs(_ path: String, twin: String, corpus: Corpus, random: inout SplitMix) throws -> Tampering? {
+func swapBlobs(_ path: String, twin: String, corpus: Corpus, random: inout SplitMix64) throws -> Tampering? {
     let queue = try rawQueue(path)
     defer { try? queue.close() }
     let twinQueue = try rawQueue(twin)
@@ -409,7 +411,7 @@ func tamperWorker(_ arguments: [String], from: Int, count: Int) throws {
     let configuration = StressKeys.fromEnvironment()
     let corpus = try Corpus.load(path: template, hasPassword: hasPassword, configuration: configuration)
     serveTrials(from: from, count: count) { index in
-        var random = SplitMix(seed: seed &+ UInt64(index) &* 0x2545_F491_4F6C_DD1D)
+        var random = SplitMix64(seed: seed &+ UInt64(index) &* 0x2545_F491_4F6C_DD1D)
         let path = directory + "/trial-\(getpid()).keychain-db"
         do {
             try copyFile(template, path)

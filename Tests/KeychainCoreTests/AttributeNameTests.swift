@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import SeededRandom
 import Testing
 
 /// `AttributeName` compares, orders and hashes its raw key's bytes (one packed word for keys
@@ -9,7 +10,7 @@ struct AttributeNameTests {
     /// Random keys of 0 to 12 bytes from a small alphabet (so that equal keys, shared
     /// prefixes and the seven-byte boundary all occur), including non-ASCII and NUL.
     static func randomKeys(seed: UInt64, count: Int) -> [String] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         let alphabet: [String] = ["a", "b", "z", "A", "\u{0}", "é", "e\u{301}", "\u{212A}", "K", "\u{7F}"]
         return (0..<count).map { _ in
             let length = Int.random(in: 0...12, using: &generator)

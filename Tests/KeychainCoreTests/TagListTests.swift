@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SeededRandom
 import Testing
 
 @testable import KeychainCore
@@ -45,7 +46,7 @@ struct TagListTests {
     func randomWritesKeepTagListsExact(seed: UInt64) throws {
         let temporary = try TemporaryKeychain()
         let keychain = temporary.keychain
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         let accounts = ["a", "b", "c", "d"]
         var succeeded = [Int](repeating: 0, count: 7)
         func count(_ kind: Int, _ body: () throws -> Void) {
@@ -182,19 +183,6 @@ struct TagListTests {
                 .map { $0["detail"] as String? ?? "" }
         }
         #expect(plan.contains { $0.contains("USING INTEGER PRIMARY KEY") }, "\(plan)")
-    }
-}
-
-/// A deterministic generator (SplitMix64), so a failing seed can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -1,25 +1,13 @@
 import Foundation
 import KeychainCore
+import SeededRandom
 import Security
 import Testing
-
-/// A small deterministic generator (SplitMix64), so a failing dictionary can be reproduced from
-/// its seed.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Builds random query dictionaries from every kind of key and value Apple code passes, and
 /// from plenty that it does not.
 struct QueryGenerator {
-    var random: SplitMix
+    var random: SplitMix64
 
     nonisolated(unsafe) static let keys: [CFString] = [
         kSecClass, kSecAttrAccessible, kSecAttrAccessControl, kSecAttrAccessGroup, kSecAttrSynchronizable,
@@ -96,7 +84,7 @@ struct FuzzTests {
     @Test("100,000 random dictionaries: no trap, only documented status codes")
     func randomDictionaries() throws {
         let seed = UInt64(ProcessInfo.processInfo.environment["KEYCHAIN_FUZZ_SEED"] ?? "") ?? 20_261_122
-        var generator = QueryGenerator(random: SplitMix(state: seed))
+        var generator = QueryGenerator(random: SplitMix64(seed: seed))
         var counts: [OSStatus: Int] = [:]
         try withKeychain { _ in
             for index in 0..<100_000 {
