@@ -1,4 +1,4 @@
-/// A small, fast, seedable random number generator (Sebastiano Vigna's SplitMix64).
+/// A small, fast, seedable random number generator: SplitMix64 (Steele, Lea and Flood, 2014).
 ///
 /// The benchmark, the stress suite and the randomized tests draw their inputs from it, so that
 /// the same seed gives the same inputs on every run and every machine: a failure is reported
@@ -11,7 +11,7 @@
 /// ```
 package struct SplitMix64: RandomNumberGenerator, Sendable {
     /// The generator's whole state: the next value is a function of it alone.
-    package var state: UInt64
+    private var state: UInt64
 
     /// A generator whose sequence is determined by `seed`.
     package init(seed: UInt64) { state = seed }
