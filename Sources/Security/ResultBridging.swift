@@ -106,18 +106,61 @@ extension SecConstantString: _HasCustomAnyHashableRepresentation {
 ///   out (a Core Foundation dictionary cannot hold `NULL`).
 /// - Returns: An immutable dictionary.
 package func makeResultDictionary(_ pairs: [(CFString, Any)]) -> CFDictionary {
-    var keys: [NSString] = []
-    var objects: [AnyObject] = []
-    keys.reserveCapacity(pairs.count)
-    objects.reserveCapacity(pairs.count)
+    var builder = ResultDictionaryBuilder(capacity: pairs.count)
     for (key, value) in pairs {
         guard let object = resultObject(value) else { continue }
-        keys.append(NSString(string: key as String))
+        builder.append(key as String, object)
+    }
+    return builder.build()
+}
+
+/// A result dictionary under construction: keys and the Foundation objects callers read, as
+/// ``makeResultDictionary(_:)`` stores them, added with their static types so that no value is
+/// boxed in `Any` and cast back. A later entry with the same key replaces an earlier one.
+///
+/// ```swift
+/// var builder = ResultDictionaryBuilder(capacity: 2)
+/// builder.append("acct", string: "alice")
+/// builder.append("v_Data", data: secret)
+/// let result = builder.build()
+/// ```
+struct ResultDictionaryBuilder {
+    private var keys: [NSObject] = []
+    private var objects: [AnyObject] = []
+
+    /// An empty builder with room for `capacity` entries.
+    init(capacity: Int) {
+        keys.reserveCapacity(capacity)
+        objects.reserveCapacity(capacity)
+    }
+
+    /// Adds a Foundation object under `key`.
+    mutating func append(_ key: String, _ object: AnyObject) {
+        keys.append(NSString(string: key))
         objects.append(object)
     }
-    // Built in one step (a later pair with the same key wins): cheaper than filling a
-    // mutable dictionary through `AnyHashable` keys and copying it.
-    return NSDictionary(objects: objects, forKeys: keys)
+
+    /// Adds a string, stored as an `NSString`.
+    mutating func append(_ key: String, string: String) { append(key, string as NSString) }
+
+    /// Adds bytes, stored as `NSData`.
+    mutating func append(_ key: String, data: Data) { append(key, data as NSData) }
+
+    /// Adds a date, stored as an `NSDate`.
+    mutating func append(_ key: String, date: Date) { append(key, date as NSDate) }
+
+    /// Adds an integer, stored as an `NSNumber`.
+    mutating func append(_ key: String, number: Int) { append(key, NSNumber(value: number)) }
+
+    /// The immutable dictionary, built in one step: cheaper than filling a mutable dictionary
+    /// through `AnyHashable` keys and copying it.
+    func build() -> CFDictionary {
+        keys.withUnsafeBufferPointer { keys in
+            objects.withUnsafeBufferPointer { objects in
+                NSDictionary(objects: objects.baseAddress, forKeys: keys.baseAddress, count: keys.count)
+            }
+        }
+    }
 }
 
 /// Builds a result array (for a search whose limit is not one) from result objects.

@@ -82,7 +82,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         let items = try matchingItems(parsed)
         guard !items.isEmpty else { throw SecError(errSecItemNotFound) }
         let objects = items.compactMap { copyResult($0, parsed) }
-        let value: CFTypeRef? = parsed.limitIsOne ? objects.first : makeResultArray(objects)
+        // The objects are already the Foundation objects a result holds (dictionaries, data).
+        let value: CFTypeRef? = parsed.limitIsOne ? objects.first : NSArray(array: objects)
         if let result, let value { result.pointee = value }
     }
 }
@@ -189,30 +190,31 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
 }
 
 /// The attribute-to-object conversion shared by every result dictionary.
-private func attributePairs(_ item: Item, housekeeping: Bool) -> [(CFString, Any)] {
-    var pairs: [(CFString, Any)] = []
+private func appendAttributes(of item: Item, housekeeping: Bool, to builder: inout ResultDictionaryBuilder) {
     for (name, value) in item.attributes.sorted(by: { $0.key < $1.key }) {
-        let key = NSString(string: name.rawValue)
+        let key = name.rawValue
         switch (name, value) {
         case (.accessControl, .data(let data)):
-            if let control = SecAccessControl(serialized: data) { pairs.append((key, control)) }
+            if let control = SecAccessControl(serialized: data) { builder.append(key, control) }
         case (.tombstone, _), (.multiUser, _):
             continue
-        case (_, .string(let string)): pairs.append((key, string))
-        case (_, .data(let data)): pairs.append((key, data))
-        case (_, .number(let number)): pairs.append((key, NSNumber(value: Int(number))))
-        case (_, .date(let date)): pairs.append((key, date))
+        case (_, .string(let string)): builder.append(key, string: string)
+        case (_, .data(let data)): builder.append(key, data: data)
+        case (_, .number(let number)): builder.append(key, number: Int(number))
+        case (_, .date(let date)): builder.append(key, date: date)
         }
     }
     if item.attributes[.accessControl] == nil, let protection = item.attributes[.accessible]?.stringValue {
-        pairs.append(("accc", SecAccessControl(protectionValue: protection, flags: [])))
+        builder.append("accc", SecAccessControl(protectionValue: protection, flags: []))
     }
     if housekeeping {
-        pairs.append(("musr", Data()))
-        pairs.append(("tomb", NSNumber(value: 0)))
+        builder.append("musr", data: Data())
+        builder.append("tomb", number: 0)
     }
-    return pairs
 }
+
+/// Room for a result dictionary: an item's attributes and the few keys results add.
+private func resultCapacity(_ item: Item) -> Int { item.attributes.count + 8 }
 
 private func persistentReference(_ item: Item) -> Data? {
     item.persistentID.map { PersistentReference(itemClass: item.itemClass, identity: $0).data }
@@ -231,14 +233,15 @@ private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
         if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
         return nil
     }
-    var pairs = attributePairs(item, housekeeping: true)
-    if query.returnData { pairs.append(("sha1", sha1(item.data))) }
-    if query.returnRef { pairs.append(("class", item.itemClass.rawValue)) }
-    if query.returnData || query.returnRef, let data = item.data { pairs.append(("v_Data", data)) }
+    var builder = ResultDictionaryBuilder(capacity: resultCapacity(item))
+    appendAttributes(of: item, housekeeping: true, to: &builder)
+    if query.returnData { builder.append("sha1", data: sha1(item.data)) }
+    if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
+    if query.returnData || query.returnRef, let data = item.data { builder.append("v_Data", data: data) }
     if query.returnPersistentRef, let reference = persistentReference(item) {
-        pairs.append(("v_PersistentRef", reference))
+        builder.append("v_PersistentRef", data: reference)
     }
-    return makeResultDictionary(pairs)
+    return builder.build()
 }
 
 /// The result of SecItemAdd (spec §5.1 step 12).
@@ -254,14 +257,15 @@ private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
         if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
         return nil
     }
-    var pairs = attributePairs(item, housekeeping: false)
-    pairs.append(("sha1", sha1(item.data)))
-    if query.returnRef { pairs.append(("class", item.itemClass.rawValue)) }
-    if query.returnData || query.returnRef { pairs.append(("v_Data", item.data ?? Data())) }
+    var builder = ResultDictionaryBuilder(capacity: resultCapacity(item))
+    appendAttributes(of: item, housekeeping: false, to: &builder)
+    builder.append("sha1", data: sha1(item.data))
+    if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
+    if query.returnData || query.returnRef { builder.append("v_Data", data: item.data ?? Data()) }
     if query.returnPersistentRef, let reference = persistentReference(item) {
-        pairs.append(("v_PersistentRef", reference))
+        builder.append("v_PersistentRef", data: reference)
     }
-    return makeResultDictionary(pairs)
+    return builder.build()
 }
 
 /// Parses `attributesToUpdate` (spec §5.2): every key but kSecValueData is an attribute name.

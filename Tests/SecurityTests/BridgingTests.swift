@@ -276,6 +276,17 @@ struct BridgingTests {
         #expect(readBack === access)
     }
 
+    @Test("A constant hashes and compares like any NSString with its characters")
+    func constantHashesLikeAnNSString() {
+        for constant in [kSecAttrAccount, kSecAttrService, kSecValueData, kSecClass, kSecAttrAccessControl] {
+            let plain = NSString(string: constant as String)
+            #expect(constant.hash == plain.hash, "\(constant)")
+            #expect(constant.isEqual(plain) && plain.isEqual(constant), "\(constant)")
+            let dictionary = NSDictionary(dictionary: [plain: 1])
+            #expect(dictionary[constant] as? Int == 1, "\(constant)")
+        }
+    }
+
     @Test("A later pair replaces an earlier one with the same key")
     func duplicateKeys() {
         let result = makeResultDictionary([
