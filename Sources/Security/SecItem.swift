@@ -189,9 +189,10 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
     return items
 }
 
-/// The attribute-to-object conversion shared by every result dictionary.
+/// The attribute-to-object conversion shared by every result dictionary. (No key is added
+/// twice, so the order of the attributes does not matter.)
 private func appendAttributes(of item: Item, housekeeping: Bool, to builder: inout ResultDictionaryBuilder) {
-    for (name, value) in item.attributes.sorted(by: { $0.key < $1.key }) {
+    for (name, value) in item.attributes {
         let key = name.rawValue
         switch (name, value) {
         case (.accessControl, .data(let data)):
