@@ -200,6 +200,9 @@ private func resultObject(_ value: Any) -> AnyObject? {
     if type == String.self, let string = value as? String { return string as NSString }
     if type == Data.self, let data = value as? Data { return data as NSData }
     if type == Date.self, let date = value as? Date { return date as NSDate }
+    // Objects already made for a result (dictionaries, data, access controls) go in as they
+    // are; a number may be a Boolean, which the general path below converts.
+    if let object = value as? NSObject, !(object is NSNumber) { return object }
     guard let value = unwrapped(value) else { return nil }
     if let boolean = cfBooleanValue(value) {
         return NSNumber(value: Int32(boolean ? 1 : 0))

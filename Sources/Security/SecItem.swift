@@ -82,8 +82,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         let items = try matchingItems(parsed)
         guard !items.isEmpty else { throw SecError(errSecItemNotFound) }
         let objects = items.compactMap { copyResult($0, parsed) }
-        // The objects are already the Foundation objects a result holds (dictionaries, data).
-        let value: CFTypeRef? = parsed.limitIsOne ? objects.first : NSArray(array: objects)
+        let value: CFTypeRef? = parsed.limitIsOne ? objects.first : makeResultArray(objects)
         if let result, let value { result.pointee = value }
     }
 }
