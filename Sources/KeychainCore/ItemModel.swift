@@ -55,9 +55,13 @@ public struct AttributeName: RawRepresentable, Hashable, Sendable, Comparable,
     public init(stringLiteral value: String) { self.init(rawValue: value) }
 
     private static func pack(_ key: String) -> UInt64 {
+        key.utf8.withContiguousStorageIfAvailable { pack(bytes: $0) } ?? pack(bytes: key.utf8)
+    }
+
+    private static func pack(bytes: some Sequence<UInt8>) -> UInt64 {
         var word: UInt64 = 0
         var count: UInt64 = 0
-        for byte in key.utf8 {
+        for byte in bytes {
             guard count < 7 else { return 0 }
             word |= UInt64(byte) << (56 - 8 * count)
             count += 1
@@ -76,7 +80,7 @@ public struct AttributeName: RawRepresentable, Hashable, Sendable, Comparable,
     /// `CFString` keys of a SecItem dictionary (no Unicode normalization).
     public static func == (lhs: AttributeName, rhs: AttributeName) -> Bool {
         if lhs.word != 0 || rhs.word != 0 { return lhs.word == rhs.word }
-        return lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+        return UTF8Bytes.equal(lhs.rawValue, rhs.rawValue)
     }
 
     /// Hashes the key's bytes.

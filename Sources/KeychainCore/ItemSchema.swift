@@ -271,7 +271,7 @@ extension AttributeSpec {
     /// ``canonicalBytes(_:)``, without building them when both values have the same type.
     func equal(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
         switch (a, b) {
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.string(let x), .string(let y)): return UTF8Bytes.equal(x, y)
         case (.data(let x), .data(let y)): return x == y
         case (.number(let x), .number(let y)):
             return comparesBytes ? Int32(truncatingIfNeeded: x) == Int32(truncatingIfNeeded: y) : x == y

@@ -90,6 +90,10 @@ extension KeychainDatabase {
 
     /// Attributes an add accepts but sets itself.
     private static let setOnAdd: Set<AttributeName> = [.multiUser, .tombstone, .modificationDate]
+    /// Attributes an update accepts but sets itself.
+    private static let setOnUpdate: Set<AttributeName> = [.multiUser, .tombstone]
+    /// Attributes a query accepts but does not match on.
+    private static let notFilters: Set<AttributeName> = [.multiUser, .accessControl]
 
     /// Validates an item and fills in what the engine assigns (spec §5.1): defaults, dates,
     /// access group, accessibility. (Its persistent identity is assigned when it is inserted.)
@@ -392,7 +396,7 @@ extension KeychainDatabase {
         var normalizedChanges: [ItemClass: Attributes] = [:]
         for itemClass in plan.classes {
             normalizedChanges[itemClass] = try normalize(
-                changes, schema: ItemSchema.of(itemClass), ignoring: [.multiUser, .tombstone])
+                changes, schema: ItemSchema.of(itemClass), ignoring: Self.setOnUpdate)
         }
         if let group = changes[.accessGroup]?.stringValue, !configuration.accessGroups.canWrite(group) {
             throw KeychainError(.missingEntitlement, "the caller may not write that access group")
@@ -662,7 +666,7 @@ extension KeychainDatabase {
             throw KeychainError.parameter("a query needs a class")
         }
         let schema = ItemSchema.of(query.itemClass ?? .genericPassword)
-        var filters = try normalize(query.attributes, schema: schema, ignoring: [.multiUser, .accessControl])
+        var filters = try normalize(query.attributes, schema: schema, ignoring: Self.notFilters)
         var groupFilter: [String]?
         if let group = filters[.accessGroup]?.stringValue {
             guard writing ? groups.canWrite(group) : groups.canRead(group) else {

@@ -308,9 +308,7 @@ enum AttributeCoding {
 
     /// UTF-8 text, or `nil` when the bytes are not valid UTF-8.
     private static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
-        let text = bytes.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
-        // Decoding repairs invalid sequences with U+FFFD, which changes the byte count.
-        return text.utf8.count == bytes.count && text.utf8.elementsEqual(bytes) ? text : nil
+        UTF8Bytes.string(validating: bytes)
     }
 
     private static func value(_ type: UInt8, _ payload: UnsafeRawBufferPointer) throws -> AttributeValue {
