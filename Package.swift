@@ -115,7 +115,10 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         .testTarget(name: "SecurityToolTests", dependencies: ["SecurityTool", "KeychainCore"]),
-        .testTarget(name: "BenchmarkTests", dependencies: ["KeychainBenchmarks"]),
+        .testTarget(
+            name: "BenchmarkTests",
+            dependencies: ["KeychainBenchmarks", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [

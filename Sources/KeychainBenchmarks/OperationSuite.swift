@@ -50,9 +50,12 @@ enum KeychainOperation: String, CaseIterable, Codable, Sendable {
 }
 
 /// The measurements that make up the floor: plain SQLite (same configuration, same
-/// durability, unencrypted rows) and AES-256-GCM on a 100-byte secret.
+/// durability, unencrypted rows) and AES-256-GCM on a 100-byte secret; and, reported beside
+/// them, an insert into a table with the keychain's indexes (``insertIndexed``), which no
+/// operation is compared with.
 enum FloorOperation: String, CaseIterable, Codable, Sendable {
     case insert
+    case insertIndexed
     case select
     case selectMissing
     case update
@@ -64,6 +67,7 @@ enum FloorOperation: String, CaseIterable, Codable, Sendable {
     var title: String {
         switch self {
         case .insert: "SQLite insert (1 txn)"
+        case .insertIndexed: "SQLite insert, keychain's 3 indexes"
         case .select: "SQLite point select"
         case .selectMissing: "SQLite select (miss)"
         case .update: "SQLite update (1 txn)"
@@ -80,6 +84,8 @@ enum FloorOperation: String, CaseIterable, Codable, Sendable {
 struct OperationSuite {
     let keychain: KeychainDatabase
     let floor: SQLiteBaseline
+    /// The plain table with the keychain's indexes (``FloorOperation/insertIndexed``).
+    let indexedFloor: SQLiteBaseline
     let crypto = CryptoBaseline()
     let workload: Workload
     let count: Int
@@ -112,7 +118,7 @@ struct OperationSuite {
             serviceCounts = serviceNumbers.map(workload.accounts(ofService:))
             secrets = (0..<count).map { Workload.secret($0, version: 1) }
             added = [:]
-            for tag in ["engine", "secitem", "floor"] {
+            for tag in ["engine", "secitem", "floor", "indexed"] {
                 added[tag] = (0..<count).map { Workload.newName(tag, $0) }
             }
         }
@@ -265,8 +271,10 @@ struct OperationSuite {
 
     private func floorOperations(_ inputs: Inputs, sealed: Data) -> [BenchmarkOperation] {
         let floor = floor
+        let indexedFloor = indexedFloor
         let crypto = crypto
         let added = inputs.added["floor"]!
+        let addedIndexed = inputs.added["indexed"]!
         let plaintext = Workload.secret(0)
         func op(_ operation: FloorOperation, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
             BenchmarkOperation(name: Self.key("floor", operation.rawValue), body: body)
@@ -274,6 +282,10 @@ struct OperationSuite {
         return [
             op(.insert) { i in
                 try floor.insert(service: added[i].service, account: added[i].account, data: inputs.secrets[i])
+            },
+            op(.insertIndexed) { i in
+                let (service, account) = addedIndexed[i]
+                try indexedFloor.insert(service: service, account: account, data: inputs.secrets[i])
             },
             op(.select) { i in
                 let (service, account) = inputs.lookups[i]

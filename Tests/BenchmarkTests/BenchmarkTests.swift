@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 @testable import KeychainBenchmarks
@@ -82,6 +83,8 @@ struct BenchmarkTests {
         for operation in FloorOperation.allCases { #expect(table.contains(operation.title)) }
         #expect(table.contains("Target"))
         #expect(table.contains(report.machine.cpuModel))
+        let indexedNote = report.notes.first { $0.contains("Engine add ÷ that insert") }
+        #expect(indexedNote?.contains("@30") == true && indexedNote?.contains("@60") == true)
 
         let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
         #expect(decoded.sizes.map(\.items) == report.sizes.map(\.items))
@@ -192,5 +195,28 @@ struct BenchmarkTests {
         #expect(Workload.secret(1).count == Workload.secretLength)
         #expect(Workload.secret(1) != Workload.secret(2))
         #expect(Workload.secret(1) == Workload.secret(1))
+    }
+
+    @Test("the floor has one unique index; the table with the keychain's indexes has the keychain's three")
+    func floorIndexes() throws {
+        let directory = NSTemporaryDirectory() + "floor-indexes-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let workload = Workload(count: 40)
+        func indexes(_ layout: SQLiteBaseline.Indexes) throws -> [String] {
+            let floor = try SQLiteBaseline(path: directory + "/\(layout).sqlite", workload: workload, indexes: layout)
+            try floor.insert(service: "s", account: "a", data: Data("x".utf8))
+            return try floor.pool.read { db in
+                try String.fetchAll(
+                    db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'items' ORDER BY name")
+            }
+        }
+        #expect(try indexes(.plain) == ["CREATE UNIQUE INDEX items_service_account ON items(service, account)"])
+        #expect(
+            try indexes(.keychain) == [
+                "CREATE UNIQUE INDEX items_account_service ON items(account, service)",
+                "CREATE INDEX items_label ON items(label)",
+                "CREATE INDEX items_service ON items(service)",
+            ])
     }
 }
