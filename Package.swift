@@ -117,7 +117,7 @@ let package = Package(
         .testTarget(name: "SecurityToolTests", dependencies: ["SecurityTool", "KeychainCore"]),
         .testTarget(
             name: "BenchmarkTests",
-            dependencies: ["KeychainBenchmarks", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "ReliabilityTests",

@@ -102,6 +102,9 @@ struct BenchmarkRunner {
         let floor = try SQLiteBaseline(path: scratch + "/floor.sqlite", workload: workload)
         let indexedFloor = try SQLiteBaseline(
             path: scratch + "/floor-indexed.sqlite", workload: workload, indexes: .keychain)
+        try Self.settle(keychain, path: scratch + "/bench.keychain-db")
+        try Self.settle(floor, path: scratch + "/floor.sqlite")
+        try Self.settle(indexedFloor, path: scratch + "/floor-indexed.sqlite")
         let count = options.warmup + options.iterations
         let suite = OperationSuite(
             keychain: keychain, floor: floor, indexedFloor: indexedFloor, workload: workload, count: count,
@@ -183,6 +186,10 @@ struct BenchmarkRunner {
         var indexedFloor: SQLiteBaseline? = try SQLiteBaseline(
             path: indexedFloorPath, workload: workload, indexes: .keychain)
         try verify(keychain!, workload)
+        progress("bringing the write-ahead logs to their steady size")
+        try Self.settle(keychain!, path: path)
+        try Self.settle(floor!, path: floorPath)
+        try Self.settle(indexedFloor!, path: indexedFloorPath)
 
         progress("timing \(options.iterations) iterations of each operation, interleaved")
         let count = options.warmup + options.iterations
@@ -251,6 +258,7 @@ struct BenchmarkRunner {
         for (size, path) in keychains {
             let keychain = try KeychainDatabase.open(at: path, configuration: configuration)
             handles.append(keychain)
+            try Self.settle(keychain, path: path)
             let workload = Workload(count: size, accountsPerService: accountsPerService)
             let lookups = workload.randomItems(count, seed: 0x6772_6F77 &+ UInt64(size)).map(workload.name(of:))
             let added = (0..<count).map { Workload.newName("growth", $0) }
@@ -275,6 +283,30 @@ struct BenchmarkRunner {
             sizes: keychains.map(\.size),
             find: keychains.map { Summary(nanoseconds: samples["find.\($0.size)"] ?? []) },
             add: keychains.map { Summary(nanoseconds: samples["add.\($0.size)"] ?? []) })
+    }
+
+    /// Adds and deletes throwaway items until the keychain's write-ahead log has reached its
+    /// steady size (``WriteAheadLog``).
+    static func settle(_ keychain: KeychainDatabase, path: String) throws {
+        try WriteAheadLog.settle(path) { i in
+            let (service, account) = ("settle.bench.example.net", "settle-\(i)@example.net")
+            try keychain.add(Workload.item(service: service, account: account, secret: Workload.secret(i)))
+            let query = ItemQuery(
+                class: .genericPassword, attributes: [.service: .string(service), .account: .string(account)])
+            guard try keychain.delete(query) == 1 else { throw BenchmarkFailure("settling: a throwaway item stayed") }
+        }
+    }
+
+    /// Inserts and deletes throwaway rows until the floor's write-ahead log has reached its
+    /// steady size (``WriteAheadLog``).
+    static func settle(_ floor: SQLiteBaseline, path: String) throws {
+        try WriteAheadLog.settle(path) { i in
+            let (service, account) = ("settle.bench.example.net", "settle-\(i)@example.net")
+            try floor.insert(service: service, account: account, data: Workload.secret(i))
+            guard try floor.delete(service: service, account: account) == 1 else {
+                throw BenchmarkFailure("settling: a throwaway row stayed")
+            }
+        }
     }
 
     /// Adds the workload's items in transactions of `seedBatch` items
@@ -352,6 +384,10 @@ struct BenchmarkRunner {
                 + "on its writer after prepareDatabase, so the floor sets FULL again after opening).",
             "Keychains are password-less with a device key file in a scratch directory; they are seeded with "
                 + "add(contentsOf:) in transactions of \(Self.seedBatch) items, which no timing includes.",
+            "Before timing, throwaway writes bring every database's write-ahead log to its steady size "
+                + "(\(WriteAheadLog.checkpointPages) pages, when SQLite checkpoints and starts the file again), "
+                + "as in a keychain in use: a commit that makes the log longer also syncs the file system's "
+                + "journal, and seeding leaves the keychain's and the floor's logs at different sizes.",
         ]
         if let indexed = Self.addOverIndexedInsert(report) { notes.append(indexed) }
         if options.testKeyDerivation {

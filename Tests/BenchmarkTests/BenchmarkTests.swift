@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import KeychainCore
 import Testing
 
 @testable import KeychainBenchmarks
@@ -195,6 +196,45 @@ struct BenchmarkTests {
         #expect(Workload.secret(1).count == Workload.secretLength)
         #expect(Workload.secret(1) != Workload.secret(2))
         #expect(Workload.secret(1) == Workload.secret(1))
+    }
+
+    @Test("settling brings a write-ahead log to its steady size, after which writes no longer grow it")
+    func settlingWriteAheadLog() throws {
+        let directory = NSTemporaryDirectory() + "settle-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/floor.sqlite"
+        let floor = try SQLiteBaseline(path: path, workload: Workload(count: 50))
+        #expect(try WriteAheadLog.pageSize(of: path) == 4096)
+        let steady = WriteAheadLog.steadySize(pageSize: 4096)
+        #expect(WriteAheadLog.size(ofLogOf: path) < steady)
+        try BenchmarkRunner.settle(floor, path: path)
+        let settled = WriteAheadLog.size(ofLogOf: path)
+        #expect(settled >= steady)
+        for i in 0..<400 {
+            try floor.insert(service: "after", account: "a\(i)", data: Data("x".utf8))
+            #expect(try floor.delete(service: "after", account: "a\(i)") == 1)
+        }
+        // Two full cycles of the log later, it is at most a few frames longer (a commit that
+        // crosses the threshold may end a little past the previous one).
+        #expect(WriteAheadLog.size(ofLogOf: path) <= settled + 8 * (4096 + 24))
+        #expect(try floor.select(service: "after", account: "a0") == nil)
+    }
+
+    @Test("settling a keychain leaves its items as they were")
+    func settlingKeychain() throws {
+        let directory = NSTemporaryDirectory() + "settle-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/bench.keychain-db"
+        let keychain = try KeychainDatabase.create(
+            at: path, password: nil,
+            configuration: .testing(deviceKey: .file(at: directory + "/device-key")))
+        try keychain.add(Workload.item(service: "kept", account: "me", secret: Workload.secret(1)))
+        try BenchmarkRunner.settle(keychain, path: path)
+        #expect(WriteAheadLog.size(ofLogOf: path) >= WriteAheadLog.steadySize(pageSize: 4096))
+        let all = try keychain.find(ItemQuery(class: .genericPassword, attributes: [:]), includeData: true)
+        #expect(all.map(\.data) == [Workload.secret(1)])
     }
 
     @Test("the floor has one unique index; the table with the keychain's indexes has the keychain's three")
