@@ -96,15 +96,16 @@ struct BenchmarkRunner {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let workload = Workload(count: options.sizes[0], accountsPerService: accountsPerService)
         let configuration = KeychainConfiguration.testing(deviceKey: .file(at: scratch + "/config/keychain/device-key"))
-        let keychain = try KeychainDatabase.create(
-            at: scratch + "/bench.keychain-db", password: nil, configuration: configuration)
+        let (keychainPath, floorPath, indexedFloorPath) = (
+            scratch + "/bench.keychain-db", scratch + "/floor.sqlite", scratch + "/floor-indexed.sqlite"
+        )
+        let keychain = try KeychainDatabase.create(at: keychainPath, password: nil, configuration: configuration)
         _ = try seed(keychain, workload)
-        let floor = try SQLiteBaseline(path: scratch + "/floor.sqlite", workload: workload)
-        let indexedFloor = try SQLiteBaseline(
-            path: scratch + "/floor-indexed.sqlite", workload: workload, indexes: .keychain)
-        try Self.settle(keychain, path: scratch + "/bench.keychain-db")
-        try Self.settle(floor, path: scratch + "/floor.sqlite")
-        try Self.settle(indexedFloor, path: scratch + "/floor-indexed.sqlite")
+        let floor = try SQLiteBaseline(path: floorPath, workload: workload)
+        let indexedFloor = try SQLiteBaseline(path: indexedFloorPath, workload: workload, indexes: .keychain)
+        try Self.settle(keychain, path: keychainPath)
+        try Self.settle(floor, path: floorPath)
+        try Self.settle(indexedFloor, path: indexedFloorPath)
         let count = options.warmup + options.iterations
         let suite = OperationSuite(
             keychain: keychain, floor: floor, indexedFloor: indexedFloor, workload: workload, count: count,

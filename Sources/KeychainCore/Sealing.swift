@@ -296,7 +296,7 @@ enum AttributeCoding {
             attributes.reserveCapacity(Int(min(count, 64)))
             for _ in 0..<count {
                 guard let nameBytes = reader.readLengthPrefixed(),
-                    let name = Self.string(nameBytes),
+                    let name = UTF8Bytes.string(validating: nameBytes),
                     let type = reader.readUInt8(), let payload = reader.readLengthPrefixed()
                 else { throw KeychainError.decode("truncated attributes") }
                 attributes[AttributeName(rawValue: name)] = try value(type, payload)
@@ -306,16 +306,11 @@ enum AttributeCoding {
         }
     }
 
-    /// UTF-8 text, or `nil` when the bytes are not valid UTF-8.
-    private static func string(_ bytes: UnsafeRawBufferPointer) -> String? {
-        UTF8Bytes.string(validating: bytes)
-    }
-
     private static func value(_ type: UInt8, _ payload: UnsafeRawBufferPointer) throws -> AttributeValue {
         var reader = BufferReader(payload)
         switch type {
         case 0x73:
-            guard let s = Self.string(payload) else { break }
+            guard let s = UTF8Bytes.string(validating: payload) else { break }
             return .string(s)
         case 0x64:
             return .data(Data(payload))
