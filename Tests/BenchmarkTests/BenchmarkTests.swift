@@ -198,10 +198,16 @@ struct BenchmarkTests {
         #expect(Workload.secret(1) == Workload.secret(1))
     }
 
+    /// A new empty directory under the temporary directory; the caller removes it.
+    static func scratchDirectory(_ prefix: String) throws -> String {
+        let directory = NSTemporaryDirectory() + "\(prefix)-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
     @Test("settling brings a write-ahead log to its steady size, after which writes no longer grow it")
     func settlingWriteAheadLog() throws {
-        let directory = NSTemporaryDirectory() + "settle-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory("settle")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/floor.sqlite"
         let floor = try SQLiteBaseline(path: path, workload: Workload(count: 50))
@@ -223,8 +229,7 @@ struct BenchmarkTests {
 
     @Test("settling a keychain leaves its items as they were")
     func settlingKeychain() throws {
-        let directory = NSTemporaryDirectory() + "settle-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory("settle")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/bench.keychain-db"
         let keychain = try KeychainDatabase.create(
@@ -239,8 +244,7 @@ struct BenchmarkTests {
 
     @Test("the floor has one unique index; the table with the keychain's indexes has the keychain's three")
     func floorIndexes() throws {
-        let directory = NSTemporaryDirectory() + "floor-indexes-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory("floor-indexes")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let workload = Workload(count: 40)
         func indexes(_ layout: SQLiteBaseline.Indexes) throws -> [String] {
