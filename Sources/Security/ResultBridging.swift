@@ -73,6 +73,25 @@ final class SecConstantString: NSString {
     override func character(at index: Int) -> unichar {
         utf16[index]
     }
+
+    /// Equal to any string with the same UTF-16 code units, as `-[NSString isEqual:]` is on
+    /// Apple platforms; the hash is `NSString`'s, so equal strings hash alike.
+    ///
+    /// Foundation's own `isEqual(_:)` first rebuilds a Swift `String` from a subclass's
+    /// characters, one dynamic call per character, and a dictionary calls it for every
+    /// occupied bucket it probes: building a five-key query literal cost ~54k instructions, most
+    /// of them here. This compares the constants' stored code units, and another string's
+    /// length before its characters.
+    override func isEqual(_ object: Any?) -> Bool {
+        if let constant = object as? SecConstantString { return constant === self || constant.utf16 == utf16 }
+        if let other = object as? NSString {
+            guard other.length == utf16.count else { return false }
+            for index in utf16.indices where other.character(at: index) != utf16[index] { return false }
+            return true
+        }
+        if let string = object as? String { return string.utf16.elementsEqual(utf16) }
+        return false
+    }
 }
 
 /// The Swift string of a key or value read from a query dictionary, or `nil` if it is not a

@@ -89,9 +89,10 @@ struct QueryParser {
     /// swift-corelibs-foundation's bridging of `NSData` to `Data` copies byte by byte, so an
     /// oversized secret would be copied before it could be refused (see ``secretData(_:)``).
     static func entries(_ dictionary: CFDictionary) throws -> [String: Any] {
-        var entries: [String: Any] = [:]
         let keys = dictionary.allKeys
         let values = dictionary.allValues
+        var entries: [String: Any] = [:]
+        entries.reserveCapacity(keys.count)
         let pairs: [(Any, Any)] =
             keys.count == values.count
                 && (type(of: dictionary) == NSDictionary.self || type(of: dictionary) == NSMutableDictionary.self)
@@ -109,10 +110,13 @@ struct QueryParser {
         return entries
     }
 
+    /// The keys macOS removes whatever the operation (§9).
+    private static let alwaysStripped: Set<String> = ["acls", "mdat", "nleg", "u_Keychain", "m_SearchList"]
+
     /// The keys macOS removes before the data-protection keychain sees the dictionary (§9).
     private func stripped(_ entries: [String: Any]) -> [String: Any] {
         entries.filter { key, _ in
-            if ["acls", "mdat", "nleg", "u_Keychain", "m_SearchList"].contains(key) { return false }
+            if Self.alwaysStripped.contains(key) { return false }
             switch operation {
             case .add: return !key.hasPrefix("m_")
             case .copyMatching: return key != "v_Data" && !(key == "sync" && entries["v_PersistentRef"] != nil)

@@ -287,6 +287,41 @@ struct BridgingTests {
         }
     }
 
+    @Test("A constant is equal exactly to the strings with its UTF-16 code units")
+    func constantEquality() {
+        let account: NSString = kSecAttrAccount
+        #expect(account.isEqual(kSecAttrAccount))
+        #expect(account.isEqual(NSString(string: "acct")) && NSString(string: "acct").isEqual(account))
+        #expect(account.isEqual("acct"))
+        for other in ["acc", "acctx", "acc\u{0}", "ACCT", "svce", "", "ácct"] {
+            #expect(!account.isEqual(NSString(string: other)), "\(other)")
+            #expect(!NSString(string: other).isEqual(account), "\(other)")
+            #expect(!account.isEqual(other), "\(other)")
+        }
+        #expect(!account.isEqual(kSecAttrService))
+        #expect(!account.isEqual(NSNumber(value: 4)))
+        #expect(!account.isEqual(nil))
+    }
+
+    @Test("A query literal keeps every distinct constant key, found by the constant and by its string")
+    func literalWithManyConstantKeys() {
+        let keys: [CFString] = [
+            kSecClass, kSecAttrAccount, kSecAttrService, kSecAttrLabel, kSecAttrGeneric, kSecAttrDescription,
+            kSecAttrComment, kSecAttrCreator, kSecAttrType, kSecAttrIsInvisible, kSecAttrIsNegative, kSecAttrServer,
+            kSecAttrProtocol, kSecAttrPort, kSecAttrPath, kSecAttrSecurityDomain, kSecAttrAuthenticationType,
+            kSecAttrAccessGroup, kSecAttrAccessible, kSecAttrSynchronizable, kSecReturnData, kSecReturnAttributes,
+            kSecReturnRef, kSecReturnPersistentRef, kSecMatchLimit, kSecValueData, kSecValuePersistentRef,
+        ]
+        var literal: [CFString: Any] = [:]
+        for (index, key) in keys.enumerated() { literal[key] = index }
+        let dictionary = literal as CFDictionary
+        #expect(dictionary.count == keys.count)
+        for (index, key) in keys.enumerated() {
+            #expect(dictionary[key] as? Int == index, "\(key)")
+            #expect(dictionary[NSString(string: key as String)] as? Int == index, "\(key)")
+        }
+    }
+
     @Test("A later pair replaces an earlier one with the same key")
     func duplicateKeys() {
         let result = makeResultDictionary([
