@@ -31,13 +31,19 @@ final class SecConstantString: NSString {
     /// The constant's Swift string.
     let value: String
     private let utf16: [unichar]
+    /// `NSString`'s hash of the same characters, computed once: Foundation computes it from a
+    /// subclass's characters, one dynamic call each, on every dictionary insertion and lookup.
+    private let cachedHash: Int
 
     /// Creates a constant from a string.
     init(value: String) {
         self.value = value
         self.utf16 = Array(value.utf16)
+        cachedHash = NSString(string: value).hash
         super.init(characters: utf16, length: utf16.count)
     }
+
+    override var hash: Int { cachedHash }
 
     required convenience init(stringLiteral value: StaticString) {
         self.init(value: value.description)
@@ -83,7 +89,9 @@ final class SecConstantString: NSString {
     /// of them here. This compares the constants' stored code units, and another string's
     /// length before its characters.
     override func isEqual(_ object: Any?) -> Bool {
-        if let constant = object as? SecConstantString { return constant === self || constant.utf16 == utf16 }
+        if let constant = object as? SecConstantString {
+            return constant === self || (constant.cachedHash == cachedHash && constant.utf16 == utf16)
+        }
         if let other = object as? NSString {
             guard other.length == utf16.count else { return false }
             for index in utf16.indices where other.character(at: index) != utf16[index] { return false }
