@@ -17,6 +17,7 @@
 //   what Apple returns as a 0/1 `CFNumber`, and `as? Bool` cannot tell a Boolean from a number.
 
 import Foundation
+import KeychainCore
 
 /// The class of every `kSec…` constant: an immutable `NSString` whose `AnyHashable` form is its
 /// Swift `String`.
@@ -163,9 +164,21 @@ struct ResultDictionaryBuilder {
 
     /// Adds a Foundation object under `key`.
     mutating func append(_ key: String, _ object: AnyObject) {
-        keys.append(NSString(string: key))
+        keys.append(Self.sharedKeys[key] ?? NSString(string: key))
         objects.append(object)
     }
+
+    /// One immutable `NSString` per key a result can hold (every attribute name of every class,
+    /// and the result keys), made once and shared by every result instead of one new string per
+    /// key per result. Plain `NSString`s, so that callers bridge them to `String` as cheaply as
+    /// any other; immutable, so shared across threads safely.
+    nonisolated(unsafe) private static let sharedKeys: [String: NSString] = {
+        var names: Set<String> = ["sha1", "class", "v_Data", "v_PersistentRef", "v_Ref", "accc", "musr", "tomb"]
+        for itemClass in ItemClass.allCases {
+            names.formUnion(ItemSchema.of(itemClass).attributes.keys.map(\.rawValue))
+        }
+        return Dictionary(uniqueKeysWithValues: names.map { ($0, NSString(string: $0)) })
+    }()
 
     /// Adds a string, stored as an `NSString`.
     mutating func append(_ key: String, string: String) { append(key, string as NSString) }
