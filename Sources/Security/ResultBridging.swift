@@ -173,7 +173,7 @@ struct ResultDictionaryBuilder {
     /// key per result. Plain `NSString`s, so that callers bridge them to `String` as cheaply as
     /// any other; immutable, so shared across threads safely.
     nonisolated(unsafe) private static let sharedKeys: [String: NSString] = {
-        var names: Set<String> = ["sha1", "class", "v_Data", "v_PersistentRef", "v_Ref", "accc", "musr", "tomb"]
+        var names: Set<String> = ["sha1", "class", "v_Data", "v_PersistentRef"]
         for itemClass in ItemClass.allCases {
             names.formUnion(ItemSchema.of(itemClass).attributes.keys.map(\.rawValue))
         }
