@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 
 /// Brings a database's write-ahead log to its steady size before its writes are timed.
 ///
@@ -34,8 +35,7 @@ enum WriteAheadLog {
         defer { try? handle.close() }
         let header = try handle.read(upToCount: 18) ?? Data()
         guard header.count == 18 else { throw BenchmarkFailure("\(path) has no SQLite header") }
-        let raw = Int(header[16]) << 8 | Int(header[17])
-        return raw == 1 ? 65_536 : raw
+        return sqlitePageSize(header: header)
     }
 
     /// Runs `write` (one write transaction that leaves the data as it found it) until the log

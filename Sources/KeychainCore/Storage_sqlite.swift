@@ -120,8 +120,7 @@ enum Storage {
         }
         try checkVersion(Int(int32(at: 60)))
         // SQLite reads missing pages as zeros: compare the size the header records with the file's.
-        let rawPageSize = Int(UInt16(header[header.startIndex + 16]) << 8 | UInt16(header[header.startIndex + 17]))
-        let pageSize = rawPageSize == 1 ? 65_536 : rawPageSize
+        let pageSize = sqlitePageSize(header: header)
         let pageCount = Int(UInt32(bitPattern: int32(at: 28)))
         let sizeIsValid = int32(at: 92) == int32(at: 24) && pageCount > 0
         let fileSize = try SecureFileSystem.size(of: path)
@@ -354,4 +353,11 @@ extension Database {
         throw DatabaseError(
             resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(sqliteConnection)))
     }
+}
+
+/// The page size an SQLite database header records: the big-endian 16-bit value at byte 16,
+/// where 1 stands for 65,536. `header` holds at least the file's first 18 bytes.
+package func sqlitePageSize(header: Data) -> Int {
+    let raw = Int(header[header.startIndex + 16]) << 8 | Int(header[header.startIndex + 17])
+    return raw == 1 ? 65_536 : raw
 }

@@ -221,7 +221,7 @@ struct BenchmarkTests {
             try floor.insert(service: "after", account: "a\(i)", data: Data("x".utf8))
             #expect(try floor.delete(service: "after", account: "a\(i)") == 1)
         }
-        // Two full cycles of the log later, it is at most a few frames longer (a commit that
+        // A cycle of the log or more later, it is at most a few frames longer (a commit that
         // crosses the threshold may end a little past the previous one).
         #expect(WriteAheadLog.size(ofLogOf: path) <= settled + 8 * (4096 + 24))
         #expect(try floor.select(service: "after", account: "a0") == nil)
