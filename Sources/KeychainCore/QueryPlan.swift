@@ -329,8 +329,10 @@ struct RowCodec {
 
     static func bytes(of uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
 
+    /// The identity in 16 stored bytes. (It starts from zeros: `UUID()` would draw a random
+    /// one first, which on Linux opens and reads `/dev/urandom`, on every row read.)
     static func uuid(_ bytes: Data) -> UUID {
-        var value = UUID().uuid
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes.prefix(16)) }
         return UUID(uuid: value)
     }

@@ -254,7 +254,11 @@ struct IndexTagger: Sendable {
         var hmac = keyed
         // One contiguous region: the generic `DataProtocol` path costs more for an array.
         message.withUnsafeBytes { hmac.update(data: $0) }
-        return hmac.finalize().withUnsafeBytes { Data($0.prefix(Self.tagLength)) }
+        // Copying from the base address skips a generic slice (its metadata is looked up at
+        // run time on every call).
+        return hmac.finalize().withUnsafeBytes { digest in
+            Data(bytes: digest.baseAddress!, count: min(Self.tagLength, digest.count))
+        }
     }
 }
 

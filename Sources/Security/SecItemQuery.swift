@@ -58,7 +58,8 @@ struct PersistentReference {
         else { return nil }
         self.itemClass = itemClass
         if data.count == 20 {
-            var value = UUID().uuid
+            // From zeros: `UUID()` would draw a random identity first (a read of /dev/urandom).
+            var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
             withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: data.suffix(16)) }
             identity = UUID(uuid: value)
         }
