@@ -36,3 +36,15 @@ enum PersistentIdentity {
         return rowID > 0 ? rowID : nil
     }
 }
+
+extension UUID {
+    /// The identity whose 16 bytes are `bytes`, or `nil` when there are not exactly 16.
+    ///
+    /// The bytes are read in place: building on `UUID()` would draw a random identity first,
+    /// which on Linux opens and reads `/dev/urandom`.
+    package init?(bytes: some ContiguousBytes) {
+        guard let value = bytes.withUnsafeBytes({ $0.count == 16 ? $0.loadUnaligned(as: uuid_t.self) : nil })
+        else { return nil }
+        self.init(uuid: value)
+    }
+}

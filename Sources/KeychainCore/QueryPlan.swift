@@ -329,14 +329,6 @@ struct RowCodec {
 
     static func bytes(of uuid: UUID) -> Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
 
-    /// The identity in 16 stored bytes. (It starts from zeros: `UUID()` would draw a random
-    /// one first, which on Linux opens and reads `/dev/urandom`, on every row read.)
-    static func uuid(_ bytes: Data) -> UUID {
-        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: bytes.prefix(16)) }
-        return UUID(uuid: value)
-    }
-
     func key(for protection: ProtectionClass) throws -> SymmetricKey {
         guard let key = state.classKeys[protection] else {
             throw KeychainError(.interactionNotAllowed, "the item's protection class is locked")
@@ -422,7 +414,7 @@ struct RowCodec {
         case .contradictsIndex: throw KeychainError.decode("a stored item does not match its index")
         }
         var item = Item(class: stored.itemClass, attributes: attributes)
-        item.persistentID = Self.uuid(stored.uuid)
+        item.persistentID = UUID(bytes: stored.uuid)  // 16 bytes: StoredRow checks
         if includeData, let sealed = stored.data {
             item.data = try Sealing.open(sealed, key: key, context: context.field("data"))
         }

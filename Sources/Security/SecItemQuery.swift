@@ -57,12 +57,7 @@ struct PersistentReference {
             let itemClass = ItemClass(rawValue: String(decoding: data.prefix(4), as: UTF8.self))
         else { return nil }
         self.itemClass = itemClass
-        if data.count == 20 {
-            // From zeros: `UUID()` would draw a random identity first (a read of /dev/urandom).
-            var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-            withUnsafeMutableBytes(of: &value) { $0.copyBytes(from: data.suffix(16)) }
-            identity = UUID(uuid: value)
-        }
+        if data.count == 20 { identity = UUID(bytes: data.suffix(16)) }
     }
 
     var data: Data {

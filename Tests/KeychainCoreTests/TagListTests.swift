@@ -158,6 +158,20 @@ struct TagListTests {
         #expect(throws: KeychainError.self) { try PersistentIdentity.make(rowID: PersistentIdentity.maximumRowID + 1) }
     }
 
+    @Test("an identity read from its 16 stored bytes is the identity written, and other lengths are refused")
+    func identityFromStoredBytes() throws {
+        for identity in [
+            try PersistentIdentity.make(rowID: 70_000), UUID(uuidString: "0B54A4D4-41A6-4F05-8C2D-3E9D1C0E7A10")!,
+        ] {
+            let stored = withUnsafeBytes(of: identity.uuid) { Data($0) }
+            #expect(UUID(bytes: stored) == identity)
+            #expect(UUID(bytes: Data([0, 1, 2, 3]) + stored) == nil)
+            #expect(UUID(bytes: (Data([0, 1, 2, 3]) + stored).suffix(16)) == identity)
+        }
+        #expect(UUID(bytes: Data(count: 15)) == nil)
+        #expect(UUID(bytes: Data()) == nil)
+    }
+
     @Test("the identity of a deleted item does not name the item that reuses its row id")
     func deletedIdentityStaysDead() throws {
         let temporary = try TemporaryKeychain()
