@@ -1,13 +1,15 @@
 import Crypto
 import Foundation
 import GRDB
+import KeychainCore
 
 /// The floor: plain SQLite through GRDB, with the engine's configuration and durability,
 /// storing the same rows unencrypted.
 ///
 /// Connections are configured as `KeychainCore`'s `Storage.configuration(busyTimeout:)`
 /// configures them: a `DatabasePool` (WAL), `synchronous = FULL` (checked on the writer),
-/// `secure_delete = ON`, a busy timeout, statement arguments kept out of errors; every write
+/// `secure_delete = ON`, a busy timeout, statement arguments kept out of errors, the writer's
+/// page cache (`configureKeychainWriter`, checked); every write
 /// is one immediate transaction, as the engine's are. The table has the columns a keychain
 /// needs and a unique index on (service, account), so a lookup is one index probe and one
 /// row read. Statements are prepared once per connection (`cachedStatement`), as any
@@ -62,14 +64,17 @@ final class SQLiteBaseline {
         pool = try DatabasePool(path: path, configuration: Self.configuration())
         // GRDB's DatabasePool sets `synchronous = NORMAL` on its writer after
         // `prepareDatabase` runs (Database.setUpWALMode), so the FULL asked for above does not
-        // hold on the connection that writes. The floor is defined with FULL: set it on the
-        // writer (a pool keeps one writer connection for its lifetime) and check it.
-        let synchronous = try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            return try Int.fetchOne(db, sql: "PRAGMA synchronous")
+        // hold on the connection that writes. The floor is defined with FULL: its writer (a
+        // pool keeps one writer connection for its lifetime) is configured as a keychain's,
+        // and checked.
+        let (synchronous, cache) = try pool.writeWithoutTransaction { db in
+            try configureKeychainWriter(db)
+            return (try Int.fetchOne(db, sql: "PRAGMA synchronous"), try Int.fetchOne(db, sql: "PRAGMA cache_size"))
         }
-        guard synchronous == 2 else {
-            throw BenchmarkFailure("the floor's writer runs with synchronous = \(synchronous ?? -1), not FULL (2)")
+        guard synchronous == 2, cache == -keychainWriterCacheKiB else {
+            throw BenchmarkFailure(
+                "the floor's writer runs with synchronous = \(synchronous ?? -1) and cache_size = \(cache ?? 0), "
+                    + "not FULL (2) and -\(keychainWriterCacheKiB)")
         }
         try pool.write { db in
             try db.execute(

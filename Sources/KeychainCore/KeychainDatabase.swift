@@ -81,9 +81,7 @@ public final class KeychainDatabase: Sendable {
         let pool = try run {
             let pool = try DatabasePool(
                 path: path, configuration: Storage.configuration(busyTimeout: configuration.busyTimeout))
-            // GRDB sets `synchronous = NORMAL` on a pool's writer; every acknowledged write must
-            // survive power loss, so the writer goes back to FULL.
-            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
+            try pool.writeWithoutTransaction(configureKeychainWriter)
             return pool
         }
         let version = try run { try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } }

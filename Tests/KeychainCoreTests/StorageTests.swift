@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import KeychainCore
+@testable import KeychainCore
 import Testing
 
 #if canImport(Glibc)
@@ -100,6 +100,21 @@ struct StorageTests {
                     !plan.contains { $0.hasPrefix("SCAN items") || $0.hasPrefix("SCAN tags") }, "\(statement): \(plan)")
             }
         }
+    }
+
+    @Test("the writer syncs every commit and caches the indexes' pages, on a new and a reopened keychain")
+    func writerConfiguration() throws {
+        let temporary = try TemporaryKeychain()
+        let reopened = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration)
+        for keychain in [temporary.keychain, reopened] {
+            let (synchronous, cache) = try keychain.writer.writeWithoutTransaction { db in
+                (try Int.fetchOne(db, sql: "PRAGMA synchronous"), try Int.fetchOne(db, sql: "PRAGMA cache_size"))
+            }
+            #expect(synchronous == 2, "synchronous is not FULL")
+            #expect(cache == -keychainWriterCacheKiB)
+        }
+        // Readers keep SQLite's default cache (2,000 KiB).
+        #expect(try temporary.keychain.writer.read { try Int.fetchOne($0, sql: "PRAGMA cache_size") } == -2000)
     }
 
     @Test("the same attribute value in two keychains has different index tags")
