@@ -87,8 +87,8 @@ struct BenchmarkRunner {
     /// With two names, the operations alternate on every iteration (`engine.add`, then
     /// `floor.insert`, then `engine.add`, …), so that both see the same machine from one
     /// moment to the next: the steadiest ratio this noisy machine gives.
-    /// - Returns: The summary of each operation, in the order named.
-    func profile(_ names: [String]) throws -> [Summary] {
+    /// - Returns: The wall-clock and CPU times of each operation, in the order named.
+    func profile(_ names: [String]) throws -> [ProfileResult] {
         let scratch = try Self.makeScratchDirectory(in: options.directory)
         try FileManager.default.createDirectory(
             atPath: scratch + "/config/keychain", withIntermediateDirectories: true,
@@ -128,24 +128,24 @@ struct BenchmarkRunner {
             for producer in producers { for index in 0..<count { try producer.body(index) } }
             for index in 0..<options.warmup { for operation in chosen { try operation.body(index) } }
             guard chosen.count == 2 else {
-                return [Summary(nanoseconds: try Self.profiledLoop(chosen[0], range: options.warmup..<count))]
+                return [ProfileResult(try Self.profiledLoop(chosen[0], range: options.warmup..<count))]
             }
-            var samples: [[UInt64]] = [[], []]
+            var samples: [Timings] = [Timings(), Timings()]
             for index in options.warmup..<count {
                 for (slot, operation) in chosen.enumerated() {
-                    samples[slot].append(try Clock.time { try operation.body(index) })
+                    samples[slot].append(try Clock.timeAndCPU { try operation.body(index) })
                 }
             }
-            return samples.map(Summary.init(nanoseconds:))
+            return samples.map(ProfileResult.init)
         }
     }
 
     /// The loop a profiler collects (`--toggle-collect='*profiledLoop*'`).
     @inline(never)
-    static func profiledLoop(_ operation: BenchmarkOperation, range: Range<Int>) throws -> [UInt64] {
-        var samples: [UInt64] = []
+    static func profiledLoop(_ operation: BenchmarkOperation, range: Range<Int>) throws -> Timings {
+        var samples = Timings()
         samples.reserveCapacity(range.count)
-        for index in range { samples.append(try Clock.time { try operation.body(index) }) }
+        for index in range { samples.append(try Clock.timeAndCPU { try operation.body(index) }) }
         return samples
     }
 
@@ -262,7 +262,7 @@ struct BenchmarkRunner {
             try Self.settle(keychain, path: path)
             let workload = Workload(count: size, accountsPerService: accountsPerService)
             let lookups = workload.randomItems(count, seed: 0x6772_6F77 &+ UInt64(size)).map(workload.name(of:))
-            let added = (0..<count).map { Workload.newName("growth", $0) }
+            let added = (0..<count).map { workload.addedName(.growth, $0) }
             let secrets = (0..<count).map { Workload.secret($0, version: 2) }
             operations.append(
                 BenchmarkOperation(name: "find.\(size)") { i in
@@ -356,22 +356,39 @@ struct BenchmarkRunner {
         }
     }
 
+    /// Engine add ÷ the floor measurement `floor` at every size ("1.27× @1,000, …"), or `nil`
+    /// when the report has none.
+    static func addRatios(_ report: BenchmarkReport, over floor: FloorOperation) -> String? {
+        let ratios = report.sizes.compactMap { size -> String? in
+            guard let add = size.operation(.add), let insert = size.floor.first(where: { $0.operation == floor })
+            else { return nil }
+            return "\(Format.ratio(add.engine.medianMicroseconds / insert.summary.medianMicroseconds)) "
+                + "@\(Format.count(size.items))"
+        }
+        return ratios.isEmpty ? nil : ratios.joined(separator: ", ")
+    }
+
     /// The note that compares the add with a plain insert into a table with the keychain's
     /// indexes, at every size: the share of the add's gap to the floor that is indexing.
     static func addOverIndexedInsert(_ report: BenchmarkReport) -> String? {
-        let ratios = report.sizes.compactMap { size -> String? in
-            guard let add = size.operation(.add),
-                let indexed = size.floor.first(where: { $0.operation == .insertIndexed })
-            else { return nil }
-            let ratio = add.engine.medianMicroseconds / indexed.summary.medianMicroseconds
-            return "\(Format.ratio(ratio)) @\(Format.count(size.items))"
-        }
-        guard !ratios.isEmpty else { return nil }
+        guard let ratios = addRatios(report, over: .insertIndexed) else { return nil }
         return "The add is compared with a plain insert under a unique (service, account) index. The keychain "
             + "also finds items by service alone and by label alone (keyed-tag rows), so each add writes two "
             + "more index entries; an unencrypted insert into a table with those indexes (unique (account, "
             + "service), service, label), same durability, is the row \"\(FloorOperation.insertIndexed.title)\". "
-            + "Engine add ÷ that insert: " + ratios.joined(separator: ", ") + "."
+            + "Engine add ÷ that insert: " + ratios + "."
+    }
+
+    /// The note that compares the add with the floor's insert of clustered names, at every
+    /// size: what the floor would gain if real names sorted together.
+    static func addOverClusteredInsert(_ report: BenchmarkReport) -> String? {
+        guard let ratios = addRatios(report, over: .insertClustered) else { return nil }
+        return "Added items are new services named like the seeded ones, whose names fall anywhere among the "
+            + "seeded names in key order, as real new names do; so every insert also lands on a random page of "
+            + "the floor's index. The row \"\(FloorOperation.insertClustered.title)\" inserts names that all sort "
+            + "together after the seeded ones instead (as this benchmark's added names did before 2026-11-24), "
+            + "which a plaintext index appends to the same few cached pages and keyed hashes never do. "
+            + "Engine add ÷ that insert: " + ratios + "."
     }
 
     private func notes(_ report: BenchmarkReport) -> [String] {
@@ -391,6 +408,7 @@ struct BenchmarkRunner {
                 + "journal, and seeding leaves the keychain's and the floor's logs at different sizes.",
         ]
         if let indexed = Self.addOverIndexedInsert(report) { notes.append(indexed) }
+        if let clustered = Self.addOverClusteredInsert(report) { notes.append(clustered) }
         if options.testKeyDerivation {
             notes.append(
                 "--test-kdf: key-derivation rows use \(KeyDerivation.unsafeTestingOnly), not the production one.")

@@ -23,18 +23,23 @@ enum KeychainBench {
             case .profile(let options, let operation, let against):
                 let runner = BenchmarkRunner(options: options)
                 let names = [operation] + (against.map { [$0] } ?? [])
-                let summaries = try runner.profile(names)
-                for (name, summary) in zip(names, summaries) {
+                let results = try runner.profile(names)
+                for (name, result) in zip(names, results) {
+                    let summary = result.wall
                     print(
                         "\(name): median \(Format.duration(summary.medianMicroseconds)), "
                             + "p99 \(Format.duration(summary.p99Microseconds)), "
-                            + "mean \(Format.duration(summary.meanMicroseconds)), \(summary.count) iterations")
+                            + "mean \(Format.duration(summary.meanMicroseconds)), "
+                            + "on CPU median \(Format.duration(result.cpu.medianMicroseconds)), "
+                            + "\(summary.count) iterations")
                 }
-                if summaries.count == 2 {
-                    let ratio = summaries[0].medianMicroseconds / summaries[1].medianMicroseconds
+                if results.count == 2 {
+                    func ratio(_ median: (ProfileResult) -> Double) -> String {
+                        String(format: "%.2f", median(results[0]) / median(results[1]))
+                    }
                     print(
-                        "\(operation) ÷ \(names[1]): \(String(format: "%.2f", ratio))× (medians, alternating every iteration)"
-                    )
+                        "\(operation) ÷ \(names[1]): \(ratio { $0.wall.medianMicroseconds })× "
+                            + "(medians, alternating every iteration); on CPU \(ratio { $0.cpu.medianMicroseconds })×")
                 }
             case .run(let options):
                 let report = try BenchmarkRunner(options: options).run()

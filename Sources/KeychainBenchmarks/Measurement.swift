@@ -20,6 +20,53 @@ enum Clock {
         try body()
         return now() - start
     }
+
+    /// The CPU time this process has used so far (every thread, in user space and in the
+    /// kernel), in nanoseconds.
+    @inline(__always)
+    static func processCPU() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    /// Runs `body` and returns how long it took and how much CPU time the process used
+    /// meanwhile, in nanoseconds: the difference is time spent waiting (for the disk, a lock,
+    /// another process).
+    @inline(__always)
+    static func timeAndCPU(_ body: () throws -> Void) rethrows -> (wall: UInt64, cpu: UInt64) {
+        let cpu = processCPU()
+        let wall = try time(body)
+        return (wall, processCPU() - cpu)
+    }
+}
+
+/// The wall-clock and CPU durations of one operation's iterations, in nanoseconds.
+struct Timings {
+    var wall: [UInt64] = []
+    var cpu: [UInt64] = []
+
+    mutating func reserveCapacity(_ count: Int) {
+        wall.reserveCapacity(count)
+        cpu.reserveCapacity(count)
+    }
+
+    mutating func append(_ sample: (wall: UInt64, cpu: UInt64)) {
+        wall.append(sample.wall)
+        cpu.append(sample.cpu)
+    }
+}
+
+/// What `--profile` reports of one operation: its wall-clock times and the CPU time the
+/// process used during each iteration.
+struct ProfileResult {
+    var wall: Summary
+    var cpu: Summary
+
+    init(_ timings: Timings) {
+        wall = Summary(nanoseconds: timings.wall)
+        cpu = Summary(nanoseconds: timings.cpu)
+    }
 }
 
 /// The distribution of one operation's durations.

@@ -51,11 +51,15 @@ enum KeychainOperation: String, CaseIterable, Codable, Sendable {
 
 /// The measurements that make up the floor: plain SQLite (same configuration, same
 /// durability, unencrypted rows) and AES-256-GCM on a 100-byte secret; and, reported beside
-/// them, an insert into a table with the keychain's indexes (``insertIndexed``), which no
-/// operation is compared with.
+/// them, an insert into a table with the keychain's indexes (``insertIndexed``) and an insert
+/// of names that sort together (``insertClustered``), which no operation is compared with.
 enum FloorOperation: String, CaseIterable, Codable, Sendable {
     case insert
     case insertIndexed
+    /// The floor's insert of names that all sort together, after every seeded name
+    /// (``Workload/clusteredName(_:)``): the plaintext index writes them into the same few
+    /// cached pages, which no keychain's keyed hashes can do and real names rarely do.
+    case insertClustered
     case select
     case selectMissing
     case update
@@ -68,6 +72,7 @@ enum FloorOperation: String, CaseIterable, Codable, Sendable {
         switch self {
         case .insert: "SQLite insert (1 txn)"
         case .insertIndexed: "SQLite insert, keychain's 3 indexes"
+        case .insertClustered: "SQLite insert, clustered names"
         case .select: "SQLite point select"
         case .selectMissing: "SQLite select (miss)"
         case .update: "SQLite update (1 txn)"
@@ -107,7 +112,7 @@ struct OperationSuite {
         var services: [String]
         var serviceCounts: [Int]
         var secrets: [Data]
-        var added: [String: [Name]]
+        var added: [Workload.Adder: [Name]]
 
         init(workload: Workload, count: Int, seed: UInt64) {
             lookups = workload.randomItems(count, seed: seed).map(workload.name(of:))
@@ -118,8 +123,8 @@ struct OperationSuite {
             serviceCounts = serviceNumbers.map(workload.accounts(ofService:))
             secrets = (0..<count).map { Workload.secret($0, version: 1) }
             added = [:]
-            for tag in ["engine", "secitem", "floor", "indexed"] {
-                added[tag] = (0..<count).map { Workload.newName(tag, $0) }
+            for adder in [Workload.Adder.engine, .secItem, .floor, .indexedFloor] {
+                added[adder] = (0..<count).map { workload.addedName(adder, $0) }
             }
         }
     }
@@ -136,7 +141,7 @@ struct OperationSuite {
 
     private func engineOperations(_ inputs: Inputs) -> [BenchmarkOperation] {
         let keychain = keychain
-        let added = inputs.added["engine"]!
+        let added = inputs.added[.engine]!
         func op(_ operation: KeychainOperation, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
             BenchmarkOperation(name: Self.key("engine", operation.rawValue), body: body)
         }
@@ -183,7 +188,7 @@ struct OperationSuite {
     // MARK: SecItem
 
     private func secItemOperations(_ inputs: Inputs) -> [BenchmarkOperation] {
-        let added = inputs.added["secitem"]!
+        let added = inputs.added[.secItem]!
         func op(_ operation: KeychainOperation, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
             BenchmarkOperation(name: Self.key("secitem", operation.rawValue), body: body)
         }
@@ -273,8 +278,8 @@ struct OperationSuite {
         let floor = floor
         let indexedFloor = indexedFloor
         let crypto = crypto
-        let added = inputs.added["floor"]!
-        let addedIndexed = inputs.added["indexed"]!
+        let added = inputs.added[.floor]!
+        let addedIndexed = inputs.added[.indexedFloor]!
         let plaintext = Workload.secret(0)
         func op(_ operation: FloorOperation, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
             BenchmarkOperation(name: Self.key("floor", operation.rawValue), body: body)
@@ -286,6 +291,10 @@ struct OperationSuite {
             op(.insertIndexed) { i in
                 let (service, account) = addedIndexed[i]
                 try indexedFloor.insert(service: service, account: account, data: inputs.secrets[i])
+            },
+            op(.insertClustered) { i in
+                let (service, account) = Workload.clusteredName(i)
+                try floor.insert(service: service, account: account, data: inputs.secrets[i])
             },
             op(.select) { i in
                 let (service, account) = inputs.lookups[i]

@@ -53,10 +53,34 @@ struct Workload: Sendable {
         (service(number: i % serviceCount), "nobody-\(i)@example.org")
     }
 
-    /// The service and account of the `i`-th item an operation adds (`tag` keeps the items
-    /// of different operations apart).
-    static func newName(_ tag: String, _ i: Int) -> (service: String, account: String) {
-        ("new\(i % 100).bench.example.net", "\(tag)-\(i)@example.net")
+    /// Who adds items during a run: the names each one adds are its own.
+    enum Adder: Int, CaseIterable {
+        case engine, secItem, floor, indexedFloor, growth
+    }
+
+    /// The service and account of the `i`-th item that `adder` adds: the one account of a
+    /// service that no seeded item has, named as the seeded services are.
+    ///
+    /// The service's number is scrambled over [10^k, 10^(k+1)), a range of numbers above every
+    /// seeded one whose leading digits are all equally likely, so that in key order added
+    /// names fall anywhere among the seeded ones, as a real keychain's new names do. Numbered
+    /// in sequence they would sort next to each other, and a plaintext index would write them
+    /// all into the same few cached pages (``FloorOperation/insertClustered`` measures that).
+    func addedName(_ adder: Adder, _ i: Int) -> (service: String, account: String) {
+        var base = 10_000_000
+        while base <= serviceCount { base *= 10 }
+        // Multiplying by a number prime to 2, 3 and 5 is a bijection modulo 9 × 10^k:
+        // distinct (adder, i) give distinct services. (The product fits in 64 bits for any
+        // index below 3 × 10^9.)
+        let index = i * Adder.allCases.count + adder.rawValue
+        let scrambled = index * 2_654_435_761 % (9 * base)
+        return (service(number: base + scrambled), "added-\(i)@example.net")
+    }
+
+    /// The `i`-th name of ``FloorOperation/insertClustered``: names that all sort together,
+    /// after every seeded name (the benchmark's added names before they were scrambled).
+    static func clusteredName(_ i: Int) -> (service: String, account: String) {
+        ("new\(i % 100).bench.example.net", "clustered-\(i)@example.net")
     }
 
     static func label(service: String, account: String) -> String { "\(service) (\(account))" }

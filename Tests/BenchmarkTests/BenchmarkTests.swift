@@ -84,8 +84,9 @@ struct BenchmarkTests {
         for operation in FloorOperation.allCases { #expect(table.contains(operation.title)) }
         #expect(table.contains("Target"))
         #expect(table.contains(report.machine.cpuModel))
-        let indexedNote = report.notes.first { $0.contains("Engine add ÷ that insert") }
-        #expect(indexedNote?.contains("@30") == true && indexedNote?.contains("@60") == true)
+        let addNotes = report.notes.filter { $0.contains("Engine add ÷ that insert") }
+        #expect(addNotes.count == 2, "one note each for the indexed and the clustered insert")
+        for note in addNotes { #expect(note.contains("@30") && note.contains("@60")) }
 
         let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
         #expect(decoded.sizes.map(\.items) == report.sizes.map(\.items))
@@ -159,11 +160,12 @@ struct BenchmarkTests {
         var options = Self.tinyOptions()
         options.sizes = [40]
         options.iterations = 12
-        let summaries = try BenchmarkRunner(options: options).profile(["engine.delete", "floor.delete"])
-        #expect(summaries.count == 2)
-        for summary in summaries {
-            Self.expectSensible(summary, "paired profile")
-            #expect(summary.count == 12)
+        let results = try BenchmarkRunner(options: options).profile(["engine.delete", "floor.delete"])
+        #expect(results.count == 2)
+        for result in results {
+            Self.expectSensible(result.wall, "paired profile")
+            #expect(result.wall.count == 12 && result.cpu.count == 12)
+            #expect(result.cpu.medianMicroseconds > 0, "no CPU time measured")
         }
         #expect(throws: BenchmarkFailure.self) {
             try BenchmarkRunner(options: options).profile(["engine.add", "engine.nonsense"])
@@ -196,6 +198,33 @@ struct BenchmarkTests {
         #expect(Workload.secret(1).count == Workload.secretLength)
         #expect(Workload.secret(1) != Workload.secret(2))
         #expect(Workload.secret(1) == Workload.secret(1))
+    }
+
+    @Test("added names are new, distinct, and fall anywhere among the seeded names in key order")
+    func addedNames() {
+        let workload = Workload(count: 10_000, accountsPerService: 10)
+        let seeded = (0..<workload.serviceCount).map { workload.service(number: $0) }.sorted()
+        let added = Workload.Adder.allCases.flatMap { adder in (0..<1_050).map { workload.addedName(adder, $0) } }
+        #expect(Set(added.map(\.service)).count == added.count, "two added items share a service")
+        #expect(Set(added.map(\.service)).isDisjoint(with: seeded), "an added item joins a seeded service")
+        // Where each added service would go among the seeded ones: every tenth of the seeded
+        // names receives about a tenth of the added ones (names numbered in sequence would all
+        // land in one place).
+        func rank(_ service: String) -> Int {
+            var low = 0
+            var high = seeded.count
+            while low < high {
+                let middle = (low + high) / 2
+                if seeded[middle] < service { low = middle + 1 } else { high = middle }
+            }
+            return low
+        }
+        var tenths = [Int](repeating: 0, count: 10)
+        for name in added { tenths[min(9, rank(name.service) * 10 / seeded.count)] += 1 }
+        for count in tenths { #expect(count > added.count / 20 && count < added.count / 5, "\(tenths)") }
+        // The clustered names all sort after every seeded name.
+        let clustered = (0..<1_050).map { Workload.clusteredName($0).service }
+        #expect(clustered.allSatisfy { rank($0) == seeded.count })
     }
 
     /// A new empty directory under the temporary directory; the caller removes it.
