@@ -4,14 +4,11 @@ import Foundation
     import Glibc
 #endif
 
-/// The monotonic clock, in nanoseconds (`clock_gettime(CLOCK_MONOTONIC)`, a vDSO call).
+/// The monotonic clock, in nanoseconds (`clock_gettime(CLOCK_MONOTONIC)`, a vDSO call), and
+/// the process's CPU clock.
 enum Clock {
     @inline(__always)
-    static func now() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
+    static func now() -> UInt64 { read(CLOCK_MONOTONIC) }
 
     /// Runs `body` and returns how long it took, in nanoseconds.
     @inline(__always)
@@ -24,9 +21,12 @@ enum Clock {
     /// The CPU time this process has used so far (every thread, in user space and in the
     /// kernel), in nanoseconds.
     @inline(__always)
-    static func processCPU() -> UInt64 {
+    static func processCPU() -> UInt64 { read(CLOCK_PROCESS_CPUTIME_ID) }
+
+    @inline(__always)
+    private static func read(_ clock: clockid_t) -> UInt64 {
         var time = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        clock_gettime(clock, &time)
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
