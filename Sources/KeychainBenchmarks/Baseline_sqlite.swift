@@ -9,11 +9,11 @@ import KeychainCore
 /// Connections are configured as `KeychainCore`'s `Storage.configuration(busyTimeout:)`
 /// configures them: a `DatabasePool` (WAL), `synchronous = FULL` (checked on the writer),
 /// `secure_delete = ON`, a busy timeout, statement arguments kept out of errors, the writer's
-/// page cache (`configureKeychainWriter`, checked); every write
-/// is one immediate transaction, as the engine's are. The table has the columns a keychain
-/// needs and a unique index on (service, account), so a lookup is one index probe and one
-/// row read. Statements are prepared once per connection (`cachedStatement`), as any
-/// SQLite program on a hot path does: the floor is the least an indexed store can cost.
+/// page cache (`configureKeychainWriter`, checked); every write is one immediate transaction,
+/// as the engine's are. The table has the columns a keychain needs and a unique index on
+/// (service, account), so a lookup is one index probe and one row read. Statements are
+/// prepared once per connection (`cachedStatement`), as any SQLite program on a hot path
+/// does: the floor is the least an indexed store can cost.
 ///
 /// With ``Indexes/keychain``, the table has instead the indexes the keychain keeps for the
 /// same lookups: a unique (account, service) index, as the engine's primary-key index
