@@ -20,7 +20,8 @@ enum KeychainBench {
             case .memoryProbe(let request):
                 let probe = try MemoryProbe.measure(request)
                 print(String(decoding: try JSONEncoder().encode(probe), as: UTF8.self))
-            case .profile(let options, let operation, let against):
+            case .profile(var options, let operation, let against):
+                options.probeExecutable = ChildProcess.currentExecutable
                 let runner = BenchmarkRunner(options: options)
                 let names = [operation] + (against.map { [$0] } ?? [])
                 let results = try runner.profile(names)
@@ -41,7 +42,8 @@ enum KeychainBench {
                         "\(operation) ÷ \(names[1]): \(ratio { $0.wall.medianMicroseconds })× "
                             + "(medians, alternating every iteration); on CPU \(ratio { $0.cpu.medianMicroseconds })×")
                 }
-            case .run(let options):
+            case .run(var options):
+                options.probeExecutable = ChildProcess.currentExecutable
                 let report = try BenchmarkRunner(options: options).run()
                 print(options.json ? try json(report) : TableRenderer.render(report))
             }

@@ -98,7 +98,7 @@ struct Lifecycle {
     func memory(path: String, items: Int, service: String, account: String) throws -> MemoryResult {
         let request = MemoryProbe.Request(
             keychain: path, deviceKeyFile: deviceKeyFile, service: service, account: account)
-        guard let executable = Self.benchmarkExecutable else {
+        guard let executable = probeExecutable else {
             let probe = try MemoryProbe.measure(request)
             return probe.result(items: items, method: "in-process (no keychain-bench executable found)")
         }
@@ -156,7 +156,7 @@ struct Lifecycle {
         if FileManager.default.isExecutableFile(atPath: "/bin/true") {
             results.append(time("true", "/bin/true", [], display: "/bin/true (process floor)", items: nil))
         }
-        if let bench = Self.benchmarkExecutable {
+        if let bench = probeExecutable {
             results.append(
                 time(
                     "swift-noop", bench, ["--internal-noop"], display: "keychain-bench doing nothing (Swift floor)",
@@ -249,6 +249,10 @@ struct Lifecycle {
     static var executableDirectory: String? {
         ChildProcess.currentExecutable.map { ($0 as NSString).deletingLastPathComponent }
     }
+
+    /// The executable for the fresh-process probes: the running `keychain-bench` (see
+    /// ``BenchmarkOptions/probeExecutable``), else ``benchmarkExecutable``.
+    var probeExecutable: String? { options.probeExecutable ?? Self.benchmarkExecutable }
 
     /// This executable when it is `keychain-bench`, else the `keychain-bench` built next to
     /// the running executable (the test bundle).

@@ -30,6 +30,11 @@ struct BenchmarkOptions: Sendable {
     var referenceSize = 10_000
     /// Progress lines on standard error.
     var progress = true
+    /// The executable that runs the fresh-process probes (memory, the Swift process floor):
+    /// `keychain-bench` itself when it runs the benchmark, whatever its file is named; `nil`
+    /// when the benchmark runs inside another process (the tests), which then looks for
+    /// `keychain-bench` next to its own executable.
+    var probeExecutable: String?
 
     static let usage = """
         usage: keychain-bench [options]

@@ -112,6 +112,23 @@ struct BenchmarkTests {
         #expect(wrong.status == 2)
     }
 
+    @Test("a copy of the executable under another name still measures memory in a fresh process")
+    func renamedExecutableProbesItself() throws {
+        let built = try #require(Lifecycle.benchmarkExecutable, "keychain-bench is not built next to the tests")
+        let directory = NSTemporaryDirectory() + "renamed-bench-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let copy = directory + "/kb"
+        try FileManager.default.copyItem(atPath: built, toPath: copy)
+        let outcome = try ChildProcess.run(
+            copy, ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet"],
+            environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
+        #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
+        let report = try JSONDecoder().decode(BenchmarkReport.self, from: outcome.standardOutput)
+        #expect(report.memory?.method == "fresh process")
+        #expect(report.processes.contains { $0.name == "swift-noop" && $0.summary != nil })
+    }
+
     @Test("flags")
     func flags() throws {
         guard
