@@ -30,6 +30,10 @@ enum ChildProcess {
             guard pipe(&outputPipe) == 0, pipe(&errorPipe) == 0 else {
                 throw BenchmarkFailure("pipe failed: errno \(errno)")
             }
+            // Close-on-exec (Glibc's module has no `pipe2`), so that a child another thread
+            // starts does not inherit the write ends and keep the reads below waiting until it
+            // exits. The child's own standard output and error are duplicates, without the flag.
+            for fd in outputPipe + errorPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
             posix_spawn_file_actions_adddup2(&actions, errorPipe[1], 2)
             for fd in outputPipe + errorPipe { posix_spawn_file_actions_addclose(&actions, fd) }
@@ -43,8 +47,18 @@ enum ChildProcess {
             for pointer in argv + envp { free(pointer) }
         }
         var pid: pid_t = 0
-        let start = Clock.now()
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        var start = Clock.now()
+        var spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        // ETXTBSY: the executable is still open for writing somewhere, typically in a child
+        // that another thread forked just after the file was written and that has not yet
+        // reached its exec. It passes; wait for it (at most about a second).
+        var attempts = 1
+        while spawned == ETXTBSY && attempts < Self.busyAttempts {
+            usleep(20_000)
+            attempts += 1
+            start = Clock.now()
+            spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        }
         guard spawned == 0 else {
             if capture { for fd in outputPipe + errorPipe { close(fd) } }
             throw BenchmarkFailure("cannot start \(executable): errno \(spawned)")
@@ -65,6 +79,10 @@ enum ChildProcess {
         let exitCode: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return Outcome(status: exitCode, standardOutput: output, standardError: error, nanoseconds: elapsed)
     }
+
+    /// How many times ``run(_:_:environment:capture:)`` tries to start an executable that is
+    /// busy (`ETXTBSY`), 20 ms apart.
+    static let busyAttempts = 50
 
     /// Reads a pipe to its end. The outputs here are small (a secret, an error message),
     /// so reading standard output fully before standard error cannot fill the other pipe.

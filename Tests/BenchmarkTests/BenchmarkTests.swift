@@ -119,7 +119,7 @@ struct BenchmarkTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let copy = directory + "/kb"
-        try FileManager.default.copyItem(atPath: built, toPath: copy)
+        try Self.copyExecutable(built, to: copy)
         let outcome = try ChildProcess.run(
             copy, ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet"],
             environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
@@ -127,6 +127,44 @@ struct BenchmarkTests {
         let report = try JSONDecoder().decode(BenchmarkReport.self, from: outcome.standardOutput)
         #expect(report.memory?.method == "fresh process")
         #expect(report.processes.contains { $0.name == "swift-noop" && $0.summary != nil })
+    }
+
+    /// Copies an executable through a close-on-exec descriptor: a child that another test
+    /// starts meanwhile must not inherit the copy open for writing, or starting the copy fails
+    /// with `ETXTBSY` for as long as that child runs.
+    static func copyExecutable(_ source: String, to destination: String) throws {
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+        let fd = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
+        defer { close(fd) }
+        try bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else { throw CocoaError(.fileWriteUnknown) }
+                offset += written
+            }
+        }
+    }
+
+    @Test("starting an executable that is briefly open for writing elsewhere waits for it")
+    func busyExecutableIsRetried() throws {
+        let directory = NSTemporaryDirectory() + "busy-bench-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/true"
+        try Self.copyExecutable("/bin/true", to: path)
+        let writer = open(path, O_WRONLY | O_CLOEXEC)
+        try #require(writer >= 0)
+        let released = DispatchSemaphore(value: 0)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(150)) {
+            close(writer)
+            released.signal()
+        }
+        let outcome = try ChildProcess.run(path, [], environment: [:], capture: false)
+        released.wait()
+        #expect(outcome.status == 0)
     }
 
     @Test("flags")
