@@ -115,8 +115,7 @@ struct BenchmarkTests {
     @Test("a copy of the executable under another name still measures memory in a fresh process")
     func renamedExecutableProbesItself() throws {
         let built = try #require(Lifecycle.benchmarkExecutable, "keychain-bench is not built next to the tests")
-        let directory = NSTemporaryDirectory() + "renamed-bench-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory("renamed-bench")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let copy = directory + "/kb"
         try Self.copyExecutable(built, to: copy)
@@ -150,8 +149,7 @@ struct BenchmarkTests {
 
     @Test("starting an executable that is briefly open for writing elsewhere waits for it")
     func busyExecutableIsRetried() throws {
-        let directory = NSTemporaryDirectory() + "busy-bench-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let directory = try Self.scratchDirectory("busy-bench")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/true"
         try Self.copyExecutable("/bin/true", to: path)
