@@ -38,6 +38,24 @@ public struct AttributeSpec: Sendable, Hashable {
     public var storesDefault: Bool = true
 }
 
+/// How an index layout finds a class's items by attribute: through the primary-key index,
+/// whose tags begin with 8 bytes of the tags of up to two primary-key attributes, and
+/// through tag rows.
+struct KeyIndexing: Sendable {
+    /// The primary-key attributes whose tags' first bytes begin every primary-key tag, in
+    /// order: none, one or two. A filter on the first, or on both, is a range of the index.
+    let prefixSpecs: [AttributeSpec]
+    /// The indexed attributes that have tag rows.
+    let tagRowAttributes: [AttributeName: AttributeSpec]
+
+    /// The second prefix attribute when it has no tag rows: a filter on it without the first
+    /// scans the primary-key index for its 8 bytes.
+    var scannedSecondSpec: AttributeSpec? {
+        guard prefixSpecs.count == 2, tagRowAttributes[prefixSpecs[1].name] == nil else { return nil }
+        return prefixSpecs[1]
+    }
+}
+
 /// The attributes, primary keys and defaults of each item class (spec §3.2–§3.3).
 public struct ItemSchema: Sendable {
     /// The class described.
@@ -51,17 +69,23 @@ public struct ItemSchema: Sendable {
     /// The specifications of the attributes whose values are indexed (tag rows, or the
     /// primary-key prefix).
     let indexedAttributes: [AttributeName: AttributeSpec]
-    /// ``indexedAttributes`` without the first primary-key attribute, which the
-    /// ``IndexLayout/primaryKeyPrefix`` layout finds through the primary-key index.
-    private let indexedAttributesAfterFirstKey: [AttributeName: AttributeSpec]
+    /// How the ``IndexLayout/primaryKeyPrefix`` and ``IndexLayout/lookupKeys`` layouts index
+    /// the class (``IndexLayout/tagged`` gives every indexed attribute tag rows).
+    private let firstKeyIndexing: KeyIndexing
+    private let lookupKeyIndexing: KeyIndexing
 
-    /// The first two primary-key attributes, whose tags begin primary-key tags in the
-    /// ``IndexLayout/primaryKeyPrefix`` layout (fewer when they are not indexed kinds).
-    let leadingKeySpecs: [AttributeSpec]
+    /// How `layout` indexes the class's attributes.
+    func indexing(_ layout: IndexLayout) -> KeyIndexing {
+        switch layout {
+        case .tagged: KeyIndexing(prefixSpecs: [], tagRowAttributes: indexedAttributes)
+        case .primaryKeyPrefix: firstKeyIndexing
+        case .lookupKeys: lookupKeyIndexing
+        }
+    }
 
     /// The attributes that have tag rows in a layout.
     func tagRowAttributes(_ layout: IndexLayout) -> [AttributeName: AttributeSpec] {
-        layout == .primaryKeyPrefix ? indexedAttributesAfterFirstKey : indexedAttributes
+        indexing(layout).tagRowAttributes
     }
 
     /// The schema of a class.
@@ -125,18 +149,29 @@ public struct ItemSchema: Sendable {
         a("prot", .blob, bytes: true),
     ]
 
+    /// The schema of a class; `lookupKeys` are the two primary-key attributes whose tags begin
+    /// its primary-key tags in the ``IndexLayout/lookupKeys`` layout (by default, as in
+    /// ``IndexLayout/primaryKeyPrefix``).
     private static func make(
-        _ itemClass: ItemClass, _ specs: [AttributeSpec], primaryKey: [AttributeName]
+        _ itemClass: ItemClass, _ specs: [AttributeSpec], primaryKey: [AttributeName],
+        lookupKeys: [AttributeName]? = nil
     ) -> ItemSchema {
         var table: [AttributeName: AttributeSpec] = [:]
         for spec in common + specs where table[spec.name] == nil { table[spec.name] = spec }
         let primaryKey = primaryKey + commonPrimaryKey
         let indexed = table.filter { QueryPlan.isIndexed($0.value) }
+        let leading = Array(primaryKey.prefix(2).prefix { indexed[$0] != nil }.compactMap { table[$0] })
+        let firstKey = KeyIndexing(
+            prefixSpecs: leading, tagRowAttributes: indexed.filter { $0.key != primaryKey[0] })
+        let lookupKey = lookupKeys.map { names in
+            KeyIndexing(
+                prefixSpecs: names.compactMap { table[$0] },
+                tagRowAttributes: indexed.filter { !names.contains($0.key) })
+        }
         return ItemSchema(
             itemClass: itemClass, attributes: table, primaryKey: primaryKey,
             primaryKeySpecs: primaryKey.compactMap { table[$0] }, indexedAttributes: indexed,
-            indexedAttributesAfterFirstKey: indexed.filter { $0.key != primaryKey[0] },
-            leadingKeySpecs: Array(primaryKey.prefix(2).prefix { indexed[$0] != nil }.compactMap { table[$0] }))
+            firstKeyIndexing: firstKey, lookupKeyIndexing: lookupKey ?? firstKey)
     }
 
     static let genericPassword = make(
@@ -146,7 +181,7 @@ public struct ItemSchema: Sendable {
             a("svce", .blob, bytes: true, default: .string("")),
             a("gena", .blob, bytes: true),
         ],
-        primaryKey: ["acct", "svce"])
+        primaryKey: ["acct", "svce"], lookupKeys: ["svce", "acct"])
 
     static let internetPassword = make(
         .internetPassword,
@@ -159,7 +194,7 @@ public struct ItemSchema: Sendable {
             a("port", .number, default: .number(0)),
             a("path", .blob, bytes: true, default: .string("")),
         ],
-        primaryKey: ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"])
+        primaryKey: ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"], lookupKeys: ["srvr", "acct"])
 
     private static let certificateSpecs: [AttributeSpec] = [
         a("ctyp", .number, default: .number(0)), a("cenc", .number),

@@ -177,7 +177,7 @@ public final class KeychainDatabase: Sendable {
     ) throws {
         let keychainID = Sealing.randomBytes(16)
         try Storage.setMeta(db, "id", keychainID)
-        var header = Header(indexLayout: .primaryKeyPrefix)
+        var header = Header(indexLayout: .lookupKeys)
         if let layout = header.indexLayout.metaValue { try Storage.setMeta(db, IndexLayout.metaName, layout) }
         var passwordKey: SymmetricKey?
         if let password {
@@ -293,10 +293,12 @@ public final class KeychainDatabase: Sendable {
         if unwrapped.isEmpty {
             // The device key opens nothing: another device, or a header whose recorded index
             // layout was added or removed (the layout is bound into the wrappings). Tell them apart.
-            var other = header
-            other.indexLayout = header.indexLayout == .tagged ? .primaryKeyPrefix : .tagged
-            if let opened = try? unwrapAll(meta: meta, header: other, wrapping: wrapping), !opened.isEmpty {
-                throw KeychainError.decode("the keychain's index layout was altered")
+            for layout in IndexLayout.allCases where layout != header.indexLayout {
+                var other = header
+                other.indexLayout = layout
+                if let opened = try? unwrapAll(meta: meta, header: other, wrapping: wrapping), !opened.isEmpty {
+                    throw KeychainError.decode("the keychain's index layout was altered")
+                }
             }
         }
         if header.kdf == nil && unwrapped.count != KeyName.all.count {

@@ -119,18 +119,36 @@ struct QueryPlan {
         "sdmn", "svce",
     ]
 
-    /// The filters a lookup in `layout` finds through the primary-key index: the first
-    /// primary-key attribute's, and the second's when the first is there too.
+    /// The filters a lookup in `layout` finds through a range of the primary-key index: the
+    /// first prefix attribute's, and the second's when the first is there too.
     func primaryKeyFilters(_ itemClass: ItemClass, layout: IndexLayout) -> [(AttributeSpec, AttributeValue)] {
         prefixSpecs(ItemSchema.of(itemClass), layout: layout).map { ($0, filters[$0.name]!) }
     }
 
-    /// The specifications of ``primaryKeyFilters(_:layout:)``: the leading primary-key
-    /// attributes that have a filter, in order, up to the first that has none.
+    /// The specifications of ``primaryKeyFilters(_:layout:)``: the leading prefix attributes
+    /// that have a filter, in order, up to the first that has none.
     private func prefixSpecs(_ schema: ItemSchema, layout: IndexLayout) -> ArraySlice<AttributeSpec> {
-        guard layout == .primaryKeyPrefix, !filters.isEmpty else { return [] }
-        let leading = schema.leadingKeySpecs
-        return leading.prefix { filters[$0.name] != nil }
+        guard !filters.isEmpty else { return [] }
+        return schema.indexing(layout).prefixSpecs.prefix { filters[$0.name] != nil }
+    }
+
+    /// The filter a lookup in `layout` finds by scanning the primary-key index for the
+    /// second prefix attribute's 8 bytes: when that attribute has no tag rows and the query
+    /// has no filter on the first (a password's account alone, in ``IndexLayout/lookupKeys``).
+    func scannedKeyFilter(_ itemClass: ItemClass, layout: IndexLayout) -> (AttributeSpec, AttributeValue)? {
+        let indexing = ItemSchema.of(itemClass).indexing(layout)
+        guard let spec = indexing.scannedSecondSpec, filters[indexing.prefixSpecs[0].name] == nil,
+            let value = filters[spec.name]
+        else { return nil }
+        return (spec, value)
+    }
+
+    /// The filters found through primary-key bytes rather than tag rows: a match there may
+    /// be another value with the same 8 bytes.
+    private func keyBytesFilters(_ itemClass: ItemClass, layout: IndexLayout) -> [AttributeName] {
+        let schema = ItemSchema.of(itemClass)
+        return prefixSpecs(schema, layout: layout).map(\.name)
+            + (scannedKeyFilter(itemClass, layout: layout).map { [$0.0.name] } ?? [])
     }
 
     /// The filters a lookup finds through tag rows, most selective first.
@@ -158,7 +176,7 @@ struct QueryPlan {
         for itemClass in classes {
             // A primary-key prefix can match another value (8 bytes of a tag), so the SQL
             // limit could stop before a true match.
-            if hasResidualFilters(itemClass) || !prefixSpecs(ItemSchema.of(itemClass), layout: tagger.layout).isEmpty {
+            if hasResidualFilters(itemClass) || !keyBytesFilters(itemClass, layout: tagger.layout).isEmpty {
                 limit = nil
             }
             rows += try fetch(
@@ -175,7 +193,8 @@ struct QueryPlan {
         statements: SearchStatements
     ) throws -> [StoredRow] {
         let keyFilters = primaryKeyFilters(itemClass, layout: tagger.layout)
-        let tags = orderedFilters(itemClass, excluding: keyFilters.map(\.0.name)).map {
+        let scannedFilter = scannedKeyFilter(itemClass, layout: tagger.layout)
+        let tags = orderedFilters(itemClass, excluding: keyBytesFilters(itemClass, layout: tagger.layout)).map {
             tagger.tag(itemClass, $0.0, $0.1)
         }
         var arguments: [DatabaseValue] = tags.map(\.databaseValue)
@@ -195,14 +214,20 @@ struct QueryPlan {
             }
             arguments += includesTombstones && tags.isEmpty ? bounds + bounds : bounds
         }
+        if let scannedFilter {
+            let bytes = Data(tagger.tag(itemClass, scannedFilter.0, scannedFilter.1).prefix(IndexTagger.prefixLength))
+            arguments +=
+                includesTombstones && tags.isEmpty ? [bytes.databaseValue, bytes.databaseValue] : [bytes.databaseValue]
+        }
         if let limit { arguments.append(max(0, limit).databaseValue) }
         let shape = SearchShape(
             tags: tags.count, persistentID: persistentID.map { PersistentIdentity.rowID(of: $0) != nil ? .row : .uuid },
             includesTombstones: includesTombstones,
             groups: groups?.count, synchronizable: synchronizable != nil, protection: protection != nil,
-            primaryKeyRange: !keyFilters.isEmpty, limit: limit != nil, includeData: includeData)
+            primaryKeyRange: !keyFilters.isEmpty, scannedKeyBytes: scannedFilter != nil, limit: limit != nil,
+            includeData: includeData)
         var rows = try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
-        if shape.primaryKeyRange && tags.isEmpty && rows.count > 1 { rows.sort { $0.id < $1.id } }
+        if shape.readsPrimaryKeyIndex && rows.count > 1 { rows.sort { $0.id < $1.id } }
         return rows
     }
 
@@ -218,15 +243,15 @@ struct QueryPlan {
     /// Checks decrypted attributes against every filter.
     ///
     /// A filter found through a tag row that the item fails means the index was tampered
-    /// with; one found through a primary-key prefix may be another value with the same 8
-    /// prefix bytes, and the item is simply not a match.
+    /// with; one found through primary-key bytes may be another value with the same 8
+    /// bytes, and the item is simply not a match.
     func verdict(_ attributes: Attributes, itemClass: ItemClass, layout: IndexLayout) -> Verdict {
         let schema = ItemSchema.of(itemClass)
         var verdict = Verdict.matches
         for (name, value) in filters {
             guard let spec = schema.spec(for: name) else { return .filteredOut }
             if let stored = attributes[name], spec.equal(stored, value) { continue }
-            if Self.isIndexed(spec) && !prefixSpecs(schema, layout: layout).contains(where: { $0.name == name }) {
+            if Self.isIndexed(spec) && !keyBytesFilters(itemClass, layout: layout).contains(name) {
                 return .contradictsIndex
             }
             verdict = .filteredOut
@@ -255,13 +280,21 @@ struct SearchShape: Hashable {
     /// when there are no tags (and the tombstone index too when tombstones are included),
     /// as a check on each row otherwise.
     var primaryKeyRange: Bool = false
+    /// Whether the primary key's second 8 bytes must be given ones: by a scan of the
+    /// primary-key index when there are no tags (and of the tombstone index too when
+    /// tombstones are included), as a check on each row otherwise.
+    var scannedKeyBytes: Bool = false
     var limit: Bool
     var includeData: Bool
+
+    /// Whether rows are found through the primary-key (and tombstone) index alone, in its
+    /// order rather than the order items were added.
+    var readsPrimaryKeyIndex: Bool { tags == 0 && (primaryKeyRange || scannedKeyBytes) }
 
     /// The statement. Its arguments, in order: the tags (most selective first), the class,
     /// the persistent identity (its row id, then its bytes), the group tags, the
     /// synchronizable tag, the protection class, the primary-key range's bounds (twice when a
-    /// range without tags includes tombstones), the limit.
+    /// range without tags includes tombstones), the scanned key bytes (likewise), the limit.
     var sql: String {
         var sql = "SELECT \(StoredRow.columns(includeData: includeData)) FROM"
         if tags == 0 {
@@ -291,13 +324,28 @@ struct SearchShape: Hashable {
                 sql += " AND i.pk BETWEEN ? AND ?"
             }
         }
+        if scannedKeyBytes {
+            func bytes(_ column: String) -> String {
+                "substr(\(column), \(IndexTagger.prefixLength + 1), \(IndexTagger.prefixLength)) = ?"
+            }
+            if tags > 0 {
+                sql += " AND " + bytes("i.pk")
+            } else if includesTombstones {
+                sql += """
+                     AND i.id IN (SELECT id FROM items WHERE \(bytes("pk")) AND tomb = 0 \
+                    UNION ALL SELECT id FROM items WHERE \(bytes("pk")) AND tomb = 1)
+                    """
+            } else {
+                sql += " AND i.id IN (SELECT id FROM items WHERE \(bytes("pk")) AND tomb = 0)"
+            }
+        }
         // Rows come back in the order items were added. With tags, t0's primary key
         // (tag, item) already yields that order; naming `i.id` would make SQLite sort. Rows
         // found through the primary-key index come in its order, and the caller sorts them
         // (a temporary B-tree for one or a few rows costs more than the rest of the lookup).
         if tags > 0 {
             sql += " ORDER BY t0.item"
-        } else if !primaryKeyRange {
+        } else if !readsPrimaryKeyIndex {
             sql += " ORDER BY i.id"
         }
         if limit { sql += " LIMIT ?" }

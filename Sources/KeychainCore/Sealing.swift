@@ -91,15 +91,21 @@ enum Sealing {
 /// The layout is fixed when the file is created and bound into the associated data of its
 /// wrapped keys, so that a layout changed in the file makes the keys fail authentication
 /// instead of making lookups miss.
-enum IndexLayout: Sendable, Equatable {
+enum IndexLayout: Sendable, Equatable, CaseIterable {
     /// Every indexed attribute has tag rows; the primary-key tag is one keyed hash (files
     /// created before the layout was recorded).
     case tagged
     /// The primary-key tag starts with the first 8 bytes of the tags of the class's first two
     /// primary-key attributes, so that the primary-key index also finds items by the first
     /// attribute, or the first two, as a range. The first primary-key attribute (the account
-    /// of a password) has no tag rows: one B-tree page fewer on every add.
+    /// of a password) has no tag rows: one B-tree page fewer on every add (files of format 3).
     case primaryKeyPrefix
+    /// As ``primaryKeyPrefix``, but a password's primary-key tag starts with its service's (or
+    /// server's) tag, then its account's, and neither has tag rows: a lookup by the service,
+    /// or the service and the account, is a range of the primary-key index, and one by the
+    /// account alone a scan of that index (no row is read or decrypted). Two B-tree pages
+    /// fewer than ``tagged`` on every add. Other classes are indexed as in ``primaryKeyPrefix``.
+    case lookupKeys
 
     /// The name of the header entry that records a layout other than ``tagged``.
     static let metaName = "index"
@@ -109,12 +115,19 @@ enum IndexLayout: Sendable, Equatable {
         switch value {
         case nil: self = .tagged
         case Data([2])?: self = .primaryKeyPrefix
+        case Data([3])?: self = .lookupKeys
         default: throw KeychainError.invalidKeychain("the keychain's index layout is unknown")
         }
     }
 
     /// The header entry's value, or `nil` for ``tagged``.
-    var metaValue: Data? { self == .primaryKeyPrefix ? Data([2]) : nil }
+    var metaValue: Data? {
+        switch self {
+        case .tagged: nil
+        case .primaryKeyPrefix: Data([2])
+        case .lookupKeys: Data([3])
+        }
+    }
 }
 
 /// The keyed hash of one attribute's value (``IndexTagger/tag(_:_:_:)``).
@@ -188,15 +201,16 @@ struct IndexTagger: Sendable {
     static let prefixLength = 8
 
     /// The tag of an item's primary key: class and every primary-key attribute's value. In
-    /// the ``IndexLayout/primaryKeyPrefix`` layout it starts with the prefixes of the first
-    /// two primary-key attributes' tags (``primaryKeyPrefix(_:_:)``); `tags` may hold tags
+    /// the other layouts it starts with the prefixes of the tags of the layout's prefix
+    /// attributes (``KeyIndexing/prefixSpecs``, ``primaryKeyPrefix(_:_:)``); `tags` may hold tags
     /// already computed.
     func primaryKeyTag(_ schema: ItemSchema, _ attributes: Attributes, tags: [AttributeTag] = []) -> Data {
         let hash = primaryKeyHash(schema, attributes)
-        guard layout == .primaryKeyPrefix else { return hash }
+        guard layout != .tagged else { return hash }
+        let prefixSpecs = schema.indexing(layout).prefixSpecs
         func leadingTag(_ index: Int) -> Data? {
-            guard index < schema.leadingKeySpecs.count else { return nil }
-            let spec = schema.leadingKeySpecs[index]
+            guard index < prefixSpecs.count else { return nil }
+            let spec = prefixSpecs[index]
             if let known = tags.first(where: { $0.name == spec.name }) { return known.tag }
             return (attributes[spec.name] ?? spec.defaultValue).map { tag(schema.itemClass, spec, $0) }
         }

@@ -20,22 +20,26 @@ import GRDBSQLite
 ///   an item's tag rows through that list; persistent identities carry their row id (see
 ///   ``PersistentIdentity``). New files therefore need neither the per-item index on `tags`
 ///   nor an index on `uuid`. A version-2 build would leave tag rows behind in such a file.
+/// - 4: new files use the ``IndexLayout/lookupKeys`` index layout (a password's service and
+///   account have no tag rows; their lookups read the primary-key index), which a version-3
+///   build cannot read. The SQL schema is that of version 3.
 ///
 /// Older files are upgraded on first open, in one transaction: version 1 becomes 2 without
-/// change (its extra tag rows stay; nothing reads them, and they go with their item), and
-/// version 2 becomes 3 by filling in each row's tag list from the `tags` table. Upgraded files
-/// keep the indexes they were created with; the same statements read and write every layout.
+/// change (its extra tag rows stay; nothing reads them, and they go with their item),
+/// version 2 becomes 3 by filling in each row's tag list from the `tags` table, and version 3
+/// becomes 4 without change. Upgraded files keep the indexes and the index layout they were
+/// created with; the same statements read and write every layout.
 ///
 /// Every index is one more B-tree page written to the write-ahead log on each add, so new
 /// files have only the primary-key tag (unique among live items), tombstones, and the tags
-/// themselves: an add writes the row, its primary-key entry and one entry per indexed
-/// attribute. A query without indexed attributes reads the table in row order; one by
+/// themselves: an add writes the row, its primary-key entry and one entry per attribute with
+/// tag rows (a password's label and the other indexed attributes it has). A query without indexed attributes reads the table in row order; one by
 /// persistent identity reads one row by its id. Files created by format 1 have a unique
 /// index on `uuid` and one on (class, access group); format 2, one on (class, uuid); both
 /// have the foreign key from `tags` to `items` with its index.
 enum Storage {
     static let applicationID: Int32 = 0x4B43_484E  // "KCHN"
-    static let formatVersion = 3
+    static let formatVersion = 4
 
     /// Migrations from each older format to the next; index i upgrades version i+1 to i+2.
     static let migrations: [@Sendable (Database) throws -> Void] = [
@@ -43,6 +47,9 @@ enum Storage {
         { _ in },
         // 2 → 3: each row gets the list of its tag rows.
         fillTagLists,
+        // 3 → 4: nothing to convert (the file keeps its index layout); the version number
+        // keeps version-3 builds out of files of the lookup-key layout.
+        { _ in },
     ]
 
     /// Adds the `tags` column to `items` and fills it from the `tags` table (every tag row of

@@ -93,8 +93,13 @@ struct FilterTests {
         try GRDBTestAccess.queue(temporary.path).write { db in
             try db.execute(sql: "UPDATE OR REPLACE tags SET item = 2 WHERE item = 1")
         }
-        let lookup = query(.genericPassword, [.label: .string("alice's label"), .service: .string("svc-alice")])
+        // Found through the label's tag row alone, bob's item contradicts the filter.
+        let lookup = query(.genericPassword, [.label: .string("alice's label")])
         #expect(errorCode { _ = try temporary.keychain.find(lookup, includeData: true) } == .decode)
+        // With the service too, whose bytes are in the primary key, bob's row does not qualify.
+        let both = query(.genericPassword, [.label: .string("alice's label"), .service: .string("svc-alice")])
+        let found = try? temporary.keychain.find(both, includeData: true)
+        #expect(found?.contains { $0.data == Data("bob-secret".utf8) } != true)
     }
 }
 
@@ -194,8 +199,8 @@ struct FilterEdgeCaseTests {
 @Suite("Primary-key comparison")
 struct PrimaryKeyComparisonTests {
     @Test(
-        "comparing primary-key values agrees with comparing primary-key tags, in both index layouts",
-        arguments: [IndexLayout.tagged, .primaryKeyPrefix])
+        "comparing primary-key values agrees with comparing primary-key tags, in every index layout",
+        arguments: IndexLayout.allCases)
     func valuesAgreeWithTags(layout: IndexLayout) {
         let tagger = IndexTagger(key: SymmetricKey(size: .bits256), layout: layout)
         let schema = ItemSchema.of(.genericPassword)

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import GRDB
 import KeychainCore
 import Testing
 
@@ -82,6 +83,37 @@ struct FormatFixtureTests {
         #expect(device.map(\.data) == [Data("v1-device".utf8)])
         try keychain.delete(ItemQuery(class: .genericPassword, attributes: [.account: .string("carol")]))
         #expect(try keychain.find(ItemQuery(class: .genericPassword, synchronizable: .any)).count == 2)
+    }
+
+    @Test("a format-3 file keeps its index layout when upgraded: adds and every kind of lookup agree")
+    func formatThreeKeepsItsLayout() throws {
+        let (keychain, scratch) = try openCopy(version: 3)
+        defer { withExtendedLifetime(scratch) {} }
+        let path = scratch.file("copy.keychain-db")
+        let header = try GRDBTestAccess.queue(path).read { db in
+            (
+                try Int.fetchOne(db, sql: "PRAGMA user_version"),
+                try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'index'")
+            )
+        }
+        #expect(header.0 == KeychainDatabase.formatVersion)
+        #expect(header.1 == Data([2]))  // the account-first layout of format 3
+        var item = Item(
+            class: .genericPassword,
+            attributes: [.account: .string("alice"), .service: .string("added"), .label: .string("Added")],
+            data: Data("new".utf8))
+        try keychain.add(item)
+        item.attributes[.service] = .string("fixture")
+        #expect(errorCode { try keychain.add(item) } == .duplicateItem)
+        for (filters, expected) in [
+            ([AttributeName.account: AttributeValue.string("alice")], ["v1-secret", "new"]),
+            ([.service: .string("added")], ["new"]),
+            ([.service: .string("fixture"), .account: .string("alice")], ["v1-secret"]),
+            ([.label: .string("Added")], ["new"]),
+        ] {
+            let found = try keychain.find(ItemQuery(class: .genericPassword, attributes: filters), includeData: true)
+            #expect(found.map { String(decoding: $0.data ?? Data(), as: UTF8.self) } == expected, "\(filters)")
+        }
     }
 
     /// Opens and unlocks a copy of a fixture (the checked-in file is never written), in a

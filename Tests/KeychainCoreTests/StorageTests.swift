@@ -122,12 +122,14 @@ struct StorageTests {
         let first = try TemporaryKeychain()
         let second = try TemporaryKeychain()
         let tags = try [first, second].map { temporary in
-            try temporary.keychain.add(genericPassword("same-account", service: "same-service"))
+            var item = genericPassword("same-account", service: "same-service")
+            item.attributes[.label] = .string("same label")
+            try temporary.keychain.add(item)
             return try GRDBTestAccess.queue(temporary.path).read { db in
-                Set(try Data.fetchAll(db, sql: "SELECT tag FROM tags"))
+                Set(try Data.fetchAll(db, sql: "SELECT tag FROM tags UNION ALL SELECT pk FROM items"))
             }
         }
-        #expect(!tags[0].isEmpty)
+        #expect(tags[0].count == 2)  // the label's tag and the primary key's
         #expect(tags[0].isDisjoint(with: tags[1]))
     }
 

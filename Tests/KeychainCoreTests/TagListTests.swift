@@ -200,9 +200,10 @@ struct TagListTests {
     }
 }
 
-/// New files find items by the first primary-key attributes (a password's account, or
-/// account and service) through the primary-key index, whose keys start with those values'
-/// tags: the account needs no tag rows.
+/// New files find passwords by service (or server), by service and account, and by account
+/// alone through the primary-key index, whose keys start with those values' tags: neither
+/// has tag rows. Files of format 3 did the same with the account first and tag rows for the
+/// service (``IndexLayout/primaryKeyPrefix``).
 @Suite("Primary-key prefix lookups")
 struct PrimaryKeyPrefixTests {
     private func keychainWithAccounts() throws -> TemporaryKeychain {
@@ -219,7 +220,7 @@ struct PrimaryKeyPrefixTests {
         Set(try keychain.find(query, includeData: true).map { String(decoding: $0.data ?? Data(), as: UTF8.self) })
     }
 
-    @Test("an account has no tag rows; the service and the label have theirs")
+    @Test("neither the account nor the service has tag rows; the label has its own")
     func accountHasNoTagRows() throws {
         let temporary = try TemporaryKeychain()
         var item = genericPassword("alice", service: "mail")
@@ -231,7 +232,7 @@ struct PrimaryKeyPrefixTests {
                 try Int.fetchOne(db, sql: "SELECT length(pk) FROM items")
             )
         }
-        #expect(counts.0 == 2)
+        #expect(counts.0 == 1)
         #expect(counts.1 == 2 * IndexTagger.prefixLength + IndexTagger.tagLength)
     }
 
@@ -243,6 +244,10 @@ struct PrimaryKeyPrefixTests {
             ([.service: .string("mail")], ["alice@mail", "bob@mail", "@mail"]),
             ([.account: .string("")], ["@mail"]),
             ([.account: .string("alice"), .label: .string("alice on mail")], ["alice@mail"]),
+            ([.service: .string("mail"), .label: .string("bob on mail")], ["bob@mail"]),
+            ([.label: .string("alice on chat")], ["alice@chat"]),
+            ([.service: .string("chat"), .label: .string("alice on mail")], []),
+            ([.account: .string("bob"), .label: .string("alice on mail")], []),
             ([.account: .string("carol")], []),
             ([.account: .string("bob"), .service: .string("chat")], []),
         ])
@@ -356,6 +361,45 @@ struct PrimaryKeyPrefixTests {
         if includesTombstones { #expect(plan.contains { $0.contains("items_tombstones") }, "\(plan)") }
     }
 
+    @Test(
+        "a lookup by account alone scans the primary-key index (and the tombstones'), never the table",
+        arguments: [false, true])
+    func accountLookupScansTheIndex(includesTombstones: Bool) throws {
+        let temporary = try TemporaryKeychain()
+        let shape = SearchShape(
+            tags: 0, persistentID: nil, includesTombstones: includesTombstones, groups: nil, synchronizable: true,
+            protection: false, scannedKeyBytes: true, limit: false, includeData: true)
+        var arguments: StatementArguments = ["genp", Data(count: 16)]
+        for _ in 0..<(includesTombstones ? 2 : 1) { arguments += [Data(count: IndexTagger.prefixLength)] }
+        let plan = try GRDBTestAccess.queue(temporary.path).read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + shape.sql, arguments: arguments)
+                .map { $0["detail"] as String? ?? "" }
+        }
+        #expect(!plan.contains { $0 == "SCAN items" || $0 == "SCAN i" || $0.contains("SCAN i ") }, "\(plan)")
+        #expect(plan.contains { $0.contains("USING INDEX items_primary_key") }, "\(plan)")
+        if includesTombstones { #expect(plan.contains { $0.contains("items_tombstones") }, "\(plan)") }
+    }
+
+    @Test("a lookup by account alone finds live items and, when asked for, tombstones, in the order added")
+    func accountLookupFindsTombstones() throws {
+        let temporary = try TemporaryKeychain()
+        let keychain = temporary.keychain
+        for service in ["c", "a", "b"] {
+            var item = genericPassword("alice", service: service)
+            item.attributes[.synchronizable] = .number(1)
+            try keychain.add(item)
+        }
+        try keychain.add(genericPassword("bob", service: "a"))
+        try keychain.delete(
+            ItemQuery(
+                class: .genericPassword, attributes: [.account: .string("alice"), .service: .string("a")],
+                synchronizable: .yes))
+        var alice = ItemQuery(class: .genericPassword, attributes: [.account: .string("alice")], synchronizable: .any)
+        #expect(try keychain.find(alice).map { $0.attributes[.service] } == [.string("c"), .string("b")])
+        alice.includesTombstones = true
+        #expect(try keychain.find(alice).map { $0.attributes[.service] } == [.string("c"), .string("a"), .string("b")])
+    }
+
     @Test("another value with the same prefix is not a match; a tag row that lies is tampering")
     func prefixMismatchIsNotTampering() {
         let plan = QueryPlan(
@@ -366,11 +410,22 @@ struct PrimaryKeyPrefixTests {
         #expect(plan.verdict(otherAccount, itemClass: .genericPassword, layout: .primaryKeyPrefix) == .filteredOut)
         #expect(plan.verdict(otherAccount, itemClass: .genericPassword, layout: .tagged) == .contradictsIndex)
         #expect(plan.verdict(otherLabel, itemClass: .genericPassword, layout: .primaryKeyPrefix) == .contradictsIndex)
+        // In the lookup-key layout, the account alone is found by its bytes in the primary key.
+        #expect(plan.verdict(otherAccount, itemClass: .genericPassword, layout: .lookupKeys) == .filteredOut)
+        #expect(plan.verdict(otherLabel, itemClass: .genericPassword, layout: .lookupKeys) == .contradictsIndex)
+        let byService = QueryPlan(
+            classes: [.genericPassword], filters: [.service: .string("mail"), .label: .string("L")], groups: nil,
+            synchronizable: nil, persistentID: nil, limit: nil, includesTombstones: false)
+        let otherService: Attributes = [.service: .string("chat"), .label: .string("L")]
+        #expect(byService.verdict(otherService, itemClass: .genericPassword, layout: .lookupKeys) == .filteredOut)
+        #expect(
+            byService.verdict(otherService, itemClass: .genericPassword, layout: .primaryKeyPrefix) == .contradictsIndex
+        )
     }
 
     @Test(
         "a file whose recorded index layout was removed or changed does not open",
-        arguments: [0, 1, 2], [false, true])
+        arguments: [0, 1, 2, 3], [false, true])
     func layoutIsAuthenticated(edit: Int, password: Bool) throws {
         let scratch = try Scratch()
         let path = scratch.file("k.keychain-db")
@@ -379,14 +434,16 @@ struct PrimaryKeyPrefixTests {
         try GRDBTestAccess.queue(path).write { db in
             switch edit {
             case 0: try db.execute(sql: "DELETE FROM meta WHERE name = 'index'")
-            case 1: try db.execute(sql: "UPDATE meta SET value = x'03' WHERE name = 'index'")
-            default: try db.execute(sql: "UPDATE meta SET value = CAST(x'02' || value AS BLOB) WHERE name = 'index'")
+            case 1: try db.execute(sql: "UPDATE meta SET value = x'04' WHERE name = 'index'")
+            case 2: try db.execute(sql: "UPDATE meta SET value = CAST(x'02' || value AS BLOB) WHERE name = 'index'")
+            default: try db.execute(sql: "UPDATE meta SET value = x'02' WHERE name = 'index'")
             }
         }
         let code = errorCode { _ = try KeychainDatabase.open(at: path, configuration: configuration) }
-        // Removed: the wrapped keys no longer authenticate (and do with the other layout), so the
-        // header is known to be altered; edited: the value is not a layout.
-        #expect(code == (edit == 0 ? .decode : .invalidKeychain), "\(String(describing: code))")
+        // Removed or changed to another layout: the wrapped keys no longer authenticate (and do
+        // with the recorded layout), so the header is known to be altered; edited otherwise: the
+        // value is not a layout.
+        #expect(code == (edit == 0 || edit == 3 ? .decode : .invalidKeychain), "\(String(describing: code))")
     }
 
     @Test("a layout entry added to a file of layout 1 does not open either")

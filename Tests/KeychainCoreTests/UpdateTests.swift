@@ -67,21 +67,28 @@ struct UpdateInPlaceTests {
     func changedAttributeMovesIndexRow() throws {
         let temporary = try TemporaryKeychain()
         let keychain = temporary.keychain
-        let added = try keychain.add(genericPassword("alice", data: "secret"))
+        var item = genericPassword("alice", data: "secret")
+        item.attributes[.label] = .string("Alice")
+        let added = try keychain.add(item)
         let before = try snapshot(temporary.path)
         try keychain.update(
             query(.genericPassword, [.account: .string("alice")]),
             attributes: [.account: .string("carol"), .service: .string("other")])
         let after = try snapshot(temporary.path)
         #expect(after.rows.map { $0[0] } == before.rows.map { $0[0] })  // same row id
-        #expect(after.rows[0][2] != before.rows[0][2])  // new primary-key tag (it carries the account)
-        #expect(after.tags.count == before.tags.count)
-        #expect(after.tags.subtracting(before.tags).count == 1)  // the service's index row replaced
+        // A new primary-key tag, which carries the service and the account; neither has tag
+        // rows, so the label's stays as it was.
+        #expect(after.rows[0][2] != before.rows[0][2])
+        #expect(after.tags == before.tags && after.tags.count == 1)
+        try keychain.update(query(.genericPassword, [.label: .string("Alice")]), attributes: [.label: .string("Carol")])
+        let relabelled = try snapshot(temporary.path)
+        #expect(relabelled.tags.count == 1 && relabelled.tags.isDisjoint(with: after.tags))  // the label's row replaced
+        #expect(try keychain.find(query(.genericPassword, [.label: .string("Alice")])).isEmpty)
         #expect(try keychain.find(query(.genericPassword, [.account: .string("alice")])).isEmpty)
         #expect(try keychain.find(query(.genericPassword, [.service: .string("svc")])).isEmpty)
         for lookup: Attributes in [
             [.account: .string("carol")], [.service: .string("other")],
-            [.account: .string("carol"), .service: .string("other")],
+            [.account: .string("carol"), .service: .string("other")], [.label: .string("Carol")],
         ] {
             let moved = try #require(try keychain.findFirst(query(.genericPassword, lookup), includeData: true))
             #expect(moved.data == Data("secret".utf8))
