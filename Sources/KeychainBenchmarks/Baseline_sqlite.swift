@@ -16,17 +16,16 @@ import KeychainCore
 /// does: the floor is the least an indexed store can cost.
 ///
 /// With ``Indexes/keychain``, the table has instead the indexes the keychain keeps for the
-/// same lookups: a unique (account, service) index, as the engine's primary-key index
-/// begins with the account and the service, and one index each on the service and the
-/// label, as the engine's keyed-tag rows find items by either alone. Its insert measures
-/// what maintaining those indexes costs without encryption; it is reported beside the
-/// floor, not used as one.
+/// same lookups: the unique (service, account) index, as the engine's primary-key index
+/// begins with the service and the account, and one on the label, as the engine's
+/// keyed-tag rows find items by it alone. Its insert measures what maintaining those
+/// indexes costs without encryption; it is reported beside the floor, not used as one.
 final class SQLiteBaseline {
     /// The indexes of the table.
     enum Indexes {
         /// A unique (service, account) index: the floor.
         case plain
-        /// The lookups the keychain indexes: (account, service) unique, service, label.
+        /// The lookups the keychain indexes: (service, account) unique, label.
         case keychain
 
         var sql: String {
@@ -35,8 +34,7 @@ final class SQLiteBaseline {
                 "CREATE UNIQUE INDEX items_service_account ON items(service, account);"
             case .keychain:
                 """
-                CREATE UNIQUE INDEX items_account_service ON items(account, service);
-                CREATE INDEX items_service ON items(service);
+                CREATE UNIQUE INDEX items_service_account ON items(service, account);
                 CREATE INDEX items_label ON items(label);
                 """
             }

@@ -373,9 +373,10 @@ struct BenchmarkRunner {
     static func addOverIndexedInsert(_ report: BenchmarkReport) -> String? {
         guard let ratios = addRatios(report, over: .insertIndexed) else { return nil }
         return "The add is compared with a plain insert under a unique (service, account) index. The keychain "
-            + "also finds items by service alone and by label alone (keyed-tag rows), so each add writes two "
-            + "more index entries; an unencrypted insert into a table with those indexes (unique (account, "
-            + "service), service, label), same durability, is the row \"\(FloorOperation.insertIndexed.title)\". "
+            + "finds items by service, or service and account, through its primary-key index, which begins with "
+            + "their keyed tags, and by label alone through keyed-tag rows, so each add writes one more index "
+            + "entry; an unencrypted insert into a table with those indexes (unique (service, account), label), "
+            + "same durability, is the row \"\(FloorOperation.insertIndexed.title)\". "
             + "Engine add ÷ that insert: " + ratios + "."
     }
 

@@ -71,7 +71,7 @@ enum FloorOperation: String, CaseIterable, Codable, Sendable {
     var title: String {
         switch self {
         case .insert: "SQLite insert (1 txn)"
-        case .insertIndexed: "SQLite insert, keychain's 3 indexes"
+        case .insertIndexed: "SQLite insert, keychain's 2 indexes"
         case .insertClustered: "SQLite insert, clustered names"
         case .select: "SQLite point select"
         case .selectMissing: "SQLite select (miss)"

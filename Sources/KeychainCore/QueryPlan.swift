@@ -119,36 +119,35 @@ struct QueryPlan {
         "sdmn", "svce",
     ]
 
-    /// The filters a lookup in `layout` finds through a range of the primary-key index: the
-    /// first prefix attribute's, and the second's when the first is there too.
-    func primaryKeyFilters(_ itemClass: ItemClass, layout: IndexLayout) -> [(AttributeSpec, AttributeValue)] {
-        prefixSpecs(ItemSchema.of(itemClass), layout: layout).map { ($0, filters[$0.name]!) }
+    /// The filters a lookup finds through primary-key bytes rather than tag rows.
+    struct KeyFilters {
+        /// The filters found through a range of the primary-key index: the first prefix
+        /// attribute's, and the second's when the first is there too.
+        var range: [(AttributeSpec, AttributeValue)] = []
+        /// The filter found by scanning the primary-key index for the second prefix
+        /// attribute's 8 bytes: when that attribute has no tag rows and the query has no
+        /// filter on the first (a password's account alone, in ``IndexLayout/lookupKeys``).
+        var scanned: (AttributeSpec, AttributeValue)?
+
+        var isEmpty: Bool { range.isEmpty && scanned == nil }
+
+        /// Their attributes: a match on them may be another value with the same 8 bytes.
+        var names: [AttributeName] { range.map(\.0.name) + (scanned.map { [$0.0.name] } ?? []) }
     }
 
-    /// The specifications of ``primaryKeyFilters(_:layout:)``: the leading prefix attributes
-    /// that have a filter, in order, up to the first that has none.
-    private func prefixSpecs(_ schema: ItemSchema, layout: IndexLayout) -> ArraySlice<AttributeSpec> {
-        guard !filters.isEmpty else { return [] }
-        return schema.indexing(layout).prefixSpecs.prefix { filters[$0.name] != nil }
-    }
-
-    /// The filter a lookup in `layout` finds by scanning the primary-key index for the
-    /// second prefix attribute's 8 bytes: when that attribute has no tag rows and the query
-    /// has no filter on the first (a password's account alone, in ``IndexLayout/lookupKeys``).
-    func scannedKeyFilter(_ itemClass: ItemClass, layout: IndexLayout) -> (AttributeSpec, AttributeValue)? {
+    /// The filters a lookup of `itemClass` in `layout` finds through primary-key bytes.
+    func keyFilters(_ itemClass: ItemClass, layout: IndexLayout) -> KeyFilters {
+        var found = KeyFilters()
+        guard !filters.isEmpty, layout != .tagged else { return found }
         let indexing = ItemSchema.of(itemClass).indexing(layout)
-        guard let spec = indexing.scannedSecondSpec, filters[indexing.prefixSpecs[0].name] == nil,
-            let value = filters[spec.name]
-        else { return nil }
-        return (spec, value)
-    }
-
-    /// The filters found through primary-key bytes rather than tag rows: a match there may
-    /// be another value with the same 8 bytes.
-    private func keyBytesFilters(_ itemClass: ItemClass, layout: IndexLayout) -> [AttributeName] {
-        let schema = ItemSchema.of(itemClass)
-        return prefixSpecs(schema, layout: layout).map(\.name)
-            + (scannedKeyFilter(itemClass, layout: layout).map { [$0.0.name] } ?? [])
+        for spec in indexing.prefixSpecs {
+            guard let value = filters[spec.name] else { break }
+            found.range.append((spec, value))
+        }
+        if found.range.isEmpty, let spec = indexing.scannedSecondSpec, let value = filters[spec.name] {
+            found.scanned = (spec, value)
+        }
+        return found
     }
 
     /// The filters a lookup finds through tag rows, most selective first.
@@ -176,12 +175,13 @@ struct QueryPlan {
         for itemClass in classes {
             // A primary-key prefix can match another value (8 bytes of a tag), so the SQL
             // limit could stop before a true match.
-            if hasResidualFilters(itemClass) || !keyBytesFilters(itemClass, layout: tagger.layout).isEmpty {
+            let keyFilters = keyFilters(itemClass, layout: tagger.layout)
+            if hasResidualFilters(itemClass) || !keyFilters.isEmpty {
                 limit = nil
             }
             rows += try fetch(
-                db, itemClass: itemClass, tagger: tagger, includeData: includeData, limit: limit,
-                statements: statements)
+                db, itemClass: itemClass, keyFilters: keyFilters, tagger: tagger, includeData: includeData,
+                limit: limit, statements: statements)
             if let limit, rows.count >= limit { break }
         }
         if let limit, rows.count > limit { rows.removeLast(rows.count - limit) }
@@ -189,14 +189,10 @@ struct QueryPlan {
     }
 
     private func fetch(
-        _ db: Database, itemClass: ItemClass, tagger: IndexTagger, includeData: Bool, limit: Int?,
-        statements: SearchStatements
+        _ db: Database, itemClass: ItemClass, keyFilters: KeyFilters, tagger: IndexTagger, includeData: Bool,
+        limit: Int?, statements: SearchStatements
     ) throws -> [StoredRow] {
-        let keyFilters = primaryKeyFilters(itemClass, layout: tagger.layout)
-        let scannedFilter = scannedKeyFilter(itemClass, layout: tagger.layout)
-        let tags = orderedFilters(itemClass, excluding: keyBytesFilters(itemClass, layout: tagger.layout)).map {
-            tagger.tag(itemClass, $0.0, $0.1)
-        }
+        let tags = orderedFilters(itemClass, excluding: keyFilters.names).map { tagger.tag(itemClass, $0.0, $0.1) }
         var arguments: [DatabaseValue] = tags.map(\.databaseValue)
         arguments.append(itemClass.rawValue.databaseValue)
         if let persistentID {
@@ -208,14 +204,14 @@ struct QueryPlan {
             arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)).databaseValue)
         }
         if let protection { arguments.append(Int64(protection.rawValue).databaseValue) }
-        if !keyFilters.isEmpty {
-            let bounds = tagger.primaryKeyRange(keyFilters.map { tagger.tag(itemClass, $0.0, $0.1) }).map {
+        if !keyFilters.range.isEmpty {
+            let bounds = tagger.primaryKeyRange(keyFilters.range.map { tagger.tag(itemClass, $0.0, $0.1) }).map {
                 $0.databaseValue
             }
             arguments += includesTombstones && tags.isEmpty ? bounds + bounds : bounds
         }
-        if let scannedFilter {
-            let bytes = Data(tagger.tag(itemClass, scannedFilter.0, scannedFilter.1).prefix(IndexTagger.prefixLength))
+        if let scanned = keyFilters.scanned {
+            let bytes = Data(tagger.tag(itemClass, scanned.0, scanned.1).prefix(IndexTagger.prefixLength))
             arguments +=
                 includesTombstones && tags.isEmpty ? [bytes.databaseValue, bytes.databaseValue] : [bytes.databaseValue]
         }
@@ -224,11 +220,18 @@ struct QueryPlan {
             tags: tags.count, persistentID: persistentID.map { PersistentIdentity.rowID(of: $0) != nil ? .row : .uuid },
             includesTombstones: includesTombstones,
             groups: groups?.count, synchronizable: synchronizable != nil, protection: protection != nil,
-            primaryKeyRange: !keyFilters.isEmpty, scannedKeyBytes: scannedFilter != nil, limit: limit != nil,
+            primaryKeyRange: !keyFilters.range.isEmpty, scannedKeyBytes: keyFilters.scanned != nil, limit: limit != nil,
             includeData: includeData)
-        var rows = try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
-        if shape.readsPrimaryKeyIndex && rows.count > 1 { rows.sort { $0.id < $1.id } }
-        return rows
+        let rows = try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
+        return shape.readsPrimaryKeyIndex ? Self.inRowOrder(rows) : rows
+    }
+
+    /// Rows in the order items were added. The row ids are sorted rather than the rows, which
+    /// are large values that a sort would copy at every step.
+    private static func inRowOrder(_ rows: [StoredRow]) -> [StoredRow] {
+        guard rows.count > 1 else { return rows }
+        let order = rows.indices.sorted { rows[$0].id < rows[$1].id }
+        return order.map { rows[$0] }
     }
 
     /// How a decrypted item compares with the query.
@@ -251,7 +254,7 @@ struct QueryPlan {
         for (name, value) in filters {
             guard let spec = schema.spec(for: name) else { return .filteredOut }
             if let stored = attributes[name], spec.equal(stored, value) { continue }
-            if Self.isIndexed(spec) && !keyBytesFilters(itemClass, layout: layout).contains(name) {
+            if Self.isIndexed(spec) && !keyFilters(itemClass, layout: layout).names.contains(name) {
                 return .contradictsIndex
             }
             verdict = .filteredOut
