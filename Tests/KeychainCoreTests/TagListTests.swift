@@ -216,6 +216,23 @@ struct PrimaryKeyPrefixTests {
         return temporary
     }
 
+    /// A keychain with a synchronizable item of alice's for each service (secret: its index),
+    /// bob's item for the first service, and a tombstone in place of alice's item for `deleted`.
+    private func synchronizedAlice(services: [String], deleting deleted: String) throws -> TemporaryKeychain {
+        let temporary = try TemporaryKeychain()
+        for (index, service) in services.enumerated() {
+            var item = genericPassword("alice", service: service, data: "\(index)")
+            item.attributes[.synchronizable] = .number(1)
+            try temporary.keychain.add(item)
+        }
+        try temporary.keychain.add(genericPassword("bob", service: services[0]))
+        try temporary.keychain.delete(
+            ItemQuery(
+                class: .genericPassword, attributes: [.account: .string("alice"), .service: .string(deleted)],
+                synchronizable: .yes))
+        return temporary
+    }
+
     private func secrets(_ keychain: KeychainDatabase, _ query: ItemQuery) throws -> Set<String> {
         Set(try keychain.find(query, includeData: true).map { String(decoding: $0.data ?? Data(), as: UTF8.self) })
     }
@@ -260,19 +277,9 @@ struct PrimaryKeyPrefixTests {
         "a limit applies to the items that match, in the order they were added, with and without tombstones",
         arguments: [false, true])
     func limitAfterPrefix(includesTombstones: Bool) throws {
-        let temporary = try TemporaryKeychain()
-        let keychain = temporary.keychain
-        for index in 0..<20 {
-            var item = genericPassword("alice", service: "service-\(index)", data: "\(index)")
-            item.attributes[.synchronizable] = .number(1)
-            try keychain.add(item)
-        }
-        try keychain.add(genericPassword("bob", service: "service-0"))
         // Tombstones among them, when asked for, count like the others.
-        try keychain.delete(
-            ItemQuery(
-                class: .genericPassword, attributes: [.account: .string("alice"), .service: .string("service-3")],
-                synchronizable: .yes))
+        let temporary = try synchronizedAlice(services: (0..<20).map { "service-\($0)" }, deleting: "service-3")
+        let keychain = temporary.keychain
         for limit in [1, 5, 19] {
             var limited = ItemQuery(
                 class: .genericPassword, attributes: [.account: .string("alice")], synchronizable: .any, limit: limit,
@@ -382,18 +389,8 @@ struct PrimaryKeyPrefixTests {
 
     @Test("a lookup by account alone finds live items and, when asked for, tombstones, in the order added")
     func accountLookupFindsTombstones() throws {
-        let temporary = try TemporaryKeychain()
+        let temporary = try synchronizedAlice(services: ["c", "a", "b"], deleting: "a")
         let keychain = temporary.keychain
-        for service in ["c", "a", "b"] {
-            var item = genericPassword("alice", service: service)
-            item.attributes[.synchronizable] = .number(1)
-            try keychain.add(item)
-        }
-        try keychain.add(genericPassword("bob", service: "a"))
-        try keychain.delete(
-            ItemQuery(
-                class: .genericPassword, attributes: [.account: .string("alice"), .service: .string("a")],
-                synchronizable: .yes))
         var alice = ItemQuery(class: .genericPassword, attributes: [.account: .string("alice")], synchronizable: .any)
         #expect(try keychain.find(alice).map { $0.attributes[.service] } == [.string("c"), .string("b")])
         alice.includesTombstones = true
