@@ -204,16 +204,15 @@ struct QueryPlan {
             arguments.append(tagger.columnTag(.synchronizable, .number(synchronizable)).databaseValue)
         }
         if let protection { arguments.append(Int64(protection.rawValue).databaseValue) }
+        // Without tags, tombstones are read from their own index: the key's arguments twice.
+        let keyRepeats = includesTombstones && tags.isEmpty ? 2 : 1
         if !keyFilters.range.isEmpty {
-            let bounds = tagger.primaryKeyRange(keyFilters.range.map { tagger.tag(itemClass, $0.0, $0.1) }).map {
-                $0.databaseValue
-            }
-            arguments += includesTombstones && tags.isEmpty ? bounds + bounds : bounds
+            let bounds = tagger.primaryKeyRange(keyFilters.range.map { tagger.tag(itemClass, $0.0, $0.1) })
+            for _ in 0..<keyRepeats { arguments += bounds.map(\.databaseValue) }
         }
         if let scanned = keyFilters.scanned {
-            let bytes = Data(tagger.tag(itemClass, scanned.0, scanned.1).prefix(IndexTagger.prefixLength))
-            arguments +=
-                includesTombstones && tags.isEmpty ? [bytes.databaseValue, bytes.databaseValue] : [bytes.databaseValue]
+            let bytes = tagger.primaryKeySecondSlot(tagger.tag(itemClass, scanned.0, scanned.1))
+            for _ in 0..<keyRepeats { arguments.append(bytes.databaseValue) }
         }
         if let limit { arguments.append(max(0, limit).databaseValue) }
         let shape = SearchShape(
@@ -317,29 +316,10 @@ struct SearchShape: Hashable {
         if let groups { sql += " AND i.agrp IN (\(repeatElement("?", count: groups).joined(separator: ",")))" }
         if synchronizable { sql += " AND i.sync = ?" }
         if protection { sql += " AND i.protection = ?" }
-        if primaryKeyRange {
-            if tags == 0 && includesTombstones {
-                sql += """
-                     AND i.id IN (SELECT id FROM items WHERE pk BETWEEN ? AND ? AND tomb = 0 \
-                    UNION ALL SELECT id FROM items WHERE pk BETWEEN ? AND ? AND tomb = 1)
-                    """
-            } else {
-                sql += " AND i.pk BETWEEN ? AND ?"
-            }
-        }
+        if primaryKeyRange { sql += keyRestriction(seeksDirectly: true) { "\($0) BETWEEN ? AND ?" } }
         if scannedKeyBytes {
-            func bytes(_ column: String) -> String {
-                "substr(\(column), \(IndexTagger.prefixLength + 1), \(IndexTagger.prefixLength)) = ?"
-            }
-            if tags > 0 {
-                sql += " AND " + bytes("i.pk")
-            } else if includesTombstones {
-                sql += """
-                     AND i.id IN (SELECT id FROM items WHERE \(bytes("pk")) AND tomb = 0 \
-                    UNION ALL SELECT id FROM items WHERE \(bytes("pk")) AND tomb = 1)
-                    """
-            } else {
-                sql += " AND i.id IN (SELECT id FROM items WHERE \(bytes("pk")) AND tomb = 0)"
+            sql += keyRestriction(seeksDirectly: false) {
+                "substr(\($0), \(IndexTagger.prefixLength + 1), \(IndexTagger.prefixLength)) = ?"
             }
         }
         // Rows come back in the order items were added. With tags, t0's primary key
@@ -353,6 +333,18 @@ struct SearchShape: Hashable {
         }
         if limit { sql += " LIMIT ?" }
         return sql
+    }
+
+    /// The clause that keeps the rows whose primary key meets `condition` (given the column's
+    /// name): a check on each row found through tags; otherwise read from the primary-key
+    /// index, and from the tombstone index too when tombstones are included. A condition
+    /// that `seeksDirectly` (a range) is put on the row itself when only live items count;
+    /// any other would make SQLite scan the table, so the ids come from the index first.
+    private func keyRestriction(seeksDirectly: Bool, _ condition: (String) -> String) -> String {
+        if tags > 0 || (seeksDirectly && !includesTombstones) { return " AND " + condition("i.pk") }
+        let live = "SELECT id FROM items WHERE \(condition("pk")) AND tomb = 0"
+        guard includesTombstones else { return " AND i.id IN (\(live))" }
+        return " AND i.id IN (\(live) UNION ALL SELECT id FROM items WHERE \(condition("pk")) AND tomb = 1)"
     }
 }
 

@@ -219,8 +219,8 @@ struct IndexTagger: Sendable {
         return keyTag
     }
 
-    /// The first bytes of every primary-key tag whose first (and second) primary-key
-    /// attributes have these tags; a missing value gives zeros.
+    /// The first bytes of every primary-key tag whose first (and second) prefix attributes
+    /// (``KeyIndexing/prefixSpecs``) have these tags; a missing value gives zeros.
     func primaryKeyPrefix(_ first: Data?, _ second: Data?) -> Data {
         var prefix = [UInt8](repeating: 0, count: 2 * Self.prefixLength)
         if let first { Self.copyPrefix(of: first, to: &prefix, slot: 0) }
@@ -229,7 +229,7 @@ struct IndexTagger: Sendable {
     }
 
     /// The smallest and the largest primary-key tag that start with the prefixes of `tags`
-    /// (the first primary-key attribute's tag, and maybe the second's).
+    /// (the first prefix attribute's tag, and maybe the second's).
     func primaryKeyRange(_ tags: [Data]) -> [Data] {
         let length = 2 * Self.prefixLength + Self.tagLength
         var low = [UInt8](repeating: 0, count: length)
@@ -238,6 +238,10 @@ struct IndexTagger: Sendable {
         for index in (min(tags.count, 2) * Self.prefixLength)..<length { high[index] = 0xFF }
         return [Data(low), Data(high)]
     }
+
+    /// The bytes of a primary-key tag's second slot (bytes 9–16) when the second prefix
+    /// attribute has the tag `tag`, whatever the first.
+    func primaryKeySecondSlot(_ tag: Data) -> Data { Data(tag.prefix(Self.prefixLength)) }
 
     /// Copies the first ``prefixLength`` bytes of a tag into slot `slot` of `bytes`.
     private static func copyPrefix(of tag: Data, to bytes: inout [UInt8], slot: Int) {

@@ -33,8 +33,9 @@ import GRDBSQLite
 /// Every index is one more B-tree page written to the write-ahead log on each add, so new
 /// files have only the primary-key tag (unique among live items), tombstones, and the tags
 /// themselves: an add writes the row, its primary-key entry and one entry per attribute with
-/// tag rows (a password's label and the other indexed attributes it has). A query without indexed attributes reads the table in row order; one by
-/// persistent identity reads one row by its id. Files created by format 1 have a unique
+/// tag rows (a password's label and the other indexed attributes it has). A query without
+/// indexed attributes reads the table in row order; one by persistent identity reads one row
+/// by its id. Files created by format 1 have a unique
 /// index on `uuid` and one on (class, access group); format 2, one on (class, uuid); both
 /// have the foreign key from `tags` to `items` with its index.
 enum Storage {
