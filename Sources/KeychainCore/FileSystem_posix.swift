@@ -72,6 +72,7 @@ enum SecureFileSystem {
         var info = stat()
         if lstat(path, &info) == 0 {
             try checkOwned(info, path: path, expecting: S_IFDIR)
+            try checkNotShared(info, path: path)
             return
         }
         let parent = (path as NSString).deletingLastPathComponent
@@ -95,10 +96,26 @@ enum SecureFileSystem {
             throw posixError("cannot inspect file", path)
         }
         try checkOwned(info, path: path, expecting: S_IFREG)
+        if info.st_nlink == 2, recoverInterruptedPublish(of: path, inode: info.st_ino, device: info.st_dev) {
+            return try existingFile(path)
+        }
         guard info.st_nlink == 1 else {
             throw KeychainError(.invalidKeychain, "refusing a file with several hard links")
         }
         return true
+    }
+
+    /// Refuses a directory that other users may write to: they could delete the device key, or
+    /// put links where keychains are created. The message says how to repair it, as ssh does.
+    private static func checkNotShared(_ info: stat, path: String) throws {
+        let mode = info.st_mode & 0o7777
+        guard mode & 0o022 == 0 else {
+            throw KeychainError(
+                .invalidKeychain,
+                "refusing the directory \(path): other users can write to it (mode \(String(mode, radix: 8))); "
+                    + "run chmod go-w \(path)",
+                isSetupProblem: true)
+        }
     }
 
     private static func checkOwned(_ info: stat, path: String, expecting type: mode_t) throws {
@@ -158,6 +175,16 @@ enum SecureFileSystem {
         return Int(info.st_size)
     }
 
+    /// Whether `path` cannot be opened for writing because it, or its file system, is read-only.
+    static func isReadOnly(_ path: String) -> Bool {
+        let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        if fd >= 0 {
+            close(fd)
+            return false
+        }
+        return errno == EROFS || errno == EACCES || errno == EPERM
+    }
+
     /// Makes a directory entry durable.
     static func syncDirectory(_ path: String) throws {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -166,12 +193,112 @@ enum SecureFileSystem {
         guard fsync(fd) == 0 else { throw posixError("cannot sync directory", path) }
     }
 
-    /// Links `source` to `destination` atomically; fails if `destination` exists.
-    static func linkExclusive(_ source: String, to destination: String) throws {
-        if link(source, destination) != 0 {
+    // MARK: Publishing new files
+
+    /// A fresh temporary name beside `path`, in the one shape ``removeStaleTemporaries(of:)``
+    /// and ``recoverInterruptedPublish(of:inode:device:)`` recognise:
+    /// `.NAME.PID.RANDOM.tmp`.
+    static func temporaryPath(for path: String) -> String {
+        let (directory, name) = split(path)
+        return directory + "/.\(name).\(getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+    }
+
+    /// Moves the finished file `temporary` to `destination` in one step, failing with
+    /// `.duplicateKeychain` if `destination` exists: the name never shows a half-made file,
+    /// and the file never has two names (which ``existingFile(_:)`` would refuse).
+    ///
+    /// Uses `renameat2(RENAME_NOREPLACE)`; where the kernel or file system lacks it, falls back
+    /// to `link` then `unlink`, and a process killed between the two leaves a second name that
+    /// ``existingFile(_:)`` recognises and removes.
+    static func publish(_ temporary: String, as destination: String) throws {
+        if let renameNoReplace = renameNoReplace {
+            if renameNoReplace(AT_FDCWD, temporary, AT_FDCWD, destination, 1 /* RENAME_NOREPLACE */) == 0 {
+                return
+            }
+            switch errno {
+            case EEXIST: throw KeychainError(.duplicateKeychain, "a keychain exists there")
+            case EINVAL, ENOSYS, EOPNOTSUPP: break
+            default: throw posixError("cannot publish file", destination)
+            }
+        }
+        if link(temporary, destination) != 0 {
             if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain exists there") }
             throw posixError("cannot link file", destination)
         }
+        unlink(temporary)
+    }
+
+    private typealias RenameAt2 =
+        @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+
+    /// glibc's `renameat2` (2.28 and later), looked up at run time: Swift's Glibc module does
+    /// not declare it (it is a GNU extension).
+    private static let renameNoReplace: RenameAt2? = {
+        #if os(Linux)
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+            return unsafeBitCast(symbol, to: RenameAt2.self)
+        #else
+            return nil
+        #endif
+    }()
+
+    /// Runs `body` holding an exclusive `flock` on `directory`, so that creating and deleting
+    /// files in it (and cleaning up after a process killed doing so) never interleave.
+    static func withDirectoryLock<T>(_ directory: String, _ body: () throws -> T) throws -> T {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError("cannot open directory", directory) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw posixError("cannot lock directory", directory) }
+        }
+        return try body()
+    }
+
+    /// Removes the temporary files (and SQLite's files beside them) that a process killed while
+    /// creating or deleting `path` left behind: `.NAME.PID.RANDOM.tmp*` whose process is gone.
+    static func removeStaleTemporaries(of path: String) {
+        let (directory, name) = split(path)
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for entry in entries {
+            guard let pid = temporaryOwner(entry, name: name), pid != getpid(), !processExists(pid) else { continue }
+            unlink(directory + "/" + entry)
+        }
+    }
+
+    /// When a publish fell back to `link` and its process was killed before the `unlink`, the
+    /// file at `path` also has its temporary name. Removes that name; `true` if it did.
+    private static func recoverInterruptedPublish(of path: String, inode: ino_t, device: dev_t) -> Bool {
+        let (directory, name) = split(path)
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
+        for entry in entries where temporaryOwner(entry, name: name) != nil && entry.hasSuffix(".tmp") {
+            var info = stat()
+            let candidate = directory + "/" + entry
+            guard lstat(candidate, &info) == 0, info.st_ino == inode, info.st_dev == device else { continue }
+            return unlink(candidate) == 0
+        }
+        return false
+    }
+
+    /// The process id in a temporary name made by ``temporaryPath(for:)`` for `name` (also with
+    /// SQLite's `-journal`, `-wal` or `-shm` after it), or `nil` for any other name.
+    static func temporaryOwner(_ entry: String, name: String) -> pid_t? {
+        let prefix = "." + name + "."
+        guard entry.hasPrefix(prefix) else { return nil }
+        var rest = entry.dropFirst(prefix.count)
+        for suffix in ["-journal", "-wal", "-shm"] where rest.hasSuffix(suffix) { rest = rest.dropLast(suffix.count) }
+        let parts = rest.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[2] == "tmp", UInt32(parts[1]) != nil, let pid = pid_t(parts[0]), pid > 0
+        else { return nil }
+        return pid
+    }
+
+    private static func processExists(_ pid: pid_t) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    private static func split(_ path: String) -> (directory: String, name: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        return (directory.isEmpty ? "." : directory, (path as NSString).lastPathComponent)
     }
 
     static func remove(_ path: String) { unlink(path) }

@@ -36,32 +36,77 @@ public struct DeviceKeySource: Sendable {
         DeviceKeySource(storage: .fixed(SymmetricKey(size: .bits256)))
     }
 
-    /// Loads the key, creating the file when it does not exist.
-    func load() throws -> SymmetricKey {
+    /// Loads the key to create a keychain with, creating the file when it does not exist.
+    ///
+    /// The standard file is never created while a password-less keychain already exists in the
+    /// user's keychains directory: those were made with a device key, and a new one would not
+    /// open them (a missing file usually means `XDG_CONFIG_HOME` or `HOME` point elsewhere, as
+    /// under sudo, cron or a systemd unit). The error names the file and where it was looked for.
+    func loadForCreating() throws -> SymmetricKey {
         switch storage {
         case .fixed(let key):
             return key
-        case .file(let path):
-            return try Self.loadFile(path ?? KeychainPaths().deviceKeyFile)
+        case .file(let path?):
+            return try Self.loadFile(path, mayCreate: true)
+        case .file(nil):
+            let paths = KeychainPaths()
+            if try !SecureFileSystem.existingFile(paths.deviceKeyFile),
+                let orphan = KeychainCore.Storage.passwordlessKeychains(in: paths.keychainsDirectory).first
+            {
+                throw Self.missing(
+                    paths.deviceKeyFile,
+                    needed: "a keychain made with it exists (\(orphan)), and a new key would not open it")
+            }
+            return try Self.loadFile(paths.deviceKeyFile, mayCreate: true)
         }
+    }
+
+    /// Loads the key of an existing keychain, or `nil` when the file is missing and the keychain
+    /// has a password (whose keys open without the device key; those bound to the device do
+    /// not). A password-less keychain without its device key is an error that names the file.
+    func loadForOpening(keychain path: String?, hasPassword: Bool) throws -> SymmetricKey? {
+        switch storage {
+        case .fixed(let key):
+            return key
+        case .file(let file):
+            let file = file ?? KeychainPaths().deviceKeyFile
+            if try SecureFileSystem.existingFile(file) { return try Self.loadFile(file, mayCreate: false) }
+            guard hasPassword else {
+                throw Self.missing(file, needed: "the keychain \(path ?? "in memory") was made with it")
+            }
+            return nil
+        }
+    }
+
+    private static func missing(_ file: String, needed why: String) -> KeychainError {
+        KeychainError(
+            .io,
+            "the device key file \(file) is missing, and \(why). It is looked for in "
+                + "$XDG_CONFIG_HOME/keychain, else $HOME/.config/keychain: run with the HOME and "
+                + "XDG_CONFIG_HOME the keychain was made with, or restore the file from a backup",
+            isSetupProblem: true)
     }
 
     private static let fileHeader = Data("keychain-linux device key v1\n".utf8)
 
-    private static func loadFile(_ path: String) throws -> SymmetricKey {
+    private static func loadFile(_ path: String, mayCreate: Bool) throws -> SymmetricKey {
         if try SecureFileSystem.existingFile(path) {
             return try parse(SecureFileSystem.readFile(path, limit: 4096))
         }
+        guard mayCreate else { throw missing(path, needed: "a keychain needs it") }
         let directory = (path as NSString).deletingLastPathComponent
         try SecureFileSystem.ensureDirectory(directory)
         let key = SymmetricKey(size: .bits256)
         let contents = fileHeader + key.withUnsafeBytes { Data($0) }
-        let temporary = directory + "/.device-key.\(getpid()).\(UInt32.random(in: 0 ... .max))"
+        SecureFileSystem.removeStaleTemporaries(of: path)
+        let temporary = SecureFileSystem.temporaryPath(for: path)
         try SecureFileSystem.createFile(temporary, contents: contents)
         defer { SecureFileSystem.remove(temporary) }
         do {
-            try SecureFileSystem.linkExclusive(temporary, to: path)
-            try SecureFileSystem.syncDirectory(directory)
+            try SecureFileSystem.withDirectoryLock(directory) {
+                try SecureFileSystem.publish(temporary, as: path)
+                try SecureFileSystem.syncDirectory(directory)
+            }
             return key
         } catch let error as KeychainError where error.code == .duplicateKeychain {
             // Another process created it first: use theirs.

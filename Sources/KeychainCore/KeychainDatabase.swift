@@ -45,13 +45,17 @@ public final class KeychainDatabase: Sendable {
         self.path = path
         self.writer = writer
         self.configuration = configuration
-        deviceKey = try configuration.deviceKey.load()
         let meta = try Self.run { try writer.read { try Storage.meta($0) } }
         guard let id = meta["id"], id.count == 16 else {
             throw KeychainError.invalidKeychain("the keychain header is missing")
         }
         keychainID = id
         let header = try Header(meta: meta)
+        // A password keychain whose device key is gone still opens with its password; a key
+        // that opens nothing stands in, as on another machine.
+        deviceKey =
+            try configuration.deviceKey.loadForOpening(keychain: path, hasPassword: header.kdf != nil)
+            ?? SymmetricKey(size: .bits256)
         keys = KeyRing(layout: header.indexLayout, groups: configuration.accessGroups.groups.filter { $0 != "*" })
         try header.kdf?.0.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
         self.header = Mutex(header)
@@ -78,6 +82,7 @@ public final class KeychainDatabase: Sendable {
         }
         try Storage.validateHeader(of: path)
         try Storage.validateSchema(of: path)
+        if SecureFileSystem.isReadOnly(path) { return try openReadOnly(at: path, configuration: configuration) }
         let pool = try run {
             let pool = try DatabasePool(
                 path: path, configuration: Storage.configuration(busyTimeout: configuration.busyTimeout))
@@ -90,6 +95,26 @@ public final class KeychainDatabase: Sendable {
             try run { try pool.write { try Storage.migrate($0) } }
         }
         return try KeychainDatabase(path: path, writer: pool, configuration: configuration)
+    }
+
+    /// Opens a keychain that cannot be written (a read-only file or file system) for reading:
+    /// every read works, every write fails with `.readOnly`.
+    private static func openReadOnly(
+        at path: String, configuration: KeychainConfiguration
+    ) throws -> KeychainDatabase {
+        let queue = try run {
+            try DatabaseQueue(
+                path: Storage.readOnlyLocation(of: path),
+                configuration: Storage.configuration(busyTimeout: configuration.busyTimeout, readonly: true))
+        }
+        let version = try run { try queue.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } }
+        try Storage.checkVersion(version ?? 0)
+        guard version == Storage.formatVersion else {
+            throw KeychainError(
+                .readOnly, "the keychain at \(path) uses an older format and cannot be upgraded on a read-only file",
+                isSetupProblem: true)
+        }
+        return try KeychainDatabase(path: path, writer: queue, configuration: configuration)
     }
 
     /// Creates a keychain file; with a password it starts locked.
@@ -110,9 +135,8 @@ public final class KeychainDatabase: Sendable {
         if try SecureFileSystem.existingFile(path) {
             throw KeychainError(.duplicateKeychain, "a keychain exists at \(path)")
         }
-        let temporary =
-            (directory.isEmpty ? "." : directory)
-            + "/.\((path as NSString).lastPathComponent).\(getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
+        SecureFileSystem.removeStaleTemporaries(of: path)
+        let temporary = SecureFileSystem.temporaryPath(for: path)
         try SecureFileSystem.createFile(temporary, contents: Data())
         func removeTemporary() {
             for suffix in ["", "-journal", "-wal", "-shm"] { SecureFileSystem.remove(temporary + suffix) }
@@ -121,15 +145,25 @@ public final class KeychainDatabase: Sendable {
         try run {
             let queue = try DatabaseQueue(
                 path: temporary, configuration: Storage.configuration(busyTimeout: configuration.busyTimeout))
+            // In WAL mode before it is published, so that the first open never rewrites its
+            // header through a rollback journal (a process killed then left a hot journal).
+            try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = WAL") }
             try queue.write { db in
                 try Storage.createSchema(db)
                 try initializeHeader(db, password: password, configuration: configuration)
             }
             try queue.close()
         }
-        try SecureFileSystem.linkExclusive(temporary, to: path)
-        removeTemporary()
-        try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+        try SecureFileSystem.withDirectoryLock(directory.isEmpty ? "." : directory) {
+            if try SecureFileSystem.existingFile(path) {
+                throw KeychainError(.duplicateKeychain, "a keychain exists at \(path)")
+            }
+            // SQLite's files left beside the name by a delete that was killed midway belong to
+            // no keychain now; SQLite would replay an old log into the new file.
+            for suffix in ["-wal", "-shm", "-journal"] { SecureFileSystem.remove(path + suffix) }
+            try SecureFileSystem.publish(temporary, as: path)
+            try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+        }
         return try open(at: path, configuration: configuration)
     }
 
@@ -188,7 +222,7 @@ public final class KeychainDatabase: Sendable {
             try Storage.setMeta(db, "kdf", header.kdfBytes)
             passwordKey = try derivation.deriveKey(password: password, salt: salt)
         }
-        let deviceKey = try configuration.deviceKey.load()
+        let deviceKey = try configuration.deviceKey.loadForCreating()
         if header.kdf != nil {
             try Storage.setMeta(db, "kdf.mac", headerSeal(header, deviceKey: deviceKey, keychainID: keychainID))
         }
@@ -402,6 +436,18 @@ public final class KeychainDatabase: Sendable {
                     guard unwrapped[.protection(.whenUnlocked)] != nil, unwrapped[.index] != nil else {
                         throw KeychainError(.authFailed, "the old password is not correct")
                     }
+                    // Every stored key is rewrapped under the new password, so each must open
+                    // now. On another machine (or with a re-created device key) the keys bound to
+                    // the device do not; dropping them would make this device's items unreadable
+                    // for good on the machine that has the right key.
+                    guard unwrapped.count == KeyName.all.count else {
+                        throw KeychainError(
+                            .authFailed,
+                            "this machine's device key does not open the keychain's this-device-only keys "
+                                + "(it was made on another machine, or its device key was re-created); change "
+                                + "the password on the machine that made it",
+                            isSetupProblem: true)
+                    }
                     let salt = Sealing.randomBytes(32)
                     let next = Header(kdf: (derivation, salt), indexLayout: current.indexLayout)
                     let newKey = try derivation.deriveKey(password: new, salt: salt)
@@ -464,13 +510,19 @@ extension KeychainDatabase {
             throw KeychainError(.noSuchKeychain, "no keychain at \(path)")
         }
         try Storage.validateHeader(of: path)
-        for suffix in ["-wal", "-shm", "-journal", ""] {
-            if unlink(path + suffix) != 0 && errno != ENOENT {
-                throw SecureFileSystem.posixError("cannot remove", path + suffix)
-            }
-        }
         let directory = (path as NSString).deletingLastPathComponent
-        try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+        // The keychain's name goes first, in one step: a delete killed midway leaves the
+        // keychain gone (never rolled back to its last checkpoint, as removing its log first
+        // would), and ``create(at:password:configuration:)`` clears what is left beside it.
+        try SecureFileSystem.withDirectoryLock(directory.isEmpty ? "." : directory) {
+            let doomed = SecureFileSystem.temporaryPath(for: path)
+            if rename(path, doomed) != 0 { throw SecureFileSystem.posixError("cannot remove", path) }
+            try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+            for file in [path + "-wal", path + "-shm", path + "-journal", doomed] {
+                if unlink(file) != 0 && errno != ENOENT { throw SecureFileSystem.posixError("cannot remove", file) }
+            }
+            try SecureFileSystem.syncDirectory(directory.isEmpty ? "." : directory)
+        }
     }
 }
 

@@ -20,16 +20,26 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// The lower-level failure (an SQLite or file-system error), if any.
     public var underlying: (any Error & Sendable)?
+    /// Whether the failure comes from the machine's set-up rather than from the request: a
+    /// missing device key, a directory other users can write to, a damaged write-ahead log, a
+    /// keychain held by another process. Apple's status text cannot say what to fix then, so
+    /// tools print ``message`` beside it.
+    public var isSetupProblem: Bool
 
     /// Creates an error.
     /// - Parameters:
     ///   - code: The failure code.
     ///   - message: An explanation that contains no secret.
     ///   - underlying: The underlying error, if any.
-    public init(_ code: Code, _ message: String = "", underlying: (any Error & Sendable)? = nil) {
+    ///   - isSetupProblem: Whether ``message`` says what to fix on the machine.
+    public init(
+        _ code: Code, _ message: String = "", underlying: (any Error & Sendable)? = nil,
+        isSetupProblem: Bool = false
+    ) {
         self.code = code
         self.message = message
         self.underlying = underlying
+        self.isSetupProblem = isSetupProblem
     }
 
     /// The Apple `OSStatus` for this error.
@@ -88,6 +98,11 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         public static let readOnlyAttribute = Code(rawValue: -25309)
         /// The keychain was written by an unknown format version (errSecWrongSecVersion, -25310).
         public static let wrongVersion = Code(rawValue: -25310)
+        /// The keychain is held by another process for longer than the busy timeout
+        /// (errSecDatabaseLocked, -67869).
+        public static let databaseLocked = Code(rawValue: -67869)
+        /// The disk is full (errSecDiskFull, -34).
+        public static let diskFull = Code(rawValue: -34)
         /// Stored data failed authentication or could not be decoded (errSecDecode, -26275).
         public static let decode = Code(rawValue: -26275)
 
@@ -98,7 +113,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             -25295: "invalidKeychain", -25296: "duplicateKeychain", -25299: "duplicateItem",
             -25300: "itemNotFound", -25303: "noSuchAttribute", -25306: "noSuchClass",
             -25308: "interactionNotAllowed", -25309: "readOnlyAttribute", -25310: "wrongVersion",
-            -26275: "decode",
+            -26275: "decode", -67869: "databaseLocked", -34: "diskFull",
         ]
 
         /// The code's name and number, e.g. `itemNotFound (-25300)`.

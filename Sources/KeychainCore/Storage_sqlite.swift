@@ -180,23 +180,68 @@ enum Storage {
     /// when the file is refused, the ones this check created are removed again, so a refused
     /// file leaves nothing behind.
     static func validateSchema(of path: String) throws {
+        try inspect(path, cleaningUpAlways: false) { configuration in
+            try checkSchema(of: path, configuration: configuration)
+        }
+    }
+
+    /// Runs `body` with a read-only configuration for `path`; the SQLite files that reading
+    /// created beside it are removed when `body` fails, or always when `cleaningUpAlways`.
+    private static func inspect<T>(
+        _ path: String, cleaningUpAlways: Bool, _ body: (Configuration) throws -> T
+    ) throws -> T {
         var configuration = configuration(busyTimeout: 5, readonly: true)
         configuration.prepareDatabase { _ in }
         let sidecars = ["-wal", "-shm"].map { path + $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
-        do {
-            try checkSchema(of: path, configuration: configuration)
-        } catch {
+        func removeSidecars() {
             // The -shm file only indexes the -wal file; a -wal file the check created is empty.
             for sidecar in sidecars where sidecar.hasSuffix("-shm") || (try? SecureFileSystem.size(of: sidecar)) == 0 {
                 SecureFileSystem.remove(sidecar)
             }
+        }
+        do {
+            let result = try body(configuration)
+            if cleaningUpAlways { removeSidecars() }
+            return result
+        } catch {
+            removeSidecars()
             throw error
         }
     }
 
+    /// The keychains in `directory` that have no password (so need their device key to open),
+    /// by path. Files that are not keychains, or cannot be read now, are left out.
+    static func passwordlessKeychains(in directory: String) -> [String] {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return entries.sorted().compactMap { entry -> String? in
+            let path = directory + "/" + entry
+            guard !entry.hasPrefix("."), !["-wal", "-shm", "-journal"].contains(where: entry.hasSuffix),
+                (try? SecureFileSystem.existingFile(path)) == true, (try? validateHeader(of: path)) != nil
+            else { return nil }
+            let hasPassword = try? inspect(path, cleaningUpAlways: false) { configuration in
+                let queue = try DatabaseQueue(path: path, configuration: configuration)
+                defer { try? queue.close() }
+                return try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM meta WHERE name = 'kdf'") } != 0
+            }
+            return hasPassword == false ? path : nil
+        }
+    }
+
+    /// Where SQLite reads a keychain that cannot be written: the file itself, or, on a read-only
+    /// file system without a log beside it (where SQLite cannot create its `-shm` index), the
+    /// file opened as immutable.
+    static func readOnlyLocation(of path: String) -> String {
+        guard SecureFileSystem.isReadOnly(path), !FileManager.default.fileExists(atPath: path + "-wal") else {
+            return path
+        }
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#")
+        return "file:" + (path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path) + "?immutable=1"
+    }
+
     private static func checkSchema(of path: String, configuration: Configuration) throws {
         do {
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            let queue = try DatabaseQueue(path: readOnlyLocation(of: path), configuration: configuration)
             defer { try? queue.close() }
             let valid = try queue.read { db -> Bool in
                 let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
@@ -206,6 +251,15 @@ enum Storage {
             guard valid else { throw KeychainError.invalidKeychain("the file is not a keychain") }
         } catch let error as KeychainError {
             throw error
+        } catch let error as DatabaseError
+            where [
+                .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_IOERR,
+                .SQLITE_NOMEM, .SQLITE_FULL,
+            ]
+            .contains(error.resultCode)
+        {
+            // The file could not be read now; that says nothing about what it holds.
+            throw map(error)
         } catch {
             throw KeychainError.invalidKeychain("the file is not a keychain")
         }
@@ -259,11 +313,24 @@ enum Storage {
         let message = "SQLite error \(error.extendedResultCode.rawValue)"
         switch error.resultCode {
         case .SQLITE_CONSTRAINT: return KeychainError(.duplicateItem, message)
-        case .SQLITE_READONLY: return KeychainError(.readOnly, message)
+        case .SQLITE_READONLY:
+            return KeychainError(
+                .readOnly, "the keychain cannot be written (a read-only file or file system; \(message))",
+                isSetupProblem: true)
         case .SQLITE_NOMEM: return KeychainError(.allocate, message)
         case .SQLITE_IOERR: return KeychainError(.io, message)
         case .SQLITE_CORRUPT, .SQLITE_NOTADB: return KeychainError(.decode, message)
-        case .SQLITE_FULL: return KeychainError(KeychainError.Code(rawValue: -34), message)
+        case .SQLITE_FULL:
+            return KeychainError(.diskFull, "the disk is full; nothing was written (\(message))", isSetupProblem: true)
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return KeychainError(
+                .databaseLocked,
+                "another process holds the keychain for writing and did not let go in time (\(message))",
+                isSetupProblem: true)
+        case .SQLITE_CANTOPEN, .SQLITE_PERM:
+            return KeychainError(
+                .io, "the keychain or the files SQLite keeps beside it cannot be opened (\(message))",
+                isSetupProblem: true)
         case .SQLITE_INTERNAL: return KeychainError(.internalComponent, message)
         default: return KeychainError(.notAvailable, message)
         }

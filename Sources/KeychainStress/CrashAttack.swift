@@ -370,7 +370,8 @@ private func directorySyncCheck(_ scratch: Scratch) throws -> StressRow {
     let result = try Child(
         strace,
         [
-            "-f", "-qq", "-o", trace, "-e", "trace=openat,open,link,linkat,rename,renameat,fsync,fdatasync,close",
+            "-f", "-qq", "-o", trace, "-e",
+            "trace=openat,open,link,linkat,rename,renameat,renameat2,fsync,fdatasync,close",
             stressExecutable, "worker", "create", path, "077",
         ], environment: scratch.environment
     ).wait(timeout: 120)

@@ -31,6 +31,14 @@ struct CommandFailure: Error {
         CommandFailure(result: result, messages: [message])
     }
 
+    /// A failure reported as ``status(_:_:hint:)`` does for the error's status; when the engine
+    /// says the cause is the machine's set-up (a missing device key, a directory others can
+    /// write to, a keychain held by another process), its explanation follows on a second line.
+    static func status(of error: any Error, _ context: String) -> CommandFailure {
+        let hint = (error as? KeychainError).flatMap { $0.isSetupProblem ? $0.message : nil }
+        return status(osStatus(of: error), context, hint: hint)
+    }
+
     /// The `OSStatus` for any error the engine or the tool throws.
     static func osStatus(of error: any Error) -> Int32 {
         if let error = error as? KeychainError { return error.osStatus }

@@ -108,7 +108,7 @@ struct CreateKeychain: ToolCommand {
                 }
                 session.adopt(database, at: path)
             } catch {
-                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainCreate \(name)")
+                throw CommandFailure.status(of: error, "SecKeychainCreate \(name)")
             }
             let defaultPath = try session.defaultKeychainPath()
             try session.updatePreferences { preferences in
@@ -153,7 +153,7 @@ struct DeleteKeychain: ToolCommand {
                 // Checks that the file is a keychain of this user before anything is removed.
                 try KeychainDatabase.deleteKeychain(at: path)
             } catch {
-                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainDelete")
+                throw CommandFailure.status(of: error, "SecKeychainDelete")
             }
             try session.updatePreferences { preferences in
                 preferences.searchList?.removeAll { $0 == path }
@@ -264,7 +264,7 @@ struct DefaultKeychain: ToolCommand {
             do {
                 _ = try session.database(at: resolved)
             } catch {
-                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainSetDefault").withResult(1)
+                throw CommandFailure.status(of: error, "SecKeychainSetDefault").withResult(1)
             }
             path = resolved
         }
@@ -343,7 +343,7 @@ struct LockKeychain: ToolCommand {
         do {
             try session.open(name).database.lock()
         } catch {
-            throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainLock \(name ?? "<NULL>")")
+            throw CommandFailure.status(of: error, "SecKeychainLock \(name ?? "<NULL>")")
         }
         return 0
     }
@@ -408,7 +408,7 @@ struct UnlockKeychain: ToolCommand {
         do {
             keychain = try session.open(name, createDefault: name == nil)
         } catch {
-            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+            throw CommandFailure.status(of: error, context)
         }
         guard keychain.database.hasPassword else {
             try keychain.database.unlock(password: nil)
@@ -426,7 +426,7 @@ struct UnlockKeychain: ToolCommand {
         do {
             try keychain.database.unlock(password: secret)
         } catch {
-            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+            throw CommandFailure.status(of: error, context)
         }
         return 0
     }
@@ -478,7 +478,7 @@ struct SetKeychainPassword: ToolCommand {
         do {
             keychain = try session.open(name, createDefault: name == nil)
         } catch {
-            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+            throw CommandFailure.status(of: error, context)
         }
         var old: String?
         if keychain.database.hasPassword {
@@ -503,7 +503,7 @@ struct SetKeychainPassword: ToolCommand {
         do {
             try keychain.database.changePassword(old: old, new: new)
         } catch {
-            throw CommandFailure.status(CommandFailure.osStatus(of: error), context)
+            throw CommandFailure.status(of: error, context)
         }
         return 0
     }
@@ -535,8 +535,7 @@ struct ShowKeychainInfo: ToolCommand {
         do {
             _ = try session.open(name)
         } catch {
-            throw CommandFailure.status(
-                CommandFailure.osStatus(of: error), "SecKeychainCopySettings \(name ?? "<NULL>")")
+            throw CommandFailure.status(of: error, "SecKeychainCopySettings \(name ?? "<NULL>")")
         }
         Console.err("Keychain \"\(name ?? "<NULL>")\" no-timeout\n")
         return 0
@@ -579,8 +578,7 @@ struct SetKeychainSettings: ToolCommand {
         do {
             _ = try session.open(name)
         } catch {
-            throw CommandFailure.status(
-                CommandFailure.osStatus(of: error), "SecKeychainSetSettings \(name ?? "<NULL>")")
+            throw CommandFailure.status(of: error, "SecKeychainSetSettings \(name ?? "<NULL>")")
         }
         return 0
     }

@@ -19,7 +19,7 @@ private func unlockForPartitionList(_ name: String?, password: String?, session:
     do {
         keychain = try session.open(name, createDefault: name == nil)
     } catch {
-        throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainUnlock").withResult(1)
+        throw CommandFailure.status(of: error, "SecKeychainUnlock").withResult(1)
     }
     guard keychain.database.hasPassword else { return }
     let secret: String
@@ -33,7 +33,7 @@ private func unlockForPartitionList(_ name: String?, password: String?, session:
     do {
         try keychain.database.unlock(password: secret)
     } catch {
-        throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainUnlock").withResult(1)
+        throw CommandFailure.status(of: error, "SecKeychainUnlock").withResult(1)
     }
 }
 

@@ -126,7 +126,7 @@ func searchTargets(_ names: [String], in session: Session) throws -> [OpenKeycha
             do {
                 targets.append(OpenKeychain(name: nil, path: path, database: try session.database(at: path)))
             } catch {
-                throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainOpen \(path)")
+                throw CommandFailure.status(of: error, "SecKeychainOpen \(path)")
             }
         }
         return targets
@@ -138,7 +138,7 @@ func searchTargets(_ names: [String], in session: Session) throws -> [OpenKeycha
         } catch let failure as CommandFailure {
             throw failure
         } catch {
-            throw CommandFailure.status(CommandFailure.osStatus(of: error), "SecKeychainOpen \(name)")
+            throw CommandFailure.status(of: error, "SecKeychainOpen \(name)")
         }
     }
 }
@@ -148,7 +148,8 @@ func searchFailure(_ error: any Error, function: String = "SecKeychainSearchCopy
     if error is CommandFailure { return error }
     let status = CommandFailure.osStatus(of: error)
     let locked = status == KeychainError.Code.interactionNotAllowed.rawValue
-    return CommandFailure.status(status, function, hint: locked ? Session.lockedHint : nil)
+    let setup = (error as? KeychainError).flatMap { $0.isSetupProblem ? $0.message : nil }
+    return CommandFailure.status(status, function, hint: locked ? Session.lockedHint : setup)
 }
 
 /// Finds the first item that matches, searching keychains in order.

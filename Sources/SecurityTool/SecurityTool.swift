@@ -196,6 +196,7 @@ enum SecurityTool {
             return failure.result
         } catch let error as KeychainError {
             Console.err("security: \(name): \(statusMessage(error.osStatus))\n")
+            if error.isSetupProblem { Console.err("security: \(error.message)\n") }
             return error.osStatus
         } catch {
             var message = SecurityCommand.fullMessage(for: error)

@@ -5,6 +5,8 @@
 //   keychain-test-worker write <keychain> <ack-file> <prefix>
 //   keychain-test-worker create <keychain> <umask-octal>
 //   keychain-test-worker add-many <keychain> <prefix> <threads> <count-per-thread>
+//   keychain-test-worker first-use <account> <start-at-unix-seconds>   (the default keychain)
+//   keychain-test-worker delete <keychain>
 //
 // The device key comes from the environment's XDG_CONFIG_HOME, as for any process.
 
@@ -63,6 +65,15 @@ do {
             fsync(ack)
             index += 1
         }
+    case "first-use":
+        let start = Double(arguments[3]) ?? 0
+        while Date().timeIntervalSince1970 < start { usleep(100) }
+        let keychain = try KeychainDatabase.openDefault()
+        try keychain.add(item(account: path, data: "first use"))
+        report("added")
+    case "delete":
+        try KeychainDatabase.deleteKeychain(at: path)
+        report("deleted")
     case "create":
         umask(mode_t(Int(arguments[3], radix: 8) ?? 0))
         _ = try KeychainDatabase.create(at: path, password: nil)
@@ -96,6 +107,9 @@ do {
     default:
         exit(2)
     }
+} catch let error as KeychainError {
+    FileHandle.standardError.write(Data("worker: \(error.code): \(error.message)\n".utf8))
+    exit(1)
 } catch {
     FileHandle.standardError.write(Data("worker: \(error)\n".utf8))
     exit(1)

@@ -1,0 +1,30 @@
+import Foundation
+import Testing
+
+/// What the tool says when the machine's set-up, not the command, is at fault: the status
+/// line macOS prints, then a line that says what to fix.
+@Suite struct SetupErrorTests {
+    @Test func aMissingDeviceKeyIsNamedNotReportedAsAWrongPassword() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.run(["add-generic-password", "-s", "svc", "-a", "acct", "-w", "pw"]).status == 0)
+        let elsewhere = sandbox.root + "/elsewhere"
+        let result = try sandbox.run(
+            ["find-generic-password", "-s", "svc", "-w"], environment: ["XDG_CONFIG_HOME": elsewhere])
+        #expect(result.status != 0, "\(result)")
+        #expect(result.err.contains(elsewhere + "/keychain/device-key"), "\(result)")
+        #expect(!result.err.contains("passphrase"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: elsewhere + "/keychain/device-key"))
+        // The original key still opens everything.
+        #expect(try sandbox.run(["find-generic-password", "-s", "svc", "-w"]).out == "pw\n")
+    }
+
+    @Test func aKeychainsDirectoryOthersCanWriteToIsRefusedWithTheFix() throws {
+        let sandbox = try Sandbox()
+        try FileManager.default.createDirectory(atPath: sandbox.keychainsDirectory, withIntermediateDirectories: true)
+        chmod(sandbox.keychainsDirectory, 0o777)
+        let result = try sandbox.run(["add-generic-password", "-s", "svc", "-a", "acct", "-w", "pw"])
+        #expect(result.status != 0, "\(result)")
+        #expect(result.err.contains("chmod go-w \(sandbox.keychainsDirectory)"), "\(result)")
+        #expect(!result.err.contains("pw\n"))
+    }
+}
