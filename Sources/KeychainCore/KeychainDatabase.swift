@@ -81,6 +81,7 @@ public final class KeychainDatabase: Sendable {
             _ = try SecureFileSystem.existingFile(path + suffix)
         }
         try Storage.validateHeader(of: path)
+        try LogIntegrity.check(logBeside: path)
         try Storage.validateSchema(of: path)
         if SecureFileSystem.isReadOnly(path) { return try openReadOnly(at: path, configuration: configuration) }
         let pool = try run {

@@ -1,0 +1,171 @@
+import Foundation
+
+/// Finds damage in a keychain's write-ahead log that SQLite would silently treat as the end of
+/// the log.
+///
+/// SQLite replays the `-wal` file frame by frame, each frame's checksum chained to the one
+/// before (<https://www.sqlite.org/fileformat2.html#walformat>), and stops at the first frame
+/// that fails: everything after it is ignored without an error, and the next write or
+/// checkpoint makes the loss permanent. A crash legitimately leaves such a tail (the frames
+/// of a transaction that never committed, or stale frames past a shorter rewrite), but those
+/// never contain a *committed* transaction that chains from the failing frame. So the log is
+/// damaged when, past the first failing frame, frames of the log's current generation (its
+/// salts) chain from that frame (from its stored checksum, or from the checksum of its bytes
+/// as they now are, whichever the failure spared) up to a commit frame.
+///
+/// One case cannot be told apart from a write cut short by a crash: damage in the very last
+/// frame of the log, with nothing after it.
+enum LogIntegrity {
+    /// What a scan found.
+    struct Damage: Equatable {
+        /// The 1-based number of the first frame SQLite would not replay.
+        var frame: Int
+        /// How many committed transactions after it SQLite would drop.
+        var lostCommits: Int
+    }
+
+    private static let headerSize = 32
+    private static let frameHeaderSize = 24
+
+    /// Scans the log beside `path`; `nil` when it is absent, empty or sound.
+    static func damage(ofLogBeside path: String) throws -> Damage? {
+        let log = path + "-wal"
+        guard try SecureFileSystem.existingFile(log) else { return nil }
+        let size = try SecureFileSystem.size(of: log)
+        guard size > headerSize else { return nil }
+        return scan(try SecureFileSystem.readFile(log, limit: size))
+    }
+
+    /// Refuses a keychain whose log is damaged, before SQLite replays it (and, at the next write
+    /// or checkpoint, makes the loss permanent). A log that a writer is appending to can look
+    /// damaged for an instant (a frame half written when read, the next one complete), so damage
+    /// counts only when a second scan, a moment later, finds it at the same frame.
+    static func check(logBeside path: String) throws {
+        guard let first = try damage(ofLogBeside: path) else { return }
+        usleep(50_000)
+        guard let second = try damage(ofLogBeside: path), second.frame == first.frame else { return }
+        throw KeychainError(
+            .decode,
+            "the keychain's write-ahead log \(path)-wal is damaged at frame \(second.frame): "
+                + "\(second.lostCommits) committed transaction(s) after it would be lost without a word. "
+                + "Nothing was changed; copy the keychain and its -wal file somewhere safe before anything else",
+            isSetupProblem: true)
+    }
+
+    /// Scans the bytes of a log.
+    static func scan(_ bytes: Data) -> Damage? {
+        bytes.withUnsafeBytes { raw in scan(raw) }
+    }
+
+    private static func scan(_ log: UnsafeRawBufferPointer) -> Damage? {
+        guard log.count >= headerSize else { return nil }
+        let magic = word(log, 0, bigEndian: true)
+        let pageSize = Int(word(log, 8, bigEndian: true))
+        guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else { return nil }
+        let frames = (log.count - headerSize) / (frameHeaderSize + pageSize)
+        guard frames > 0 else { return nil }
+        let storedHeaderSum = (word(log, 24, bigEndian: true), word(log, 28, bigEndian: true))
+        let sound = magic & 0xFFFF_FFFE == 0x377F_0682
+        for bigEndian in sound ? [magic & 1 == 1] : [false, true] {
+            let log = Frames(bytes: log, pageSize: pageSize, frames: frames, bigEndian: bigEndian)
+            let headerSum = log.checksum(0, 24, seed: (0, 0))
+            if sound && headerSum == storedHeaderSum {
+                if let damage = log.damage(salts: (log.word(16), log.word(20)), seed: headerSum) { return damage }
+            } else {
+                // SQLite ignores a log whose header fails, and so every frame in it.
+                let lost =
+                    [storedHeaderSum, headerSum].map {
+                        log.commitsChained(from: 1, seed: $0, salts: log.salts(1))
+                    }.max() ?? 0
+                if lost > 0 { return Damage(frame: 1, lostCommits: lost) }
+            }
+        }
+        return nil
+    }
+
+    /// A log's frames, read with its checksum byte order.
+    private struct Frames {
+        let bytes: UnsafeRawBufferPointer
+        let pageSize: Int
+        let frames: Int
+        let bigEndian: Bool
+
+        func offset(_ frame: Int) -> Int { headerSize + (frame - 1) * (frameHeaderSize + pageSize) }
+        func word(_ offset: Int) -> UInt32 { LogIntegrity.word(bytes, offset, bigEndian: true) }
+        func salts(_ frame: Int) -> (UInt32, UInt32) { (word(offset(frame) + 8), word(offset(frame) + 12)) }
+        func stored(_ frame: Int) -> (UInt32, UInt32) { (word(offset(frame) + 16), word(offset(frame) + 20)) }
+        func isCommit(_ frame: Int) -> Bool { word(offset(frame) + 4) != 0 }
+
+        func checksum(_ start: Int, _ count: Int, seed: (UInt32, UInt32)) -> (UInt32, UInt32) {
+            LogIntegrity.checksum(bytes, start, count, seed: seed, bigEndian: bigEndian)
+        }
+
+        /// The checksum of `frame` chained from `seed`, as SQLite computes it.
+        func chained(_ frame: Int, from seed: (UInt32, UInt32)) -> (UInt32, UInt32) {
+            let head = checksum(offset(frame), 8, seed: seed)
+            return checksum(offset(frame) + frameHeaderSize, pageSize, seed: head)
+        }
+
+        func isValid(_ frame: Int, salts: (UInt32, UInt32), seed: (UInt32, UInt32)) -> Bool {
+            self.salts(frame) == salts && word(offset(frame)) != 0 && chained(frame, from: seed) == stored(frame)
+        }
+
+        /// Damage past the frames SQLite replays from a sound header.
+        func damage(salts: (UInt32, UInt32), seed: (UInt32, UInt32)) -> Damage? {
+            var running = seed
+            var frame = 1
+            while frame <= frames, isValid(frame, salts: salts, seed: running) {
+                running = stored(frame)
+                frame += 1
+            }
+            // A frame of another generation ends the log; only a frame of this one can be damaged.
+            guard frame < frames, self.salts(frame) == salts || self.salts(frame + 1) == salts else { return nil }
+            // Committed transactions chained from the failing frame, however it failed.
+            let lost =
+                [stored(frame), chained(frame, from: running)].map {
+                    commitsChained(from: frame + 1, seed: $0, salts: salts)
+                }.max() ?? 0
+            return lost > 0 ? Damage(frame: frame, lostCommits: lost) : nil
+        }
+
+        /// How many commit frames chain, frame after frame, from `seed` starting at `first`.
+        func commitsChained(from first: Int, seed: (UInt32, UInt32), salts: (UInt32, UInt32)) -> Int {
+            var seed = seed
+            var commits = 0
+            var frame = first
+            while frame <= frames, isValid(frame, salts: salts, seed: seed) {
+                if isCommit(frame) { commits += 1 }
+                seed = stored(frame)
+                frame += 1
+            }
+            return commits
+        }
+    }
+
+    private static func word(_ buffer: UnsafeRawBufferPointer, _ offset: Int, bigEndian: Bool) -> UInt32 {
+        let value = buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+        return bigEndian ? UInt32(bigEndian: value) : UInt32(littleEndian: value)
+    }
+
+    /// SQLite's log checksum over `count` bytes (a multiple of 8) from `start`.
+    private static func checksum(
+        _ buffer: UnsafeRawBufferPointer, _ start: Int, _ count: Int, seed: (UInt32, UInt32), bigEndian: Bool
+    ) -> (UInt32, UInt32) {
+        var (s1, s2) = seed
+        guard let base = buffer.baseAddress?.advanced(by: start) else { return seed }
+        let swap = bigEndian == (1.bigEndian == 1) ? false : true
+        var offset = 0
+        while offset < count {
+            var x0 = base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+            var x1 = base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+            if swap {
+                x0 = x0.byteSwapped
+                x1 = x1.byteSwapped
+            }
+            s1 = s1 &+ x0 &+ s2
+            s2 = s2 &+ x1 &+ s1
+            offset += 8
+        }
+        return (s1, s2)
+    }
+}
