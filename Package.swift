@@ -114,7 +114,10 @@ let package = Package(
             dependencies: ["SwiftKeychain", "KeychainCore"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
-        .testTarget(name: "SecurityToolTests", dependencies: ["SecurityTool", "KeychainCore"]),
+        .testTarget(
+            name: "SecurityToolTests",
+            dependencies: ["SecurityTool", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .testTarget(
             name: "BenchmarkTests",
             dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]

@@ -97,6 +97,7 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
     /// The password is length-prefixed before derivation: HMAC pads short keys with zeros, so
     /// without the prefix "pw" and "pw\0" would derive the same key.
     func deriveKey(password: String, salt: Data) throws -> SymmetricKey {
+        Self.willDerive?(self)
         var passwordBytes = Data()
         passwordBytes.appendLengthPrefixed(Data(password.utf8))
         do {
@@ -113,6 +114,21 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
         } catch {
             throw KeychainError(.allocate, "key derivation failed")
         }
+    }
+
+    // MARK: Observing (tests)
+
+    /// Called as each derivation starts, before any of its memory is allocated, in code that
+    /// runs under ``$willDerive``'s `withValue` (the binding is the task's, so tests running in
+    /// parallel do not see each other's derivations). For tests and the stress suite: they
+    /// check that a refusal happened *before* any derivation by this mechanism, not by timing.
+    @TaskLocal package static var willDerive: (@Sendable (KeyDerivation) -> Void)? = nil
+
+    /// Runs `body` and counts the key derivations it started (see ``willDerive``).
+    package static func countingDerivations<T>(_ body: () throws -> T) rethrows -> (result: T, derivations: Int) {
+        let counter = DerivationCounter()
+        let result = try $willDerive.withValue({ _ in counter.increment() }, operation: body)
+        return (result, counter.value)
     }
 
     // MARK: Encoding
@@ -170,4 +186,13 @@ extension Data {
         appendUInt32(UInt32(bytes.count))
         append(bytes)
     }
+}
+
+/// A thread-safe count of derivations, for ``KeyDerivation/countingDerivations(_:)``.
+private final class DerivationCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
 }

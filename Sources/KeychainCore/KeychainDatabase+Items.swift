@@ -325,6 +325,60 @@ extension KeychainDatabase {
         }
     }
 
+    /// Finds the items that can be read, and reports the matching rows that cannot.
+    ///
+    /// ``find(_:includeData:)`` fails as a whole when one matching row fails authentication:
+    /// a tampered item is an error, never silently skipped. This variant is for recovery and
+    /// inspection (`security dump-keychain`): each row that is malformed or fails
+    /// authentication is reported in ``ReadableItems/unreadable`` and the others are returned,
+    /// so that whatever is intact can always be got out.
+    ///
+    /// ```swift
+    /// let found = try keychain.findReadable(ItemQuery(class: .genericPassword), includeData: true)
+    /// for row in found.unreadable { print("cannot read \(row)") }  // no secret in it
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - query: What to match (identities are not supported: `.parameter`).
+    ///   - includeData: Whether to decrypt and return each item's secret.
+    /// - Returns: The readable matching items, in the order they were added, and the rows that
+    ///   failed (`.decode`), in row order.
+    /// - Throws: The errors of ``find(_:includeData:)`` other than a row's `.decode`:
+    ///   `.interactionNotAllowed` when a matching item's class is locked, and so on.
+    public func findReadable(_ query: ItemQuery, includeData: Bool = false) throws -> ReadableItems {
+        guard query.itemClass != .identity else {
+            throw KeychainError.parameter("identities cannot be listed row by row")
+        }
+        let plan = try prepare(query, writing: false)
+        return try keys.read { state in
+            let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
+            var found = ReadableItems()
+            let rows = try Self.run {
+                try writer.read { db in
+                    try plan.fetch(db, tagger: codec.tagger, includeData: includeData, statements: searchStatements) {
+                        found.unreadable.append(
+                            UnreadableItem(
+                                rowID: $0, persistentID: nil, itemClass: nil,
+                                error: KeychainError.decode("a stored item is malformed")))
+                    }
+                }
+            }
+            for row in rows {
+                if let limit = plan.limit, found.items.count >= limit { break }
+                do {
+                    guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
+                    found.items.append(item)
+                } catch let error as KeychainError where error.code == .decode {
+                    found.unreadable.append(
+                        UnreadableItem(
+                            rowID: row.id, persistentID: UUID(bytes: row.uuid), itemClass: row.itemClass, error: error))
+                }
+            }
+            found.unreadable.sort { ($0.rowID ?? .max) < ($1.rowID ?? .max) }
+            return found
+        }
+    }
+
     /// Finds the first matching item, or `nil`.
     public func findFirst(_ query: ItemQuery, includeData: Bool = false) throws -> Item? {
         var query = query

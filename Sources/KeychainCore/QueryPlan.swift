@@ -53,9 +53,20 @@ struct StoredRow {
     }
 
     /// The rows a statement selecting ``columns(includeData:)`` returns.
-    static func fetchAll(_ db: Database, _ sql: String, _ values: [DatabaseValue]) throws -> [StoredRow] {
+    /// - Parameter malformed: When given, a malformed row is passed to it (with its row id
+    ///   when that column can be read) and skipped; otherwise it fails the whole read.
+    static func fetchAll(
+        _ db: Database, _ sql: String, _ values: [DatabaseValue], malformed: ((Int64?) -> Void)? = nil
+    ) throws -> [StoredRow] {
         var rows: [StoredRow] = []
-        try db.forEachRow(sql, values) { rows.append(try StoredRow($0)) }
+        try db.forEachRow(sql, values) { raw in
+            do {
+                rows.append(try StoredRow(raw))
+            } catch let error as KeychainError where error.code == .decode {
+                guard let malformed else { throw error }
+                malformed(raw.integer(0))
+            }
+        }
         return rows
     }
 }
@@ -167,8 +178,12 @@ struct QueryPlan {
     /// The candidate rows, in the order items were added. When every filter is indexed, they
     /// are the matches (up to the limit); otherwise ``RowCodec/open(_:plan:includeData:)``
     /// leaves out the rows that fail the other filters, and the caller applies the limit.
+    /// The rows that may match, in the order items were added.
+    /// - Parameter malformed: When given, malformed rows are passed to it and skipped (see
+    ///   ``StoredRow/fetchAll(_:_:_:malformed:)``).
     func fetch(
-        _ db: Database, tagger: IndexTagger, includeData: Bool, statements: SearchStatements
+        _ db: Database, tagger: IndexTagger, includeData: Bool, statements: SearchStatements,
+        malformed: ((Int64?) -> Void)? = nil
     ) throws -> [StoredRow] {
         var rows: [StoredRow] = []
         var limit = limit
@@ -181,7 +196,7 @@ struct QueryPlan {
             }
             rows += try fetch(
                 db, itemClass: itemClass, keyFilters: keyFilters, tagger: tagger, includeData: includeData,
-                limit: limit, statements: statements)
+                limit: limit, statements: statements, malformed: malformed)
             if let limit, rows.count >= limit { break }
         }
         if let limit, rows.count > limit { rows.removeLast(rows.count - limit) }
@@ -190,7 +205,7 @@ struct QueryPlan {
 
     private func fetch(
         _ db: Database, itemClass: ItemClass, keyFilters: KeyFilters, tagger: IndexTagger, includeData: Bool,
-        limit: Int?, statements: SearchStatements
+        limit: Int?, statements: SearchStatements, malformed: ((Int64?) -> Void)?
     ) throws -> [StoredRow] {
         let tags = orderedFilters(itemClass, excluding: keyFilters.names).map { tagger.tag(itemClass, $0.0, $0.1) }
         var arguments: [DatabaseValue] = tags.map(\.databaseValue)
@@ -221,7 +236,7 @@ struct QueryPlan {
             groups: groups?.count, synchronizable: synchronizable != nil, protection: protection != nil,
             primaryKeyRange: !keyFilters.range.isEmpty, scannedKeyBytes: keyFilters.scanned != nil, limit: limit != nil,
             includeData: includeData)
-        let rows = try StoredRow.fetchAll(db, statements.sql(for: shape), arguments)
+        let rows = try StoredRow.fetchAll(db, statements.sql(for: shape), arguments, malformed: malformed)
         return shape.readsPrimaryKeyIndex ? Self.inRowOrder(rows) : rows
     }
 

@@ -178,8 +178,10 @@ private struct KDFEdit {
     }
 }
 
-/// The worker side of an absurd-parameter trial: opens and unlocks the keychain with the
-/// production configuration; prints `R 0\t<code>\t<milliseconds> <peak growth bytes>`.
+/// The worker side of an edited-parameter trial: opens and unlocks the keychain with the
+/// production configuration; prints `R 0\t<code>\t<milliseconds> <peak growth bytes>`, or
+/// `R 0\tderived\t…` and exits at once when a key derivation starts (so an accepted
+/// parameter is seen by the mechanism, never by how long the child took).
 func kdfOpenWorker(_ arguments: [String]) -> Int32 {
     guard let path = arguments.first else { return 2 }
     var configuration = StressKeys.production(device: StressKeys.device)
@@ -187,9 +189,14 @@ func kdfOpenWorker(_ arguments: [String]) -> Int32 {
     resetPeakMemory()
     let base = memoryStatus().peak
     let started = monotonicSeconds()
-    let code = errorCode {
-        let keychain = try KeychainDatabase.open(at: path, configuration: configuration)
-        try keychain.unlock(password: Corpus.password)
+    let code = KeyDerivation.$willDerive.withValue({ _ in
+        emit("R 0\tderived\t\(String(format: "%.2f", (monotonicSeconds() - started) * 1000)) 0")
+        exit(0)
+    }) {
+        errorCode {
+            let keychain = try KeychainDatabase.open(at: path, configuration: configuration)
+            try keychain.unlock(password: Corpus.password)
+        }
     }
     let elapsed = (monotonicSeconds() - started) * 1000
     let growth = memoryStatus().peak - base
@@ -197,8 +204,9 @@ func kdfOpenWorker(_ arguments: [String]) -> Int32 {
     return 0
 }
 
-/// Opens an edited file in a child process, with a deadline: a child still deriving after
-/// `deadline` seconds has accepted the parameters.
+/// Opens an edited file in a child process. A child that starts a derivation says so and
+/// exits (`derived`); `deadline` only guards against a hang (a child still running then is
+/// killed and counted as accepting the parameters).
 private func probeInChild(_ path: String, scratch: Scratch, unsafe: Bool, deadline: Double) -> (
     code: String, milliseconds: Double, peakGrowth: Int
 ) {
@@ -272,21 +280,29 @@ func keyDerivationAttacks(_ context: StressContext) throws -> [StressRow] {
             let path = scratch.file("edited.keychain-db")
             try copyFile(source, path)
             try editKeyDerivation(path, edit.apply)
-            let probe = probeInChild(path, scratch: scratch, unsafe: unsafe, deadline: 30)
+            let probe = probeInChild(path, scratch: scratch, unsafe: unsafe, deadline: 120)
             trials += 1
             worst = max(worst, probe.milliseconds)
             let label = "\(edit.name)\(unsafe ? " (weak allowed)" : "")"
-            if probe.code == "success" { used.append(label) }
+            if probe.code == "success" || probe.code == "derived" || probe.code.hasPrefix("still") {
+                used.append("\(label): \(probe.code)")
+            }
             if probe.milliseconds >= 100 { slow.append("\(label): \(probe.code) after \(Int(probe.milliseconds)) ms") }
         }
     }
+    // Whether the refusal came before any derivation is checked by the mechanism (the child
+    // reports a derivation as it starts); the time is judged in the long run only, so that a
+    // loaded machine cannot fail the quick suite.
+    let timed = context.mode == .long
     rows.append(
         StressRow(
             group: "Foreign files", attack: "KDF parameters edited downwards (scrypt N, r; PBKDF2 rounds; algorithm)",
-            trials: trials, required: "never used; refused in < 100 ms",
+            trials: trials,
+            required: "refused before any key derivation starts" + (timed ? ", in < 100 ms" : ""),
             measured:
-                "\(used.count) used; \(trials - slow.count)/\(trials) refused in < 100 ms (slowest \(Int(worst)) ms)",
-            passed: used.isEmpty && slow.isEmpty, evidence: used.map { "USED: \($0)" } + slow))
+                "\(used.count) derived or used; \(trials - slow.count)/\(trials) refused in < 100 ms (slowest \(Int(worst)) ms)",
+            passed: used.isEmpty && (!timed || slow.isEmpty),
+            evidence: used.map { "DERIVED OR USED: \($0)" } + (timed ? slow : [])))
 
     // Absurd: out-of-range fields, memory over the cap, and work far beyond the default.
     let absurd: [KDFEdit] = [
@@ -312,12 +328,13 @@ func keyDerivationAttacks(_ context: StressContext) throws -> [StressRow] {
         let path = scratch.file("absurd.keychain-db")
         try copyFile(scryptPath, path)
         try editKeyDerivation(path, edit.apply)
-        let probe = probeInChild(path, scratch: scratch, unsafe: false, deadline: context.mode.pick(quick: 2, long: 3))
+        let probe = probeInChild(
+            path, scratch: scratch, unsafe: false, deadline: context.mode.pick(quick: 120, long: 3))
         slowest = max(slowest, probe.milliseconds)
         largest = max(largest, probe.peakGrowth)
-        if probe.code == "success" || probe.code.hasPrefix("still") {
+        if probe.code == "success" || probe.code == "derived" || probe.code.hasPrefix("still") {
             accepted.append("\(edit.name): \(probe.code), \(probe.peakGrowth >> 20) MiB resident")
-        } else if probe.milliseconds >= 100 || probe.peakGrowth > 32 << 20 {
+        } else if (timed && probe.milliseconds >= 100) || probe.peakGrowth > 32 << 20 {
             costly.append(
                 "\(edit.name): \(probe.code) after \(Int(probe.milliseconds)) ms, peak +\(probe.peakGrowth >> 20) MiB")
         }
@@ -326,9 +343,10 @@ func keyDerivationAttacks(_ context: StressContext) throws -> [StressRow] {
         StressRow(
             group: "Foreign files",
             attack: "KDF parameters edited to absurd values (N, r, p out of range; > 1 GiB; ≥ 64× the default work)",
-            trials: absurd.count, required: "refused in < 100 ms, < 32 MiB allocated",
+            trials: absurd.count,
+            required: "refused before any key derivation starts, < 32 MiB allocated" + (timed ? ", in < 100 ms" : ""),
             measured:
-                "\(absurd.count - accepted.count - costly.count)/\(absurd.count) refused in time (slowest \(Int(slowest)) ms, peak +\(largest >> 20) MiB); \(accepted.count) accepted",
+                "\(absurd.count - accepted.count - costly.count)/\(absurd.count) refused (slowest \(Int(slowest)) ms, peak +\(largest >> 20) MiB); \(accepted.count) accepted",
             passed: accepted.isEmpty && costly.isEmpty, evidence: accepted.map { "ACCEPTED: \($0)" } + costly))
     return rows
 }

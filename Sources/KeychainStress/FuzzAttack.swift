@@ -330,17 +330,20 @@ func fuzzAttacks(_ context: StressContext) throws -> [StressRow] {
     let result = merged.withLock { $0 }
     let top = result.statuses.sorted { $0.value > $1.value }.prefix(6).map { "\($0.key): \(count($0.value))" }
     let hangs = result.crashes.filter { $0.contains("hang") }.count
+    let timed = context.mode == .long
     return [
         StressRow(
             group: "Bad input",
             attack: "fuzzed query and attribute dictionaries through SecItemAdd/CopyMatching/Update/Delete",
             trials: result.calls + result.crashes.count,
-            required: "0 crashes, 0 calls over 1 s, only documented status codes",
+            // Calls over 1 s are judged in the long run only (the quick run is a unit test,
+            // and a loaded machine must not fail it); hangs are caught by the watchdog.
+            required: "0 crashes, \(timed ? "0 calls over 1 s, " : "")only documented status codes",
             measured:
                 "\(result.crashes.count - hangs) crashes, \(hangs + result.slow.count) calls over 1 s, \(result.undocumented.count) undocumented statuses; \(result.statuses.count) distinct statuses (\(top.joined(separator: ", ")))",
-            passed: result.crashes.isEmpty && result.slow.isEmpty && result.undocumented.isEmpty
+            passed: result.crashes.isEmpty && (!timed || result.slow.isEmpty) && result.undocumented.isEmpty
                 && result.calls + result.crashes.count == total && (result.statuses[errSecSuccess] ?? 0) > 0
                 && result.statuses.count >= 6,
-            evidence: result.crashes + result.slow + result.undocumented)
+            evidence: result.crashes + (timed ? result.slow : []) + result.undocumented)
     ]
 }

@@ -176,7 +176,7 @@ func oversizedInputAttacks(_ context: StressContext) throws -> [StressRow] {
             failures.append("\(what): status \(line.outcome), expected \(sizeCase.expected)")
         } else if sizeCase.expected == errSecParam && growth >= min(16 << 20, size / 4) {
             failures.append("\(what): refused after \(milliseconds) ms, but the peak grew by \(growth >> 20) MiB")
-        } else if sizeCase.expected == errSecParam && milliseconds > 1_000 {
+        } else if context.mode == .long && sizeCase.expected == errSecParam && milliseconds > 1_000 {
             failures.append("\(what): refused after \(milliseconds) ms")
         }
         if growth < 0 { measurable = false }
@@ -187,7 +187,10 @@ func oversizedInputAttacks(_ context: StressContext) throws -> [StressRow] {
             attack:
                 "oversized secrets and attributes (1 GiB to the engine, \(bridged >> 20) MiB through SecItem, limit + 1 byte)",
             trials: sizeCases.count,
-            required: "errSecParam in < 1 s without allocating their size (peak memory grows < min(16 MiB, size/4))",
+            // The time is judged in the long run only: a loaded machine must not fail the quick
+            // suite (which `swift test` runs); the memory bound is the mechanism.
+            required:
+                "errSecParam\(context.mode == .long ? " in < 1 s" : "") without allocating their size (peak memory grows < min(16 MiB, size/4))",
             measured:
                 "\(sizeCases.count - failures.count)/\(sizeCases.count) as required; largest peak growth \(largest >> 20) MiB, slowest refusal \(slowest) ms"
                 + (measurable ? "" : " (peak not measurable here)"),

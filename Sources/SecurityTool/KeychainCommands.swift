@@ -110,9 +110,8 @@ struct CreateKeychain: ToolCommand {
             } catch {
                 throw CommandFailure.status(of: error, "SecKeychainCreate \(name)")
             }
-            let defaultPath = try session.defaultKeychainPath()
             try session.updatePreferences { preferences in
-                var list = preferences.searchList ?? [defaultPath]
+                var list = preferences.searchList ?? [session.defaultKeychainPath(in: preferences)]
                 if !list.contains(path) { list.append(path) }
                 preferences.searchList = list
             }
@@ -598,6 +597,10 @@ struct DumpKeychain: ToolCommand {
             search list) in macOS's attribute format. Secrets are printed only with -d, after a \
             `data:` line. \(HelpText.lockedKeychains)
 
+            An item that cannot be read (its stored row is damaged or was tampered with) is reported \
+            on standard error by its row and persistent reference, never its contents, and skipped: \
+            the other items are still printed, then the command fails with errSecDecode.
+
             -a and -i print "no access control for this item" after each item, because Linux \
             keychains have no access-control lists. -r is accepted and prints nothing more: the \
             encrypted records are not exposed.
@@ -620,24 +623,36 @@ struct DumpKeychain: ToolCommand {
 
     func execute(in session: Session) throws -> Int32 {
         let targets = try searchTargets(keychains, in: session)
+        var unreadable = 0
         for target in targets {
-            let items: [Item]
+            // Row by row: an item that fails authentication is reported and skipped, so one
+            // damaged row never hides the intact ones.
+            let found: [ReadableItems]
             do {
-                items = try session.withAccess(to: target) {
-                    try [ItemClass.genericPassword, .internetPassword].flatMap { itemClass in
-                        try target.database.find(
+                found = try session.withAccess(to: target) {
+                    try [ItemClass.genericPassword, .internetPassword].map { itemClass in
+                        try target.database.findReadable(
                             ItemQuery(class: itemClass, synchronizable: .any), includeData: data)
                     }
                 }
             } catch {
                 throw (searchFailure(error) as? CommandFailure)?.withResult(1) ?? error
             }
-            for item in items {
+            for bad in found.flatMap(\.unreadable) {
+                unreadable += 1
+                Console.err("security: dump-keychain: skipping an unreadable item of \"\(target.path)\": \(bad)\n")
+            }
+            for item in found.flatMap(\.items) {
                 var out = ItemFormat.attributeBlock(item, keychainPath: target.path)
                 if data { out += ItemFormat.dataSection(item.data) }
                 if accessControl || interactiveAccessControl { out += Array("no access control for this item\n".utf8) }
                 Console.out(out)
             }
+        }
+        guard unreadable == 0 else {
+            throw CommandFailure.status(
+                KeychainError.Code.decode.rawValue,
+                "dump-keychain: \(unreadable) unreadable item\(unreadable == 1 ? "" : "s") skipped")
         }
         return 0
     }

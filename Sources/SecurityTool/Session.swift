@@ -67,12 +67,17 @@ final class Session {
         return loaded
     }
 
+    /// Changes the preferences under their lock (``KeychainPreferences/update(at:_:)``): the
+    /// change sees what other processes wrote before it, and none of them writes in between.
+    /// `change` must work from the preferences it is given, not from ``preferences()``.
     func updatePreferences(_ change: (inout KeychainPreferences) -> Void) throws {
-        var preferences = try Self.preferencesFailure { try KeychainPreferences.load(from: preferencesPath) }
-        let before = preferences
-        change(&preferences)
-        if preferences != before { try Self.preferencesFailure { try preferences.save(to: preferencesPath) } }
-        cachedPreferences = preferences
+        let updated = try Self.preferencesFailure {
+            try KeychainPreferences.update(at: preferencesPath) { preferences in
+                change(&preferences)
+                return preferences
+            }
+        }
+        cachedPreferences = updated
     }
 
     /// Reports a preferences problem as a plain failure (exit 1), as the tool always has.
@@ -101,7 +106,15 @@ final class Session {
         if environment[KeychainPaths.defaultKeychainVariable].map({ !$0.isEmpty }) == true {
             return absolute(engineDefaultKeychain)
         }
-        return try preferences().defaultKeychain ?? absolute(engineDefaultKeychain)
+        return defaultKeychainPath(in: try preferences())
+    }
+
+    /// The default keychain given these preferences (`KEYCHAIN_DEFAULT_PATH` still wins).
+    func defaultKeychainPath(in preferences: KeychainPreferences) -> String {
+        if environment[KeychainPaths.defaultKeychainVariable].map({ !$0.isEmpty }) == true {
+            return absolute(engineDefaultKeychain)
+        }
+        return preferences.defaultKeychain ?? absolute(engineDefaultKeychain)
     }
 
     /// The keychains searched when a command names none.

@@ -193,3 +193,68 @@ struct TamperTests {
                 == .duplicateKeychain)
     }
 }
+
+/// One damaged row must not hide the intact ones from a recovery listing
+/// (`findReadable`), while `find` keeps refusing the whole search.
+@Suite("Tampering: listing what is intact")
+struct ReadableListingTests {
+    /// Three items, alice, bob and carol (rows 1, 2, 3), with one byte of bob's `column`
+    /// flipped in the file.
+    private func keychainWithOneBadRow(column: String) throws -> (TemporaryKeychain, bob: Item) {
+        let temporary = try TemporaryKeychain()
+        var bob: Item?
+        for account in ["alice", "bob", "carol"] {
+            let added = try temporary.keychain.add(genericPassword(account, data: "\(account)-secret"))
+            if account == "bob" { bob = added }
+        }
+        let queue = try GRDBTestAccess.queue(temporary.path)
+        try queue.write { db in
+            var blob = try Data.fetchOne(db, sql: "SELECT \(column) FROM items WHERE id = 2")!
+            blob[blob.startIndex + blob.count / 2] ^= 0x01
+            try db.execute(sql: "UPDATE items SET \(column) = ? WHERE id = 2", arguments: [blob])
+        }
+        return (temporary, try #require(bob))
+    }
+
+    @Test("one row failing authentication does not hide the intact rows", arguments: ["data", "attributes"])
+    func oneBadRowDoesNotHideTheIntactOnes(column: String) throws {
+        let (temporary, bob) = try keychainWithOneBadRow(column: column)
+        let everything = ItemQuery(class: .genericPassword, synchronizable: .any)
+        let found = try temporary.keychain.findReadable(everything, includeData: true)
+        #expect(found.items.map { $0.attributes[.account] } == [.string("alice"), .string("carol")])
+        #expect(found.items.map(\.data) == [Data("alice-secret".utf8), Data("carol-secret".utf8)])
+        #expect(found.unreadable.count == 1)
+        let bad = try #require(found.unreadable.first)
+        #expect(bad.rowID == 2)
+        #expect(bad.persistentID != nil && bad.persistentID == bob.persistentID)
+        #expect(bad.itemClass == .genericPassword)
+        #expect(bad.error.code == .decode)
+        #expect(!"\(bad)".contains("bob") && "\(bad)".contains("row 2"), "\(bad)")
+        // The normal search still refuses: tampering is an error, never skipped silently.
+        #expect(errorCode { _ = try temporary.keychain.find(everything, includeData: true) } == .decode)
+    }
+
+    @Test("a malformed row is reported by its row id and skipped")
+    func malformedRowIsReportedAndSkipped() throws {
+        let (temporary, _) = try keychainWithOneBadRow(column: "data")
+        let queue = try GRDBTestAccess.queue(temporary.path)
+        try queue.write { db in try db.execute(sql: "UPDATE items SET attributes = 'text' WHERE id = 3") }
+        let found = try temporary.keychain.findReadable(ItemQuery(class: .genericPassword), includeData: false)
+        // Without the secrets, bob's damaged data is not read: only carol's row fails.
+        #expect(found.items.map { $0.attributes[.account] } == [.string("alice"), .string("bob")])
+        #expect(found.unreadable.map(\.rowID) == [3])
+        #expect(found.unreadable.first?.error.code == .decode)
+        #expect(errorCode { _ = try temporary.keychain.find(ItemQuery(class: .genericPassword)) } == .decode)
+    }
+
+    @Test("a locked keychain still fails the recovery listing as a whole")
+    func lockedKeychainFailsTheReadableListing() throws {
+        let temporary = try TemporaryKeychain(password: "pw")
+        try temporary.keychain.unlock(password: "pw")
+        try temporary.keychain.add(genericPassword("alice"))
+        temporary.keychain.lock()
+        #expect(
+            errorCode { _ = try temporary.keychain.findReadable(ItemQuery(class: .genericPassword)) }
+                == .interactionNotAllowed)
+    }
+}

@@ -7,6 +7,7 @@
 //   keychain-test-worker add-many <keychain> <prefix> <threads> <count-per-thread>
 //   keychain-test-worker first-use <account> <start-at-unix-seconds>   (the default keychain)
 //   keychain-test-worker delete <keychain>
+//   keychain-test-worker prefs-append <preferences.json> <prefix> <count>
 //
 // The device key comes from the environment's XDG_CONFIG_HOME, as for any process.
 
@@ -104,6 +105,15 @@ do {
         }
         group.wait()
         report("failures \(failures.withLock { $0 })")
+    case "prefs-append":
+        // Appends <prefix>-0 … <prefix>-<count-1> to the search list, one update each.
+        let count = Int(arguments[4]) ?? 1
+        for index in 0..<count {
+            try KeychainPreferences.update(at: path) { preferences in
+                preferences.searchList = (preferences.searchList ?? []) + ["\(arguments[3])-\(index)"]
+            }
+        }
+        report("appended \(count)")
     default:
         exit(2)
     }
