@@ -163,5 +163,6 @@ func fileSystemAttacks(_ context: StressContext) throws -> [StressRow] {
                 "\(attempts - Set(linkFailures.map { $0.split(separator: ":")[0] }).count)/\(attempts) refused with nothing written"
                 + (isRoot ? "" : " (other users' files not tried: not root)"),
             passed: linkFailures.isEmpty, evidence: linkFailures))
+    rows += try publishingAttacks(context)
     return rows
 }

@@ -23,6 +23,8 @@ func runWorkerCommand(_ arguments: [String]) -> Int32 {
         case "sync-check": return try syncCheckWorker(rest)
         case "read-all": return try readAllWorker(rest)
         case "create": return try createWorker(rest)
+        case "first-use": return try firstUseWorker(rest)
+        case "delete": return try deleteWorker(rest)
         case "racer": return try racerWorker(rest)
         case "contend": return try contendWorker(rest)
         case "fuzz": return try fuzzWorker(rest)
