@@ -92,14 +92,19 @@ public struct KeyDerivation: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Derives a 256-bit key from a password.
+    /// Derives a 256-bit key from a password's text (its UTF-8 bytes).
+    func deriveKey(password: String, salt: Data) throws -> SymmetricKey {
+        try deriveKey(password: Data(password.utf8), salt: salt)
+    }
+
+    /// Derives a 256-bit key from a password's bytes, exactly as given (UTF-8 or not).
     ///
     /// The password is length-prefixed before derivation: HMAC pads short keys with zeros, so
     /// without the prefix "pw" and "pw\0" would derive the same key.
-    func deriveKey(password: String, salt: Data) throws -> SymmetricKey {
+    func deriveKey(password: Data, salt: Data) throws -> SymmetricKey {
         Self.willDerive?(self)
         var passwordBytes = Data()
-        passwordBytes.appendLengthPrefixed(Data(password.utf8))
+        passwordBytes.appendLengthPrefixed(password)
         do {
             switch algorithm {
             case .scrypt(let logN, let r, let p):

@@ -118,17 +118,33 @@ public final class KeychainDatabase: Sendable {
         return try KeychainDatabase(path: path, writer: queue, configuration: configuration)
     }
 
+    /// Creates a keychain file protected by a password given as text (its UTF-8 bytes); see
+    /// ``create(at:password:configuration:)-(_,Data?,_)``.
+    /// - Parameters:
+    ///   - path: Where to create it.
+    ///   - password: The password, or `nil` for a keychain protected by the device key.
+    ///   - configuration: Key derivation, device key, access groups.
+    /// - Throws: ``KeychainError`` (`.duplicateKeychain` when a file exists there).
+    @_disfavoredOverload
+    public static func create(
+        at path: String, password: String?,
+        configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> KeychainDatabase {
+        try create(at: path, password: password.map { Data($0.utf8) }, configuration: configuration)
+    }
+
     /// Creates a keychain file; with a password it starts locked.
     ///
     /// The file is built under a temporary name and linked into place, so a keychain is
     /// never seen half-made; its directory is created with mode 0700 and synced.
     /// - Parameters:
     ///   - path: Where to create it.
-    ///   - password: The password, or `nil` for a keychain protected by the device key.
+    ///   - password: The password's bytes, used exactly as given (UTF-8 or not), or `nil` for
+    ///     a keychain protected by the device key.
     ///   - configuration: Key derivation, device key, access groups.
     /// - Throws: ``KeychainError`` (`.duplicateKeychain` when a file exists there).
     public static func create(
-        at path: String, password: String?,
+        at path: String, password: Data?,
         configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> KeychainDatabase {
         let directory = (path as NSString).deletingLastPathComponent
@@ -187,12 +203,22 @@ public final class KeychainDatabase: Sendable {
         }
     }
 
+    /// Creates a keychain that lives in memory only, protected by a password given as text
+    /// (its UTF-8 bytes); see ``inMemory(password:configuration:)-(Data?,_)``.
+    @_disfavoredOverload
+    public static func inMemory(
+        password: String?, configuration: KeychainConfiguration = .testing()
+    ) throws -> KeychainDatabase {
+        try inMemory(password: password.map { Data($0.utf8) }, configuration: configuration)
+    }
+
     /// Creates a keychain that lives in memory only, on the same code path as files.
     ///
     /// Unless the configuration names a device key file or a fixed key, a random device
-    /// key is used, so nothing outside the process is read or written.
+    /// key is used, so nothing outside the process is read or written. A password's bytes
+    /// are used exactly as given (UTF-8 or not).
     public static func inMemory(
-        password: String? = nil, configuration: KeychainConfiguration = .testing()
+        password: Data? = nil, configuration: KeychainConfiguration = .testing()
     ) throws -> KeychainDatabase {
         var configuration = configuration
         if case .file(nil) = configuration.deviceKey.storage { configuration.deviceKey = .ephemeral() }
@@ -208,7 +234,7 @@ public final class KeychainDatabase: Sendable {
     }
 
     private static func initializeHeader(
-        _ db: Database, password: String?, configuration: KeychainConfiguration
+        _ db: Database, password: Data?, configuration: KeychainConfiguration
     ) throws {
         let keychainID = Sealing.randomBytes(16)
         try Storage.setMeta(db, "id", keychainID)
@@ -354,12 +380,23 @@ public final class KeychainDatabase: Sendable {
     /// Whether when-unlocked items are readable now.
     public var isLocked: Bool { keys.read { !$0.isUnlocked } }
 
-    /// Unlocks the keychain: when-unlocked items become readable, and after-first-unlock
-    /// items stay readable until this handle is released.
+    /// Unlocks the keychain with a password given as text (its UTF-8 bytes); see
+    /// ``unlock(password:)-(Data?)``.
     ///
     /// - Parameter password: The keychain's password; `nil` for a password-less keychain.
     /// - Throws: `.authFailed` for a wrong password (nothing is unlocked).
+    @_disfavoredOverload
     public func unlock(password: String?) throws {
+        try unlock(password: password.map { Data($0.utf8) })
+    }
+
+    /// Unlocks the keychain: when-unlocked items become readable, and after-first-unlock
+    /// items stay readable until this handle is released.
+    ///
+    /// - Parameter password: The keychain's password, its bytes used exactly as given (UTF-8
+    ///   or not); `nil` for a password-less keychain.
+    /// - Throws: `.authFailed` for a wrong password (nothing is unlocked).
+    public func unlock(password: Data?) throws {
         let meta = try Self.run { try writer.read { try Storage.meta($0) } }
         var current = header.withLock { $0 }
         if let kdf = meta["kdf"] {
@@ -368,7 +405,7 @@ public final class KeychainDatabase: Sendable {
             current.kdf = (derivation, salt)
         }
         guard let (derivation, salt) = current.kdf else {
-            guard password == nil || password == "" else {
+            guard password == nil || password == Data() else {
                 throw KeychainError(.authFailed, "this keychain has no password")
             }
             try unwrapDeviceKeys(meta: meta, header: current)
@@ -409,14 +446,26 @@ public final class KeychainDatabase: Sendable {
         }
     }
 
-    /// Changes the password (or sets one on a password-less keychain). Only the wrapped keys
-    /// are rewritten, in one transaction: items are not touched, and a crash leaves exactly
-    /// one of the two passwords valid.
+    /// Changes the password, given as text (its UTF-8 bytes); see
+    /// ``changePassword(old:new:)-(Data?,Data)``.
     /// - Parameters:
     ///   - old: The current password; `nil` for a password-less keychain.
     ///   - new: The new password.
     /// - Throws: `.authFailed` when `old` is wrong.
+    @_disfavoredOverload
     public func changePassword(old: String?, new: String) throws {
+        try changePassword(old: old.map { Data($0.utf8) }, new: Data(new.utf8))
+    }
+
+    /// Changes the password (or sets one on a password-less keychain). Only the wrapped keys
+    /// are rewritten, in one transaction: items are not touched, and a crash leaves exactly
+    /// one of the two passwords valid.
+    /// - Parameters:
+    ///   - old: The current password's bytes, exactly as given (UTF-8 or not); `nil` for a
+    ///     password-less keychain.
+    ///   - new: The new password's bytes, exactly as given.
+    /// - Throws: `.authFailed` when `old` is wrong.
+    public func changePassword(old: Data?, new: Data) throws {
         let derivation = configuration.keyDerivation
         try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
         try Self.run {
@@ -426,7 +475,7 @@ public final class KeychainDatabase: Sendable {
                     let current = try Header(meta: meta)
                     let oldKey: SymmetricKey?
                     switch (current.kdf, old) {
-                    case (nil, nil), (nil, ""): oldKey = nil
+                    case (nil, nil), (nil, Data()): oldKey = nil
                     case (nil, _): throw KeychainError(.authFailed, "this keychain has no password")
                     case (let kdf?, let old?): oldKey = try kdf.0.deriveKey(password: old, salt: kdf.salt)
                     case (_?, nil): throw KeychainError(.authFailed, "the old password is required")

@@ -100,16 +100,16 @@ public final class Cipher: Ciphering, CustomStringConvertible {
             }
         }
 
-        func deriveKey(password: String, salt: Data) throws -> SymmetricKey {
+        func deriveKey(password: Data, salt: Data) throws -> SymmetricKey {
             do {
                 switch algorithm {
                 case .scrypt(let logN, let r, let p):
                     return try KDF.Scrypt.deriveKey(
-                        from: Data(password.utf8), salt: salt, outputByteCount: 32, rounds: 1 << Int(logN),
+                        from: password, salt: salt, outputByteCount: 32, rounds: 1 << Int(logN),
                         blockSize: r, parallelism: p)
                 case .pbkdf2SHA256(let rounds):
                     return try KDF.Insecure.PBKDF2.deriveKey(
-                        from: Data(password.utf8), salt: salt, using: .sha256, outputByteCount: 32, rounds: rounds)
+                        from: password, salt: salt, using: .sha256, outputByteCount: 32, rounds: rounds)
                 }
             } catch {
                 throw KeychainStorageError(.invalidParameter, "key derivation failed (\(self))")
@@ -137,7 +137,14 @@ public final class Cipher: Ciphering, CustomStringConvertible {
     ///   - keyDerivation: The key derivation; the default is scrypt N = 2^17, r = 8, p = 1.
     /// - Throws: ``KeychainStorageError`` with ``KeychainStorageError/Code/invalidParameter``
     ///   for an empty password, a short salt or weak parameters.
-    public init(password: String, salt: Data, keyDerivation: KeyDerivation = .default) throws {
+    public convenience init(password: String, salt: Data, keyDerivation: KeyDerivation = .default) throws {
+        try self.init(password: Data(password.utf8), salt: salt, keyDerivation: keyDerivation)
+    }
+
+    /// Derives a cipher from a password's bytes, used exactly as given (UTF-8 or not), and a
+    /// salt. The text `password` gives the same cipher as its UTF-8 bytes.
+    /// See ``init(password:salt:keyDerivation:)-(String,Data,_)``.
+    public init(password: Data, salt: Data, keyDerivation: KeyDerivation = .default) throws {
         guard !password.isEmpty else {
             throw KeychainStorageError(.invalidParameter, "the password is empty")
         }
@@ -151,7 +158,7 @@ public final class Cipher: Ciphering, CustomStringConvertible {
     }
 
     /// Derives a cipher from a password and a salt given as text (its UTF-8 bytes).
-    /// See ``init(password:salt:keyDerivation:)-(_,Data,_)``.
+    /// See ``init(password:salt:keyDerivation:)-(String,Data,_)``.
     public convenience init(password: String, salt: String, keyDerivation: KeyDerivation = .default) throws {
         try self.init(password: password, salt: Data(salt.utf8), keyDerivation: keyDerivation)
     }

@@ -152,9 +152,11 @@ struct SecError: Error {
     init(_ status: OSStatus) { self.status = status }
 }
 
-private func passwordString(_ length: UInt32, _ password: UnsafeRawPointer?) -> String? {
+/// A password given as a length and a pointer: its bytes exactly (UTF-8 or not), or `nil`
+/// when there are none.
+private func passwordBytes(_ length: UInt32, _ password: UnsafeRawPointer?) -> Data? {
     guard let password, length > 0 else { return nil }
-    return String(decoding: UnsafeRawBufferPointer(start: password, count: Int(length)), as: UTF8.self)
+    return Data(bytes: password, count: Int(length))
 }
 
 /// Creates a keychain file (macOS).
@@ -165,7 +167,7 @@ private func passwordString(_ length: UInt32, _ password: UnsafeRawPointer?) -> 
 /// - Parameters:
 ///   - pathName: The file to create.
 ///   - passwordLength: The password's length in bytes.
-///   - password: The password's UTF-8 bytes, or `nil`.
+///   - password: The password's bytes (used exactly as given, UTF-8 or not), or `nil`.
 ///   - promptUser: Ignored on Linux (there is no UI).
 ///   - initialAccess: Ignored on Linux.
 ///   - keychain: Receives the new keychain.
@@ -178,7 +180,7 @@ public func SecKeychainCreate(
     let path = String(cString: pathName)
     return status {
         let database = try KeychainDatabase.create(
-            at: path, password: passwordString(passwordLength, password),
+            at: path, password: passwordBytes(passwordLength, password),
             configuration: KeychainRegistry.shared.configuration)
         KeychainRegistry.shared.register(database)
         keychain.pointee = SecKeychain(path: path)
@@ -202,7 +204,7 @@ public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: Unsafe
 /// - Parameters:
 ///   - keychain: The keychain, or `nil` for the default keychain.
 ///   - passwordLength: The password's length in bytes.
-///   - password: The password's UTF-8 bytes.
+///   - password: The password's bytes (used exactly as given, UTF-8 or not).
 ///   - usePassword: Whether to use `password`; `false` (which would show a dialog on macOS)
 ///     unlocks only a password-less keychain.
 /// - Returns: `errSecSuccess`, `errSecAuthFailed` for a wrong password, or `errSecNoSuchKeychain`.
@@ -212,7 +214,7 @@ public func SecKeychainUnlock(
 ) -> OSStatus {
     status {
         let database = try database(for: keychain)
-        try database.unlock(password: usePassword ? passwordString(passwordLength, password) ?? "" : nil)
+        try database.unlock(password: usePassword ? passwordBytes(passwordLength, password) ?? Data() : nil)
     }
 }
 

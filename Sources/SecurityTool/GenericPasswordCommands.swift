@@ -266,7 +266,7 @@ struct NewSecret {
             }
             return NewSecret(bytes: bytes)
         }
-        return NewSecret(bytes: text.map { Array($0.utf8) })
+        return NewSecret(bytes: text.map(ArgumentBytes.bytes(of:)))
     }
 
     /// Adds an item with this secret; with `-U` (`updating`), first updates the first item that

@@ -98,11 +98,11 @@ struct InternetPasswordMatch: ParsableArguments {
         }
         if let networkProtocol {
             _ = try fourCharCode(networkProtocol)
-            given[.protocol] = .string(networkProtocol)
+            given.set(.protocol, networkProtocol)
         }
         if let authenticationType {
             _ = try fourCharCode(authenticationType)
-            given[.authenticationType] = .string(authenticationType)
+            given.set(.authenticationType, authenticationType)
         }
         given.set(.label, label)
         given.set(.description, kind)
@@ -228,11 +228,11 @@ struct AddInternetPassword: ToolCommand {
         }
         if let networkProtocol {
             _ = try fourCharCode(networkProtocol)
-            attributes[.protocol] = .string(networkProtocol)
+            attributes.set(.protocol, networkProtocol)
         }
         let authentication = authenticationType ?? "dflt"
         _ = try fourCharCode(authentication)
-        attributes[.authenticationType] = .string(authentication)
+        attributes.set(.authenticationType, authentication)
         attributes.set(.label, label ?? server)
         attributes.set(.description, kind)
         return try options.store(

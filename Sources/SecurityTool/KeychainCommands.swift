@@ -86,15 +86,15 @@ struct CreateKeychain: ToolCommand {
             }
             names = [String(decoding: line, as: UTF8.self)]
         }
-        let secret: String
+        let secret: Data
         if let password {
-            secret = password
+            secret = Data(ArgumentBytes.bytes(of: password))
         } else {
             guard
                 let typed = session.secrets.readSecret(
                     prompt: "password for new keychain: ", confirmation: "retype password for new keychain: ")
             else { throw CommandFailure.failure("no password was entered") }
-            secret = String(decoding: typed, as: UTF8.self)
+            secret = Data(typed)
         }
         for name in names {
             guard !name.isEmpty else { throw CommandFailure.usage("a keychain name cannot be empty") }
@@ -413,14 +413,14 @@ struct UnlockKeychain: ToolCommand {
             try keychain.database.unlock(password: nil)
             return 0
         }
-        let secret: String
+        let secret: Data
         if let password {
-            secret = password
+            secret = Data(ArgumentBytes.bytes(of: password))
         } else {
             guard let typed = session.secrets.readSecret(prompt: "password to unlock \(name ?? "default"): ") else {
                 throw CommandFailure.failure("no password was entered")
             }
-            secret = String(decoding: typed, as: UTF8.self)
+            secret = Data(typed)
         }
         do {
             try keychain.database.unlock(password: secret)
@@ -479,23 +479,23 @@ struct SetKeychainPassword: ToolCommand {
         } catch {
             throw CommandFailure.status(of: error, context)
         }
-        var old: String?
+        var old: Data?
         if keychain.database.hasPassword {
             if let oldPassword {
-                old = oldPassword
+                old = Data(ArgumentBytes.bytes(of: oldPassword))
             } else if let typed = session.secrets.readSecret(prompt: "Old Password: ") {
-                old = String(decoding: typed, as: UTF8.self)
+                old = Data(typed)
             } else {
                 throw CommandFailure.failure("try again")
             }
         }
-        let new: String
+        let new: Data
         if let newPassword {
-            new = newPassword
+            new = Data(ArgumentBytes.bytes(of: newPassword))
         } else if let typed = session.secrets.readSecret(
             prompt: "New Password: ", confirmation: "Retype New Password: ")
         {
-            new = String(decoding: typed, as: UTF8.self)
+            new = Data(typed)
         } else {
             throw CommandFailure.failure("try again")
         }

@@ -22,11 +22,11 @@ private func unlockForPartitionList(_ name: String?, password: String?, session:
         throw CommandFailure.status(of: error, "SecKeychainUnlock").withResult(1)
     }
     guard keychain.database.hasPassword else { return }
-    let secret: String
+    let secret: Data
     if let password {
-        secret = password
+        secret = Data(ArgumentBytes.bytes(of: password))
     } else if let typed = session.secrets.readSecret(prompt: "password to unlock \(name ?? "default"): ") {
-        secret = String(decoding: typed, as: UTF8.self)
+        secret = Data(typed)
     } else {
         throw CommandFailure.failure("no password was entered")
     }

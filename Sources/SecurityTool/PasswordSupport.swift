@@ -69,7 +69,7 @@ enum HelpText {
 /// - Throws: ``CommandFailure`` with result 1 and macOS's message when the code is not
 ///   exactly four bytes long.
 func fourCharCode(_ text: String) throws -> UInt32 {
-    let bytes = Array(text.utf8)
+    let bytes = ArgumentBytes.bytes(of: text)
     guard bytes.count == 4 else {
         var lines = ["Error: four-character types must be exactly 4 characters long."]
         if bytes.count == 3 { lines.append("(Try \"\(text) \" instead of \"\(text)\")") }
@@ -178,9 +178,10 @@ func matchAttributes(_ given: Attributes, primaryKey: [AttributeName]) -> Attrib
 }
 
 extension Attributes {
-    /// Sets a string attribute when the value is present.
+    /// Sets an attribute to an argument's bytes when the value is present (a string when they
+    /// are UTF-8, data otherwise; see ``ArgumentBytes/attributeValue(_:)``).
     mutating func set(_ name: AttributeName, _ value: String?) {
-        if let value { self[name] = .string(value) }
+        if let value { self[name] = ArgumentBytes.attributeValue(value) }
     }
 
     /// Sets a four-character-code attribute (stored as its 32-bit number, as Apple does)

@@ -91,7 +91,7 @@ enum SecurityTool {
 
     static func main() {
         let session = Session()
-        let result = run(Array(CommandLine.arguments.dropFirst()), session: session)
+        let result = run(ArgumentBytes.processArguments(), session: session)
         exit(exitStatus(forResult: result))
     }
 
@@ -323,7 +323,7 @@ enum SecurityTool {
         while true {
             if showsPrompt { Console.err(prompt) }
             guard let line = session.input.readLine() else { break }
-            let arguments = splitLine(String(decoding: line, as: UTF8.self))
+            let arguments = splitLine(ArgumentBytes.string(from: line))
             if arguments.first == "quit" || arguments.first == "exit" { break }
             result = execute(arguments, session: session)
             if result != 0 && !quiet, let first = arguments.first {

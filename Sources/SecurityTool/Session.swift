@@ -35,6 +35,9 @@ final class Session {
     static let unsafeTestKDFVariable = "KEYCHAIN_UNSAFE_TEST_KDF"
 
     let environment: [String: String]
+    /// The bytes of ``passwordVariable``, exactly as set (`ProcessInfo` would replace bytes
+    /// that are not UTF-8), or `nil` when it is not set.
+    let environmentPassword: Data?
     let paths: KeychainPaths
     let configuration: KeychainConfiguration
     let input = StandardInput()
@@ -43,8 +46,16 @@ final class Session {
     private var handles: [String: KeychainDatabase] = [:]
     private var cachedPreferences: KeychainPreferences?
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    /// - Parameter environment: The environment; by default the process's, whose password
+    ///   variable is then read as bytes.
+    init(environment given: [String: String]? = nil) {
+        let environment = given ?? ProcessInfo.processInfo.environment
         self.environment = environment
+        if given != nil {
+            environmentPassword = environment[Self.passwordVariable].map { Data($0.utf8) }
+        } else {
+            environmentPassword = ArgumentBytes.environmentValue(Self.passwordVariable).map { Data($0) }
+        }
         paths = KeychainPaths(environment: environment)
         var configuration = KeychainConfiguration(accessGroups: .fromEnvironment(environment))
         if environment[Self.unsafeTestKDFVariable] == "1" {
@@ -206,7 +217,7 @@ final class Session {
     private func unlockForAccess(_ keychain: OpenKeychain) throws -> Bool {
         let name = keychain.name ?? keychain.path
         let wrongPassword = CommandFailure.status(KeychainError.Code.authFailed.rawValue, "SecKeychainUnlock \(name)")
-        if let password = environment[Self.passwordVariable] {
+        if let password = environmentPassword {
             do {
                 try keychain.database.unlock(password: password)
             } catch let error as KeychainError where error.code == .authFailed {
@@ -220,7 +231,7 @@ final class Session {
                 return false
             }
             do {
-                try keychain.database.unlock(password: String(decoding: typed, as: UTF8.self))
+                try keychain.database.unlock(password: Data(typed))
                 return true
             } catch let error as KeychainError where error.code == .authFailed {
                 continue

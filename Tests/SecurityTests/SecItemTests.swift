@@ -594,4 +594,24 @@ struct SecKeychainTests {
             #expect(!FileManager.default.fileExists(atPath: directory + "/work.keychain-db"))
         }
     }
+
+    @Test("a password that is not UTF-8 is its bytes: others of the same shape do not unlock it")
+    func invalidUTF8PasswordsOfOneShapeDoNotUnlockEachOther() throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/sec-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try withKeychain { _ in
+            KeychainRegistry.shared.reset(configuration: .testing())
+            let password: [UInt8] = [0xE9, 0x74, 0xE9]
+            var keychain: SecKeychain?
+            #expect(
+                SecKeychainCreate(directory + "/bytes.keychain-db", 3, password, false, nil, &keychain)
+                    == errSecSuccess)
+            let created = try #require(keychain)
+            for other: [UInt8] in [[0xFF, 0x74, 0xFE], [0x80, 0x74, 0x81], Array("\u{FFFD}t\u{FFFD}".utf8)] {
+                #expect(SecKeychainUnlock(created, UInt32(other.count), other, true) == errSecAuthFailed)
+            }
+            #expect(SecKeychainUnlock(created, 3, password, true) == errSecSuccess)
+            #expect(SecKeychainDelete(created) == errSecSuccess)
+        }
+    }
 }

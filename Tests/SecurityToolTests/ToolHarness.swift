@@ -70,9 +70,12 @@ final class Sandbox: @unchecked Sendable {
     /// Runs `security` with arguments, optional standard input (otherwise /dev/null: never a
     /// terminal) and extra environment variables, in the sandbox's home directory.
     @discardableResult
-    func run(_ arguments: [String], stdin: Data? = nil, environment extra: [String: String] = [:]) throws -> RunResult {
+    func run(
+        _ arguments: [String], stdin: Data? = nil, environment extra: [String: String] = [:],
+        executable: String = securityPath
+    ) throws -> RunResult {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: securityPath)
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment.merging(extra) { _, new in new }
         process.currentDirectoryURL = URL(fileURLWithPath: home)
@@ -99,6 +102,20 @@ final class Sandbox: @unchecked Sendable {
         group.wait()
         process.waitUntilExit()
         return RunResult(status: process.terminationStatus, stdout: collector.get(0), stderr: collector.get(1))
+    }
+
+    /// Runs `security` with arguments and environment variables given as bytes (UTF-8 or not),
+    /// as a shell passes them: bash starts the tool, each value written in `$'\xHH'` quoting.
+    @discardableResult
+    func run(bytes arguments: [[UInt8]], stdin: Data? = nil, environment extra: [String: [UInt8]] = [:]) throws
+        -> RunResult
+    {
+        func quoted(_ bytes: [UInt8]) -> String {
+            "$'" + bytes.map { String(format: "\\x%02x", $0) }.joined() + "'"
+        }
+        let exports = extra.keys.sorted().map { "export \($0)=\(quoted(extra[$0]!)); " }.joined()
+        let script = exports + "exec \"$0\" " + arguments.map(quoted).joined(separator: " ")
+        return try run(["-c", script, securityPath], stdin: stdin, executable: "/bin/bash")
     }
 
     /// Runs `security` with a text on standard input.
