@@ -654,7 +654,7 @@ extension KeychainDatabase {
     }
 
     /// Inserts an item's tag rows with one statement (one per number of tags, compiled once).
-    private func insertTags(_ tags: [Data], of itemID: Int64, db: Database) throws {
+    func insertTags(_ tags: [Data], of itemID: Int64, db: Database) throws {
         guard !tags.isEmpty else { return }
         var arguments: [DatabaseValue] = []
         arguments.reserveCapacity(tags.count * 2)

@@ -281,7 +281,7 @@ public final class KeychainDatabase: Sendable {
         return context
     }
 
-    private static func storeWrappings(
+    static func storeWrappings(
         _ db: Database, key: SymmetricKey, name: KeyName, wrapping: WrappingKeys, keychainID: Data,
         header: Header
     ) throws {
@@ -298,7 +298,7 @@ public final class KeychainDatabase: Sendable {
     /// A wrapper key that opens none of its entries is simply the wrong key (another password,
     /// another device), and its keys are left out. A wrapper key that opens some entries but not
     /// others, or two wrappings of one key that disagree, mean the header was altered: `.decode`.
-    private func unwrapAll(meta: [String: Data], header: Header, wrapping: WrappingKeys) throws
+    func unwrapAll(meta: [String: Data], header: Header, wrapping: WrappingKeys) throws
         -> [KeyName: SymmetricKey]
     {
         var result: [KeyName: SymmetricKey] = [:]
@@ -466,55 +466,66 @@ public final class KeychainDatabase: Sendable {
     ///   - new: The new password's bytes, exactly as given.
     /// - Throws: `.authFailed` when `old` is wrong.
     public func changePassword(old: Data?, new: Data) throws {
-        let derivation = configuration.keyDerivation
-        try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
-        try Self.run {
-            try writer.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    let meta = try Storage.meta(db)
-                    let current = try Header(meta: meta)
-                    let oldKey: SymmetricKey?
-                    switch (current.kdf, old) {
-                    case (nil, nil), (nil, Data()): oldKey = nil
-                    case (nil, _): throw KeychainError(.authFailed, "this keychain has no password")
-                    case (let kdf?, let old?): oldKey = try kdf.0.deriveKey(password: old, salt: kdf.salt)
-                    case (_?, nil): throw KeychainError(.authFailed, "the old password is required")
-                    }
-                    let unwrapped = try unwrapAll(
-                        meta: meta, header: current,
-                        wrapping: WrappingKeys(deviceKey: deviceKey, passwordKey: oldKey, keychainID: keychainID))
-                    guard unwrapped[.protection(.whenUnlocked)] != nil, unwrapped[.index] != nil else {
-                        throw KeychainError(.authFailed, "the old password is not correct")
-                    }
-                    // Every stored key is rewrapped under the new password, so each must open
-                    // now. On another machine (or with a re-created device key) the keys bound to
-                    // the device do not; dropping them would make this device's items unreadable
-                    // for good on the machine that has the right key.
-                    guard unwrapped.count == KeyName.all.count else {
-                        throw KeychainError(
-                            .authFailed,
-                            "this machine's device key does not open the keychain's this-device-only keys "
-                                + "(it was made on another machine, or its device key was re-created); change "
-                                + "the password on the machine that made it",
-                            isSetupProblem: true)
-                    }
-                    let salt = Sealing.randomBytes(32)
-                    let next = Header(kdf: (derivation, salt), indexLayout: current.indexLayout)
-                    let newKey = try derivation.deriveKey(password: new, salt: salt)
-                    let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: newKey, keychainID: keychainID)
-                    try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%'")
-                    try Storage.setMeta(db, "kdf", next.kdfBytes)
-                    try Storage.setMeta(
-                        db, "kdf.mac", Self.headerSeal(next, deviceKey: deviceKey, keychainID: keychainID))
-                    for (name, key) in unwrapped {
-                        try Self.storeWrappings(
-                            db, key: key, name: name, wrapping: wrapping, keychainID: keychainID, header: next)
-                    }
-                    header.withLock { $0 = next }
-                    return .commit
-                }
-            }
+        try replaceKeys(password: old, newPassword: new, rotating: false)
+    }
+
+    /// Opens every stored key of the keychain with `password`, inside a write transaction.
+    /// - Throws: `.authFailed` for a wrong password, or when this machine's device key does not
+    ///   open the this-device-only keys (rewrapping would drop them).
+    func unwrapEveryKey(_ meta: [String: Data], header current: Header, password: Data?) throws
+        -> [KeyName: SymmetricKey]
+    {
+        let passwordKey: SymmetricKey?
+        switch (current.kdf, password) {
+        case (nil, nil), (nil, Data()): passwordKey = nil
+        case (nil, _): throw KeychainError(.authFailed, "this keychain has no password")
+        case (let kdf?, let password?): passwordKey = try kdf.0.deriveKey(password: password, salt: kdf.salt)
+        case (_?, nil): throw KeychainError(.authFailed, "the old password is required")
         }
+        let unwrapped = try unwrapAll(
+            meta: meta, header: current,
+            wrapping: WrappingKeys(deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID))
+        guard unwrapped[.protection(.whenUnlocked)] != nil, unwrapped[.index] != nil else {
+            throw KeychainError(.authFailed, "the old password is not correct")
+        }
+        // Every stored key is rewrapped, so each must open now. On another machine (or with a
+        // re-created device key) the keys bound to the device do not; dropping them would make
+        // this device's items unreadable for good on the machine that has the right key.
+        guard unwrapped.count == KeyName.all.count else {
+            throw KeychainError(
+                .authFailed,
+                "this machine's device key does not open the keychain's this-device-only keys "
+                    + "(it was made on another machine, or its device key was re-created); change "
+                    + "the password on the machine that made it",
+                isSetupProblem: true)
+        }
+        return unwrapped
+    }
+
+    /// Writes the header of `keys` wrapped for `newPassword` (a fresh salt; `nil` for a
+    /// password-less keychain), replacing every stored wrapping.
+    func storeHeader(_ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, layout: IndexLayout)
+        throws -> Header
+    {
+        var next = Header(kdf: nil, indexLayout: layout)
+        var passwordKey: SymmetricKey?
+        if let newPassword {
+            let derivation = configuration.keyDerivation
+            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
+            let salt = Sealing.randomBytes(32)
+            next.kdf = (derivation, salt)
+            passwordKey = try derivation.deriveKey(password: newPassword, salt: salt)
+        }
+        try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%' OR name IN ('kdf', 'kdf.mac')")
+        if next.kdf != nil {
+            try Storage.setMeta(db, "kdf", next.kdfBytes)
+            try Storage.setMeta(db, "kdf.mac", Self.headerSeal(next, deviceKey: deviceKey, keychainID: keychainID))
+        }
+        let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
+        for (name, key) in keys {
+            try Self.storeWrappings(db, key: key, name: name, wrapping: wrapping, keychainID: keychainID, header: next)
+        }
+        return next
     }
 
     // MARK: Helpers

@@ -449,6 +449,21 @@ struct RowCodec {
         return row
     }
 
+    /// Decrypts a row's attributes and secret, whatever they hold.
+    /// - Throws: `.decode` when the row fails authentication.
+    func unseal(_ stored: StoredRow) throws -> (attributes: Attributes, data: Data?) {
+        let key = try key(for: stored.protection)
+        let row = SealedRow(
+            uuid: stored.uuid, itemClass: stored.itemClass, protection: stored.protection,
+            groupTag: stored.groupTag, syncTag: stored.syncTag, primaryKeyTag: stored.primaryKeyTag,
+            attributes: stored.attributes, data: stored.data)
+        let context = Context(database.keychainID, row, tombstone: stored.tombstone, hasData: stored.hasData)
+        let attributes = try AttributeCoding.decode(
+            Sealing.open(stored.attributes, key: key, context: context.field("attributes")))
+        let data = try stored.data.map { try Sealing.open($0, key: key, context: context.field("data")) }
+        return (attributes, data)
+    }
+
     /// Decrypts a row read for `plan`.
     /// - Returns: The item, or `nil` when it fails a filter that only decryption can check.
     /// - Throws: `.decode` when the row fails authentication or contradicts its index rows.

@@ -218,7 +218,8 @@ func crashAttacks(_ context: StressContext) throws -> [StressRow] {
 
 // MARK: - A crash at each step of a password change
 
-/// The worker side: `passwd-crash <keychain> <old|-> <new> <step>`: changes the password with
+/// The worker side: `passwd-crash <keychain> <old|-> <new> <step>`: changes the password as
+/// `security set-keychain-password` does (rotating every key and re-sealing every item) with
 /// the crashing VFS installed; prints `steps <n>` when it survives.
 func passwordCrashWorker(_ arguments: [String]) throws -> Int32 {
     guard arguments.count >= 4, let step = Int(arguments[3]) else { throw WorkerUsage() }
@@ -226,7 +227,7 @@ func passwordCrashWorker(_ arguments: [String]) throws -> Int32 {
     CrashingVFS.crashAt = step
     let keychain = try KeychainDatabase.open(at: arguments[0], configuration: StressKeys.fromEnvironment())
     CrashingVFS.counting = true
-    try keychain.changePassword(old: arguments[1] == "-" ? nil : arguments[1], new: arguments[2])
+    try keychain.rotateKeys(password: arguments[1] == "-" ? nil : arguments[1], newPassword: arguments[2])
     CrashingVFS.counting = false
     emit("steps \(CrashingVFS.steps)")
     emit(CrashingVFS.log.joined(separator: "; "))
@@ -316,7 +317,8 @@ func passwordChangeCrashAttacks(_ context: StressContext) throws -> [StressRow] 
     var rows = [
         StressRow(
             group: "Crashes",
-            attack: "SIGKILL injected at each I/O step of a password change (\(stepCounts.joined(separator: ", ")))",
+            attack:
+                "SIGKILL injected at each I/O step of a password change with key rotation (\(stepCounts.joined(separator: ", ")))",
             trials: trials, required: "exactly one of old and new password opens; every item reads back",
             measured:
                 "\(goodSteps)/\(trials) crash points: exactly one password opens, every item reads back, integrity ok",

@@ -442,9 +442,11 @@ struct SetKeychainPassword: ToolCommand {
         discussion: HelpText.wrapped(
             """
             Changes the keychain's password (the default keychain's when none is given); on a keychain \
-            without a password, sets one. Only the keys that protect the items are re-wrapped, in one \
-            transaction, so every item stays readable and a crash leaves exactly one of the two \
-            passwords valid. A wrong old password fails with exit 51.
+            without a password, sets one. The keys that protect the items are replaced and every item \
+            is re-sealed under the new ones, in one transaction: every item stays readable, a crash \
+            leaves exactly one of the two passwords valid, and an old copy of the keychain's header \
+            with the old password opens nothing written afterwards. A wrong old password fails with \
+            exit 51.
 
             Passwords not given are asked for on the terminal ("Old Password:", then "New Password:" \
             twice), or read as lines from standard input when standard input is not a terminal: the \
@@ -500,7 +502,7 @@ struct SetKeychainPassword: ToolCommand {
             throw CommandFailure.failure("try again")
         }
         do {
-            try keychain.database.changePassword(old: old, new: new)
+            try keychain.database.rotateKeys(password: old, newPassword: new)
         } catch {
             throw CommandFailure.status(of: error, context)
         }
