@@ -239,10 +239,11 @@ struct BenchmarkRunner {
         }
         progress("opening the keychain \(options.openRepetitions) times")
         let open = try lifecycle.openWithoutKeyDerivation(path: path)
+        let crashed = try lifecycle.openAfterCrash(path: path, directory: directory)
         return (
             SizeResult(
                 items: size, seeding: seeding, operations: operationResults, floor: floorResults,
-                openWithoutKeyDerivation: open),
+                openWithoutKeyDerivation: open, openAfterCrash: crashed),
             path
         )
     }

@@ -31,6 +31,56 @@ struct Lifecycle {
         return Summary(nanoseconds: samples)
     }
 
+    /// Opens a copy of the keychain at `path` as a crash leaves it: 240 adds made through a
+    /// handle that never closed, so their pages are still in the write-ahead log (about 1,000
+    /// frames, the log's steady size), which the open reads once to check it for damage.
+    func openAfterCrash(path: String, directory: String) throws -> SizeResult.CrashedOpen {
+        let live = directory + "/crashed-source.keychain-db"
+        let target = directory + "/crashed.keychain-db"
+        let files = { (base: String) in ["", "-wal", "-shm"].map { base + $0 } }
+        defer { for file in files(live) + files(target) { try? FileManager.default.removeItem(atPath: file) } }
+        try FileManager.default.copyItem(atPath: path, toPath: live)
+        let (main, log): (Data, Data)
+        do {
+            let handle = try KeychainDatabase.open(at: live, configuration: configuration)
+            for index in 0..<240 {
+                try handle.add(
+                    Item(
+                        class: .genericPassword,
+                        attributes: [.service: .string("crash \(index)"), .account: .string("a")],
+                        data: Data(repeating: 7, count: 100)))
+            }
+            main = try Data(contentsOf: URL(fileURLWithPath: live))
+            log = try Data(contentsOf: URL(fileURLWithPath: live + "-wal"))
+            withExtendedLifetime(handle) {}
+        }
+        var samples: [UInt64] = []
+        var checks: [UInt64] = []
+        for repetition in 0...options.openRepetitions {
+            for file in files(target) { try? FileManager.default.removeItem(atPath: file) }
+            try main.write(to: URL(fileURLWithPath: target))
+            try log.write(to: URL(fileURLWithPath: target + "-wal"))
+            chmod(target, 0o600)
+            chmod(target + "-wal", 0o600)
+            let checked = try Clock.time {
+                guard try LogIntegrity.damage(ofLogBeside: target) == nil else {
+                    throw BenchmarkFailure("an intact log was reported as damaged")
+                }
+            }
+            var handle: KeychainDatabase?
+            let elapsed = try Clock.time {
+                handle = try KeychainDatabase.open(at: target, configuration: configuration)
+            }
+            handle = nil
+            if repetition > 0 {
+                samples.append(elapsed)
+                checks.append(checked)
+            }
+        }
+        return SizeResult.CrashedOpen(
+            logBytes: log.count, open: Summary(nanoseconds: samples), check: Summary(nanoseconds: checks))
+    }
+
     // MARK: Password
 
     /// Sets a password on the keychain at `path`, then times password changes with the cheap
@@ -38,6 +88,7 @@ struct Lifecycle {
     /// Leaves the keychain with a password.
     func passwordTimings(path: String, items: Int) throws -> (PasswordChangeTiming, KeyDerivationTiming) {
         var cheapSamples: [UInt64] = []
+        var rotationSamples: [UInt64] = []
         var password = "benchmark password 0"
         do {
             let handle = try KeychainDatabase.open(at: path, configuration: configuration)
@@ -47,7 +98,16 @@ struct Lifecycle {
                 cheapSamples.append(try Clock.time { try handle.changePassword(old: password, new: next) })
                 password = next
             }
+            progress("key rotation on \(Format.count(items)) items, and its floor")
+            for repetition in 1...options.keyDerivationRepetitions {
+                let next = "rotated \(repetition)"
+                rotationSamples.append(
+                    try Clock.time { try handle.rotateKeys(password: password, newPassword: next) })
+                password = next
+            }
         }
+        let rotationFloor = try RotationFloor.measure(
+            keychainPath: path, scratch: scratch, repetitions: options.keyDerivationRepetitions)
         var strong = configuration
         strong.keyDerivation = keyDerivation
         var strongSamples: [UInt64] = []
@@ -83,7 +143,8 @@ struct Lifecycle {
             PasswordChangeTiming(
                 items: items, cheapKeyDerivation: KeyDerivation.unsafeTestingOnly.description,
                 withCheapKeyDerivation: Summary(nanoseconds: cheapSamples), keyDerivation: keyDerivation.description,
-                withKeyDerivation: change),
+                withKeyDerivation: change, rotation: Summary(nanoseconds: rotationSamples),
+                rotationFloor: rotationFloor),
             KeyDerivationTiming(
                 items: items, keyDerivation: keyDerivation.description,
                 openAndUnlock: Summary(nanoseconds: openSamples),

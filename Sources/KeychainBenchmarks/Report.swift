@@ -38,6 +38,16 @@ struct SizeResult: Codable, Sendable {
     var operations: [OperationResult]
     var floor: [FloorResult]
     var openWithoutKeyDerivation: Summary
+    /// Opening the same keychain as a crash leaves it: a write-ahead log full of acknowledged
+    /// writes, which the open checks for damage before SQLite replays it.
+    var openAfterCrash: CrashedOpen?
+
+    struct CrashedOpen: Codable, Sendable {
+        var logBytes: Int
+        var open: Summary
+        /// The damage check alone (reading and checksumming the log).
+        var check: Summary
+    }
 
     struct Seeding: Codable, Sendable {
         var seconds: Double
@@ -100,6 +110,12 @@ struct PasswordChangeTiming: Codable, Sendable {
     var keyDerivation: String
     /// With the real derivation: the old password and the new one are each derived once.
     var withKeyDerivation: Summary
+    /// A password change that rotates every key and re-seals every item (what
+    /// `security set-keychain-password` does), with the cheap test derivation.
+    var rotation: Summary?
+    /// The floor of a rotation: the same rewrite with swift-crypto's AES-GCM and plain SQL
+    /// (``RotationFloor``).
+    var rotationFloor: Summary?
 }
 
 /// Resident memory after opening the largest keychain and after one lookup.

@@ -110,6 +110,14 @@ enum TableRenderer {
                 Format.duration(size.openWithoutKeyDerivation.medianMicroseconds),
                 Format.duration(size.openWithoutKeyDerivation.p99Microseconds),
             ])
+            if let crashed = size.openAfterCrash {
+                rows.append([
+                    "open after a crash, log checked for damage", Format.count(size.items),
+                    Format.duration(crashed.open.medianMicroseconds),
+                    "\(Format.bytes(Int64(crashed.logBytes))) log; the check alone "
+                        + Format.duration(crashed.check.medianMicroseconds),
+                ])
+            }
         }
         if let open = report.openWithKeyDerivation {
             rows.append([
@@ -129,6 +137,14 @@ enum TableRenderer {
                 Format.duration(change.withKeyDerivation.medianMicroseconds),
                 "old and new password each derived once",
             ])
+            if let rotation = change.rotation, let floor = change.rotationFloor {
+                rows.append([
+                    "password change rotating every key (set-keychain-password), \(change.cheapKeyDerivation)",
+                    Format.count(change.items), Format.duration(rotation.medianMicroseconds),
+                    "\(Format.ratio(rotation.medianMicroseconds / floor.medianMicroseconds)) its floor "
+                        + "(AES-GCM + plain SQL, \(Format.duration(floor.medianMicroseconds)))",
+                ])
+            }
         }
         if let memory = report.memory {
             rows.append([

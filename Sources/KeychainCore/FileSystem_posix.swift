@@ -168,6 +168,25 @@ enum SecureFileSystem {
         return Data(buffer[0..<min(total, limit + 1)])
     }
 
+    /// Reads `path` (without following a symbolic link) into `buffer`, up to its size.
+    /// - Returns: The number of bytes read.
+    static func readAll(_ path: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw posixError("cannot open file", path) }
+        defer { close(fd) }
+        var total = 0
+        while total < buffer.count {
+            let count = read(fd, buffer.baseAddress! + total, buffer.count - total)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw posixError("cannot read file", path)
+            }
+            if count == 0 { break }
+            total += count
+        }
+        return total
+    }
+
     /// The size of a file in bytes, without following a symbolic link.
     static func size(of path: String) throws -> Int {
         var info = stat()

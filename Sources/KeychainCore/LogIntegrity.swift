@@ -15,25 +15,28 @@ import Foundation
 ///
 /// One case cannot be told apart from a write cut short by a crash: damage in the very last
 /// frame of the log, with nothing after it.
-enum LogIntegrity {
+package enum LogIntegrity {
     /// What a scan found.
-    struct Damage: Equatable {
+    package struct Damage: Equatable, Sendable {
         /// The 1-based number of the first frame SQLite would not replay.
-        var frame: Int
+        package var frame: Int
         /// How many committed transactions after it SQLite would drop.
-        var lostCommits: Int
+        package var lostCommits: Int
     }
 
     private static let headerSize = 32
     private static let frameHeaderSize = 24
 
     /// Scans the log beside `path`; `nil` when it is absent, empty or sound.
-    static func damage(ofLogBeside path: String) throws -> Damage? {
+    package static func damage(ofLogBeside path: String) throws -> Damage? {
         let log = path + "-wal"
         guard try SecureFileSystem.existingFile(log) else { return nil }
         let size = try SecureFileSystem.size(of: log)
         guard size > headerSize else { return nil }
-        return scan(try SecureFileSystem.readFile(log, limit: size))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        defer { buffer.deallocate() }
+        let count = try SecureFileSystem.readAll(log, into: buffer)
+        return scan(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
     }
 
     /// Refuses a keychain whose log is damaged, before SQLite replays it (and, at the next write
@@ -153,18 +156,22 @@ enum LogIntegrity {
     ) -> (UInt32, UInt32) {
         var (s1, s2) = seed
         guard let base = buffer.baseAddress?.advanced(by: start) else { return seed }
-        let swap = bigEndian == (1.bigEndian == 1) ? false : true
-        var offset = 0
-        while offset < count {
-            var x0 = base.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
-            var x1 = base.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-            if swap {
-                x0 = x0.byteSwapped
-                x1 = x1.byteSwapped
+        let words = UnsafeRawBufferPointer(start: base, count: count).bindMemory(to: UInt32.self)
+        // The log's checksum words are in its own byte order; compare with this machine's once.
+        if bigEndian == (UInt32(1).bigEndian == 1) {
+            var index = 0
+            while index + 1 < words.count {
+                s1 = s1 &+ words[index] &+ s2
+                s2 = s2 &+ words[index + 1] &+ s1
+                index += 2
             }
-            s1 = s1 &+ x0 &+ s2
-            s2 = s2 &+ x1 &+ s1
-            offset += 8
+        } else {
+            var index = 0
+            while index + 1 < words.count {
+                s1 = s1 &+ words[index].byteSwapped &+ s2
+                s2 = s2 &+ words[index + 1].byteSwapped &+ s1
+                index += 2
+            }
         }
         return (s1, s2)
     }
