@@ -52,6 +52,7 @@ final class SQLiteBaseline {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            try db.execute(sql: "PRAGMA journal_size_limit = \(keychainLogSizeLimit)")
         }
         return configuration
     }

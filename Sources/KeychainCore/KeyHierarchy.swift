@@ -215,6 +215,8 @@ final class KeyRing: @unchecked Sendable {
         /// Whether this handle has been unlocked (after-first-unlock keys stay until close).
         var hasBeenUnlocked = false
         var isUnlocked = false
+        /// Whether ``KeychainDatabase/close()`` was called: nothing is read or written again.
+        var isClosed = false
     }
 
     private var state: State

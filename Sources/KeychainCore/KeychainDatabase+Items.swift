@@ -579,6 +579,7 @@ extension KeychainDatabase {
     }
 
     static func tagger(_ state: KeyRing.State) throws -> IndexTagger {
+        guard !state.isClosed else { throw KeychainError(.notAvailable, "the keychain was closed") }
         guard let tagger = state.indexTagger else {
             throw KeychainError(.interactionNotAllowed, "the keychain must be unlocked first")
         }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// An open keychain: an encrypted, indexed, crash-safe store of items.
 ///
@@ -377,6 +378,28 @@ public final class KeychainDatabase: Sendable {
         }
     }
 
+    /// Closes the keychain for this handle: folds its write-ahead log into the file and empties
+    /// it, so a short-lived process leaves no log for the next one to replay, and forgets every
+    /// key. Every later call on the handle fails with `.notAvailable`; closing twice does
+    /// nothing. The connections themselves close when the handle is released.
+    ///
+    /// Another process writing, or reading an older state, leaves the log for that process to
+    /// fold in; `close()` never waits for it.
+    public func close() throws {
+        keys.modify { state in
+            state.classKeys = [:]
+            state.indexKey = nil
+            state.isUnlocked = false
+            state.hasBeenUnlocked = false
+            state.isClosed = true
+        }
+        try? writer.writeWithoutTransaction { db in
+            sqlite3_busy_timeout(db.sqliteConnection, 0)
+            defer { sqlite3_busy_timeout(db.sqliteConnection, Int32(configuration.busyTimeout * 1000)) }
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+    }
+
     /// Whether when-unlocked items are readable now.
     public var isLocked: Bool { keys.read { !$0.isUnlocked } }
 
@@ -397,6 +420,7 @@ public final class KeychainDatabase: Sendable {
     ///   or not); `nil` for a password-less keychain.
     /// - Throws: `.authFailed` for a wrong password (nothing is unlocked).
     public func unlock(password: Data?) throws {
+        guard keys.read({ !$0.isClosed }) else { throw KeychainError(.notAvailable, "the keychain was closed") }
         let meta = try Self.run { try writer.read { try Storage.meta($0) } }
         var current = header.withLock { $0 }
         if let kdf = meta["kdf"] {

@@ -109,6 +109,7 @@ enum Storage {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            try db.execute(sql: "PRAGMA journal_size_limit = \(keychainLogSizeLimit)")
         }
         return configuration
     }
@@ -443,6 +444,11 @@ extension Database {
 package func configureKeychainWriter(_ db: Database) throws {
     try db.execute(sql: "PRAGMA synchronous = FULL; PRAGMA cache_size = -\(keychainWriterCacheKiB)")
 }
+
+/// The size, in bytes, a keychain's write-ahead log is cut back to whenever SQLite starts it
+/// again: just above the 1,000 pages after which it is folded into the file (SQLite's default
+/// automatic checkpoint), so the log keeps its steady size and gives back anything beyond it.
+package let keychainLogSizeLimit = 4 << 20
 
 /// The page cache of a keychain's writer connection, in KiB: the index pages of about
 /// 150,000 items.

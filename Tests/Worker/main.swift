@@ -7,6 +7,7 @@
 //   keychain-test-worker add-many <keychain> <prefix> <threads> <count-per-thread>
 //   keychain-test-worker first-use <account> <start-at-unix-seconds>   (the default keychain)
 //   keychain-test-worker delete <keychain>
+//   keychain-test-worker add-close <keychain> <account>     (opens, adds one item, closes)
 //   keychain-test-worker prefs-append <preferences.json> <prefix> <count>
 //
 // The device key comes from the environment's XDG_CONFIG_HOME, as for any process.
@@ -71,6 +72,11 @@ do {
         while Date().timeIntervalSince1970 < start { usleep(100) }
         let keychain = try KeychainDatabase.openDefault()
         try keychain.add(item(account: path, data: "first use"))
+        report("added")
+    case "add-close":
+        let keychain = try KeychainDatabase.open(at: path)
+        try keychain.add(item(account: arguments[3], data: "short-lived"))
+        try keychain.close()
         report("added")
     case "delete":
         try KeychainDatabase.deleteKeychain(at: path)
