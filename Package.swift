@@ -114,6 +114,9 @@ let package = Package(
             dependencies: ["SwiftKeychain", "KeychainCore"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
+        // The README's Swift snippets, extracted by scripts/extract-readme-snippets and compiled
+        // (Swift 6 language mode, as a newcomer's package would); the test checks they are current.
+        .testTarget(name: "ReadmeSnippetTests", dependencies: ["Keychain", "Security"]),
         .testTarget(
             name: "SecurityToolTests",
             dependencies: ["SecurityTool", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]

@@ -72,6 +72,15 @@ public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
 nonisolated(unsafe) public let kCFErrorDomainOSStatus: CFErrorDomain = NSString(
     string: NSOSStatusErrorDomain)
 
+/// The key of a bundle's identifier in its information dictionary: `"CFBundleIdentifier"`.
+///
+/// Keychain libraries derive a default service name from it:
+///
+/// ```swift
+/// let service = Bundle.main.infoDictionary?[String(kCFBundleIdentifierKey)] as? String ?? "fallback"
+/// ```
+nonisolated(unsafe) public let kCFBundleIdentifierKey: CFString! = SecConstantString("CFBundleIdentifier")
+
 /// Returns the error code of an error (an `OSStatus` for errors in ``kCFErrorDomainOSStatus``).
 ///
 /// - Parameter err: The error to examine.

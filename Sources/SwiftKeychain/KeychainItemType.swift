@@ -58,26 +58,38 @@ extension KeychainItemType {
         try keychain.insertItemWithAttributes(attributesToSave())
     }
 
-    /// Removes the item; removing an item that does not exist does nothing.
+    /// Removes the item.
     /// - Parameter keychain: The keychain service; the default is ``KeychainService``.
-    /// - Throws: ``SwiftKeychainError`` for a keychain failure.
+    /// - Throws: ``SwiftKeychainError`` for a keychain failure; with ``KeychainService``,
+    ///   removing an item that does not exist throws `errSecItemNotFound` (-25300), as the
+    ///   original SwiftKeychain does.
     public func removeFromKeychain(_ keychain: any KeychainServiceType = KeychainService()) throws {
         try keychain.removeItemWithAttributes(attributesForRemove)
     }
 
     /// Fetches the item and puts its values in ``data``.
     ///
-    /// When the item does not exist, ``data`` becomes empty and nothing is thrown: "not
-    /// found" is not an error, so `account.accessToken` is simply `nil`.
+    /// As in the original SwiftKeychain, an item that does not exist is an error:
+    /// ``KeychainService`` throws `errSecItemNotFound` (-25300), and ``data`` keeps its
+    /// previous values. A custom ``KeychainServiceType`` that returns `nil` also leaves
+    /// ``data`` unchanged.
+    ///
+    /// ```swift
+    /// do {
+    ///     try account.fetchFromKeychain()
+    /// } catch let error as SwiftKeychainError where error.osStatus == SwiftKeychainError.itemNotFoundStatus {
+    ///     // no account stored yet
+    /// }
+    /// ```
     /// - Parameter keychain: The keychain service; the default is ``KeychainService``.
     /// - Returns: The item with its fetched data.
-    /// - Throws: ``SwiftKeychainError`` for a keychain failure, or when the stored data
-    ///   holds a class that is not in ``storedClasses``.
+    /// - Throws: ``SwiftKeychainError`` for a keychain failure (`errSecItemNotFound` when
+    ///   the item does not exist), or when the stored data holds a class that is not in
+    ///   ``storedClasses``.
     @discardableResult
     public mutating func fetchFromKeychain(_ keychain: any KeychainServiceType = KeychainService()) throws -> Self {
-        if let result = try keychain.fetchItemWithAttributes(attributesForFetch),
-            let valueData = result[KeychainAttributeKey.valueData] as? Data
-        {
+        guard let result = try keychain.fetchItemWithAttributes(attributesForFetch) else { return self }
+        if let valueData = result[KeychainAttributeKey.valueData] as? Data {
             data = try KeychainArchive.unarchive(valueData, allowing: storedClasses)
         } else {
             data = KeychainData()

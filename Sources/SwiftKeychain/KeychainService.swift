@@ -12,16 +12,19 @@ public protocol KeychainServiceType {
     /// - Throws: An error when the item cannot be stored.
     func insertItemWithAttributes(_ attributes: KeychainAttributes) throws
 
-    /// Removes the items that match; matching nothing is not an error.
+    /// Removes the items that match.
     /// - Parameter attributes: The class and attributes to match.
-    /// - Throws: An error when the items cannot be removed.
+    /// - Throws: An error when the items cannot be removed; ``KeychainService`` throws
+    ///   `errSecItemNotFound` (-25300) when nothing matches.
     func removeItemWithAttributes(_ attributes: KeychainAttributes) throws
 
     /// Fetches the first item that matches.
     /// - Parameter attributes: The class and attributes to match; `r_Data` asks for the secret.
-    /// - Returns: The item's class, attributes and (when asked) its `v_Data` secret, or
-    ///   `nil` when no item matches.
-    /// - Throws: An error when the items cannot be read.
+    /// - Returns: The item's class, attributes and (when asked) its `v_Data` secret.
+    ///   ``KeychainService`` never returns `nil`; a custom implementation may, and
+    ///   ``KeychainItemType/fetchFromKeychain(_:)`` then leaves the item's data unchanged.
+    /// - Throws: An error when the items cannot be read; ``KeychainService`` throws
+    ///   `errSecItemNotFound` (-25300) when no item matches.
     func fetchItemWithAttributes(_ attributes: KeychainAttributes) throws -> KeychainItem?
 }
 
@@ -33,8 +36,9 @@ public protocol KeychainServiceType {
 ///
 /// Saving replaces an existing item atomically: the item is added or, when it exists,
 /// updated in place in one transaction, so a failed save never loses the old item.
-/// Errors are ``SwiftKeychainError``s carrying the `OSStatus`; "not found" is `nil` from
-/// ``fetchItemWithAttributes(_:)`` and no error from ``removeItemWithAttributes(_:)``.
+/// Errors are ``SwiftKeychainError``s carrying the `OSStatus`. As in the original
+/// SwiftKeychain, fetching or removing an item that does not exist throws
+/// `errSecItemNotFound` (-25300, ``SwiftKeychainError/itemNotFoundStatus``).
 public struct KeychainService: KeychainServiceType, Sendable {
     private let database: KeychainDatabase?
 
@@ -59,18 +63,18 @@ public struct KeychainService: KeychainServiceType, Sendable {
         }
     }
 
-    /// Removes every matching item; none matching is not an error.
+    /// Removes every matching item.
+    /// - Throws: ``SwiftKeychainError``: `errSecItemNotFound` (-25300) when none matches.
     public func removeItemWithAttributes(_ attributes: KeychainAttributes) throws {
         try Self.mapErrors {
             let database = try resolve()
             let request = try Request(attributes)
-            do {
-                _ = try database.delete(ItemQuery(class: request.itemClass, attributes: request.attributes))
-            } catch let error as KeychainError where error.code == .itemNotFound {}
+            _ = try database.delete(ItemQuery(class: request.itemClass, attributes: request.attributes))
         }
     }
 
     /// Fetches the first matching item, with its secret when `r_Data` is true.
+    /// - Throws: ``SwiftKeychainError``: `errSecItemNotFound` (-25300) when none matches.
     public func fetchItemWithAttributes(_ attributes: KeychainAttributes) throws -> KeychainItem? {
         try Self.mapErrors {
             let database = try resolve()
@@ -79,7 +83,10 @@ public struct KeychainService: KeychainServiceType, Sendable {
                 let item = try database.findFirst(
                     ItemQuery(class: request.itemClass, attributes: request.attributes),
                     includeData: request.returnData)
-            else { return nil }
+            else {
+                throw SwiftKeychainError(
+                    osStatus: SwiftKeychainError.itemNotFoundStatus, "the specified item could not be found")
+            }
             var result: KeychainItem = [KeychainAttributeKey.itemClass: item.itemClass.rawValue]
             for (name, value) in item.attributes {
                 switch value {

@@ -39,6 +39,8 @@ public struct SwiftKeychainError: Error, Sendable, CustomNSError, CustomStringCo
         return text
     }
 
+    /// errSecItemNotFound (-25300): the item to fetch or remove does not exist.
+    public static let itemNotFoundStatus: Int32 = -25300
     /// errSecParam (-50): a parameter was not valid.
     public static let parameterStatus: Int32 = -50
     /// errSecDecode (-26275): stored data could not be decoded.

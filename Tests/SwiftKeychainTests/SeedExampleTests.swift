@@ -141,7 +141,21 @@ struct SeedExampleTests {
             removeExample()
             fetchExample()
         }
-        #expect(output.all == ["name: John, token: 123456"])
+        // As with the original library, fetching the removed item prints errSecItemNotFound.
+        #expect(output.all.count == 2)
+        #expect(output.all.first == "name: John, token: 123456")
+        #expect(output.all.last?.contains("-25300") == true)
+        #expect(try memory.itemCount() == 0)
+    }
+
+    @Test("removing or fetching an account that was never saved prints errSecItemNotFound")
+    func missingItemPrintsItemNotFound() throws {
+        KeychainService.withDefaultDatabase(memory.database) {
+            removeExample()
+            fetchExample()
+        }
+        #expect(output.all.count == 2)
+        #expect(output.all.allSatisfy { $0.contains("-25300") })
         #expect(try memory.itemCount() == 0)
     }
 

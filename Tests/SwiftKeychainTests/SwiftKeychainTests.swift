@@ -122,20 +122,56 @@ struct KeychainServiceTests {
         #expect((fetched.data["nested"] as? [String: Any])?["inner"] as? Int == 7)
     }
 
-    @Test("fetching a missing item empties data and does not throw")
-    func fetchMissing() throws {
-        let memory = try InMemoryKeychainService()
+    @Test(
+        "fetching a missing item throws errSecItemNotFound, as the original does, and keeps data",
+        arguments: Backend.allCases)
+    func fetchMissingThrowsItemNotFound(backend: Backend) throws {
+        let (service, _, owner) = try service(backend)
+        defer { withExtendedLifetime(owner) {} }
         var note = Note(accountName: "missing")
-        note.data = ["stale": "value"]
-        try note.fetchFromKeychain(memory)
-        #expect(note.data.isEmpty)
-        #expect(try memory.fetchItemWithAttributes(note.attributes) == nil)
+        note.data = ["previous": "value"]
+        let error = swiftKeychainError { try note.fetchFromKeychain(service) }
+        #expect(error?.osStatus == -25300)
+        #expect(error?.osStatus == SwiftKeychainError.itemNotFoundStatus)
+        #expect((error as NSError?)?.domain == "swift.keychain.error")
+        #expect((error as NSError?)?.code == -25300)
+        #expect(note.data["previous"] as? String == "value")
+        #expect(swiftKeychainError { _ = try service.fetchItemWithAttributes(note.attributes) }?.osStatus == -25300)
     }
 
-    @Test("removing a missing item does not throw; removing an item removes only it")
+    @Test("removing a missing item throws errSecItemNotFound, as the original does", arguments: Backend.allCases)
+    func removeMissingThrowsItemNotFound(backend: Backend) throws {
+        let (service, _, owner) = try service(backend)
+        defer { withExtendedLifetime(owner) {} }
+        #expect(swiftKeychainError { try Note(accountName: "missing").removeFromKeychain(service) }?.osStatus == -25300)
+        #expect(
+            swiftKeychainError { try service.removeItemWithAttributes(Note(accountName: "x").attributes) }?.osStatus
+                == -25300)
+    }
+
+    @Test("a removed item is gone: fetching it, or removing it again, throws errSecItemNotFound")
+    func fetchAfterRemove() throws {
+        let memory = try InMemoryKeychainService()
+        try Note(accountName: "a", contents: ["k": 1]).saveInKeychain(memory)
+        try Note(accountName: "a").removeFromKeychain(memory)
+        var note = Note(accountName: "a")
+        #expect(swiftKeychainError { try note.fetchFromKeychain(memory) }?.osStatus == -25300)
+        #expect(note.data.isEmpty)
+        #expect(swiftKeychainError { try Note(accountName: "a").removeFromKeychain(memory) }?.osStatus == -25300)
+    }
+
+    @Test("a custom service that answers nil leaves the item's data unchanged")
+    func customServiceNil() throws {
+        let service = RecordingService()
+        var note = Note(accountName: "a")
+        note.data = ["previous": "value"]
+        try note.fetchFromKeychain(service)
+        #expect(note.data["previous"] as? String == "value")
+    }
+
+    @Test("removing an item removes only it")
     func remove() throws {
         let memory = try InMemoryKeychainService()
-        try Note(accountName: "missing").removeFromKeychain(memory)
         try Note(accountName: "a", contents: ["k": 1]).saveInKeychain(memory)
         try Note(accountName: "b", contents: ["k": 2]).saveInKeychain(memory)
         try Note(accountName: "a").removeFromKeychain(memory)
