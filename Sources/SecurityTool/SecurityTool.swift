@@ -90,6 +90,7 @@ enum SecurityTool {
         """
 
     static func main() {
+        CrashReport.suppress()
         let session = Session()
         let result = run(ArgumentBytes.processArguments(), session: session)
         exit(exitStatus(forResult: result))
