@@ -93,6 +93,7 @@ enum SecurityTool {
         CrashReport.suppress()
         let session = Session()
         let result = run(ArgumentBytes.processArguments(), session: session)
+        session.input.returnUnreadInput()
         exit(exitStatus(forResult: result))
     }
 
@@ -322,7 +323,16 @@ enum SecurityTool {
         var result: Int32 = 0
         while true {
             if showsPrompt { Console.err(prompt) }
-            guard let line = session.input.readLine() else { break }
+            let line: [UInt8]
+            do {
+                guard let read = try session.input.readLine() else { break }
+                line = read
+            } catch let failure as CommandFailure {
+                for message in failure.messages { Console.err("security: \(message)\n") }
+                return failure.result
+            } catch {
+                return 1
+            }
             let arguments = splitLine(ArgumentBytes.string(from: line))
             if arguments.first == "quit" || arguments.first == "exit" { break }
             result = execute(arguments, session: session)
