@@ -176,6 +176,7 @@ enum SecurityTool {
         if session.verbose {
             Console.err(([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n")
         }
+        if let syntax = OptionSyntax.forCommand(name) { rest = syntax.split(rest) }
         if name == "add-generic-password" || name == "add-internet-password" {
             rest = markTrailingPasswordPrompt(rest, command: name)
         }
@@ -216,10 +217,7 @@ enum SecurityTool {
     /// finds that case the way getopt would (an option that takes a value takes the next
     /// argument, whatever it looks like) and turns it into the hidden prompt flag.
     static func markTrailingPasswordPrompt(_ arguments: [String], command: String) -> [String] {
-        let withArgument: Set<Character> =
-            command == "add-generic-password"
-            ? ["a", "c", "C", "D", "G", "j", "l", "s", "p", "w", "X", "T"]
-            : ["a", "c", "C", "d", "D", "j", "l", "p", "P", "r", "s", "t", "w", "X", "T"]
+        let withArgument = OptionSyntax.forCommand(command)?.valued ?? []
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -247,32 +245,10 @@ enum SecurityTool {
         return arguments
     }
 
-    /// The arguments with the values of password options hidden, for `-v`.
+    /// The arguments with the values of secret options hidden, for `-v` (as getopt reads
+    /// them, so that `-Uw SECRET` and `-UwSECRET` hide the secret too).
     static func redacted(_ arguments: [String], command: String) -> [String] {
-        let secretOptions: Set<String> =
-            switch command {
-            case "add-generic-password": ["-w", "-p", "-X"]
-            case "add-internet-password": ["-w", "-X"]
-            case "create-keychain", "unlock-keychain": ["-p"]
-            case "set-keychain-password": ["-o", "-p"]
-            default: ["-k"]
-            }
-        var result: [String] = []
-        var hideNext = false
-        for argument in arguments {
-            if hideNext {
-                result.append("<hidden>")
-                hideNext = false
-            } else if secretOptions.contains(argument) {
-                result.append(argument)
-                hideNext = true
-            } else if let option = secretOptions.first(where: { argument.hasPrefix($0) }) {
-                result.append(option + "<hidden>")
-            } else {
-                result.append(argument)
-            }
-        }
-        return result
+        OptionSyntax.forCommand(command)?.redacted(arguments) ?? arguments
     }
 
     // MARK: Help
