@@ -174,7 +174,9 @@ enum SecurityTool {
         }
         var rest = Array(arguments.dropFirst())
         if session.verbose {
-            Console.err(([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n")
+            // The arguments' own bytes, as macOS prints them (not the escapes of ArgumentBytes).
+            let line = ([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n"
+            Console.err(ArgumentBytes.bytes(of: line))
         }
         if let syntax = OptionSyntax.forCommand(name) { rest = syntax.split(rest) }
         if name == "add-generic-password" || name == "add-internet-password" {
