@@ -252,7 +252,7 @@ struct NewSecret {
     static func read(prompt: Bool, hex: String?, text: String?, session: Session) throws -> NewSecret? {
         if prompt {
             guard
-                let typed = session.secrets.readSecret(
+                let typed = try session.secrets.readSecret(
                     prompt: "password data for new item: ", confirmation: "retype password for new item: ")
             else {
                 Console.err("security: no password was entered\n")

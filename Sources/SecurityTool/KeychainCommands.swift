@@ -81,7 +81,7 @@ struct CreateKeychain: ToolCommand {
         var names = keychains
         if names.isEmpty {
             if Console.inputIsTerminal { Console.err("keychain to create: ") }
-            guard let line = session.input.readLine(), !line.isEmpty else {
+            guard let line = try session.input.readLine(), !line.isEmpty else {
                 throw CommandFailure.usage("Give the keychain to create.")
             }
             names = [String(decoding: line, as: UTF8.self)]
@@ -91,7 +91,7 @@ struct CreateKeychain: ToolCommand {
             secret = Data(ArgumentBytes.bytes(of: password))
         } else {
             guard
-                let typed = session.secrets.readSecret(
+                let typed = try session.secrets.readSecret(
                     prompt: "password for new keychain: ", confirmation: "retype password for new keychain: ")
             else { throw CommandFailure.failure("no password was entered") }
             secret = Data(typed)
@@ -417,7 +417,7 @@ struct UnlockKeychain: ToolCommand {
         if let password {
             secret = Data(ArgumentBytes.bytes(of: password))
         } else {
-            guard let typed = session.secrets.readSecret(prompt: "password to unlock \(name ?? "default"): ") else {
+            guard let typed = try session.secrets.readSecret(prompt: "password to unlock \(name ?? "default"): ") else {
                 throw CommandFailure.failure("no password was entered")
             }
             secret = Data(typed)
@@ -485,7 +485,7 @@ struct SetKeychainPassword: ToolCommand {
         if keychain.database.hasPassword {
             if let oldPassword {
                 old = Data(ArgumentBytes.bytes(of: oldPassword))
-            } else if let typed = session.secrets.readSecret(prompt: "Old Password: ") {
+            } else if let typed = try session.secrets.readSecret(prompt: "Old Password: ") {
                 old = Data(typed)
             } else {
                 throw CommandFailure.failure("try again")
@@ -494,7 +494,7 @@ struct SetKeychainPassword: ToolCommand {
         let new: Data
         if let newPassword {
             new = Data(ArgumentBytes.bytes(of: newPassword))
-        } else if let typed = session.secrets.readSecret(
+        } else if let typed = try session.secrets.readSecret(
             prompt: "New Password: ", confirmation: "Retype New Password: ")
         {
             new = Data(typed)

@@ -25,7 +25,7 @@ private func unlockForPartitionList(_ name: String?, password: String?, session:
     let secret: Data
     if let password {
         secret = Data(ArgumentBytes.bytes(of: password))
-    } else if let typed = session.secrets.readSecret(prompt: "password to unlock \(name ?? "default"): ") {
+    } else if let typed = try session.secrets.readSecret(prompt: "password to unlock \(name ?? "default"): ") {
         secret = Data(typed)
     } else {
         throw CommandFailure.failure("no password was entered")

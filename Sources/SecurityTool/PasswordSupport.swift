@@ -78,20 +78,30 @@ func fourCharCode(_ text: String) throws -> UInt32 {
     return bytes.reduce(0) { $0 << 8 | UInt32($1) }
 }
 
-/// `atoi(3)`: leading blanks, an optional sign, then digits; anything else stops the number.
-func leadingInteger(_ text: String) -> Int64 {
-    var scalars = Substring(text).drop { $0 == " " || $0 == "\t" || $0 == "\n" }
-    var sign: Int64 = 1
+/// `atoi(3)` as macOS and glibc define it, `(int)strtol(text, NULL, 10)`: leading blanks, an
+/// optional sign, then digits; anything else stops the number. A number past the range of a
+/// `long` is clamped to it (as `strtol` does), then truncated to 32 bits; no input traps.
+func leadingInteger(_ text: String) -> Int32 {
+    var scalars = Substring(text).drop { " \t\n\r\u{0B}\u{0C}".contains($0) }
+    var negative = false
     if let first = scalars.first, first == "-" || first == "+" {
-        sign = first == "-" ? -1 : 1
+        negative = first == "-"
         scalars = scalars.dropFirst()
     }
-    var value: Int64 = 0
+    // The magnitude, saturated at 2^63 (the magnitude of Int64.min).
+    let limit = UInt64(1) << 63
+    var magnitude: UInt64 = 0
     for character in scalars {
-        guard let digit = character.wholeNumberValue, character.isASCII else { break }
-        value = value &* 10 &+ Int64(digit)
+        guard character.isASCII, let digit = character.wholeNumberValue else { break }
+        let (multiplied, o1) = magnitude.multipliedReportingOverflow(by: 10)
+        let (added, o2) = multiplied.addingReportingOverflow(UInt64(digit))
+        magnitude = o1 || o2 ? limit : min(added, limit)
     }
-    return sign * value
+    let long: Int64 =
+        negative
+        ? (magnitude == limit ? .min : -Int64(magnitude))
+        : Int64(min(magnitude, limit - 1))
+    return Int32(truncatingIfNeeded: long)
 }
 
 /// Decodes `-X` hex the way macOS does (`convertHex`): an odd number of digits is padded

@@ -90,8 +90,10 @@ enum SecurityTool {
         """
 
     static func main() {
+        CrashReport.suppress()
         let session = Session()
         let result = run(ArgumentBytes.processArguments(), session: session)
+        session.input.returnUnreadInput()
         exit(exitStatus(forResult: result))
     }
 
@@ -172,8 +174,11 @@ enum SecurityTool {
         }
         var rest = Array(arguments.dropFirst())
         if session.verbose {
-            Console.err(([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n")
+            // The arguments' own bytes, as macOS prints them (not the escapes of ArgumentBytes).
+            let line = ([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n"
+            Console.err(ArgumentBytes.bytes(of: line))
         }
+        if let syntax = OptionSyntax.forCommand(name) { rest = syntax.split(rest) }
         if name == "add-generic-password" || name == "add-internet-password" {
             rest = markTrailingPasswordPrompt(rest, command: name)
         }
@@ -215,10 +220,7 @@ enum SecurityTool {
     /// finds that case the way getopt would (an option that takes a value takes the next
     /// argument, whatever it looks like) and turns it into the hidden prompt flag.
     static func markTrailingPasswordPrompt(_ arguments: [String], command: String) -> [String] {
-        let withArgument: Set<Character> =
-            command == "add-generic-password"
-            ? ["a", "c", "C", "D", "G", "j", "l", "s", "p", "w", "X", "T"]
-            : ["a", "c", "C", "d", "D", "j", "l", "p", "P", "r", "s", "t", "w", "X", "T"]
+        let withArgument = OptionSyntax.forCommand(command)?.valued ?? []
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -246,32 +248,10 @@ enum SecurityTool {
         return arguments
     }
 
-    /// The arguments with the values of password options hidden, for `-v`.
+    /// The arguments with the values of secret options hidden, for `-v` (as getopt reads
+    /// them, so that `-Uw SECRET` and `-UwSECRET` hide the secret too).
     static func redacted(_ arguments: [String], command: String) -> [String] {
-        let secretOptions: Set<String> =
-            switch command {
-            case "add-generic-password": ["-w", "-p", "-X"]
-            case "add-internet-password": ["-w", "-X"]
-            case "create-keychain", "unlock-keychain": ["-p"]
-            case "set-keychain-password": ["-o", "-p"]
-            default: ["-k"]
-            }
-        var result: [String] = []
-        var hideNext = false
-        for argument in arguments {
-            if hideNext {
-                result.append("<hidden>")
-                hideNext = false
-            } else if secretOptions.contains(argument) {
-                result.append(argument)
-                hideNext = true
-            } else if let option = secretOptions.first(where: { argument.hasPrefix($0) }) {
-                result.append(option + "<hidden>")
-            } else {
-                result.append(argument)
-            }
-        }
-        return result
+        OptionSyntax.forCommand(command)?.redacted(arguments) ?? arguments
     }
 
     // MARK: Help
@@ -322,7 +302,16 @@ enum SecurityTool {
         var result: Int32 = 0
         while true {
             if showsPrompt { Console.err(prompt) }
-            guard let line = session.input.readLine() else { break }
+            let line: [UInt8]
+            do {
+                guard let read = try session.input.readLine() else { break }
+                line = read
+            } catch let failure as CommandFailure {
+                for message in failure.messages { Console.err("security: \(message)\n") }
+                return failure.result
+            } catch {
+                return 1
+            }
             let arguments = splitLine(ArgumentBytes.string(from: line))
             if arguments.first == "quit" || arguments.first == "exit" { break }
             result = execute(arguments, session: session)

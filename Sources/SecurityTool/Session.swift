@@ -227,7 +227,7 @@ final class Session {
         }
         guard Console.inputIsTerminal else { return false }
         for _ in 1...3 {
-            guard let typed = secrets.readFromTerminalOnly(prompt: "password to unlock \(name): ") else {
+            guard let typed = try secrets.readFromTerminalOnly(prompt: "password to unlock \(name): ") else {
                 return false
             }
             do {

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainCore
 
 #if canImport(Glibc)
     import Glibc
@@ -38,36 +39,113 @@ enum Console {
     static var inputIsTerminal: Bool { isatty(0) == 1 }
 }
 
-/// Standard input read one line at a time, without reading past the line it returns, so that
-/// interactive mode (`security -i`) and secret prompts can share it.
+/// Standard input read one line at a time, shared by interactive mode (`security -i`) and the
+/// secret prompts, so that what one reads past its line is kept for the next.
+///
+/// Input is read in blocks, and a line may not be longer than ``lineLimit`` bytes (the largest
+/// secret): past it, reading stops and ``readLine()`` throws, without reading the rest.
 final class StandardInput {
+    /// The longest line accepted: the engine's largest secret (4 MiB).
+    static let lineLimit = KeychainConfiguration.defaultMaximumDataSize
+    /// How much one `read(2)` asks for.
+    static let blockSize = 64 << 10
+
+    private let fd: Int32
+    private let limit: Int
     private var buffer: [UInt8] = []
+    /// Where the unread part of `buffer` starts.
+    private var start = 0
     private var atEnd = false
+    /// How many `read(2)` calls returned data, and how many bytes they returned (for tests).
+    private(set) var reads = 0
+    private(set) var bytesRead = 0
+
+    /// - Parameters:
+    ///   - fd: The file descriptor to read (standard input unless told).
+    ///   - limit: The longest line accepted, in bytes.
+    init(fd: Int32 = 0, limit: Int = StandardInput.lineLimit) {
+        self.fd = fd
+        self.limit = limit
+    }
 
     /// Reads one line: the bytes before the next newline (the newline is dropped; nothing else
     /// is). Returns `nil` at the end of input when no byte was read.
-    func readLine() -> [UInt8]? {
+    /// - Throws: ``CommandFailure`` (errSecParam) when the line is longer than the limit; its
+    ///   bytes are dropped and what follows them is not read.
+    func readLine() throws -> [UInt8]? {
+        // Bytes before `scanned` hold no newline: each byte is looked at once.
+        var scanned = start
         while true {
-            if let newline = buffer.firstIndex(of: 0x0A) {
-                let line = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
+            if let newline = buffer[scanned...].firstIndex(of: 0x0A) {
+                let line = Array(buffer[start..<newline])
+                start = newline + 1
+                compact()
+                guard line.count <= limit else { throw Self.tooLong(limit) }
                 return line
             }
-            if atEnd {
-                if buffer.isEmpty { return nil }
-                defer { buffer.removeAll() }
-                return buffer
+            scanned = buffer.count
+            if buffer.count - start > limit {
+                buffer.removeAll()
+                start = 0
+                throw Self.tooLong(limit)
             }
-            // One byte at a time: whatever follows the line stays unread for the next reader
-            // (a child process, or the shell that runs us).
-            var byte: UInt8 = 0
-            let count = read(0, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 {
+            if atEnd {
+                guard start < buffer.count else { return nil }
+                defer {
+                    buffer.removeAll()
+                    start = 0
+                }
+                return Array(buffer[start...])
+            }
+            fill()
+        }
+    }
+
+    /// Gives back what was read past the last line when standard input is a file, as C's
+    /// `exit(3)` does for its input streams, so that the next reader of the file (the shell
+    /// that ran `security`) starts after the last line used. Input from a pipe cannot be
+    /// given back.
+    func returnUnreadInput() {
+        let unread = buffer.count - start
+        guard unread > 0, lseek(fd, off_t(-unread), SEEK_CUR) >= 0 else { return }
+        buffer.removeAll()
+        start = 0
+    }
+
+    private static func tooLong(_ limit: Int) -> CommandFailure {
+        CommandFailure.failure(
+            "standard input: a line is longer than \(limit) bytes (the largest secret)",
+            result: KeychainError.Code.parameter.rawValue)
+    }
+
+    /// Reads one block (or finds the end of input).
+    private func fill() {
+        let count = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: Self.blockSize))
+        while true {
+            let got = buffer.withUnsafeMutableBytes { bytes in
+                read(fd, bytes.baseAddress! + count, Self.blockSize)
+            }
+            if got < 0 && errno == EINTR { continue }
+            buffer.removeSubrange((count + max(got, 0))...)
+            if got <= 0 {
                 atEnd = true
             } else {
-                buffer.append(byte)
+                reads += 1
+                bytesRead += got
             }
+            return
+        }
+    }
+
+    /// Drops the lines already returned once they are most of the buffer (linear overall).
+    private func compact() {
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        } else if start > buffer.count / 2 {
+            buffer.removeSubrange(..<start)
+            start = 0
         }
     }
 }
@@ -86,12 +164,13 @@ struct SecretReader {
     ///     match (three tries). Ignored for piped input.
     /// - Returns: The secret, or `nil` when none could be read (end of input, or the two
     ///   entries never matched).
-    func readSecret(prompt: String, confirmation: String? = nil) -> [UInt8]? {
-        guard Console.inputIsTerminal else { return input.readLine() }
-        guard let confirmation else { return Self.readFromTerminal(prompt: prompt) }
+    /// - Throws: ``CommandFailure`` when the secret is longer than ``StandardInput/lineLimit``.
+    func readSecret(prompt: String, confirmation: String? = nil) throws -> [UInt8]? {
+        guard Console.inputIsTerminal else { return try input.readLine() }
+        guard let confirmation else { return try Self.readFromTerminal(prompt: prompt) }
         for _ in 0..<3 {
-            guard let first = Self.readFromTerminal(prompt: prompt) else { return nil }
-            guard let second = Self.readFromTerminal(prompt: confirmation) else { return nil }
+            guard let first = try Self.readFromTerminal(prompt: prompt) else { return nil }
+            guard let second = try Self.readFromTerminal(prompt: confirmation) else { return nil }
             if first == second { return first }
             Console.err("passwords don't match\n")
         }
@@ -100,14 +179,16 @@ struct SecretReader {
 
     /// Reads a secret on the controlling terminal only (never from piped input); `nil` when
     /// there is no terminal.
-    func readFromTerminalOnly(prompt: String) -> [UInt8]? {
+    func readFromTerminalOnly(prompt: String) throws -> [UInt8]? {
         guard Console.inputIsTerminal else { return nil }
-        return Self.readFromTerminal(prompt: prompt)
+        return try Self.readFromTerminal(prompt: prompt)
     }
 
     /// Like `getpass(3)`: prompts on `/dev/tty` (standard error if it cannot be opened), turns
     /// echo off while reading one line, and restores the terminal even on Ctrl-C.
-    static func readFromTerminal(prompt: String) -> [UInt8]? {
+    /// - Throws: ``CommandFailure`` when the line is longer than ``StandardInput/lineLimit``
+    ///   (what was typed past it is not read).
+    static func readFromTerminal(prompt: String) throws -> [UInt8]? {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         let inFD = tty >= 0 ? tty : 0
         let outFD = tty >= 0 ? tty : 2
@@ -129,15 +210,10 @@ struct SecretReader {
                 Console.emit([0x0A], to: outFD)
             }
         }
-        var line: [UInt8] = []
-        while true {
-            var byte: UInt8 = 0
-            let count = read(inFD, &byte, 1)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { return line.isEmpty ? nil : line }
-            if byte == 0x0A { return line }
-            line.append(byte)
-        }
+        // A terminal returns at most one line per read, so reading by blocks takes nothing
+        // past the line.
+        let terminal = StandardInput(fd: inFD)
+        return try terminal.readLine()
     }
 }
 

@@ -101,6 +101,12 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(findText.out == "three\n", "\(findText)")
     }
 
+    @Test func verboseModePrintsArgumentsThatAreNotUTF8AsTheirBytes() throws {
+        let sandbox = try Sandbox()
+        let run = try sandbox.run(bytes: [bytes("-v"), bytes("find-generic-password"), bytes("-a"), [0xFF, 0x41]])
+        #expect(run.stderr.starts(with: Data(bytes("find-generic-password \"-a\" \"") + [0xFF, 0x41] + bytes("\"\n"))))
+    }
+
     /// Byte strings whose decoding must come back exactly, and stay distinct.
     static let byteStrings: [[UInt8]] = [
         [], bytes("plain"), bytes("été"), [0xE9, 0x74, 0xE9], [0xFF, 0x74, 0xFE], [0x80, 0x74, 0x81],
