@@ -239,12 +239,106 @@ func commandLineAttacks(_ context: StressContext) throws -> [StressRow] {
     }
     runs += 4
     return [
+        try standardInputRow(tool, environment: environment, context: context),
         StressRow(
             group: group, attack: "`security` tool: \(runs) runs adding, finding, dumping, (un)locking, re-passwording",
             trials: runs, required: required,
             measured:
                 "\(outputLeaks.count) runs with canaries on their output, \(commandLineLeaks.count) in cmdline; \(controls.count) control or status problems (-w, -g, -d must print the secret; argv must show it)",
             passed: outputLeaks.isEmpty && commandLineLeaks.isEmpty && controls.isEmpty,
-            evidence: outputLeaks + commandLineLeaks + controls)
+            evidence: outputLeaks + commandLineLeaks + controls),
     ]
+}
+
+/// Secrets piped on standard input: the documented 4 MiB maximum round-trips, and an endless
+/// input is refused with errSecParam once past it, without being read to its end.
+private func standardInputRow(_ tool: String, environment: [String: String], context: StressContext) throws
+    -> StressRow
+{
+    let trials = context.mode.pick(quick: 1, long: 5)
+    let limit = 4 << 20
+    var failures: [String] = []
+    var slowest = 0.0
+    var mostRead = 0
+    for trial in 0..<trials {
+        let secret = String(repeating: "0123456789abcdef", count: limit / 16)
+        let started = monotonicSeconds()
+        let added = try pipeTo(tool, ["add-generic-password", "-a", "big\(trial)", "-s", "stdin", "-w"], environment) {
+            write in write(Data((secret + "\n").utf8))
+        }
+        let found = try pipeTo(tool, ["find-generic-password", "-a", "big\(trial)", "-s", "stdin", "-w"], environment) {
+            _ in
+        }
+        slowest = max(slowest, monotonicSeconds() - started)
+        if added.status != 0 || found.output != secret + "\n" {
+            failures.append("trial \(trial): 4 MiB secret: add \(added.status), read back \(found.output.count) bytes")
+        }
+        var written = 0
+        let endless = try pipeTo(
+            tool, ["add-generic-password", "-a", "endless\(trial)", "-s", "stdin", "-w"], environment
+        ) {
+            write in
+            let block = Data(repeating: 0x61, count: 1 << 16)
+            // Bounded: stop at 64 MiB whatever happens (the tool should stop reading long before).
+            while written < 64 << 20, write(block) { written += block.count }
+        }
+        mostRead = max(mostRead, written)
+        if endless.status != 206 || written >= 64 << 20 {
+            failures.append("trial \(trial): endless input: exit \(endless.status) after \(written) bytes written")
+        }
+    }
+    return StressRow(
+        group: "Bad input", attack: "secrets on standard input: the 4 MiB maximum, and an endless input",
+        trials: trials * 2,
+        required:
+            "4 MiB round-trips; an endless input is refused with errSecParam (exit 206) without being read to its end",
+        measured: failures.isEmpty
+            ? "\(trials)/\(trials) round-trips (slowest add + find \(String(format: "%.2f", slowest)) s); endless input refused after at most \(mostRead >> 20) MiB written"
+            : "\(failures.count) failures",
+        passed: failures.isEmpty, evidence: failures)
+}
+
+/// Runs the tool with `feed` writing to its standard input (`write` returns false once the
+/// tool has closed it), and returns its status and standard output.
+private func pipeTo(
+    _ tool: String, _ arguments: [String], _ environment: [String: String],
+    feed: (_ write: (Data) -> Bool) -> Void
+) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    process.environment = environment
+    let input = Pipe()
+    let output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    signal(SIGPIPE, SIG_IGN)
+    try process.run()
+    let collected = Mutex(Data())
+    let reader = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        collected.withLock { $0 = data }
+        reader.signal()
+    }
+    let fd = input.fileHandleForWriting.fileDescriptor
+    feed { data in
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let count = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += count
+            }
+            return true
+        }
+    }
+    try? input.fileHandleForWriting.close()
+    process.waitUntilExit()
+    reader.wait()
+    return (process.terminationStatus, String(decoding: collected.withLock { $0 }, as: UTF8.self))
 }
