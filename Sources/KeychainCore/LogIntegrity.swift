@@ -6,15 +6,21 @@ import Foundation
 /// SQLite replays the `-wal` file frame by frame, each frame's checksum chained to the one
 /// before (<https://www.sqlite.org/fileformat2.html#walformat>), and stops at the first frame
 /// that fails: everything after it is ignored without an error, and the next write or
-/// checkpoint makes the loss permanent. A crash legitimately leaves such a tail (the frames
-/// of a transaction that never committed, or stale frames past a shorter rewrite), but those
-/// never contain a *committed* transaction that chains from the failing frame. So the log is
-/// damaged when, past the first failing frame, frames of the log's current generation (its
-/// salts) chain from that frame (from its stored checksum, or from the checksum of its bytes
-/// as they now are, whichever the failure spared) up to a commit frame.
+/// checkpoint makes the loss permanent.
 ///
-/// One case cannot be told apart from a write cut short by a crash: damage in the very last
-/// frame of the log, with nothing after it.
+/// What was acknowledged is what SQLite's own index of the log, the `-shm` file, had counted:
+/// a writer records a transaction there (`mxFrame`) only after its frames are written and
+/// synced, and a process killed before that leaves frames that no one was told about (SQLite
+/// drops those rightly, and a later writer may overwrite part of them). So when the index is
+/// there and belongs to the log's current generation, the log is damaged exactly when SQLite's
+/// replay would end before the last frame the index counted; when the log's own header fails,
+/// when SQLite would ignore the whole log, what the index counted past the last checkpoint is
+/// lost.
+///
+/// Without a usable index (deleted, or a file from before a power cut), a heuristic decides:
+/// past the first failing frame, frames of the current generation that chain from it (from its
+/// stored checksum, or from its bytes as they now are) up to a commit frame were committed after
+/// it. Damage confined to the log's very last frame cannot be told from a write cut short then.
 package enum LogIntegrity {
     /// What a scan found.
     package struct Damage: Equatable, Sendable {
@@ -27,8 +33,13 @@ package enum LogIntegrity {
     private static let headerSize = 32
     private static let frameHeaderSize = 24
 
-    /// Scans the log beside `path`; `nil` when it is absent, empty or sound.
+    /// Scans the log beside `path`, with SQLite's index of it when there is one; `nil` when the
+    /// log is absent, empty or sound.
     package static func damage(ofLogBeside path: String) throws -> Damage? {
+        // The index first: a writer records a transaction there only once its frames are in the log.
+        let index = try readPrefix(of: path + "-shm", count: IndexHeader.size).flatMap { prefix in
+            prefix.withUnsafeBytes(IndexHeader.init)
+        }
         let log = path + "-wal"
         guard try SecureFileSystem.existingFile(log) else { return nil }
         let size = try SecureFileSystem.size(of: log)
@@ -36,7 +47,47 @@ package enum LogIntegrity {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
         defer { buffer.deallocate() }
         let count = try SecureFileSystem.readAll(log, into: buffer)
-        return scan(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+        return scan(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), index: index)
+    }
+
+    private static func readPrefix(of path: String, count: Int) throws -> Data? {
+        guard try SecureFileSystem.existingFile(path), try SecureFileSystem.size(of: path) >= count else { return nil }
+        return try SecureFileSystem.readFile(path, limit: count).prefix(count)
+    }
+
+    /// The header of SQLite's index of the log (the `-shm` file's first bytes), as SQLite's
+    /// `wal.c` lays it out: two identical 48-byte copies (version, change counter, `isInit`, byte
+    /// order, page size, `mxFrame`, page count, the last frame's checksum, the log's salts, a
+    /// checksum of the first 40 bytes in this machine's byte order), then the checkpoint
+    /// information, whose first word is `nBackfill`.
+    struct IndexHeader: Equatable {
+        static let size = 100
+        /// The last frame of the last transaction the index counted.
+        var lastFrame: Int
+        /// The frames already copied into the database file by a checkpoint.
+        var backfilled: Int
+        /// The log's salts, as the log's header stores them.
+        var salts: [UInt8]
+
+        init?(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count >= Self.size,
+                Array(bytes[0..<48]) == Array(bytes[48..<96]), bytes[12] == 1,
+                LogIntegrity.word(bytes, 0, bigEndian: Self.bigEndianHost) == 3_007_000
+            else { return nil }
+            let sum = LogIntegrity.checksum(bytes, 0, 40, seed: (0, 0), bigEndian: Self.bigEndianHost)
+            guard
+                sum
+                    == (
+                        LogIntegrity.word(bytes, 40, bigEndian: Self.bigEndianHost),
+                        LogIntegrity.word(bytes, 44, bigEndian: Self.bigEndianHost)
+                    )
+            else { return nil }
+            lastFrame = Int(LogIntegrity.word(bytes, 16, bigEndian: Self.bigEndianHost))
+            backfilled = Int(LogIntegrity.word(bytes, 96, bigEndian: Self.bigEndianHost))
+            salts = Array(bytes[32..<40])
+        }
+
+        static let bigEndianHost = UInt32(1).bigEndian == 1
     }
 
     /// Refuses a keychain whose log is damaged, before SQLite replays it (and, at the next write
@@ -55,12 +106,13 @@ package enum LogIntegrity {
             isSetupProblem: true)
     }
 
-    /// Scans the bytes of a log.
-    static func scan(_ bytes: Data) -> Damage? {
-        bytes.withUnsafeBytes { raw in scan(raw) }
+    /// Scans the bytes of a log, with the bytes of its index when there is one.
+    static func scan(_ bytes: Data, index: Data? = nil) -> Damage? {
+        let header = index.flatMap { $0.withUnsafeBytes(IndexHeader.init) }
+        return bytes.withUnsafeBytes { raw in scan(raw, index: header) }
     }
 
-    private static func scan(_ log: UnsafeRawBufferPointer) -> Damage? {
+    private static func scan(_ log: UnsafeRawBufferPointer, index: IndexHeader?) -> Damage? {
         guard log.count >= headerSize else { return nil }
         let magic = word(log, 0, bigEndian: true)
         let pageSize = Int(word(log, 8, bigEndian: true))
@@ -69,6 +121,20 @@ package enum LogIntegrity {
         guard frames > 0 else { return nil }
         let storedHeaderSum = (word(log, 24, bigEndian: true), word(log, 28, bigEndian: true))
         let sound = magic & 0xFFFF_FFFE == 0x377F_0682
+        if let index {
+            let frames = Frames(bytes: log, pageSize: pageSize, frames: frames, bigEndian: magic & 1 == 1)
+            let headerSum = frames.checksum(0, 24, seed: (0, 0))
+            guard sound && headerSum == storedHeaderSum else {
+                // SQLite ignores the whole log: what the index counted past the last checkpoint is lost.
+                guard index.lastFrame > index.backfilled else { return nil }
+                return Damage(
+                    frame: 1, lostCommits: frames.commits(in: (index.backfilled + 1)...index.lastFrame))
+            }
+            guard Array(log[16..<24]) == index.salts else { return nil }  // another generation
+            let end = frames.replayEnd(salts: (frames.word(16), frames.word(20)), seed: headerSum)
+            guard end < index.lastFrame else { return nil }
+            return Damage(frame: end + 1, lostCommits: max(1, frames.commits(in: (end + 1)...index.lastFrame)))
+        }
         for bigEndian in sound ? [magic & 1 == 1] : [false, true] {
             let log = Frames(bytes: log, pageSize: pageSize, frames: frames, bigEndian: bigEndian)
             let headerSum = log.checksum(0, 24, seed: (0, 0))
@@ -131,6 +197,24 @@ package enum LogIntegrity {
             return lost > 0 ? Damage(frame: frame, lostCommits: lost) : nil
         }
 
+        /// The last commit frame of the frames SQLite replays (0 when none).
+        func replayEnd(salts: (UInt32, UInt32), seed: (UInt32, UInt32)) -> Int {
+            var running = seed
+            var lastCommit = 0
+            var frame = 1
+            while frame <= frames, isValid(frame, salts: salts, seed: running) {
+                if isCommit(frame) { lastCommit = frame }
+                running = stored(frame)
+                frame += 1
+            }
+            return lastCommit
+        }
+
+        /// How many of the frames in `range` that the log holds are commit frames.
+        func commits(in range: ClosedRange<Int>) -> Int {
+            range.clamped(to: 1...max(1, frames)).filter { $0 <= frames && isCommit($0) }.count
+        }
+
         /// How many commit frames chain, frame after frame, from `seed` starting at `first`.
         func commitsChained(from first: Int, seed: (UInt32, UInt32), salts: (UInt32, UInt32)) -> Int {
             var seed = seed
@@ -145,13 +229,13 @@ package enum LogIntegrity {
         }
     }
 
-    private static func word(_ buffer: UnsafeRawBufferPointer, _ offset: Int, bigEndian: Bool) -> UInt32 {
+    fileprivate static func word(_ buffer: UnsafeRawBufferPointer, _ offset: Int, bigEndian: Bool) -> UInt32 {
         let value = buffer.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
         return bigEndian ? UInt32(bigEndian: value) : UInt32(littleEndian: value)
     }
 
     /// SQLite's log checksum over `count` bytes (a multiple of 8) from `start`.
-    private static func checksum(
+    fileprivate static func checksum(
         _ buffer: UnsafeRawBufferPointer, _ start: Int, _ count: Int, seed: (UInt32, UInt32), bigEndian: Bool
     ) -> (UInt32, UInt32) {
         var (s1, s2) = seed

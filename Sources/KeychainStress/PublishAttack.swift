@@ -130,8 +130,7 @@ private func logDamage(_ context: StressContext) throws -> StressRow {
                 class: .genericPassword, attributes: [.account: .string("a\(index)")], data: Data("v\(index)".utf8)))
     }
     let log = try Data(contentsOf: URL(fileURLWithPath: original + "-wal"))
-    let pageSize = 4096
-    let lastFrame = 32 + ((log.count - 32) / (pageSize + 24) - 1) * (pageSize + 24)
+    let index = try Data(contentsOf: URL(fileURLWithPath: original + "-shm"))
     var random = SplitMix64(seed: context.seed)
     var silent: [String] = []
     var refused = 0
@@ -141,9 +140,10 @@ private func logDamage(_ context: StressContext) throws -> StressRow {
         try? FileManager.default.removeItem(atPath: copy + "-shm")
         try copyFile(original, copy)
         var damaged = log
-        let offset = random.int(lastFrame)
+        let offset = random.int(log.count)
         damaged[offset] ^= UInt8(1 + random.int(255))
         try damaged.write(to: URL(fileURLWithPath: copy + "-wal"))
+        try index.write(to: URL(fileURLWithPath: copy + "-shm"))
         do {
             let reopened = try KeychainDatabase.open(at: copy, configuration: configuration)
             let count = try reopened.find(ItemQuery(class: .genericPassword)).count
@@ -155,7 +155,8 @@ private func logDamage(_ context: StressContext) throws -> StressRow {
     withExtendedLifetime(keychain) {}
     return StressRow(
         group: "Tampering",
-        attack: "one flipped byte in the write-ahead log (\(items) acknowledged adds, any frame but the last)",
+        attack:
+            "one flipped byte anywhere in the write-ahead log of \(items) acknowledged adds (a crash's log and index)",
         trials: trials, required: "0 silent rollbacks",
         measured: "\(silent.count) silent rollbacks, \(refused) refused with an error", passed: silent.isEmpty,
         evidence: Array(silent.prefix(3)))

@@ -9,11 +9,13 @@ import Testing
 @Suite("Write-ahead log damage")
 struct LogDamageTests {
     /// A keychain whose acknowledged writes are all still in its log, copied as a crash leaves
-    /// it (the writer never closed, so nothing was checkpointed).
+    /// it (the writer never closed, so nothing was checkpointed): the file, its log and SQLite's
+    /// index of the log (`-shm`).
     private struct CrashedCopy {
         let scratch: Scratch
         let path: String
         let log: Data
+        let index: Data
         let pageSize: Int
         static let items = 24
         static let configuration = KeychainConfiguration.testing(deviceKey: .fixed(Data(repeating: 7, count: 32)))
@@ -26,6 +28,7 @@ struct LogDamageTests {
             path = scratch.file("copy.keychain-db")
             try FileManager.default.copyItem(atPath: original, toPath: path)
             log = try Data(contentsOf: URL(fileURLWithPath: original + "-wal"))
+            index = try Data(contentsOf: URL(fileURLWithPath: original + "-shm"))
             let header = try Data(contentsOf: URL(fileURLWithPath: original)).prefix(100)
             pageSize = Int(header[16]) << 8 | Int(header[17])
             withExtendedLifetime(keychain) {}
@@ -33,52 +36,114 @@ struct LogDamageTests {
 
         /// The number of frames in the log.
         var frames: Int { (log.count - 32) / (pageSize + 24) }
+        func frameOffset(_ frame: Int) -> Int { 32 + (frame - 1) * (pageSize + 24) }
+        func isCommit(_ frame: Int) -> Bool {
+            log[frameOffset(frame) + 4..<frameOffset(frame) + 8].contains { $0 != 0 }
+        }
+        var commitFrames: [Int] { (1...frames).filter(isCommit) }
 
-        func open(withLog bytes: Data) throws -> KeychainDatabase {
+        func open(withLog bytes: Data, index: Data?) throws -> KeychainDatabase {
             try bytes.write(to: URL(fileURLWithPath: path + "-wal"))
             try? FileManager.default.removeItem(atPath: path + "-shm")
+            if let index { try index.write(to: URL(fileURLWithPath: path + "-shm")) }
             return try KeychainDatabase.open(at: path, configuration: Self.configuration)
+        }
+
+        /// The index, saying that its last counted frame is `frame` (both header copies, with
+        /// their checksum recomputed as SQLite computes it).
+        func index(countingUpTo frame: Int) -> Data {
+            var bytes = [UInt8](index)
+            for copy in [0, 48] {
+                withUnsafeBytes(of: UInt32(frame).littleEndian) {
+                    bytes.replaceSubrange(copy + 16..<copy + 20, with: $0)
+                }
+            }
+            var (s1, s2): (UInt32, UInt32) = (0, 0)
+            func word(_ at: Int) -> UInt32 { bytes[at..<at + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+            for at in stride(from: 0, to: 40, by: 8) {
+                s1 = s1 &+ word(at) &+ s2
+                s2 = s2 &+ word(at + 4) &+ s1
+            }
+            for copy in [0, 48] {
+                withUnsafeBytes(of: s1.littleEndian) { bytes.replaceSubrange(copy + 40..<copy + 44, with: $0) }
+                withUnsafeBytes(of: s2.littleEndian) { bytes.replaceSubrange(copy + 44..<copy + 48, with: $0) }
+            }
+            return Data(bytes)
         }
     }
 
-    @Test("an intact log of a crashed writer opens with every acknowledged item")
+    @Test("an intact log of a crashed writer opens with every acknowledged item, with or without its index")
     func intactLogOpensWhole() throws {
         let copy = try CrashedCopy()
+        #expect(LogIntegrity.scan(copy.log, index: copy.index) == nil)
         #expect(LogIntegrity.scan(copy.log) == nil)
-        let keychain = try copy.open(withLog: copy.log)
-        #expect(try keychain.find(ItemQuery(class: .genericPassword)).count == CrashedCopy.items)
+        for index in [copy.index, nil] {
+            let keychain = try copy.open(withLog: copy.log, index: index)
+            #expect(try keychain.find(ItemQuery(class: .genericPassword)).count == CrashedCopy.items)
+        }
     }
 
-    @Test("a flipped byte anywhere in the log but its last frame is reported, never a silent rollback")
+    @Test("a flipped byte anywhere in a log its index counted is reported, never a silent rollback")
     func flippedByteInTheLogIsReported() throws {
         let copy = try CrashedCopy()
         let seed = UInt64.random(in: 0 ... .max)
         var random = SplitMix64(seed: seed)
-        let lastFrameStart = 32 + (copy.frames - 1) * (copy.pageSize + 24)
-        #expect(copy.frames > 10, "the log should hold many commits")
-        for trial in 0..<80 {
+        #expect(copy.commitFrames.count > 10, "the log should hold many commits")
+        for trial in 0..<60 {
             var damaged = copy.log
-            let offset = Int.random(in: 0..<lastFrameStart, using: &random)
+            let offset = Int.random(in: 0..<damaged.count, using: &random)
             damaged[offset] ^= UInt8.random(in: 1...255, using: &random)
             let context = Comment(rawValue: "seed \(seed), trial \(trial), byte \(offset)")
-            #expect(LogIntegrity.scan(damaged) != nil, context)
-            let error = try #require(throws: KeychainError.self, context) { _ = try copy.open(withLog: damaged) }
+            #expect(LogIntegrity.scan(damaged, index: copy.index) != nil, context)
+            let error = try #require(throws: KeychainError.self, context) {
+                _ = try copy.open(withLog: damaged, index: copy.index)
+            }
             #expect(error.code == .decode && error.isSetupProblem, context)
             #expect(error.message.contains(copy.path + "-wal"), context)
         }
         // Nothing was changed: the intact log still opens whole.
-        let keychain = try copy.open(withLog: copy.log)
+        let keychain = try copy.open(withLog: copy.log, index: copy.index)
         #expect(try keychain.find(ItemQuery(class: .genericPassword)).count == CrashedCopy.items)
     }
 
-    @Test("a log cut short by a crash (a torn last frame, or an uncommitted tail) is not damage")
+    @Test("without an index, a flipped byte anywhere but the log's last frame is still reported")
+    func flippedByteWithoutTheIndexIsReported() throws {
+        let copy = try CrashedCopy()
+        let seed = UInt64.random(in: 0 ... .max)
+        var random = SplitMix64(seed: seed)
+        for trial in 0..<40 {
+            var damaged = copy.log
+            let offset = Int.random(in: 0..<copy.frameOffset(copy.frames), using: &random)
+            damaged[offset] ^= UInt8.random(in: 1...255, using: &random)
+            let context = Comment(rawValue: "seed \(seed), trial \(trial), byte \(offset)")
+            #expect(LogIntegrity.scan(damaged) != nil, context)
+            #expect(throws: KeychainError.self, context) { _ = try copy.open(withLog: damaged, index: nil) }
+        }
+    }
+
+    @Test("frames the index never counted (a writer killed before recording its commit) are not damage")
+    func framesTheIndexNeverCountedAreNotDamage() throws {
+        let copy = try CrashedCopy()
+        let commits = copy.commitFrames
+        let counted = commits[commits.count / 2]
+        var overwritten = copy.log
+        // Another writer, trusting the index, wrote over the frame after the last counted one.
+        overwritten[copy.frameOffset(counted + 1) + 100] ^= 0xFF
+        #expect(LogIntegrity.scan(overwritten, index: copy.index(countingUpTo: counted)) == nil)
+        #expect(LogIntegrity.scan(overwritten, index: copy.index(countingUpTo: commits.last!)) != nil)
+        let keychain = try copy.open(withLog: overwritten, index: copy.index(countingUpTo: counted))
+        let found = try keychain.find(ItemQuery(class: .genericPassword)).count
+        #expect(found > 0 && found < CrashedCopy.items)
+    }
+
+    @Test("without an index, a log cut short by a crash (a torn last frame, or an uncommitted tail) is not damage")
     func tornTailIsNotDamage() throws {
         let copy = try CrashedCopy()
         var torn = copy.log
         torn[torn.count - 100] ^= 0xFF
         #expect(LogIntegrity.scan(torn) == nil)
         #expect(LogIntegrity.scan(copy.log.prefix(copy.log.count - 700)) == nil)
-        let keychain = try copy.open(withLog: torn)
+        let keychain = try copy.open(withLog: torn, index: nil)
         #expect(try keychain.find(ItemQuery(class: .genericPassword)).count == CrashedCopy.items - 1)
     }
 }
