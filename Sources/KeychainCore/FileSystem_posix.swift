@@ -17,9 +17,15 @@ import Foundation
 /// - The default keychain: the file named by `KEYCHAIN_DEFAULT_PATH` when it is set, else the one
 ///   chosen in the user's ``KeychainPreferences`` (`security default-keychain -s`), else
 ///   `login.keychain-db`.
+/// - macOS's keychains directory, `$HOME/Library/Keychains`: a path in it, as macOS scripts
+///   write them, names the keychain of the same name in ``keychainsDirectory`` (see
+///   ``resolve(_:)``).
 public struct KeychainPaths: Sendable, Hashable {
     /// The directory that holds keychain files.
     public var keychainsDirectory: String
+    /// Where macOS keeps a user's keychains, `$HOME/Library/Keychains`: paths in it are read as
+    /// names of keychains in ``keychainsDirectory``. Nothing is ever created there.
+    public var macOSKeychainsDirectory: String
     /// The directory that holds the device key.
     public var configurationDirectory: String
     /// The default keychain's file.
@@ -38,6 +44,7 @@ public struct KeychainPaths: Sendable, Hashable {
             environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
             ?? home + "/.config"
         keychainsDirectory = data + "/keychains"
+        macOSKeychainsDirectory = home + "/Library/Keychains"
         configurationDirectory = config + "/keychain"
         let preferences = try? KeychainPreferences.load(from: configurationDirectory + "/preferences.json")
         defaultKeychain =
@@ -57,10 +64,38 @@ public struct KeychainPaths: Sendable, Hashable {
 
     /// Resolves a keychain argument: a path (containing `/`) as is, a bare name inside
     /// ``keychainsDirectory`` (adding `.keychain-db` when it has no extension).
+    ///
+    /// A path in ``macOSKeychainsDirectory`` names the keychain that the same bare name names,
+    /// so that macOS scripts run unchanged. macOS keeps the keychain `X` in the file `X-db`, so
+    /// `$HOME/Library/Keychains/build` and `…/build-db` resolve as the name `build`, and
+    /// `…/build.keychain` and `…/build.keychain-db` as `build.keychain` and `build.keychain-db`
+    /// (the file that `security create-keychain build.keychain` makes).
+    ///
+    /// ```swift
+    /// let paths = KeychainPaths(environment: ["HOME": "/home/u"])
+    /// paths.resolve("/home/u/Library/Keychains/build-db")  // "/home/u/.local/share/keychains/build.keychain-db"
+    /// ```
     public func resolve(_ nameOrPath: String) -> String {
-        if nameOrPath.contains("/") { return nameOrPath }
-        let name = nameOrPath.contains(".") ? nameOrPath : nameOrPath + ".keychain-db"
-        return keychainsDirectory + "/" + name
+        let name = macOSKeychainName(nameOrPath) ?? nameOrPath
+        if name.contains("/") { return name }
+        return keychainsDirectory + "/" + (name.contains(".") ? name : name + ".keychain-db")
+    }
+
+    /// The bare name that a path in ``macOSKeychainsDirectory`` stands for, or `nil` for any
+    /// other argument. The path is compared as written (after the shell expanded `~`), with
+    /// repeated slashes ignored; files in subdirectories are not keychains of macOS's list.
+    func macOSKeychainName(_ path: String) -> String? {
+        let directory = macOSKeychainsDirectory.split(separator: "/")
+        let components = path.split(separator: "/")
+        guard path.hasPrefix("/"), components.count == directory.count + 1,
+            components.starts(with: directory), let file = components.last, file != ".", file != ".."
+        else { return nil }
+        // macOS adds `-db` to the name it was given: `X-db` is the keychain `X`, except that
+        // `X.keychain-db` already names a file of ours.
+        if file.hasSuffix("-db"), !file.hasSuffix(".keychain-db"), file.count > 3 {
+            return String(file.dropLast(3))
+        }
+        return String(file)
     }
 }
 

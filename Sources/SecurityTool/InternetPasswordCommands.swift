@@ -86,7 +86,12 @@ struct InternetPasswordMatch: ParsableArguments {
     }
 
     /// The query macOS would build (`find_first_internet_password`).
-    func query() throws -> ItemQuery {
+    /// - Parameter authenticationTypeInHostOrder: Whether `-t` is read as macOS's
+    ///   `delete-internet-password` reads it: `add-` and `find-internet-password` store and
+    ///   match the code's bytes as written (they convert it to big-endian), but `delete-` passes
+    ///   the code in host byte order, which on every current Mac (little-endian) is the written
+    ///   bytes reversed; so `delete-internet-password -t tlfd` deletes an item added with `-t dflt`.
+    func query(authenticationTypeInHostOrder: Bool = false) throws -> ItemQuery {
         var given: Attributes = [:]
         given.set(.account, account)
         given.set(.server, server)
@@ -102,7 +107,11 @@ struct InternetPasswordMatch: ParsableArguments {
         }
         if let authenticationType {
             _ = try fourCharCode(authenticationType)
-            given.set(.authenticationType, authenticationType)
+            given.set(
+                .authenticationType,
+                authenticationTypeInHostOrder
+                    ? ArgumentBytes.string(from: ArgumentBytes.bytes(of: authenticationType).reversed())
+                    : authenticationType)
         }
         given.set(.label, label)
         given.set(.description, kind)
@@ -304,7 +313,15 @@ struct DeleteInternetPassword: ToolCommand {
             attributes are printed on standard output, then "password has been deleted." on standard \
             error. When nothing matches, the command exits 44.
 
+            As on macOS, -t takes the authentication type's four characters in reverse order (macOS \
+            reads this one option in the Mac's little-endian byte order): an item added with `-t dflt` \
+            is deleted with `-t tlfd`, and `-t dflt` does not match it. add- and find-internet-password \
+            take the code as written.
+
             \(HelpText.lockedKeychains)
+
+            Example:
+              security delete-internet-password -s git.example.com -a alice -t tlfd
             """))
 
     @OptionGroup var match: InternetPasswordMatch
@@ -317,6 +334,6 @@ struct DeleteInternetPassword: ToolCommand {
     }
 
     func execute(in session: Session) throws -> Int32 {
-        try deleteFirstMatch(match.query(), keychains: keychains, session: session)
+        try deleteFirstMatch(match.query(authenticationTypeInHostOrder: true), keychains: keychains, session: session)
     }
 }

@@ -520,10 +520,19 @@ struct ShowKeychainInfo: ToolCommand {
         usage: "security show-keychain-info [keychain]",
         discussion: HelpText.wrapped(
             """
-            Prints the keychain's lock settings on standard error, as macOS does, for example \
-            `Keychain "build.keychain" no-timeout`. Linux keychains have no lock timer (a keychain is \
-            locked when the `security` process that unlocked it exits), so the settings are always \
-            `no-timeout`.
+            Prints the settings of the keychain (the default keychain when none is given) on standard \
+            error, as macOS does, for example `Keychain "build.keychain" no-timeout`. Linux keychains \
+            have no lock timer (a keychain is locked when the `security` process that unlocked it \
+            exits), so the settings are always `no-timeout`.
+
+            As on macOS, reading the settings needs the keychain unlocked, so scripts use this command \
+            to learn whether a keychain is usable: for a locked password keychain it fails with "User \
+            interaction is not allowed." (exit 36) unless KEYCHAIN_PASSWORD holds its password or the \
+            password is typed on the terminal (a wrong one exits 51). A keychain without a password \
+            is always unlocked.
+
+            Example:
+              security show-keychain-info build.keychain 2>/dev/null || echo locked
             """))
 
     @Argument(help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
@@ -533,10 +542,23 @@ struct ShowKeychainInfo: ToolCommand {
         guard keychains.count <= 1 else { throw CommandFailure.usage("Give at most one keychain.") }
         let name = keychains.first
         guard name?.isEmpty != true else { throw CommandFailure.usage("a keychain name cannot be empty") }
+        let function = "SecKeychainCopySettings \(name ?? "<NULL>")"
+        let keychain: OpenKeychain
         do {
-            _ = try session.open(name)
+            // macOS's default keychain always exists; here it is made on first use.
+            keychain = try session.open(name, createDefault: name == nil)
         } catch {
-            throw CommandFailure.status(of: error, "SecKeychainCopySettings \(name ?? "<NULL>")")
+            throw CommandFailure.status(of: error, function)
+        }
+        do {
+            // macOS's SecKeychainCopySettings needs the keychain unlocked (or unlocks it).
+            try session.withAccess(to: keychain) {
+                if keychain.database.isLocked {
+                    throw KeychainError(.interactionNotAllowed, "the keychain is locked")
+                }
+            }
+        } catch {
+            throw searchFailure(error, function: function)
         }
         Console.err("Keychain \"\(name ?? "<NULL>")\" no-timeout\n")
         return 0

@@ -72,8 +72,10 @@ enum SecurityTool {
           security add-generic-password -a ci -s deploy -w      (asks for the secret)
           security find-generic-password -a ci -s deploy -w    (prints it)
 
-        Commands, options, output and exit statuses follow macOS's security(1), so macOS scripts run \
-        unchanged. A failing command prints `security: <function>: <message>` on standard error and \
+        The commands listed below follow macOS's security(1) in their options, output and exit \
+        statuses, so macOS scripts that use them run unchanged; the macOS commands listed after them \
+        are not available yet. Keychain paths such as ~/Library/Keychains/build.keychain-db name the \
+        keychains here (build.keychain). A failing command prints `security: <function>: <message>` on standard error and \
         exits with the low byte of the status code: 44 when an item is not found, 45 when it already \
         exists, 36 when a keychain is locked, 51 for a wrong password (`security error <code>` explains \
         a code). Run `security help <command>` for a command's options and examples.
@@ -106,6 +108,7 @@ enum SecurityTool {
         var prompt = "security> "
         var index = 0
         if arguments.first == "--help" { return help(Array(arguments.dropFirst())) }
+        if arguments.first == completionOption { return completionScript(Array(arguments.dropFirst())) }
         options: while index < arguments.count {
             let argument = arguments[index]
             guard argument.hasPrefix("-"), argument != "-" else { break }
@@ -267,10 +270,24 @@ enum SecurityTool {
         text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
     }
 
+    /// The macOS commands that this version does not have yet (running one fails with exit 1).
+    static var unavailableCommandNames: [String] {
+        macOSCommandNames.filter { name in name != "help" && !commands.contains { $0.name == name } }
+    }
+
+    /// The paragraph of `security help` that names the macOS commands not available here.
+    static func unavailableCommandsText() -> String {
+        HelpText.wrapped(
+            "Not available in the Linux version yet (they fail with exit status 1): "
+                + unavailableCommandNames.joined(separator: ", ") + ".")
+    }
+
     /// `security help [command...]` and `security -h [command...]`.
     static func help(_ names: [String]) -> Int32 {
         guard !names.isEmpty else {
-            Console.out(introduction + "\n\n" + usageText + "\n\nCommands:\n" + commandTable())
+            Console.out(
+                introduction + "\n\n" + usageText + "\n\nCommands:\n" + commandTable() + "\n"
+                    + unavailableCommandsText() + "\n\n" + completionText + "\n")
             return 0
         }
         for typed in names {
@@ -289,6 +306,41 @@ enum SecurityTool {
             let text = SecurityCommand.helpMessage(for: command.type)
             Console.out(text.hasSuffix("\n") ? text : text + "\n")
         }
+        return 0
+    }
+
+    // MARK: Shell completion
+
+    /// The option that prints a completion script (ArgumentParser's own name for it). It is
+    /// read before macOS's global options, and only as the first argument.
+    static let completionOption = "--generate-completion-script"
+
+    static let completionText = HelpText.wrapped(
+        """
+        Shell completion (Linux only): print a script for bash, zsh or fish with
+          security \(completionOption) bash|zsh|fish
+        and save it where the shell looks for one:
+          bash   ~/.local/share/bash-completion/completions/security
+          zsh    _security in a directory of $fpath
+          fish   ~/.config/fish/completions/security.fish
+        """)
+
+    /// `security --generate-completion-script [bash|zsh|fish]`: prints ArgumentParser's
+    /// completion script for the shell (by default the one `$SHELL` names).
+    static func completionScript(_ arguments: [String]) -> Int32 {
+        let shellName =
+            arguments.first
+            ?? ProcessInfo.processInfo.environment["SHELL"].map { ($0 as NSString).lastPathComponent } ?? ""
+        guard arguments.count <= 1, let shell = CompletionShell(rawValue: shellName) else {
+            let names = CompletionShell.allCases.map(\.rawValue).joined(separator: ", ")
+            Console.err(
+                "security: \(completionOption): "
+                    + (arguments.count > 1 ? "give one shell" : "unknown shell \"\(shellName)\"")
+                    + " (the shells are \(names))\nUsage: security \(completionOption) bash|zsh|fish\n")
+            return 2
+        }
+        let script = SecurityCommand.completionScript(for: shell)
+        Console.out(script.hasSuffix("\n") ? script : script + "\n")
         return 0
     }
 

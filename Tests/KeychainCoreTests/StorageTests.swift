@@ -188,6 +188,24 @@ struct StorageTests {
         #expect(paths.resolve("work") == scratch.path + "/data/keychains/work.keychain-db")
     }
 
+    @Test(
+        "a path in ~/Library/Keychains names the keychain of that name (macOS's X-db is X)",
+        arguments: [
+            ("/home/u/Library/Keychains/build", "/home/u/.local/share/keychains/build.keychain-db"),
+            ("/home/u/Library/Keychains/build-db", "/home/u/.local/share/keychains/build.keychain-db"),
+            ("/home/u/Library/Keychains/build.keychain", "/home/u/.local/share/keychains/build.keychain"),
+            ("/home/u/Library/Keychains/build.keychain-db", "/home/u/.local/share/keychains/build.keychain-db"),
+            ("/home/u//Library/Keychains//login.keychain-db", "/home/u/.local/share/keychains/login.keychain-db"),
+            ("/home/u/Library/Keychains/my.ci-db", "/home/u/.local/share/keychains/my.ci"),
+            ("/home/u/Library/Keychains/sub/build-db", "/home/u/Library/Keychains/sub/build-db"),
+            ("/home/u/Library/Keychains/..", "/home/u/Library/Keychains/.."),
+            ("/home/v/Library/Keychains/build-db", "/home/v/Library/Keychains/build-db"),
+            ("Library/Keychains/build-db", "Library/Keychains/build-db"),
+        ])
+    func macOSKeychainPathsResolveInTheKeychainsDirectory(argument: String, resolved: String) {
+        #expect(KeychainPaths(environment: ["HOME": "/home/u"]).resolve(argument) == resolved)
+    }
+
     @Test("the default keychain follows the user's preferences; KEYCHAIN_DEFAULT_PATH wins")
     func defaultKeychainPreference() throws {
         let scratch = try Scratch()
