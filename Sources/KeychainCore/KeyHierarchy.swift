@@ -51,7 +51,10 @@ public struct DeviceKeySource: Sendable {
         case .file(nil):
             let paths = KeychainPaths()
             if try !SecureFileSystem.existingFile(paths.deviceKeyFile),
-                let orphan = KeychainCore.Storage.passwordlessKeychains(in: paths.keychainsDirectory).first
+                let orphan = KeychainCore.Storage.passwordlessKeychains(in: paths.keychainsDirectory).first,
+                // A keychain appears only after its key: one made since the first look by a
+                // process racing this one comes with a key file that is there now.
+                try !SecureFileSystem.existingFile(paths.deviceKeyFile)
             {
                 throw Self.missing(
                     paths.deviceKeyFile,
