@@ -243,12 +243,8 @@ public final class KeychainDatabase: Sendable {
         if let layout = header.indexLayout.metaValue { try Storage.setMeta(db, IndexLayout.metaName, layout) }
         var passwordKey: SymmetricKey?
         if let password {
-            let derivation = configuration.keyDerivation
-            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
-            let salt = Sealing.randomBytes(32)
-            header.kdf = (derivation, salt)
+            (header.kdf, passwordKey) = try newPasswordKey(password, configuration: configuration)
             try Storage.setMeta(db, "kdf", header.kdfBytes)
-            passwordKey = try derivation.deriveKey(password: password, salt: salt)
         }
         let deviceKey = try configuration.deviceKey.loadForCreating()
         if header.kdf != nil {
@@ -526,6 +522,17 @@ public final class KeychainDatabase: Sendable {
         return unwrapped
     }
 
+    /// A fresh salt and the key derived from `password` with the configuration's derivation
+    /// (checked against its limits first).
+    static func newPasswordKey(_ password: Data, configuration: KeychainConfiguration) throws
+        -> (kdf: (KeyDerivation, salt: Data), key: SymmetricKey)
+    {
+        let derivation = configuration.keyDerivation
+        try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
+        let salt = Sealing.randomBytes(32)
+        return ((derivation, salt), try derivation.deriveKey(password: password, salt: salt))
+    }
+
     /// Writes the header of `keys` wrapped for `newPassword` (a fresh salt; `nil` for a
     /// password-less keychain), replacing every stored wrapping.
     func storeHeader(_ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, layout: IndexLayout)
@@ -534,11 +541,7 @@ public final class KeychainDatabase: Sendable {
         var next = Header(kdf: nil, indexLayout: layout)
         var passwordKey: SymmetricKey?
         if let newPassword {
-            let derivation = configuration.keyDerivation
-            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
-            let salt = Sealing.randomBytes(32)
-            next.kdf = (derivation, salt)
-            passwordKey = try derivation.deriveKey(password: newPassword, salt: salt)
+            (next.kdf, passwordKey) = try Self.newPasswordKey(newPassword, configuration: configuration)
         }
         try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%' OR name IN ('kdf', 'kdf.mac')")
         if next.kdf != nil {

@@ -452,6 +452,13 @@ struct RowCodec {
     /// Decrypts a row's attributes and secret, whatever they hold.
     /// - Throws: `.decode` when the row fails authentication.
     func unseal(_ stored: StoredRow) throws -> (attributes: Attributes, data: Data?) {
+        let (attributes, key, context) = try openAttributes(stored)
+        let data = try stored.data.map { try Sealing.open($0, key: key, context: context.field("data")) }
+        return (attributes, data)
+    }
+
+    /// Opens a row's attributes, with the key and associated data that open its secret.
+    private func openAttributes(_ stored: StoredRow) throws -> (Attributes, key: SymmetricKey, context: Context) {
         let key = try key(for: stored.protection)
         let row = SealedRow(
             uuid: stored.uuid, itemClass: stored.itemClass, protection: stored.protection,
@@ -460,22 +467,14 @@ struct RowCodec {
         let context = Context(database.keychainID, row, tombstone: stored.tombstone, hasData: stored.hasData)
         let attributes = try AttributeCoding.decode(
             Sealing.open(stored.attributes, key: key, context: context.field("attributes")))
-        let data = try stored.data.map { try Sealing.open($0, key: key, context: context.field("data")) }
-        return (attributes, data)
+        return (attributes, key, context)
     }
 
     /// Decrypts a row read for `plan`.
     /// - Returns: The item, or `nil` when it fails a filter that only decryption can check.
     /// - Throws: `.decode` when the row fails authentication or contradicts its index rows.
     func open(_ stored: StoredRow, plan: QueryPlan, includeData: Bool) throws -> Item? {
-        let key = try key(for: stored.protection)
-        let row = SealedRow(
-            uuid: stored.uuid, itemClass: stored.itemClass, protection: stored.protection,
-            groupTag: stored.groupTag, syncTag: stored.syncTag, primaryKeyTag: stored.primaryKeyTag,
-            attributes: stored.attributes, data: stored.data)
-        let context = Context(database.keychainID, row, tombstone: stored.tombstone, hasData: stored.hasData)
-        let attributes = try AttributeCoding.decode(
-            Sealing.open(stored.attributes, key: key, context: context.field("attributes")))
+        let (attributes, key, context) = try openAttributes(stored)
         // The row's columns (class, protection, group, sync and primary-key tags, tombstone)
         // are authenticated as associated data: they are the ones computed from these
         // attributes when the row was sealed. The `tags` table is not authenticated, so the
