@@ -95,6 +95,7 @@ enum SecurityTool {
         CrashReport.suppress()
         let session = Session()
         let result = run(ArgumentBytes.processArguments(), session: session)
+        session.closeAll()
         session.input.returnUnreadInput()
         exit(exitStatus(forResult: result))
     }

@@ -190,6 +190,15 @@ final class Session {
     /// Forgets this process's handle for a keychain (before deleting its file).
     func close(_ path: String) { handles[path] = nil }
 
+    /// Closes every keychain this process opened, as it ends: each folds its write-ahead log
+    /// into the file and empties it, so the next process has no log to replay and no log grows
+    /// across the thousands of short processes a script runs. A keychain another process is
+    /// writing is left to that process.
+    func closeAll() {
+        for handle in handles.values { try? handle.close() }
+        handles = [:]
+    }
+
     /// Every keychain handle this process has open.
     var openDatabases: [KeychainDatabase] { Array(handles.values) }
 
