@@ -374,13 +374,17 @@ public final class KeychainDatabase: Sendable {
         }
     }
 
-    /// Closes the keychain for this handle: folds its write-ahead log into the file and empties
-    /// it, so a short-lived process leaves no log for the next one to replay, and forgets every
-    /// key. Every later call on the handle fails with `.notAvailable`; closing twice does
-    /// nothing. The connections themselves close when the handle is released.
+    /// Closes the keychain for this handle and forgets every key; every later call on the handle
+    /// fails with `.notAvailable`, and closing twice does nothing. The connections themselves
+    /// close when the handle is released.
     ///
-    /// Another process writing, or reading an older state, leaves the log for that process to
-    /// fold in; `close()` never waits for it.
+    /// A handle that wrote leaves the write-ahead log bounded for the processes after it: once
+    /// the log is past ``keychainLogCloseLimit`` it is folded into the file and emptied. (A new
+    /// process rebuilds SQLite's index of the log and cannot tell that earlier processes folded
+    /// it in, so without this a log that short processes append to only ever grows.) Below that
+    /// size the log is left as it is: emptying it would make the next process write a
+    /// transaction to create it again. Another process writing, or reading an older state,
+    /// leaves the log to that process; `close()` never waits for it.
     public func close() throws {
         keys.modify { state in
             state.classKeys = [:]
@@ -389,7 +393,9 @@ public final class KeychainDatabase: Sendable {
             state.hasBeenUnlocked = false
             state.isClosed = true
         }
+        guard let path, ((try? SecureFileSystem.size(of: path + "-wal")) ?? 0) > keychainLogCloseLimit else { return }
         try? writer.writeWithoutTransaction { db in
+            guard sqlite3_total_changes(db.sqliteConnection) > 0 else { return }
             sqlite3_busy_timeout(db.sqliteConnection, 0)
             defer { sqlite3_busy_timeout(db.sqliteConnection, Int32(configuration.busyTimeout * 1000)) }
             try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")

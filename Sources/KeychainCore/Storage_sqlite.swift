@@ -450,6 +450,10 @@ package func configureKeychainWriter(_ db: Database) throws {
 /// automatic checkpoint), so the log keeps its steady size and gives back anything beyond it.
 package let keychainLogSizeLimit = 4 << 20
 
+/// The size, in bytes, past which ``KeychainDatabase/close()`` folds a keychain's write-ahead
+/// log into the file and empties it: a few dozen commits of short-lived processes.
+package let keychainLogCloseLimit = 256 << 10
+
 /// The page cache of a keychain's writer connection, in KiB: the index pages of about
 /// 150,000 items.
 package let keychainWriterCacheKiB = 16_384

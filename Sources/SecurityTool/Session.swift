@@ -190,13 +190,15 @@ final class Session {
     /// Forgets this process's handle for a keychain (before deleting its file).
     func close(_ path: String) { handles[path] = nil }
 
-    /// Closes every keychain this process opened, as it ends: each folds its write-ahead log
-    /// into the file and empties it, so the next process has no log to replay and no log grows
-    /// across the thousands of short processes a script runs. A keychain another process is
+    /// Closes every keychain this process opened, as it ends: a keychain whose write-ahead log
+    /// has grown past its close limit folds it into the file, so the log never grows across the
+    /// thousands of short processes a script runs. A keychain another process is
     /// writing is left to that process.
     func closeAll() {
+        // The handles are kept: releasing them would close SQLite's connections, and the last
+        // one to close deletes the log, which the next process then writes a transaction to
+        // create again (GRDB makes sure a pool has a non-empty log).
         for handle in handles.values { try? handle.close() }
-        handles = [:]
     }
 
     /// Every keychain handle this process has open.

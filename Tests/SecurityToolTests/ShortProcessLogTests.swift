@@ -5,8 +5,8 @@ import Testing
     import Glibc
 #endif
 
-/// Scripts run `security` as thousands of short processes: each closes what it opened, so the
-/// keychain's write-ahead log never grows across them (it reached 14.6 MB after 1,000 adds when
+/// Scripts run `security` as thousands of short processes: a process that ends with the
+/// keychain's write-ahead log past 256 KiB folds it into the file, so the log never grows across them (it reached 14.6 MB after 1,000 adds when
 /// no process closed its keychain).
 @Suite struct ShortProcessLogTests {
     @Test func aThousandShortLivedProcessesKeepTheLogBounded() throws {
@@ -18,9 +18,8 @@ import Testing
             #expect(status == 0, "process \(index)")
             largest = max(largest, fileSize(sandbox.loginKeychain + "-wal"))
         }
-        // Each process leaves the log empty; the largest seen is what one process wrote before closing.
-        #expect(fileSize(sandbox.loginKeychain + "-wal") == 0)
-        #expect(largest <= 64 << 10, "largest log between processes: \(largest) bytes")
+        // A process that ends with the log past 256 KiB folds it into the file and empties it.
+        #expect(largest <= 512 << 10, "largest log between processes: \(largest) bytes")
         let found = try sandbox.run(["find-generic-password", "-s", "svc7", "-a", "acct507", "-w"])
         #expect(found.out == "secret\n", "\(found)")
     }
