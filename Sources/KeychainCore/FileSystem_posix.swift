@@ -185,22 +185,12 @@ enum SecureFileSystem {
         guard fsync(fd) == 0 else { throw posixError("cannot sync file", path) }
     }
 
-    /// Reads a whole file without following a symbolic link, up to `limit` bytes.
+    /// Reads a whole file without following a symbolic link, up to `limit` bytes (one more
+    /// when the file is longer, so that callers can tell).
     static func readFile(_ path: String, limit: Int) throws -> Data {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw posixError("cannot open file", path) }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: limit + 1)
-        var total = 0
-        while total <= limit {
-            let count = buffer.withUnsafeMutableBytes {
-                read(fd, $0.baseAddress! + total, limit + 1 - total)
-            }
-            if count < 0 { throw posixError("cannot read file", path) }
-            if count == 0 { break }
-            total += count
-        }
-        return Data(buffer[0..<min(total, limit + 1)])
+        var data = Data(count: limit + 1)
+        let count = try data.withUnsafeMutableBytes { try readAll(path, into: $0) }
+        return data.prefix(count)
     }
 
     /// Reads `path` (without following a symbolic link) into `buffer`, up to its size.
@@ -230,12 +220,11 @@ enum SecureFileSystem {
     }
 
     /// Whether `path` cannot be opened for writing because it, or its file system, is read-only.
+    ///
+    /// Asked with `access`, not by opening the file: closing a descriptor of a file releases
+    /// every POSIX lock this process holds on it, SQLite's included.
     static func isReadOnly(_ path: String) -> Bool {
-        let fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
-        if fd >= 0 {
-            close(fd)
-            return false
-        }
+        guard access(path, W_OK) != 0 else { return false }
         return errno == EROFS || errno == EACCES || errno == EPERM
     }
 
@@ -302,10 +291,15 @@ enum SecureFileSystem {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("cannot open directory", directory) }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw posixError("cannot lock directory", directory) }
-        }
+        try lockExclusively(fd, directory)
         return try body()
+    }
+
+    /// Takes an exclusive `flock` on `fd` (the file at `path`), waiting for it.
+    static func lockExclusively(_ fd: Int32, _ path: String) throws {
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw posixError("cannot lock", path) }
+        }
     }
 
     /// Removes the temporary files (and SQLite's files beside them) that a process killed while

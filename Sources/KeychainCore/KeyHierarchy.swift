@@ -139,6 +139,11 @@ enum KeyName: Hashable, Sendable {
     }
 
     static let all: [KeyName] = [.index] + ProtectionClass.allCases.map { .protection($0) }
+
+    /// A new random key for every name: a new keychain's keys, or a rotation's.
+    static func freshKeys() -> [KeyName: SymmetricKey] {
+        all.reduce(into: [:]) { $0[$1] = SymmetricKey(size: .bits256) }
+    }
 }
 
 /// What a stored key is wrapped with.
@@ -220,6 +225,13 @@ final class KeyRing: @unchecked Sendable {
         var isUnlocked = false
         /// Whether ``KeychainDatabase/close()`` was called: nothing is read or written again.
         var isClosed = false
+
+        /// Takes the index key and the class keys among `keys` (keys already held and not among
+        /// them stay).
+        mutating func install(_ keys: [KeyName: SymmetricKey]) {
+            indexKey = keys[.index]
+            for case (.protection(let c), let key) in keys { classKeys[c] = key }
+        }
     }
 
     private var state: State

@@ -307,19 +307,43 @@ extension KeychainDatabase {
     ///   `.missingEntitlement`, `.noSuchAttribute`, `.parameter`.
     public func find(_ query: ItemQuery, includeData: Bool = false) throws -> [Item] {
         if query.itemClass == .identity { return try findIdentities(query, includeData: includeData) }
-        let plan = try prepare(query, writing: false)
-        return try keys.read { state in
+        return try readMatches(prepare(query, writing: false), includeData: includeData, unreadable: nil)
+    }
+
+    /// Decrypts the rows `plan` matches, in the order they were added, up to its limit. A row
+    /// that is malformed or fails authentication is passed to `unreadable` and skipped; without
+    /// it, it fails the whole search.
+    private func readMatches(
+        _ plan: QueryPlan, includeData: Bool, unreadable: ((UnreadableItem) -> Void)?
+    ) throws -> [Item] {
+        try keys.read { state in
             let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
+            let malformed = unreadable.map { report in
+                { (rowID: Int64?) in
+                    report(
+                        UnreadableItem(
+                            rowID: rowID, persistentID: nil, itemClass: nil,
+                            error: KeychainError.decode("a stored item is malformed")))
+                }
+            }
             let rows = try Self.run {
                 try writer.read { db in
-                    try plan.fetch(db, tagger: codec.tagger, includeData: includeData, statements: searchStatements)
+                    try plan.fetch(
+                        db, tagger: codec.tagger, includeData: includeData, statements: searchStatements,
+                        malformed: malformed)
                 }
             }
             var items: [Item] = []
             for row in rows {
                 if let limit = plan.limit, items.count >= limit { break }
-                guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
-                items.append(item)
+                do {
+                    guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
+                    items.append(item)
+                } catch let error as KeychainError where error.code == .decode && unreadable != nil {
+                    unreadable?(
+                        UnreadableItem(
+                            rowID: row.id, persistentID: UUID(bytes: row.uuid), itemClass: row.itemClass, error: error))
+                }
             }
             return items
         }
@@ -349,34 +373,13 @@ extension KeychainDatabase {
         guard query.itemClass != .identity else {
             throw KeychainError.parameter("identities cannot be listed row by row")
         }
-        let plan = try prepare(query, writing: false)
-        return try keys.read { state in
-            let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
-            var found = ReadableItems()
-            let rows = try Self.run {
-                try writer.read { db in
-                    try plan.fetch(db, tagger: codec.tagger, includeData: includeData, statements: searchStatements) {
-                        found.unreadable.append(
-                            UnreadableItem(
-                                rowID: $0, persistentID: nil, itemClass: nil,
-                                error: KeychainError.decode("a stored item is malformed")))
-                    }
-                }
-            }
-            for row in rows {
-                if let limit = plan.limit, found.items.count >= limit { break }
-                do {
-                    guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
-                    found.items.append(item)
-                } catch let error as KeychainError where error.code == .decode {
-                    found.unreadable.append(
-                        UnreadableItem(
-                            rowID: row.id, persistentID: UUID(bytes: row.uuid), itemClass: row.itemClass, error: error))
-                }
-            }
-            found.unreadable.sort { ($0.rowID ?? .max) < ($1.rowID ?? .max) }
-            return found
+        var unreadable: [UnreadableItem] = []
+        var found = ReadableItems()
+        found.items = try readMatches(prepare(query, writing: false), includeData: includeData) {
+            unreadable.append($0)
         }
+        found.unreadable = unreadable.sorted { ($0.rowID ?? .max) < ($1.rowID ?? .max) }
+        return found
     }
 
     /// Finds the first matching item, or `nil`.

@@ -39,7 +39,7 @@ extension KeychainDatabase {
                     let meta = try Storage.meta(db)
                     let current = try Header(meta: meta)
                     let old = try unwrapEveryKey(meta, header: current, password: password)
-                    let keys = rotating ? KeyName.all.reduce(into: [:]) { $0[$1] = SymmetricKey(size: .bits256) } : old
+                    let keys = rotating ? KeyName.freshKeys() : old
                     if rotating { try resealEveryRow(db, from: old, to: keys, layout: current.indexLayout) }
                     let next = try storeHeader(db, keys: keys, newPassword: newPassword, layout: current.indexLayout)
                     committed = (next, keys)
@@ -99,17 +99,15 @@ extension Dictionary where Key == KeyName, Value == SymmetricKey {
     /// A key-ring state holding these keys.
     fileprivate func state(layout: IndexLayout) -> KeyRing.State {
         var state = KeyRing.State(layout: layout, groups: [])
-        state.indexKey = self[.index]
-        for case (.protection(let c), let key) in self { state.classKeys[c] = key }
+        state.install(self)
         return state
     }
 
     /// Puts these keys in `ring`, unlocked (the caller has just proven the password).
     fileprivate func withUnlockedState(_ ring: KeyRing) {
         ring.modify { state in
-            state.indexKey = self[.index]
             state.classKeys = [:]
-            for case (.protection(let c), let key) in self { state.classKeys[c] = key }
+            state.install(self)
             state.isUnlocked = true
             state.hasBeenUnlocked = true
         }

@@ -33,6 +33,8 @@ public final class KeychainDatabase: Sendable {
     let keys: KeyRing
     let searchStatements = SearchStatements()
     let header: Mutex<Header>
+    /// The file this handle keeps open, counted in ``OpenKeychainFiles`` while the handle lives.
+    private let openFile: OpenKeychainFiles.FileID?
 
     struct Header: Sendable {
         var kdf: (KeyDerivation, salt: Data)?
@@ -60,7 +62,13 @@ public final class KeychainDatabase: Sendable {
         keys = KeyRing(layout: header.indexLayout, groups: configuration.accessGroups.groups.filter { $0 != "*" })
         try header.kdf?.0.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
         self.header = Mutex(header)
+        // Every stored property is set from here, so a throw below still runs `deinit`.
+        openFile = path.flatMap(OpenKeychainFiles.retain)
         try unwrapDeviceKeys(meta: meta, header: header)
+    }
+
+    deinit {
+        if let openFile { OpenKeychainFiles.release(openFile) }
     }
 
     // MARK: Opening and creating
@@ -81,8 +89,14 @@ public final class KeychainDatabase: Sendable {
         for suffix in ["-wal", "-shm", "-journal"] {
             _ = try SecureFileSystem.existingFile(path + suffix)
         }
-        try Storage.validateHeader(of: path)
-        try LogIntegrity.check(logBeside: path)
+        // Reading the file or its index ourselves means closing a descriptor of it, which drops
+        // every POSIX lock this process holds there, SQLite's too: a keychain this process has
+        // open already was checked when it was opened, and its index is live (SQLite will not
+        // replay the log again).
+        if !OpenKeychainFiles.contains(path) {
+            try Storage.validateHeader(of: path)
+            try LogIntegrity.check(logBeside: path)
+        }
         try Storage.validateSchema(of: path)
         if SecureFileSystem.isReadOnly(path) { return try openReadOnly(at: path, configuration: configuration) }
         let pool = try run {
@@ -239,23 +253,12 @@ public final class KeychainDatabase: Sendable {
     ) throws {
         let keychainID = Sealing.randomBytes(16)
         try Storage.setMeta(db, "id", keychainID)
-        var header = Header(indexLayout: .lookupKeys)
-        if let layout = header.indexLayout.metaValue { try Storage.setMeta(db, IndexLayout.metaName, layout) }
-        var passwordKey: SymmetricKey?
-        if let password {
-            (header.kdf, passwordKey) = try newPasswordKey(password, configuration: configuration)
-            try Storage.setMeta(db, "kdf", header.kdfBytes)
-        }
+        let layout = IndexLayout.lookupKeys
+        if let value = layout.metaValue { try Storage.setMeta(db, IndexLayout.metaName, value) }
         let deviceKey = try configuration.deviceKey.loadForCreating()
-        if header.kdf != nil {
-            try Storage.setMeta(db, "kdf.mac", headerSeal(header, deviceKey: deviceKey, keychainID: keychainID))
-        }
-        let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
-        for name in KeyName.all {
-            try storeWrappings(
-                db, key: SymmetricKey(size: .bits256), name: name, wrapping: wrapping,
-                keychainID: keychainID, header: header)
-        }
+        _ = try writeHeader(
+            db, keys: KeyName.freshKeys(), password: password,
+            layout: layout, deviceKey: deviceKey, keychainID: keychainID, configuration: configuration)
     }
 
     // MARK: Keys
@@ -365,8 +368,7 @@ public final class KeychainDatabase: Sendable {
         }
         try verifyHeader(meta: meta, header: header, deviceOpens: !unwrapped.isEmpty)
         keys.modify { state in
-            state.indexKey = unwrapped[.index]
-            for case (.protection(let c), let key) in unwrapped { state.classKeys[c] = key }
+            state.install(unwrapped)
             if header.kdf == nil {
                 state.isUnlocked = true
                 state.hasBeenUnlocked = true
@@ -453,8 +455,7 @@ public final class KeychainDatabase: Sendable {
         else { throw KeychainError(.authFailed, "the password is not correct") }
         header.withLock { $0 = current }
         keys.modify { state in
-            state.indexKey = unwrapped[.index]
-            for case (.protection(let c), let key) in unwrapped { state.classKeys[c] = key }
+            state.install(unwrapped)
             state.isUnlocked = true
             state.hasBeenUnlocked = true
         }
@@ -528,37 +529,42 @@ public final class KeychainDatabase: Sendable {
         return unwrapped
     }
 
-    /// A fresh salt and the key derived from `password` with the configuration's derivation
-    /// (checked against its limits first).
-    static func newPasswordKey(_ password: Data, configuration: KeychainConfiguration) throws
-        -> (kdf: (KeyDerivation, salt: Data), key: SymmetricKey)
-    {
-        let derivation = configuration.keyDerivation
-        try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
-        let salt = Sealing.randomBytes(32)
-        return ((derivation, salt), try derivation.deriveKey(password: password, salt: salt))
-    }
-
     /// Writes the header of `keys` wrapped for `newPassword` (a fresh salt; `nil` for a
     /// password-less keychain), replacing every stored wrapping.
     func storeHeader(_ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, layout: IndexLayout)
         throws -> Header
     {
-        var next = Header(kdf: nil, indexLayout: layout)
+        try Self.writeHeader(
+            db, keys: keys, password: newPassword, layout: layout, deviceKey: deviceKey, keychainID: keychainID,
+            configuration: configuration)
+    }
+
+    /// Writes a header: the key derivation (a fresh salt) and its device-key seal when there is
+    /// a password, and every key of `keys` wrapped as ``Wrapper/wrappers(for:hasPassword:)``
+    /// says, replacing what the file held.
+    private static func writeHeader(
+        _ db: Database, keys: [KeyName: SymmetricKey], password: Data?, layout: IndexLayout,
+        deviceKey: SymmetricKey, keychainID: Data, configuration: KeychainConfiguration
+    ) throws -> Header {
+        var header = Header(kdf: nil, indexLayout: layout)
         var passwordKey: SymmetricKey?
-        if let newPassword {
-            (next.kdf, passwordKey) = try Self.newPasswordKey(newPassword, configuration: configuration)
+        if let password {
+            let derivation = configuration.keyDerivation
+            try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
+            let salt = Sealing.randomBytes(32)
+            header.kdf = (derivation, salt)
+            passwordKey = try derivation.deriveKey(password: password, salt: salt)
         }
         try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%' OR name IN ('kdf', 'kdf.mac')")
-        if next.kdf != nil {
-            try Storage.setMeta(db, "kdf", next.kdfBytes)
-            try Storage.setMeta(db, "kdf.mac", Self.headerSeal(next, deviceKey: deviceKey, keychainID: keychainID))
+        if header.kdf != nil {
+            try Storage.setMeta(db, "kdf", header.kdfBytes)
+            try Storage.setMeta(db, "kdf.mac", headerSeal(header, deviceKey: deviceKey, keychainID: keychainID))
         }
         let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
         for (name, key) in keys {
-            try Self.storeWrappings(db, key: key, name: name, wrapping: wrapping, keychainID: keychainID, header: next)
+            try storeWrappings(db, key: key, name: name, wrapping: wrapping, keychainID: keychainID, header: header)
         }
-        return next
+        return header
     }
 
     // MARK: Helpers
@@ -569,6 +575,47 @@ public final class KeychainDatabase: Sendable {
             return try body()
         } catch {
             throw Storage.map(error)
+        }
+    }
+}
+
+/// The keychain files this process has open through live handles, by device and inode.
+///
+/// SQLite keeps POSIX locks on a keychain's file and its `-shm` index, and closing *any*
+/// descriptor of those files in this process releases them. Opening a second handle on a
+/// keychain this process already has open therefore skips the checks that read those files
+/// directly (``KeychainDatabase/open(at:configuration:)``).
+enum OpenKeychainFiles {
+    struct FileID: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    private static let counts = Mutex<[FileID: Int]>([:])
+
+    static func id(of path: String) -> FileID? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    /// Whether a live handle of this process has the file at `path` open.
+    static func contains(_ path: String) -> Bool {
+        guard let id = id(of: path) else { return false }
+        return counts.withLock { $0[id, default: 0] > 0 }
+    }
+
+    /// Counts one more handle on the file at `path`; its identity, to release.
+    static func retain(_ path: String) -> FileID? {
+        guard let id = id(of: path) else { return nil }
+        counts.withLock { $0[id, default: 0] += 1 }
+        return id
+    }
+
+    static func release(_ id: FileID) {
+        counts.withLock { counts in
+            counts[id, default: 1] -= 1
+            if counts[id] == 0 { counts[id] = nil }
         }
     }
 }

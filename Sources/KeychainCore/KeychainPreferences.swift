@@ -142,12 +142,11 @@ private struct PreferencesLock {
             close(fd)
             throw error
         }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else {
-                let error = SecureFileSystem.posixError("cannot lock the keychain preferences", path)
-                close(fd)
-                throw error
-            }
+        do {
+            try SecureFileSystem.lockExclusively(fd, path)
+        } catch {
+            close(fd)
+            throw error
         }
         descriptor = fd
     }

@@ -178,7 +178,6 @@ struct QueryPlan {
     /// The candidate rows, in the order items were added. When every filter is indexed, they
     /// are the matches (up to the limit); otherwise ``RowCodec/open(_:plan:includeData:)``
     /// leaves out the rows that fail the other filters, and the caller applies the limit.
-    /// The rows that may match, in the order items were added.
     /// - Parameter malformed: When given, malformed rows are passed to it and skipped (see
     ///   ``StoredRow/fetchAll(_:_:_:malformed:)``).
     func fetch(

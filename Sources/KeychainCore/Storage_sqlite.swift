@@ -181,16 +181,14 @@ enum Storage {
     /// when the file is refused, the ones this check created are removed again, so a refused
     /// file leaves nothing behind.
     static func validateSchema(of path: String) throws {
-        try inspect(path, cleaningUpAlways: false) { configuration in
+        try inspect(path) { configuration in
             try checkSchema(of: path, configuration: configuration)
         }
     }
 
     /// Runs `body` with a read-only configuration for `path`; the SQLite files that reading
-    /// created beside it are removed when `body` fails, or always when `cleaningUpAlways`.
-    private static func inspect<T>(
-        _ path: String, cleaningUpAlways: Bool, _ body: (Configuration) throws -> T
-    ) throws -> T {
+    /// created beside it are removed when `body` fails.
+    private static func inspect<T>(_ path: String, _ body: (Configuration) throws -> T) throws -> T {
         var configuration = configuration(busyTimeout: 5, readonly: true)
         configuration.prepareDatabase { _ in }
         let sidecars = ["-wal", "-shm"].map { path + $0 }.filter { !FileManager.default.fileExists(atPath: $0) }
@@ -201,9 +199,7 @@ enum Storage {
             }
         }
         do {
-            let result = try body(configuration)
-            if cleaningUpAlways { removeSidecars() }
-            return result
+            return try body(configuration)
         } catch {
             removeSidecars()
             throw error
@@ -219,7 +215,7 @@ enum Storage {
             guard !entry.hasPrefix("."), !["-wal", "-shm", "-journal"].contains(where: entry.hasSuffix),
                 (try? SecureFileSystem.existingFile(path)) == true, (try? validateHeader(of: path)) != nil
             else { return nil }
-            let hasPassword = try? inspect(path, cleaningUpAlways: false) { configuration in
+            let hasPassword = try? inspect(path) { configuration in
                 let queue = try DatabaseQueue(path: path, configuration: configuration)
                 defer { try? queue.close() }
                 return try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM meta WHERE name = 'kdf'") } != 0

@@ -154,6 +154,28 @@ struct FileSafetyTests {
         #expect(errorCode { _ = try KeychainDatabase.open(at: path, configuration: configuration) } == .invalidKeychain)
     }
 
+    @Test(
+        "opening a second handle on a keychain this process has open keeps SQLite's locks (another process stays out)")
+    func secondHandleKeepsTheFirstHandlesLocks() throws {
+        let scratch = try Scratch()
+        let configHome = scratch.file("config")
+        #expect(try runWorker(["create", scratch.file("k.keychain-db"), "077"], configHome: configHome).status == 0)
+        let path = scratch.file("k.keychain-db")
+        let configuration = KeychainConfiguration(deviceKey: .file(at: configHome + "/keychain/device-key"))
+        let first = try KeychainDatabase.open(at: path, configuration: configuration)
+        try first.add(deviceItem("a", .whenUnlocked))
+        try first.writer.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN IMMEDIATE")  // SQLite's write lock, a POSIX lock on the -shm file
+            defer { try? db.execute(sql: "ROLLBACK") }
+            // Reading the -shm or the file through a descriptor of our own, then closing it, would
+            // drop that lock for the whole process.
+            let second = try KeychainDatabase.open(at: path, configuration: configuration)
+            withExtendedLifetime(second) {}
+            #expect(try runWorker(["try-add", path, "intruder"], configHome: configHome).output == "busy\n")
+        }
+        #expect(try runWorker(["try-add", path, "later"], configHome: configHome).output == "added\n")
+    }
+
     // MARK: The device key
 
     @Test("the device key is never re-created while a keychain made with another exists; the error names the file")

@@ -8,6 +8,7 @@
 //   keychain-test-worker first-use <account> <start-at-unix-seconds>   (the default keychain)
 //   keychain-test-worker delete <keychain>
 //   keychain-test-worker add-close <keychain> <account>     (opens, adds one item, closes)
+//   keychain-test-worker try-add <keychain> <account>       (waits 0.3 s at most: added / busy)
 //   keychain-test-worker prefs-append <preferences.json> <prefix> <count>
 //
 // The device key comes from the environment's XDG_CONFIG_HOME, as for any process.
@@ -73,6 +74,16 @@ do {
         let keychain = try KeychainDatabase.openDefault()
         try keychain.add(item(account: path, data: "first use"))
         report("added")
+    case "try-add":
+        var configuration = KeychainConfiguration()
+        configuration.busyTimeout = 0.3
+        let keychain = try KeychainDatabase.open(at: path, configuration: configuration)
+        do {
+            try keychain.add(item(account: arguments[3], data: "x"))
+            report("added")
+        } catch let error as KeychainError where error.code == .databaseLocked {
+            report("busy")
+        }
     case "add-close":
         let keychain = try KeychainDatabase.open(at: path)
         try keychain.add(item(account: arguments[3], data: "short-lived"))
