@@ -28,14 +28,27 @@ public struct KeychainPaths: Sendable, Hashable {
     public var macOSKeychainsDirectory: String
     /// The directory that holds the device key.
     public var configurationDirectory: String
-    /// The default keychain's file.
-    public var defaultKeychain: String
+    /// The default keychain's file: the one chosen when these paths were made (by the
+    /// environment or by setting this property), else the one in the user's preferences as they
+    /// are now, else ``loginKeychain``. The preferences are read only when this is asked for,
+    /// so a command that names its keychain never parses them.
+    public var defaultKeychain: String {
+        get {
+            chosenDefaultKeychain
+                ?? (try? KeychainPreferences.load(from: preferencesFile))?.defaultKeychain
+                .flatMap { $0.isEmpty ? nil : $0 }
+                ?? loginKeychain
+        }
+        set { chosenDefaultKeychain = newValue }
+    }
+    private var chosenDefaultKeychain: String?
 
     /// The environment variable that points the default keychain elsewhere.
     public static let defaultKeychainVariable = "KEYCHAIN_DEFAULT_PATH"
 
     /// Creates the paths for an environment (the process's by default).
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String]? = nil) {
+        let environment = environment ?? ProcessEnvironment.current()
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         let data =
             environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
@@ -46,11 +59,7 @@ public struct KeychainPaths: Sendable, Hashable {
         keychainsDirectory = data + "/keychains"
         macOSKeychainsDirectory = home + "/Library/Keychains"
         configurationDirectory = config + "/keychain"
-        let preferences = try? KeychainPreferences.load(from: configurationDirectory + "/preferences.json")
-        defaultKeychain =
-            environment[Self.defaultKeychainVariable].flatMap { $0.isEmpty ? nil : $0 }
-            ?? preferences?.defaultKeychain.flatMap { $0.isEmpty ? nil : $0 }
-            ?? keychainsDirectory + "/login.keychain-db"
+        chosenDefaultKeychain = environment[Self.defaultKeychainVariable].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The login keychain: `login.keychain-db` in ``keychainsDirectory``.
@@ -360,5 +369,28 @@ enum SecureFileSystem {
         case ENOSPC: return KeychainError(.io, message)
         default: return KeychainError(.io, message)
         }
+    }
+}
+
+/// The process's environment, read from `environ(7)`: what `ProcessInfo.processInfo.environment`
+/// returns, without building `ProcessInfo`, which costs a short-lived process a measurable part of
+/// its run. A variable whose name or value is not UTF-8 is left out; of a name set twice, the
+/// first value counts, as `getenv(3)` finds it.
+package enum ProcessEnvironment {
+    package static func current() -> [String: String] {
+        var variables: [String: String] = [:]
+        var entry = environ
+        while let pointer = entry.pointee {
+            defer { entry += 1 }
+            let bytes = UnsafeBufferPointer(
+                start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
+            guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")),
+                let name = String(validating: bytes[..<equals], as: UTF8.self),
+                let value = String(validating: bytes[(equals + 1)...], as: UTF8.self),
+                variables[name] == nil
+            else { continue }
+            variables[name] = value
+        }
+        return variables
     }
 }

@@ -116,9 +116,11 @@ public struct AccessGroups: Sendable, Hashable {
 
     /// The groups configured for this process by `KEYCHAIN_ACCESS_GROUPS`, else ``standard``.
     public static func fromEnvironment(
-        _ environment: [String: String] = ProcessInfo.processInfo.environment
+        _ environment: [String: String]? = nil
     ) -> AccessGroups {
-        guard let value = environment[environmentVariable] else { return .standard }
+        guard let value = (environment ?? ProcessEnvironment.current())[environmentVariable] else {
+            return .standard
+        }
         let groups = value.split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces)
         }.filter { !$0.isEmpty }

@@ -23,6 +23,11 @@ public struct KeychainConfiguration: Sendable {
     public var maximumDataSize: Int
     /// The largest attribute value accepted, in bytes.
     public var maximumAttributeSize: Int
+    /// Whether reads run in parallel, each on a connection of its own (a pool, the default).
+    /// `false` opens the keychain on a single connection that reads and writes in turn: what a
+    /// short-lived process that makes a few calls on one thread wants, since it opens in
+    /// about half the time.
+    public var concurrentReads: Bool = true
 
     /// Creates a configuration; every argument has a production default.
     public init(

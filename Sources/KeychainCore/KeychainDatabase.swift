@@ -97,20 +97,36 @@ public final class KeychainDatabase: Sendable {
             try Storage.validateHeader(of: path)
             try LogIntegrity.check(logBeside: path)
         }
+        if SecureFileSystem.isReadOnly(path) {
+            try Storage.validateSchema(of: path)
+            return try openReadOnly(at: path, configuration: configuration)
+        }
+        let writer = try openWriter(at: path, configuration: configuration)
+        let version = try run { try writer.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } }
+        try Storage.checkVersion(version ?? 0)
+        if version != Storage.formatVersion {
+            try run { try writer.write { try Storage.migrate($0) } }
+        }
+        return try KeychainDatabase(path: path, writer: writer, configuration: configuration)
+    }
+
+    /// The connections to a checked keychain file: a pool whose reads run in parallel, or one
+    /// connection (see ``KeychainConfiguration/concurrentReads``).
+    private static func openWriter(
+        at path: String, configuration: KeychainConfiguration
+    ) throws -> any DatabaseWriter {
+        guard configuration.concurrentReads else {
+            let queue = try Storage.openSingleConnection(at: path, busyTimeout: configuration.busyTimeout)
+            try run { try queue.writeWithoutTransaction(configureKeychainWriter) }
+            return queue
+        }
         try Storage.validateSchema(of: path)
-        if SecureFileSystem.isReadOnly(path) { return try openReadOnly(at: path, configuration: configuration) }
-        let pool = try run {
+        return try run {
             let pool = try DatabasePool(
                 path: path, configuration: Storage.configuration(busyTimeout: configuration.busyTimeout))
             try pool.writeWithoutTransaction(configureKeychainWriter)
             return pool
         }
-        let version = try run { try pool.read { try Int.fetchOne($0, sql: "PRAGMA user_version") } }
-        try Storage.checkVersion(version ?? 0)
-        if version != Storage.formatVersion {
-            try run { try pool.write { try Storage.migrate($0) } }
-        }
-        return try KeychainDatabase(path: path, writer: pool, configuration: configuration)
     }
 
     /// Opens a keychain that cannot be written (a read-only file or file system) for reading:

@@ -237,15 +237,42 @@ enum Storage {
     }
 
     private static func checkSchema(of path: String, configuration: Configuration) throws {
-        do {
-            let queue = try DatabaseQueue(path: readOnlyLocation(of: path), configuration: configuration)
-            defer { try? queue.close() }
-            let valid = try queue.read { db -> Bool in
-                let tables = Set(try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
-                guard tables.isSuperset(of: ["meta", "items", "tags"]) else { return false }
-                return try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE name = 'id'") == 1
+        let queue = try schemaChecked {
+            try DatabaseQueue(path: readOnlyLocation(of: path), configuration: configuration)
+        }
+        try? queue.close()
+    }
+
+    /// Opens a keychain on one read-write connection, checked as ``validateSchema(of:)`` checks
+    /// it but without a connection of its own: what a short-lived process that makes a few
+    /// calls opens (see ``KeychainConfiguration/concurrentReads``). Nothing but the SQLite
+    /// settings of the connection is written before the check, and a refused file is left as
+    /// it was found.
+    static func openSingleConnection(at path: String, busyTimeout: TimeInterval) throws -> DatabaseQueue {
+        try inspect(path) { _ in
+            try schemaChecked {
+                try DatabaseQueue(path: path, configuration: configuration(busyTimeout: busyTimeout))
             }
-            guard valid else { throw KeychainError.invalidKeychain("the file is not a keychain") }
+        }
+    }
+
+    /// The connection `open` makes, once it shows the tables and the header a keychain needs.
+    private static func schemaChecked(_ open: () throws -> DatabaseQueue) throws -> DatabaseQueue {
+        do {
+            let queue = try open()
+            do {
+                let valid = try queue.read { db -> Bool in
+                    let tables = Set(
+                        try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'"))
+                    guard tables.isSuperset(of: ["meta", "items", "tags"]) else { return false }
+                    return try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE name = 'id'") == 1
+                }
+                guard valid else { throw KeychainError.invalidKeychain("the file is not a keychain") }
+            } catch {
+                try? queue.close()
+                throw error
+            }
+            return queue
         } catch let error as KeychainError {
             throw error
         } catch let error as DatabaseError

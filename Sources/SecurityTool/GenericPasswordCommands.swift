@@ -72,8 +72,10 @@ struct GenericPasswordMatch: ParsableArguments {
 
 /// `security add-generic-password`: adds (or with `-U` updates) a generic password item.
 struct AddGenericPassword: ToolCommand {
+    static let name = "add-generic-password"
     static let configuration = CommandConfiguration(
-        commandName: "add-generic-password",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Add a generic password item.",
         usage: """
             security add-generic-password -a <account> -s <service> [-w <password>] [options...] [keychain]
@@ -331,8 +333,10 @@ struct NewSecret {
 
 /// `security find-generic-password`: finds a generic password item and prints it.
 struct FindGenericPassword: ToolCommand {
+    static let name = "find-generic-password"
     static let configuration = CommandConfiguration(
-        commandName: "find-generic-password",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Find a generic password item.",
         usage: "security find-generic-password [-a <account>] [-s <service>] [options...] [-g | -w] [keychain...]",
         discussion: HelpText.wrapped(
@@ -401,8 +405,10 @@ func printFirstMatch(
 
 /// `security delete-generic-password`: deletes the first matching generic password item.
 struct DeleteGenericPassword: ToolCommand {
+    static let name = "delete-generic-password"
     static let configuration = CommandConfiguration(
-        commandName: "delete-generic-password",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Delete a generic password item.",
         usage: "security delete-generic-password [-a <account>] [-s <service>] [options...] [keychain...]",
         discussion: HelpText.wrapped(

@@ -126,8 +126,10 @@ struct InternetPasswordMatch: ParsableArguments {
 
 /// `security add-internet-password`: adds (or with `-U` updates) an internet password item.
 struct AddInternetPassword: ToolCommand {
+    static let name = "add-internet-password"
     static let configuration = CommandConfiguration(
-        commandName: "add-internet-password",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Add an internet password item.",
         usage: """
             security add-internet-password -a <account> -s <server> [-w <password>] [options...] [keychain]
@@ -255,8 +257,10 @@ struct AddInternetPassword: ToolCommand {
 
 /// `security find-internet-password`: finds an internet password item and prints it.
 struct FindInternetPassword: ToolCommand {
+    static let name = "find-internet-password"
     static let configuration = CommandConfiguration(
-        commandName: "find-internet-password",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Find an internet password item.",
         usage: "security find-internet-password [-a <account>] [-s <server>] [options...] [-g | -w] [keychain...]",
         discussion: HelpText.wrapped(
@@ -302,8 +306,10 @@ struct FindInternetPassword: ToolCommand {
 
 /// `security delete-internet-password`: deletes the first matching internet password item.
 struct DeleteInternetPassword: ToolCommand {
+    static let name = "delete-internet-password"
     static let configuration = CommandConfiguration(
-        commandName: "delete-internet-password",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Delete an internet password item.",
         usage: "security delete-internet-password [-a <account>] [-s <server>] [options...] [keychain...]",
         discussion: HelpText.wrapped(

@@ -41,8 +41,10 @@ private let domainHelp = ArgumentHelp(
 
 /// `security create-keychain`.
 struct CreateKeychain: ToolCommand {
+    static let name = "create-keychain"
     static let configuration = CommandConfiguration(
-        commandName: "create-keychain",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Create keychains and add them to the search list.",
         usage: "security create-keychain [-P] [-p <password>] [keychain...]",
         discussion: HelpText.wrapped(
@@ -124,8 +126,10 @@ struct CreateKeychain: ToolCommand {
 
 /// `security delete-keychain`.
 struct DeleteKeychain: ToolCommand {
+    static let name = "delete-keychain"
     static let configuration = CommandConfiguration(
-        commandName: "delete-keychain",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Delete keychains and remove them from the search list.",
         usage: "security delete-keychain keychain...",
         discussion: HelpText.wrapped(
@@ -167,8 +171,10 @@ struct DeleteKeychain: ToolCommand {
 
 /// `security list-keychains`.
 struct ListKeychains: ToolCommand {
+    static let name = "list-keychains"
     static let configuration = CommandConfiguration(
-        commandName: "list-keychains",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Display or manipulate the keychain search list.",
         usage: "security list-keychains [-d user|system|common|dynamic] [-s [keychain...]]",
         discussion: HelpText.wrapped(
@@ -216,8 +222,10 @@ struct ListKeychains: ToolCommand {
 
 /// `security default-keychain`.
 struct DefaultKeychain: ToolCommand {
+    static let name = "default-keychain"
     static let configuration = CommandConfiguration(
-        commandName: "default-keychain",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Display or set the default keychain.",
         usage: "security default-keychain [-d user|system|common|dynamic] [-s [keychain]]",
         discussion: HelpText.wrapped(
@@ -276,8 +284,10 @@ struct DefaultKeychain: ToolCommand {
 
 /// `security login-keychain`.
 struct LoginKeychain: ToolCommand {
+    static let name = "login-keychain"
     static let configuration = CommandConfiguration(
-        commandName: "login-keychain",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Display the login keychain.",
         usage: "security login-keychain",
         discussion: HelpText.wrapped(
@@ -310,8 +320,10 @@ struct LoginKeychain: ToolCommand {
 
 /// `security lock-keychain`.
 struct LockKeychain: ToolCommand {
+    static let name = "lock-keychain"
     static let configuration = CommandConfiguration(
-        commandName: "lock-keychain",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Lock the specified keychain.",
         usage: "security lock-keychain [-a | keychain]",
         discussion: HelpText.wrapped(
@@ -352,8 +364,10 @@ struct LockKeychain: ToolCommand {
 
 /// `security unlock-keychain`.
 struct UnlockKeychain: ToolCommand {
+    static let name = "unlock-keychain"
     static let configuration = CommandConfiguration(
-        commandName: "unlock-keychain",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Unlock the specified keychain.",
         usage: "security unlock-keychain [-u] [-p <password>] [keychain]",
         discussion: HelpText.wrapped(
@@ -435,8 +449,10 @@ struct UnlockKeychain: ToolCommand {
 
 /// `security set-keychain-password`.
 struct SetKeychainPassword: ToolCommand {
+    static let name = "set-keychain-password"
     static let configuration = CommandConfiguration(
-        commandName: "set-keychain-password",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Set password for a keychain.",
         usage: "security set-keychain-password [-o <oldPassword>] [-p <newPassword>] [keychain]",
         discussion: HelpText.wrapped(
@@ -514,8 +530,10 @@ struct SetKeychainPassword: ToolCommand {
 
 /// `security show-keychain-info`.
 struct ShowKeychainInfo: ToolCommand {
+    static let name = "show-keychain-info"
     static let configuration = CommandConfiguration(
-        commandName: "show-keychain-info",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Show the settings for keychain.",
         usage: "security show-keychain-info [keychain]",
         discussion: HelpText.wrapped(
@@ -569,8 +587,10 @@ struct ShowKeychainInfo: ToolCommand {
 
 /// `security set-keychain-settings`: accepted for macOS scripts.
 struct SetKeychainSettings: ToolCommand {
+    static let name = "set-keychain-settings"
     static let configuration = CommandConfiguration(
-        commandName: "set-keychain-settings",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Set settings for a keychain (accepted; no effect on Linux).",
         usage: "security set-keychain-settings [-l] [-u] [-t <timeout>] [keychain]",
         discussion: HelpText.wrapped(
@@ -611,8 +631,10 @@ struct SetKeychainSettings: ToolCommand {
 
 /// `security dump-keychain`.
 struct DumpKeychain: ToolCommand {
+    static let name = "dump-keychain"
     static let configuration = CommandConfiguration(
-        commandName: "dump-keychain",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Dump the contents of one or more keychains.",
         usage: "security dump-keychain [-a] [-d] [-i] [-r] [keychain...]",
         discussion: HelpText.wrapped(

@@ -89,8 +89,10 @@ struct PartitionListOptions: ParsableArguments {
 
 /// `security set-generic-password-partition-list`: accepted for macOS scripts.
 struct SetGenericPasswordPartitionList: ToolCommand {
+    static let name = "set-generic-password-partition-list"
     static let configuration = CommandConfiguration(
-        commandName: "set-generic-password-partition-list",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Set the partition list of a generic password item (accepted; no effect on Linux).",
         usage:
             "security set-generic-password-partition-list -S <partition-list> [-k <password>] [options...] [keychain]",
@@ -108,8 +110,10 @@ struct SetGenericPasswordPartitionList: ToolCommand {
 
 /// `security set-internet-password-partition-list`: accepted for macOS scripts.
 struct SetInternetPasswordPartitionList: ToolCommand {
+    static let name = "set-internet-password-partition-list"
     static let configuration = CommandConfiguration(
-        commandName: "set-internet-password-partition-list",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Set the partition list of an internet password item (accepted; no effect on Linux).",
         usage:
             "security set-internet-password-partition-list -S <partition-list> [-k <password>] [options...] [keychain]",
@@ -127,8 +131,10 @@ struct SetInternetPasswordPartitionList: ToolCommand {
 
 /// `security set-key-partition-list`: accepted for macOS scripts.
 struct SetKeyPartitionList: ToolCommand {
+    static let name = "set-key-partition-list"
     static let configuration = CommandConfiguration(
-        commandName: "set-key-partition-list",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Set the partition list of a key (accepted; no effect on Linux).",
         usage: "security set-key-partition-list -S <partition-list> [-k <password>] [options...] [keychain]",
         discussion: HelpText.wrapped(
@@ -186,8 +192,10 @@ struct SetKeyPartitionList: ToolCommand {
 
 /// `security error`: prints the message for status codes.
 struct ErrorCommand: ToolCommand {
+    static let name = "error"
     static let configuration = CommandConfiguration(
-        commandName: "error",
+        commandName: Self.name,
+        _superCommandName: "security",
         abstract: "Display a descriptive message for the given error code(s).",
         usage: "security error <code>...",
         discussion: HelpText.wrapped(

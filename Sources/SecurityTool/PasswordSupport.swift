@@ -4,6 +4,9 @@ import KeychainCore
 
 /// A `security` command: parsed by ArgumentParser, run against the process's ``Session``.
 protocol ToolCommand: ParsableCommand {
+    /// The command's name, as macOS spells it (also its configuration's `commandName`, read
+    /// without building the configuration and its help).
+    static var name: String { get }
     /// Runs the command and returns its result (0 for success; an `OSStatus`, 1 or 2 on failure).
     /// - Throws: ``CommandFailure`` (or an engine error, reported as a status).
     func execute(in session: Session) throws -> Int32
@@ -15,34 +18,60 @@ enum HelpText {
     /// longer than that is broken at spaces, and its continuation lines are indented under the
     /// text of a list item (`- item`, or `term   description`).
     static func wrapped(_ text: String, width: Int = 79) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
-            let line = String(line)
-            guard line.count > width else { return line }
-            let leading = line.prefix { $0 == " " }.count
-            var indent = leading
-            let body = line.dropFirst(leading)
-            if body.hasPrefix("- ") {
-                indent = leading + 2
-            } else if let gap = body.range(of: "   "), body[..<gap.lowerBound].count <= 24 {
-                let afterGap = body[gap.upperBound...].prefix { $0 == " " }.count
-                indent = leading + body.distance(from: body.startIndex, to: gap.upperBound) + afterGap
+        let lines = Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        return lines.map { wrap($0, width: width) }.joined(separator: "\n")
+    }
+
+    /// One line of ``wrapped(_:width:)``, worked on as UTF-8 and measured in code points:
+    /// every command's help is built when its type is first used, so this runs in each
+    /// short-lived `security` process.
+    private static func wrap(_ line: ArraySlice<UInt8>, width: Int) -> String {
+        guard columns(line) > width else { return String(decoding: line, as: UTF8.self) }
+        let space = UInt8(ascii: " ")
+        let leading = line.prefix { $0 == space }.count
+        let body = line.dropFirst(leading)
+        var indent = leading
+        if body.starts(with: [UInt8(ascii: "-"), space]) {
+            indent = leading + 2
+        } else if let gap = firstGap(in: body), columns(body[..<gap]) <= 24 {
+            indent = leading + columns(body[..<gap]) + 3 + line[(gap + 3)...].prefix { $0 == space }.count
+        }
+        var lines: [String] = []
+        var current = [UInt8](repeating: space, count: leading)
+        var length = leading
+        var hasWords = false
+        for word in body.split(separator: space, omittingEmptySubsequences: false) {
+            let candidateLength = length + (hasWords ? 1 : 0) + columns(word)
+            if candidateLength > width, hasWords, !word.isEmpty {
+                lines.append(String(decoding: current, as: UTF8.self))
+                current = [UInt8](repeating: space, count: indent) + word
+                length = indent + columns(word)
+            } else {
+                if hasWords { current.append(space) }
+                current += word
+                length = candidateLength
             }
-            var lines: [String] = []
-            var current = String(repeating: " ", count: leading)
-            var hasWords = false
-            for word in body.split(separator: " ", omittingEmptySubsequences: false) {
-                let candidate = hasWords ? current + " " + word : current + word
-                if candidate.count > width, hasWords, !word.isEmpty {
-                    lines.append(current)
-                    current = String(repeating: " ", count: indent) + word
-                } else {
-                    current = candidate
-                }
-                hasWords = true
-            }
-            lines.append(current)
-            return lines.joined(separator: "\n")
-        }.joined(separator: "\n")
+            hasWords = true
+        }
+        lines.append(String(decoding: current, as: UTF8.self))
+        return lines.joined(separator: "\n")
+    }
+
+    /// The number of code points in UTF-8 `bytes` (the bytes that do not continue one).
+    private static func columns(_ bytes: ArraySlice<UInt8>) -> Int {
+        bytes.reduce(0) { $0 + ($1 & 0xC0 == 0x80 ? 0 : 1) }
+    }
+
+    /// The index of the first run of three spaces in `body`, which separates a term from its
+    /// description.
+    private static func firstGap(in body: ArraySlice<UInt8>) -> Int? {
+        let space = UInt8(ascii: " ")
+        var index = body.startIndex
+        while index + 3 <= body.endIndex {
+            if body[index] == space, body[index + 1] == space, body[index + 2] == space { return index }
+            index += 1
+        }
+        return nil
     }
 
     static let secretOnCommandLine =

@@ -29,7 +29,7 @@ enum SecurityTool {
     /// An implemented command, in the order of macOS's command table.
     struct Command {
         var type: any ToolCommand.Type
-        var name: String { type.configuration.commandName ?? "" }
+        var name: String { type.name }
         var abstract: String { type.configuration.abstract }
     }
 
@@ -187,6 +187,10 @@ enum SecurityTool {
             rest = markTrailingPasswordPrompt(rest, command: name)
         }
         do {
+            // The command's own type parses a well-formed line without building the tree of
+            // every command (a short-lived process's largest cost); anything it refuses, and
+            // `--help`, goes through the whole tree so that messages name `security`.
+            if let tool = try? command.type.parse(rest) { return try tool.execute(in: session) }
             var parsed = try SecurityCommand.parseAsRoot([name] + rest)
             guard let tool = parsed as? any ToolCommand else {
                 // ArgumentParser's own commands (the help it shows for --help) run as usual.

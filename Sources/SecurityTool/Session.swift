@@ -49,7 +49,7 @@ final class Session {
     /// - Parameter environment: The environment; by default the process's, whose password
     ///   variable is then read as bytes.
     init(environment given: [String: String]? = nil) {
-        let environment = given ?? ProcessInfo.processInfo.environment
+        let environment = given ?? ProcessEnvironment.current()
         self.environment = environment
         if given != nil {
             environmentPassword = environment[Self.passwordVariable].map { Data($0.utf8) }
@@ -58,6 +58,8 @@ final class Session {
         }
         paths = KeychainPaths(environment: environment)
         var configuration = KeychainConfiguration(accessGroups: .fromEnvironment(environment))
+        // One command, one thread: one SQLite connection per keychain opens fastest.
+        configuration.concurrentReads = false
         if environment[Self.unsafeTestKDFVariable] == "1" {
             configuration.keyDerivation = .unsafeTestingOnly
             configuration.allowsUnsafeKeyDerivation = true
