@@ -59,6 +59,7 @@ struct BenchmarkRunner {
                 report.memory = try lifecycle.memory(path: result.path, items: size, service: service, account: account)
             }
         }
+        report.scripts = scriptComparisons(lifecycle: lifecycle, scratch: scratch)
         if keychains.count > 1 {
             progress("growth: find and add on every size, interleaved")
             report.growth = try measureGrowth(keychains, configuration: lifecycle.configuration)
@@ -73,6 +74,34 @@ struct BenchmarkRunner {
         report.notes = notes(report)
         report.evaluateTargets()
         return report
+    }
+
+    /// The lookup processes on keychains filled by separate processes (``ScriptComparison``),
+    /// each size against a GNOME Keyring of its own when GNOME Keyring is installed.
+    func scriptComparisons(lifecycle: Lifecycle, scratch: String) -> [ScriptResult] {
+        guard !options.scriptSizes.isEmpty else { return [] }
+        guard let security = lifecycle.securityExecutable else {
+            return options.scriptSizes.map { size in
+                var result = ScriptResult(items: size)
+                result.note = "not available: no security executable next to keychain-bench"
+                return result
+            }
+        }
+        let comparison = ScriptComparison(
+            options: options, scratch: scratch,
+            environment: lifecycle.childEnvironment(keychain: scratch + "/data/keychains/login.keychain-db"),
+            security: security, floorExecutable: lifecycle.probeExecutable, progress: progress)
+        return options.scriptSizes.map { size in
+            progress("lookup processes on \(Format.count(size)) items added by processes")
+            do {
+                let gnome = try GnomeKeyring.start(in: scratch + "/gnome-\(size)")
+                return comparison.run(size: size, gnome: gnome)
+            } catch {
+                var result = comparison.run(size: size, gnome: nil)
+                result.secretToolNote = "not available: \(error)"
+                return result
+            }
+        }
     }
 
     /// Seeds a keychain of the first size, then runs one operation (`engine.find`,

@@ -193,8 +193,8 @@ struct Lifecycle {
     }
 
     /// Whole-process timings: the floors (`/bin/true`, this executable doing nothing) and
-    /// `security find-generic-password -w` and `add-generic-password` on the keychain at
-    /// `path`.
+    /// `security add-generic-password` on the keychain at `path` (lookups are timed on keychains
+    /// filled the way scripts fill them, in ``ScriptComparison``).
     func processes(path: String, items: Int, service: String, account: String, secret: Data) -> [ProcessResult] {
         let environment = childEnvironment(keychain: path)
         var results: [ProcessResult] = []
@@ -223,35 +223,13 @@ struct Lifecycle {
                     "swift-noop", bench, ["--internal-noop"], display: "keychain-bench doing nothing (Swift floor)",
                     items: nil))
         }
-        let findDisplay = "security find-generic-password -s … -a … -w"
         let addDisplay = "security add-generic-password -s … -a … -w …"
         guard let security = securityExecutable else {
             let note = "not available: no security executable next to keychain-bench (build the security product)"
-            results.append(ProcessResult(name: "security-find", command: findDisplay, items: items, note: note))
             results.append(ProcessResult(name: "security-add", command: addDisplay, items: items, note: note))
             return results
         }
-        // One checked run of each command first: a tool that does not support it yet gives
-        // a "not available" row, never a timing of an error path.
-        let findArguments = ["find-generic-password", "-s", service, "-a", account, "-w", path]
         let expected = String(decoding: secret, as: UTF8.self)
-        var findNote: String?
-        do {
-            let outcome = try ChildProcess.run(security, findArguments, environment: environment)
-            let printed = String(decoding: outcome.standardOutput, as: UTF8.self)
-                .trimmingCharacters(in: .newlines)
-            if outcome.status != 0 || printed != expected {
-                findNote = "not available: " + Self.describe(outcome, expectedOutput: printed != expected)
-            }
-        } catch {
-            findNote = "not available: \(error)"
-        }
-        if let findNote {
-            results.append(ProcessResult(name: "security-find", command: findDisplay, items: items, note: findNote))
-        } else {
-            results.append(time("security-find", security, findArguments, display: findDisplay, items: items))
-        }
-
         var addNote: String?
         let probeArguments = [
             "add-generic-password", "-s", "cli.bench.example.net", "-a", "probe", "-w", expected, path,

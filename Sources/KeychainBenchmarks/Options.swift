@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```
 /// keychain-bench [--sizes 1000,10000,100000] [--iterations N] [--json] [--quick]
-///                [--test-kdf] [--directory PATH] [--security PATH]
+///                [--test-kdf] [--directory PATH] [--security PATH] [--script-sizes A,B]
 /// ```
 struct BenchmarkOptions: Sendable {
     /// Keychain sizes, in items.
@@ -28,6 +28,9 @@ struct BenchmarkOptions: Sendable {
     var keyDerivationRepetitions = 3
     /// The size at which the password change and the `security` round trips are timed.
     var referenceSize = 10_000
+    /// The sizes of the keychains filled by separate `security` processes, on which lookup
+    /// processes are timed against the Swift floor and GNOME Keyring (``ScriptComparison``).
+    var scriptSizes = [1_000, 10_000]
     /// Progress lines on standard error.
     var progress = true
     /// The executable that runs the fresh-process probes (memory, the Swift process floor):
@@ -49,6 +52,9 @@ struct BenchmarkOptions: Sendable {
           --test-kdf         time key derivation with the cheap test derivation (smoke tests)
           --directory PATH   where to create the scratch directory (default: $TMPDIR or /tmp)
           --security PATH    the security executable (default: next to keychain-bench)
+          --script-sizes A,B keychains filled by separate security processes, for the
+                             lookup processes timed against secret-tool (default 1000,10000;
+                             0 for none)
           --quiet            no progress on standard error
           --profile OP       run one operation alone (engine.find, secitem.add, floor.select, …)
                              at the first size, for valgrind --tool=callgrind
@@ -76,6 +82,7 @@ struct BenchmarkOptions: Sendable {
         var sizesGiven = false
         var iterationsGiven = false
         var quick = false
+        var scriptSizesGiven = false
         var profiled: String?
         var against: String?
         var index = 0
@@ -107,6 +114,11 @@ struct BenchmarkOptions: Sendable {
             case "--test-kdf": options.testKeyDerivation = true
             case "--directory": options.directory = try value(argument)
             case "--security": options.securityTool = try value(argument)
+            case "--script-sizes":
+                let text = try value(argument)
+                options.scriptSizes =
+                    text == "0" ? [] : try text.split(separator: ",").map { try positive(String($0), argument) }
+                scriptSizesGiven = true
             case "--quiet": options.progress = false
             case "--profile": profiled = try value(argument)
             case "--against": against = try value(argument)
@@ -123,6 +135,7 @@ struct BenchmarkOptions: Sendable {
         if quick {
             if !sizesGiven { options.sizes = [1_000, 10_000] }
             if !iterationsGiven { options.iterations = 200 }
+            if !scriptSizesGiven { options.scriptSizes = [1_000] }
             options.openRepetitions = 10
             options.processRepetitions = 10
             options.keyDerivationRepetitions = 1

@@ -17,15 +17,25 @@ enum ChildProcess {
     /// Runs `executable` with `arguments` and exactly `environment`.
     /// - Parameter capture: Whether to collect standard output and error; when `false`
     ///   both go to `/dev/null`, so the timing holds no pipe reading.
+    /// - Parameter input: Bytes for the child's standard input (small: they are written before
+    ///   the child is waited for), or `nil` for `/dev/null`.
     static func run(
-        _ executable: String, _ arguments: [String], environment: [String: String], capture: Bool = true
+        _ executable: String, _ arguments: [String], environment: [String: String], capture: Bool = true,
+        input: Data? = nil
     ) throws -> Outcome {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var outputPipe: [Int32] = [-1, -1]
         var errorPipe: [Int32] = [-1, -1]
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var inputPipe: [Int32] = [-1, -1]
+        if input != nil {
+            guard pipe(&inputPipe) == 0 else { throw BenchmarkFailure("pipe failed: errno \(errno)") }
+            for fd in inputPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         if capture {
             guard pipe(&outputPipe) == 0, pipe(&errorPipe) == 0 else {
                 throw BenchmarkFailure("pipe failed: errno \(errno)")
@@ -60,8 +70,19 @@ enum ChildProcess {
             spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
         }
         guard spawned == 0 else {
-            if capture { for fd in outputPipe + errorPipe { close(fd) } }
+            for fd in outputPipe + errorPipe + inputPipe where fd >= 0 { close(fd) }
             throw BenchmarkFailure("cannot start \(executable): errno \(spawned)")
+        }
+        if let input {
+            close(inputPipe[0])
+            input.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(inputPipe[1], bytes.baseAddress! + offset, bytes.count - offset)
+                    if written > 0 { offset += written } else if errno != EINTR { break }
+                }
+            }
+            close(inputPipe[1])
         }
         var output = Data()
         var error = Data()
@@ -80,7 +101,7 @@ enum ChildProcess {
         return Outcome(status: exitCode, standardOutput: output, standardError: error, nanoseconds: elapsed)
     }
 
-    /// How many times ``run(_:_:environment:capture:)`` tries to start an executable that is
+    /// How many times ``run(_:_:environment:capture:input:)`` tries to start an executable that is
     /// busy (`ETXTBSY`), 20 ms apart.
     static let busyAttempts = 50
 
@@ -106,5 +127,71 @@ enum ChildProcess {
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
         return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Starts a long-running child (a bus or a keyring daemon): its standard input gets `input`
+    /// and is closed, its standard output is returned as a pipe to read, its standard error goes
+    /// to `/dev/null`. Stop it with ``stop(_:)``.
+    static func start(
+        _ executable: String, _ arguments: [String], environment: [String: String], input: Data = Data()
+    ) throws -> (pid: pid_t, output: Int32) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var inputPipe: [Int32] = [-1, -1]
+        var outputPipe: [Int32] = [-1, -1]
+        guard pipe(&inputPipe) == 0, pipe(&outputPipe) == 0 else {
+            throw BenchmarkFailure("pipe failed: errno \(errno)")
+        }
+        for fd in inputPipe + outputPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv + envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        close(inputPipe[0])
+        close(outputPipe[1])
+        guard spawned == 0 else {
+            close(inputPipe[1])
+            close(outputPipe[0])
+            throw BenchmarkFailure("cannot start \(executable): errno \(spawned)")
+        }
+        _ = input.withUnsafeBytes { write(inputPipe[1], $0.baseAddress, $0.count) }
+        close(inputPipe[1])
+        return (pid, outputPipe[0])
+    }
+
+    /// Ends a child started with ``start(_:_:environment:input:)``: SIGTERM, then SIGKILL
+    /// after a second, and waits for it.
+    static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<100 {
+            if waitpid(pid, &status, WNOHANG) != 0 { return }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    }
+
+    /// The first line a child writes to `fd` (within `timeout` seconds), without its newline.
+    static func readLine(_ fd: Int32, timeout: Double) -> String? {
+        var line = [UInt8]()
+        let deadline = Clock.now() + UInt64(timeout * 1e9)
+        var byte: UInt8 = 0
+        while Clock.now() < deadline {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 100) >= 0 || errno == EINTR else { return nil }
+            guard poller.revents != 0 else { continue }
+            guard read(fd, &byte, 1) == 1 else { return nil }
+            if byte == UInt8(ascii: "\n") { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
+        return nil
     }
 }

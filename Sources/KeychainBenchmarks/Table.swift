@@ -25,6 +25,10 @@ enum TableRenderer {
         }
         out.append(lifecycleTable(report))
         out.append("")
+        if !report.scripts.isEmpty {
+            out.append(scriptsTable(report.scripts))
+            out.append("")
+        }
         out.append(targetsTable(report))
         if !report.notes.isEmpty {
             out.append("")
@@ -172,6 +176,44 @@ enum TableRenderer {
             }
         }
         return columns(rows, right: [1, 2])
+    }
+
+    /// Lookup processes on keychains filled by separate processes, interleaved with the
+    /// Swift floor and `secret-tool lookup` on GNOME Keyring.
+    private static func scriptsTable(_ scripts: [ScriptResult]) -> String {
+        var rows: [[String]] = [
+            ["Lookup processes, keychain filled by add processes", "Items", "Median", "p99", "÷floor", "÷secret-tool"]
+        ]
+        for script in scripts {
+            let items = Format.count(script.items)
+            if let floor = script.floor {
+                rows.append([
+                    "keychain-bench doing nothing (Swift floor)", items, Format.duration(floor.medianMicroseconds),
+                    Format.duration(floor.p99Microseconds), "1.00×", "",
+                ])
+            }
+            if let find = script.find {
+                let fill = script.fillSeconds.map { String(format: "%.0f s", $0) } ?? "?"
+                let log = script.logBytes.map { Format.bytes($0) } ?? "?"
+                rows.append([
+                    "security find-generic-password -w (filled in \(fill), log \(log))", items,
+                    Format.duration(find.medianMicroseconds), Format.duration(find.p99Microseconds),
+                    script.findOverFloor.map(Format.ratio) ?? "", script.findOverSecretTool.map(Format.ratio) ?? "",
+                ])
+            } else {
+                rows.append(["security find-generic-password -w", items, "—", script.note ?? "not available"])
+            }
+            if let theirs = script.secretTool {
+                rows.append([
+                    "secret-tool lookup, GNOME Keyring (session collection)", items,
+                    Format.duration(theirs.medianMicroseconds), Format.duration(theirs.p99Microseconds),
+                    script.floor.map { Format.ratio(theirs.medianMicroseconds / $0.medianMicroseconds) } ?? "", "1.00×",
+                ])
+            } else {
+                rows.append(["secret-tool lookup, GNOME Keyring", items, "—", script.secretToolNote ?? "not available"])
+            }
+        }
+        return columns(rows, right: [1, 2, 3, 4, 5])
     }
 
     private static func targetsTable(_ report: BenchmarkReport) -> String {

@@ -20,6 +20,7 @@ struct BenchmarkTests {
         options.openRepetitions = 3
         options.processRepetitions = 2
         options.keyDerivationRepetitions = 1
+        options.scriptSizes = [12]
         return options
     }
 
@@ -62,7 +63,7 @@ struct BenchmarkTests {
         #expect((memory?.residentAfterOpenBytes ?? 0) > 1 << 20)
         #expect((memory?.residentAfterLookupBytes ?? 0) > 1 << 20)
         // The security rows exist whether or not the tool is built yet: a timing or a note.
-        for name in ["security-find", "security-add"] {
+        for name in ["security-add"] {
             let row = report.processes.first { $0.name == name }
             #expect(row != nil, "no \(name) row")
             if let row {
@@ -70,8 +71,27 @@ struct BenchmarkTests {
                 if let summary = row.summary { expectSensible(summary, name) }
             }
         }
-        #expect(report.targets.count == 9)
+        #expect(report.targets.count == 8 + 2 * report.scripts.count)
         #expect(report.targets.allSatisfy { !$0.measured.isEmpty })
+        expectScripts(report)
+    }
+
+    /// The lookup processes on keychains filled by add processes: ours, the floor and
+    /// `secret-tool` on GNOME Keyring (which `.ci/run` installs), all timed, with both ratios.
+    static func expectScripts(_ report: BenchmarkReport) {
+        #expect(report.scripts.map(\.items) == [12])
+        for script in report.scripts {
+            #expect(script.note == nil, "\(script.note ?? "")")
+            #expect(script.secretToolNote == nil, "\(script.secretToolNote ?? "")")
+            for (summary, what) in [(script.find, "find"), (script.floor, "floor"), (script.secretTool, "secret-tool")]
+            {
+                #expect(summary != nil, "no \(what) timing")
+                if let summary { expectSensible(summary, what) }
+            }
+            #expect((script.fillSeconds ?? 0) > 0 && (script.secretToolFillSeconds ?? 0) > 0)
+            #expect(script.findOverFloor.map { $0.isFinite && $0 > 0 } == true)
+            #expect(script.findOverSecretTool.map { $0.isFinite && $0 > 0 } == true)
+        }
     }
 
     @Test("a tiny run through the module produces every row, table and JSON")
@@ -97,11 +117,13 @@ struct BenchmarkTests {
     func executable() throws {
         let executable = try #require(Lifecycle.benchmarkExecutable, "keychain-bench is not built next to the tests")
         let outcome = try ChildProcess.run(
-            executable, ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet"],
+            executable,
+            ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "8"],
             environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
         #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
         let report = try JSONDecoder().decode(BenchmarkReport.self, from: outcome.standardOutput)
         #expect(report.schemaVersion == 1)
+        #expect(report.scripts.map(\.items) == [8] && report.scripts.allSatisfy { $0.find != nil })
         #expect(report.sizes.map(\.items) == [20])
         #expect(report.sizes.first?.operations.count == KeychainOperation.allCases.count)
 
@@ -120,7 +142,7 @@ struct BenchmarkTests {
         let copy = directory + "/kb"
         try Self.copyExecutable(built, to: copy)
         let outcome = try ChildProcess.run(
-            copy, ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet"],
+            copy, ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "0"],
             environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
         #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
         let report = try JSONDecoder().decode(BenchmarkReport.self, from: outcome.standardOutput)

@@ -1,0 +1,301 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `security` command as scripts run it: a keychain filled by separate
+/// `security add-generic-password` processes (so its write-ahead log is what such scripts
+/// leave), then `security find-generic-password -w` processes against it, timed interleaved
+/// with the Swift process floor and, when GNOME Keyring is installed, with `secret-tool lookup`
+/// on a GNOME Keyring that holds the same items: all three in the same run, on the same machine
+/// from one moment to the next.
+struct ScriptComparison {
+    let options: BenchmarkOptions
+    let scratch: String
+    /// The environment of our child processes (the benchmark's scratch home and device key).
+    let environment: [String: String]
+    let security: String
+    /// The Swift process floor's executable (`keychain-bench --internal-noop`), if found.
+    let floorExecutable: String?
+    let progress: (String) -> Void
+
+    /// How many add processes run at a time while a keychain is filled.
+    static let fillWorkers = 4
+
+    /// The item number `index` of a filled keychain: its service, account and secret.
+    static func item(_ index: Int) -> (service: String, account: String, secret: String) {
+        ("script-\(index / 10).bench.example.net", "account-\(index)", "secret-\(index)-\(index &* 7919)")
+    }
+
+    /// Fills a keychain of `size` items with add processes, fills GNOME Keyring with the same
+    /// items when it is installed, and times the lookups.
+    func run(size: Int, gnome: GnomeKeyring?) -> ScriptResult {
+        var result = ScriptResult(items: size)
+        let path = scratch + "/script-\(size).keychain-db"
+        do {
+            let create = try ChildProcess.run(
+                security, ["create-keychain", "-p", "", path], environment: environment)
+            guard create.status == 0 else { throw BenchmarkFailure("create-keychain exited \(create.status)") }
+            progress("  filling a keychain with \(Format.count(size)) security add-generic-password processes")
+            let (security, environment) = (security, environment)
+            result.fillSeconds = try Self.fill(size: size) { index in
+                let item = Self.item(index)
+                return try ChildProcess.run(
+                    security,
+                    ["add-generic-password", "-s", item.service, "-a", item.account, "-w", item.secret, path],
+                    environment: environment, capture: false
+                ).status
+            }
+            result.logBytes =
+                (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int64)
+                ?? 0
+        } catch {
+            result.note = "not available: \(error)"
+            return result
+        }
+        var gnomeFilled = false
+        if let gnome {
+            do {
+                progress("  filling GNOME Keyring with the same items (secret-tool store)")
+                result.secretToolFillSeconds = try Self.fill(size: size) { index in
+                    let item = Self.item(index)
+                    return try gnome.store(service: item.service, account: item.account, secret: item.secret)
+                }
+                gnomeFilled = true
+            } catch {
+                result.secretToolNote = "not available: \(error)"
+            }
+        } else {
+            result.secretToolNote = GnomeKeyring.missingNote
+        }
+        measure(&result, path: path, gnome: gnomeFilled ? gnome : nil)
+        return result
+    }
+
+    /// Runs `add` for every index, ``fillWorkers`` processes at a time.
+    /// - Returns: The seconds the whole fill took.
+    static func fill(size: Int, _ add: @escaping @Sendable (Int) throws -> Int32) throws -> Double {
+        let failure = FirstFailure()
+        let start = Clock.now()
+        DispatchQueue.concurrentPerform(iterations: fillWorkers) { worker in
+            for index in stride(from: worker, to: size, by: fillWorkers) where !failure.isSet {
+                do {
+                    let status = try add(index)
+                    if status != 0 { failure.record("item \(index): exit status \(status)") }
+                } catch {
+                    failure.record("item \(index): \(error)")
+                }
+            }
+        }
+        if let message = failure.message { throw BenchmarkFailure(message) }
+        return Double(Clock.now() - start) / 1e9
+    }
+
+    /// Times the floor, our lookup and `secret-tool lookup`, one after the other in each round,
+    /// each looking up a different item; every command's output is checked once first.
+    private func measure(_ result: inout ScriptResult, path: String, gnome: GnomeKeyring?) {
+        let rounds = options.processRepetitions
+        var floor: [UInt64] = []
+        var find: [UInt64] = []
+        var lookup: [UInt64] = []
+        var failure: String?
+        func findArguments(_ item: (service: String, account: String, secret: String)) -> [String] {
+            ["find-generic-password", "-s", item.service, "-a", item.account, "-w", path]
+        }
+        let first = Self.item(result.items / 2)
+        if let outcome = try? ChildProcess.run(security, findArguments(first), environment: environment),
+            String(decoding: outcome.standardOutput, as: UTF8.self).trimmingCharacters(in: .newlines) != first.secret
+        {
+            result.note = "not available: security find-generic-password did not print the secret"
+            return
+        }
+        if let gnome, (try? gnome.lookup(service: first.service, account: first.account)) != first.secret {
+            result.secretToolNote = "not available: secret-tool lookup did not print the secret"
+        }
+        let useGnome = gnome != nil && result.secretToolNote == nil
+        for round in 0...rounds {
+            let item = Self.item((result.items / 2 + round * 37) % result.items)
+            do {
+                if let floorExecutable {
+                    let outcome = try ChildProcess.run(
+                        floorExecutable, ["--internal-noop"], environment: environment, capture: false)
+                    if round > 0 { floor.append(outcome.nanoseconds) }
+                }
+                let ours = try ChildProcess.run(security, findArguments(item), environment: environment, capture: false)
+                guard ours.status == 0 else { throw BenchmarkFailure("find exited \(ours.status)") }
+                if round > 0 { find.append(ours.nanoseconds) }
+                if useGnome, let gnome {
+                    let theirs = try gnome.timedLookup(service: item.service, account: item.account)
+                    if round > 0 { lookup.append(theirs) }
+                }
+            } catch {
+                failure = "failed: \(error)"
+                break
+            }
+        }
+        if let failure {
+            result.note = failure
+            return
+        }
+        result.floor = floor.isEmpty ? nil : Summary(nanoseconds: floor)
+        result.find = find.isEmpty ? nil : Summary(nanoseconds: find)
+        result.secretTool = lookup.isEmpty ? nil : Summary(nanoseconds: lookup)
+    }
+}
+
+/// The first failure reported by any of several threads.
+private final class FirstFailure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var first: String?
+
+    var isSet: Bool { lock.withLock { first != nil } }
+    var message: String? { lock.withLock { first } }
+
+    func record(_ message: String) {
+        lock.withLock { if first == nil { first = message } }
+    }
+}
+
+/// One size of ``ScriptComparison``.
+struct ScriptResult: Codable, Sendable {
+    var items: Int
+    /// Seconds to fill our keychain with add processes, ``ScriptComparison/fillWorkers`` at a time.
+    var fillSeconds: Double?
+    /// The keychain's write-ahead log after the fill, in bytes.
+    var logBytes: Int64?
+    /// Seconds to fill GNOME Keyring with `secret-tool store` processes, as many at a time.
+    var secretToolFillSeconds: Double?
+    var floor: Summary?
+    var find: Summary?
+    var secretTool: Summary?
+    /// Why our rows are missing.
+    var note: String?
+    /// Why the `secret-tool` row is missing.
+    var secretToolNote: String?
+
+    init(items: Int) { self.items = items }
+
+    /// Our lookup process ÷ the Swift process floor, medians of the same rounds.
+    var findOverFloor: Double? {
+        guard let find, let floor else { return nil }
+        return find.medianMicroseconds / floor.medianMicroseconds
+    }
+
+    /// Our lookup process ÷ `secret-tool lookup`, medians of the same rounds.
+    var findOverSecretTool: Double? {
+        guard let find, let secretTool else { return nil }
+        return find.medianMicroseconds / secretTool.medianMicroseconds
+    }
+}
+
+/// A private GNOME Keyring for the benchmark: its own session bus (`dbus-daemon`) and
+/// `gnome-keyring-daemon`, unlocked with a password, in the scratch directory; both stopped by
+/// pid. Its items go in the in-memory `session` collection: the `login` collection rewrites its
+/// whole file on every add (about 0.9 s per add at 10,000 items), which would make filling it
+/// take hours, and the daemon answers lookups from memory for either collection.
+final class GnomeKeyring: Sendable {
+    let secretTool: String
+    let environment: [String: String]
+    private let busProcess: pid_t
+    private let keyringProcess: pid_t
+
+    static let missingNote =
+        "not measured: GNOME Keyring is not installed (apt-get install gnome-keyring libsecret-tools dbus-daemon dbus-bin)"
+
+    /// The executable `name` in `/usr/bin` or `/bin`.
+    static func find(_ name: String) -> String? {
+        ["/usr/bin/", "/bin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts the bus and the keyring in `directory`.
+    /// - Returns: `nil` when GNOME Keyring or the D-Bus tools are not installed.
+    static func start(in directory: String) throws -> GnomeKeyring? {
+        guard let daemon = find("gnome-keyring-daemon"), let secretTool = find("secret-tool"),
+            let bus = find("dbus-daemon"), let send = find("dbus-send")
+        else { return nil }
+        for sub in ["home", "home/.config", "home/.local/share", "run"] {
+            try FileManager.default.createDirectory(
+                atPath: directory + "/" + sub, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        var environment = [
+            "HOME": directory + "/home", "XDG_CONFIG_HOME": directory + "/home/.config",
+            "XDG_DATA_HOME": directory + "/home/.local/share", "XDG_RUNTIME_DIR": directory + "/run",
+            "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+        ]
+        let started = try ChildProcess.start(
+            bus, ["--session", "--nofork", "--print-address=1"], environment: environment)
+        let address = ChildProcess.readLine(started.output, timeout: 10)
+        close(started.output)
+        guard let address, !address.isEmpty else {
+            ChildProcess.stop(started.pid)
+            throw BenchmarkFailure("dbus-daemon printed no address")
+        }
+        environment["DBUS_SESSION_BUS_ADDRESS"] = address
+        let keyring: (pid: pid_t, output: Int32)
+        do {
+            keyring = try ChildProcess.start(
+                daemon, ["--foreground", "--unlock", "--components=secrets"], environment: environment,
+                input: Data("keychain-bench".utf8))
+            close(keyring.output)
+        } catch {
+            ChildProcess.stop(started.pid)
+            throw error
+        }
+        let gnome = GnomeKeyring(
+            secretTool: secretTool, environment: environment, bus: started.pid, keyring: keyring.pid)
+        try gnome.waitForService(send: send)
+        return gnome
+    }
+
+    private init(secretTool: String, environment: [String: String], bus: pid_t, keyring: pid_t) {
+        self.secretTool = secretTool
+        self.environment = environment
+        busProcess = bus
+        keyringProcess = keyring
+    }
+
+    deinit {
+        ChildProcess.stop(keyringProcess)
+        ChildProcess.stop(busProcess)
+    }
+
+    /// Waits (10 s at most) until the keyring owns `org.freedesktop.secrets` on the bus.
+    private func waitForService(send: String) throws {
+        let arguments = [
+            "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+            "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.secrets",
+        ]
+        for _ in 0..<200 {
+            let outcome = try ChildProcess.run(send, arguments, environment: environment)
+            if String(decoding: outcome.standardOutput, as: UTF8.self).contains("boolean true") { return }
+            usleep(50_000)
+        }
+        throw BenchmarkFailure("gnome-keyring-daemon did not appear on its bus")
+    }
+
+    /// `secret-tool store` of one item in the session collection; its exit status.
+    func store(service: String, account: String, secret: String) throws -> Int32 {
+        try ChildProcess.run(
+            secretTool,
+            ["store", "--label=\(service) \(account)", "--collection=session", "service", service, "account", account],
+            environment: environment, capture: false, input: Data(secret.utf8)
+        ).status
+    }
+
+    /// What `secret-tool lookup` prints for an item.
+    func lookup(service: String, account: String) throws -> String {
+        let outcome = try ChildProcess.run(
+            secretTool, ["lookup", "service", service, "account", account], environment: environment)
+        return String(decoding: outcome.standardOutput, as: UTF8.self).trimmingCharacters(in: .newlines)
+    }
+
+    /// One timed `secret-tool lookup` process, in nanoseconds.
+    func timedLookup(service: String, account: String) throws -> UInt64 {
+        let outcome = try ChildProcess.run(
+            secretTool, ["lookup", "service", service, "account", account], environment: environment, capture: false)
+        guard outcome.status == 0 else { throw BenchmarkFailure("secret-tool lookup exited \(outcome.status)") }
+        return outcome.nanoseconds
+    }
+}
