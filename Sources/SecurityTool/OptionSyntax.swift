@@ -96,6 +96,17 @@ struct OptionSyntax {
         }
     }
 
+    /// The operands getopt leaves after the options (the keychains an item command names).
+    func operands(_ arguments: [String]) -> [String] {
+        var afterOptions = false
+        return pieces(arguments).compactMap { piece -> String? in
+            guard case .other(let argument) = piece else { return nil }
+            if afterOptions { return argument }
+            if argument == "--" { afterOptions = true }
+            return argument.hasPrefix("-") ? nil : argument
+        }
+    }
+
     /// The arguments as given, with the value of every secret option replaced by `<hidden>`.
     func redacted(_ arguments: [String]) -> [String] {
         pieces(arguments).map { piece -> String in

@@ -81,6 +81,13 @@ enum SecurityTool {
         a code). Run `security help <command>` for a command's options and examples.
         """)
 
+    /// The commands scripts run by the thousand, whose keychains are opened while the command
+    /// line is read (``Session/prefetch(names:)``).
+    static let prefetchingCommands: Set<String> = [
+        "find-generic-password", "find-internet-password", "add-generic-password", "add-internet-password",
+        "delete-generic-password", "delete-internet-password",
+    ]
+
     static let usageText = """
         Usage: security [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
             -i    Run in interactive mode: read commands from standard input, one per line,
@@ -182,7 +189,10 @@ enum SecurityTool {
             let line = ([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n"
             Console.err(ArgumentBytes.bytes(of: line))
         }
-        if let syntax = OptionSyntax.forCommand(name) { rest = syntax.split(rest) }
+        if let syntax = OptionSyntax.forCommand(name) {
+            rest = syntax.split(rest)
+            if prefetchingCommands.contains(name) { session.prefetch(names: syntax.operands(rest)) }
+        }
         if name == "add-generic-password" || name == "add-internet-password" {
             rest = markTrailingPasswordPrompt(rest, command: name)
         }

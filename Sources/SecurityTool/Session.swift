@@ -44,6 +44,7 @@ final class Session {
     var interactive = false
     var verbose = false
     private var handles: [String: KeychainDatabase] = [:]
+    private var prefetched: KeychainPrefetch?
     private var cachedPreferences: KeychainPreferences?
 
     /// - Parameter environment: The environment; by default the process's, whose password
@@ -168,6 +169,10 @@ final class Session {
     ///   password) when `path` is that keychain and it does not exist yet.
     func database(at path: String, createDefault: Bool = false) throws -> KeychainDatabase {
         if let handle = handles[path] { return handle }
+        if let handle = prefetched?.take(path) {
+            handles[path] = handle
+            return handle
+        }
         let handle: KeychainDatabase
         if createDefault && path == absolute(engineDefaultKeychain) {
             var defaultPaths = paths
@@ -186,6 +191,17 @@ final class Session {
         return OpenKeychain(name: name, path: path, database: try database(at: path, createDefault: createDefault))
     }
 
+    /// Starts opening, on a second thread, the keychains a command names (the default keychain
+    /// when it names none), so that ArgumentParser's reading of the command line and the
+    /// opening, each about a third of a short process's own work, overlap. Only a keychain that
+    /// opens is kept; the command's own open reports any failure as before, in its place.
+    func prefetch(names: [String]) {
+        prefetched?.wait()
+        let wanted = names.isEmpty ? nil : names.map(resolve).filter { handles[$0] == nil }
+        guard wanted?.isEmpty != true else { return }
+        prefetched = KeychainPrefetch(paths: wanted, defaults: paths, configuration: configuration)
+    }
+
     /// Keeps a handle this process made (a keychain just created).
     func adopt(_ database: KeychainDatabase, at path: String) { handles[path] = database }
 
@@ -201,6 +217,7 @@ final class Session {
         // one to close deletes the log, which the next process then writes a transaction to
         // create again (GRDB makes sure a pool has a non-empty log).
         for handle in handles.values { try? handle.close() }
+        for handle in prefetched?.unused() ?? [] { try? handle.close() }
     }
 
     /// Every keychain handle this process has open.
@@ -257,4 +274,46 @@ final class Session {
     static let lockedHint =
         "the keychain is locked in this process: set \(passwordVariable), run on a terminal, or unlock it "
         + "in a `security -i` session (see `security help unlock-keychain`)"
+}
+
+/// Keychains opened on a thread of their own while the command line is read (see
+/// ``Session/prefetch(names:)``).
+final class KeychainPrefetch: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var opened: [String: KeychainDatabase] = [:]
+    private var finished = false
+
+    /// Starts opening `paths`, or the default keychain of `defaults` when `paths` is `nil`.
+    init(paths: [String]?, defaults: KeychainPaths, configuration: KeychainConfiguration) {
+        Thread.detachNewThread { [self] in
+            var opened: [String: KeychainDatabase] = [:]
+            for path in paths ?? [defaults.defaultKeychain] {
+                opened[path] = try? KeychainDatabase.open(at: path, configuration: configuration)
+            }
+            condition.withLock {
+                self.opened = opened
+                finished = true
+                condition.broadcast()
+            }
+        }
+    }
+
+    /// Waits until the thread is done.
+    func wait() {
+        condition.withLock {
+            while !finished { condition.wait() }
+        }
+    }
+
+    /// The handle opened for `path`, once; `nil` when it was not asked for or did not open.
+    func take(_ path: String) -> KeychainDatabase? {
+        wait()
+        return condition.withLock { opened.removeValue(forKey: path) }
+    }
+
+    /// The handles no command took, after the thread is done.
+    func unused() -> [KeychainDatabase] {
+        wait()
+        return condition.withLock { Array(opened.values) }
+    }
 }
