@@ -54,9 +54,12 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible {
 
     static func malformed(_ message: String) -> PKIError { PKIError(.malformed, message) }
 
-    /// The one-line conversion that turns a legacy (3DES/RC2) PKCS#12 file into a modern one.
+    /// The one-line conversion that turns a legacy (3DES/RC2) PKCS#12 file into a modern one
+    /// (PBES2, AES-256-CBC, HMAC-SHA-256) with OpenSSL 3. It goes through a PEM file because
+    /// `openssl pkcs12 -export` reads its input twice and cannot take it from a pipe; the file
+    /// holds the unencrypted key until `rm`.
     public static let legacyConversionCommand =
-        "openssl pkcs12 -in old.p12 -legacy -nodes | openssl pkcs12 -export -out new.p12"
+        "openssl pkcs12 -in old.p12 -legacy -nodes -out old.pem && openssl pkcs12 -export -in old.pem -out new.p12 && rm old.pem"
 
     static func legacy(_ what: String) -> PKIError {
         PKIError(
