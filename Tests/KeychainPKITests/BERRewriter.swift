@@ -6,7 +6,7 @@ import SwiftASN1
 /// OCTET STRINGs (and implicit [0] ones) split into 8-byte constructed segments, the MAC
 /// recomputed over the new AuthenticatedSafe with the file's own salt and iteration count.
 enum BERRewriter {
-    static func rewritePFX(_ der: [UInt8], passphrase: String) throws -> [UInt8] {
+    static func rewritePFX(_ der: [UInt8], passphrase: String, rawPassword: [UInt8]? = nil) throws -> [UInt8] {
         let pfx = try DER.parse(der)
         guard case .constructed(let pfxChildren) = pfx.content else { throw PKIError.malformed("test: PFX") }
         let fields = Array(pfxChildren)
@@ -16,7 +16,8 @@ enum BERRewriter {
         var newAuthSafe: [UInt8] = [0x30, 0x80]
         for info in infos { newAuthSafe += try rewriteContentInfo(info) }
         newAuthSafe += [0, 0]
-        let mac = try rewriteMAC(fields[2], authSafe: newAuthSafe, passphrase: passphrase)
+        let password = rawPassword ?? PKCS12KeyDerivation.bmpPassword(passphrase)
+        let mac = try rewriteMAC(fields[2], authSafe: newAuthSafe, password: password)
         let info = [0x30, 0x80] + DERWriter.oid(OID.data) + [0xa0, 0x80] + segments(0x24, newAuthSafe) + [0, 0, 0, 0]
         return [0x30, 0x80] + Array(fields[0].encodedBytes) + info + mac + [0, 0]
     }
@@ -40,7 +41,7 @@ enum BERRewriter {
         return try berify(info)
     }
 
-    static func rewriteMAC(_ macData: ASN1Node, authSafe: [UInt8], passphrase: String) throws -> [UInt8] {
+    static func rewriteMAC(_ macData: ASN1Node, authSafe: [UInt8], password: [UInt8]) throws -> [UInt8] {
         guard case .constructed(let children) = macData.content else { throw PKIError.malformed("test: MacData") }
         let fields = Array(children)
         guard case .constructed(let digestInfo) = fields[0].content,
@@ -50,8 +51,7 @@ enum BERRewriter {
         let algorithm = Array(digestInfo)[0]
         let digest = try PKCS12Digest(digestOID: AlgorithmIdentifier(node: algorithm, "test").oid)
         let iterations = iterationBytes.reduce(0) { $0 << 8 | Int($1) }
-        let key = digest.macKey(
-            password: PKCS12KeyDerivation.bmpPassword(passphrase), salt: Array(salt), iterations: iterations)
+        let key = digest.macKey(password: password, salt: Array(salt), iterations: iterations)
         let mac = digest.hmac(authSafe, key: key)
         let newDigestInfo = [0x30, 0x80] + Array(algorithm.encodedBytes) + segments(0x24, mac) + [0, 0]
         return [0x30, 0x80] + newDigestInfo + Array(fields[1].encodedBytes) + Array(fields[2].encodedBytes) + [0, 0]

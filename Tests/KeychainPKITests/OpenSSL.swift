@@ -33,7 +33,9 @@ struct OpenSSL {
     /// Runs `openssl args…` in the directory; returns stdout (and stderr with `stderr: true`).
     /// Records an issue and throws when the exit status is not 0 unless `allowFailure`.
     @discardableResult
-    func run(_ arguments: [String], input: [UInt8]? = nil, allowFailure: Bool = false) throws -> (
+    func run(
+        _ arguments: [String], input: [UInt8]? = nil, allowFailure: Bool = false, includeStandardError: Bool = false
+    ) throws -> (
         output: String, status: Int32
     ) {
         let process = Process()
@@ -58,7 +60,7 @@ struct OpenSSL {
                 "openssl \(arguments.joined(separator: " ")) failed: \(String(decoding: err, as: UTF8.self))")
             throw CancellationError()
         }
-        return (text + (allowFailure ? String(decoding: err, as: UTF8.self) : ""), process.terminationStatus)
+        return (text + (allowFailure || includeStandardError ? String(decoding: err, as: UTF8.self) : ""), process.terminationStatus)
     }
 
     func read(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: directory.appendingPathComponent(name))) }
