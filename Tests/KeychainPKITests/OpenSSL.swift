@@ -60,7 +60,10 @@ struct OpenSSL {
                 "openssl \(arguments.joined(separator: " ")) failed: \(String(decoding: err, as: UTF8.self))")
             throw CancellationError()
         }
-        return (text + (allowFailure || includeStandardError ? String(decoding: err, as: UTF8.self) : ""), process.terminationStatus)
+        return (
+            text + (allowFailure || includeStandardError ? String(decoding: err, as: UTF8.self) : ""),
+            process.terminationStatus
+        )
     }
 
     func read(_ name: String) throws -> [UInt8] { Array(try Data(contentsOf: directory.appendingPathComponent(name))) }

@@ -17,13 +17,17 @@ import Testing
             friendlyName: "Exported", iterations: 2048)
         try openssl.write("ours.p12", file)
 
-        let info = try openssl.run(["pkcs12", "-info", "-in", "ours.p12", "-passin", "pass:export pw", "-noout"], includeStandardError: true).output
+        let info = try openssl.run(
+            ["pkcs12", "-info", "-in", "ours.p12", "-passin", "pass:export pw", "-noout"], includeStandardError: true
+        ).output
         #expect(info.contains("MAC: sha256, Iteration 2048"))
         #expect(info.contains("PKCS7 Encrypted data: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256"))
         #expect(info.contains("Shrouded Keybag: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256"))
 
         // openssl gives back our key and both certificates.
-        try openssl.run(["pkcs12", "-in", "ours.p12", "-passin", "pass:export pw", "-nocerts", "-nodes", "-out", "key.pem"])
+        try openssl.run([
+            "pkcs12", "-in", "ours.p12", "-passin", "pass:export pw", "-nocerts", "-nodes", "-out", "key.pem",
+        ])
         try openssl.run(["pkcs8", "-topk8", "-nocrypt", "-in", "key.pem", "-outform", "DER", "-out", "key.der"])
         #expect(PKCS12Tests.digest(try openssl.read("key.der")) == PKCS12Tests.digest(fixture.pkcs8))
         let certs = try openssl.run(["pkcs12", "-in", "ours.p12", "-passin", "pass:export pw", "-nokeys"]).output
@@ -61,7 +65,9 @@ import Testing
 
     /// PBES2 variants `openssl pkcs12` cannot write (PRF hmacWithSHA1/SHA512, AES-192) read
     /// through the same decryptor from `openssl pkcs8 -topk8 -v2 … -v2prf …`.
-    @Test(arguments: [("aes-128-cbc", "hmacWithSHA1"), ("aes-192-cbc", "hmacWithSHA512"), ("aes-256-cbc", "hmacWithSHA384")])
+    @Test(arguments: [
+        ("aes-128-cbc", "hmacWithSHA1"), ("aes-192-cbc", "hmacWithSHA512"), ("aes-256-cbc", "hmacWithSHA384"),
+    ])
     func pbes2VariantsFromOpenSSLPKCS8(_ cipher: String, _ prf: String) throws {
         let fixture = try PKCS12Tests.Fixture()
         defer { fixture.openssl.cleanUp() }
