@@ -48,6 +48,11 @@ public struct DistinguishedName: Hashable, Sendable {
     /// The relative distinguished names in encoded order; each is a set of one or more attributes.
     public var relativeNames: [[Attribute]]
 
+    /// Whether Apple's `parseX501NameContent` reads this name: fewer than 1024 RDNs
+    /// (`MAX_ATTRIBUTE_TYPE_AND_VALUES`). Summaries, common names and e-mail addresses come
+    /// from names within that limit only.
+    public var isWithinAppleLimit: Bool { relativeNames.count < 1024 }
+
     /// Every attribute, RDN by RDN, in encoded order.
     public var attributes: [Attribute] { relativeNames.flatMap { $0 } }
 

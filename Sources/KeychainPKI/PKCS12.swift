@@ -202,6 +202,9 @@ struct PKCS12Reader {
         return authSafe
     }
 
+    /// Checks the MAC. As in Apple's `p12VerifyMac`, the failures of this stage that are not
+    /// structural (an unsupported digest, an empty salt, an iteration count out of range, a MAC
+    /// that does not verify) have ``PKIError/osStatus`` -25293.
     mutating func verifyMAC(_ node: ASN1Node, _ authSafe: [UInt8]) throws {
         var macData = try NodeList(node, .sequence, "MacData")
         var digestInfo = try NodeList(macData.next(), .sequence, "MacData.mac")
@@ -209,13 +212,15 @@ struct PKCS12Reader {
         let mac = try octetStringBytes(digestInfo.next(), ber: true, "MacData.mac.digest")
         try digestInfo.finish()
         let salt = try octetStringBytes(macData.next(), ber: true, "MacData.macSalt")
-        var iterations = 1
-        if let count = macData.optional(.integer) {
-            iterations = try smallInteger(count, limit: PKCS12.maximumIterations, "MacData.iterations")
-        }
+        let count = macData.optional(.integer)
         try macData.finish()
-        guard iterations >= 1 else { throw PKIError.malformed("MacData: iteration count 0") }
-        let digest = try PKCS12Digest(digestOID: algorithm.oid)
+        let (digest, iterations) = try Self.macStage {
+            let iterations =
+                try count.map { try smallInteger($0, limit: PKCS12.maximumIterations, "MacData.iterations") } ?? 1
+            guard iterations >= 1 else { throw PKIError.malformed("MacData: iteration count 0") }
+            guard !salt.isEmpty else { throw PKIError.malformed("MacData: empty salt") }
+            return (try PKCS12Digest(digestOID: algorithm.oid), iterations)
+        }
         var candidates = [PKCS12KeyDerivation.bmpPassword(passphrase)]
         if passphrase.isEmpty { candidates.append([]) }
         for password in candidates {
@@ -224,6 +229,13 @@ struct PKCS12Reader {
             if digest.isValid(mac, for: authSafe, key: key) { return }
         }
         throw PKIError(.wrongPassphrase, "PKCS#12: the MAC does not verify: wrong passphrase, or a damaged file")
+    }
+
+    /// Runs `body`, giving any ``PKIError`` it throws the status -25293.
+    private static func macStage<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as PKIError {
+            throw PKIError(error.code, error.message, osStatus: -25293)
+        }
     }
 
     mutating func spend(_ iterations: Int) throws {

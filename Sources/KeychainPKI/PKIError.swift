@@ -39,15 +39,22 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What was wrong, in words. Never contains secret material.
     public var message: String
 
-    /// Creates an error.
+    /// The status Apple's Security framework returns for this failure: `errSecAuthFailed`
+    /// (-25293) for a wrong passphrase and for every other failure of the PKCS#12 MAC stage
+    /// (as `p12import.c` reports them), `errSecDecode` (-26275) for everything else.
+    public var osStatus: Int32
+
+    /// Creates an error whose ``osStatus`` follows from its code.
     public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
+        self.init(code, message, osStatus: code == .wrongPassphrase ? -25293 : -26275)
     }
 
-    /// The status Apple's Security framework returns for this failure: `errSecAuthFailed`
-    /// (-25293) for a wrong passphrase, `errSecDecode` (-26275) for everything else.
-    public var osStatus: Int32 { code == .wrongPassphrase ? -25293 : -26275 }
+    /// Creates an error with an explicit ``osStatus``.
+    public init(_ code: Code, _ message: String, osStatus: Int32) {
+        self.code = code
+        self.message = message
+        self.osStatus = osStatus
+    }
 
     /// `"<code>: <message>"`.
     public var description: String { "\(code.rawValue): \(message)" }

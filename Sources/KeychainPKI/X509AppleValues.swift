@@ -26,6 +26,7 @@ extension X509Certificate {
     /// Every commonName of the subject, in encoded order. Nil when there is none, or when a
     /// commonName's value is not a string (Apple then fails the whole list).
     public var commonNames: [String]? {
+        guard subject.isWithinAppleLimit else { return nil }
         let values = subject.attributes.filter { $0.type == OID.commonName.description }
         let strings = values.compactMap(\.stringValue)
         guard !values.isEmpty, strings.count == values.count else { return nil }
@@ -39,7 +40,7 @@ extension X509Certificate {
     /// emailAddress attributes; empty when there are none.
     public var emailAddresses: [String] {
         let fromSAN = subjectAlternativeNames?.emailAddresses ?? []
-        let fromSubject = subject.strings(ofType: OID.emailAddress.description)
+        let fromSubject = subject.isWithinAppleLimit ? subject.strings(ofType: OID.emailAddress.description) : []
         return fromSAN + fromSubject
     }
 
@@ -87,6 +88,7 @@ extension X509Certificate {
 
     static func nameSummary(_ name: DistinguishedName) -> NameSummary {
         var summary = NameSummary()
+        guard name.isWithinAppleLimit else { return summary }
         for attribute in name.attributes {
             let string = attribute.stringValue
             var rank = SummaryRank.printable

@@ -173,9 +173,6 @@ public struct X509Certificate: Hashable, Sendable {
         _ = tbs.optional(ASN1Identifier(tagWithNumber: 2, tagClass: .contextSpecific))
         extensions = try Self.extensions(tbs.optional(.context(3)))
         try tbs.finish()
-        guard version == 3 || extensions.isEmpty else {
-            throw PKIError.malformed("TBSCertificate: extensions in a version \(version) certificate")
-        }
         known = try KnownExtensions(extensions)
         derBytes = Array(node.encodedBytes)
         tbsBytes = Array(tbsNode.encodedBytes)

@@ -122,6 +122,9 @@ struct KnownExtensions: Hashable, Sendable {
         }
     }
 
+    /// Apple's `MAX_EKUS` and `MAX_GENERAL_NAMES` (8192).
+    static let maximumEntries = 8192
+
     static func basicConstraints(_ node: ASN1Node) throws -> BasicConstraints {
         var fields = try NodeList(node, .sequence, "basicConstraints")
         var isCA = false
@@ -156,6 +159,7 @@ struct KnownExtensions: Hashable, Sendable {
     static func extendedKeyUsage(_ node: ASN1Node) throws -> [String] {
         var list = try NodeList(node, .sequence, "extKeyUsage")
         var purposes: [String] = []
+        guard list.remaining <= maximumEntries else { throw PKIError(.limitExceeded, "extKeyUsage: too many") }
         while !list.isAtEnd { purposes.append(try objectIdentifier(list.next(), "extKeyUsage").description) }
         guard !purposes.isEmpty else { throw PKIError.malformed("extKeyUsage: empty") }
         return purposes
@@ -164,6 +168,7 @@ struct KnownExtensions: Hashable, Sendable {
     static func generalNames(_ node: ASN1Node) throws -> SubjectAlternativeNames {
         var list = try NodeList(node, .sequence, "subjectAltName")
         var names = SubjectAlternativeNames()
+        guard list.remaining <= maximumEntries else { throw PKIError(.limitExceeded, "subjectAltName: too many") }
         while !list.isAtEnd {
             let name = try list.next()
             guard name.identifier.tagClass == .contextSpecific else {

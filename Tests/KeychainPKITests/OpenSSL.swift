@@ -4,13 +4,19 @@ import Testing
 /// Runs the real `openssl` binary for fixtures and cross-checks. A missing `openssl` fails the
 /// test that needs it (`.ci/run` installs it).
 struct OpenSSL {
+    /// Thrown (after an issue is recorded) when openssl is missing or fails: the test fails.
+    struct Failure: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
     /// A fresh temporary directory, removed by ``cleanUp()``.
     let directory: URL
 
     init() throws {
         guard let path = Self.executable else {
             Issue.record("openssl is not installed: install it (apt-get install openssl); .ci/run does")
-            throw CancellationError()
+            throw Failure(message: "openssl is not installed")
         }
         _ = path
         directory = FileManager.default.temporaryDirectory
@@ -58,7 +64,7 @@ struct OpenSSL {
         if process.terminationStatus != 0 && !allowFailure {
             Issue.record(
                 "openssl \(arguments.joined(separator: " ")) failed: \(String(decoding: err, as: UTF8.self))")
-            throw CancellationError()
+            throw Failure(message: "openssl \(arguments.first ?? "") failed")
         }
         return (
             text + (allowFailure || includeStandardError ? String(decoding: err, as: UTF8.self) : ""),

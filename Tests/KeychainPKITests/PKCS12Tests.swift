@@ -204,18 +204,40 @@ import Testing
         }
         let clock = ContinuousClock()
         let elapsed = try clock.measure {
-            #expect(throws: PKIError(.limitExceeded, "MacData.iterations: 2147483647 is over the limit of 10000000")) {
+            #expect(
+                throws: PKIError(
+                    .limitExceeded, "MacData.iterations: 2147483647 is over the limit of 10000000", osStatus: -25293)
+            ) {
                 try PKCS12.parse(pfx(iterations: Int(Int32.max)), passphrase: "pw")
             }
             #expect(
-                throws: PKIError(.limitExceeded, "MacData.iterations: 24-byte integer is over the limit of 10000000")
+                throws: PKIError(
+                    .limitExceeded, "MacData.iterations: 24-byte integer is over the limit of 10000000",
+                    osStatus: -25293)
             ) {
                 try PKCS12.parse(
                     pfx(iterationsDER: derTLV(0x02, [0x01] + [UInt8](repeating: 0xff, count: 23))), passphrase: "pw")
             }
-            #expect(throws: PKIError.self) { _ = try PKCS12.parse(pfx(iterations: 0), passphrase: "pw") }
+            #expect(throws: PKIError(.malformed, "MacData: iteration count 0", osStatus: -25293)) {
+                _ = try PKCS12.parse(pfx(iterations: 0), passphrase: "pw")
+            }
         }
         #expect(elapsed < .seconds(1))
+    }
+
+    /// As Apple's `p12VerifyMac`: a MAC digest we do not support (SHA-224: swift-crypto has no
+    /// SHA-224 hash function) fails the MAC stage, with -25293.
+    @Test func unsupportedMACDigestFailsTheMACStage() throws {
+        let fixture = try Fixture()
+        defer { fixture.openssl.cleanUp() }
+        let file = try fixture.p12(["-iter", "10", "-macalg", "sha224"])
+        #expect(
+            throws: PKIError(
+                .unsupportedAlgorithm, "MAC digest 2.16.840.1.101.3.4.2.4 is not supported (SHA-1/256/384/512 are)",
+                osStatus: -25293)
+        ) {
+            try PKCS12.parse(file, passphrase: "pw")
+        }
     }
 
     /// The same file re-encoded in BER (indefinite lengths everywhere, OCTET STRINGs split into
