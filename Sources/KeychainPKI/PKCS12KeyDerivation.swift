@@ -34,8 +34,9 @@ enum PKCS12KeyDerivation {
             var hasher = H()
             hasher.update(data: diversifier)
             hasher.update(data: input)
-            var block = Array(hasher.finalize())
-            for _ in 1..<max(iterations, 1) { block = Array(H.hash(data: block)) }
+            var digest = hasher.finalize()
+            for _ in 1..<max(iterations, 1) { digest = digest.withUnsafeBytes { H.hash(data: $0) } }
+            let block = Array(digest)
             output += block
             if output.count >= count { return Array(output.prefix(count)) }
             let b = (0..<v).map { block[$0 % u] }

@@ -72,6 +72,8 @@ import Testing
         #expect(digest(identity.privateKey.pkcs8DER) == digest(fixture.pkcs8))
         #expect(identity.privateKey.wasEncrypted)
         #expect(try identity.privateKey.publicKeyBytes() == fixture.leaf.publicKeyInfo.keyBytes)
+        // The identity join: the key's klbl (SHA-1 of its public bytes) is the certificate's pkhh.
+        #expect(Array(Insecure.SHA1.hash(data: try identity.privateKey.publicKeyBytes())) == fixture.leaf.publicKeyHash)
         switch testCase.key {
         case .rsa2048, .rsa1024: #expect(identity.privateKey.keyType == .rsa)
         default: #expect(identity.privateKey.keyType != .rsa)
