@@ -369,11 +369,13 @@ struct BagAttributes {
             guard !values.isAtEnd else { continue }
             let value = try values.next()
             switch type {
+            // A value of another type is ignored rather than failing the file.
             case OID.friendlyName:
-                let bytes = try octetStringBytes(value, .bmpString, ber: true, "friendlyName")
-                friendlyName = DistinguishedName.Attribute.decodeString(tag: 30, bytes: bytes)
+                if let bytes = try? octetStringBytes(value, .bmpString, ber: true, "friendlyName") {
+                    friendlyName = DistinguishedName.Attribute.decodeString(tag: 30, bytes: bytes)
+                }
             case OID.localKeyID:
-                localKeyID = try octetStringBytes(value, ber: true, "localKeyId")
+                localKeyID = try? octetStringBytes(value, ber: true, "localKeyId")
             default: break
             }
         }
