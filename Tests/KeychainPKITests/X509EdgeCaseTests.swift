@@ -52,6 +52,25 @@ import Testing
         #expect(X509Time.daysFromCivil(1970, 1, 1) == 0 && X509Time.daysFromCivil(2000, 3, 1) == 11_017)
     }
 
+    /// swift-crypto verifies PSS only with a digest-length salt (what the CA/Browser Forum
+    /// requires). OpenSSL's default PSS salt is the maximum: such a certificate is reported as
+    /// unsupported, never as valid or invalid.
+    @Test func pssWithAnotherSaltLengthIsUnsupported() throws {
+        let openssl = try OpenSSL()
+        defer { openssl.cleanUp() }
+        let certificate = try X509Certificate(
+            derEncoded: openssl.selfSigned(
+                "pss", key: .rsa2048, subject: "/CN=pss", extra: ["-sigopt", "rsa_padding_mode:pss"]))
+        #expect(certificate.signatureAlgorithm.oid == "1.2.840.113549.1.1.10")
+        #expect(
+            throws: PKIError(
+                .unsupportedAlgorithm,
+                "RSASSA-PSS: only MGF1 with the same digest and a digest-length salt is supported")
+        ) {
+            try certificate.isSignatureValid(issuedBy: certificate)
+        }
+    }
+
     /// A bag nested deeper than the limit, and too many bags, are refused beneath a valid MAC.
     @Test func pkcs12NestingAndBagLimits() throws {
         let attribute: [UInt8] = []
