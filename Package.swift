@@ -4,6 +4,7 @@ import PackageDescription
 // Keychain for Linux. One module per layer, dependencies pointing down to the engine:
 //
 //   KeychainCore            the engine: encrypted, indexed, crash-safe item store
+//   KeychainPKI             X.509 and PKCS#12 on swift-asn1 + swift-crypto; knows nothing of keychains
 //   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainCore
 //   Keychain                the idiomatic Swift API (new code starts here)
 //   KeychainStorage         named encrypted stores with a pluggable cipher
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         .target(
@@ -46,6 +48,14 @@ let package = Package(
         .target(
             name: "Security",
             dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .target(
+            name: "KeychainPKI",
+            dependencies: [
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         .target(name: "Keychain", dependencies: ["KeychainCore"]),
         .target(
@@ -103,6 +113,15 @@ let package = Package(
             name: "SeedTests",
             dependencies: ["Security", "KeychainCore"],
             swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
+            name: "KeychainPKITests",
+            dependencies: [
+                "KeychainPKI",
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         .testTarget(name: "KeychainTests", dependencies: ["Keychain", "KeychainCore"]),
         .testTarget(
