@@ -63,10 +63,11 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The one-line conversion that turns a legacy (3DES/RC2) PKCS#12 file into a modern one
     /// (PBES2, AES-256-CBC, HMAC-SHA-256) with OpenSSL 3. It goes through a PEM file because
-    /// `openssl pkcs12 -export` reads its input twice and cannot take it from a pipe; the file
-    /// holds the unencrypted key until `rm`.
+    /// `openssl pkcs12 -export` reads its input twice and cannot take it from a pipe; the key in
+    /// that file is encrypted under a pass phrase openssl asks for (AES-256-CBC), never written
+    /// in the clear.
     public static let legacyConversionCommand =
-        "openssl pkcs12 -in old.p12 -legacy -nodes -out old.pem && openssl pkcs12 -export -in old.pem -out new.p12 && rm old.pem"
+        "openssl pkcs12 -in old.p12 -legacy -out old.pem && openssl pkcs12 -export -in old.pem -out new.p12 && rm old.pem"
 
     static func legacy(_ what: String) -> PKIError {
         PKIError(

@@ -167,8 +167,14 @@ import Testing
             var words = step.split(separator: " ").map(String.init)
             if words.first == "openssl" {
                 words.removeFirst()
-                words += words.contains("-export") ? ["-passout", "pass:pw"] : ["-passin", "pass:pw"]
+                // The intermediate PEM's key is encrypted under "pem pw".
+                words += ["-passin", words.contains("-export") ? "pass:pem pw" : "pass:pw"]
+                words += ["-passout", words.contains("-export") ? "pass:pw" : "pass:pem pw"]
                 try fixture.openssl.run(words)
+                if !words.contains("-export") {
+                    let pem = String(decoding: try fixture.openssl.read("old.pem"), as: UTF8.self)
+                    #expect(pem.contains("ENCRYPTED PRIVATE KEY") && !pem.contains("BEGIN PRIVATE KEY"))
+                }
             }
         }
         let converted = try PKCS12.parse(fixture.openssl.read("new.p12"), passphrase: "pw")
