@@ -1,7 +1,8 @@
 import Foundation
 import KeychainCore
 
-/// The three engine operations `Keychain` uses; `KeychainDatabase` provides them.
+/// The three keychain operations `Keychain` uses; every ``KeychainCore/KeychainHandle``
+/// provides them.
 ///
 /// Tests substitute an implementation that records calls or injects failures.
 protocol ItemStore: Sendable {
@@ -10,7 +11,16 @@ protocol ItemStore: Sendable {
     func delete(_ query: ItemQuery) throws -> Int
 }
 
-extension KeychainDatabase: ItemStore {}
+/// A keychain handle as an ``ItemStore``.
+struct HandleStore: ItemStore {
+    let handle: any KeychainHandle
+
+    func upsert(_ item: Item) throws -> (item: Item, added: Bool) { try handle.upsert(item) }
+    func find(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
+        try handle.find(query, includeData: includeData)
+    }
+    func delete(_ query: ItemQuery) throws -> Int { try handle.delete(query) }
+}
 
 /// Where a `Keychain` value's items live: a given store, or the default keychain opened on
 /// first use.
@@ -20,22 +30,15 @@ struct StoreReference: Sendable {
     /// The store named by ``Keychain/withDefaultDatabase(_:operation:)`` if one is in
     /// effect, else the default keychain, opened on first use.
     static func standard() -> StoreReference {
-        StoreReference(fixed: DefaultDatabase.override)
+        StoreReference(fixed: Keychains.defaultOverride.map { HandleStore(handle: $0) })
     }
 
     init(_ store: any ItemStore) { fixed = store }
+    init(_ handle: any KeychainHandle) { fixed = HandleStore(handle: handle) }
     private init(fixed: (any ItemStore)?) { self.fixed = fixed }
 
     func resolve() throws -> any ItemStore {
         if let fixed { return fixed }
-        return try DefaultDatabase.open()
+        return HandleStore(handle: try Keychains.current())
     }
-}
-
-/// The default keychain shared by every module (``KeychainDatabase/current()``) and the
-/// current task's override.
-enum DefaultDatabase {
-    static var override: KeychainDatabase? { KeychainDatabase.defaultOverride }
-
-    static func open() throws -> KeychainDatabase { try KeychainDatabase.current() }
 }

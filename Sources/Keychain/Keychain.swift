@@ -87,7 +87,7 @@ public struct Keychain: Sendable, CustomStringConvertible {
     ///   - service: The service (`kSecAttrService`) of every item.
     ///   - accessGroup: The access group to use, or `nil` for the handle's groups.
     ///   - database: The keychain that holds the items.
-    public init(service: String, accessGroup: String? = nil, database: KeychainDatabase) {
+    public init(service: String, accessGroup: String? = nil, database: any KeychainHandle) {
         self.init(kind: .genericPassword(service: service), accessGroup: accessGroup, store: StoreReference(database))
     }
 
@@ -126,7 +126,7 @@ public struct Keychain: Sendable, CustomStringConvertible {
     ///   - database: The keychain that holds the items.
     public init(
         server: String, protocolType: ProtocolType, authenticationType: AuthenticationType = .default,
-        port: Int = 0, path: String = "", accessGroup: String? = nil, database: KeychainDatabase
+        port: Int = 0, path: String = "", accessGroup: String? = nil, database: any KeychainHandle
     ) {
         self.init(
             kind: .internetPassword(
@@ -147,7 +147,7 @@ public struct Keychain: Sendable, CustomStringConvertible {
     ///   - database: The keychain that holds the items, or `nil` for the default keychain.
     public init(
         server: URL, protocolType: ProtocolType, authenticationType: AuthenticationType = .default,
-        accessGroup: String? = nil, database: KeychainDatabase? = nil
+        accessGroup: String? = nil, database: (any KeychainHandle)? = nil
     ) {
         let components = URLComponents(url: server, resolvingAgainstBaseURL: false)
         let host = components?.host ?? server.absoluteString
@@ -235,17 +235,17 @@ public struct Keychain: Sendable, CustomStringConvertible {
     /// ```
     /// The override is task-local: it is seen by this task and the tasks it creates.
     public static func withDefaultDatabase<R>(
-        _ database: KeychainDatabase, operation: () throws -> R
+        _ database: any KeychainHandle, operation: () throws -> R
     ) rethrows -> R {
-        try KeychainDatabase.withDefault(database, operation: operation)
+        try Keychains.withDefault(database, operation: operation)
     }
 
     /// Runs the asynchronous `operation` with `database` standing in for the default keychain.
     /// See ``withDefaultDatabase(_:operation:)``.
     public static func withDefaultDatabase<R>(
-        _ database: KeychainDatabase, isolation: isolated (any Actor)? = #isolation,
+        _ database: any KeychainHandle, isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> R
     ) async rethrows -> R {
-        try await KeychainDatabase.withDefault(database, operation: operation)
+        try await Keychains.withDefault(database, operation: operation)
     }
 }

@@ -1,24 +1,31 @@
 import Foundation
 
 extension KeychainDatabase {
-    @TaskLocal static var taskDefault: KeychainDatabase?
-
     private static let processDefault = Mutex<KeychainDatabase?>(nil)
 
-    /// The default keychain for the current task, when one was set with
-    /// ``withDefault(_:operation:)-(_,()->R)``; `nil` otherwise.
-    package static var defaultOverride: KeychainDatabase? { taskDefault }
+    /// The default keychain for the current task when it is an engine handle (see
+    /// ``Keychains/withDefault(_:operation:)-(_,()->R)``); `nil` otherwise. For `Security`,
+    /// which still reaches the engine directly.
+    package static var defaultOverride: KeychainDatabase? { Keychains.defaultOverride as? KeychainDatabase }
 
-    /// The keychain that "the default keychain" means here: the one set for the current task
-    /// by ``withDefault(_:operation:)-(_,()->R)``, else the process's default keychain,
-    /// opened (and created, password-less) on first use and then reused.
+    /// The engine's default keychain (see ``Keychains/current()``) when it is an engine handle.
     ///
-    /// Every module of this package resolves the default keychain through this method, so
+    /// Every module of this package resolves the default keychain through ``Keychains``, so
     /// they share one handle, and so one lock state, per process.
-    /// - Throws: ``KeychainError`` when the default keychain cannot be opened or created.
+    /// - Throws: ``KeychainError`` when the default keychain cannot be opened or created, or
+    ///   `.notAvailable` when the current task's default keychain is not an engine handle.
     public static func current() throws -> KeychainDatabase {
-        if let database = taskDefault { return database }
-        return try processDefault.withLock { cached in
+        guard let handle = Keychains.defaultOverride else { return try processDefaultDatabase() }
+        guard let database = handle as? KeychainDatabase else {
+            throw KeychainError(.notAvailable, "the current task's default keychain is not an in-process keychain")
+        }
+        return database
+    }
+
+    /// The process's default keychain, opened (and created, password-less) on first use and
+    /// then reused.
+    static func processDefaultDatabase() throws -> KeychainDatabase {
+        try processDefault.withLock { cached in
             if let cached { return cached }
             let database = try openDefault()
             cached = database
@@ -27,7 +34,8 @@ extension KeychainDatabase {
     }
 
     /// Runs `operation` with `database` as the default keychain of the current task (and of
-    /// the tasks it creates), for tests that run in parallel.
+    /// the tasks it creates), for tests that run in parallel; the same as
+    /// ``Keychains/withDefault(_:operation:)-(_,()->R)``.
     ///
     /// ```swift
     /// let memory = try KeychainDatabase.inMemory()
@@ -36,7 +44,7 @@ extension KeychainDatabase {
     /// }
     /// ```
     public static func withDefault<R>(_ database: KeychainDatabase, operation: () throws -> R) rethrows -> R {
-        try $taskDefault.withValue(database, operation: operation)
+        try Keychains.withDefault(database, operation: operation)
     }
 
     /// The asynchronous form of ``withDefault(_:operation:)-(_,()->R)``.
@@ -44,6 +52,6 @@ extension KeychainDatabase {
         _ database: KeychainDatabase, isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> R
     ) async rethrows -> R {
-        try await $taskDefault.withValue(database, operation: operation)
+        try await Keychains.withDefault(database, operation: operation)
     }
 }

@@ -102,7 +102,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     /// - Returns: The open store.
     /// - Throws: ``KeychainStorageError``.
     public static func createStore(
-        name: String, cipher: (any Ciphering)? = nil, accessGroup: String? = nil, database: KeychainDatabase,
+        name: String, cipher: (any Ciphering)? = nil, accessGroup: String? = nil, database: any KeychainHandle,
         accessibility: Accessibility = .whenUnlocked
     ) throws -> KeychainStorage {
         let location = try StoreLocation(database: database, name: name, accessGroup: accessGroup)
@@ -155,7 +155,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     /// - Returns: The open store.
     /// - Throws: ``KeychainStorageError``.
     public static func openStore(
-        name: String, cipher: (any Ciphering)? = nil, accessGroup: String? = nil, database: KeychainDatabase
+        name: String, cipher: (any Ciphering)? = nil, accessGroup: String? = nil, database: any KeychainHandle
     ) throws -> KeychainStorage {
         let location = try StoreLocation(database: database, name: name, accessGroup: accessGroup)
         guard let marker = try location.readMarker(includeData: true) else {
@@ -187,7 +187,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     ///   - accessGroup: The store's access group, or `nil` for the handle's first group.
     ///   - database: The keychain that holds the store.
     /// - Throws: ``KeychainStorageError``.
-    public static func removeStore(name: String, accessGroup: String? = nil, database: KeychainDatabase) throws {
+    public static func removeStore(name: String, accessGroup: String? = nil, database: any KeychainHandle) throws {
         let location = try StoreLocation(database: database, name: name, accessGroup: accessGroup)
         let logger = makeLogger(store: name, accessGroup: location.accessGroup)
         guard let marker = try location.readMarker(includeData: false) else {
@@ -218,17 +218,17 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     /// The override is task-local: it is seen by this task and the tasks it creates. A store
     /// opened inside keeps using `database` after `operation` returns.
     public static func withDefaultDatabase<R>(
-        _ database: KeychainDatabase, operation: () throws -> R
+        _ database: any KeychainHandle, operation: () throws -> R
     ) rethrows -> R {
-        try KeychainDatabase.withDefault(database, operation: operation)
+        try Keychains.withDefault(database, operation: operation)
     }
 
     /// The asynchronous form of ``withDefaultDatabase(_:operation:)``.
     public static func withDefaultDatabase<R>(
-        _ database: KeychainDatabase, isolation: isolated (any Actor)? = #isolation,
+        _ database: any KeychainHandle, isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> R
     ) async rethrows -> R {
-        try await KeychainDatabase.withDefault(database, operation: operation)
+        try await Keychains.withDefault(database, operation: operation)
     }
 
     // MARK: - Values

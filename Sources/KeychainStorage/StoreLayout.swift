@@ -51,16 +51,16 @@ enum StoreLayout {
 
 /// The handle on one store's items in one keychain.
 struct StoreLocation: Sendable {
-    let database: KeychainDatabase
+    let database: any KeychainHandle
     let name: String
     let accessGroup: String
 
     /// Resolves `accessGroup` (nil: the handle's first writable group).
-    init(database: KeychainDatabase, name: String, accessGroup: String?) throws {
+    init(database: any KeychainHandle, name: String, accessGroup: String?) throws {
         try StoreLayout.validate(name: name)
         guard
             let group = accessGroup
-                ?? database.configuration.accessGroups.groups.first(where: { $0 != "*" && $0 != "com.apple.token" })
+                ?? database.accessGroups.defaultGroup
         else {
             throw KeychainStorageError(
                 .keychain, "the process has no access group",
@@ -129,12 +129,9 @@ struct StoreLocation: Sendable {
     }
 }
 
-/// The default keychain shared by every module (``KeychainDatabase/current()``) and the
-/// current task's override.
+/// The default keychain shared by every module (``KeychainCore/Keychains/current()``).
 enum DefaultDatabase {
-    static var override: KeychainDatabase? { KeychainDatabase.defaultOverride }
-
-    static func open() throws -> KeychainDatabase {
-        try KeychainStorageError.keychain("open the default keychain") { try KeychainDatabase.current() }
+    static func open() throws -> any KeychainHandle {
+        try KeychainStorageError.keychain("open the default keychain") { try Keychains.current() }
     }
 }

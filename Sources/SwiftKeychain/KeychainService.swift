@@ -40,16 +40,16 @@ public protocol KeychainServiceType {
 /// SwiftKeychain, fetching or removing an item that does not exist throws
 /// `errSecItemNotFound` (-25300, ``SwiftKeychainError/itemNotFoundStatus``).
 public struct KeychainService: KeychainServiceType, Sendable {
-    private let database: KeychainDatabase?
+    private let database: (any KeychainHandle)?
 
     /// The default keychain (or the one given to ``withDefaultDatabase(_:operation:)``).
     public init() {
-        database = DefaultDatabase.override
+        database = Keychains.defaultOverride
     }
 
     /// The given keychain.
     /// - Parameter database: The keychain that holds the items.
-    public init(database: KeychainDatabase) {
+    public init(database: any KeychainHandle) {
         self.database = database
     }
 
@@ -112,24 +112,24 @@ public struct KeychainService: KeychainServiceType, Sendable {
     /// }
     /// ```
     public static func withDefaultDatabase<R>(
-        _ database: KeychainDatabase, operation: () throws -> R
+        _ database: any KeychainHandle, operation: () throws -> R
     ) rethrows -> R {
-        try KeychainDatabase.withDefault(database, operation: operation)
+        try Keychains.withDefault(database, operation: operation)
     }
 
     /// The asynchronous form of ``withDefaultDatabase(_:operation:)``.
     public static func withDefaultDatabase<R>(
-        _ database: KeychainDatabase, isolation: isolated (any Actor)? = #isolation,
+        _ database: any KeychainHandle, isolation: isolated (any Actor)? = #isolation,
         operation: () async throws -> R
     ) async rethrows -> R {
-        try await KeychainDatabase.withDefault(database, operation: operation)
+        try await Keychains.withDefault(database, operation: operation)
     }
 
     // MARK: Internals
 
-    private func resolve() throws -> KeychainDatabase {
+    private func resolve() throws -> any KeychainHandle {
         if let database { return database }
-        return try DefaultDatabase.open()
+        return try Keychains.current()
     }
 
     private static func mapErrors<T>(_ body: () throws -> T) throws -> T {
@@ -257,12 +257,4 @@ public final class InMemoryKeychainService: KeychainServiceType, Sendable {
             throw SwiftKeychainError(osStatus: error.osStatus, error.message, underlying: error)
         }
     }
-}
-
-/// The default keychain shared by every module (``KeychainDatabase/current()``) and the
-/// current task's override.
-enum DefaultDatabase {
-    static var override: KeychainDatabase? { KeychainDatabase.defaultOverride }
-
-    static func open() throws -> KeychainDatabase { try KeychainDatabase.current() }
 }

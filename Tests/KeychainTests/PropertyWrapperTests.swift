@@ -11,7 +11,7 @@ private struct Session {
     @KeychainStored("credentials", keychain: Session.keychain)
     var credentials: Credentials?
 
-    nonisolated(unsafe) static var keychain = Keychain(service: "unused", database: try! .inMemory())
+    nonisolated(unsafe) static var keychain = Keychain(service: "unused", database: try! KeychainDatabase.inMemory())
 }
 
 private struct Settings {
