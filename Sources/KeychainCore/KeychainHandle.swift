@@ -48,6 +48,15 @@ public protocol KeychainHandle: AnyObject, Sendable {
     /// Deletes every matching item.
     /// - Returns: How many items were deleted.
     func delete(_ query: ItemQuery) throws -> Int
+    /// The matching items that can be read, and the rows that cannot (damaged or tampered),
+    /// each reported by its row, so a listing shows every intact item.
+    func findReadable(_ query: ItemQuery, includeData: Bool) throws -> ReadableItems
+    /// Replaces every key of the keychain and re-seals every item under the new ones, in one
+    /// transaction, protected by `newPassword` (by `password` when `nil`).
+    /// - Throws: ``KeychainError`` (`.authFailed` when `password` is wrong).
+    func rotateKeys(password: Data?, newPassword: Data?) throws
+    /// Ends this handle's use of the keychain: later operations fail with `.notAvailable`.
+    func close() throws
 }
 
 extension KeychainHandle {
@@ -68,8 +77,9 @@ extension KeychainDatabase: KeychainHandle {
     public var accessGroups: AccessGroups { configuration.accessGroups }
 }
 
-/// Where every module of this package gets "the default keychain": the one place that will
-/// choose between the in-process engine and the session agent.
+/// Where every module of this package gets its keychains (the default one, or one by its
+/// path) and creates and deletes them: the one place that will choose between the in-process
+/// engine and the session agent.
 ///
 /// ```swift
 /// let keychain = try Keychains.current()
@@ -93,6 +103,36 @@ public enum Keychains {
     public static func current() throws -> any KeychainHandle {
         if let handle = taskDefault { return handle }
         return try KeychainDatabase.processDefaultDatabase()
+    }
+
+    /// Opens the keychain file at `path`; a password keychain opens locked.
+    /// - Throws: ``KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`, …).
+    public static func open(
+        at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> any KeychainHandle {
+        try KeychainDatabase.open(at: path, configuration: configuration)
+    }
+
+    /// Opens the default keychain of `paths`, creating it password-less on first use.
+    public static func openDefault(
+        paths: KeychainPaths = KeychainPaths(), configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> any KeychainHandle {
+        try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
+    }
+
+    /// Creates a keychain file protected by `password`'s bytes (by the device key alone when
+    /// `nil`); with a password it starts locked.
+    /// - Throws: ``KeychainError`` (`.duplicateKeychain` when a file exists there).
+    public static func create(
+        at path: String, password: Data?, configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> any KeychainHandle {
+        try KeychainDatabase.create(at: path, password: password, configuration: configuration)
+    }
+
+    /// Deletes the keychain file at `path` and the files SQLite keeps beside it.
+    /// - Throws: ``KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
+    public static func delete(at path: String) throws {
+        try KeychainDatabase.deleteKeychain(at: path)
     }
 
     /// Runs `operation` with `keychain` as the default keychain of the current task (and of

@@ -102,7 +102,7 @@ struct CreateKeychain: ToolCommand {
             guard !name.isEmpty else { throw CommandFailure.usage("a keychain name cannot be empty") }
             let path = session.creationPath(name)
             do {
-                let database = try KeychainDatabase.create(
+                let database = try Keychains.create(
                     at: path, password: secret.isEmpty ? nil : secret, configuration: session.configuration)
                 if session.interactive && database.hasPassword {
                     // As on macOS, a keychain just created is unlocked for the rest of the session.
@@ -154,7 +154,7 @@ struct DeleteKeychain: ToolCommand {
             session.close(path)
             do {
                 // Checks that the file is a keychain of this user before anything is removed.
-                try KeychainDatabase.deleteKeychain(at: path)
+                try Keychains.delete(at: path)
             } catch {
                 throw CommandFailure.status(of: error, "SecKeychainDelete")
             }

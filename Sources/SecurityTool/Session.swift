@@ -16,7 +16,7 @@ struct OpenKeychain {
     /// The keychain's absolute path.
     var path: String
     /// The open handle.
-    var database: KeychainDatabase
+    var database: any KeychainHandle
 }
 
 /// Everything one `security` process shares between its commands: the environment, the
@@ -43,7 +43,7 @@ final class Session {
     let input = StandardInput()
     var interactive = false
     var verbose = false
-    private var handles: [String: KeychainDatabase] = [:]
+    private var handles: [String: any KeychainHandle] = [:]
     private var prefetched: KeychainPrefetch?
     private var cachedPreferences: KeychainPreferences?
 
@@ -167,19 +167,19 @@ final class Session {
     /// Opens a keychain by its path, reusing this process's handle.
     /// - Parameter createDefault: Whether to create the engine's default keychain (without a
     ///   password) when `path` is that keychain and it does not exist yet.
-    func database(at path: String, createDefault: Bool = false) throws -> KeychainDatabase {
+    func database(at path: String, createDefault: Bool = false) throws -> any KeychainHandle {
         if let handle = handles[path] { return handle }
         if let handle = prefetched?.take(path) {
             handles[path] = handle
             return handle
         }
-        let handle: KeychainDatabase
+        let handle: any KeychainHandle
         if createDefault && path == absolute(engineDefaultKeychain) {
             var defaultPaths = paths
             defaultPaths.defaultKeychain = path
-            handle = try KeychainDatabase.openDefault(paths: defaultPaths, configuration: configuration)
+            handle = try Keychains.openDefault(paths: defaultPaths, configuration: configuration)
         } else {
-            handle = try KeychainDatabase.open(at: path, configuration: configuration)
+            handle = try Keychains.open(at: path, configuration: configuration)
         }
         handles[path] = handle
         return handle
@@ -203,7 +203,7 @@ final class Session {
     }
 
     /// Keeps a handle this process made (a keychain just created).
-    func adopt(_ database: KeychainDatabase, at path: String) { handles[path] = database }
+    func adopt(_ database: any KeychainHandle, at path: String) { handles[path] = database }
 
     /// Forgets this process's handle for a keychain (before deleting its file).
     func close(_ path: String) { handles[path] = nil }
@@ -221,7 +221,7 @@ final class Session {
     }
 
     /// Every keychain handle this process has open.
-    var openDatabases: [KeychainDatabase] { Array(handles.values) }
+    var openDatabases: [any KeychainHandle] { Array(handles.values) }
 
     // MARK: Locked keychains
 
@@ -280,15 +280,15 @@ final class Session {
 /// ``Session/prefetch(names:)``).
 final class KeychainPrefetch: @unchecked Sendable {
     private let condition = NSCondition()
-    private var opened: [String: KeychainDatabase] = [:]
+    private var opened: [String: any KeychainHandle] = [:]
     private var finished = false
 
     /// Starts opening `paths`, or the default keychain of `defaults` when `paths` is `nil`.
     init(paths: [String]?, defaults: KeychainPaths, configuration: KeychainConfiguration) {
         Thread.detachNewThread { [self] in
-            var opened: [String: KeychainDatabase] = [:]
+            var opened: [String: any KeychainHandle] = [:]
             for path in paths ?? [defaults.defaultKeychain] {
-                opened[path] = try? KeychainDatabase.open(at: path, configuration: configuration)
+                opened[path] = try? Keychains.open(at: path, configuration: configuration)
             }
             condition.withLock {
                 self.opened = opened
@@ -306,13 +306,13 @@ final class KeychainPrefetch: @unchecked Sendable {
     }
 
     /// The handle opened for `path`, once; `nil` when it was not asked for or did not open.
-    func take(_ path: String) -> KeychainDatabase? {
+    func take(_ path: String) -> (any KeychainHandle)? {
         wait()
         return condition.withLock { opened.removeValue(forKey: path) }
     }
 
     /// The handles no command took, after the thread is done.
-    func unused() -> [KeychainDatabase] {
+    func unused() -> [any KeychainHandle] {
         wait()
         return condition.withLock { Array(opened.values) }
     }
