@@ -480,7 +480,7 @@ enum AlgorithmSpec: Sendable, Equatable {
 
     /// The construction of a raw string, or `nil` for a string Apple does not define or we do not know.
     static func of(_ algorithm: SecKeyAlgorithm) -> AlgorithmSpec? {
-        table[algorithm.rawValue as String]
+        table[queryString(algorithm.rawValue) ?? ""]
     }
 
     private static let table: [String: AlgorithmSpec] = {
