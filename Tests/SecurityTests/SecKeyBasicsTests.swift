@@ -100,6 +100,12 @@ struct SecKeyBasicsTests {
             DictionaryCase(-50) { [kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeyClass: kSecAttrKeyClassPublic] },
             DictionaryCase(-50) { [kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeyClass: Data()] },
             DictionaryCase(-50) { [kSecAttrKeyType: [1, 2], kSecAttrKeyClass: kSecAttrKeyClassPublic] },
+            DictionaryCase(-4) {
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                    kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
+                ]
+            },
         ])
     func createWithDataErrors(_ test: DictionaryCase) {
         let (attributes, expected) = (test.dictionary(), test.expected)
@@ -139,6 +145,13 @@ struct SecKeyBasicsTests {
                 [kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: 256, kSecPrivateKeyAttrs: "x"]
             },
             DictionaryCase(-25311) { [kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: Data()] },
+            // Token (Secure Enclave) keys are not available yet: Apple's status without CryptoTokenKit.
+            DictionaryCase(-4) {
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: 256,
+                    kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
+                ]
+            },
         ])
     func createRandomKeyErrors(_ test: DictionaryCase) {
         let (parameters, expected) = (test.dictionary(), test.expected)
