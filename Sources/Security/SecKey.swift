@@ -147,8 +147,8 @@ protocol ECPrivateKeyBacking: Sendable {
     /// `04‖X‖Y`.
     var publicX963: Data { get }
     var publicBacking: any ECPublicKeyBacking { get }
-    /// An ECDSA signature over `digest`, DER and raw (`r‖s`).
-    func ecdsaSignature(digest: Data) throws -> (der: Data, raw: Data)
+    /// An ECDSA signature over `digest`: DER (X9.62) or `r‖s` (RFC 4754).
+    func ecdsaSignature(digest: Data, format: ECDSAFormat) throws -> Data
     /// The ECDH shared x-coordinate with the peer's X9.63 public key on the same curve.
     func sharedSecret(peerX963: Data) throws -> SharedSecret
 }
@@ -158,15 +158,14 @@ protocol ECPublicKeyBacking: Sendable {
     var curve: ECCurve { get }
     /// `04‖X‖Y`.
     var x963: Data { get }
-    /// Whether `raw` (`r‖s`) is a valid ECDSA signature of `digest`.
-    func isValidECDSA(raw: Data, digest: Data) -> Bool
-    /// The `r‖s` form of a DER signature, or `nil` when it does not parse.
-    func rawSignature(der: Data) -> Data?
+    /// Whether `signature` (DER or `r‖s`) is a valid ECDSA signature of `digest`; `false` when it does
+    /// not parse.
+    func isValidECDSA(_ signature: Data, format: ECDSAFormat, digest: Data) -> Bool
 }
 
 /// A digest of any length, as the caller passed it: swift-crypto's ECDSA signs the bytes it is given.
 struct CallerDigest: Digest {
-    let bytes: [UInt8]
+    let bytes: Data
 
     static var byteCount: Int { 0 }
 
@@ -174,7 +173,7 @@ struct CallerDigest: Digest {
         try bytes.withUnsafeBytes(body)
     }
 
-    func makeIterator() -> IndexingIterator<[UInt8]> { bytes.makeIterator() }
+    func makeIterator() -> Data.Iterator { bytes.makeIterator() }
 
     var description: String { "CallerDigest(\(bytes.count) bytes)" }
 }
@@ -184,9 +183,9 @@ extension P256.Signing.PrivateKey: ECPrivateKeyBacking {
     var x963: Data { x963Representation }
     var publicX963: Data { publicKey.x963Representation }
     var publicBacking: any ECPublicKeyBacking { publicKey }
-    func ecdsaSignature(digest: Data) throws -> (der: Data, raw: Data) {
-        let signature = try signature(for: CallerDigest(bytes: Array(digest)))
-        return (signature.derRepresentation, signature.rawRepresentation)
+    func ecdsaSignature(digest: Data, format: ECDSAFormat) throws -> Data {
+        let signature = try signature(for: CallerDigest(bytes: digest))
+        return format == .x962 ? signature.derRepresentation : signature.rawRepresentation
     }
     func sharedSecret(peerX963: Data) throws -> SharedSecret {
         try P256.KeyAgreement.PrivateKey(rawRepresentation: rawRepresentation)
@@ -197,12 +196,13 @@ extension P256.Signing.PrivateKey: ECPrivateKeyBacking {
 extension P256.Signing.PublicKey: ECPublicKeyBacking {
     var curve: ECCurve { .p256 }
     var x963: Data { x963Representation }
-    func isValidECDSA(raw: Data, digest: Data) -> Bool {
-        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: raw) else { return false }
-        return isValidSignature(signature, for: CallerDigest(bytes: Array(digest)))
-    }
-    func rawSignature(der: Data) -> Data? {
-        try? P256.Signing.ECDSASignature(derRepresentation: der).rawRepresentation
+    func isValidECDSA(_ signature: Data, format: ECDSAFormat, digest: Data) -> Bool {
+        let parsed =
+            format == .x962
+            ? try? P256.Signing.ECDSASignature(derRepresentation: signature)
+            : try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+        guard let parsed else { return false }
+        return isValidSignature(parsed, for: CallerDigest(bytes: digest))
     }
 }
 
@@ -211,9 +211,9 @@ extension P384.Signing.PrivateKey: ECPrivateKeyBacking {
     var x963: Data { x963Representation }
     var publicX963: Data { publicKey.x963Representation }
     var publicBacking: any ECPublicKeyBacking { publicKey }
-    func ecdsaSignature(digest: Data) throws -> (der: Data, raw: Data) {
-        let signature = try signature(for: CallerDigest(bytes: Array(digest)))
-        return (signature.derRepresentation, signature.rawRepresentation)
+    func ecdsaSignature(digest: Data, format: ECDSAFormat) throws -> Data {
+        let signature = try signature(for: CallerDigest(bytes: digest))
+        return format == .x962 ? signature.derRepresentation : signature.rawRepresentation
     }
     func sharedSecret(peerX963: Data) throws -> SharedSecret {
         try P384.KeyAgreement.PrivateKey(rawRepresentation: rawRepresentation)
@@ -224,12 +224,13 @@ extension P384.Signing.PrivateKey: ECPrivateKeyBacking {
 extension P384.Signing.PublicKey: ECPublicKeyBacking {
     var curve: ECCurve { .p384 }
     var x963: Data { x963Representation }
-    func isValidECDSA(raw: Data, digest: Data) -> Bool {
-        guard let signature = try? P384.Signing.ECDSASignature(rawRepresentation: raw) else { return false }
-        return isValidSignature(signature, for: CallerDigest(bytes: Array(digest)))
-    }
-    func rawSignature(der: Data) -> Data? {
-        try? P384.Signing.ECDSASignature(derRepresentation: der).rawRepresentation
+    func isValidECDSA(_ signature: Data, format: ECDSAFormat, digest: Data) -> Bool {
+        let parsed =
+            format == .x962
+            ? try? P384.Signing.ECDSASignature(derRepresentation: signature)
+            : try? P384.Signing.ECDSASignature(rawRepresentation: signature)
+        guard let parsed else { return false }
+        return isValidSignature(parsed, for: CallerDigest(bytes: digest))
     }
 }
 
@@ -238,9 +239,9 @@ extension P521.Signing.PrivateKey: ECPrivateKeyBacking {
     var x963: Data { x963Representation }
     var publicX963: Data { publicKey.x963Representation }
     var publicBacking: any ECPublicKeyBacking { publicKey }
-    func ecdsaSignature(digest: Data) throws -> (der: Data, raw: Data) {
-        let signature = try signature(for: CallerDigest(bytes: Array(digest)))
-        return (signature.derRepresentation, signature.rawRepresentation)
+    func ecdsaSignature(digest: Data, format: ECDSAFormat) throws -> Data {
+        let signature = try signature(for: CallerDigest(bytes: digest))
+        return format == .x962 ? signature.derRepresentation : signature.rawRepresentation
     }
     func sharedSecret(peerX963: Data) throws -> SharedSecret {
         try P521.KeyAgreement.PrivateKey(rawRepresentation: rawRepresentation)
@@ -251,12 +252,13 @@ extension P521.Signing.PrivateKey: ECPrivateKeyBacking {
 extension P521.Signing.PublicKey: ECPublicKeyBacking {
     var curve: ECCurve { .p521 }
     var x963: Data { x963Representation }
-    func isValidECDSA(raw: Data, digest: Data) -> Bool {
-        guard let signature = try? P521.Signing.ECDSASignature(rawRepresentation: raw) else { return false }
-        return isValidSignature(signature, for: CallerDigest(bytes: Array(digest)))
-    }
-    func rawSignature(der: Data) -> Data? {
-        try? P521.Signing.ECDSASignature(derRepresentation: der).rawRepresentation
+    func isValidECDSA(_ signature: Data, format: ECDSAFormat, digest: Data) -> Bool {
+        let parsed =
+            format == .x962
+            ? try? P521.Signing.ECDSASignature(derRepresentation: signature)
+            : try? P521.Signing.ECDSASignature(rawRepresentation: signature)
+        guard let parsed else { return false }
+        return isValidSignature(parsed, for: CallerDigest(bytes: digest))
     }
 }
 
@@ -554,7 +556,7 @@ public func SecKeyCreateWithData(
         if entries["tkid"] != nil {
             throw KeyFailure(errSecUnimplemented, "CryptoTokenKit is not available")
         }
-        let data = Data(referencing: keyData)
+        let data = bytes(of: keyData)
         switch (type, keyClass) {
         case (73, 0), (43, 0): return try importECPublic(data)
         case (73, 1), (43, 1): return try importECPrivate(data)

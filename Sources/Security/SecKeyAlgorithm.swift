@@ -392,6 +392,13 @@ public struct SecKeyKeyExchangeParameter: Hashable, RawRepresentable, @unchecked
         self.rawValue = SecConstantString(value: rawValue as String)
     }
 
+    /// Creates a parameter from its raw string.
+    ///
+    /// - Parameter rawValue: The raw string.
+    public init(_ rawValue: CFString) {
+        self.init(rawValue: rawValue)
+    }
+
     /// Two parameters are equal when their raw strings are.
     public static func == (lhs: SecKeyKeyExchangeParameter, rhs: SecKeyKeyExchangeParameter) -> Bool {
         (lhs.rawValue as String) == (rhs.rawValue as String)
@@ -469,12 +476,13 @@ enum AlgorithmSpec: Sendable, Equatable {
     case ecies(cofactor: Bool, variableIV: Bool, KeyHash)
     case ecdh(cofactor: Bool, kdf: KeyHash?)
 
-    /// The operation kinds this construction can take part in.
-    var operations: Set<SecKeyOperationType> {
+    /// Whether this construction can take part in an operation of this kind.
+    func serves(_ operation: SecKeyOperationType) -> Bool {
         switch self {
-        case .ecdsa, .rsaPKCS1v15, .rsaPSS, .rsaSignatureRaw: [.sign, .verify]
-        case .rsaEncryptionRaw, .rsaEncryptionPKCS1, .rsaOAEP, .rsaOAEPAESGCM, .ecies: [.encrypt, .decrypt]
-        case .ecdh: [.keyExchange]
+        case .ecdsa, .rsaPKCS1v15, .rsaPSS, .rsaSignatureRaw: operation == .sign || operation == .verify
+        case .rsaEncryptionRaw, .rsaEncryptionPKCS1, .rsaOAEP, .rsaOAEPAESGCM, .ecies:
+            operation == .encrypt || operation == .decrypt
+        case .ecdh: operation == .keyExchange
         }
     }
 

@@ -44,7 +44,7 @@ public func SecKeyCreateSignature(
 ) -> CFData? {
     keyResult(error) {
         let spec = try supportedSpec(key, .sign, algorithm)
-        return try NSData(data: sign(key, spec, Data(referencing: dataToSign)))
+        return try NSData(data: sign(key, spec, bytes(of: dataToSign)))
     }
 }
 
@@ -64,7 +64,7 @@ public func SecKeyVerifySignature(
 ) -> Bool {
     keyResult(error) {
         let spec = try supportedSpec(key, .verify, algorithm)
-        guard try verify(key, spec, Data(referencing: signedData), Data(referencing: signature)) else {
+        guard try verify(key, spec, bytes(of: signedData), bytes(of: signature)) else {
             throw KeyFailure(errSecVerifyFailed, "\(key): signature verification failed")
         }
         return true
@@ -85,7 +85,7 @@ public func SecKeyCreateEncryptedData(
 ) -> CFData? {
     keyResult(error) {
         let spec = try supportedSpec(key, .encrypt, algorithm)
-        return try NSData(data: encrypt(key, spec, Data(referencing: plaintext)))
+        return try NSData(data: encrypt(key, spec, bytes(of: plaintext)))
     }
 }
 
@@ -103,7 +103,7 @@ public func SecKeyCreateDecryptedData(
 ) -> CFData? {
     keyResult(error) {
         let spec = try supportedSpec(key, .decrypt, algorithm)
-        return try NSData(data: decrypt(key, spec, Data(referencing: ciphertext)))
+        return try NSData(data: decrypt(key, spec, bytes(of: ciphertext)))
     }
 }
 
@@ -152,7 +152,7 @@ public func SecKeyCopyKeyExchangeResult(
 func supportedSpec(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) throws
     -> AlgorithmSpec
 {
-    guard let spec = AlgorithmSpec.of(algorithm), spec.operations.contains(operation),
+    guard let spec = AlgorithmSpec.of(algorithm), spec.serves(operation),
         isSupported(key, operation, spec)
     else { throw KeyFailure.unsupported(algorithm, key) }
     return spec
@@ -195,13 +195,19 @@ private func isSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ spec
 
 // MARK: - Hashes
 
+/// The bytes of a `CFData`, copied at once (Foundation's `Data(referencing:)` reads an `NSData` byte by
+/// byte on Linux).
+func bytes(of data: CFData) -> Data {
+    data.length == 0 ? Data() : Data(bytes: data.bytes, count: data.length)
+}
+
 /// The digest of `data` with a hash swift-crypto has.
 func hashData(_ hash: KeyHash, _ data: Data) -> Data {
     switch hash {
-    case .sha1: Data(Insecure.SHA1.hash(data: data))
-    case .sha256: Data(SHA256.hash(data: data))
-    case .sha384: Data(SHA384.hash(data: data))
-    case .sha512: Data(SHA512.hash(data: data))
+    case .sha1: Insecure.SHA1.hash(data: data).withUnsafeBytes { Data($0) }
+    case .sha256: SHA256.hash(data: data).withUnsafeBytes { Data($0) }
+    case .sha384: SHA384.hash(data: data).withUnsafeBytes { Data($0) }
+    case .sha512: SHA512.hash(data: data).withUnsafeBytes { Data($0) }
     case .sha224: preconditionFailure("SHA-224 is reported unsupported before any hashing")
     }
 }
@@ -226,8 +232,7 @@ private func signedDigest(_ input: SignatureInput, _ data: Data, checkLength: Bo
 private func sign(_ key: SecKey, _ spec: AlgorithmSpec, _ data: Data) throws -> Data {
     switch (key.backing, spec) {
     case (.ecPrivate(let ec), .ecdsa(let input, let format)):
-        let signature = try ec.ecdsaSignature(digest: signedDigest(input, data, checkLength: true))
-        return format == .x962 ? signature.der : signature.raw
+        return try ec.ecdsaSignature(digest: signedDigest(input, data, checkLength: true), format: format)
     case (.rsaPrivate(let rsa), .rsaPKCS1v15(let input)):
         let digest = try signedDigest(input, data, checkLength: false)
         return try rsaPrivateRaw(rsa, emsaPKCS1v15(digest, hash: input.hash, blockSize: key.blockSize))
@@ -244,14 +249,8 @@ private func verify(_ key: SecKey, _ spec: AlgorithmSpec, _ data: Data, _ signat
     switch (key.backing, spec) {
     case (.ecPublic(let ec), .ecdsa(let input, let format)):
         let digest = try signedDigest(input, data, checkLength: true)
-        let raw: Data?
-        if format == .x962 {
-            raw = ec.rawSignature(der: signature)
-        } else {
-            raw = signature.count == 2 * key.blockSize ? signature : nil
-        }
-        guard let raw else { return false }
-        return ec.isValidECDSA(raw: raw, digest: digest)
+        if format == .rfc4754, signature.count != 2 * key.blockSize { return false }
+        return ec.isValidECDSA(signature, format: format, digest: digest)
     case (.rsaPublic(let rsa), .rsaPKCS1v15(let input)):
         let padded = try leftPadded(signature, to: key.blockSize)
         let (hash, digest) = try pkcs1VerifyDigest(input, data)
