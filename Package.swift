@@ -47,7 +47,10 @@ let package = Package(
         ),
         .target(
             name: "Security",
-            dependencies: ["KeychainCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "KeychainCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         .target(
             name: "KeychainPKI",
@@ -107,7 +110,15 @@ let package = Package(
             ],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore", "SeededRandom"]),
+        .testTarget(
+            name: "SecurityTests",
+            dependencies: [
+                "Security", "KeychainCore", "SeededRandom",
+                // SecKey tests convert key formats for the openssl command line and check AES-GCM layouts.
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // The seed documents' code, compiled as written (Swift 5 language mode).
         .testTarget(
             name: "SeedTests",

@@ -8,8 +8,9 @@
 //   authenticated without a UI: every read that matches one fails with
 //   errSecInteractionNotAllowed, and kSecUseAuthenticationUISkip skips them (§8 item 20).
 //   kSecUseAuthenticationContext is accepted and ignored.
-// - SecCertificate, SecKey and SecIdentity references come in a later release: asking for
-//   (kSecReturnRef) or passing (kSecValueRef) a reference for those classes is errSecUnimplemented.
+// - SecKey references are built for keys (SecKeyItem.swift); SecCertificate and SecIdentity references
+//   come in a later release: asking for (kSecReturnRef) or passing (kSecValueRef) a reference for those
+//   classes is errSecUnimplemented.
 
 import Crypto
 import Foundation
@@ -34,12 +35,15 @@ import KeychainCore
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     result?.pointee = nil
     return status {
+        let attributes = try expandingKeyReference(attributes, adding: true)
         let query = try QueryParser(operation: .add).parse(attributes)
         guard let itemClass = query.itemClass else { throw SecError(errSecParam) }
         if query.hasValueRef { throw SecError(referenceStatus(itemClass)) }
         if let reference = query.persistentRef, reference.identity == nil { throw SecError(errSecParam) }
         if query.accessControl != nil, isCFTrue(attributes, "sync") { throw SecError(errSecParam) }
-        if query.returnRef && !isPassword(itemClass) { throw SecError(errSecUnimplemented) }
+        if query.returnRef && !isPassword(itemClass) && !buildsReferences(itemClass) {
+            throw SecError(errSecUnimplemented)
+        }
         let database = try targetDatabase(query)
         guard database.configuration.accessGroups.groups.contains(where: { $0 != "com.apple.token" }) else {
             throw SecError(errSecMissingEntitlement)
@@ -70,14 +74,16 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 @discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
-        let parsed = try QueryParser(operation: .copyMatching).parse(query)
+        let parsed = try QueryParser(operation: .copyMatching).parse(expandingKeyReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if let reference = parsed.persistentRef, reference.identity != nil,
             !parsed.attributes.isEmpty || parsed.synchronizableAny
         {
             throw SecError(errSecParam)
         }
-        if parsed.returnRef && !isPassword(itemClass) { throw SecError(errSecUnimplemented) }
+        if parsed.returnRef && !isPassword(itemClass) && !buildsReferences(itemClass) {
+            throw SecError(errSecUnimplemented)
+        }
         if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
         let items = try matchingItems(parsed)
         guard !items.isEmpty else { throw SecError(errSecItemNotFound) }
@@ -100,7 +106,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     status {
-        let parsed = try QueryParser(operation: .update).parse(query)
+        let parsed = try QueryParser(operation: .update).parse(expandingKeyReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
         let (changes, data) = try parseChanges(attributesToUpdate, itemClass: itemClass)
@@ -120,7 +126,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     status {
-        let parsed = try QueryParser(operation: .delete).parse(query)
+        let parsed = try QueryParser(operation: .delete).parse(expandingKeyReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
         let database = try targetDatabase(parsed)
@@ -165,7 +171,9 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
     guard var itemQuery = itemQuery(parsed, unlimited: false) else { return [] }
     let targets: [SecKeychain?] = parsed.keychains ?? [nil]
     let keychains = try targets.map { try database(for: $0) }
-    let wantsData = parsed.returnData || (parsed.returnRef && isPassword(parsed.itemClass!))
+    let wantsData =
+        parsed.returnData
+        || (parsed.returnRef && (isPassword(parsed.itemClass!) || buildsReferences(parsed.itemClass!)))
     var items: [Item] = []
     for database in keychains {
         for item in try database.find(itemQuery, includeData: wantsData) {
@@ -231,13 +239,17 @@ private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
     guard dictionary else {
         if query.returnData { return item.data.map(NSData.init(data:)) }
         if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
-        return nil
+        return query.returnRef ? keyReference(item) : nil
     }
     var builder = ResultDictionaryBuilder(capacity: resultCapacity(item))
     appendAttributes(of: item, housekeeping: true, to: &builder)
     if query.returnData { builder.append("sha1", data: sha1(item.data)) }
+    let reference = query.returnRef ? keyReference(item) : nil
     if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
-    if query.returnData || query.returnRef, let data = item.data { builder.append("v_Data", data: data) }
+    if let reference { builder.append("v_Ref", reference) }
+    if query.returnData || (query.returnRef && reference == nil), let data = item.data {
+        builder.append("v_Data", data: data)
+    }
     if query.returnPersistentRef, let reference = persistentReference(item) {
         builder.append("v_PersistentRef", data: reference)
     }
@@ -246,6 +258,8 @@ private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
 
 /// The result of SecItemAdd (spec §5.1 step 12).
 private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
+    let reference = query.returnRef ? keyReference(item) : nil
+    if let reference, !query.returnAttributes, !query.returnData, !query.returnPersistentRef { return reference }
     let attributes = query.returnAttributes || query.returnRef
     if !attributes {
         if query.returnData && query.returnPersistentRef {
@@ -261,7 +275,8 @@ private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
     appendAttributes(of: item, housekeeping: false, to: &builder)
     builder.append("sha1", data: sha1(item.data))
     if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
-    if query.returnData || query.returnRef { builder.append("v_Data", data: item.data ?? Data()) }
+    if let reference { builder.append("v_Ref", reference) }
+    if query.returnData || (query.returnRef && reference == nil) { builder.append("v_Data", data: item.data ?? Data()) }
     if query.returnPersistentRef, let reference = persistentReference(item) {
         builder.append("v_PersistentRef", data: reference)
     }
