@@ -3,20 +3,26 @@
 // Snippet 5 of the README, compiled (never run) by the ReadmeSnippetTests target.
 
 import Foundation
-import KeychainCore
+import Security
 
 func readmeSnippet05() throws {
-    let keychain = try KeychainDatabase.openDefault()            // created on first use
-    try keychain.add(Item(class: .genericPassword,
-                          attributes: [.service: .string("deploy"), .account: .string("ci")],
-                          data: Data("token".utf8)))
-    let item = try keychain.findFirst(
-        ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")]),
-        includeData: true)
-
-    let work = try KeychainDatabase.create(at: "/tmp/work.keychain-db", password: "correct horse")
-    try work.unlock(password: "correct horse")
-    try work.changePassword(old: "correct horse", new: "battery staple")
-    try work.rotateKeys(password: "battery staple")              // new keys, every item re-sealed
-    work.lock()
+    var error: Unmanaged<CFError>?
+    let tag = Data("com.example.signing".utf8)
+    let attributes: [CFString: Any] = [
+        kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom,
+        kSecAttrKeySizeInBits: 256,
+        kSecPrivateKeyAttrs: [kSecAttrIsPermanent: true, kSecAttrApplicationTag: tag],
+    ]
+    guard SecKeyCreateRandomKey(attributes as CFDictionary, &error) != nil else {
+        throw error!.takeRetainedValue() as Error
+    }
+    // Later, in another process: find the key by its tag, sign, verify with its public key.
+    var item: CFTypeRef?
+    SecItemCopyMatching(
+        [kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecReturnRef: true] as CFDictionary, &item)
+    let key = item as! SecKey
+    let message = Data("hello".utf8) as CFData
+    let signature = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, &error)!
+    let valid = SecKeyVerifySignature(
+        SecKeyCopyPublicKey(key)!, .ecdsaSignatureMessageX962SHA256, message, signature, &error)
 }
