@@ -77,6 +77,26 @@ public struct ItemQuery: Sendable {
     public var limit: Int?
     /// Whether to match tombstones of deleted synchronizable items.
     public var includesTombstones: Bool
+    /// What the search does with an item whose access control asks for user authentication.
+    public var authenticationUI: AuthenticationUI = .ignore
+    /// Only internet passwords whose server is this host or one of its subdomains
+    /// (`kSecMatchHostOrSubdomainOfHost`); checked after decryption, before any secret is.
+    public var hostOrSubdomain: String?
+
+    /// What a search does with an item whose access control asks for user authentication
+    /// (biometry, a passcode, user presence), which a process on Linux cannot obtain without a
+    /// user interface. The check is made by the keychain, so an item's secret never reaches a
+    /// caller that may not see it.
+    public enum AuthenticationUI: Sendable, Hashable {
+        /// The item is returned like any other: the engine's default, for listings of
+        /// attributes.
+        case ignore
+        /// The search fails with `.interactionNotAllowed`: Apple's answer when no interface
+        /// may be shown.
+        case fail
+        /// The item is left out (`kSecUseAuthenticationUISkip`).
+        case skip
+    }
 
     /// Creates a query.
     public init(
@@ -91,6 +111,39 @@ public struct ItemQuery: Sendable {
         self.limit = limit
         self.includesTombstones = includesTombstones
     }
+}
+
+/// The stored form of an item's access control (`accc`): Apple's `SecAccessControlCreateFlags`
+/// as 8 big-endian bytes, then the protection value (`ak`, `cku`, …). `Security` writes it; the
+/// keychain reads it to tell whether an item needs user authentication.
+public struct StoredAccessControl: Sendable, Hashable {
+    /// `SecAccessControlCreateFlags`' raw value.
+    public var flags: UInt64
+    /// The protection value (`kSecAttrAccessible…`).
+    public var protection: String
+
+    /// An access control of `flags` for items of `protection`.
+    public init(flags: UInt64, protection: String) {
+        self.flags = flags
+        self.protection = protection
+    }
+
+    /// Reads the stored form; `nil` when it is too short to be one.
+    public init?(serialized data: Data) {
+        guard data.count > 8 else { return nil }
+        flags = data.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        protection = String(decoding: data.dropFirst(8), as: UTF8.self)
+    }
+
+    /// The stored form.
+    public var serialized: Data {
+        var data = withUnsafeBytes(of: flags.bigEndian) { Data($0) }
+        data.append(Data(protection.utf8))
+        return data
+    }
+
+    /// Whether reading the item needs user authentication (any flag does).
+    public var requiresAuthentication: Bool { flags != 0 }
 }
 
 /// The access groups a caller may use (spec §7).

@@ -3,11 +3,6 @@ import Foundation
 extension KeychainDatabase {
     private static let processDefault = Mutex<KeychainDatabase?>(nil)
 
-    /// The default keychain for the current task when it is an engine handle (see
-    /// ``Keychains/withDefault(_:operation:)-(_,()->R)``); `nil` otherwise. For `Security`,
-    /// which still reaches the engine directly.
-    package static var defaultOverride: KeychainDatabase? { Keychains.defaultOverride as? KeychainDatabase }
-
     /// The engine's default keychain (see ``Keychains/current()``) when it is an engine handle.
     ///
     /// Every module of this package resolves the default keychain through ``Keychains``, so

@@ -748,6 +748,7 @@ extension KeychainDatabase {
         filters[.synchronizable] = nil
         return QueryPlan(
             classes: classes, filters: filters, groups: groupFilter, synchronizable: sync,
-            persistentID: query.persistentID, limit: query.limit, includesTombstones: query.includesTombstones)
+            persistentID: query.persistentID, limit: query.limit, includesTombstones: query.includesTombstones,
+            authenticationUI: query.authenticationUI, hostOrSubdomain: query.hostOrSubdomain)
     }
 }

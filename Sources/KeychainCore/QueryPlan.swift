@@ -92,6 +92,8 @@ struct QueryPlan {
     var persistentID: UUID?
     var limit: Int?
     var includesTombstones: Bool
+    var authenticationUI: ItemQuery.AuthenticationUI = .ignore
+    var hostOrSubdomain: String?
 
     /// Whether an attribute gets a keyed tag in the `tags` table, so that a query on it is an
     /// index lookup.
@@ -120,6 +122,7 @@ struct QueryPlan {
     /// Whether some filter of the query is checked only after decryption in a class, so that
     /// SQL cannot apply the limit.
     func hasResidualFilters(_ itemClass: ItemClass) -> Bool {
+        if hostOrSubdomain != nil || authenticationUI == .skip { return true }
         let schema = ItemSchema.of(itemClass)
         return filters.keys.contains { name in schema.spec(for: name).map { !Self.isIndexed($0) } ?? true }
     }
@@ -273,6 +276,28 @@ struct QueryPlan {
             verdict = .filteredOut
         }
         return verdict
+    }
+}
+
+extension QueryPlan {
+    /// Whether a decrypted item passes the checks the query asks of every match beyond its
+    /// attribute values: the host-or-subdomain match and user authentication.
+    /// - Throws: `.interactionNotAllowed` for an item that needs user authentication, when
+    ///   the query says so.
+    func admits(_ attributes: Attributes) throws -> Bool {
+        if let host = hostOrSubdomain {
+            guard let server = attributes[.server]?.stringValue, server == host || server.hasSuffix("." + host)
+            else { return false }
+        }
+        guard authenticationUI != .ignore,
+            let control = attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
+            control.requiresAuthentication
+        else { return true }
+        guard authenticationUI == .skip else {
+            throw KeychainError(
+                .interactionNotAllowed, "the item needs user authentication, which cannot be asked for here")
+        }
+        return false
     }
 }
 
@@ -484,6 +509,7 @@ struct RowCodec {
         case .filteredOut: return nil
         case .contradictsIndex: throw KeychainError.decode("a stored item does not match its index")
         }
+        guard try plan.admits(attributes) else { return nil }
         var item = Item(class: stored.itemClass, attributes: attributes)
         item.persistentID = UUID(bytes: stored.uuid)  // 16 bytes: StoredRow checks
         if includeData, let sealed = stored.data {

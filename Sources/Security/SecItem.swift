@@ -45,7 +45,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             throw SecError(errSecUnimplemented)
         }
         let database = try targetDatabase(query)
-        guard database.configuration.accessGroups.groups.contains(where: { $0 != "com.apple.token" }) else {
+        guard database.accessGroups.groups.contains(where: { $0 != "com.apple.token" }) else {
             throw SecError(errSecMissingEntitlement)
         }
         var item = Item(class: itemClass, attributes: query.attributes, data: query.valueData)
@@ -152,21 +152,27 @@ private func isCFTrue(_ dictionary: CFDictionary, _ key: String) -> Bool {
     return cfBooleanValue(value) == true
 }
 
-private func targetDatabase(_ query: ParsedQuery) throws -> KeychainDatabase {
+private func targetDatabase(_ query: ParsedQuery) throws -> any KeychainHandle {
     try database(for: query.keychains?.first)
 }
 
 /// The engine query for a parsed dictionary; `nil` when a legacy reference can match nothing.
 private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
     if let reference = parsed.persistentRef, reference.identity == nil { return nil }
-    return ItemQuery(
+    var query = ItemQuery(
         class: parsed.itemClass, attributes: parsed.attributes,
         synchronizable: parsed.synchronizableAny ? .any : .no,
         persistentID: parsed.persistentRef?.identity,
-        limit: unlimited || parsed.hostOrSubdomain != nil ? nil : parsed.limit)
+        limit: unlimited ? nil : parsed.limit)
+    // No user interface can be shown: an item that asks for authentication fails the search,
+    // or is left out with kSecUseAuthenticationUISkip. The keychain checks it (and the host),
+    // so no secret it withholds is ever read.
+    query.authenticationUI = parsed.authenticationUI == .skip ? .skip : .fail
+    query.hostOrSubdomain = parsed.hostOrSubdomain
+    return query
 }
 
-/// Finds the items of every searched keychain, applying the checks the engine cannot make.
+/// Finds the items of every searched keychain, in order, up to the limit.
 private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
     guard var itemQuery = itemQuery(parsed, unlimited: false) else { return [] }
     let targets: [SecKeychain?] = parsed.keychains ?? [nil]
@@ -177,17 +183,6 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
     var items: [Item] = []
     for database in keychains {
         for item in try database.find(itemQuery, includeData: wantsData) {
-            if let control = item.attributes[.accessControl]?.dataValue.flatMap(SecAccessControl.init(serialized:)),
-                control.requiresAuthentication
-            {
-                if parsed.authenticationUI == .skip { continue }
-                throw SecError(errSecInteractionNotAllowed)
-            }
-            if let host = parsed.hostOrSubdomain {
-                guard let server = item.attributes[.server]?.stringValue,
-                    server == host || server.hasSuffix("." + host)
-                else { continue }
-            }
             items.append(item)
             if let limit = parsed.limit, items.count >= limit { return items }
         }

@@ -321,24 +321,19 @@ func attributeValue(_ value: Any) throws -> AttributeValue {
 }
 
 extension SecAccessControl {
-    /// The stored form: the flags' 8 bytes, then the protection value.
+    /// The stored form (``KeychainCore/StoredAccessControl``).
     var serialized: Data {
-        var data = withUnsafeBytes(of: UInt64(flags.rawValue).bigEndian) { Data($0) }
-        data.append(Data(protectionValue.utf8))
-        return data
+        StoredAccessControl(flags: UInt64(flags.rawValue), protection: protectionValue).serialized
     }
 
     /// Reads the stored form.
     convenience init?(serialized data: Data) {
-        guard data.count > 8 else { return nil }
-        let raw = data.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        guard let stored = StoredAccessControl(serialized: data) else { return nil }
         self.init(
-            protectionValue: String(decoding: data.dropFirst(8), as: UTF8.self),
-            flags: SecAccessControlCreateFlags(rawValue: SecAccessControlCreateFlags.RawValue(truncatingIfNeeded: raw)))
+            protectionValue: stored.protection,
+            flags: SecAccessControlCreateFlags(
+                rawValue: SecAccessControlCreateFlags.RawValue(truncatingIfNeeded: stored.flags)))
     }
-
-    /// Whether reading the item needs user authentication (impossible without a UI on Linux).
-    var requiresAuthentication: Bool { !flags.isEmpty }
 }
 
 /// The bytes of a data value, refusing one larger than `limit` before copying anything.

@@ -43,8 +43,8 @@ package final class KeychainRegistry: @unchecked Sendable {
     package static let shared = KeychainRegistry()
 
     private let lock = NSLock()
-    private var open: [String: KeychainDatabase] = [:]
-    private var defaultOverride: KeychainDatabase?
+    private var open: [String: any KeychainHandle] = [:]
+    private var defaultOverride: (any KeychainHandle)?
     private var defaultPath: String?
     private var configurationValue = KeychainConfiguration()
 
@@ -57,7 +57,7 @@ package final class KeychainRegistry: @unchecked Sendable {
     /// Forgets every open keychain and, optionally, sets a default keychain and configuration.
     package func reset(
         configuration: KeychainConfiguration = KeychainConfiguration(),
-        defaultKeychain: KeychainDatabase? = nil
+        defaultKeychain: (any KeychainHandle)? = nil
     ) {
         lock.withLock {
             open = [:]
@@ -69,9 +69,9 @@ package final class KeychainRegistry: @unchecked Sendable {
     }
 
     /// The open handle of a keychain file, opening it on first use.
-    package func database(at path: String) throws -> KeychainDatabase {
+    package func database(at path: String) throws -> any KeychainHandle {
         if let existing = lock.withLock({ open[path] }) { return existing }
-        let database = try KeychainDatabase.open(at: path, configuration: configuration)
+        let database = try Keychains.open(at: path, configuration: configuration)
         return lock.withLock {
             if let existing = open[path] { return existing }
             open[path] = database
@@ -80,7 +80,7 @@ package final class KeychainRegistry: @unchecked Sendable {
     }
 
     /// Records a keychain just created.
-    package func register(_ database: KeychainDatabase) {
+    package func register(_ database: any KeychainHandle) {
         guard let path = database.path else { return }
         lock.withLock { open[path] = database }
     }
@@ -93,16 +93,16 @@ package final class KeychainRegistry: @unchecked Sendable {
         }
     }
 
-    /// The default keychain: the current task's (``KeychainDatabase/withDefault(_:operation:)-(_,()->R)``),
+    /// The default keychain: the current task's (``KeychainCore/Keychains/withDefault(_:operation:)-(_,()->R)``),
     /// else the one set with `SecKeychainSetDefault`, else the process's default keychain shared
-    /// with the other modules (``KeychainDatabase/current()``), created password-less on first use.
-    package func defaultDatabase() throws -> KeychainDatabase {
-        if let database = KeychainDatabase.defaultOverride { return database }
+    /// with the other modules (``KeychainCore/Keychains/current()``), created password-less on first use.
+    package func defaultDatabase() throws -> any KeychainHandle {
+        if let database = Keychains.defaultOverride { return database }
         if let database = lock.withLock({ defaultOverride }) { return database }
         let path = defaultKeychainPath
         if let existing = lock.withLock({ open[path] }) { return existing }
         if path == KeychainPaths().defaultKeychain {
-            let database = try KeychainDatabase.current()
+            let database = try Keychains.current()
             return lock.withLock {
                 if let existing = open[path] { return existing }
                 open[path] = database
@@ -114,7 +114,7 @@ package final class KeychainRegistry: @unchecked Sendable {
 
     /// The path of the default keychain.
     package var defaultKeychainPath: String {
-        if let scoped = KeychainDatabase.defaultOverride { return scoped.path ?? ":memory:" }
+        if let scoped = Keychains.defaultOverride { return scoped.path ?? ":memory:" }
         return lock.withLock { defaultOverride?.path ?? defaultPath } ?? KeychainPaths().defaultKeychain
     }
 
@@ -179,7 +179,7 @@ public func SecKeychainCreate(
 ) -> OSStatus {
     let path = String(cString: pathName)
     return status {
-        let database = try KeychainDatabase.create(
+        let database = try Keychains.create(
             at: path, password: passwordBytes(passwordLength, password),
             configuration: KeychainRegistry.shared.configuration)
         KeychainRegistry.shared.register(database)
@@ -253,13 +253,13 @@ public func SecKeychainSetDefault(_ keychain: SecKeychain?) -> OSStatus {
 public func SecKeychainDelete(_ keychainOrArray: SecKeychain?) -> OSStatus {
     guard let keychain = keychainOrArray else { return errSecInvalidKeychain }
     return status {
-        try KeychainDatabase.deleteKeychain(at: keychain.path)
+        try Keychains.delete(at: keychain.path)
         KeychainRegistry.shared.forget(path: keychain.path)
     }
 }
 
 /// The open database behind a keychain object, or the default keychain's for `nil`.
-func database(for keychain: SecKeychain?) throws -> KeychainDatabase {
+func database(for keychain: SecKeychain?) throws -> any KeychainHandle {
     guard let keychain else { return try KeychainRegistry.shared.defaultDatabase() }
     if keychain.path == KeychainRegistry.shared.defaultKeychainPath {
         return try KeychainRegistry.shared.defaultDatabase()

@@ -223,3 +223,67 @@ struct PrimaryKeyComparisonTests {
         #expect(same > 0)
     }
 }
+
+/// The checks `SecItem*` used to make in the caller after the keychain handed it the items and
+/// their secrets: the keychain makes them, so nothing it withholds leaves it (the seam a
+/// session agent serves).
+@Suite("Checks the keychain makes for its callers")
+struct CallerCheckTests {
+    private func internetItem(_ server: String, account: String) -> Item {
+        Item(
+            class: .internetPassword,
+            attributes: [.server: .string(server), .account: .string(account)], data: Data("pw-\(account)".utf8))
+    }
+
+    @Test(
+        "host or subdomain: the server itself and its subdomains match, lookalikes do not, and the limit counts matches",
+        arguments: Backend.allCases)
+    func hostOrSubdomain(backend: Backend) throws {
+        let (keychain, owner) = try backend.make()
+        defer { withExtendedLifetime(owner) {} }
+        for (index, server) in ["badexample.com", "example.com", "api.example.com", "example.org", "xexample.com"]
+            .enumerated()
+        {
+            _ = try keychain.add(internetItem(server, account: "a\(index)"))
+        }
+        var query = ItemQuery(class: .internetPassword)
+        query.hostOrSubdomain = "example.com"
+        let found = try keychain.find(query, includeData: true)
+        #expect(found.compactMap { $0.attributes[.server]?.stringValue } == ["example.com", "api.example.com"])
+        #expect(found.map(\.data) == [Data("pw-a1".utf8), Data("pw-a2".utf8)])
+        query.limit = 1
+        // The first item added does not match: a limit applied before the check would return nothing.
+        #expect(try keychain.find(query).compactMap { $0.attributes[.server]?.stringValue } == ["example.com"])
+    }
+
+    @Test(
+        "an item that asks for user authentication fails the search, is left out, or is listed, as the query says",
+        arguments: Backend.allCases)
+    func authentication(backend: Backend) throws {
+        let (keychain, owner) = try backend.make()
+        defer { withExtendedLifetime(owner) {} }
+        var guarded = genericPassword("guarded", data: "biometric secret")
+        guarded.attributes[.accessControl] = .data(StoredAccessControl(flags: 1 << 1, protection: "ak").serialized)
+        var plain = genericPassword("plain", data: "plain secret")
+        plain.attributes[.accessControl] = .data(StoredAccessControl(flags: 0, protection: "ak").serialized)
+        _ = try keychain.add(guarded)
+        _ = try keychain.add(plain)
+        var query = ItemQuery(class: .genericPassword)
+        query.authenticationUI = .fail
+        #expect(throws: KeychainError.self) { try keychain.find(query, includeData: true) }
+        do {
+            _ = try keychain.find(query, includeData: true)
+        } catch let error as KeychainError {
+            #expect(error.code == .interactionNotAllowed)
+            #expect(!error.message.contains("biometric secret"))
+        }
+        query.authenticationUI = .skip
+        let skipped = try keychain.find(query, includeData: true)
+        #expect(skipped.map(\.data) == [Data("plain secret".utf8)])
+        query.limit = 1
+        #expect(try keychain.find(query).compactMap { $0.attributes[.account]?.stringValue } == ["plain"])
+        query.limit = nil
+        query.authenticationUI = .ignore
+        #expect(try keychain.find(query).count == 2)
+    }
+}
