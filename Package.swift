@@ -128,7 +128,7 @@ let package = Package(
         .testTarget(
             name: "KeychainPKITests",
             dependencies: [
-                "KeychainPKI",
+                "KeychainPKI", "SeededRandom",
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

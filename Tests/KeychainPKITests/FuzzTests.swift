@@ -1,5 +1,6 @@
 import Foundation
 import SwiftASN1
+import SeededRandom
 import Testing
 
 @testable import KeychainPKI
@@ -7,21 +8,10 @@ import Testing
 /// Seeded mutations of real certificates and `.p12` files: every input either parses or throws
 /// a `PKIError`; nothing crashes, hangs or throws anything else.
 @Suite struct FuzzTests {
-    /// SplitMix64: small, seedable, reproducible.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     /// One random change: bit flips, a random byte, a truncation, an insertion, a duplicated
     /// slice, or a length octet turned huge.
-    static func mutate(_ input: [UInt8], _ random: inout Generator) -> [UInt8] {
+    static func mutate(_ input: [UInt8], _ random: inout SplitMix64) -> [UInt8] {
         var bytes = input
         guard !bytes.isEmpty else { return [UInt8.random(in: 0...255, using: &random)] }
         let at = Int.random(in: 0..<bytes.count, using: &random)
@@ -73,7 +63,7 @@ import Testing
                 ]),
             try openssl.issued("rsa", by: "ca", key: .rsa2048, subject: "/CN=rsa/OU=Unit"),
         ]
-        var random = Generator(state: 0x5eed_0001)
+        var random = SplitMix64(seed: 0x5eed_0001)
         var tally = Tally()
         for round in 0..<10_000 {
             let input = Self.mutate(seeds[round % seeds.count], &random)
@@ -122,7 +112,7 @@ import Testing
             try PKCS12.parse(Self.pfx(authSafe: authSafes[1], passphrase: "pw"), passphrase: "pw").identities.count == 1
         )
 
-        var random = Generator(state: 0x5eed_0012)
+        var random = SplitMix64(seed: 0x5eed_0012)
         var whole = Tally()
         var inner = Tally()
         let clock = ContinuousClock()

@@ -5,6 +5,7 @@
 import Crypto
 import Foundation
 import Security
+import SeededRandom
 import Testing
 
 /// Every public algorithm string of Apple's `SecKeyAdaptors.m` (Security-61901), in its order.
@@ -185,7 +186,7 @@ struct SecKeyAlgorithmTests {
     @Test("Every algorithm × key: supported ones round-trip, the rest say false and -50", arguments: TableKey.allCases)
     func supportTable(_ tableKey: TableKey) throws {
         let key = try tableKey.key()
-        var random = TestRandom(state: UInt64(tableKey.rawValue.count))
+        var random = SplitMix64(seed: UInt64(tableKey.rawValue.count))
         for raw in appleAlgorithmStrings {
             let algorithm = SecKeyAlgorithm(rawValue: raw as CFString)
             let expected = expectedOperations(raw, tableKey)
@@ -201,7 +202,7 @@ struct SecKeyAlgorithmTests {
     /// Runs the operation an algorithm supports on the table's key pair, or checks -50 when none.
     private func exercise(
         _ key: SecKey, _ tableKey: TableKey, _ algorithm: SecKeyAlgorithm, _ raw: String,
-        _ expected: Set<SecKeyOperationType>, _ random: inout TestRandom
+        _ expected: Set<SecKeyOperationType>, _ random: inout SplitMix64
     ) throws {
         let message = random.bytes(Int.random(in: 0...300, using: &random))
         if expected.isEmpty {
@@ -248,7 +249,7 @@ struct SecKeyAlgorithmTests {
 
     @Test("Randomized message sizes: ECDSA and RSA signatures, RSA and ECIES encryption")
     func randomizedSizes() throws {
-        var random = TestRandom(state: 2026)
+        var random = SplitMix64(seed: 2026)
         let ec = try SharedKeys.ec256()
         let rsa = try KeyFixtures.rsa2048()
         for _ in 0..<20 {

@@ -5,6 +5,7 @@
 import Crypto
 import Foundation
 import Security
+import SeededRandom
 import Testing
 
 @Suite("SecKey: cross-checks with openssl")
@@ -158,7 +159,7 @@ struct SecKeyOpenSSLTests {
     @Test("Raw RSA decrypt and sign equal openssl's unpadded private operation")
     func rsaRaw() throws {
         let key = try KeyFixtures.rsa2048()
-        var random = TestRandom(state: 7)
+        var random = SplitMix64(seed: 7)
         let input = Data([0x00, 0x42]) + random.bytes(254)
         try withScratchDirectory { directory in
             try directory.write(opensslPEM(key), "key.pem")

@@ -5,6 +5,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import Security
+import SeededRandom
 import Testing
 
 /// A failure of a helper, with what went wrong.
@@ -251,17 +252,8 @@ func hexString(_ data: Data) -> String {
     data.map { String(format: "%02x", $0) }.joined()
 }
 
-/// A deterministic generator for randomized message sizes (seeded, so failures reproduce).
-struct TestRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
+    /// `count` seeded random bytes (randomized message sizes and contents reproduce).
     mutating func bytes(_ count: Int) -> Data {
         Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &self) })
     }
