@@ -12,6 +12,7 @@ import PackageDescription
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
+//   DBusWire                D-Bus on SwiftNIO (values, marshalling, SASL, client and peer-to-peer server); no keychain code
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(
@@ -59,6 +61,10 @@ let package = Package(
         ),
         .target(name: "SwiftKeychain", dependencies: ["KeychainCore"]),
         .target(name: "SeededRandom"),
+        .target(
+            name: "DBusWire",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
@@ -124,6 +130,13 @@ let package = Package(
         .testTarget(
             name: "BenchmarkTests",
             dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "DBusWireTests",
+            dependencies: [
+                "DBusWire", "SeededRandom",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "ReliabilityTests",
