@@ -72,7 +72,7 @@ struct SASLLineReader {
         let length = cr - view.startIndex
         guard length <= Self.maximumLineLength else { return .invalid }
         guard buffer.readableBytes >= length + 2 else { return .needMore }
-        guard let bytes = buffer.readBytes(length: length), buffer.readInteger(as: UInt8.self) == 0x0A else {
+        guard let bytes = buffer.readBytes(length: length), buffer.readInteger(as: UInt16.self) == 0x0D0A else {
             return .invalid
         }
         guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }), let line = String(validating: bytes, as: UTF8.self),

@@ -5,8 +5,13 @@ struct DBusDispatcher: Sendable {
     static let introspectable = "org.freedesktop.DBus.Introspectable"
     static let properties = "org.freedesktop.DBus.Properties"
 
+    static let busDriver = "org.freedesktop.DBus"
+
     let objects: DBusObjectTree
     let machineID: String
+    /// Whether `org.freedesktop.DBus.Hello` is answered (peer-to-peer servers: `gdbus` and
+    /// `busctl --address` say Hello even to a peer).
+    var answersHello = false
 
     /// The reply to `call`, or `nil` when the caller asked for none.
     func handle(_ call: DBusMessage, connection: DBusConnection) async -> DBusMessage? {
@@ -25,6 +30,9 @@ struct DBusDispatcher: Sendable {
         let path = call.path ?? "/"
         let member = call.member ?? ""
         let registered = objects.interfaces(at: path)
+        if answersHello, call.interface == Self.busDriver, member == "Hello", path == "/org/freedesktop/DBus" {
+            return [.string(connection.state.uniqueName.withLock { $0 } ?? ":1.0")]
+        }
         switch call.interface {
         case Self.peer?: return try peerMethod(call)
         case Self.introspectable?: return try introspect(call, path: path, registered: registered)

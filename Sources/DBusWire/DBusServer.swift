@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -30,6 +31,9 @@ public final class DBusServer: Sendable {
         public var machineID: String
         /// The server's GUID sent in `OK`; random by default.
         public var guid: String
+        /// Whether `org.freedesktop.DBus.Hello` is answered with a unique name `:1.N`, as a bus
+        /// would: `gdbus --address` and `busctl --address` say Hello even to a peer. On by default.
+        public var answersHello = true
         /// Called for each authenticated connection, e.g. to keep it for sending signals.
         public var onConnection: (@Sendable (DBusConnection) -> Void)?
 
@@ -65,11 +69,13 @@ public final class DBusServer: Sendable {
         configuration: Configuration = Configuration(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> DBusServer {
-        let dispatcher = DBusDispatcher(objects: objects, machineID: configuration.machineID)
+        var dispatcher = DBusDispatcher(objects: objects, machineID: configuration.machineID)
+        dispatcher.answersHello = configuration.answersHello
+        let counter = ConnectionCounter()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { child in
-                configure(child, dispatcher: dispatcher, configuration: configuration)
+                configure(child, dispatcher: dispatcher, configuration: configuration, number: counter.next())
             }
             .bind(unixDomainSocketPath: unixPath, cleanupExistingSocketFile: true).get()
         let address = DBusAddress(transport: "unix", parameters: ["path": unixPath, "guid": configuration.guid])
@@ -81,11 +87,15 @@ public final class DBusServer: Sendable {
         try await channel.close()
     }
 
-    private static func configure(_ child: Channel, dispatcher: DBusDispatcher, configuration: Configuration)
-        -> EventLoopFuture<Void>
-    {
+    private static func configure(
+        _ child: Channel,
+        dispatcher: DBusDispatcher,
+        configuration: Configuration,
+        number: UInt64
+    ) -> EventLoopFuture<Void> {
         peerCredentials(of: child).flatMapThrowing { credentials in
             let state = DBusConnectionState(peerCredentials: credentials)
+            state.uniqueName.withLock { $0 = ":1.\(number)" }
             if let pidFD = credentials.pidFD {
                 child.closeFuture.whenComplete { _ in _ = Glibc.close(pidFD) }
             }
@@ -155,6 +165,18 @@ public final class DBusServer: Sendable {
             let byte = UInt8.random(in: 0...255, using: &generator)
             return (byte < 16 ? "0" : "") + String(byte, radix: 16)
         }.joined()
+    }
+}
+
+/// Numbers the connections of one server.
+private final class ConnectionCounter: Sendable {
+    private let value = Mutex<UInt64>(0)
+
+    func next() -> UInt64 {
+        value.withLock {
+            $0 += 1
+            return $0
+        }
     }
 }
 
