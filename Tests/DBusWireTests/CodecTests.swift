@@ -13,7 +13,10 @@ struct RandomDBus {
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &random) }
 
     mutating func basicType() -> DBusType {
-        [.byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double, .string, .objectPath, .signature][
+        [
+            .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double, .string, .objectPath,
+            .signature,
+        ][
             int(0...11)]
     }
 
@@ -70,7 +73,8 @@ struct RandomDBus {
     mutating func message() -> DBusMessage {
         let body = (0..<int(0...4)).map { _ in value(of: type(depth: 0)) }
         var message = DBusMessage.methodCall(
-            path: objectPath(), interface: "org.example.Fuzz", member: "M\(int(0...9))", destination: ":1.7", body: body)
+            path: objectPath(), interface: "org.example.Fuzz", member: "M\(int(0...9))", destination: ":1.7", body: body
+        )
         message.serial = UInt32(int(1...100_000))
         return message
     }
@@ -82,7 +86,9 @@ struct CodecTests {
     func signatures() throws {
         #expect(try DBusSignature("a{sv}as(oayays)").types.count == 3)
         #expect(try DBusType(parsing: "a{o(oayays)}") == .dictionary(key: .objectPath, value: TestObjects.secretType))
-        for bad in ["a", "(", "()", "a{vs}", "a{s}", "a{sss}", "{sv}", "z", "(s", "ss)", String(repeating: "y", count: 256)] {
+        for bad in [
+            "a", "(", "()", "a{vs}", "a{s}", "a{sss}", "{sv}", "z", "(s", "ss)", String(repeating: "y", count: 256),
+        ] {
             #expect(throws: DBusError.self, "\(bad)") { try DBusSignature(bad) }
         }
         #expect(throws: DBusError.self) { try DBusType(parsing: "ss") }
@@ -97,14 +103,19 @@ struct CodecTests {
     func names() {
         #expect(DBusNames.isValidObjectPath("/"))
         #expect(DBusNames.isValidObjectPath("/org/freedesktop/secrets/collection/login_1"))
-        for bad in ["", "org", "/a/", "//a", "/a//b", "/a-b", "/é"] { #expect(!DBusNames.isValidObjectPath(bad), "\(bad)") }
+        for bad in ["", "org", "/a/", "//a", "/a//b", "/a-b", "/é"] {
+            #expect(!DBusNames.isValidObjectPath(bad), "\(bad)")
+        }
         #expect(DBusNames.isValidInterfaceName("org.freedesktop.Secret.Service"))
         for bad in ["org", "org.", ".org", "org.1a", "org.a-b", String(repeating: "a.", count: 128) + "b"] {
             #expect(!DBusNames.isValidInterfaceName(bad), "\(bad)")
         }
-        #expect(DBusNames.isValidMemberName("GetSecrets") && !DBusNames.isValidMemberName("1x") && !DBusNames.isValidMemberName("a.b"))
+        #expect(
+            DBusNames.isValidMemberName("GetSecrets") && !DBusNames.isValidMemberName("1x")
+                && !DBusNames.isValidMemberName("a.b"))
         #expect(DBusNames.isValidBusName(":1.42") && DBusNames.isValidBusName("org.free-desktop.secrets"))
-        #expect(!DBusNames.isValidBusName("org") && !DBusNames.isValidBusName("org.1a") && !DBusNames.isValidBusName(":"))
+        #expect(
+            !DBusNames.isValidBusName("org") && !DBusNames.isValidBusName("org.1a") && !DBusNames.isValidBusName(":"))
     }
 
     @Test("Marshalling: the design's SearchItems body, array padding even when empty, alignment from message start")
@@ -115,9 +126,11 @@ struct CodecTests {
         let expected: [UInt8] =
             [0x15, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0] + Array("service".utf8) + [0, 4, 0, 0, 0] + Array("demo".utf8) + [0]
         #expect(body == expected)
-        let empty = try DBusMarshal.encode([.array(.structure([.string, .string]), [])], signature: DBusSignature("a(ss)"))
+        let empty = try DBusMarshal.encode(
+            [.array(.structure([.string, .string]), [])], signature: DBusSignature("a(ss)"))
         #expect(empty.count == 8)
-        let bigEndian = try DBusMarshal.encode([.uint16(0x0102), .uint64(3)], signature: DBusSignature("qt"), byteOrder: .bigEndian)
+        let bigEndian = try DBusMarshal.encode(
+            [.uint16(0x0102), .uint64(3)], signature: DBusSignature("qt"), byteOrder: .bigEndian)
         #expect(bigEndian == [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3])
         #expect(throws: DBusError.self) { try DBusMarshal.encode([.string("a\0b")], signature: DBusSignature("s")) }
         #expect(throws: DBusError.self) { try DBusMarshal.encode([.objectPath("bad")], signature: DBusSignature("o")) }
@@ -174,8 +187,10 @@ struct CodecTests {
         header += [0, 0, 0, 0x10]  // body length 256 MiB
         header += [1, 0, 0, 0, 0, 0, 0, 0]
         #expect(throws: DBusError.self) { try DBusMessage.frameLength(header: header) }
-        var small = try DBusMessage.methodCall(path: "/", interface: nil, member: "M", body: [.bytes(Array(repeating: 1, count: 2000))])
-            .encoded()
+        var small = try DBusMessage.methodCall(
+            path: "/", interface: nil, member: "M", body: [.bytes(Array(repeating: 1, count: 2000))]
+        )
+        .encoded()
         #expect(throws: DBusError.self) { try DBusMessage.frameLength(header: small, maximumLength: 1000) }
         // An array length far beyond the message.
         small[small.count - 2004] = 0xFF
@@ -203,17 +218,23 @@ struct CodecTests {
         } catch {
             #expect(!"\(error)".contains(secret))
         }
-        #expect(throws: DBusError.self) { try DBusMarshal.encode([.string(secret + "\0")], signature: DBusSignature("s")) }
+        #expect(throws: DBusError.self) {
+            try DBusMarshal.encode([.string(secret + "\0")], signature: DBusSignature("s"))
+        }
     }
 
     @Test("Addresses: DBUS_SESSION_BUS_ADDRESS with guid, escapes, XDG_RUNTIME_DIR fallback")
     func addresses() throws {
         let list = try DBusAddress.sessionBus(environment: [
-            "DBUS_SESSION_BUS_ADDRESS": "unix:abstract=/tmp/x;unix:path=/tmp/dbus%2dA%20b,guid=0123456789abcdef0123456789abcdef"
+            "DBUS_SESSION_BUS_ADDRESS":
+                "unix:abstract=/tmp/x;unix:path=/tmp/dbus%2dA%20b,guid=0123456789abcdef0123456789abcdef"
         ])
         #expect(list.count == 2 && list[0].unixPath == nil)
         #expect(list[1].unixPath == "/tmp/dbus-A b" && list[1].guid == "0123456789abcdef0123456789abcdef")
-        #expect(try DBusAddress.sessionBus(environment: ["XDG_RUNTIME_DIR": "/run/user/5"]) == [.unixPath("/run/user/5/bus")])
+        #expect(
+            try DBusAddress.sessionBus(environment: ["XDG_RUNTIME_DIR": "/run/user/5"]) == [
+                .unixPath("/run/user/5/bus")
+            ])
         #expect(throws: DBusError.self) { try DBusAddress.sessionBus(environment: [:]) }
         #expect(throws: DBusError.self) { try DBusAddress.parse("unix:path=%zz") }
         #expect(throws: DBusError.self) { try DBusAddress.parse("nocolon") }

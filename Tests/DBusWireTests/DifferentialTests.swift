@@ -22,7 +22,9 @@ struct DifferentialTests {
         return bytes
     }
 
-    @Test("GDBus decodes our random messages (both byte orders) and re-encodes them; we decode its blobs to the same values")
+    @Test(
+        "GDBus decodes our random messages (both byte orders) and re-encodes them; we decode its blobs to the same values"
+    )
     func roundTripThroughGDBus() async throws {
         var generator = RandomDBus(seed: 0x6D_B005)
         var messages: [DBusMessage] = []
@@ -68,7 +70,11 @@ struct DifferentialTests {
             [
                 .array(
                     TestObjects.secretType,
-                    [.structure([.objectPath("/s/1"), .bytes([0x69, 0x76, 0]), .bytes([0, 0xFF]), .string("text/plain")])])
+                    [
+                        .structure([
+                            .objectPath("/s/1"), .bytes([0x69, 0x76, 0]), .bytes([0, 0xFF]), .string("text/plain"),
+                        ])
+                    ])
             ],
             [
                 .byte(255), .int16(-32768), .uint16(65535), .int32(-2_147_483_648), .uint32(4_294_967_295),

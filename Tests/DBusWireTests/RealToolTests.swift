@@ -38,15 +38,22 @@ struct RealToolTests {
         func call(_ member: String, _ args: [String] = []) async throws -> ProcessResult {
             try await Tools.run(
                 "/usr/bin/gdbus",
-                ["call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m", "\(TestObjects.interface).\(member)"]
+                [
+                    "call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m",
+                    "\(TestObjects.interface).\(member)",
+                ]
                     + args)
         }
         let add = try await call("Add", ["2", "40"])
         #expect(add.status == 0, "\(add.stderr)")
         #expect(add.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "(42,)")
 
-        let ints = try await call("Integers", ["--", "255", "-32768", "65535", "-2147483648", "4294967295",
-            "-9223372036854775808", "18446744073709551615", "2.5", "true"])
+        let ints = try await call(
+            "Integers",
+            [
+                "--", "255", "-32768", "65535", "-2147483648", "4294967295",
+                "-9223372036854775808", "18446744073709551615", "2.5", "true",
+            ])
         #expect(ints.status == 0, "\(ints.stderr)")
         #expect(
             ints.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -67,7 +74,8 @@ struct RealToolTests {
         #expect(props.stdout.contains("'Nested': <<[-1, 2]>>"))
 
         let empty = try await call("Empty")
-        #expect(empty.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "(@as [], @a{sv} {}, @ay [], @a(ss) [])")
+        #expect(
+            empty.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "(@as [], @a{sv} {}, @ay [], @a(ss) [])")
 
         let echo = try await call("Echo", ["<(uint16 7, [<'x'>, <@ay []>])>"])
         #expect(echo.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "(<(uint16 7, [<'x'>, <@ay []>])>,)")
@@ -86,7 +94,8 @@ struct RealToolTests {
         let server = try await TestServer.start()
         defer { Task { try? await server.server.close() } }
         let result = try await Tools.run(
-            "/usr/bin/gdbus", ["introspect", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path])
+            "/usr/bin/gdbus",
+            ["introspect", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("interface org.example.Test {"))
         #expect(result.stdout.contains("GetSecrets(in  ao items,"))
@@ -103,17 +112,28 @@ struct RealToolTests {
 
         let get = try await Tools.run(
             "/usr/bin/gdbus",
-            ["call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m", "org.freedesktop.DBus.Properties.Set",
-             TestObjects.interface, "Label", "<'changed'>"])
+            [
+                "call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m",
+                "org.freedesktop.DBus.Properties.Set",
+                TestObjects.interface, "Label", "<'changed'>",
+            ])
         #expect(get.status == 0, "\(get.stderr)")
         let all = try await Tools.run(
             "/usr/bin/gdbus",
-            ["call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m", "org.freedesktop.DBus.Properties.GetAll",
-             TestObjects.interface])
-        #expect(all.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "({'Label': <'changed'>, 'Count': <uint32 42>},)")
+            [
+                "call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m",
+                "org.freedesktop.DBus.Properties.GetAll",
+                TestObjects.interface,
+            ])
+        #expect(
+            all.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                == "({'Label': <'changed'>, 'Count': <uint32 42>},)")
         let ping = try await Tools.run(
             "/usr/bin/gdbus",
-            ["call", "--address", server.address, "-d", "org.example.Test", "-o", "/", "-m", "org.freedesktop.DBus.Peer.GetMachineId"])
+            [
+                "call", "--address", server.address, "-d", "org.example.Test", "-o", "/", "-m",
+                "org.freedesktop.DBus.Peer.GetMachineId",
+            ])
         #expect(ping.status == 0, "\(ping.stderr)")
     }
 
@@ -122,8 +142,12 @@ struct RealToolTests {
         let server = try await TestServer.start()
         defer { Task { try? await server.server.close() } }
         func busctl(_ args: [String]) async throws -> ProcessResult {
-            try await Tools.run("/usr/bin/busctl", ["--address=\(server.address)", "--json=short", "--", "call",
-                "org.example.Test", TestObjects.path, TestObjects.interface] + args)
+            try await Tools.run(
+                "/usr/bin/busctl",
+                [
+                    "--address=\(server.address)", "--json=short", "--", "call",
+                    "org.example.Test", TestObjects.path, TestObjects.interface,
+                ] + args)
         }
         let add = try await busctl(["Add", "ii", "20", "22"])
         #expect(add.status == 0, "\(add.stderr)")
@@ -135,7 +159,9 @@ struct RealToolTests {
 
         let secrets = try await busctl(["GetSecrets", "ao", "1", "/item/9"])
         #expect(secrets.status == 0, "\(secrets.stderr)")
-        #expect(secrets.stdout.contains("\"/item/9\":[\"/session/1\",[1,2,3],[112,195,164,115,115,119,195,182,114,100],\"text/plain\"]"))
+        #expect(
+            secrets.stdout.contains(
+                "\"/item/9\":[\"/session/1\",[1,2,3],[112,195,164,115,115,119,195,182,114,100],\"text/plain\"]"))
 
         let props = try await busctl(["Properties"])
         #expect(props.stdout.contains("\"Label\":{\"type\":\"s\",\"data\":\"Work\"}"))
@@ -149,14 +175,18 @@ struct RealToolTests {
         defer { Task { try? await server.server.close() } }
         let add = try await Tools.run(
             "/usr/bin/dbus-send",
-            ["--peer=\(server.address)", "--print-reply", "--dest=org.example.Test", TestObjects.path,
-             "\(TestObjects.interface).Add", "int32:-5", "int32:47"])
+            [
+                "--peer=\(server.address)", "--print-reply", "--dest=org.example.Test", TestObjects.path,
+                "\(TestObjects.interface).Add", "int32:-5", "int32:47",
+            ])
         #expect(add.status == 0, "\(add.stderr)")
         #expect(add.stdout.contains("int32 42"))
         let echo = try await Tools.run(
             "/usr/bin/dbus-send",
-            ["--peer=\(server.address)", "--print-reply", "--dest=org.example.Test", TestObjects.path,
-             "\(TestObjects.interface).Echo", "variant:uint64:18446744073709551615"])
+            [
+                "--peer=\(server.address)", "--print-reply", "--dest=org.example.Test", TestObjects.path,
+                "\(TestObjects.interface).Echo", "variant:uint64:18446744073709551615",
+            ])
         #expect(echo.stdout.contains("variant       uint64 18446744073709551615"))
         let noInterface = try await Tools.run(
             "/usr/bin/dbus-send",

@@ -5,7 +5,7 @@ import Testing
 @testable import DBusWire
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A raw Unix-socket client for sending arbitrary bytes to a server.
@@ -20,7 +20,9 @@ struct RawSocket {
             for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
         }
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard result == 0 else {
             _ = Glibc.close(fd)
@@ -33,7 +35,9 @@ struct RawSocket {
     func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return false }
             offset += sent
         }
@@ -80,11 +84,20 @@ struct RobustnessTests {
             case 0: bytes[position] ^= UInt8(1 << Int.random(in: 0...7, using: &random))
             case 1: bytes[position] = [0, 0xFF, 0x7F, 0x80][Int.random(in: 0...3, using: &random)]
             case 2: bytes.removeLast(Int.random(in: 0...bytes.count - position, using: &random))
-            case 3: bytes.insert(contentsOf: (0..<Int.random(in: 1...8, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }, at: position)
+            case 3:
+                bytes.insert(
+                    contentsOf: (0..<Int.random(in: 1...8, using: &random)).map { _ in
+                        UInt8.random(in: 0...255, using: &random)
+                    }, at: position)
             case 4:
                 let value = UInt32.random(in: 0...UInt32.max, using: &random)
-                for i in 0..<4 where position + i < bytes.count { bytes[position + i] = UInt8(truncatingIfNeeded: value >> (8 * i)) }
-            default: bytes = (0..<Int.random(in: 0...64, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) }
+                for i in 0..<4 where position + i < bytes.count {
+                    bytes[position + i] = UInt8(truncatingIfNeeded: value >> (8 * i))
+                }
+            default:
+                bytes = (0..<Int.random(in: 0...64, using: &random)).map { _ in
+                    UInt8.random(in: 0...255, using: &random)
+                }
             }
         }
         return bytes
@@ -99,7 +112,8 @@ struct RobustnessTests {
         for _ in 0..<100_000 {
             let bytes = Self.mutate(seeds[Int.random(in: 0..<seeds.count, using: &random)], &random)
             do {
-                guard let length = try DBusMessage.frameLength(header: bytes, maximumLength: 1 << 20), length <= bytes.count
+                guard let length = try DBusMessage.frameLength(header: bytes, maximumLength: 1 << 20),
+                    length <= bytes.count
                 else { continue }
                 _ = try DBusMessage(decoding: Array(bytes[0..<length]), maximumLength: 1 << 20)
                 decoded += 1
@@ -136,17 +150,24 @@ struct RobustnessTests {
                 socket = nil
             }
             if index % 500 == 0 {
-                let reply = try await client.call(.methodCall(path: TestObjects.path, interface: TestObjects.interface, member: "Add", body: [.int32(1), .int32(2)]))
+                let reply = try await client.call(
+                    .methodCall(
+                        path: TestObjects.path, interface: TestObjects.interface, member: "Add",
+                        body: [.int32(1), .int32(2)]))
                 #expect(reply.body == [.int32(3)])
             }
         }
         socket?.close()
         #expect(reconnects > 10)
-        let reply = try await client.call(.methodCall(path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping"))
+        let reply = try await client.call(
+            .methodCall(path: "/", interface: "org.freedesktop.DBus.Peer", member: "Ping"))
         #expect(reply.type == .methodReturn)
         let gdbus = try await Tools.run(
             "/usr/bin/gdbus",
-            ["call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m", "org.example.Test.Add", "2", "3"])
+            [
+                "call", "--address", server.address, "-d", "org.example.Test", "-o", TestObjects.path, "-m",
+                "org.example.Test.Add", "2", "3",
+            ])
         #expect(gdbus.stdout.contains("(5,)"), "\(gdbus.stderr)")
         await client.close()
     }
@@ -171,7 +192,9 @@ struct RobustnessTests {
         #expect(error?.code == .connectionClosed)
         let fine = try await DBusConnection.connect(to: .unixPath(server.socketPath))
         let echo = try await fine.call(
-            .methodCall(path: TestObjects.path, interface: TestObjects.interface, member: "Echo", body: [.variant(.bytes(Array(repeating: 7, count: 1 << 19)))]))
+            .methodCall(
+                path: TestObjects.path, interface: TestObjects.interface, member: "Echo",
+                body: [.variant(.bytes(Array(repeating: 7, count: 1 << 19)))]))
         #expect(echo.body == [.variant(.bytes(Array(repeating: 7, count: 1 << 19)))])
         await fine.close()
     }
@@ -189,10 +212,13 @@ struct RobustnessTests {
 
         let locked = try await TestServer.start { $0.isAuthorized = { _ in false } }
         defer { Task { try? await locked.server.close() } }
-        let refused = await #expect(throws: DBusError.self) { try await DBusConnection.connect(to: .unixPath(locked.socketPath)) }
+        let refused = await #expect(throws: DBusError.self) {
+            try await DBusConnection.connect(to: .unixPath(locked.socketPath))
+        }
         #expect(refused?.code == .authenticationFailed)
         let gdbus = try await Tools.run(
-            "/usr/bin/gdbus", ["call", "--address", locked.address, "-d", "a.b", "-o", "/", "-m", "org.freedesktop.DBus.Peer.Ping"])
+            "/usr/bin/gdbus",
+            ["call", "--address", locked.address, "-d", "a.b", "-o", "/", "-m", "org.freedesktop.DBus.Peer.Ping"])
         #expect(gdbus.status != 0)
     }
 
@@ -200,7 +226,8 @@ struct RobustnessTests {
     func pipelinedAndDisconnects() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.server.close() } }
-        var call = DBusMessage.methodCall(path: TestObjects.path, interface: TestObjects.interface, member: "Add", body: [.int32(40), .int32(2)])
+        var call = DBusMessage.methodCall(
+            path: TestObjects.path, interface: TestObjects.interface, member: "Add", body: [.int32(40), .int32(2)])
         call.serial = 5
         let raw = try RawSocket(path: server.socketPath)
         raw.send([0] + Array("AUTH EXTERNAL\r\nDATA\r\nNEGOTIATE_UNIX_FD\r\nBEGIN\r\n".utf8) + (try call.encoded()))
@@ -213,7 +240,8 @@ struct RobustnessTests {
         for _ in 0..<20 {
             let slow = try RawSocket(path: server.socketPath)
             slow.send(RawSocket.authenticate)
-            var slowCall = DBusMessage.methodCall(path: TestObjects.path, interface: TestObjects.interface, member: "Slow")
+            var slowCall = DBusMessage.methodCall(
+                path: TestObjects.path, interface: TestObjects.interface, member: "Slow")
             slowCall.serial = 1
             let bytes = try slowCall.encoded()
             slow.send(bytes)
@@ -221,7 +249,8 @@ struct RobustnessTests {
             slow.close()
         }
         let client = try await DBusConnection.connect(to: .unixPath(server.socketPath))
-        let reply = try await client.call(.methodCall(path: TestObjects.path, interface: nil, member: "Add", body: [.int32(1), .int32(1)]))
+        let reply = try await client.call(
+            .methodCall(path: TestObjects.path, interface: nil, member: "Add", body: [.int32(1), .int32(1)]))
         #expect(reply.body == [.int32(2)])
         await client.close()
     }
@@ -242,10 +271,15 @@ struct RobustnessTests {
         }
         #expect(unknown?.errorName == DBusErrorName.unknownObject)
         let badArgs = await #expect(throws: DBusError.self) {
-            try await client.call(.methodCall(path: TestObjects.path, interface: TestObjects.interface, member: "Add", body: [.string("x")]))
+            try await client.call(
+                .methodCall(
+                    path: TestObjects.path, interface: TestObjects.interface, member: "Add", body: [.string("x")]))
         }
         #expect(badArgs?.errorName == DBusErrorName.invalidArgs)
-        try await client.send(.methodCall(path: TestObjects.path, interface: TestObjects.interface, member: "Add", body: [.int32(1), .int32(1)], flags: .noReplyExpected))
+        try await client.send(
+            .methodCall(
+                path: TestObjects.path, interface: TestObjects.interface, member: "Add", body: [.int32(1), .int32(1)],
+                flags: .noReplyExpected))
 
         var signals = client.signals.makeAsyncIterator()
         let set = DBusMessage.methodCall(
@@ -256,19 +290,23 @@ struct RobustnessTests {
         #expect(changed?.member == "PropertiesChanged")
         #expect(changed?.body.first == .string(TestObjects.interface))
         let get = try await client.call(
-            .methodCall(path: TestObjects.path, interface: "org.freedesktop.DBus.Properties", member: "Get", body: [.string(TestObjects.interface), .string("Label")]))
+            .methodCall(
+                path: TestObjects.path, interface: "org.freedesktop.DBus.Properties", member: "Get",
+                body: [.string(TestObjects.interface), .string("Label")]))
         #expect(get.body == [.variant(.string("new"))])
         let readOnly = await #expect(throws: DBusError.self) {
-            try await client.call(.methodCall(
-                path: TestObjects.path, interface: "org.freedesktop.DBus.Properties", member: "Set",
-                body: [.string(TestObjects.interface), .string("Count"), .variant(.uint32(1))]))
+            try await client.call(
+                .methodCall(
+                    path: TestObjects.path, interface: "org.freedesktop.DBus.Properties", member: "Set",
+                    body: [.string(TestObjects.interface), .string("Count"), .variant(.uint32(1))]))
         }
         #expect(readOnly?.errorName == DBusErrorName.propertyReadOnly)
 
         let peer = try #require(peers.first)
         #expect(peer.peerCredentials?.uid == getuid())
         #expect(peer.peerCredentials?.pid == getpid())
-        try await peer.send(.signal(path: "/x", interface: "org.example.Test", member: "Changed", body: [.string("label")]))
+        try await peer.send(
+            .signal(path: "/x", interface: "org.example.Test", member: "Changed", body: [.string("label")]))
         let custom = await signals.next()
         #expect(custom?.body == [.string("label")])
         await client.close()

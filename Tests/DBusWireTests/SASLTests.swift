@@ -27,7 +27,8 @@ struct SASLTests {
     func gdbus() {
         #expect(
             run(["AUTH", "AUTH EXTERNAL 31303030", "NEGOTIATE_UNIX_FD", "BEGIN"]) == [
-                .reply("REJECTED EXTERNAL"), .reply("OK \(Self.guid)"), .reply("ERROR \"Unix fd passing not supported\""),
+                .reply("REJECTED EXTERNAL"), .reply("OK \(Self.guid)"),
+                .reply("ERROR \"Unix fd passing not supported\""),
                 .begin,
             ])
     }

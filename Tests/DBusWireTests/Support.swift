@@ -162,15 +162,19 @@ enum TestObjects {
                 interface,
                 methods: methods,
                 properties: [
-                    DBusProperty("Label", type: .string, get: { _ in .string(label.value) }, set: { value, _ in
-                        label.value = value.stringValue ?? ""
-                    }),
+                    DBusProperty(
+                        "Label", type: .string, get: { _ in .string(label.value) },
+                        set: { value, _ in
+                            label.value = value.stringValue ?? ""
+                        }),
                     DBusProperty("Count", type: .uint32, get: { _ in .uint32(42) }),
                 ],
                 signals: [DBusSignalDescription("Changed", arguments: [.init("what", .string)])]),
             at: path)
         try tree.register(
-            DBusInterface("org.example.Child", methods: [DBusMethod("Hello", outputs: [.init("greeting", .string)]) { _ in [.string("child")] }]),
+            DBusInterface(
+                "org.example.Child",
+                methods: [DBusMethod("Hello", outputs: [.init("greeting", .string)]) { _ in [.string("child")] }]),
             at: path + "/child")
         return tree
     }
@@ -199,7 +203,10 @@ enum TestObjects {
             let entries = (call.arguments[0].arrayElements ?? []).map { item in
                 DBusDictEntry(
                     item,
-                    .structure([.objectPath("/session/1"), .bytes([1, 2, 3]), .bytes(Array("pässwörd".utf8)), .string("text/plain")]))
+                    .structure([
+                        .objectPath("/session/1"), .bytes([1, 2, 3]), .bytes(Array("pässwörd".utf8)),
+                        .string("text/plain"),
+                    ]))
             }
             return [.dictionary(key: .objectPath, value: secretType, entries)]
         },
@@ -207,7 +214,8 @@ enum TestObjects {
             [
                 .stringVariantDictionary([
                     "Label": .string("Work"), "Created": .uint64(1_700_000_000), "Locked": .boolean(false),
-                    "Attributes": .dictionary(key: .string, value: .string, [DBusDictEntry(.string("service"), .string("demo"))]),
+                    "Attributes": .dictionary(
+                        key: .string, value: .string, [DBusDictEntry(.string("service"), .string("demo"))]),
                     "Nested": .variant(.array(.int32, [.int32(-1), .int32(2)])),
                 ])
             ]
