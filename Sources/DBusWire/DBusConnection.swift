@@ -327,9 +327,9 @@ public struct DBusConnection: Sendable {
         let timer = channel.eventLoop.scheduleTask(in: TimeAmount(limit)) {
             promise.fail(DBusError(.timedOut, "no reply within \(limit)"))
         }
-        channel.writeAndFlush(DBusOutbound.call(message, promise)).whenFailure { promise.fail($0) }
+        defer { timer.cancel() }
+        channel.writeAndFlush(DBusOutbound.call(message, promise)).whenFailure { promise.fail(Self.mapWriteError($0)) }
         let reply = try await promise.futureResult.get()
-        timer.cancel()
         guard reply.type == .error else { return reply }
         throw DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
     }
@@ -339,7 +339,17 @@ public struct DBusConnection: Sendable {
     /// - Throws: ``DBusError`` for an invalid message, or the channel's write error.
     public func send(_ message: DBusMessage) async throws {
         try message.validateFields()
-        try await channel.writeAndFlush(DBusOutbound.send(message)).get()
+        do {
+            try await channel.writeAndFlush(DBusOutbound.send(message)).get()
+        } catch {
+            throw Self.mapWriteError(error)
+        }
+    }
+
+    /// A write failure as a ``DBusError``: encoding errors as they are, channel errors as `.connectionClosed`.
+    private static func mapWriteError(_ error: any Error) -> DBusError {
+        if let error = error as? DBusError { return error }
+        return DBusError(.connectionClosed, "the connection is closed")
     }
 
     /// Closes the connection; pending calls fail with `.connectionClosed`.
