@@ -305,6 +305,10 @@ struct RobustnessTests {
         let peer = try #require(peers.first)
         #expect(peer.peerCredentials?.uid == getuid())
         #expect(peer.peerCredentials?.pid == getpid())
+        // SO_PEERPIDFD (Linux 6.5+): a pidfd whose fdinfo names our pid.
+        let pidFD = try #require(peer.peerCredentials?.pidFD)
+        let fdinfo = try String(contentsOfFile: "/proc/self/fdinfo/\(pidFD)", encoding: .utf8)
+        #expect(fdinfo.contains("Pid:\t\(getpid())"))
         try await peer.send(
             .signal(path: "/x", interface: "org.example.Test", member: "Changed", body: [.string("label")]))
         let custom = await signals.next()
