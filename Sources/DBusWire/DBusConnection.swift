@@ -35,6 +35,8 @@ enum DBusOutbound: Sendable {
     case send(DBusMessage)
     /// A dispatched call finished; its reply, if any, is to be sent.
     case completed(DBusMessage?)
+    /// A call timed out: forget its pending entry.
+    case abandon(EventLoopPromise<DBusMessage>)
 }
 
 /// State shared between a connection's handler and its ``DBusConnection`` values.
@@ -94,6 +96,9 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
             }
             reply.serial = allocateSerial()
             context.write(wrapOutboundOut(reply), promise: promise)
+        case .abandon(let reply):
+            if let serial = pending.first(where: { $0.value == reply })?.key { pending[serial] = nil }
+            promise?.succeed()
         }
     }
 
@@ -324,8 +329,10 @@ public struct DBusConnection: Sendable {
         try message.validateFields()
         let promise = channel.eventLoop.makePromise(of: DBusMessage.self)
         let limit = timeout ?? state.callTimeout
+        let channel = self.channel
         let timer = channel.eventLoop.scheduleTask(in: TimeAmount(limit)) {
             promise.fail(DBusError(.timedOut, "no reply within \(limit)"))
+            channel.writeAndFlush(DBusOutbound.abandon(promise), promise: nil)
         }
         defer { timer.cancel() }
         channel.writeAndFlush(DBusOutbound.call(message, promise)).whenFailure { promise.fail(Self.mapWriteError($0)) }

@@ -302,6 +302,13 @@ struct RobustnessTests {
         }
         #expect(readOnly?.errorName == DBusErrorName.propertyReadOnly)
 
+        let timedOut = await #expect(throws: DBusError.self) {
+            try await client.call(
+                .methodCall(path: TestObjects.path, interface: TestObjects.interface, member: "Slow"),
+                timeout: .milliseconds(20))
+        }
+        #expect(timedOut?.code == .timedOut)
+
         let peer = try #require(peers.first)
         #expect(peer.peerCredentials?.uid == getuid())
         #expect(peer.peerCredentials?.pid == getpid())
