@@ -13,6 +13,7 @@ import PackageDescription
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
+//   DBusWire                D-Bus on SwiftNIO (values, marshalling, SASL, client and peer-to-peer server); no keychain code
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(
@@ -72,6 +74,10 @@ let package = Package(
         ),
         .target(name: "SwiftKeychain", dependencies: ["KeychainCore"]),
         .target(name: "SeededRandom"),
+        .target(
+            name: "DBusWire",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+        ),
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
@@ -154,6 +160,14 @@ let package = Package(
         .testTarget(
             name: "BenchmarkTests",
             dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .testTarget(
+            name: "DBusWireTests",
+            dependencies: [
+                "DBusWire", "SeededRandom",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            exclude: ["gdbus_differential.py"]
         ),
         .testTarget(
             name: "ReliabilityTests",

@@ -1,0 +1,213 @@
+import NIOCore
+
+/// Frames D-Bus messages: waits for the 16-byte fixed header, computes the message's length
+/// from it (refusing oversized messages before buffering them), then decodes the whole message.
+public struct DBusMessageDecoder: ByteToMessageDecoder {
+    /// Decoded messages.
+    public typealias InboundOut = DBusMessage
+
+    /// The largest message accepted; larger ones fail the decoder, which closes the connection.
+    public let maximumMessageSize: Int
+
+    /// A decoder that refuses messages longer than `maximumMessageSize` bytes.
+    public init(maximumMessageSize: Int = DBusLimits.maximumMessageLength) {
+        self.maximumMessageSize = maximumMessageSize
+    }
+
+    /// Decodes one message if a whole one is buffered.
+    public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let header = buffer.getBytes(at: buffer.readerIndex, length: min(buffer.readableBytes, 16)),
+            let length = try DBusMessage.frameLength(header: header, maximumLength: maximumMessageSize)
+        else { return .needMoreData }
+        guard buffer.readableBytes >= length, let bytes = buffer.readBytes(length: length) else { return .needMoreData }
+        let message = try DBusMessage(decoding: bytes, maximumLength: maximumMessageSize)
+        context.fireChannelRead(Self.wrapInboundOut(message))
+        return .continue
+    }
+
+    /// Discards a partial message left when the connection closes.
+    public mutating func decodeLast(
+        context: ChannelHandlerContext,
+        buffer: inout ByteBuffer,
+        seenEOF: Bool
+    ) throws -> DecodingState {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        buffer.clear()
+        return .needMoreData
+    }
+}
+
+/// Encodes D-Bus messages in the machine's byte order.
+public struct DBusMessageEncoder: MessageToByteEncoder {
+    /// The messages to encode.
+    public typealias OutboundIn = DBusMessage
+
+    /// An encoder.
+    public init() {}
+
+    /// Appends the message's wire form to `out`.
+    public func encode(data: DBusMessage, out: inout ByteBuffer) throws {
+        out.writeBytes(try data.encoded())
+    }
+}
+
+/// Splits the SASL phase's bytes into lines and enforces the line-length limit.
+struct SASLLineReader {
+    static let maximumLineLength = 16_384
+    var buffer = ByteBuffer()
+
+    enum Line {
+        case line(String)
+        case needMore
+        case invalid
+    }
+
+    mutating func append(_ bytes: inout ByteBuffer) { buffer.writeBuffer(&bytes) }
+
+    mutating func next() -> Line {
+        let view = buffer.readableBytesView
+        guard let cr = view.firstIndex(of: UInt8(ascii: "\r")) else {
+            return buffer.readableBytes > Self.maximumLineLength ? .invalid : .needMore
+        }
+        let length = cr - view.startIndex
+        guard length <= Self.maximumLineLength else { return .invalid }
+        guard buffer.readableBytes >= length + 2 else { return .needMore }
+        guard let bytes = buffer.readBytes(length: length), buffer.readInteger(as: UInt16.self) == 0x0D0A else {
+            return .invalid
+        }
+        guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }), let line = String(validating: bytes, as: UTF8.self),
+            !line.isEmpty
+        else { return .invalid }
+        return .line(line)
+    }
+}
+
+/// Runs the server side of the SASL handshake, then passes bytes through to the message decoder.
+final class SASLServerHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var machine: SASLServer
+    private var lines = SASLLineReader()
+    private var sawNul = false
+    private var authenticated = false
+    private let timeout: TimeAmount
+    private var timeoutTask: Scheduled<Void>?
+
+    init(machine: SASLServer, timeout: TimeAmount) {
+        self.machine = machine
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        timeoutTask = context.eventLoop.scheduleTask(in: timeout) { loopBound.value.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { timeoutTask?.cancel() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !authenticated else { return context.fireChannelRead(data) }
+        var bytes = unwrapInboundIn(data)
+        lines.append(&bytes)
+        processLines(context: context)
+    }
+
+    private func processLines(context: ChannelHandlerContext) {
+        defer { context.flush() }
+        if !sawNul {
+            guard let first = lines.buffer.readInteger(as: UInt8.self) else { return }
+            guard first == 0 else { return context.close(promise: nil) }
+            sawNul = true
+        }
+        while !authenticated {
+            switch lines.next() {
+            case .needMore: return
+            case .invalid: return context.close(promise: nil)
+            case .line(let line): if !handle(line, context: context) { return }
+            }
+        }
+    }
+
+    /// Handles one line; returns false when the connection is being closed.
+    private func handle(_ line: String, context: ChannelHandlerContext) -> Bool {
+        switch machine.receive(line: line) {
+        case .reply(let reply):
+            context.write(wrapOutboundOut(ByteBuffer(string: reply + "\r\n")), promise: nil)
+            return true
+        case .close:
+            context.close(promise: nil)
+            return false
+        case .begin:
+            authenticated = true
+            timeoutTask?.cancel()
+            let rest = lines.buffer
+            lines = SASLLineReader()
+            if rest.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(rest)) }
+            return true
+        }
+    }
+}
+
+/// Runs the client side of the SASL handshake, then passes bytes through.
+final class SASLClientHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let machine: SASLClient
+    private let done: EventLoopPromise<String>
+    private var lines = SASLLineReader()
+    private var authenticated = false
+
+    init(machine: SASLClient, done: EventLoopPromise<String>) {
+        self.machine = machine
+        self.done = done
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: machine.initialBytes)), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        done.fail(DBusError(.connectionClosed, "connection closed during authentication"))
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !authenticated else { return context.fireChannelRead(data) }
+        var bytes = unwrapInboundIn(data)
+        lines.append(&bytes)
+        while !authenticated {
+            switch lines.next() {
+            case .needMore: return
+            case .invalid: return fail("malformed SASL line", context: context)
+            case .line(let line): handle(line, context: context)
+            }
+        }
+    }
+
+    private func handle(_ line: String, context: ChannelHandlerContext) {
+        switch machine.receive(line: line) {
+        case .send(let reply):
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: reply + "\r\n")), promise: nil)
+        case .fail(let reason):
+            fail(reason, context: context)
+        case .authenticated(let guid):
+            authenticated = true
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "BEGIN\r\n")), promise: nil)
+            done.succeed(guid)
+            let rest = lines.buffer
+            lines = SASLLineReader()
+            if rest.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(rest)) }
+        }
+    }
+
+    private func fail(_ reason: String, context: ChannelHandlerContext) {
+        authenticated = true
+        done.fail(DBusError(.authenticationFailed, reason))
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,378 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The credentials of the process at the other end of a server connection, from the kernel.
+public struct DBusPeerCredentials: Hashable, Sendable {
+    /// The peer's user id (`SO_PEERCRED`).
+    public var uid: UInt32
+    /// The peer's group id (`SO_PEERCRED`).
+    public var gid: UInt32
+    /// The peer's process id as of `connect()` (`SO_PEERCRED`); it can be reused after the process exits.
+    public var pid: Int32
+    /// A pidfd for the peer process (`SO_PEERPIDFD`, Linux 6.5+), or `nil` where unsupported.
+    /// Owned by the connection: valid until the connection closes, then closed.
+    public var pidFD: Int32?
+
+    /// Credentials with the given values.
+    public init(uid: UInt32, gid: UInt32, pid: Int32, pidFD: Int32? = nil) {
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.pidFD = pidFD
+    }
+}
+
+/// What the connection handler is asked to write.
+enum DBusOutbound: Sendable {
+    /// A method call whose reply completes the promise.
+    case call(DBusMessage, EventLoopPromise<DBusMessage>)
+    /// A message needing no reply (signal, or call with `noReplyExpected`).
+    case send(DBusMessage)
+    /// A dispatched call finished; its reply, if any, is to be sent.
+    case completed(DBusMessage?)
+    /// A call timed out: forget its pending entry.
+    case abandon(EventLoopPromise<DBusMessage>)
+}
+
+/// State shared between a connection's handler and its ``DBusConnection`` values.
+final class DBusConnectionState: Sendable {
+    let peerCredentials: DBusPeerCredentials?
+    let signals: AsyncStream<DBusMessage>
+    let signalContinuation: AsyncStream<DBusMessage>.Continuation
+    let uniqueName = Mutex<String?>(nil)
+    let serverGUID = Mutex<String?>(nil)
+    let callTimeout: Duration
+
+    init(peerCredentials: DBusPeerCredentials?, callTimeout: Duration = .seconds(25)) {
+        self.peerCredentials = peerCredentials
+        self.callTimeout = callTimeout
+        (signals, signalContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
+    }
+}
+
+/// Assigns serials, matches replies to calls, delivers signals and dispatches incoming calls.
+final class DBusConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = DBusMessage
+    typealias OutboundIn = DBusOutbound
+    typealias OutboundOut = DBusMessage
+
+    private let state: DBusConnectionState
+    private let dispatcher: DBusDispatcher?
+    private let maximumPendingCalls: Int
+    private var nextSerial: UInt32 = 1
+    private var pending: [UInt32: EventLoopPromise<DBusMessage>] = [:]
+    private var inFlight = 0
+
+    init(state: DBusConnectionState, dispatcher: DBusDispatcher?, maximumPendingCalls: Int) {
+        self.state = state
+        self.dispatcher = dispatcher
+        self.maximumPendingCalls = maximumPendingCalls
+    }
+
+    private func allocateSerial() -> UInt32 {
+        defer { nextSerial = nextSerial == UInt32.max ? 1 : nextSerial + 1 }
+        return nextSerial
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .call(var message, let reply):
+            message.serial = allocateSerial()
+            if !message.flags.contains(.noReplyExpected) { pending[message.serial] = reply }
+            context.write(wrapOutboundOut(message), promise: promise)
+        case .send(var message):
+            if message.serial == 0 { message.serial = allocateSerial() }
+            context.write(wrapOutboundOut(message), promise: promise)
+        case .completed(let reply):
+            inFlight -= 1
+            guard var reply else {
+                promise?.succeed()
+                return
+            }
+            reply.serial = allocateSerial()
+            context.write(wrapOutboundOut(reply), promise: promise)
+        case .abandon(let reply):
+            if let serial = pending.first(where: { $0.value == reply })?.key { pending[serial] = nil }
+            promise?.succeed()
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let message = unwrapInboundIn(data)
+        switch message.type {
+        case .methodReturn, .error:
+            if let serial = message.replySerial, let reply = pending.removeValue(forKey: serial) {
+                reply.succeed(message)
+            }
+        case .signal:
+            state.signalContinuation.yield(message)
+        case .methodCall:
+            dispatch(message, context: context)
+        }
+    }
+
+    private func dispatch(_ call: DBusMessage, context: ChannelHandlerContext) {
+        let wantsReply = !call.flags.contains(.noReplyExpected)
+        guard let dispatcher else {
+            if wantsReply { reply(.error(to: call, name: DBusErrorName.unknownMethod, message: "no objects"), context) }
+            return
+        }
+        guard inFlight < maximumPendingCalls else {
+            if wantsReply {
+                reply(.error(to: call, name: DBusErrorName.limitsExceeded, message: "too many calls"), context)
+            }
+            return
+        }
+        inFlight += 1
+        let connection = DBusConnection(channel: context.channel, state: state)
+        Task {
+            let reply = await dispatcher.handle(call, connection: connection)
+            connection.channel.writeAndFlush(DBusOutbound.completed(reply), promise: nil)
+        }
+    }
+
+    private func reply(_ message: DBusMessage, _ context: ChannelHandlerContext) {
+        var message = message
+        message.serial = allocateSerial()
+        context.writeAndFlush(wrapOutboundOut(message), promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let error = DBusError(.connectionClosed, "connection closed")
+        for (_, promise) in pending { promise.fail(error) }
+        pending.removeAll()
+        state.signalContinuation.finish()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// One D-Bus connection: to a bus or a peer (client side), or a peer accepted by ``DBusServer``.
+///
+/// ```swift
+/// let bus = try await DBusConnection.connect(to: .unixPath("/run/user/1000/bus"))
+/// let name = try await bus.hello()
+/// let reply = try await bus.call(.methodCall(
+///     path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "ListNames",
+///     destination: "org.freedesktop.DBus"))
+/// ```
+///
+/// A value type; copies refer to the same connection.
+public struct DBusConnection: Sendable {
+    /// Settings of a client connection.
+    public struct Configuration: Sendable {
+        /// The largest message accepted from the server.
+        public var maximumMessageSize = DBusLimits.maximumMessageLength
+        /// The most incoming method calls handled at once (for exported objects).
+        public var maximumPendingCalls = 64
+        /// How long ``DBusConnection/call(_:timeout:)`` waits by default.
+        public var callTimeout: Duration = .seconds(25)
+        /// The uid sent in `AUTH EXTERNAL`; the process's by default.
+        public var uid: UInt32 = getuid()
+
+        /// The default settings.
+        public init() {}
+    }
+
+    let channel: Channel
+    let state: DBusConnectionState
+
+    init(channel: Channel, state: DBusConnectionState) {
+        self.channel = channel
+        self.state = state
+    }
+
+    /// The peer's kernel credentials, for connections accepted by a ``DBusServer``.
+    public var peerCredentials: DBusPeerCredentials? { state.peerCredentials }
+
+    /// The unique name the bus assigned in ``hello()``.
+    public var uniqueName: String? { state.uniqueName.withLock { $0 } }
+
+    /// The server's GUID from the handshake (client connections).
+    public var serverGUID: String? { state.serverGUID.withLock { $0 } }
+
+    /// Signals received on this connection, in order; finishes when the connection closes.
+    /// Only the first iterator receives them.
+    public var signals: AsyncStream<DBusMessage> { state.signals }
+
+    /// Whether the connection is still open.
+    public var isActive: Bool { channel.isActive }
+
+    /// Connects to the first usable `unix:path=` address, authenticates, and optionally exports `objects`.
+    ///
+    /// - Parameters:
+    ///   - addresses: candidate addresses, tried in order.
+    ///   - objects: objects this connection serves to the other side, if any.
+    ///   - configuration: limits and timeouts.
+    ///   - group: the event loops to use.
+    /// - Throws: ``DBusError`` `.invalidAddress` when no address is usable, `.authenticationFailed`
+    ///   when the server refuses, or the connection error of the last address tried.
+    public static func connect(
+        to addresses: [DBusAddress],
+        objects: DBusObjectTree? = nil,
+        configuration: Configuration = Configuration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> DBusConnection {
+        var lastError: any Error = DBusError(.invalidAddress, "no unix:path= address")
+        for address in addresses {
+            guard let path = address.unixPath else { continue }
+            do {
+                return try await connect(path: path, guid: address.guid, objects: objects, configuration, group)
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// Connects to one address; see ``connect(to:objects:configuration:group:)-([DBusAddress],_,_,_)``.
+    ///
+    /// - Throws: ``DBusError`` or the socket's error.
+    public static func connect(
+        to address: DBusAddress,
+        objects: DBusObjectTree? = nil,
+        configuration: Configuration = Configuration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> DBusConnection {
+        try await connect(to: [address], objects: objects, configuration: configuration, group: group)
+    }
+
+    private static func connect(
+        path: String,
+        guid: String?,
+        objects: DBusObjectTree?,
+        _ configuration: Configuration,
+        _ group: any EventLoopGroup
+    ) async throws -> DBusConnection {
+        let state = DBusConnectionState(peerCredentials: nil, callTimeout: configuration.callTimeout)
+        let dispatcher = objects.map { DBusDispatcher(objects: $0, machineID: DBusServer.readMachineID()) }
+        let sasl = SASLClient(uid: configuration.uid, expectedGUID: guid)
+        let loop = group.next()
+        let authenticated = loop.makePromise(of: String.self)
+        let channel = try await ClientBootstrap(group: loop).channelInitializer { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandlers([
+                    SASLClientHandler(machine: sasl, done: authenticated),
+                    ByteToMessageHandler(DBusMessageDecoder(maximumMessageSize: configuration.maximumMessageSize)),
+                    MessageToByteHandler(DBusMessageEncoder()),
+                    DBusConnectionHandler(
+                        state: state, dispatcher: dispatcher, maximumPendingCalls: configuration.maximumPendingCalls),
+                ])
+            }
+        }.connect(unixDomainSocketPath: path).get()
+        do {
+            let serverGUID = try await authenticated.futureResult.get()
+            state.serverGUID.withLock { $0 = serverGUID }
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+        return DBusConnection(channel: channel, state: state)
+    }
+
+    /// Connects to the session bus named by the environment and says `Hello`.
+    ///
+    /// - Parameter environment: the environment to read the address from.
+    /// - Throws: ``DBusError`` when there is no address or the bus refuses.
+    public static func connectToSessionBus(
+        environment: [String: String],
+        configuration: Configuration = Configuration()
+    ) async throws -> DBusConnection {
+        let connection = try await connect(
+            to: try DBusAddress.sessionBus(environment: environment), configuration: configuration)
+        _ = try await connection.hello()
+        return connection
+    }
+
+    /// Sends `org.freedesktop.DBus.Hello` and records the unique name the bus returns.
+    ///
+    /// - Returns: the connection's unique name, e.g. `:1.42`.
+    /// - Throws: ``DBusError`` if the bus answers with an error or something other than a name.
+    @discardableResult
+    public func hello() async throws -> String {
+        let reply = try await callBus("Hello")
+        guard case .string(let name)? = reply.body.first else {
+            throw DBusError(.typeMismatch, "Hello returned \(reply.signature), expected s")
+        }
+        state.uniqueName.withLock { $0 = name }
+        return name
+    }
+
+    /// Calls a method of the bus driver `org.freedesktop.DBus`.
+    ///
+    /// - Throws: ``DBusError`` `.remoteError` when the bus answers with an error.
+    public func callBus(_ member: String, _ arguments: [DBusValue] = []) async throws -> DBusMessage {
+        try await call(
+            .methodCall(
+                path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: member,
+                destination: "org.freedesktop.DBus", body: arguments))
+    }
+
+    /// Sends a method call and waits for its reply.
+    ///
+    /// - Parameters:
+    ///   - message: the call; its serial is assigned by the connection.
+    ///   - timeout: how long to wait; the configuration's default when `nil`.
+    /// - Returns: the method return.
+    /// - Throws: ``DBusError`` `.remoteError` (with ``DBusError/errorName``) for an error reply,
+    ///   `.timedOut`, `.connectionClosed`, or an encoding error.
+    public func call(_ message: DBusMessage, timeout: Duration? = nil) async throws -> DBusMessage {
+        guard message.type == .methodCall else { throw DBusError(.malformedMessage, "call() sends method calls only") }
+        try message.validateFields()
+        let promise = channel.eventLoop.makePromise(of: DBusMessage.self)
+        let limit = timeout ?? state.callTimeout
+        let channel = self.channel
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(limit)) {
+            promise.fail(DBusError(.timedOut, "no reply within \(limit)"))
+            channel.writeAndFlush(DBusOutbound.abandon(promise), promise: nil)
+        }
+        defer { timer.cancel() }
+        channel.writeAndFlush(DBusOutbound.call(message, promise)).whenFailure { promise.fail(Self.mapWriteError($0)) }
+        let reply = try await promise.futureResult.get()
+        guard reply.type == .error else { return reply }
+        throw DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
+    }
+
+    /// Sends a message that expects no reply: a signal, or a call flagged `noReplyExpected`.
+    ///
+    /// - Throws: ``DBusError`` for an invalid message, or the channel's write error.
+    public func send(_ message: DBusMessage) async throws {
+        try message.validateFields()
+        do {
+            try await channel.writeAndFlush(DBusOutbound.send(message)).get()
+        } catch {
+            throw Self.mapWriteError(error)
+        }
+    }
+
+    /// A write failure as a ``DBusError``: encoding errors as they are, channel errors as `.connectionClosed`.
+    private static func mapWriteError(_ error: any Error) -> DBusError {
+        if let error = error as? DBusError { return error }
+        return DBusError(.connectionClosed, "the connection is closed")
+    }
+
+    /// Closes the connection; pending calls fail with `.connectionClosed`.
+    public func close() async {
+        try? await channel.close()
+    }
+
+    /// Waits until the connection is closed, by either side.
+    public func waitUntilClosed() async {
+        try? await channel.closeFuture.get()
+    }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

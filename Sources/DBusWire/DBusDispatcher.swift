@@ -1,0 +1,221 @@
+/// Routes incoming method calls to an object tree and implements the standard interfaces
+/// `org.freedesktop.DBus.Peer`, `Introspectable` and `Properties`.
+struct DBusDispatcher: Sendable {
+    static let peer = "org.freedesktop.DBus.Peer"
+    static let introspectable = "org.freedesktop.DBus.Introspectable"
+    static let properties = "org.freedesktop.DBus.Properties"
+
+    static let busDriver = "org.freedesktop.DBus"
+
+    let objects: DBusObjectTree
+    let machineID: String
+    /// Whether `org.freedesktop.DBus.Hello` is answered (peer-to-peer servers: `gdbus` and
+    /// `busctl --address` say Hello even to a peer).
+    var answersHello = false
+
+    /// The reply to `call`, or `nil` when the caller asked for none.
+    func handle(_ call: DBusMessage, connection: DBusConnection) async -> DBusMessage? {
+        let reply: DBusMessage
+        do {
+            reply = .methodReturn(to: call, body: try await route(call, connection: connection))
+        } catch let error as DBusError where error.errorName != nil {
+            reply = .error(to: call, name: error.errorName ?? DBusErrorName.failed, message: error.message)
+        } catch {
+            reply = .error(to: call, name: DBusErrorName.failed, message: "the method failed")
+        }
+        return call.flags.contains(.noReplyExpected) ? nil : reply
+    }
+
+    private func route(_ call: DBusMessage, connection: DBusConnection) async throws -> [DBusValue] {
+        let path = call.path ?? "/"
+        let member = call.member ?? ""
+        let registered = objects.interfaces(at: path)
+        if answersHello, call.interface == Self.busDriver, member == "Hello", path == "/org/freedesktop/DBus" {
+            return [.string(connection.state.uniqueName.withLock { $0 } ?? ":1.0")]
+        }
+        switch call.interface {
+        case Self.peer?: return try peerMethod(call)
+        case Self.introspectable?: return try introspect(call, path: path, registered: registered)
+        case Self.properties?:
+            guard let registered else { throw unknownObject(path) }
+            return try await propertiesMethod(call, registered: registered, connection: connection)
+        case let name?:
+            guard let registered else { throw unknownObject(path) }
+            guard let interface = registered[name] else {
+                throw DBusError.method(DBusErrorName.unknownInterface, "no interface \(name) at \(path)")
+            }
+            guard let method = interface.methods.first(where: { $0.name == member }) else {
+                throw unknownMethod(call)
+            }
+            return try await invoke(method, call, connection)
+        case nil:
+            return try await routeByMember(call, member: member, registered: registered, connection: connection)
+        }
+    }
+
+    /// Dispatches a call without INTERFACE by member name: exported interfaces first, then the standard ones.
+    private func routeByMember(
+        _ call: DBusMessage,
+        member: String,
+        registered: [String: DBusInterface]?,
+        connection: DBusConnection
+    ) async throws -> [DBusValue] {
+        let interfaces = (registered ?? [:]).values.sorted { $0.name < $1.name }
+        if let method = interfaces.lazy.compactMap({ $0.methods.first { $0.name == member } }).first {
+            return try await invoke(method, call, connection)
+        }
+        switch member {
+        case "Ping", "GetMachineId": return try peerMethod(call)
+        case "Introspect": return try introspect(call, path: call.path ?? "/", registered: registered)
+        case "Get", "GetAll", "Set":
+            guard let registered else { throw unknownObject(call.path ?? "/") }
+            return try await propertiesMethod(call, registered: registered, connection: connection)
+        default:
+            throw registered == nil ? unknownObject(call.path ?? "/") : unknownMethod(call)
+        }
+    }
+
+    private func invoke(_ method: DBusMethod, _ call: DBusMessage, _ connection: DBusConnection) async throws
+        -> [DBusValue]
+    {
+        let expected = DBusSignature(types: method.inputs.map(\.type))
+        guard call.signature == expected else {
+            throw DBusError.method(
+                DBusErrorName.invalidArgs, "expected arguments (\(expected)), got (\(call.signature))")
+        }
+        let result = try await method.handler(DBusMethodCall(message: call, connection: connection))
+        let declared = method.outputs.map(\.type)
+        guard result.map(\.type) == declared else {
+            throw DBusError.method(DBusErrorName.failed, "the method returned values of the wrong types")
+        }
+        return result
+    }
+
+    private func unknownObject(_ path: String) -> DBusError {
+        DBusError.method(DBusErrorName.unknownObject, "no object at \(path)")
+    }
+
+    private func unknownMethod(_ call: DBusMessage) -> DBusError {
+        DBusError.method(
+            DBusErrorName.unknownMethod,
+            "no method \(call.member ?? "") on interface \(call.interface ?? "(none)") with signature \(call.signature)"
+        )
+    }
+
+    private func expect(_ call: DBusMessage, _ signature: String) throws {
+        guard call.signature.rawValue == signature else {
+            throw DBusError.method(
+                DBusErrorName.invalidArgs, "expected arguments (\(signature)), got (\(call.signature))")
+        }
+    }
+
+    // MARK: org.freedesktop.DBus.Peer
+
+    private func peerMethod(_ call: DBusMessage) throws -> [DBusValue] {
+        switch call.member {
+        case "Ping":
+            try expect(call, "")
+            return []
+        case "GetMachineId":
+            try expect(call, "")
+            return [.string(machineID)]
+        default: throw unknownMethod(call)
+        }
+    }
+
+    // MARK: org.freedesktop.DBus.Introspectable
+
+    private func introspect(_ call: DBusMessage, path: String, registered: [String: DBusInterface]?) throws
+        -> [DBusValue]
+    {
+        guard call.member == "Introspect" else { throw unknownMethod(call) }
+        try expect(call, "")
+        let children = objects.children(of: path)
+        guard registered != nil || !children.isEmpty || path == "/" else { throw unknownObject(path) }
+        return [.string(DBusIntrospection.xml(interfaces: registered.map { Array($0.values) }, children: children))]
+    }
+
+    // MARK: org.freedesktop.DBus.Properties
+
+    private func propertiesMethod(
+        _ call: DBusMessage,
+        registered: [String: DBusInterface],
+        connection: DBusConnection
+    ) async throws -> [DBusValue] {
+        switch call.member {
+        case "Get":
+            try expect(call, "ss")
+            let property = try lookUpProperty(call, registered)
+            return [.variant(try await read(property.1, connection))]
+        case "GetAll":
+            try expect(call, "s")
+            return [try await getAll(call, registered, connection)]
+        case "Set":
+            try expect(call, "ssv")
+            try await setProperty(call, registered, connection)
+            return []
+        default: throw unknownMethod(call)
+        }
+    }
+
+    private func lookUpProperty(_ call: DBusMessage, _ registered: [String: DBusInterface]) throws
+        -> (DBusInterface, DBusProperty)
+    {
+        guard let interfaceName = call.body[0].stringValue, let name = call.body[1].stringValue else {
+            throw DBusError.method(DBusErrorName.invalidArgs, "expected (ss)")
+        }
+        guard let interface = registered[interfaceName] else {
+            throw DBusError.method(DBusErrorName.unknownInterface, "no interface \(interfaceName)")
+        }
+        guard let property = interface.properties.first(where: { $0.name == name }) else {
+            throw DBusError.method(DBusErrorName.unknownProperty, "no property \(name) on \(interfaceName)")
+        }
+        return (interface, property)
+    }
+
+    private func read(_ property: DBusProperty, _ connection: DBusConnection) async throws -> DBusValue {
+        guard let get = property.get else {
+            throw DBusError.method(DBusErrorName.invalidArgs, "property \(property.name) is write-only")
+        }
+        let value = try await get(connection)
+        guard value.type == property.type else {
+            throw DBusError.method(DBusErrorName.failed, "property \(property.name) has the wrong type")
+        }
+        return value
+    }
+
+    private func getAll(_ call: DBusMessage, _ registered: [String: DBusInterface], _ connection: DBusConnection)
+        async throws -> DBusValue
+    {
+        let interfaceName = call.body[0].stringValue ?? ""
+        let interfaces: [DBusInterface]
+        if interfaceName.isEmpty {
+            interfaces = registered.values.sorted { $0.name < $1.name }
+        } else if let interface = registered[interfaceName] {
+            interfaces = [interface]
+        } else {
+            throw DBusError.method(DBusErrorName.unknownInterface, "no interface \(interfaceName)")
+        }
+        var entries: [DBusDictEntry] = []
+        for property in interfaces.flatMap(\.properties) where property.get != nil {
+            entries.append(DBusDictEntry(.string(property.name), .variant(try await read(property, connection))))
+        }
+        return .dictionary(key: .string, value: .variant, entries)
+    }
+
+    private func setProperty(_ call: DBusMessage, _ registered: [String: DBusInterface], _ connection: DBusConnection)
+        async throws
+    {
+        let (interface, property) = try lookUpProperty(call, registered)
+        guard let set = property.set else {
+            throw DBusError.method(DBusErrorName.propertyReadOnly, "property \(property.name) is read-only")
+        }
+        guard case .variant(let value) = call.body[2], value.type == property.type else {
+            throw DBusError.method(DBusErrorName.invalidArgs, "property \(property.name) has type \(property.type)")
+        }
+        try await set(value, connection)
+        let changed = DBusMessage.propertiesChanged(
+            path: call.path ?? "/", interface: interface.name, changed: [property.name: value])
+        try? await connection.send(changed)
+    }
+}

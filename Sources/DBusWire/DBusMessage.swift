@@ -1,0 +1,357 @@
+/// A D-Bus message: a header (type, flags, serial, header fields) and a body of typed values.
+///
+/// ```swift
+/// let call = DBusMessage.methodCall(
+///     path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "ListNames",
+///     destination: "org.freedesktop.DBus")
+/// ```
+public struct DBusMessage: Hashable, Sendable {
+    /// The four kinds of message.
+    public enum MessageType: UInt8, Sendable, Hashable {
+        /// A method call (1).
+        case methodCall = 1
+        /// A successful reply (2).
+        case methodReturn = 2
+        /// An error reply (3).
+        case error = 3
+        /// A signal (4).
+        case signal = 4
+    }
+
+    /// Header flags.
+    public struct Flags: OptionSet, Hashable, Sendable {
+        /// The flags' bits.
+        public var rawValue: UInt8
+        /// Flags from their bits.
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// The caller expects no reply (1).
+        public static let noReplyExpected = Flags(rawValue: 1)
+        /// The bus must not start a service to deliver the message (2).
+        public static let noAutoStart = Flags(rawValue: 2)
+        /// The caller is prepared to wait for interactive authorization (4).
+        public static let allowInteractiveAuthorization = Flags(rawValue: 4)
+    }
+
+    /// The message's kind.
+    public var type: MessageType
+    /// Header flags.
+    public var flags: Flags
+    /// The sender's serial number; the connection assigns it when 0.
+    public var serial: UInt32
+    /// Field 1, PATH.
+    public var path: String?
+    /// Field 2, INTERFACE.
+    public var interface: String?
+    /// Field 3, MEMBER.
+    public var member: String?
+    /// Field 4, ERROR_NAME.
+    public var errorName: String?
+    /// Field 5, REPLY_SERIAL.
+    public var replySerial: UInt32?
+    /// Field 6, DESTINATION.
+    public var destination: String?
+    /// Field 7, SENDER (set by a bus).
+    public var sender: String?
+    /// Field 9, UNIX_FDS (no descriptors are passed by this module).
+    public var unixFDs: UInt32?
+    /// The body's values; field 8, SIGNATURE, is derived from them.
+    public var body: [DBusValue]
+
+    /// A message with every field given.
+    public init(
+        type: MessageType,
+        flags: Flags = [],
+        serial: UInt32 = 0,
+        path: String? = nil,
+        interface: String? = nil,
+        member: String? = nil,
+        errorName: String? = nil,
+        replySerial: UInt32? = nil,
+        destination: String? = nil,
+        sender: String? = nil,
+        unixFDs: UInt32? = nil,
+        body: [DBusValue] = []
+    ) {
+        self.type = type
+        self.flags = flags
+        self.serial = serial
+        self.path = path
+        self.interface = interface
+        self.member = member
+        self.errorName = errorName
+        self.replySerial = replySerial
+        self.destination = destination
+        self.sender = sender
+        self.unixFDs = unixFDs
+        self.body = body
+    }
+
+    /// The body's signature.
+    public var signature: DBusSignature { DBusSignature(types: body.map(\.type)) }
+
+    /// A method call.
+    public static func methodCall(
+        path: String,
+        interface: String?,
+        member: String,
+        destination: String? = nil,
+        body: [DBusValue] = [],
+        flags: Flags = []
+    ) -> DBusMessage {
+        DBusMessage(
+            type: .methodCall, flags: flags, path: path, interface: interface, member: member,
+            destination: destination, body: body)
+    }
+
+    /// A successful reply to `call`.
+    public static func methodReturn(to call: DBusMessage, body: [DBusValue] = []) -> DBusMessage {
+        DBusMessage(
+            type: .methodReturn, flags: .noReplyExpected, replySerial: call.serial, destination: call.sender,
+            body: body)
+    }
+
+    /// An error reply to `call` with the D-Bus error `name` and an explanatory `message`.
+    public static func error(to call: DBusMessage, name: String, message: String?) -> DBusMessage {
+        DBusMessage(
+            type: .error, flags: .noReplyExpected, errorName: name, replySerial: call.serial,
+            destination: call.sender, body: message.map { [.string($0)] } ?? [])
+    }
+
+    /// A signal.
+    public static func signal(
+        path: String,
+        interface: String,
+        member: String,
+        destination: String? = nil,
+        body: [DBusValue] = []
+    ) -> DBusMessage {
+        DBusMessage(
+            type: .signal, flags: .noReplyExpected, path: path, interface: interface, member: member,
+            destination: destination, body: body)
+    }
+
+    /// `org.freedesktop.DBus.Properties.PropertiesChanged` for the object at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: the object whose properties changed.
+    ///   - interface: the interface the properties belong to.
+    ///   - changed: the new values, sent as `a{sv}`.
+    ///   - invalidated: names of properties that changed without their value being sent.
+    public static func propertiesChanged(
+        path: String,
+        interface: String,
+        changed: [String: DBusValue],
+        invalidated: [String] = []
+    ) -> DBusMessage {
+        signal(
+            path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            body: [
+                .string(interface), .stringVariantDictionary(changed),
+                .array(.string, invalidated.map(DBusValue.string)),
+            ])
+    }
+
+    /// The error reply's first string argument, if any.
+    public var errorMessage: String? {
+        guard type == .error, case .string(let message)? = body.first else { return nil }
+        return message
+    }
+}
+
+// MARK: - Wire form
+
+extension DBusMessage {
+    /// The length of the fixed part of the header.
+    public static let fixedHeaderLength = 16
+
+    /// The total length of the message whose first 16 bytes are `header`, or `nil` if fewer
+    /// than 16 bytes are given.
+    ///
+    /// - Throws: ``DBusError`` if the fixed header is invalid or the message would exceed
+    ///   `maximumLength` (at most the specification's 128 MiB).
+    public static func frameLength(
+        header: some Collection<UInt8>,
+        maximumLength: Int = DBusLimits.maximumMessageLength
+    ) throws -> Int? {
+        guard header.count >= fixedHeaderLength else { return nil }
+        let bytes = Array(header.prefix(fixedHeaderLength))
+        guard let order = DBusByteOrder(rawValue: bytes[0]) else {
+            throw DBusError(.malformedMessage, "unknown byte order mark")
+        }
+        guard bytes[3] == 1 else { throw DBusError(.malformedMessage, "unsupported protocol version") }
+        var reader = DBusReader(bytes: bytes, byteOrder: order)
+        reader.offset = 4
+        let bodyLength = Int(try reader.read(UInt32.self))
+        _ = try reader.read(UInt32.self)
+        let fieldsLength = Int(try reader.read(UInt32.self))
+        guard fieldsLength <= DBusLimits.maximumArrayLength else {
+            throw DBusError(.limitExceeded, "header field array exceeds the array limit")
+        }
+        let headerLength = (fixedHeaderLength + fieldsLength + 7) & ~7
+        let total = headerLength + bodyLength
+        let limit = min(maximumLength, DBusLimits.maximumMessageLength)
+        guard total <= limit else {
+            throw DBusError(.limitExceeded, "message of \(total) bytes exceeds the limit of \(limit)")
+        }
+        return total
+    }
+
+    /// The message's wire form.
+    ///
+    /// - Throws: ``DBusError`` if a field is invalid, a body value does not match its type, or
+    ///   the message exceeds 128 MiB.
+    public func encoded(byteOrder: DBusByteOrder = .native) throws -> [UInt8] {
+        try validateFields()
+        let signature = self.signature
+        var body = DBusWriter(byteOrder: byteOrder)
+        for value in self.body { try body.write(value, as: value.type) }
+        var header = DBusWriter(byteOrder: byteOrder)
+        header.bytes = [byteOrder.rawValue, type.rawValue, flags.rawValue, 1]
+        guard body.bytes.count <= DBusLimits.maximumMessageLength else {
+            throw DBusError(.limitExceeded, "body of \(body.bytes.count) bytes exceeds the message limit")
+        }
+        header.write(UInt32(body.bytes.count))
+        header.write(serial)
+        try header.writeArray(elementAlignment: 8) { writer in
+            for (code, value) in headerFields(signature: signature) {
+                try writer.writeStruct([.byte(code), .variant(value)], as: [.byte, .variant], depth: 0)
+            }
+        }
+        header.pad(to: 8)
+        let total = header.bytes.count + body.bytes.count
+        guard total <= DBusLimits.maximumMessageLength else {
+            throw DBusError(.limitExceeded, "message of \(total) bytes exceeds the limit")
+        }
+        return header.bytes + body.bytes
+    }
+
+    private func headerFields(signature: DBusSignature) -> [(UInt8, DBusValue)] {
+        var fields: [(UInt8, DBusValue)] = []
+        if let path { fields.append((1, .objectPath(path))) }
+        if let interface { fields.append((2, .string(interface))) }
+        if let member { fields.append((3, .string(member))) }
+        if let errorName { fields.append((4, .string(errorName))) }
+        if let replySerial { fields.append((5, .uint32(replySerial))) }
+        if let destination { fields.append((6, .string(destination))) }
+        if let sender { fields.append((7, .string(sender))) }
+        if !body.isEmpty { fields.append((8, .signature(signature.rawValue))) }
+        if let unixFDs { fields.append((9, .uint32(unixFDs))) }
+        return fields
+    }
+
+    /// Checks the fields the message type requires and the validity of each name.
+    func validateFields() throws {
+        switch type {
+        case .methodCall:
+            guard path != nil, member != nil else {
+                throw DBusError(.malformedMessage, "method call without PATH or MEMBER")
+            }
+        case .methodReturn:
+            guard replySerial != nil else { throw DBusError(.malformedMessage, "method return without REPLY_SERIAL") }
+        case .error:
+            guard errorName != nil, replySerial != nil else {
+                throw DBusError(.malformedMessage, "error without ERROR_NAME or REPLY_SERIAL")
+            }
+        case .signal:
+            guard path != nil, interface != nil, member != nil else {
+                throw DBusError(.malformedMessage, "signal without PATH, INTERFACE or MEMBER")
+            }
+        }
+        try validateNames()
+    }
+
+    private func validateNames() throws {
+        if let path, !DBusNames.isValidObjectPath(path) { throw DBusError(.invalidName, "invalid PATH") }
+        if let interface, !DBusNames.isValidInterfaceName(interface) {
+            throw DBusError(.invalidName, "invalid INTERFACE")
+        }
+        if let member, !DBusNames.isValidMemberName(member) { throw DBusError(.invalidName, "invalid MEMBER") }
+        if let errorName, !DBusNames.isValidErrorName(errorName) { throw DBusError(.invalidName, "invalid ERROR_NAME") }
+        if let destination, !DBusNames.isValidBusName(destination) {
+            throw DBusError(.invalidName, "invalid DESTINATION")
+        }
+        if let sender, !DBusNames.isValidBusName(sender) { throw DBusError(.invalidName, "invalid SENDER") }
+        if replySerial == 0 { throw DBusError(.malformedMessage, "REPLY_SERIAL is 0") }
+    }
+
+    /// Decodes one complete message.
+    ///
+    /// - Parameters:
+    ///   - bytes: exactly one message (see ``frameLength(header:maximumLength:)``).
+    ///   - maximumLength: the largest message accepted.
+    /// - Throws: ``DBusError`` for any malformed, truncated or oversized input; never traps and
+    ///   never allocates more than a constant multiple of `bytes.count`.
+    public init(decoding bytes: [UInt8], maximumLength: Int = DBusLimits.maximumMessageLength) throws {
+        guard let total = try Self.frameLength(header: bytes, maximumLength: maximumLength) else {
+            throw DBusError(.malformedMessage, "shorter than the fixed header")
+        }
+        guard total == bytes.count else {
+            throw DBusError(.malformedMessage, "length \(bytes.count), header says \(total)")
+        }
+        let order = DBusByteOrder(rawValue: bytes[0])!
+        guard let type = MessageType(rawValue: bytes[1]) else {
+            throw DBusError(.malformedMessage, "unknown message type")
+        }
+        var reader = DBusReader(bytes: bytes, byteOrder: order)
+        reader.offset = 4
+        let bodyLength = Int(try reader.read(UInt32.self))
+        let serial = try reader.read(UInt32.self)
+        guard serial != 0 else { throw DBusError(.malformedMessage, "serial is 0") }
+        self.init(type: type, flags: Flags(rawValue: bytes[2]), serial: serial)
+        let signature = try readHeaderFields(&reader)
+        try reader.align(to: 8)
+        guard reader.remaining == bodyLength else { throw DBusError(.malformedMessage, "body length mismatch") }
+        try validateFields()
+        body = try Self.decodeBody(bytes, from: reader.offset, signature: signature, byteOrder: order)
+    }
+
+    private static func decodeBody(
+        _ bytes: [UInt8],
+        from start: Int,
+        signature: DBusSignature,
+        byteOrder: DBusByteOrder
+    ) throws -> [DBusValue] {
+        var reader = DBusReader(bytes: Array(bytes[start...]), byteOrder: byteOrder)
+        if signature.types.isEmpty, reader.remaining > 0 {
+            throw DBusError(.malformedMessage, "body present without SIGNATURE")
+        }
+        let values = try signature.types.map { try reader.read($0) }
+        guard reader.remaining == 0 else {
+            throw DBusError(.malformedMessage, "\(reader.remaining) trailing body bytes")
+        }
+        return values
+    }
+
+    /// Reads the `a(yv)` header fields; returns the body signature (empty when absent).
+    private mutating func readHeaderFields(_ reader: inout DBusReader) throws -> DBusSignature {
+        let end = try reader.readArrayBounds(elementAlignment: 8)
+        var signature = DBusSignature.empty
+        while reader.offset < end {
+            try reader.align(to: 8)
+            let code = try reader.readByte()
+            guard case .variant(let value) = try reader.readVariant(depth: 1) else { continue }
+            if let parsed = try apply(field: code, value: value) { signature = parsed }
+            guard reader.offset <= end else { throw DBusError(.malformedMessage, "header field overruns array") }
+        }
+        return signature
+    }
+
+    /// Stores one header field; unknown codes are ignored. Returns the signature for field 8.
+    private mutating func apply(field code: UInt8, value: DBusValue) throws -> DBusSignature? {
+        switch (code, value) {
+        case (1, .objectPath(let v)): path = v
+        case (2, .string(let v)): interface = v
+        case (3, .string(let v)): member = v
+        case (4, .string(let v)): errorName = v
+        case (5, .uint32(let v)): replySerial = v
+        case (6, .string(let v)): destination = v
+        case (7, .string(let v)): sender = v
+        case (8, .signature(let v)): return try DBusSignature(v)
+        case (9, .uint32(let v)): unixFDs = v
+        case (0, _): throw DBusError(.malformedMessage, "header field code 0")
+        case (1...9, _): throw DBusError(.malformedMessage, "header field \(code) has the wrong type")
+        default: break
+        }
+        return nil
+    }
+}

@@ -1,0 +1,189 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A peer-to-peer D-Bus server on a Unix socket: accepts connections, authenticates each with
+/// SASL EXTERNAL checked against the kernel's `SO_PEERCRED`, and serves an object tree.
+///
+/// ```swift
+/// let server = try await DBusServer.bind(unixPath: "/run/user/1000/demo.sock", objects: objects)
+/// // gdbus call --address unix:path=/run/user/1000/demo.sock -o /org/example/Demo -m org.example.Demo.Echo hi
+/// try await server.close()
+/// ```
+public final class DBusServer: Sendable {
+    /// Settings of a server.
+    public struct Configuration: Sendable {
+        /// The largest message accepted; a peer that sends a larger one is disconnected.
+        /// The specification's 128 MiB by default; the agent sets 16 MiB plus headroom.
+        public var maximumMessageSize = DBusLimits.maximumMessageLength
+        /// The most calls one connection may have in flight; more get `LimitsExceeded`.
+        public var maximumPendingCallsPerConnection = 64
+        /// How long a peer has to complete the SASL handshake.
+        public var authenticationTimeout: Duration = .seconds(30)
+        /// Which uids may connect (the claimed uid must also equal `SO_PEERCRED`'s). The server
+        /// process's own uid by default.
+        public var isAuthorized: @Sendable (UInt32) -> Bool
+        /// The id `Peer.GetMachineId` returns; `/etc/machine-id` by default.
+        public var machineID: String
+        /// The server's GUID sent in `OK`; random by default.
+        public var guid: String
+        /// Whether `org.freedesktop.DBus.Hello` is answered with a unique name `:1.N`, as a bus
+        /// would: `gdbus --address` and `busctl --address` say Hello even to a peer. On by default.
+        public var answersHello = true
+        /// Called for each authenticated connection, e.g. to keep it for sending signals.
+        public var onConnection: (@Sendable (DBusConnection) -> Void)?
+
+        /// The default settings.
+        public init() {
+            let uid = getuid()
+            isAuthorized = { $0 == uid }
+            machineID = DBusServer.readMachineID()
+            guid = DBusServer.randomGUID()
+        }
+    }
+
+    private let channel: Channel
+    /// The server's address, `unix:path=…,guid=…`.
+    public let address: DBusAddress
+
+    private init(channel: Channel, address: DBusAddress) {
+        self.channel = channel
+        self.address = address
+    }
+
+    /// Binds a Unix socket at `unixPath` and starts accepting peers.
+    ///
+    /// - Parameters:
+    ///   - unixPath: the socket's path; an existing socket file there is replaced.
+    ///   - objects: the objects served to every peer.
+    ///   - configuration: limits, authorization and identity.
+    ///   - group: the event loops to use.
+    /// - Throws: the socket's error when the path cannot be bound.
+    public static func bind(
+        unixPath: String,
+        objects: DBusObjectTree,
+        configuration: Configuration = Configuration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> DBusServer {
+        var dispatcher = DBusDispatcher(objects: objects, machineID: configuration.machineID)
+        dispatcher.answersHello = configuration.answersHello
+        let counter = ConnectionCounter()
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { child in
+                configure(child, dispatcher: dispatcher, configuration: configuration, number: counter.next())
+            }
+            .bind(unixDomainSocketPath: unixPath, cleanupExistingSocketFile: true).get()
+        let address = DBusAddress(transport: "unix", parameters: ["path": unixPath, "guid": configuration.guid])
+        return DBusServer(channel: channel, address: address)
+    }
+
+    /// Stops accepting peers. Connections already accepted stay open until they close.
+    public func close() async throws {
+        try await channel.close()
+    }
+
+    private static func configure(
+        _ child: Channel,
+        dispatcher: DBusDispatcher,
+        configuration: Configuration,
+        number: UInt64
+    ) -> EventLoopFuture<Void> {
+        peerCredentials(of: child).flatMapThrowing { credentials in
+            let state = DBusConnectionState(peerCredentials: credentials)
+            state.uniqueName.withLock { $0 = ":1.\(number)" }
+            if let pidFD = credentials.pidFD {
+                child.closeFuture.whenComplete { _ in _ = Glibc.close(pidFD) }
+            }
+            let sasl = SASLServer(
+                guid: configuration.guid, peerUID: credentials.uid, isAuthorized: configuration.isAuthorized)
+            try child.pipeline.syncOperations.addHandlers([
+                SASLServerHandler(machine: sasl, timeout: TimeAmount(configuration.authenticationTimeout)),
+                ByteToMessageHandler(DBusMessageDecoder(maximumMessageSize: configuration.maximumMessageSize)),
+                MessageToByteHandler(DBusMessageEncoder()),
+                DBusConnectionHandler(
+                    state: state, dispatcher: dispatcher,
+                    maximumPendingCalls: configuration.maximumPendingCallsPerConnection),
+            ])
+            configuration.onConnection?(DBusConnection(channel: child, state: state))
+        }
+    }
+
+    /// Reads `SO_PEERCRED`, and `SO_PEERPIDFD` where the kernel has it.
+    private static func peerCredentials(of channel: Channel) -> EventLoopFuture<DBusPeerCredentials> {
+        guard let provider = channel as? SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(DBusError(.authenticationFailed, "no socket credentials"))
+        }
+        let credentials: EventLoopFuture<PeerCred> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: soPeerCred)
+        return credentials.flatMap { cred in
+            let pidFD: EventLoopFuture<CInt> = provider.unsafeGetSocketOption(
+                level: SocketOptionLevel(SOL_SOCKET), name: soPeerPidFD)
+            return pidFD.map { Optional($0) }.recover { _ in nil }.map { fd in
+                DBusPeerCredentials(uid: cred.uid, gid: cred.gid, pid: cred.pid, pidFD: fd)
+            }
+        }
+    }
+
+    /// `SO_PEERCRED` on Linux; Glibc exports `struct ucred` only with `_GNU_SOURCE`.
+    private static let soPeerCred = SocketOptionName(17)
+
+    /// The layout of Linux's `struct ucred`.
+    private struct PeerCred: Sendable {
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        var gid: UInt32 = 0
+    }
+
+    /// `SO_PEERPIDFD` (Linux 6.5); not in every libc's headers.
+    private static let soPeerPidFD = SocketOptionName(77)
+
+    /// The contents of `/etc/machine-id` (or `/var/lib/dbus/machine-id`), else 32 zeros.
+    static func readMachineID() -> String {
+        for path in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
+            if let text = readSmallFile(path)?.trimmingSuffix(), text.utf8.count == 32 { return text }
+        }
+        return String(repeating: "0", count: 32)
+    }
+
+    private static func readSmallFile(_ path: String) -> String? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = fread(&buffer, 1, buffer.count, file)
+        return String(validating: buffer[0..<count], as: UTF8.self)
+    }
+
+    /// 32 random hex digits.
+    static func randomGUID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<16).map { _ in
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+}
+
+/// Numbers the connections of one server.
+private final class ConnectionCounter: Sendable {
+    private let value = Mutex<UInt64>(0)
+
+    func next() -> UInt64 {
+        value.withLock {
+            $0 += 1
+            return $0
+        }
+    }
+}
+
+extension String {
+    fileprivate func trimmingSuffix() -> String {
+        var result = self
+        while let last = result.last, last.isWhitespace { result.removeLast() }
+        return result
+    }
+}
