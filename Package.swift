@@ -14,6 +14,7 @@ import PackageDescription
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
 //   DBusWire                D-Bus on SwiftNIO (values, marshalling, SASL, client and peer-to-peer server); no keychain code
+//   KeychainAgentProtocol   the session agent's D-Bus method table and the a{sv} codec of items, queries and errors
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -160,6 +161,11 @@ let package = Package(
         .testTarget(
             name: "BenchmarkTests",
             dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
+        .testTarget(
+            name: "KeychainAgentProtocolTests",
+            dependencies: ["KeychainAgentProtocol", "KeychainCore", "DBusWire", "SeededRandom"]
         ),
         .testTarget(
             name: "DBusWireTests",

@@ -19,7 +19,7 @@ public struct Item: Sendable, CustomStringConvertible {
     /// The secret (`kSecValueData`), if the item has one.
     public var data: Data?
     /// The item's stable identity, assigned when it is added and kept across updates.
-    public internal(set) var persistentID: UUID?
+    public package(set) var persistentID: UUID?
 
     /// Creates an item to add.
     /// - Parameters:

@@ -116,6 +116,9 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
             -26275: "decode", -67869: "databaseLocked", -34: "diskFull",
         ]
 
+        /// The code's name (`itemNotFound`), or `nil` for a code without one here.
+        public var name: String? { Self.names[rawValue] }
+
         /// The code's name and number, e.g. `itemNotFound (-25300)`.
         public var description: String {
             "\(Self.names[rawValue] ?? "code") (\(rawValue))"

@@ -1,0 +1,251 @@
+import DBusWire
+import Foundation
+import KeychainCore
+
+/// The keychain's values as D-Bus values, both ways: what the session agent and its clients
+/// send each other.
+///
+/// Attributes travel as `a{sv}` keyed by Apple's raw attribute names (`svce`, `acct`, …), each
+/// value typed as the attribute is: a string `s`, bytes `ay`, a number `x`, a date `d` (seconds
+/// since 1970). An item adds `class` (`s`), its secret `v_Data` (`ay`) and its persistent
+/// identity `uuid` (`ay`, 16 bytes). Decoding refuses anything else with `.parameter`
+/// (errSecParam): a wrong type, a missing class, a malformed identity; it never traps.
+public enum AgentCodec {
+    // MARK: Attributes
+
+    /// Attributes as `a{sv}`.
+    public static func encode(_ attributes: Attributes) -> DBusValue {
+        .dictionary(
+            key: .string, value: .variant,
+            attributes.sorted { $0.key.rawValue < $1.key.rawValue }.map { name, value in
+                DBusDictEntry(.string(name.rawValue), .variant(encode(value)))
+            })
+    }
+
+    /// Attributes from `a{sv}`.
+    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for anything else.
+    public static func decodeAttributes(_ value: DBusValue) throws -> Attributes {
+        var attributes: Attributes = [:]
+        for (name, inner) in try entries(value, "attributes") {
+            attributes[AttributeName(rawValue: name)] = try decodeAttributeValue(inner, name)
+        }
+        return attributes
+    }
+
+    static func encode(_ value: AttributeValue) -> DBusValue {
+        switch value {
+        case .string(let string): .string(string)
+        case .data(let data): .bytes(Array(data))
+        case .number(let number): .int64(number)
+        case .date(let date): .double(date.timeIntervalSince1970)
+        }
+    }
+
+    static func decodeAttributeValue(_ value: DBusValue, _ name: String) throws -> AttributeValue {
+        switch value {
+        case .string(let string): return .string(string)
+        case .bytes(let bytes): return .data(Data(bytes))
+        case .int64(let number): return .number(number)
+        case .double(let seconds) where seconds.isFinite: return .date(Date(timeIntervalSince1970: seconds))
+        default: throw parameter("the attribute \(name) has a type a keychain attribute cannot have")
+        }
+    }
+
+    // MARK: Items
+
+    /// An item as `a{sv}`: its attributes, `class`, and `v_Data` and `uuid` when it has them.
+    public static func encode(_ item: Item) -> DBusValue {
+        var entries = item.attributes.map { name, value in
+            DBusDictEntry(.string(name.rawValue), .variant(encode(value)))
+        }
+        entries.append(DBusDictEntry(.string(Key.itemClass), .variant(.string(item.itemClass.rawValue))))
+        if let data = item.data { entries.append(DBusDictEntry(.string(Key.data), .variant(.bytes(Array(data))))) }
+        if let identity = item.persistentID {
+            entries.append(DBusDictEntry(.string(Key.identity), .variant(.bytes(bytes(of: identity)))))
+        }
+        return .dictionary(key: .string, value: .variant, entries)
+    }
+
+    /// An item from `a{sv}`.
+    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for a missing or unknown class, a
+    ///   wrong type, or an identity that is not 16 bytes.
+    public static func decodeItem(_ value: DBusValue) throws -> Item {
+        var fields = try entries(value, "item")
+        guard case .string(let raw)? = fields.removeValue(forKey: Key.itemClass),
+            let itemClass = ItemClass(rawValue: raw)
+        else { throw parameter("an item needs a known class") }
+        var data: Data?
+        if let secret = fields.removeValue(forKey: Key.data) {
+            guard case .bytes(let bytes) = secret else { throw parameter("an item's secret must be bytes") }
+            data = Data(bytes)
+        }
+        let identity = try fields.removeValue(forKey: Key.identity).map(decodeIdentity)
+        var attributes: Attributes = [:]
+        for (name, inner) in fields {
+            attributes[AttributeName(rawValue: name)] = try decodeAttributeValue(inner, name)
+        }
+        var item = Item(class: itemClass, attributes: attributes, data: data)
+        item.persistentID = identity
+        return item
+    }
+
+    /// Items as `aa{sv}`.
+    public static func encode(_ items: [Item]) -> DBusValue {
+        .array(.dictionary(key: .string, value: .variant), items.map(encode))
+    }
+
+    /// Items from `aa{sv}`.
+    public static func decodeItems(_ value: DBusValue) throws -> [Item] {
+        guard case .array(.dictionary(key: .string, value: .variant), let elements) = value else {
+            throw parameter("items must be an array of dictionaries")
+        }
+        return try elements.map(decodeItem)
+    }
+
+    // MARK: Queries
+
+    /// A query as `a{sv}`: `class`, `attributes` (`a{sv}`), `sync` (`no`, `yes`, `any`), `uuid`,
+    /// `limit` (`x`), `tombstones` (`b`), `authUI` (`ignore`, `fail`, `skip`), `host`.
+    public static func encode(_ query: ItemQuery) -> DBusValue {
+        var entries: [String: DBusValue] = [
+            Key.attributes: encode(query.attributes),
+            Key.synchronizable: .string(name(of: query.synchronizable)),
+            Key.tombstones: .boolean(query.includesTombstones),
+            Key.authenticationUI: .string(name(of: query.authenticationUI)),
+        ]
+        if let itemClass = query.itemClass { entries[Key.itemClass] = .string(itemClass.rawValue) }
+        if let identity = query.persistentID { entries[Key.identity] = .bytes(bytes(of: identity)) }
+        if let limit = query.limit { entries[Key.limit] = .int64(Int64(limit)) }
+        if let host = query.hostOrSubdomain { entries[Key.host] = .string(host) }
+        return .stringVariantDictionary(entries)
+    }
+
+    /// A query from `a{sv}`; fields left out take ``KeychainCore/ItemQuery``'s defaults.
+    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for an unknown field or value, or
+    ///   a wrong type.
+    public static func decodeQuery(_ value: DBusValue) throws -> ItemQuery {
+        var query = ItemQuery(class: nil)
+        for (field, inner) in try entries(value, "query") {
+            switch (field, inner) {
+            case (Key.itemClass, .string(let raw)):
+                guard let itemClass = ItemClass(rawValue: raw) else { throw parameter("unknown class") }
+                query.itemClass = itemClass
+            case (Key.attributes, _): query.attributes = try decodeAttributes(inner)
+            case (Key.synchronizable, .string(let raw)): query.synchronizable = try synchronizable(raw)
+            case (Key.identity, _): query.persistentID = try decodeIdentity(inner)
+            case (Key.limit, .int64(let limit)) where limit >= 0 && limit <= Int64(Int32.max):
+                query.limit = Int(limit)
+            case (Key.tombstones, .boolean(let flag)): query.includesTombstones = flag
+            case (Key.authenticationUI, .string(let raw)): query.authenticationUI = try authenticationUI(raw)
+            case (Key.host, .string(let host)): query.hostOrSubdomain = host
+            default: throw parameter("the query field \(field) is unknown or has the wrong type")
+            }
+        }
+        return query
+    }
+
+    // MARK: Errors
+
+    /// The D-Bus error name of a keychain error: ``AgentInterface/errorPrefix`` and the code's
+    /// name (`…Error.ItemNotFound`), or `…Error.Status` for a code without one.
+    public static func errorName(of error: KeychainError) -> String {
+        let name = error.code.name.map { $0.prefix(1).uppercased() + $0.dropFirst() } ?? "Status"
+        return AgentInterface.errorPrefix + name
+    }
+
+    /// The body of a keychain error's D-Bus error message: its message (`s`, which tools print)
+    /// and its status (`i`), which ``decodeError(name:body:)`` reads back.
+    public static func errorBody(of error: KeychainError) -> [DBusValue] {
+        [.string(error.message), .int32(error.osStatus), .boolean(error.isSetupProblem)]
+    }
+
+    /// The keychain error an agent's D-Bus error carries, or `nil` when it is not one.
+    public static func decodeError(name: String?, body: [DBusValue]) -> KeychainError? {
+        guard let name, name.hasPrefix(AgentInterface.errorPrefix), body.count >= 2,
+            case .string(let message) = body[0], case .int32(let status) = body[1]
+        else { return nil }
+        var setup = false
+        if body.count >= 3, case .boolean(let flag) = body[2] { setup = flag }
+        return KeychainError(KeychainError.Code(rawValue: status), message, isSetupProblem: setup)
+    }
+
+    // MARK: Pieces
+
+    enum Key {
+        static let itemClass = "class"
+        static let data = "v_Data"
+        static let identity = "uuid"
+        static let attributes = "attributes"
+        static let synchronizable = "sync"
+        static let limit = "limit"
+        static let tombstones = "tombstones"
+        static let authenticationUI = "authUI"
+        static let host = "host"
+    }
+
+    static func parameter(_ message: String) -> KeychainError { KeychainError(.parameter, message) }
+
+    /// The entries of an `a{sv}`, variants unwrapped; a duplicated key is refused.
+    static func entries(_ value: DBusValue, _ what: String) throws -> [String: DBusValue] {
+        guard case .dictionary(key: .string, value: .variant, let pairs) = value else {
+            throw parameter("the \(what) must be a dictionary of strings to variants")
+        }
+        var result: [String: DBusValue] = [:]
+        for pair in pairs {
+            guard case .string(let key) = pair.key, case .variant(let inner) = pair.value else {
+                throw parameter("the \(what) must be a dictionary of strings to variants")
+            }
+            guard result.updateValue(inner, forKey: key) == nil else { throw parameter("\(key) appears twice") }
+        }
+        return result
+    }
+
+    static func bytes(of identity: UUID) -> [UInt8] {
+        withUnsafeBytes(of: identity.uuid) { Array($0) }
+    }
+
+    static func decodeIdentity(_ value: DBusValue) throws -> UUID {
+        guard case .bytes(let bytes) = value, bytes.count == 16 else {
+            throw parameter("a persistent identity is 16 bytes")
+        }
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+    }
+
+    static func name(of value: ItemQuery.Synchronizable) -> String {
+        switch value {
+        case .no: "no"
+        case .yes: "yes"
+        case .any: "any"
+        }
+    }
+
+    static func synchronizable(_ raw: String) throws -> ItemQuery.Synchronizable {
+        switch raw {
+        case "no": .no
+        case "yes": .yes
+        case "any": .any
+        default: throw parameter("sync must be no, yes or any")
+        }
+    }
+
+    static func name(of value: ItemQuery.AuthenticationUI) -> String {
+        switch value {
+        case .ignore: "ignore"
+        case .fail: "fail"
+        case .skip: "skip"
+        }
+    }
+
+    static func authenticationUI(_ raw: String) throws -> ItemQuery.AuthenticationUI {
+        switch raw {
+        case "ignore": .ignore
+        case "fail": .fail
+        case "skip": .skip
+        default: throw parameter("authUI must be ignore, fail or skip")
+        }
+    }
+}

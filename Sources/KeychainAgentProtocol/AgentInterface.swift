@@ -1,0 +1,103 @@
+import DBusWire
+
+/// The session agent's interface: peer-to-peer D-Bus on its private socket (DECISIONS 7), so
+/// `gdbus call --address unix:path=… --object-path /org/keychainlinux/Agent --method
+/// org.keychainlinux.Agent1.Status ''` can call it.
+///
+/// Every method names its keychain first: a file's absolute path, or `""` for the default
+/// keychain. Items, attributes and queries travel as ``AgentCodec`` encodes them; a failure is a
+/// D-Bus error named after the keychain error (``AgentCodec/errorName(of:)``) that carries its
+/// message and `OSStatus`. Passwords travel as `ay` with a flag for "none", never as text.
+public enum AgentInterface {
+    /// The interface name.
+    public static let name = "org.keychainlinux.Agent1"
+    /// The one object the agent serves.
+    public static let objectPath = "/org/keychainlinux/Agent"
+    /// The prefix of every error name the agent returns.
+    public static let errorPrefix = "org.keychainlinux.Error."
+
+    /// A method of the interface: its name and typed, named arguments.
+    public enum Method: String, CaseIterable, Sendable {
+        /// `Add(s keychain, a{sv} item) → a{sv} stored`.
+        case add = "Add"
+        /// `AddMany(s keychain, aa{sv} items) → aa{sv} stored`: all of them or none.
+        case addMany = "AddMany"
+        /// `Upsert(s keychain, a{sv} item) → (a{sv} stored, b added)`.
+        case upsert = "Upsert"
+        /// `Find(s keychain, a{sv} query, b includeData) → aa{sv} items`.
+        case find = "Find"
+        /// `FindReadable(s keychain, a{sv} query, b includeData) → (aa{sv} items, as unreadable)`.
+        case findReadable = "FindReadable"
+        /// `Update(s keychain, a{sv} query, a{sv} attributes, b replacesData, ay data) → u count`.
+        case update = "Update"
+        /// `Delete(s keychain, a{sv} query) → u count`.
+        case delete = "Delete"
+        /// `Unlock(s keychain, b hasPassword, ay password)`.
+        case unlock = "Unlock"
+        /// `Lock(s keychain)`.
+        case lock = "Lock"
+        /// `LockAll()`.
+        case lockAll = "LockAll"
+        /// `Status(s keychain) → a{sv}`: `path` (s), `hasPassword` (b), `isLocked` (b),
+        /// `accessGroups` (as).
+        case status = "Status"
+        /// `ChangePassword(s keychain, b hasOld, ay old, ay new)`.
+        case changePassword = "ChangePassword"
+        /// `RotateKeys(s keychain, b hasPassword, ay password, b hasNew, ay new)`.
+        case rotateKeys = "RotateKeys"
+        /// `Create(s path, b hasPassword, ay password)`.
+        case create = "Create"
+        /// `DeleteKeychain(s path)`.
+        case deleteKeychain = "DeleteKeychain"
+        /// `Close(s keychain)`: the caller is done with it.
+        case close = "Close"
+
+        /// The arguments the caller sends.
+        public var inputs: [DBusArgument] {
+            let keychain = DBusArgument("keychain", .string)
+            switch self {
+            case .add, .upsert: return [keychain, DBusArgument("item", Self.dictionary)]
+            case .addMany: return [keychain, DBusArgument("items", .array(Self.dictionary))]
+            case .find, .findReadable:
+                return [keychain, DBusArgument("query", Self.dictionary), DBusArgument("includeData", .boolean)]
+            case .update:
+                return [
+                    keychain, DBusArgument("query", Self.dictionary), DBusArgument("attributes", Self.dictionary),
+                    DBusArgument("replacesData", .boolean), DBusArgument("data", .array(.byte)),
+                ]
+            case .delete: return [keychain, DBusArgument("query", Self.dictionary)]
+            case .unlock, .create:
+                return [keychain, DBusArgument("hasPassword", .boolean), DBusArgument("password", .array(.byte))]
+            case .lock, .status, .deleteKeychain, .close: return [keychain]
+            case .lockAll: return []
+            case .changePassword:
+                return [
+                    keychain, DBusArgument("hasOld", .boolean), DBusArgument("old", .array(.byte)),
+                    DBusArgument("new", .array(.byte)),
+                ]
+            case .rotateKeys:
+                return [
+                    keychain, DBusArgument("hasPassword", .boolean), DBusArgument("password", .array(.byte)),
+                    DBusArgument("hasNew", .boolean), DBusArgument("new", .array(.byte)),
+                ]
+            }
+        }
+
+        /// The arguments the agent returns.
+        public var outputs: [DBusArgument] {
+            switch self {
+            case .add: [DBusArgument("stored", Self.dictionary)]
+            case .addMany, .find: [DBusArgument("items", .array(Self.dictionary))]
+            case .upsert: [DBusArgument("stored", Self.dictionary), DBusArgument("added", .boolean)]
+            case .findReadable:
+                [DBusArgument("items", .array(Self.dictionary)), DBusArgument("unreadable", .array(.string))]
+            case .update, .delete: [DBusArgument("count", .uint32)]
+            case .status: [DBusArgument("status", Self.dictionary)]
+            case .unlock, .lock, .lockAll, .changePassword, .rotateKeys, .create, .deleteKeychain, .close: []
+            }
+        }
+
+        /// `a{sv}`.
+        static let dictionary = DBusType.dictionary(key: .string, value: .variant)
+    }
+}

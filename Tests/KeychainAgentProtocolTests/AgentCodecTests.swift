@@ -1,0 +1,226 @@
+import DBusWire
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+import SeededRandom
+import Testing
+
+/// Items, queries and errors cross the agent's socket as D-Bus values and come back exactly;
+/// anything malformed is errSecParam, never a trap.
+@Suite("Agent codec")
+struct AgentCodecTests {
+    /// Through a real D-Bus message, encoded and decoded in both byte orders.
+    static func wire(_ values: [DBusValue], bigEndian: Bool) throws -> [DBusValue] {
+        var message = DBusMessage.methodCall(
+            path: AgentInterface.objectPath, interface: AgentInterface.name, member: "Add", body: values)
+        message.serial = 1
+        let bytes = try message.encoded(byteOrder: bigEndian ? .bigEndian : .littleEndian)
+        return try DBusMessage(decoding: bytes).body
+    }
+
+    static func randomValue(_ random: inout SplitMix64) -> AttributeValue {
+        switch Int.random(in: 0..<4, using: &random) {
+        case 0:
+            let scalars = (0..<Int.random(in: 0...24, using: &random)).map { _ in
+                Character(Unicode.Scalar(UInt32.random(in: 0x20...0x7E, using: &random))!)
+            }
+            return .string(String(scalars) + (Bool.random(using: &random) ? "é✓" : ""))
+        case 1:
+            return .data(
+                Data(
+                    (0..<Int.random(in: 0...40, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+            )
+        case 2: return .number(Int64.random(in: Int64.min...Int64.max, using: &random))
+        default:
+            return .date(
+                Date(
+                    timeIntervalSince1970: Double(Int64.random(in: -1_000_000_000...4_000_000_000, using: &random)) / 8)
+            )
+        }
+    }
+
+    static func randomItem(_ random: inout SplitMix64) -> Item {
+        let itemClass = [ItemClass.genericPassword, .internetPassword, .certificate, .key][
+            Int.random(in: 0..<4, using: &random)]
+        var attributes: Attributes = [:]
+        for _ in 0..<Int.random(in: 0...8, using: &random) {
+            let name = [
+                "svce", "acct", "labl", "srvr", "port", "cdat", "gena", "atag",
+                "x\(Int.random(in: 0...99, using: &random))",
+            ]
+            attributes[AttributeName(rawValue: name[Int.random(in: 0..<name.count, using: &random)])] = randomValue(
+                &random)
+        }
+        let data =
+            Bool.random(using: &random)
+            ? Data((0..<Int.random(in: 0...64, using: &random)).map { _ in UInt8.random(in: 0...255, using: &random) })
+            : nil
+        return Item(class: itemClass, attributes: attributes, data: data)
+    }
+
+    @Test(
+        "random items come back with the same class, attributes and secret, in both byte orders",
+        arguments: [false, true])
+    func itemsRoundTrip(bigEndian: Bool) throws {
+        var random = SplitMix64(seed: bigEndian ? 0xA9E7 : 0x7E9A)
+        for _ in 0..<500 {
+            let item = Self.randomItem(&random)
+            let back = try AgentCodec.decodeItem(try Self.wire([AgentCodec.encode(item)], bigEndian: bigEndian)[0])
+            #expect(back.itemClass == item.itemClass)
+            #expect(back.attributes == item.attributes)
+            #expect(back.data == item.data)
+        }
+    }
+
+    @Test("a found item keeps its persistent identity across the socket")
+    func identityRoundTrip() throws {
+        let keychain = try KeychainDatabase.inMemory(configuration: .testing())
+        let stored = try keychain.add(
+            Item(class: .genericPassword, attributes: [.service: .string("s")], data: Data("x".utf8)))
+        let back = try AgentCodec.decodeItems(try Self.wire([AgentCodec.encode([stored])], bigEndian: false)[0])
+        #expect(back.count == 1)
+        #expect(back.first?.persistentID == stored.persistentID && stored.persistentID != nil)
+        let query = ItemQuery(class: nil, persistentID: stored.persistentID)
+        let found = try keychain.find(try AgentCodec.decodeQuery(AgentCodec.encode(query)), includeData: true)
+        #expect(found.first?.data == Data("x".utf8))
+    }
+
+    @Test("every field of a query comes back")
+    func queryRoundTrip() throws {
+        var query = ItemQuery(
+            class: .internetPassword, attributes: [.server: .string("example.com"), .port: .number(443)],
+            synchronizable: .any, persistentID: UUID(), limit: 7, includesTombstones: true)
+        query.authenticationUI = .skip
+        query.hostOrSubdomain = "example.com"
+        let back = try AgentCodec.decodeQuery(try Self.wire([AgentCodec.encode(query)], bigEndian: true)[0])
+        #expect(back.itemClass == query.itemClass)
+        #expect(back.attributes == query.attributes)
+        #expect(back.synchronizable == .any)
+        #expect(back.persistentID == query.persistentID)
+        #expect(back.limit == 7)
+        #expect(back.includesTombstones)
+        #expect(back.authenticationUI == .skip)
+        #expect(back.hostOrSubdomain == "example.com")
+        let defaults = try AgentCodec.decodeQuery(AgentCodec.encode(ItemQuery(class: .genericPassword)))
+        #expect(defaults.synchronizable == .no && defaults.limit == nil && defaults.authenticationUI == .ignore)
+    }
+
+    @Test("a keychain error keeps its status, message and set-up flag; its D-Bus name says what it is")
+    func errorsRoundTrip() throws {
+        for error in [
+            KeychainError(.itemNotFound, "no such item"), KeychainError(.missingEntitlement, "group x"),
+            KeychainError(.databaseLocked, "busy", isSetupProblem: true),
+            KeychainError(KeychainError.Code(rawValue: -1234), "odd"),
+        ] {
+            let name = AgentCodec.errorName(of: error)
+            #expect(name.hasPrefix(AgentInterface.errorPrefix))
+            let back = try #require(AgentCodec.decodeError(name: name, body: AgentCodec.errorBody(of: error)))
+            #expect(
+                back.code == error.code && back.message == error.message && back.isSetupProblem == error.isSetupProblem)
+        }
+        #expect(AgentCodec.errorName(of: KeychainError(.itemNotFound)) == "org.keychainlinux.Error.ItemNotFound")
+        #expect(
+            AgentCodec.decodeError(name: "org.freedesktop.DBus.Error.Failed", body: [.string("x"), .int32(1)]) == nil)
+    }
+
+    static let malformed: [(String, DBusValue)] = [
+        ("not a dictionary", .string("genp")),
+        ("no class", .stringVariantDictionary(["svce": .string("s")])),
+        ("unknown class", .stringVariantDictionary(["class": .string("nope")])),
+        ("class as a number", .stringVariantDictionary(["class": .int64(1)])),
+        ("secret as text", .stringVariantDictionary(["class": .string("genp"), "v_Data": .string("pw")])),
+        ("short identity", .stringVariantDictionary(["class": .string("genp"), "uuid": .bytes([1, 2, 3])])),
+        ("attribute as a boolean", .stringVariantDictionary(["class": .string("genp"), "svce": .boolean(true)])),
+        ("attribute as an array", .stringVariantDictionary(["class": .string("genp"), "svce": .array(.string, [])])),
+        ("NaN date", .stringVariantDictionary(["class": .string("genp"), "cdat": .double(.nan)])),
+        (
+            "duplicated key",
+            .dictionary(
+                key: .string, value: .variant,
+                [
+                    DBusDictEntry(.string("class"), .variant(.string("genp"))),
+                    DBusDictEntry(.string("class"), .variant(.string("genp"))),
+                ])
+        ),
+    ]
+
+    @Test("a malformed item is errSecParam", arguments: malformed.indices)
+    func malformedItems(index: Int) {
+        let (what, value) = Self.malformed[index]
+        #expect(throws: KeychainError.self, "\(what)") { try AgentCodec.decodeItem(value) }
+        do { _ = try AgentCodec.decodeItem(value) } catch let error as KeychainError {
+            #expect(error.code == .parameter, "\(what)")
+        } catch { Issue.record("\(what): \(error)") }
+    }
+
+    @Test(
+        "a malformed query is errSecParam",
+        arguments: [
+            DBusValue.stringVariantDictionary(["limit": .int64(-1)]),
+            .stringVariantDictionary(["sync": .string("maybe")]),
+            .stringVariantDictionary(["authUI": .string("ask")]),
+            .stringVariantDictionary(["unknown": .string("x")]),
+            .stringVariantDictionary(["limit": .string("7")]),
+            .int32(1),
+        ])
+    func malformedQueries(value: DBusValue) {
+        do {
+            _ = try AgentCodec.decodeQuery(value)
+            Issue.record("accepted \(value.type)")
+        } catch let error as KeychainError {
+            #expect(error.code == .parameter)
+        } catch { Issue.record("\(error)") }
+    }
+
+    @Test("random D-Bus values given as items or queries never trap: each decodes or is errSecParam")
+    func randomValuesNeverTrap() {
+        var random = SplitMix64(seed: 0xC0DEC)
+        func value(_ depth: Int) -> DBusValue {
+            switch Int.random(in: 0..<(depth > 2 ? 6 : 8), using: &random) {
+            case 0:
+                return .string(["genp", "svce", "class", "v_Data", "uuid", "x"][Int.random(in: 0..<6, using: &random)])
+            case 1: return .int64(Int64.random(in: -5...5, using: &random))
+            case 2: return .bytes((0..<Int.random(in: 0...20, using: &random)).map { _ in 0 })
+            case 3: return .boolean(Bool.random(using: &random))
+            case 4: return .double([0, .nan, .infinity, 1e300][Int.random(in: 0..<4, using: &random)])
+            case 5: return .int32(7)
+            case 6:
+                let keys = ["class", "svce", "v_Data", "uuid", "attributes", "limit", "sync", "authUI", "host"]
+                return .dictionary(
+                    key: .string, value: .variant,
+                    (0..<Int.random(in: 0...5, using: &random)).map { _ in
+                        DBusDictEntry(
+                            .string(keys[Int.random(in: 0..<keys.count, using: &random)]), .variant(value(depth + 1)))
+                    })
+            default: return .array(.variant, [.variant(value(depth + 1))])
+            }
+        }
+        for _ in 0..<5_000 {
+            let input = value(0)
+            for decode in [{ _ = try AgentCodec.decodeItem(input) }, { _ = try AgentCodec.decodeQuery(input) }]
+                as [() throws -> Void]
+            {
+                do { try decode() } catch let error as KeychainError {
+                    #expect(error.code == .parameter)
+                } catch { Issue.record("\(error)") }
+            }
+        }
+    }
+
+    @Test("every method has a valid name and signatures the wire layer accepts")
+    func methodTable() throws {
+        #expect(AgentInterface.Method.allCases.count == Set(AgentInterface.Method.allCases.map(\.rawValue)).count)
+        for method in AgentInterface.Method.allCases {
+            #expect(DBusNames.isValidMemberName(method.rawValue), "\(method)")
+            for error in [
+                KeychainError(.itemNotFound), KeychainError(.missingEntitlement),
+                KeychainError(KeychainError.Code(rawValue: 5)),
+            ] {
+                #expect(DBusNames.isValidErrorName(AgentCodec.errorName(of: error)))
+            }
+            for argument in method.inputs + method.outputs {
+                #expect(throws: Never.self) { _ = try DBusSignature(argument.type.signature) }
+            }
+        }
+    }
+}
