@@ -419,7 +419,9 @@ struct UnlockKeychain: ToolCommand {
         let context = "SecKeychainUnlock \(name ?? "<NULL>")"
         let keychain: OpenKeychain
         do {
-            keychain = try session.open(name, createDefault: name == nil)
+            // The login keychain is created on first use, whichever way it is named (macOS
+            // scripts name it ~/Library/Keychains/login.keychain-db).
+            keychain = try session.open(name, createDefault: true)
         } catch {
             throw CommandFailure.status(of: error, context)
         }
@@ -619,7 +621,8 @@ struct SetKeychainSettings: ToolCommand {
         guard keychains.count <= 1 else { throw CommandFailure.usage("Give at most one keychain.") }
         let name = keychains.first
         do {
-            _ = try session.open(name)
+            // The login keychain is created on first use, whichever way it is named.
+            _ = try session.open(name, createDefault: true)
         } catch {
             throw CommandFailure.status(of: error, "SecKeychainSetSettings \(name ?? "<NULL>")")
         }

@@ -137,10 +137,15 @@ final class Session {
     }
 
     /// Resolves a keychain argument as macOS does: a path (containing `/`) as is, a bare name
-    /// inside the keychains directory; `name.keychain` also finds `name.keychain-db`.
+    /// inside the keychains directory; `name.keychain` also finds `name.keychain-db` (and names
+    /// the login keychain, `login.keychain-db`, before its first use).
     func resolve(_ name: String) -> String {
         let path = absolute(paths.resolve(name))
-        if path.hasSuffix(".keychain"), !fileExists(path), fileExists(path + "-db") { return path + "-db" }
+        if path.hasSuffix(".keychain"), !fileExists(path),
+            fileExists(path + "-db") || path + "-db" == absolute(engineDefaultKeychain)
+        {
+            return path + "-db"
+        }
         return path
     }
 

@@ -45,6 +45,26 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: sandbox.home + "/Library"), "nothing is made in ~/Library")
     }
 
+    /// The defect: on a fresh home, `unlock-keychain ~/Library/Keychains/login.keychain-db` and
+    /// `set-keychain-settings` (no keychain) failed with errSecNoSuchKeychain (exit 50), though
+    /// the login keychain is created on first use and macOS scripts start with them.
+    @Test(arguments: [
+        ["unlock-keychain", "-p", "", "~/Library/Keychains/login.keychain-db"], ["set-keychain-settings"],
+        ["set-keychain-settings", "-t", "3600", "~/Library/Keychains/login.keychain"],
+    ])
+    func loginKeychainIsCreatedOnFirstUseHoweverItIsNamed(command: [String]) throws {
+        let sandbox = try Sandbox()
+        let arguments = command.map { $0.replacingOccurrences(of: "~", with: sandbox.home) }
+        let run = try sandbox.run(arguments)
+        #expect(run.status == 0 && run.err.isEmpty, "\(run)")
+        #expect(FileManager.default.fileExists(atPath: sandbox.keychainsDirectory + "/login.keychain-db"))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.home + "/Library"), "nothing is made in ~/Library")
+        let other = try sandbox.run([
+            "unlock-keychain", "-p", "", sandbox.home + "/Library/Keychains/other.keychain-db",
+        ])
+        #expect(other.status == 50, "only the login keychain is created implicitly: \(other)")
+    }
+
     /// macOS keeps the keychain `X` in the file `X-db`: both of its paths name the keychain
     /// `create-keychain X` made, whichever way it was created.
     @Test(
