@@ -107,11 +107,11 @@ extension KeychainDatabase {
         attributes[.modificationDate] = .date(now)
         attributes[.multiUser] = .data(Data())
         if let group = attributes[.accessGroup]?.stringValue {
-            guard configuration.accessGroups.canWrite(group) else {
+            guard effectiveGroups.canWrite(group) else {
                 throw KeychainError(.missingEntitlement, "the caller may not write that access group")
             }
         } else {
-            guard let group = configuration.accessGroups.defaultGroup else {
+            guard let group = effectiveGroups.defaultGroup else {
                 throw KeychainError(.missingEntitlement, "the caller has no access group")
             }
             attributes[.accessGroup] = .string(group)
@@ -455,7 +455,7 @@ extension KeychainDatabase {
             normalizedChanges[itemClass] = try normalize(
                 changes, schema: ItemSchema.of(itemClass), ignoring: Self.setOnUpdate)
         }
-        if let group = changes[.accessGroup]?.stringValue, !configuration.accessGroups.canWrite(group) {
+        if let group = changes[.accessGroup]?.stringValue, !effectiveGroups.canWrite(group) {
             throw KeychainError(.missingEntitlement, "the caller may not write that access group")
         }
         return try withWriteTransaction { db, state in
@@ -709,7 +709,7 @@ extension KeychainDatabase {
 
     /// Turns a query into a plan: classes, keyed tags, filters to verify after decryption.
     func prepare(_ query: ItemQuery, writing: Bool) throws -> QueryPlan {
-        let groups = configuration.accessGroups
+        let groups = effectiveGroups
         if (writing ? groups.writable : groups.groups).isEmpty {
             throw KeychainError(.missingEntitlement, "the caller has no access group")
         }
