@@ -338,7 +338,9 @@ public struct DBusConnection: Sendable {
         channel.writeAndFlush(DBusOutbound.call(message, promise)).whenFailure { promise.fail(Self.mapWriteError($0)) }
         let reply = try await promise.futureResult.get()
         guard reply.type == .error else { return reply }
-        throw DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
+        var error = DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
+        if case .string? = reply.body.first { error.details = Array(reply.body.dropFirst()) }
+        throw error
     }
 
     /// Sends a message that expects no reply: a signal, or a call flagged `noReplyExpected`.

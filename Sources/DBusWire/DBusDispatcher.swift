@@ -19,7 +19,10 @@ struct DBusDispatcher: Sendable {
         do {
             reply = .methodReturn(to: call, body: try await route(call, connection: connection))
         } catch let error as DBusError where error.errorName != nil {
-            reply = .error(to: call, name: error.errorName ?? DBusErrorName.failed, message: error.message)
+            var message = DBusMessage.error(
+                to: call, name: error.errorName ?? DBusErrorName.failed, message: error.message)
+            message.body += error.details
+            reply = message
         } catch {
             reply = .error(to: call, name: DBusErrorName.failed, message: "the method failed")
         }

@@ -48,6 +48,9 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
     /// The D-Bus error name, for errors received from or to be sent to a peer.
     public var errorName: String?
+    /// The arguments of an error reply after its message (received, or to be sent): typed
+    /// details a program reads, such as a status code. Never secrets.
+    public var details: [DBusValue] = []
 
     /// An error with the given code and explanation.
     public init(_ code: Code, _ message: String, errorName: String? = nil) {
@@ -64,8 +67,11 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
     /// - Parameters:
     ///   - name: a valid D-Bus error name.
     ///   - message: the text sent as the error reply's body; it must not contain secrets.
-    public static func method(_ name: String, _ message: String) -> DBusError {
-        DBusError(.methodFailed, message, errorName: name)
+    ///   - details: arguments sent after the message (see ``details``).
+    public static func method(_ name: String, _ message: String, details: [DBusValue] = []) -> DBusError {
+        var error = DBusError(.methodFailed, message, errorName: name)
+        error.details = details
+        return error
     }
 
     /// The code, the D-Bus error name if any, and the explanation.

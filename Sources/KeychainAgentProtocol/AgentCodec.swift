@@ -153,20 +153,22 @@ public enum AgentCodec {
         return AgentInterface.errorPrefix + name
     }
 
-    /// The body of a keychain error's D-Bus error message: its message (`s`, which tools print)
-    /// and its status (`i`), which ``decodeError(name:body:)`` reads back.
-    public static func errorBody(of error: KeychainError) -> [DBusValue] {
-        [.string(error.message), .int32(error.osStatus), .boolean(error.isSetupProblem)]
+    /// A keychain error as the D-Bus error a method handler throws: named by
+    /// ``errorName(of:)``, its message (which tools print) and, after it, its status (`i`) and
+    /// whether the message says what to fix on the machine (`b`).
+    public static func dbusError(_ error: KeychainError) -> DBusError {
+        DBusError.method(
+            errorName(of: error), error.message, details: [.int32(error.osStatus), .boolean(error.isSetupProblem)])
     }
 
     /// The keychain error an agent's D-Bus error carries, or `nil` when it is not one.
-    public static func decodeError(name: String?, body: [DBusValue]) -> KeychainError? {
-        guard let name, name.hasPrefix(AgentInterface.errorPrefix), body.count >= 2,
-            case .string(let message) = body[0], case .int32(let status) = body[1]
+    public static func keychainError(_ error: DBusError) -> KeychainError? {
+        guard let name = error.errorName, name.hasPrefix(AgentInterface.errorPrefix),
+            case .int32(let status)? = error.details.first
         else { return nil }
         var setup = false
-        if body.count >= 3, case .boolean(let flag) = body[2] { setup = flag }
-        return KeychainError(KeychainError.Code(rawValue: status), message, isSetupProblem: setup)
+        if error.details.count >= 2, case .boolean(let flag) = error.details[1] { setup = flag }
+        return KeychainError(KeychainError.Code(rawValue: status), error.message, isSetupProblem: setup)
     }
 
     // MARK: Pieces

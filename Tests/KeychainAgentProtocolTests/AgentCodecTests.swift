@@ -114,13 +114,14 @@ struct AgentCodecTests {
         ] {
             let name = AgentCodec.errorName(of: error)
             #expect(name.hasPrefix(AgentInterface.errorPrefix))
-            let back = try #require(AgentCodec.decodeError(name: name, body: AgentCodec.errorBody(of: error)))
+            let back = try #require(AgentCodec.keychainError(AgentCodec.dbusError(error)))
             #expect(
                 back.code == error.code && back.message == error.message && back.isSetupProblem == error.isSetupProblem)
         }
         #expect(AgentCodec.errorName(of: KeychainError(.itemNotFound)) == "org.keychainlinux.Error.ItemNotFound")
         #expect(
-            AgentCodec.decodeError(name: "org.freedesktop.DBus.Error.Failed", body: [.string("x"), .int32(1)]) == nil)
+            AgentCodec.keychainError(DBusError.method("org.freedesktop.DBus.Error.Failed", "x", details: [.int32(1)]))
+                == nil)
     }
 
     static let malformed: [(String, DBusValue)] = [
