@@ -10,6 +10,7 @@ import PackageDescription
 //   KeychainStorage         named encrypted stores with a pluggable cipher
 //   SwiftKeychain           protocol-oriented items
 //   SecurityTool            the `security` command-line tool (macOS security(1) compatible)
+//   KeychainAgent           keychaind's server library: who the caller is, its access groups, hardening, socket
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         .target(
@@ -69,6 +71,21 @@ let package = Package(
         ),
         .target(name: "SwiftKeychain", dependencies: ["KeychainCore"]),
         .target(name: "SeededRandom"),
+        // prctl, pidfd_open and explicit_bzero: variadic or missing from Swift's Glibc module.
+        .target(name: "CKeychainAgent"),
+        .target(
+            name: "KeychainAgent",
+            dependencies: [
+                "KeychainCore", "CKeychainAgent",
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "keychain-agent-test-worker",
+            dependencies: ["KeychainAgent", "CKeychainAgent"],
+            path: "Tests/AgentWorker"
+        ),
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
@@ -106,6 +123,10 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "KeychainAgentTests",
+            dependencies: ["KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker"]
         ),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore", "SeededRandom"]),
         // The seed documents' code, compiled as written (Swift 5 language mode).
