@@ -3,6 +3,7 @@
 
 #include <string.h>
 #include <sys/prctl.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -42,3 +43,5 @@ int ck_peer_credentials(int socket, pid_t *pid, uid_t *uid, gid_t *gid) {
 }
 
 int ck_accept_cloexec(int socket) { return accept4(socket, NULL, NULL, SOCK_CLOEXEC); }
+
+int ck_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

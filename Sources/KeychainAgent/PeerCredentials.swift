@@ -82,7 +82,9 @@ public struct PeerCredentials: Sendable {
     public enum PidfdSource: Sendable, Hashable {
         /// `getsockopt(SO_PEERPIDFD)`: the kernel's handle on the connecting process (Linux 6.5+).
         case peerPidfd
-        /// `pidfd_open(pid)` after `SO_PEERCRED`, validated by the start time.
+        /// `pidfd_open(pid)` after `SO_PEERCRED`, validated by the start time. It cannot tell a
+        /// process that died and whose pid was reused in the microseconds between `connect` and
+        /// `pidfd_open`; from then on it is as strong as ``peerPidfd``.
         case pidfdOpen
     }
 

@@ -20,6 +20,8 @@ void ck_explicit_bzero(void *pointer, size_t count);
 int ck_peer_credentials(int socket, pid_t *pid, uid_t *uid, gid_t *gid);
 /// accept4(socket, NULL, NULL, SOCK_CLOEXEC): the connected socket, or -1 with errno.
 int ck_accept_cloexec(int socket);
+/// pipe2(fds, O_CLOEXEC): 0, or -1 with errno.
+int ck_pipe_cloexec(int fds[2]);
 /// The kernel's SO_PEERPIDFD option number (Linux 6.5), absent from older headers.
 int ck_so_peerpidfd(void);
 
