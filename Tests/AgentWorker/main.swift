@@ -75,9 +75,13 @@ func secret(harden: Bool) -> Never {
         buffer.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0x5A) }
         if harden { try ProcessHardening.apply() }
         let state = try ProcessHardening.current()
-        say(
-            "\(getpid()) \(String(buffer.address, radix: 16)) \(state.isNonDumpable ? 0 : 1) \(state.coreLimit.soft)")
-        while readLine(from: 0) != nil {}
+        // Everything happens inside the buffer's access scope: a non-copyable value may be
+        // destroyed right after its last use.
+        buffer.withUnsafeBytes { bytes in
+            let address = String(UInt(bitPattern: bytes.baseAddress), radix: 16)
+            say("\(getpid()) \(address) \(state.isNonDumpable ? 0 : 1) \(state.coreLimit.soft)")
+            while readLine(from: 0) != nil {}
+        }
         exit(0)
     } catch {
         say("error \(error)")
