@@ -11,9 +11,6 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif
@@ -23,10 +20,6 @@ int ck_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)va
 int ck_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 
 int ck_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
-
-int ck_pidfd_send_signal(int pidfd, int sig) {
-    return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-}
 
 void ck_explicit_bzero(void *pointer, size_t count) { explicit_bzero(pointer, count); }
 

@@ -17,15 +17,17 @@ public enum AccessGroupPolicy {
     /// - Throws: ``AgentError/Code/missingEntitlement`` (-34018).
     public static func resolve(requested: String?, for caller: CallerIdentity) throws -> String {
         let groups = caller.accessGroups
+        if let requested {
+            let writable = requested != "*" && requested != tokenGroup
+            guard writable, groups.groups.contains(requested) || groups.groups.contains("*") else {
+                throw AgentError(.missingEntitlement, "\(caller.summary) may not use access group \(requested)")
+            }
+            return requested
+        }
         guard let first = groups.defaultGroup else {
-            throw AgentError(.missingEntitlement, "\(caller.summary) has no access groups")
+            throw AgentError(.missingEntitlement, "\(caller.summary) has no access group to add to")
         }
-        guard let requested else { return first }
-        let writable = requested != "*" && requested != tokenGroup
-        guard writable, groups.groups.contains(requested) || groups.groups.contains("*") else {
-            throw AgentError(.missingEntitlement, "\(caller.summary) may not use access group \(requested)")
-        }
-        return requested
+        return first
     }
 
     /// The groups a query may match.

@@ -16,6 +16,10 @@ public struct CallerIdentity: Sendable, Hashable, CustomStringConvertible {
         case manifestBound(appID: String, executable: String)
         /// Neither: the user's default groups.
         case unidentified
+        /// A process in another root or mount namespace whose `/.flatpak-info` exists but is a
+        /// link, not a regular file, or names no valid app id: no groups at all (fail closed, so
+        /// a broken sandbox never falls back to the user's defaults).
+        case invalidSandbox
     }
 
     /// How the caller was identified.
@@ -40,7 +44,7 @@ public struct CallerIdentity: Sendable, Hashable, CustomStringConvertible {
     public var appID: String? {
         switch tier {
         case .sandboxed(let appID), .manifestBound(let appID, _): return appID
-        case .unidentified: return nil
+        case .unidentified, .invalidSandbox: return nil
         }
     }
 
@@ -50,6 +54,7 @@ public struct CallerIdentity: Sendable, Hashable, CustomStringConvertible {
         case .sandboxed(let appID): return "pid \(pid) (Flatpak app \(appID))"
         case .manifestBound(let appID, let executable): return "pid \(pid) (\(appID) via \(executable))"
         case .unidentified: return "pid \(pid) (unidentified)"
+        case .invalidSandbox: return "pid \(pid) (sandbox with an invalid .flatpak-info)"
         }
     }
 

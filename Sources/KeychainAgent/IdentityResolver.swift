@@ -5,7 +5,7 @@ import KeychainCore
 #endif
 
 /// Turns a peer's kernel credentials into a ``CallerIdentity``: sandboxed app, manifest-bound
-/// executable, or unidentified.
+/// executable, or unidentified (or, for a sandbox whose `/.flatpak-info` is unusable, no groups).
 ///
 /// ```swift
 /// let resolver = IdentityResolver(defaultGroups: .fromEnvironment())
@@ -59,7 +59,13 @@ public struct IdentityResolver: Sendable {
 
     private func identifyUnchecked(_ peer: PeerCredentials) -> CallerIdentity {
         let catalog = manifests.load().manifests
-        if let appID = try? FlatpakInfo.appID(pid: peer.pid) {
+        let appID: String?
+        do {
+            appID = try FlatpakInfo.appID(pid: peer.pid)
+        } catch {
+            return CallerIdentity(tier: .invalidSandbox, accessGroups: AccessGroups([]), pid: peer.pid)
+        }
+        if let appID {
             let declared = catalog.first { $0.appID == appID }?.accessGroups
             return CallerIdentity(
                 tier: .sandboxed(appID: appID), accessGroups: AccessGroups(declared ?? [appID]), pid: peer.pid)

@@ -14,12 +14,16 @@ public final class ProcessHandle: Sendable {
 
     deinit { close(fileDescriptor) }
 
-    /// Whether the process is still running (it may be a zombie not yet reaped: that counts as gone).
+    /// Whether the process is still running. A pidfd polls readable once its process has exited
+    /// (a zombie not yet reaped counts as gone); unlike a signal probe this needs no permission
+    /// over the process, so it answers for another user's process too.
     public var isAlive: Bool {
         var entry = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
-        // A pidfd becomes readable when its process exits.
-        if poll(&entry, 1, 0) > 0 { return false }
-        return ck_pidfd_send_signal(fileDescriptor, 0) == 0
+        while true {
+            let ready = poll(&entry, 1, 0)
+            if ready == 0 { return true }
+            if ready > 0 || errno != EINTR { return false }
+        }
     }
 }
 

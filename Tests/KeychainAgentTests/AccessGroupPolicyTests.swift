@@ -9,6 +9,7 @@ struct AccessGroupPolicyTests {
         accessGroups: AccessGroups(["com.example.mail", "com.example.shared"]), pid: 42)
     static let wildcardCaller = CallerIdentity(tier: .unidentified, accessGroups: .standard, pid: 43)
     static let emptyCaller = CallerIdentity(tier: .unidentified, accessGroups: AccessGroups([]), pid: 44)
+    static let starOnlyCaller = CallerIdentity(tier: .unidentified, accessGroups: AccessGroups(["*"]), pid: 45)
 
     struct WriteCase: Sendable, CustomTestStringConvertible {
         var caller: CallerIdentity
@@ -29,6 +30,8 @@ struct AccessGroupPolicyTests {
             WriteCase(caller: wildcardCaller, requested: "anything", expected: "anything"),
             WriteCase(caller: wildcardCaller, requested: "com.apple.token", expected: nil),
             WriteCase(caller: emptyCaller, requested: nil, expected: nil),
+            WriteCase(caller: starOnlyCaller, requested: "named", expected: "named"),
+            WriteCase(caller: starOnlyCaller, requested: nil, expected: nil),
             WriteCase(caller: emptyCaller, requested: "default", expected: nil),
         ])
     func writes(_ row: WriteCase) throws {

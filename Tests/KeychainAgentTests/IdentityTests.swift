@@ -255,15 +255,19 @@ struct FlatpakIdentityTests {
         #expect(caller.accessGroups.groups == ["team.sandboxed", "shared"])
     }
 
-    @Test("a .flatpak-info that is a symbolic link inside the sandbox is refused")
+    @Test("a .flatpak-info that is a symbolic link inside the sandbox gets no groups at all")
     func linkedInfoRefused() throws {
         let caller = try sandboxed(info: "[Application]\nname=org.example.Sandboxed\n", asLink: true)
-        #expect(caller.tier == .unidentified)
+        #expect(caller.tier == .invalidSandbox && caller.accessGroups.groups.isEmpty, "fails closed")
+        #expect(throws: AgentError.self) { try AccessGroupPolicy.resolve(requested: nil, for: caller) }
     }
 
-    @Test("an invalid app id is refused", arguments: ["[Application]\nname=../../etc\n", "[Instance]\nname=a.b.c\n"])
+    @Test(
+        "an invalid app id gets no groups at all",
+        arguments: ["[Application]\nname=../../etc\n", "[Instance]\nname=a.b.c\n"])
     func invalidAppIDRefused(info: String) throws {
-        #expect(try sandboxed(info: info).tier == .unidentified)
+        let caller = try sandboxed(info: info)
+        #expect(caller.tier == .invalidSandbox && caller.accessGroups.groups.isEmpty)
     }
 
     @Test("an unsandboxed process that writes its own .flatpak-info gets no app id")

@@ -12,8 +12,6 @@ int ck_set_dumpable(int value);
 int ck_get_dumpable(void);
 /// pidfd_open(pid, 0): a pidfd (close-on-exec), or -1 with errno.
 int ck_pidfd_open(pid_t pid);
-/// pidfd_send_signal(pidfd, sig, NULL, 0): 0, or -1 with errno (ESRCH once the process is gone).
-int ck_pidfd_send_signal(int pidfd, int sig);
 /// Zeroes memory in a way the compiler may not remove.
 void ck_explicit_bzero(void *pointer, size_t count);
 /// getsockopt(SO_PEERCRED): 0 and the peer's ids, or -1 with errno (struct ucred needs _GNU_SOURCE).
