@@ -179,3 +179,29 @@ struct PeerCredentialsTests {
         try peer.authorize(agentUID: 1000, allowingRoot: true)
     }
 }
+
+@Suite("Executable identity")
+struct ExecutableIdentityTests {
+    @Test(
+        "replacing or changing the running executable's file voids the identity",
+        arguments: ["rename a new file over it", "chmod it (new ctime)"])
+    func executableChanged(change: String) throws {
+        let agent = try TestAgent()
+        let worker = try agent.directory.copyWorker(to: "app")
+        let child = try Child(worker, ["connect", agent.socketPath])
+        defer { child.finish() }
+        #expect(child.readLine() == "connected")
+        let (fd, peer) = try agent.acceptPeer()
+        defer { close(fd) }
+        #expect(peer.executable?.path == worker && peer.isStillTheSameProcess())
+        if change.hasPrefix("rename") {
+            let replacement = try agent.directory.copyWorker(to: "app.new")
+            #expect(rename(replacement, worker) == 0)
+        } else {
+            usleep(20_000)  // a ctime the clock can tell apart
+            #expect(chmod(worker, 0o711) == 0)
+        }
+        #expect(!peer.isStillTheSameProcess(), "identity bound to the file as it was at accept")
+        #expect(peer.process.isAlive, "while the process itself still runs")
+    }
+}
