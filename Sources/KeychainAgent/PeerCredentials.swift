@@ -31,13 +31,13 @@ public final class ProcessHandle: Sendable {
 /// which moves whenever the file is replaced in place, renamed, chmod-ed or re-linked.
 public struct ExecutableIdentity: Sendable, Hashable {
     /// The device of the file system holding the executable.
-    public var device: UInt64
+    public let device: UInt64
     /// The inode number.
-    public var inode: UInt64
+    public let inode: UInt64
     /// The status-change time, nanoseconds since the epoch.
-    public var changeTimeNanoseconds: Int64
+    public let changeTimeNanoseconds: Int64
     /// The path the kernel reports (`readlink /proc/PID/exe`), as it was at accept.
-    public var path: String
+    public let path: String
 
     init(_ info: stat, path: String) {
         device = UInt64(info.st_dev)
@@ -67,18 +67,18 @@ public struct ExecutableIdentity: Sendable, Hashable {
 /// ```
 public struct PeerCredentials: Sendable {
     /// The peer's user id.
-    public var uid: UInt32
+    public let uid: UInt32
     /// The peer's group id.
-    public var gid: UInt32
+    public let gid: UInt32
     /// The peer's process id, in the agent's pid namespace.
-    public var pid: Int32
+    public let pid: Int32
     /// The process's start time (`/proc/PID/stat` field 22, clock ticks since boot).
-    public var startTime: UInt64
+    public let startTime: UInt64
     /// The executable at accept, or `nil` when `/proc/PID/exe` cannot be read (a non-dumpable
     /// process, another user's): such a peer is never manifest-bound.
-    public var executable: ExecutableIdentity?
+    public let executable: ExecutableIdentity?
     /// How the pidfd was obtained.
-    public var pidfdSource: PidfdSource
+    public let pidfdSource: PidfdSource
     /// The pidfd for the peer process.
     public let process: ProcessHandle
 

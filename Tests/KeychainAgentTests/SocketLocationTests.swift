@@ -39,6 +39,10 @@ struct SocketLocationTests {
             try AgentSocketLocation.resolve(environment: ["KEYCHAIN_AGENT_SOCK": "a.sock"], hostName: "h")
         }
         #expect(throws: AgentError.self) { try AgentSocketLocation.resolve(environment: [:], hostName: "h") }
+        // Never the abstract namespace: a name without a leading "/" (the "@name" notation) is refused.
+        #expect(throws: AgentError.self) {
+            try AgentSocketLocation.resolve(environment: ["KEYCHAIN_AGENT_SOCK": "@keychain"], hostName: "h")
+        }
         #expect(AgentSocketLocation.hostHash("a") != AgentSocketLocation.hostHash("b"))
         #expect(AgentSocketLocation.hostHash("a").count == 16)
     }
