@@ -71,7 +71,7 @@ let package = Package(
         ),
         .target(name: "SwiftKeychain", dependencies: ["KeychainCore"]),
         .target(name: "SeededRandom"),
-        // prctl, pidfd_open and explicit_bzero: variadic or missing from Swift's Glibc module.
+        // prctl, pidfd_open, struct ucred, accept4, pipe2, explicit_bzero: variadic or GNU-only in C.
         .target(name: "CKeychainAgent"),
         .target(
             name: "KeychainAgent",

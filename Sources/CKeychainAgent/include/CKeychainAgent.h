@@ -1,5 +1,6 @@
 // Thin wrappers over Linux calls that Swift cannot reach directly: `prctl` and `syscall` are
-// variadic, and glibc's <sys/pidfd.h> is not part of Swift's Glibc module.
+// variadic; `struct ucred`, `accept4` and `pipe2` need _GNU_SOURCE, which Swift's Glibc module
+// does not define.
 #ifndef CKEYCHAINAGENT_H
 #define CKEYCHAINAGENT_H
 
