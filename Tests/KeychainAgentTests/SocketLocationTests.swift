@@ -114,7 +114,7 @@ struct SocketLocationTests {
         #expect(try connectClient(location.socketPath) >= 0, "the first agent still serves")
         _ = first
         first = nil
-        let second = try AgentListener(location: location)
+        let second = try listenerOnceReleased(location)
         #expect(second.location == location)
     }
 
@@ -129,7 +129,7 @@ struct SocketLocationTests {
         #expect(holder.readLine() == "held")
         #expect(throws: AgentError.self) { try AgentListener(location: location) }
         holder.finish()
-        _ = try AgentListener(location: location)
+        _ = try listenerOnceReleased(location)
     }
 
     @Test("a stale socket (nobody accepting) is detected and replaced")
@@ -166,6 +166,20 @@ struct SocketLocationTests {
         #expect {
             try AgentListener(location: location)
         } throws: { ($0 as? AgentError)?.message.contains("not a socket") == true }
+    }
+}
+
+/// A listener at `location`, retried for up to 2 s: a child that a parallel test forks holds a
+/// copy of the lock's open file description (and so the lock) until its exec closes it.
+func listenerOnceReleased(_ location: AgentSocketLocation) throws -> AgentListener {
+    var attempts = 0
+    while true {
+        do {
+            return try AgentListener(location: location)
+        } catch let error as AgentError where error.code == .alreadyRunning && attempts < 200 {
+            attempts += 1
+            usleep(10_000)
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 import CKeychainAgent
 import Foundation
 import KeychainAgent
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -32,6 +33,11 @@ func requiredTool(_ name: String) throws -> String {
     throw AgentError(.system, "\(name) missing")
 }
 
+/// Held while a test spawns a child or writes an executable: a child forked while a copy of the
+/// worker is open for writing would hold that descriptor until its exec, and exec-ing the copy
+/// meanwhile fails with ETXTBSY.
+let spawnGate = Mutex(())
+
 /// A child started with `posix_spawn`, its stdin and stdout on pipes.
 final class Child {
     let pid: pid_t
@@ -53,7 +59,7 @@ final class Child {
         var argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, nil, &argv, environ)
+        let status = spawnGate.withLock { _ in posix_spawn(&child, executable, &actions, nil, &argv, environ) }
         close(toChild[0])
         close(fromChild[1])
         guard status == 0 else {
@@ -157,13 +163,15 @@ final class TemporaryDirectory {
     /// Copies the worker executable to `relative`, mode 0755.
     func copyWorker(to relative: String) throws -> String {
         let full = path + "/" + relative
-        // Written through a close-on-exec descriptor: a child forked meanwhile by a parallel test
-        // must not inherit it (exec of a file open for writing fails with ETXTBSY).
+        // Written under the spawn gate: no child of a parallel test can be forked while the copy
+        // is open for writing (exec of a file open for writing fails with ETXTBSY).
         let bytes = try Data(contentsOf: URL(fileURLWithPath: workerPath))
-        let fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
-        guard fd >= 0 else { throw AgentError.testFailure("open \(full)") }
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        let written = spawnGate.withLock { _ -> Int in
+            let fd = open(full, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+            guard fd >= 0 else { return -1 }
+            defer { close(fd) }
+            return bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        }
         guard written == bytes.count else { throw AgentError.testFailure("write \(full)") }
         chmod(full, 0o755)
         return full
