@@ -10,6 +10,7 @@ import PackageDescription
 //   KeychainStorage         named encrypted stores with a pluggable cipher
 //   SwiftKeychain           protocol-oriented items
 //   SecurityTool            the `security` command-line tool (macOS security(1) compatible)
+//   KeychainAgent           keychaind's server library: who the caller is, its access groups, hardening, socket
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
@@ -35,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         .target(
@@ -79,6 +81,21 @@ let package = Package(
             name: "DBusWire",
             dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
+        // prctl, pidfd_open, struct ucred, accept4, pipe2, explicit_bzero: variadic or GNU-only in C.
+        .target(name: "CKeychainAgent"),
+        .target(
+            name: "KeychainAgent",
+            dependencies: [
+                "KeychainCore", "CKeychainAgent",
+                .product(name: "TOMLKit", package: "TOMLKit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "keychain-agent-test-worker",
+            dependencies: ["KeychainAgent", "CKeychainAgent"],
+            path: "Tests/AgentWorker"
+        ),
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
@@ -116,6 +133,10 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],
             exclude: ["Fixtures"]
+        ),
+        .testTarget(
+            name: "KeychainAgentTests",
+            dependencies: ["KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker"]
         ),
         .testTarget(
             name: "SecurityTests",

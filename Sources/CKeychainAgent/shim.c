@@ -1,0 +1,40 @@
+#define _GNU_SOURCE
+#include "CKeychainAgent.h"
+
+#include <string.h>
+#include <sys/prctl.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+int ck_set_dumpable(int value) { return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0, 0, 0); }
+
+int ck_get_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
+
+int ck_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+void ck_explicit_bzero(void *pointer, size_t count) { explicit_bzero(pointer, count); }
+
+int ck_so_peerpidfd(void) { return SO_PEERPIDFD; }
+
+int ck_peer_credentials(int socket, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}
+
+int ck_accept_cloexec(int socket) { return accept4(socket, NULL, NULL, SOCK_CLOEXEC); }
+
+int ck_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

@@ -1,0 +1,170 @@
+import CKeychainAgent
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A process file descriptor (pidfd): a handle on one process that a reused pid number can
+/// never point at. Closed when the last reference goes.
+public final class ProcessHandle: Sendable {
+    /// The pidfd.
+    public let fileDescriptor: Int32
+
+    init(fileDescriptor: Int32) { self.fileDescriptor = fileDescriptor }
+
+    deinit { close(fileDescriptor) }
+
+    /// Whether the process is still running. A pidfd polls readable once its process has exited
+    /// (a zombie not yet reaped counts as gone); unlike a signal probe this needs no permission
+    /// over the process, so it answers for another user's process too.
+    public var isAlive: Bool {
+        var entry = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&entry, 1, 0)
+            if ready == 0 { return true }
+            if ready > 0 || errno != EINTR { return false }
+        }
+    }
+}
+
+/// What identifies an executable file: the kernel's (device, inode) plus its status-change time,
+/// which moves whenever the file is replaced in place, renamed, chmod-ed or re-linked.
+public struct ExecutableIdentity: Sendable, Hashable {
+    /// The device of the file system holding the executable.
+    public let device: UInt64
+    /// The inode number.
+    public let inode: UInt64
+    /// The status-change time, nanoseconds since the epoch.
+    public let changeTimeNanoseconds: Int64
+    /// The path the kernel reports (`readlink /proc/PID/exe`), as it was at accept.
+    public let path: String
+
+    init(_ info: stat, path: String) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        changeTimeNanoseconds = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        self.path = path
+    }
+
+    /// Whether `info` describes the same file, unchanged.
+    func matches(_ info: stat) -> Bool {
+        let other = ExecutableIdentity(info, path: path)
+        return other == self
+    }
+}
+
+/// Who is at the other end of a connected Unix socket, as the kernel says.
+///
+/// Built once at accept from `SO_PEERCRED` (uid, gid, pid as of `connect`), a pidfd from
+/// `SO_PEERPIDFD` (or `pidfd_open` plus the start time, re-checked so a reused pid cannot
+/// inherit the identity) and the executable behind `/proc/PID/exe`. Call
+/// ``isStillTheSameProcess()`` before each request: it fails once the process has exited or
+/// exec-ed another file.
+///
+/// ```swift
+/// let peer = try PeerCredentials(socket: clientFD)
+/// try peer.authorize(agentUID: getuid())
+/// ```
+public struct PeerCredentials: Sendable {
+    /// The peer's user id.
+    public let uid: UInt32
+    /// The peer's group id.
+    public let gid: UInt32
+    /// The peer's process id, in the agent's pid namespace.
+    public let pid: Int32
+    /// The process's start time (`/proc/PID/stat` field 22, clock ticks since boot).
+    public let startTime: UInt64
+    /// The executable at accept, or `nil` when `/proc/PID/exe` cannot be read (a non-dumpable
+    /// process, another user's): such a peer is never manifest-bound.
+    public let executable: ExecutableIdentity?
+    /// How the pidfd was obtained.
+    public let pidfdSource: PidfdSource
+    /// The pidfd for the peer process.
+    public let process: ProcessHandle
+
+    /// Where a pidfd comes from.
+    public enum PidfdSource: Sendable, Hashable {
+        /// `getsockopt(SO_PEERPIDFD)`: the kernel's handle on the connecting process (Linux 6.5+).
+        case peerPidfd
+        /// `pidfd_open(pid)` after `SO_PEERCRED`, validated by the start time. It cannot tell a
+        /// process that died and whose pid was reused in the microseconds between `connect` and
+        /// `pidfd_open`; from then on it is as strong as ``peerPidfd``.
+        case pidfdOpen
+    }
+
+    /// Reads the credentials of the peer of a connected Unix socket.
+    /// - Parameters:
+    ///   - socket: A connected `AF_UNIX` socket.
+    ///   - preferredSource: ``PidfdSource/peerPidfd`` falls back to `pidfd_open` on kernels without
+    ///     it; ``PidfdSource/pidfdOpen`` forces the fallback (tests use it).
+    /// - Throws: ``AgentError`` with ``AgentError/Code/peerGone`` when the peer has already exited,
+    ///   ``AgentError/Code/system`` when the socket gives no credentials.
+    public init(socket: Int32, preferring preferredSource: PidfdSource = .peerPidfd) throws {
+        let credentials = try Self.peerCredentials(socket)
+        uid = credentials.uid
+        gid = credentials.gid
+        pid = credentials.pid
+        var source = preferredSource
+        var handle: ProcessHandle?
+        if preferredSource == .peerPidfd {
+            handle = Self.peerPidfd(socket)
+            if handle == nil { source = .pidfdOpen }
+        }
+        let before = try ProcFS.startTime(pid: credentials.pid)
+        if handle == nil {
+            let fd = ck_pidfd_open(credentials.pid)
+            guard fd >= 0 else { throw AgentError(.peerGone, "peer pid \(credentials.pid) has exited") }
+            handle = ProcessHandle(fileDescriptor: fd)
+        }
+        process = handle!
+        pidfdSource = source
+        startTime = before
+        executable = ProcFS.executable(pid: credentials.pid)
+        // The pid may have been reused between SO_PEERCRED and here: the pidfd must still be alive
+        // and the start time unchanged after everything was read.
+        guard process.isAlive, (try? ProcFS.startTime(pid: pid)) == before else {
+            throw AgentError(.peerGone, "peer pid \(pid) exited while it was being identified")
+        }
+    }
+
+    /// Whether the peer is still the process that connected: alive (through the pidfd), with the
+    /// same start time and the same unchanged executable as at accept.
+    public func isStillTheSameProcess() -> Bool {
+        guard process.isAlive, let now = try? ProcFS.startTime(pid: pid), now == startTime else {
+            return false
+        }
+        guard let executable else { return ProcFS.executable(pid: pid) == nil }
+        guard let current = ProcFS.executable(pid: pid) else { return false }
+        // Both the path and the file identity must be unchanged.
+        return current == executable && process.isAlive
+    }
+
+    /// Refuses a peer of another user.
+    /// - Parameters:
+    ///   - agentUID: The agent's user id (`getuid()`).
+    ///   - allowingRoot: Accept uid 0 as well: only for the PAM login-unlock door (design §4.3 item 4).
+    /// - Throws: ``AgentError/Code/peerRefused`` naming both uids.
+    public func authorize(agentUID: UInt32, allowingRoot: Bool = false) throws {
+        if uid == agentUID || (allowingRoot && uid == 0) { return }
+        throw AgentError(
+            .peerRefused, "peer pid \(pid) runs as uid \(uid); this agent serves uid \(agentUID) only")
+    }
+
+    private static func peerCredentials(_ socket: Int32) throws -> (pid: Int32, uid: UInt32, gid: UInt32) {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        guard ck_peer_credentials(socket, &pid, &uid, &gid) == 0 else {
+            throw AgentError.system("getsockopt", "SO_PEERCRED")
+        }
+        guard pid > 0 else { throw AgentError(.peerGone, "the socket has no peer process") }
+        return (pid, uid, gid)
+    }
+
+    private static func peerPidfd(_ socket: Int32) -> ProcessHandle? {
+        var fd: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(socket, SOL_SOCKET, ck_so_peerpidfd(), &fd, &length) == 0, fd >= 0 else { return nil }
+        return ProcessHandle(fileDescriptor: fd)
+    }
+}

@@ -1,0 +1,126 @@
+// The helper process of KeychainAgentTests: a client, a hardened key holder, a memory reader.
+//
+//   keychain-agent-test-worker connect <socket>               connect, say "connected" (or
+//       "connect-failed <errno>"), then obey stdin lines: "exec <path> <args…>" execs (the socket
+//       stays open), end of input exits
+//   keychain-agent-test-worker fake-flatpak <dir> <socket> <app-id>
+//                                                               write <dir>/.flatpak-info, chdir
+//                                                               there, then act as connect
+//   keychain-agent-test-worker secret harden|plain            fill a SecureBuffer with 0x5A, harden
+//       or not, say "<pid> <address-hex> <dumpable 0|1> <core-limit>", wait for end of input
+//   keychain-agent-test-worker readmem <pid> <address-hex> <count>
+//                                                               say "ok <hex>" or "denied <errno>"
+import CKeychainAgent
+import KeychainAgent
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+func say(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(1, $0, strlen($0)) }
+}
+
+func readLine(from fd: Int32) -> String? {
+    var bytes: [UInt8] = []
+    var byte: UInt8 = 0
+    while true {
+        let count = read(fd, &byte, 1)
+        if count <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+        if byte == 10 { return String(decoding: bytes, as: UTF8.self) }
+        bytes.append(byte)
+    }
+}
+
+func connectTo(_ path: String) -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        let bytes = Array(path.utf8)
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    return result == 0 ? fd : -errno
+}
+
+func clientLoop(_ socketPath: String) -> Never {
+    let fd = connectTo(socketPath)
+    guard fd >= 0 else {
+        say("connect-failed \(-fd)")
+        exit(3)
+    }
+    say("connected")
+    while let line = readLine(from: 0) {
+        let words = line.split(separator: " ").map(String.init)
+        if words.first == "exec", words.count >= 2 {
+            var arguments = Array(words.dropFirst()).map { strdup($0) }
+            arguments.append(nil)
+            execv(words[1], &arguments)
+            say("exec-failed \(errno)")
+        }
+    }
+    exit(0)
+}
+
+func secret(harden: Bool) -> Never {
+    do {
+        var buffer = try SecureBuffer(count: 64)
+        buffer.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0x5A) }
+        if harden { try ProcessHardening.apply() }
+        let state = try ProcessHardening.current()
+        // Everything happens inside the buffer's access scope: a non-copyable value may be
+        // destroyed right after its last use.
+        buffer.withUnsafeBytes { bytes in
+            let address = String(UInt(bitPattern: bytes.baseAddress), radix: 16)
+            say("\(getpid()) \(address) \(state.isNonDumpable ? 0 : 1) \(state.coreLimit.soft)")
+            while readLine(from: 0) != nil {}
+        }
+        exit(0)
+    } catch {
+        say("error \(error)")
+        exit(4)
+    }
+}
+
+func readMemory(pid: String, address: String, count: Int) -> Never {
+    let fd = open("/proc/\(pid)/mem", O_RDONLY)
+    guard fd >= 0 else {
+        say("denied \(errno)")
+        exit(0)
+    }
+    var bytes = [UInt8](repeating: 0, count: count)
+    let got = pread(fd, &bytes, count, off_t(Int64(address, radix: 16) ?? 0))
+    guard got == count else {
+        say("denied \(errno)")
+        exit(0)
+    }
+    say("ok " + bytes.map { String($0, radix: 16) }.joined())
+    exit(0)
+}
+
+let arguments = CommandLine.arguments
+switch arguments.count > 1 ? arguments[1] : "" {
+case "connect" where arguments.count == 3:
+    clientLoop(arguments[2])
+case "fake-flatpak" where arguments.count == 5:
+    let info = "[Application]\nname=\(arguments[4])\nruntime=runtime/org.freedesktop.Platform/x86_64/24.08\n"
+    let fd = open(arguments[2] + "/.flatpak-info", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    _ = info.withCString { write(fd, $0, strlen($0)) }
+    close(fd)
+    chdir(arguments[2])
+    clientLoop(arguments[3])
+case "secret" where arguments.count == 3:
+    secret(harden: arguments[2] == "harden")
+case "readmem" where arguments.count == 5:
+    readMemory(pid: arguments[2], address: arguments[3], count: Int(arguments[4]) ?? 0)
+default:
+    say("usage: keychain-agent-test-worker connect|fake-flatpak|secret|readmem …")
+    exit(2)
+}
