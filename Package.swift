@@ -86,7 +86,7 @@ let package = Package(
         .target(
             name: "KeychainAgent",
             dependencies: [
-                "KeychainCore", "CKeychainAgent",
+                "KeychainCore", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -136,7 +136,10 @@ let package = Package(
         ),
         .testTarget(
             name: "KeychainAgentTests",
-            dependencies: ["KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker"]
+            dependencies: [
+                "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "DBusWire",
+                "KeychainAgentProtocol",
+            ]
         ),
         .testTarget(
             name: "SecurityTests",

@@ -1,0 +1,217 @@
+import DBusWire
+import Dispatch
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+
+/// The agent's keychains, served over ``KeychainAgentProtocol/AgentInterface``: it opens each
+/// keychain once, keeps its keys and lock state for every client (so an unlock lasts until a
+/// lock, whichever process asked), and runs each request for the caller's access groups, which
+/// come from who the caller is (``groups``), never from what it sends.
+///
+/// ```swift
+/// let service = AgentService(configuration: KeychainConfiguration()) { peer in
+///     try resolver.identify(peer).accessGroups
+/// }
+/// let objects = DBusObjectTree()
+/// try objects.register(service.interface, at: AgentInterface.objectPath)
+/// ```
+public final class AgentService: Sendable {
+    /// How keychains are opened and created (device key, key derivation); its access groups
+    /// are ignored: the service's own handles have none.
+    public let configuration: KeychainConfiguration
+    /// Where the default keychain is.
+    public let paths: KeychainPaths
+    /// The access groups of the caller behind a connection.
+    public let groups: @Sendable (DBusPeerCredentials?) throws -> AccessGroups
+    private let open = NSLock()
+    nonisolated(unsafe) private var keychains: [String: KeychainDatabase] = [:]
+    /// Engine work blocks on SQLite and the disk: it runs here, never on an event loop or the
+    /// cooperative pool.
+    private let work = DispatchQueue(label: "keychain-agent.engine", attributes: .concurrent)
+
+    /// A service for keychains opened with `configuration`.
+    public init(
+        configuration: KeychainConfiguration, paths: KeychainPaths = KeychainPaths(),
+        groups: @escaping @Sendable (DBusPeerCredentials?) throws -> AccessGroups
+    ) {
+        var configuration = configuration
+        configuration.accessGroups = AccessGroups([])
+        self.configuration = configuration
+        self.paths = paths
+        self.groups = groups
+    }
+
+    /// The interface to register at ``KeychainAgentProtocol/AgentInterface/objectPath``.
+    public var interface: DBusInterface {
+        DBusInterface(
+            AgentInterface.name,
+            methods: AgentInterface.Method.allCases.map { method in
+                DBusMethod(method.rawValue, inputs: method.inputs, outputs: method.outputs) { [self] call in
+                    try await respond(method, call)
+                }
+            })
+    }
+
+    /// Runs one request: the engine's errors become the agent's D-Bus errors.
+    func respond(_ method: AgentInterface.Method, _ call: DBusMethodCall) async throws -> [DBusValue] {
+        let arguments = call.arguments
+        let credentials = call.peerCredentials
+        do {
+            return try await onWorkQueue { [self] in
+                try perform(method, arguments, groups: try groups(credentials))
+            }
+        } catch let error as KeychainError {
+            throw AgentCodec.dbusError(error)
+        } catch let error as AgentError {
+            throw AgentCodec.dbusError(error.keychainError)
+        }
+    }
+
+    private func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            work.async { continuation.resume(with: Result(catching: body)) }
+        }
+    }
+
+    // MARK: Requests
+
+    private func perform(
+        _ method: AgentInterface.Method, _ arguments: [DBusValue], groups: AccessGroups
+    ) throws -> [DBusValue] {
+        let name = try string(arguments, 0)
+        switch method {
+        case .create:
+            let keychain = try KeychainDatabase.create(
+                at: try absolute(name), password: try password(arguments, 1), configuration: configuration)
+            remember(keychain)
+            if let password = try password(arguments, 1) { try keychain.unlock(password: password) }
+            return []
+        case .deleteKeychain:
+            let path = try absolute(name)
+            forget(path)
+            try KeychainDatabase.deleteKeychain(at: path)
+            return []
+        case .lockAll:
+            for keychain in open.withLock({ Array(keychains.values) }) { keychain.lock() }
+            return []
+        case .close:
+            return []
+        default:
+            return try perform(method, arguments, on: try keychain(name).acting(for: groups))
+        }
+    }
+
+    private func perform(
+        _ method: AgentInterface.Method, _ arguments: [DBusValue], on keychain: any KeychainHandle
+    ) throws -> [DBusValue] {
+        switch method {
+        case .add: return [AgentCodec.encode(try keychain.add(try AgentCodec.decodeItem(try value(arguments, 1))))]
+        case .addMany:
+            return [
+                AgentCodec.encode(try keychain.add(contentsOf: try AgentCodec.decodeItems(try value(arguments, 1))))
+            ]
+        case .upsert:
+            let (item, added) = try keychain.upsert(try AgentCodec.decodeItem(try value(arguments, 1)))
+            return [AgentCodec.encode(item), .boolean(added)]
+        case .find:
+            let query = try AgentCodec.decodeQuery(try value(arguments, 1))
+            return [AgentCodec.encode(try keychain.find(query, includeData: try flag(arguments, 2)))]
+        case .findReadable:
+            let query = try AgentCodec.decodeQuery(try value(arguments, 1))
+            let found = try keychain.findReadable(query, includeData: try flag(arguments, 2))
+            return [AgentCodec.encode(found.items), .array(.string, found.unreadable.map { .string($0.description) })]
+        case .update:
+            let query = try AgentCodec.decodeQuery(try value(arguments, 1))
+            let changes = try AgentCodec.decodeAttributes(try value(arguments, 2))
+            let data = try flag(arguments, 3) ? Data(try bytes(arguments, 4)) : nil
+            return [.uint32(UInt32(clamping: try keychain.update(query, attributes: changes, data: data)))]
+        case .delete:
+            return [.uint32(UInt32(clamping: try keychain.delete(try AgentCodec.decodeQuery(try value(arguments, 1)))))]
+        case .unlock:
+            try keychain.unlock(password: try password(arguments, 1))
+            return []
+        case .lock:
+            keychain.lock()
+            return []
+        case .status:
+            return [
+                .stringVariantDictionary([
+                    "path": .string(keychain.path ?? ""), "hasPassword": .boolean(keychain.hasPassword),
+                    "isLocked": .boolean(keychain.isLocked),
+                    "accessGroups": .array(.string, keychain.accessGroups.groups.map { .string($0) }),
+                ])
+            ]
+        case .changePassword:
+            try keychain.changePassword(old: try password(arguments, 1), new: Data(try bytes(arguments, 3)))
+            return []
+        case .rotateKeys:
+            try keychain.rotateKeys(password: try password(arguments, 1), newPassword: try password(arguments, 3))
+            return []
+        case .create, .deleteKeychain, .lockAll, .close:
+            return []
+        }
+    }
+
+    // MARK: Keychains
+
+    /// The open keychain at `name` (`""`: the default keychain, created on first use).
+    private func keychain(_ name: String) throws -> KeychainDatabase {
+        let path = name.isEmpty ? paths.defaultKeychain : try absolute(name)
+        if let open = open.withLock({ keychains[path] }) { return open }
+        let opened =
+            name.isEmpty
+            ? try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
+            : try KeychainDatabase.open(at: path, configuration: configuration)
+        return open.withLock {
+            if let existing = keychains[path] { return existing }
+            keychains[path] = opened
+            return opened
+        }
+    }
+
+    private func remember(_ keychain: KeychainDatabase) {
+        guard let path = keychain.path else { return }
+        open.withLock { keychains[path] = keychain }
+    }
+
+    private func forget(_ path: String) {
+        _ = open.withLock { keychains.removeValue(forKey: path) }
+    }
+
+    private func absolute(_ path: String) throws -> String {
+        guard path.hasPrefix("/") else { throw KeychainError(.parameter, "a keychain is named by its absolute path") }
+        return path
+    }
+
+    // MARK: Arguments (the dispatcher has checked their types against the signature)
+
+    private func value(_ arguments: [DBusValue], _ index: Int) throws -> DBusValue {
+        guard index < arguments.count else { throw KeychainError(.parameter, "missing argument") }
+        return arguments[index]
+    }
+
+    private func string(_ arguments: [DBusValue], _ index: Int) throws -> String {
+        guard case .string(let string) = try value(arguments, index) else { return "" }
+        return string
+    }
+
+    private func flag(_ arguments: [DBusValue], _ index: Int) throws -> Bool {
+        guard case .boolean(let flag) = try value(arguments, index) else {
+            throw KeychainError(.parameter, "expected a boolean")
+        }
+        return flag
+    }
+
+    private func bytes(_ arguments: [DBusValue], _ index: Int) throws -> [UInt8] {
+        guard case .bytes(let bytes) = try value(arguments, index) else {
+            throw KeychainError(.parameter, "expected bytes")
+        }
+        return bytes
+    }
+
+    /// A password given as a flag and bytes: `nil` when the flag is false.
+    private func password(_ arguments: [DBusValue], _ index: Int) throws -> Data? {
+        try flag(arguments, index) ? Data(try bytes(arguments, index + 1)) : nil
+    }
+}

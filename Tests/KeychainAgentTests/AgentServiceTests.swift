@@ -1,0 +1,157 @@
+import DBusWire
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+import Testing
+
+@testable import KeychainAgent
+
+/// The agent's keychains served over peer-to-peer D-Bus to separate connections, as separate
+/// processes reach it: an unlock lasts for every later connection until a lock, each caller
+/// works in the groups the service gives it, and errors arrive with their OSStatus.
+@Suite("Agent service")
+struct AgentServiceTests {
+    /// A service on a private socket, with a device key in its own directory.
+    final class Running: @unchecked Sendable {
+        let directory: String
+        let server: DBusServer
+        let address: DBusAddress
+        let socket: String
+
+        init(groups: @escaping @Sendable (DBusPeerCredentials?) throws -> AccessGroups) async throws {
+            directory = FileManager.default.temporaryDirectory.path + "/agent-service-\(UUID().uuidString.prefix(8))"
+            try FileManager.default.createDirectory(
+                atPath: directory + "/config", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
+            )
+            var configuration = KeychainConfiguration.testing(deviceKey: .file(at: directory + "/config/device-key"))
+            configuration.accessGroups = .standard
+            let paths = KeychainPaths(environment: [
+                "HOME": directory, "XDG_DATA_HOME": directory + "/data", "XDG_CONFIG_HOME": directory + "/config",
+            ])
+            let service = AgentService(configuration: configuration, paths: paths, groups: groups)
+            let objects = DBusObjectTree()
+            try objects.register(service.interface, at: AgentInterface.objectPath)
+            socket = directory + "/agent.sock"
+            server = try await DBusServer.bind(unixPath: socket, objects: objects)
+            address = try DBusAddress.parse("unix:path=" + socket)
+        }
+
+        func connection() async throws -> DBusConnection { try await DBusConnection.connect(to: address) }
+
+        func close() async {
+            try? await server.close()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    static func call(
+        _ connection: DBusConnection, _ method: AgentInterface.Method, _ arguments: [DBusValue]
+    ) async throws -> [DBusValue] {
+        let message = DBusMessage.methodCall(
+            path: AgentInterface.objectPath, interface: AgentInterface.name, member: method.rawValue, body: arguments)
+        return try await connection.call(message).body
+    }
+
+    /// The keychain error of a failed call.
+    static func failure(
+        _ connection: DBusConnection, _ method: AgentInterface.Method, _ arguments: [DBusValue]
+    ) async -> KeychainError? {
+        do {
+            _ = try await call(connection, method, arguments)
+            return nil
+        } catch let error as DBusError {
+            return AgentCodec.keychainError(error)
+        } catch {
+            return nil
+        }
+    }
+
+    static func password(_ text: String?) -> [DBusValue] {
+        [.boolean(text != nil), .bytes(Array((text ?? "").utf8))]
+    }
+
+    @Test("create, unlock, add and find in separate connections: the unlock lasts until a lock")
+    func unlockLastsAcrossConnections() async throws {
+        let agent = try await Running { _ in AccessGroups(["build"]) }
+        let path = agent.directory + "/data/keychains/build.keychain-db"
+        try FileManager.default.createDirectory(
+            atPath: agent.directory + "/data/keychains", withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        let first = try await agent.connection()
+        _ = try await Self.call(first, .create, [.string(path)] + Self.password("P"))
+        await first.close()
+
+        let second = try await agent.connection()
+        _ = try await Self.call(second, .lock, [.string(path)])
+        #expect(
+            await Self.failure(second, .unlock, [.string(path)] + Self.password("wrong"))?.code == .authFailed)
+        _ = try await Self.call(second, .unlock, [.string(path)] + Self.password("P"))
+        await second.close()
+
+        let third = try await agent.connection()
+        let item = Item(
+            class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string("ci")],
+            data: Data("s3cret".utf8))
+        let stored = try AgentCodec.decodeItem(
+            try await Self.call(third, .add, [.string(path), AgentCodec.encode(item)])[0])
+        #expect(stored.attributes[.accessGroup] == .string("build"))
+        await third.close()
+
+        let fourth = try await agent.connection()
+        let query = AgentCodec.encode(ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")]))
+        let found = try AgentCodec.decodeItems(
+            try await Self.call(fourth, .find, [.string(path), query, .boolean(true)])[0])
+        #expect(found.map(\.data) == [Data("s3cret".utf8)])
+        _ = try await Self.call(fourth, .lock, [.string(path)])
+        #expect(
+            await Self.failure(fourth, .find, [.string(path), query, .boolean(true)])?.code == .interactionNotAllowed)
+        let status = try await Self.call(fourth, .status, [.string(path)])[0].stringKeyedEntries
+        #expect(status?["isLocked"] == .variant(.boolean(true)) || status?["isLocked"] == .boolean(true))
+        await fourth.close()
+        await agent.close()
+    }
+
+    @Test("each connection works in the groups the service gives its caller, whatever the item says")
+    func groupsComeFromTheService() async throws {
+        let agent = try await Running { peer in
+            // Here the caller is told apart by its pid's parity; the real service asks IdentityResolver.
+            guard let peer else { return AccessGroups([]) }
+            return AccessGroups([peer.pid == getpid() ? "mine" : "theirs"])
+        }
+        let connection = try await agent.connection()
+        var item = Item(class: .genericPassword, attributes: [.service: .string("s")], data: Data("x".utf8))
+        item.attributes[.accessGroup] = .string("theirs")
+        let refused = await Self.failure(connection, .add, [.string(""), AgentCodec.encode(item)])
+        #expect(refused?.code == .missingEntitlement)
+        #expect(refused?.osStatus == -34018)
+        item.attributes[.accessGroup] = nil
+        let stored = try AgentCodec.decodeItem(
+            try await Self.call(connection, .add, [.string(""), AgentCodec.encode(item)])[0])
+        #expect(stored.attributes[.accessGroup] == .string("mine"))
+        await connection.close()
+        await agent.close()
+    }
+
+    @Test("gdbus can call the agent")
+    func gdbusCallsTheAgent() async throws {
+        let gdbus = "/usr/bin/gdbus"
+        #expect(FileManager.default.isExecutableFile(atPath: gdbus), "gdbus is missing (libglib2.0-bin)")
+        let agent = try await Running { _ in AccessGroups(["g"]) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: gdbus)
+        process.arguments = [
+            "call", "--address", "unix:path=" + agent.socket, "-d", "org.keychainlinux.Agent", "-o",
+            AgentInterface.objectPath, "-m", AgentInterface.name + ".Status", "",
+        ]
+        let output = agent.directory + "/gdbus.out"
+        FileManager.default.createFile(atPath: output, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardError = process.standardOutput
+        try process.run()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        let text = String(decoding: FileManager.default.contents(atPath: output) ?? Data(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("'hasPassword': <false>") && text.contains("'accessGroups': <['g']>"), "\(text)")
+        await agent.close()
+    }
+}
