@@ -16,6 +16,7 @@ import PackageDescription
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
 //   DBusWire                D-Bus on SwiftNIO (values, marshalling, SASL, client and peer-to-peer server); no keychain code
 //   KeychainAgentProtocol   the session agent's D-Bus method table and the a{sv} codec of items, queries and errors
+//   KeychainClient          a keychain kept by the session agent, as a KeychainHandle (synchronous calls)
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -138,7 +139,7 @@ let package = Package(
             name: "KeychainAgentTests",
             dependencies: [
                 "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "DBusWire",
-                "KeychainAgentProtocol",
+                "KeychainAgentProtocol", "KeychainClient",
             ]
         ),
         .testTarget(
@@ -187,6 +188,12 @@ let package = Package(
             dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
+        .target(
+            name: "KeychainClient",
+            dependencies: [
+                "KeychainCore", "KeychainAgentProtocol", "DBusWire", .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .testTarget(
             name: "KeychainAgentProtocolTests",
             dependencies: ["KeychainAgentProtocol", "KeychainCore", "DBusWire", "SeededRandom"]

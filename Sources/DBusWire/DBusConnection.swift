@@ -252,12 +252,32 @@ public struct DBusConnection: Sendable {
         _ configuration: Configuration,
         _ group: any EventLoopGroup
     ) async throws -> DBusConnection {
+        try await connectFuture(path: path, guid: guid, objects: objects, configuration, group).get()
+    }
+
+    /// Connects to the Unix socket at `path` and authenticates, as a future: for callers that
+    /// are not async (see ``callFuture(_:timeout:)``).
+    public static func connectFuture(
+        unixPath path: String,
+        configuration: Configuration = Configuration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) -> EventLoopFuture<DBusConnection> {
+        connectFuture(path: path, guid: nil, objects: nil, configuration, group)
+    }
+
+    private static func connectFuture(
+        path: String,
+        guid: String?,
+        objects: DBusObjectTree?,
+        _ configuration: Configuration,
+        _ group: any EventLoopGroup
+    ) -> EventLoopFuture<DBusConnection> {
         let state = DBusConnectionState(peerCredentials: nil, callTimeout: configuration.callTimeout)
         let dispatcher = objects.map { DBusDispatcher(objects: $0, machineID: DBusServer.readMachineID()) }
         let sasl = SASLClient(uid: configuration.uid, expectedGUID: guid)
         let loop = group.next()
         let authenticated = loop.makePromise(of: String.self)
-        let channel = try await ClientBootstrap(group: loop).channelInitializer { channel in
+        return ClientBootstrap(group: loop).channelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandlers([
                     SASLClientHandler(machine: sasl, done: authenticated),
@@ -267,15 +287,19 @@ public struct DBusConnection: Sendable {
                         state: state, dispatcher: dispatcher, maximumPendingCalls: configuration.maximumPendingCalls),
                 ])
             }
-        }.connect(unixDomainSocketPath: path).get()
-        do {
-            let serverGUID = try await authenticated.futureResult.get()
-            state.serverGUID.withLock { $0 = serverGUID }
-        } catch {
-            try? await channel.close()
-            throw error
+        }.connect(unixDomainSocketPath: path).flatMapError { error in
+            // Never connected: nothing else completes the handshake's promise.
+            authenticated.fail(error)
+            return loop.makeFailedFuture(error)
+        }.flatMap { channel in
+            authenticated.futureResult.map { serverGUID in
+                state.serverGUID.withLock { $0 = serverGUID }
+                return DBusConnection(channel: channel, state: state)
+            }.flatMapError { error in
+                channel.close(promise: nil)
+                return loop.makeFailedFuture(error)
+            }
         }
-        return DBusConnection(channel: channel, state: state)
     }
 
     /// Connects to the session bus named by the environment and says `Hello`.
@@ -325,22 +349,35 @@ public struct DBusConnection: Sendable {
     /// - Throws: ``DBusError`` `.remoteError` (with ``DBusError/errorName``) for an error reply,
     ///   `.timedOut`, `.connectionClosed`, or an encoding error.
     public func call(_ message: DBusMessage, timeout: Duration? = nil) async throws -> DBusMessage {
-        guard message.type == .methodCall else { throw DBusError(.malformedMessage, "call() sends method calls only") }
-        try message.validateFields()
+        try await callFuture(message, timeout: timeout).get()
+    }
+
+    /// ``call(_:timeout:)`` as a future, for callers that are not async: a synchronous API
+    /// waits for it (`wait()`) on its own thread, without needing a thread of Swift's
+    /// cooperative pool, which its caller may be holding.
+    public func callFuture(_ message: DBusMessage, timeout: Duration? = nil) -> EventLoopFuture<DBusMessage> {
+        let channel = self.channel
+        guard message.type == .methodCall else {
+            return channel.eventLoop.makeFailedFuture(DBusError(.malformedMessage, "call() sends method calls only"))
+        }
+        do { try message.validateFields() } catch { return channel.eventLoop.makeFailedFuture(error) }
         let promise = channel.eventLoop.makePromise(of: DBusMessage.self)
         let limit = timeout ?? state.callTimeout
-        let channel = self.channel
         let timer = channel.eventLoop.scheduleTask(in: TimeAmount(limit)) {
             promise.fail(DBusError(.timedOut, "no reply within \(limit)"))
             channel.writeAndFlush(DBusOutbound.abandon(promise), promise: nil)
         }
-        defer { timer.cancel() }
         channel.writeAndFlush(DBusOutbound.call(message, promise)).whenFailure { promise.fail(Self.mapWriteError($0)) }
-        let reply = try await promise.futureResult.get()
-        guard reply.type == .error else { return reply }
-        var error = DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
-        if case .string? = reply.body.first { error.details = Array(reply.body.dropFirst()) }
-        throw error
+        return promise.futureResult.flatMapThrowing { reply in
+            timer.cancel()
+            guard reply.type == .error else { return reply }
+            var error = DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
+            if case .string? = reply.body.first { error.details = Array(reply.body.dropFirst()) }
+            throw error
+        }.flatMapErrorThrowing { error in
+            timer.cancel()
+            throw error
+        }
     }
 
     /// Sends a message that expects no reply: a signal, or a call flagged `noReplyExpected`.
@@ -364,6 +401,11 @@ public struct DBusConnection: Sendable {
     /// Closes the connection; pending calls fail with `.connectionClosed`.
     public func close() async {
         try? await channel.close()
+    }
+
+    /// Starts closing the connection without waiting (for callers that are not async).
+    public func closeSoon() {
+        channel.close(promise: nil)
     }
 
     /// Waits until the connection is closed, by either side.

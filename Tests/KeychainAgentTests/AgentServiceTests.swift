@@ -1,6 +1,7 @@
 import DBusWire
 import Foundation
 import KeychainAgentProtocol
+import KeychainClient
 import KeychainCore
 import Testing
 
@@ -153,5 +154,65 @@ struct AgentServiceTests {
         #expect(process.terminationStatus == 0, "\(text)")
         #expect(text.contains("'hasPassword': <false>") && text.contains("'accessGroups': <['g']>"), "\(text)")
         await agent.close()
+    }
+
+    /// Eight synchronous clients at once, each on a thread of its own (this agent runs in the
+    /// test's process and needs the cooperative pool for its handlers; the real agent is a
+    /// process of its own).
+    static func eightClients(socket: String) async -> [String] {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                let failures = NSLock()
+                nonisolated(unsafe) var messages: [String] = []
+                DispatchQueue.concurrentPerform(iterations: 8) { index in
+                    do {
+                        try oneClient(socket: socket, index: index)
+                    } catch {
+                        failures.withLock { messages.append("client \(index): \(error)") }
+                    }
+                }
+                continuation.resume(returning: failures.withLock { messages })
+            }
+        }
+    }
+
+    static func oneClient(socket: String, index: Int) throws {
+        let connection = try AgentConnection(socketPath: socket)
+        defer { connection.close() }
+        let keychain: any KeychainHandle = connection.keychain(at: "")
+        let item = Item(
+            class: .genericPassword, attributes: [.service: .string("svc"), .account: .string("user\(index)")],
+            data: Data("secret \(index)".utf8))
+        _ = try keychain.add(item)
+        let query = ItemQuery(
+            class: .genericPassword, attributes: [.service: .string("svc"), .account: .string("user\(index)")])
+        guard try keychain.findFirst(query, includeData: true)?.data == Data("secret \(index)".utf8),
+            try keychain.update(query, attributes: [.label: .string("l")], data: Data("new".utf8)) == 1,
+            try keychain.upsert(item).added == false, keychain.accessGroups.groups == ["app"]
+        else { throw KeychainError(.decode, "an answer was wrong") }
+    }
+
+    @Test("a keychain kept by the agent works as a KeychainHandle for synchronous code, from many threads at once")
+    func synchronousClient() async throws {
+        let agent = try await Running { _ in AccessGroups(["app"]) }
+        let socket = agent.socket
+        let failures = await Self.eightClients(socket: socket)
+        #expect(failures.isEmpty, "\(failures)")
+        let connection = try AgentConnection(socketPath: socket)
+        let keychain = connection.keychain(at: "")
+        #expect(try keychain.find(ItemQuery(class: .genericPassword)).count == 8)
+        #expect(!keychain.isLocked && !keychain.hasPassword)
+        #expect(try keychain.delete(ItemQuery(class: .genericPassword, attributes: [.account: .string("user3")])) == 1)
+        let missing = #expect(throws: KeychainError.self) {
+            try keychain.add(Item(class: .genericPassword, attributes: [.accessGroup: .string("other")]))
+        }
+        #expect(missing?.code == .missingEntitlement)
+        connection.close()
+        await agent.close()
+        // The agent gone, a call fails at once with interaction-not-allowed rather than hanging.
+        let gone = #expect(throws: KeychainError.self) { try keychain.find(ItemQuery(class: .genericPassword)) }
+        #expect(gone?.code == .interactionNotAllowed)
+        #expect(
+            (#expect(throws: KeychainError.self) { try AgentConnection(socketPath: socket) })?.code == .notAvailable)
     }
 }

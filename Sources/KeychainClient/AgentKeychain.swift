@@ -1,0 +1,155 @@
+import DBusWire
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+import NIOCore
+
+/// A connection to the session agent, for synchronous callers (`SecItem*` is synchronous):
+/// each call blocks its caller's thread on the reply and never needs a thread of Swift's
+/// cooperative pool, so it may be made from anywhere but an event loop.
+public final class AgentConnection: Sendable {
+    let connection: DBusConnection
+    /// The agent's socket.
+    public let socketPath: String
+
+    /// Connects to the agent listening at `socketPath`.
+    /// - Throws: ``KeychainCore/KeychainError`` `.notAvailable` when no agent answers there.
+    public init(socketPath: String) throws {
+        self.socketPath = socketPath
+        do {
+            connection = try DBusConnection.connectFuture(unixPath: socketPath).wait()
+        } catch {
+            throw KeychainError(
+                .notAvailable, "no keychain agent answers at \(socketPath)", isSetupProblem: true)
+        }
+    }
+
+    /// Calls `method` with `arguments` and returns the agent's answer.
+    /// - Throws: The agent's ``KeychainCore/KeychainError``, or `.interactionNotAllowed` when the
+    ///   agent has gone away.
+    public func call(_ method: AgentInterface.Method, _ arguments: [DBusValue]) throws -> [DBusValue] {
+        let message = DBusMessage.methodCall(
+            path: AgentInterface.objectPath, interface: AgentInterface.name, member: method.rawValue, body: arguments)
+        do {
+            return try connection.callFuture(message).wait().body
+        } catch let error as DBusError {
+            if let keychainError = AgentCodec.keychainError(error) { throw keychainError }
+            throw KeychainError(.interactionNotAllowed, "the keychain agent did not answer (\(error.code))")
+        }
+    }
+
+    /// Closes the connection.
+    public func close() { connection.closeSoon() }
+
+    /// The keychain at `path` (`""` for the default keychain), as the agent serves it.
+    public func keychain(at path: String) -> AgentKeychain { AgentKeychain(connection: self, keychain: path) }
+}
+
+/// A keychain kept by the session agent: its keys, lock state and checks stay in the agent,
+/// which answers with the items this process may see.
+public final class AgentKeychain: KeychainHandle {
+    /// The agent connection.
+    public let connection: AgentConnection
+    /// The keychain's path as the agent knows it (`""`: the default keychain).
+    public let keychain: String
+
+    init(connection: AgentConnection, keychain: String) {
+        self.connection = connection
+        self.keychain = keychain
+    }
+
+    private func call(_ method: AgentInterface.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
+        try connection.call(method, [.string(keychain)] + arguments)
+    }
+
+    /// The agent's `Status` answer, variants unwrapped.
+    private func status() throws -> [String: DBusValue] {
+        (try call(.status).first?.stringKeyedEntries ?? [:]).mapValues { $0.variantValue ?? $0 }
+    }
+
+    private static func password(_ data: Data?) -> [DBusValue] {
+        [.boolean(data != nil), .bytes(Array(data ?? Data()))]
+    }
+
+    /// The keychain's file, as the agent reports it.
+    public var path: String? {
+        guard case .string(let path)? = (try? status())?["path"] else { return keychain.isEmpty ? nil : keychain }
+        return path
+    }
+
+    /// The groups the agent gives this process.
+    public var accessGroups: AccessGroups {
+        guard case .array(_, let values)? = (try? status())?["accessGroups"] else { return AccessGroups([]) }
+        return AccessGroups(values.compactMap(\.stringValue))
+    }
+
+    /// Whether the keychain has a password.
+    public var hasPassword: Bool { (try? status())?["hasPassword"] == .boolean(true) }
+
+    /// Whether the keychain is locked in the agent (for every process).
+    public var isLocked: Bool { (try? status())?["isLocked"] != .boolean(false) }
+
+    public func unlock(password: Data?) throws { _ = try call(.unlock, Self.password(password)) }
+    public func lock() { _ = try? call(.lock) }
+    public func changePassword(old: Data?, new: Data) throws {
+        _ = try call(.changePassword, Self.password(old) + [.bytes(Array(new))])
+    }
+    public func rotateKeys(password: Data?, newPassword: Data?) throws {
+        _ = try call(.rotateKeys, Self.password(password) + Self.password(newPassword))
+    }
+    public func close() throws { _ = try call(.close) }
+
+    public func add(_ item: Item) throws -> Item {
+        try AgentCodec.decodeItem(try first(call(.add, [AgentCodec.encode(item)])))
+    }
+    public func add(contentsOf items: [Item]) throws -> [Item] {
+        try AgentCodec.decodeItems(try first(call(.addMany, [AgentCodec.encode(items)])))
+    }
+    public func upsert(_ item: Item) throws -> (item: Item, added: Bool) {
+        let answer = try call(.upsert, [AgentCodec.encode(item)])
+        guard answer.count == 2, case .boolean(let added) = answer[1] else { throw Self.malformed }
+        return (try AgentCodec.decodeItem(answer[0]), added)
+    }
+    public func find(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
+        try AgentCodec.decodeItems(try first(call(.find, [AgentCodec.encode(query), .boolean(includeData)])))
+    }
+    public func findFirst(_ query: ItemQuery, includeData: Bool) throws -> Item? {
+        var limited = query
+        limited.limit = 1
+        return try find(limited, includeData: includeData).first
+    }
+    public func findReadable(_ query: ItemQuery, includeData: Bool) throws -> ReadableItems {
+        let answer = try call(.findReadable, [AgentCodec.encode(query), .boolean(includeData)])
+        guard answer.count == 2, case .array(_, let rows) = answer[1] else { throw Self.malformed }
+        var found = ReadableItems()
+        found.items = try AgentCodec.decodeItems(answer[0])
+        found.unreadable = rows.map { _ in
+            UnreadableItem(
+                rowID: nil, persistentID: nil, itemClass: nil, error: KeychainError(.decode, "unreadable item"))
+        }
+        return found
+    }
+    public func update(_ query: ItemQuery, attributes changes: Attributes, data: Data?) throws -> Int {
+        let answer = try call(
+            .update,
+            [
+                AgentCodec.encode(query), AgentCodec.encode(changes), .boolean(data != nil),
+                .bytes(Array(data ?? Data())),
+            ])
+        guard case .uint32(let count)? = answer.first else { throw Self.malformed }
+        return Int(count)
+    }
+    public func delete(_ query: ItemQuery) throws -> Int {
+        guard case .uint32(let count)? = try call(.delete, [AgentCodec.encode(query)]).first else {
+            throw Self.malformed
+        }
+        return Int(count)
+    }
+
+    private func first(_ answer: [DBusValue]) throws -> DBusValue {
+        guard let value = answer.first else { throw Self.malformed }
+        return value
+    }
+
+    private static let malformed = KeychainError(.decode, "the keychain agent's answer is malformed")
+}
