@@ -50,6 +50,9 @@ func expandingReference(_ dictionary: CFDictionary, adding: Bool) throws -> CFDi
         entries["issr"] = NSData(data: normalized)
     }
     if adding, isCertificate, let value = entries["v_Data"] {
+        // The dictionary's own errors (an attribute certificates do not have, a bad value) come first, as
+        // on Apple platforms, where the data is never parsed.
+        _ = try QueryParser(operation: .add).parse(dictionary)
         guard let data = try secretData(value) else { throw SecError(errSecParam) }
         guard let certificate = try? X509Certificate(derEncoded: data) else { throw SecError(errSecDecode) }
         for (name, value) in certificateAttributes(certificate, full: true) where entries[name] == nil {

@@ -11,9 +11,10 @@
 //   `kSecUseDataProtectionKeychain` with a value other than `kCFBooleanFalse`, or (macOS's way of naming a
 //   keychain) a `SecKeychain` under `kSecUseKeychain`; `kSecImportToMemoryOnly` = true never stores.
 //   The identity is added, then each chain certificate; duplicates count as success.
-// - There is no `SecTrust` yet: result dictionaries have no `kSecImportItemTrust`. `kSecImportItemCertChain`
-//   is the leaf followed by its issuers among the file's other certificates, found by name (the chain a
-//   trust object would build, without evaluating it).
+// - `kSecImportItemTrust` is a BasicX509 `SecTrust` over the leaf and the file's other certificates,
+//   evaluated when first asked (Apple evaluates it at import and ignores the result).
+//   `kSecImportItemCertChain` is the leaf followed by its issuers among the file's other certificates,
+//   found by name (the chain the trust object builds, without evaluating it).
 // - `kSecImportItemLabel` and `kSecImportItemKeyID` are returned (macOS's values: the certificate's subject
 //   summary and the key's SHA-1 public-key hash); iOS omits them.
 
@@ -33,7 +34,7 @@ nonisolated(unsafe) public let kSecImportItemLabel: CFString = SecConstantString
 /// The key of an import result's key identifier (the SHA-1 hash of the public key): `"keyid"`.
 nonisolated(unsafe) public let kSecImportItemKeyID: CFString = SecConstantString("keyid")
 
-/// The key of an import result's trust object: `"trust"` (not returned on Linux yet).
+/// The key of an import result's trust object (a `SecTrust` for the identity's certificate): `"trust"`.
 nonisolated(unsafe) public let kSecImportItemTrust: CFString = SecConstantString("trust")
 
 /// The key of an import result's certificate chain (an array of `SecCertificate`, leaf first): `"chain"`.
@@ -52,7 +53,7 @@ nonisolated(unsafe) public let kSecImportItemIdentity: CFString = SecConstantStr
 /// ```
 ///
 /// Each private key with its certificate gives one dictionary: ``kSecImportItemIdentity``,
-/// ``kSecImportItemCertChain``, ``kSecImportItemLabel`` and ``kSecImportItemKeyID``. Keys without a
+/// ``kSecImportItemCertChain``, ``kSecImportItemTrust``, ``kSecImportItemLabel`` and ``kSecImportItemKeyID``. Keys without a
 /// certificate and certificates without a key give none. Files encrypted with legacy ciphers (3DES, RC2,
 /// RC4) are refused with `errSecDecode`; convert them with
 /// `openssl pkcs12 -in old.p12 -legacy -out old.pem && openssl pkcs12 -export -in old.pem -out new.p12 && rm old.pem`.
@@ -99,6 +100,10 @@ public func SecPKCS12Import(
         var builder = ResultDictionaryBuilder(capacity: 4)
         builder.append("identity", identity)
         builder.append("chain", NSArray(array: chain))
+        // Apple evaluates this trust (BasicX509 over the leaf and the file's other certificates) and ignores
+        // the result; here it is evaluated when first asked.
+        builder.append(
+            "trust", SecTrust(certificates: [identity.certificate] + others, policies: [SecPolicyCreateBasicX509()]))
         if let label = identity.certificate.certificate.subjectSummary { builder.append("label", string: label) }
         builder.append("keyid", data: identity.privateKey.applicationLabel)
         results.append(builder.build())

@@ -355,6 +355,8 @@ public func CFGetTypeID(_ cf: CFTypeRef!) -> CFTypeID {
     case is SecAccessControl: return SecAccessControlGetTypeID()
     case is SecCertificate: return SecCertificateGetTypeID()
     case is SecIdentity: return SecIdentityGetTypeID()
+    case is SecPolicy: return SecPolicyGetTypeID()
+    case is SecTrust: return SecTrustGetTypeID()
     case let number as NSNumber: return cfBooleanValue(number) != nil ? CFBooleanGetTypeID() : CFNumberGetTypeID()
     case is NSString: return CFStringGetTypeID()
     case is NSData: return CFDataGetTypeID()
