@@ -196,3 +196,29 @@ func deleteIdentity(_ identity: SecIdentity, _ dictionary: CFDictionary) -> OSSt
     let keyStatus = SecItemDelete(NSDictionary(dictionary: keyQuery))
     return certificateStatus == errSecSuccess && keyStatus == errSecItemNotFound ? errSecSuccess : keyStatus
 }
+
+// MARK: - Match filters
+
+/// Whether a certificate or identity item passes kSecMatchValidOnDate and kSecMatchEmailAddressIfPresent;
+/// an item whose certificate does not parse never does.
+func passesCertificateFilters(_ item: Item, _ query: ParsedQuery) -> Bool {
+    let der: Data?
+    switch item.itemClass {
+    case .certificate: der = item.data
+    case .identity:
+        guard case .data(let data) = item.attributes[AttributeName(rawValue: "certdata")] else { return false }
+        der = data
+    default: return false
+    }
+    guard let der, let certificate = try? X509Certificate(derEncoded: der) else { return false }
+    if let date = query.validOnDate, date < certificate.notValidBefore || date > certificate.notValidAfter {
+        return false
+    }
+    if let address = query.emailAddressIfPresent {
+        let addresses = certificate.emailAddresses
+        if !addresses.isEmpty && !addresses.contains(where: { $0.caseInsensitiveCompare(address) == .orderedSame }) {
+            return false
+        }
+    }
+    return true
+}

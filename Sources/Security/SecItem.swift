@@ -167,7 +167,7 @@ private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
         class: parsed.itemClass, attributes: parsed.attributes,
         synchronizable: parsed.synchronizableAny ? .any : .no,
         persistentID: parsed.persistentRef?.identity,
-        limit: unlimited || parsed.hostOrSubdomain != nil ? nil : parsed.limit)
+        limit: unlimited || parsed.hostOrSubdomain != nil || parsed.filtersCertificates ? nil : parsed.limit)
 }
 
 /// Finds the items of every searched keychain, applying the checks the engine cannot make.
@@ -178,6 +178,7 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
     let wantsData =
         parsed.returnData
         || (parsed.returnRef && (isPassword(parsed.itemClass!) || buildsReferences(parsed.itemClass!)))
+        || parsed.filtersCertificates
     var items: [Item] = []
     for database in keychains {
         for item in try database.find(itemQuery, includeData: wantsData) {
@@ -187,6 +188,7 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
                 if parsed.authenticationUI == .skip { continue }
                 throw SecError(errSecInteractionNotAllowed)
             }
+            if parsed.filtersCertificates, !passesCertificateFilters(item, parsed) { continue }
             if let host = parsed.hostOrSubdomain {
                 guard let server = item.attributes[.server]?.stringValue,
                     server == host || server.hasSuffix("." + host)

@@ -28,12 +28,13 @@ struct SecCertificateFuzzTests {
         return Data(bytes)
     }
 
-    @Test("20,000 mutated and random certificates: CreateWithData, every Copy, and SecItemAdd never trap")
+    @Test("20,000 mutated and random certificates: CreateWithData, every Copy, SecTrust and SecItemAdd never trap")
     func certificates() throws {
         let fixtures = try CertificateFixtures.get()
         var random = SplitMix64(seed: Self.seed)
         let originals = [fixtures.leaf.der, fixtures.rsa.der, fixtures.ca.der]
         var parsed = 0
+        let anchor = try certificate(fixtures.ca.der)
         try withKeychain { _ in
             for index in 0..<20_000 {
                 let data =
@@ -54,6 +55,13 @@ struct SecCertificateFuzzTests {
                     _ = SecCertificateCopyNormalizedIssuerSequence(certificate)
                     _ = SecCertificateCopyNormalizedSubjectSequence(certificate)
                     _ = SecCertificateCopyKey(certificate)
+                    var trust: SecTrust?
+                    SecTrustCreateWithCertificates(
+                        certificate, SecPolicyCreateSSL(true, "leaf.example.com" as CFString), &trust)
+                    if let trust {
+                        SecTrustSetAnchorCertificates(trust, [anchor] as CFArray)
+                        _ = SecTrustEvaluateWithError(trust, nil)
+                    }
                 }
                 if index % 20 == 0 {
                     let status = add([kSecClass: kSecClassCertificate, kSecValueData: data])

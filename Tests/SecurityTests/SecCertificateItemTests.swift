@@ -72,6 +72,45 @@ struct SecCertificateItemTests {
         }
     }
 
+    @Test("kSecMatchValidOnDate and kSecMatchEmailAddressIfPresent filter certificates and identities")
+    func matchFilters() throws {
+        let fixtures = try CertificateFixtures.get()
+        try withKeychain { _ in
+            #expect(add([kSecClass: kSecClassCertificate, kSecValueData: fixtures.leaf.der]) == errSecSuccess)
+            #expect(add([kSecClass: kSecClassCertificate, kSecValueData: fixtures.rsa.der]) == errSecSuccess)
+            func count(_ extra: [CFString: Any]) -> Int? {
+                var query: [CFString: Any] = [
+                    kSecClass: kSecClassCertificate, kSecMatchLimit: kSecMatchLimitAll, kSecReturnRef: true,
+                ]
+                query.merge(extra) { _, new in new }
+                let (status, result) = copyMatching(query)
+                return status == errSecItemNotFound ? 0 : (result as? [SecCertificate])?.count
+            }
+            #expect(count([kSecMatchValidOnDate: Date()]) == 2)
+            #expect(count([kSecMatchValidOnDate: kCFNull as Any]) == 2)
+            #expect(count([kSecMatchValidOnDate: Date().addingTimeInterval(60 * 86_400)]) == 0)
+            #expect(count([kSecMatchValidOnDate: Date().addingTimeInterval(-2 * 86_400)]) == 0)
+            // The RSA certificate has no address and is kept; the leaf must carry the one asked for.
+            #expect(count([kSecMatchEmailAddressIfPresent: "SAN@example.com"]) == 2)
+            #expect(count([kSecMatchEmailAddressIfPresent: "other@example.com"]) == 1)
+            // The limit applies after filtering: one match, limit one.
+            let one = copyMatching([
+                kSecClass: kSecClassCertificate, kSecMatchEmailAddressIfPresent: "other@example.com",
+                kSecReturnData: true,
+            ])
+            #expect(one.1 as? Data == fixtures.rsa.der)
+            #expect(copyMatching([kSecClass: kSecClassCertificate, kSecMatchValidOnDate: "today"]).0 == errSecParam)
+            #expect(
+                copyMatching([kSecClass: kSecClassCertificate, kSecMatchEmailAddressIfPresent: 1]).0 == errSecParam)
+            #expect(
+                copyMatching([kSecClass: kSecClassGenericPassword, kSecMatchValidOnDate: Date()]).0
+                    == errSecUnimplemented)
+            #expect(
+                copyMatching([kSecClass: kSecClassCertificate, kSecMatchPolicy: SecPolicyCreateBasicX509()]).0
+                    == errSecUnimplemented)
+        }
+    }
+
     @Test("junk, PEM and truncated certificate data refused with errSecDecode; nothing stored")
     func junkRefused() throws {
         let der = try CertificateFixtures.get().leaf.der
