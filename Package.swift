@@ -54,7 +54,9 @@ let package = Package(
         .target(
             name: "Security",
             dependencies: [
-                "KeychainCore", .product(name: "Crypto", package: "swift-crypto"),
+                // KeychainPKI parses certificates and PKCS#12 on swift-asn1 (never swift-certificates:
+                // DECISIONS 6).
+                "KeychainCore", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),

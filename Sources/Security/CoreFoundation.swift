@@ -68,6 +68,12 @@ public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
 /// The Boolean object for `false`.
 public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
 
+/// The null object; an alias of `NSNull`.
+public typealias CFNull = NSNull
+
+/// The null object, for query values that mean "none" or "now" (`kSecMatchValidOnDate: kCFNull`).
+public let kCFNull: CFNull! = NSNull()
+
 /// The error domain of `OSStatus` codes, the domain of every keychain error.
 nonisolated(unsafe) public let kCFErrorDomainOSStatus: CFErrorDomain = NSString(
     string: NSOSStatusErrorDomain)

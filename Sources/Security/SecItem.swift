@@ -8,9 +8,9 @@
 //   authenticated without a UI: every read that matches one fails with
 //   errSecInteractionNotAllowed, and kSecUseAuthenticationUISkip skips them (§8 item 20).
 //   kSecUseAuthenticationContext is accepted and ignored.
-// - SecKey references are built for keys (SecKeyItem.swift); SecCertificate and SecIdentity references
-//   come in a later release: asking for (kSecReturnRef) or passing (kSecValueRef) a reference for those
-//   classes is errSecUnimplemented.
+// - SecKey references are built for keys (SecKeyItem.swift), SecCertificate and SecIdentity references
+//   for certificates and identities (SecCertificateItem.swift); a kSecValueRef of any other kind is
+//   errSecParam.
 
 import Crypto
 import Foundation
@@ -34,8 +34,9 @@ import KeychainCore
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     result?.pointee = nil
+    if let identity = identityReference(attributes) { return addIdentity(identity, attributes, result) }
     return status {
-        let attributes = try expandingKeyReference(attributes, adding: true)
+        let attributes = try expandingReference(attributes, adding: true)
         let query = try QueryParser(operation: .add).parse(attributes)
         guard let itemClass = query.itemClass else { throw SecError(errSecParam) }
         if query.hasValueRef { throw SecError(referenceStatus(itemClass)) }
@@ -74,7 +75,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 @discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
-        let parsed = try QueryParser(operation: .copyMatching).parse(expandingKeyReference(query, adding: false))
+        let query = try identityReference(query).map { try identityQuery($0, query) } ?? query
+        let parsed = try QueryParser(operation: .copyMatching).parse(expandingReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if let reference = parsed.persistentRef, reference.identity != nil,
             !parsed.attributes.isEmpty || parsed.synchronizableAny
@@ -106,7 +108,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     status {
-        let parsed = try QueryParser(operation: .update).parse(expandingKeyReference(query, adding: false))
+        let query = try identityReference(query).map { try identityQuery($0, query) } ?? query
+        let parsed = try QueryParser(operation: .update).parse(expandingReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
         let (changes, data) = try parseChanges(attributesToUpdate, itemClass: itemClass)
@@ -125,8 +128,9 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 /// - Returns: `errSecSuccess`, `errSecItemNotFound`, `errSecInteractionNotAllowed`, …
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
-    status {
-        let parsed = try QueryParser(operation: .delete).parse(expandingKeyReference(query, adding: false))
+    if let identity = identityReference(query) { return deleteIdentity(identity, query) }
+    return status {
+        let parsed = try QueryParser(operation: .delete).parse(expandingReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
         let database = try targetDatabase(parsed)
@@ -141,9 +145,9 @@ private func isPassword(_ itemClass: ItemClass) -> Bool {
     itemClass == .genericPassword || itemClass == .internetPassword
 }
 
-/// Passing a reference: the certificate, key and identity references are not built yet.
+/// Passing a reference that is not a key, certificate or identity (spec §5.1 item 14).
 private func referenceStatus(_ itemClass: ItemClass) -> OSStatus {
-    isPassword(itemClass) ? errSecParam : errSecUnimplemented
+    errSecParam
 }
 
 /// Whether the dictionary holds exactly `kCFBooleanTrue` under `key`.
@@ -163,10 +167,11 @@ private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
         class: parsed.itemClass, attributes: parsed.attributes,
         synchronizable: parsed.synchronizableAny ? .any : .no,
         persistentID: parsed.persistentRef?.identity,
-        limit: unlimited ? nil : parsed.limit)
+        limit: unlimited || parsed.filtersCertificates ? nil : parsed.limit)
     // No user interface can be shown: an item that asks for authentication fails the search,
     // or is left out with kSecUseAuthenticationUISkip. The keychain checks it (and the host),
-    // so no secret it withholds is ever read.
+    // so no secret it withholds is ever read. (Certificate filters need the certificate, which
+    // is public, and are checked here.)
     query.authenticationUI = parsed.authenticationUI == .skip ? .skip : .fail
     query.hostOrSubdomain = parsed.hostOrSubdomain
     return query
@@ -180,9 +185,11 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
     let wantsData =
         parsed.returnData
         || (parsed.returnRef && (isPassword(parsed.itemClass!) || buildsReferences(parsed.itemClass!)))
+        || parsed.filtersCertificates
     var items: [Item] = []
     for database in keychains {
         for item in try database.find(itemQuery, includeData: wantsData) {
+            if parsed.filtersCertificates, !passesCertificateFilters(item, parsed) { continue }
             items.append(item)
             if let limit = parsed.limit, items.count >= limit { return items }
         }
@@ -234,12 +241,12 @@ private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
     guard dictionary else {
         if query.returnData { return item.data.map(NSData.init(data:)) }
         if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
-        return query.returnRef ? keyReference(item) : nil
+        return query.returnRef ? itemReference(item) : nil
     }
     var builder = ResultDictionaryBuilder(capacity: resultCapacity(item))
     appendAttributes(of: item, housekeeping: true, to: &builder)
     if query.returnData { builder.append("sha1", data: sha1(item.data)) }
-    let reference = query.returnRef ? keyReference(item) : nil
+    let reference = query.returnRef ? itemReference(item) : nil
     if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
     if let reference { builder.append("v_Ref", reference) }
     if query.returnData || (query.returnRef && reference == nil), let data = item.data {
@@ -253,7 +260,7 @@ private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
 
 /// The result of SecItemAdd (spec §5.1 step 12).
 private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
-    let reference = query.returnRef ? keyReference(item) : nil
+    let reference = query.returnRef ? itemReference(item) : nil
     if let reference, !query.returnAttributes, !query.returnData, !query.returnPersistentRef { return reference }
     let attributes = query.returnAttributes || query.returnRef
     if !attributes {

@@ -35,6 +35,12 @@ struct ParsedQuery {
     var accessControl: SecAccessControl?
     var authenticationUI = AuthenticationUI.allow
     var hostOrSubdomain: String?
+    /// kSecMatchValidOnDate: certificates (and identities) valid at this date.
+    var validOnDate: Date?
+    /// kSecMatchEmailAddressIfPresent: certificates without e-mail addresses, or with this one.
+    var emailAddressIfPresent: String?
+    /// Whether a certificate post-filter applies (the row limit then applies after filtering).
+    var filtersCertificates: Bool { validOnDate != nil || emailAddressIfPresent != nil }
     var keychains: [SecKeychain]?
     var hasValueRef = false
 
@@ -94,8 +100,9 @@ struct QueryParser {
                 && (type(of: dictionary) == NSDictionary.self || type(of: dictionary) == NSMutableDictionary.self)
             ? Array(zip(keys, values)) : dictionary.map { ($0.key, $0.value) }
         for (key, value) in pairs {
-            if type(of: value) is NSNull.Type { throw SecError(errSecParam) }
             if let key = queryString(key) {
+                // kCFNull is a value only for kSecMatchValidOnDate ("now").
+                if type(of: value) is NSNull.Type && key != "m_ValidOnDate" { throw SecError(errSecParam) }
                 entries[key] = value
             } else if key is NSNumber {
                 throw SecError(errSecNoSuchAttr)
@@ -248,8 +255,19 @@ struct QueryParser {
             guard itemClass == .internetPassword else { throw SecError(errSecUnimplemented) }
             guard let host = value as? String else { throw SecError(errSecParam) }
             query.hostOrSubdomain = host
-        case "m_Policy", "m_Issuers", "m_ValidOnDate", "m_TrustedOnly", "m_EmailAddressIfPresent":
-            // Trust evaluation needs SecCertificate/SecPolicy, which come in a later release.
+        case "m_ValidOnDate", "m_EmailAddressIfPresent":
+            guard itemClass == .certificate || itemClass == .identity else { throw SecError(errSecUnimplemented) }
+            if key == "m_EmailAddressIfPresent" {
+                guard let address = queryString(value) else { throw SecError(errSecParam) }
+                query.emailAddressIfPresent = address
+            } else if type(of: value) is NSNull.Type {
+                query.validOnDate = Date()
+            } else {
+                guard let date = value as? Date else { throw SecError(errSecParam) }
+                query.validOnDate = date
+            }
+        case "m_Policy", "m_Issuers", "m_TrustedOnly":
+            // Trust-based matching (a policy, issuers, trusted only) is not implemented yet.
             throw SecError(errSecUnimplemented)
         default:
             break  // m_CaseInsensitive, m_ItemList and unknown match keys are ignored (§4.7)

@@ -353,6 +353,10 @@ public func CFGetTypeID(_ cf: CFTypeRef!) -> CFTypeID {
     switch cf {
     case is SecKey: return SecKeyGetTypeID()
     case is SecAccessControl: return SecAccessControlGetTypeID()
+    case is SecCertificate: return SecCertificateGetTypeID()
+    case is SecIdentity: return SecIdentityGetTypeID()
+    case is SecPolicy: return SecPolicyGetTypeID()
+    case is SecTrust: return SecTrustGetTypeID()
     case let number as NSNumber: return cfBooleanValue(number) != nil ? CFBooleanGetTypeID() : CFNumberGetTypeID()
     case is NSString: return CFStringGetTypeID()
     case is NSData: return CFDataGetTypeID()

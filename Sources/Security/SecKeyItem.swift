@@ -36,11 +36,6 @@ func expandingKeyReference(_ dictionary: CFDictionary, adding: Bool) throws -> C
     return NSDictionary(dictionary: merged)
 }
 
-/// Whether SecItem can build a reference for items of a class (keys; passwords never have one).
-func buildsReferences(_ itemClass: ItemClass) -> Bool {
-    itemClass == .key
-}
-
 /// The `SecKey` of a stored key item: its data read with its `kcls` and `type`, or `nil`.
 func keyReference(_ item: Item) -> SecKey? {
     guard item.itemClass == .key, let data = item.data,

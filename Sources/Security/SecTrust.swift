@@ -1,0 +1,407 @@
+// A minimal `SecTrust` and `SecPolicy` (`OSX/sec/Security/SecTrust.c`, `SecPolicyChecks.list`): chain
+// building and the RFC 5280 checks that certificate pinning, mTLS clients and `.p12` imports need, on
+// KeychainPKI's parsing and signature checks.
+//
+// What `SecTrustEvaluateWithError` checks, and the status of the first failure, in this order:
+// 1. A chain from the leaf to an anchor, built by name and verified signatures among the certificates
+//    given, the anchors and (unless only custom anchors are used) the system store
+//    `/etc/ssl/certs/ca-certificates.crt`: errSecCreateChainFailed (-25318) when an issuer is missing,
+//    errSecNotTrusted (-67843) when the chain ends at a self-signed certificate that is not an anchor.
+// 2. No critical extension this module does not understand: errSecUnknownCriticalExtensionFlag (-67603).
+// 3. Every issuer is a CA (basicConstraints cA; a version 1 anchor without extensions is accepted):
+//    errSecNoBasicConstraintsCA (-67605); its key usage, when present, allows keyCertSign:
+//    errSecInvalidKeyUsageForPolicy (-67608); path length constraints: errSecPathLengthConstraintExceeded
+//    (-67611).
+// 4. Every certificate is valid at the verify date (now by default): errSecCertificateExpired (-67818),
+//    errSecCertificateNotValidYet (-67819).
+// 5. SSL policies: the leaf's extended key usage, when present, allows server (or client)
+//    authentication: errSecInvalidExtendedKeyUsage (-67609); the host name matches a subjectAltName
+//    DNS name (a leading `*.` matches exactly one label) or IP address: errSecHostNameMismatch (-67602).
+//
+// Linux decisions: revocation is not checked; user trust settings do not exist yet; the common name is
+// never used as a host name (subjectAltName only, as Apple since iOS 13); a successful evaluation gives
+// `.unspecified`, a failure `.recoverableTrustFailure`.
+
+import Foundation
+import KeychainPKI
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A trust policy: which checks ``SecTrustEvaluateWithError(_:_:)`` applies on top of chain validation.
+///
+/// ```swift
+/// let policy = SecPolicyCreateSSL(true, "www.example.com" as CFString)
+/// ```
+public final class SecPolicy: Hashable, CustomStringConvertible, Sendable {
+    enum Kind: Hashable, Sendable {
+        case basicX509
+        case ssl(server: Bool, hostname: String?)
+    }
+
+    let kind: Kind
+
+    init(_ kind: Kind) { self.kind = kind }
+
+    /// `<SecPolicyRef: …>` with the policy's name.
+    public var description: String {
+        switch kind {
+        case .basicX509: "<SecPolicyRef: BasicX509>"
+        case .ssl(let server, let hostname): "<SecPolicyRef: \(server ? "SSLServer" : "SSLClient") \(hostname ?? "")>"
+        }
+    }
+
+    /// Policies are equal when they check the same things.
+    public static func == (lhs: SecPolicy, rhs: SecPolicy) -> Bool { lhs.kind == rhs.kind }
+
+    /// Hashes the policy's checks.
+    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
+}
+
+/// The type identifier of ``SecPolicy`` objects.
+public func SecPolicyGetTypeID() -> CFTypeID { 0x5EC0_0005 }
+
+/// The type identifier of ``SecTrust`` objects.
+public func SecTrustGetTypeID() -> CFTypeID { 0x5EC0_0006 }
+
+/// Returns the policy for basic X.509 validation: a chain to an anchor, validity dates, CA constraints.
+///
+/// - Returns: The policy.
+public func SecPolicyCreateBasicX509() -> SecPolicy { SecPolicy(.basicX509) }
+
+/// Returns the policy for TLS: basic X.509 validation, the extended key usage and, if given, the host name.
+///
+/// - Parameters:
+///   - server: `true` to evaluate a server's certificate, `false` a client's.
+///   - hostname: The name the certificate must carry (a DNS name or an IP address), or `nil`.
+/// - Returns: The policy.
+public func SecPolicyCreateSSL(_ server: Bool, _ hostname: CFString?) -> SecPolicy {
+    SecPolicy(.ssl(server: server, hostname: hostname.map { String($0) }))
+}
+
+/// The result of a trust evaluation, as ``SecTrustGetTrustResult(_:_:)`` reports it.
+public enum SecTrustResultType: UInt32, Sendable {
+    /// Not evaluated yet.
+    case invalid = 0
+    /// Trusted, explicitly by the user.
+    case proceed = 1
+    /// Deprecated.
+    case confirm = 2
+    /// Explicitly distrusted by the user.
+    case deny = 3
+    /// Trusted through an anchor, with no user setting.
+    case unspecified = 4
+    /// Not trusted, for a reason the user could override (an unknown anchor, an expired certificate, …).
+    case recoverableTrustFailure = 5
+    /// Not trusted, for a reason nothing can override.
+    case fatalTrustFailure = 6
+    /// Evaluation failed for another reason.
+    case otherError = 7
+}
+
+/// A trust evaluation: certificates, the policies they must satisfy, and the verdict.
+///
+/// ```swift
+/// var trust: SecTrust?
+/// SecTrustCreateWithCertificates([leaf, intermediate] as CFArray, SecPolicyCreateSSL(true, host as CFString), &trust)
+/// SecTrustSetAnchorCertificates(trust!, [root] as CFArray)
+/// var error: CFError?
+/// let trusted = SecTrustEvaluateWithError(trust!, &error)
+/// ```
+public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
+    fileprivate struct State {
+        var certificates: [SecCertificate]
+        var policies: [SecPolicy]
+        var anchors: [SecCertificate]?
+        var anchorsOnly = false
+        var verifyDate: Date?
+        var verdict: (chain: [SecCertificate], status: OSStatus)?
+    }
+
+    private let lock = NSLock()
+    private var state: State
+
+    init(certificates: [SecCertificate], policies: [SecPolicy]) {
+        state = State(certificates: certificates, policies: policies)
+    }
+
+    /// `<SecTrustRef: 0x…>`.
+    public var description: String {
+        "<SecTrustRef: 0x\(String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16))>"
+    }
+
+    fileprivate func withState<T>(_ body: (inout State) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
+
+    /// Changes the inputs and forgets the verdict.
+    fileprivate func change(_ body: (inout State) -> Void) {
+        withState {
+            body(&$0)
+            $0.verdict = nil
+        }
+    }
+
+    /// The chain and the status of the first failed check (errSecSuccess when trusted), evaluated once.
+    fileprivate func verdict() -> (chain: [SecCertificate], status: OSStatus) {
+        withState { state in
+            if let verdict = state.verdict { return verdict }
+            let verdict = evaluate(state)
+            state.verdict = verdict
+            return verdict
+        }
+    }
+
+    /// The first certificate (the leaf).
+    var leaf: SecCertificate { withState { $0.certificates[0] } }
+
+    private func evaluate(_ state: State) -> (chain: [SecCertificate], status: OSStatus) {
+        let leaf = state.certificates[0]
+        var anchors = state.anchors ?? []
+        if state.anchors == nil || !state.anchorsOnly { anchors += systemAnchors }
+        let anchorDER = Set(anchors.map(\.certificate.derBytes))
+        let pool = anchors + state.certificates.dropFirst()
+        var chain = [leaf]
+        var trusted = anchorDER.contains(leaf.certificate.derBytes)
+        while !trusted && chain.count < 10 {
+            let current = chain[chain.count - 1].certificate
+            let issuer = pool.first { candidate in
+                candidate.certificate.subject.normalizedContent == current.issuer.normalizedContent
+                    && !chain.contains(candidate)
+                    && (try? current.isSignatureValid(issuedBy: candidate.certificate)) == true
+            }
+            guard let issuer else {
+                let selfSigned = current.isSelfIssued && (try? current.isSignatureValid(issuedBy: current)) == true
+                return (chain, selfSigned ? errSecNotTrusted : errSecCreateChainFailed)
+            }
+            chain.append(issuer)
+            trusted = anchorDER.contains(issuer.certificate.derBytes)
+        }
+        guard trusted else { return (chain, errSecNotTrusted) }
+        return (chain, check(chain.map(\.certificate), state))
+    }
+
+    /// Checks 2–5 of the file comment over a chain that ends at an anchor.
+    private func check(_ chain: [X509Certificate], _ state: State) -> OSStatus {
+        if chain.contains(where: \.hasUnknownCriticalExtension) { return errSecUnknownCriticalExtensionFlag }
+        for (index, issuer) in chain.enumerated().dropFirst() {
+            let isV1Anchor = index == chain.count - 1 && issuer.version < 3 && issuer.extensions.isEmpty
+            guard issuer.basicConstraints?.isCertificateAuthority == true || isV1Anchor else {
+                return errSecNoBasicConstraintsCA
+            }
+            if let usage = issuer.keyUsage, !usage.contains(.keyCertSign) { return errSecInvalidKeyUsageForPolicy }
+            let intermediatesBelow = chain[1..<index].filter { !$0.isSelfIssued }.count
+            if let limit = issuer.basicConstraints?.pathLengthConstraint, intermediatesBelow > limit {
+                return errSecPathLengthConstraintExceeded
+            }
+        }
+        let date = state.verifyDate ?? Date()
+        for certificate in chain {
+            if date > certificate.notValidAfter { return errSecCertificateExpired }
+            if date < certificate.notValidBefore { return errSecCertificateNotValidYet }
+        }
+        for policy in state.policies {
+            guard case .ssl(let server, let hostname) = policy.kind else { continue }
+            let leaf = chain[0]
+            if let usages = leaf.extendedKeyUsage,
+                !usages.contains(ExtendedKeyUsage.any),
+                !usages.contains(server ? ExtendedKeyUsage.serverAuth : ExtendedKeyUsage.clientAuth)
+            {
+                return errSecInvalidExtendedKeyUsage
+            }
+            if let hostname, !hostname.isEmpty, !matches(leaf, hostname: hostname) { return errSecHostNameMismatch }
+        }
+        return errSecSuccess
+    }
+}
+
+/// Whether a certificate's subjectAltName names `hostname`: an IP address entry equal to it, or a DNS
+/// name equal to it ignoring case, where a leading `*.` stands for exactly one non-empty label.
+func matches(_ certificate: X509Certificate, hostname: String) -> Bool {
+    guard let names = certificate.subjectAlternativeNames else { return false }
+    if let address = ipAddressBytes(hostname) { return names.ipAddresses.contains(address) }
+    var host = hostname.lowercased()
+    if host.hasSuffix(".") { host.removeLast() }
+    for var name in names.dnsNames.map({ $0.lowercased() }) {
+        if name.hasSuffix(".") { name.removeLast() }
+        if name == host { return true }
+        if name.hasPrefix("*."), let dot = host.firstIndex(of: "."), dot != host.startIndex,
+            host[host.index(after: dot)...] == name.dropFirst(2), name.count > 2
+        {
+            return true
+        }
+    }
+    return false
+}
+
+/// The 4 or 16 bytes of an IPv4 or IPv6 address literal, or `nil` for a DNS name.
+private func ipAddressBytes(_ text: String) -> [UInt8]? {
+    var v4 = in_addr()
+    if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
+    var v6 = in6_addr()
+    if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+    return nil
+}
+
+/// The system's trusted roots, read once from `/etc/ssl/certs/ca-certificates.crt` (empty if absent).
+private let systemAnchors: [SecCertificate] = {
+    guard let text = try? String(contentsOfFile: "/etc/ssl/certs/ca-certificates.crt", encoding: .utf8) else {
+        return []
+    }
+    let begin = "-----BEGIN CERTIFICATE-----"
+    let end = "-----END CERTIFICATE-----"
+    return text.components(separatedBy: begin).dropFirst().compactMap { block in
+        guard let body = block.components(separatedBy: end).first,
+            let der = Data(base64Encoded: body, options: .ignoreUnknownCharacters),
+            let certificate = try? X509Certificate(derEncoded: der)
+        else { return nil }
+        return SecCertificate(certificate)
+    }
+}()
+
+/// The objects of a `CFTypeRef` that is one `T` or an array of them; `nil` if anything else is in it.
+private func objects<T>(_ value: CFTypeRef, as type: T.Type) -> [T]? {
+    if let one = value as? T { return [one] }
+    guard let array = value as? NSArray else { return nil }
+    var result: [T] = []
+    for element in array {
+        guard let object = element as? T else { return nil }
+        result.append(object)
+    }
+    return result
+}
+
+/// Creates a trust object for a leaf certificate (first) and other certificates that may help build its
+/// chain.
+///
+/// - Parameters:
+///   - certificates: A `SecCertificate`, or an array of them with the leaf first.
+///   - policies: A `SecPolicy`, an array of them, or `nil` for ``SecPolicyCreateBasicX509()``.
+///   - trust: Receives the trust object.
+/// - Returns: `errSecSuccess`, or `errSecParam` when an input is not of the right type or is empty.
+@discardableResult
+public func SecTrustCreateWithCertificates(
+    _ certificates: CFTypeRef, _ policies: CFTypeRef?, _ trust: UnsafeMutablePointer<SecTrust?>
+) -> OSStatus {
+    guard let certificates = objects(certificates, as: SecCertificate.self), !certificates.isEmpty else {
+        return errSecParam
+    }
+    var policyList = [SecPolicyCreateBasicX509()]
+    if let policies {
+        guard let list = objects(policies, as: SecPolicy.self) else { return errSecParam }
+        policyList = list
+    }
+    trust.pointee = SecTrust(certificates: certificates, policies: policyList)
+    return errSecSuccess
+}
+
+/// Sets the certificates a chain may end at. Once set, only these anchors are trusted (not the system's)
+/// unless ``SecTrustSetAnchorCertificatesOnly(_:_:)`` says otherwise.
+///
+/// - Parameters:
+///   - trust: The trust object.
+///   - anchorCertificates: The anchors, or `nil` to go back to the system's.
+/// - Returns: `errSecSuccess`, or `errSecParam` for an array holding something other than certificates.
+@discardableResult
+public func SecTrustSetAnchorCertificates(_ trust: SecTrust, _ anchorCertificates: CFArray?) -> OSStatus {
+    guard let anchorCertificates else {
+        trust.change {
+            $0.anchors = nil
+            $0.anchorsOnly = false
+        }
+        return errSecSuccess
+    }
+    guard let anchors = objects(anchorCertificates, as: SecCertificate.self) else { return errSecParam }
+    trust.change {
+        $0.anchors = anchors
+        $0.anchorsOnly = true
+    }
+    return errSecSuccess
+}
+
+/// Chooses whether only the anchors set with ``SecTrustSetAnchorCertificates(_:_:)`` are trusted (`true`)
+/// or the system's roots too (`false`).
+///
+/// - Returns: `errSecSuccess`.
+@discardableResult
+public func SecTrustSetAnchorCertificatesOnly(_ trust: SecTrust, _ anchorCertificatesOnly: Bool) -> OSStatus {
+    trust.change { $0.anchorsOnly = anchorCertificatesOnly }
+    return errSecSuccess
+}
+
+/// Sets the date at which the certificates must be valid (now by default).
+///
+/// - Returns: `errSecSuccess`.
+@discardableResult
+public func SecTrustSetVerifyDate(_ trust: SecTrust, _ verifyDate: CFDate) -> OSStatus {
+    trust.change { $0.verifyDate = verifyDate as Date }
+    return errSecSuccess
+}
+
+/// Evaluates the trust: whether the leaf chains to an anchor and satisfies every policy.
+///
+/// ```swift
+/// var error: CFError?
+/// if !SecTrustEvaluateWithError(trust, &error) { … CFErrorGetCode(error) … }
+/// ```
+/// - Parameters:
+///   - trust: The trust object.
+///   - error: On failure, an error in `NSOSStatusErrorDomain` whose code is the first failed check's status
+///     (see the checks listed in `SecTrust.swift`).
+/// - Returns: Whether the certificate is trusted.
+public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutablePointer<CFError?>?) -> Bool {
+    let verdict = trust.verdict()
+    guard verdict.status == errSecSuccess else {
+        let summary = trust.leaf.certificate.subjectSummary ?? "certificate"
+        error?.pointee = NSError(
+            domain: NSOSStatusErrorDomain, code: Int(verdict.status),
+            userInfo: [NSLocalizedDescriptionKey: "“\(summary)” certificate is not trusted (\(verdict.status))"])
+        return false
+    }
+    error?.pointee = nil
+    return true
+}
+
+/// Returns the result of the last evaluation (evaluating first if needed).
+///
+/// - Parameters:
+///   - trust: The trust object.
+///   - result: Receives `.unspecified` when trusted, `.recoverableTrustFailure` otherwise.
+/// - Returns: `errSecSuccess`.
+@discardableResult
+public func SecTrustGetTrustResult(_ trust: SecTrust, _ result: UnsafeMutablePointer<SecTrustResultType>) -> OSStatus {
+    result.pointee = trust.verdict().status == errSecSuccess ? .unspecified : .recoverableTrustFailure
+    return errSecSuccess
+}
+
+/// Returns the leaf certificate's public key.
+///
+/// - Parameter trust: The trust object.
+/// - Returns: The key, or `nil` when it is neither RSA nor EC.
+public func SecTrustCopyKey(_ trust: SecTrust) -> SecKey? {
+    SecCertificateCopyKey(trust.leaf)
+}
+
+/// Returns the certificate chain built by the evaluation (evaluating first if needed): the leaf first, then
+/// each issuer up to the anchor, or as far as the chain could be built.
+///
+/// - Parameter trust: The trust object.
+/// - Returns: An array of `SecCertificate`.
+public func SecTrustCopyCertificateChain(_ trust: SecTrust) -> CFArray? {
+    NSArray(array: trust.verdict().chain)
+}
+
+/// Returns the number of certificates in the evaluated chain.
+///
+/// - Parameter trust: The trust object.
+/// - Returns: The count.
+public func SecTrustGetCertificateCount(_ trust: SecTrust) -> CFIndex {
+    trust.verdict().chain.count
+}
