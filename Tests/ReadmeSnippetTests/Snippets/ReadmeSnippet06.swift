@@ -3,20 +3,16 @@
 // Snippet 6 of the README, compiled (never run) by the ReadmeSnippetTests target.
 
 import Foundation
-import KeychainCore
+import Security
 
 func readmeSnippet06() throws {
-    let keychain = try KeychainDatabase.openDefault()            // created on first use
-    try keychain.add(Item(class: .genericPassword,
-                          attributes: [.service: .string("deploy"), .account: .string("ci")],
-                          data: Data("token".utf8)))
-    let item = try keychain.findFirst(
-        ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")]),
-        includeData: true)
-
-    let work = try KeychainDatabase.create(at: "/tmp/work.keychain-db", password: "correct horse")
-    try work.unlock(password: "correct horse")
-    try work.changePassword(old: "correct horse", new: "battery staple")
-    try work.rotateKeys(password: "battery staple")              // new keys, every item re-sealed
-    work.lock()
+    let p12 = try Data(contentsOf: URL(fileURLWithPath: "client.p12"))
+    var imported: CFArray?
+    let status = SecPKCS12Import(
+        p12 as CFData,
+        [kSecImportExportPassphrase: "secret", kSecUseDataProtectionKeychain: true] as CFDictionary, &imported)
+    var found: CFTypeRef?
+    SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnRef: true] as CFDictionary, &found)
+    var privateKey: SecKey?
+    SecIdentityCopyPrivateKey(found as! SecIdentity, &privateKey)
 }

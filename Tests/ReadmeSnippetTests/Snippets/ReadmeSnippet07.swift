@@ -3,14 +3,20 @@
 // Snippet 7 of the README, compiled (never run) by the ReadmeSnippetTests target.
 
 import Foundation
-import KeychainStorage
+import KeychainCore
 
 func readmeSnippet07() throws {
-    let salt = Data("offline-cache salt".utf8)
-    let cipher = try Cipher(password: "correct horse", salt: salt)   // scrypt N=2^17 + AES-256-GCM
-    let storage = try KeychainStorage.createStore(name: "offline-cache", cipher: cipher, accessGroup: nil)
-    try storage.put(data: Data("payload".utf8), for: "item-1")
-    let payload = try storage.data(for: "item-1")                // nil when absent
-    try storage.changeCipher(to: try Cipher(password: "battery staple", salt: salt))   // all or nothing
-    try KeychainStorage.removeStore(name: "offline-cache", accessGroup: nil)
+    let keychain = try KeychainDatabase.openDefault()            // created on first use
+    try keychain.add(Item(class: .genericPassword,
+                          attributes: [.service: .string("deploy"), .account: .string("ci")],
+                          data: Data("token".utf8)))
+    let item = try keychain.findFirst(
+        ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")]),
+        includeData: true)
+
+    let work = try KeychainDatabase.create(at: "/tmp/work.keychain-db", password: "correct horse")
+    try work.unlock(password: "correct horse")
+    try work.changePassword(old: "correct horse", new: "battery staple")
+    try work.rotateKeys(password: "battery staple")              // new keys, every item re-sealed
+    work.lock()
 }
