@@ -6,8 +6,10 @@ import Security
 /// times every operation through the engine, `SecItem*` and the floor interleaved, then
 /// times opening; at the reference size (10,000 items) the `security` processes, at the
 /// largest size resident memory in a fresh process. Then lookups and adds on every size in
-/// one interleaved loop (growth), and last password changes and unlocking with key
-/// derivation on the reference keychain (which then has a password).
+/// one interleaved loop (growth), password changes and unlocking with key derivation on the
+/// reference keychain (which then has a password), and last the lookup processes on keychains
+/// filled by separate add processes, against the Swift floor and GNOME Keyring
+/// (``ScriptComparison``).
 ///
 /// Everything happens in a new scratch directory (mode 0700) that is removed at the end; the
 /// keychains are password-less and protected by a device key file in that directory, so no
@@ -59,7 +61,6 @@ struct BenchmarkRunner {
                 report.memory = try lifecycle.memory(path: result.path, items: size, service: service, account: account)
             }
         }
-        report.scripts = scriptComparisons(lifecycle: lifecycle, scratch: scratch)
         if keychains.count > 1 {
             progress("growth: find and add on every size, interleaved")
             report.growth = try measureGrowth(keychains, configuration: lifecycle.configuration)
@@ -70,6 +71,9 @@ struct BenchmarkRunner {
             report.passwordChange = change
             report.openWithKeyDerivation = open
         }
+        // Last: filling keychains with thousands of processes leaves the disk and the page
+        // cache busy enough to slow the in-process timings above when they come after it.
+        report.scripts = scriptComparisons(lifecycle: lifecycle, scratch: scratch)
         report.machine.loadAtEnd = Machine.loadAverage()
         report.notes = notes(report)
         report.evaluateTargets()
