@@ -51,14 +51,9 @@ enum ChildProcess {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv + envp { free(pointer) }
-        }
         var pid: pid_t = 0
         var start = Clock.now()
-        var spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        var spawned = spawn(&pid, executable, arguments, environment, &actions)
         // ETXTBSY: the executable is still open for writing somewhere, typically in a child
         // that another thread forked just after the file was written and that has not yet
         // reached its exec. It passes; wait for it (at most about a second).
@@ -67,7 +62,7 @@ enum ChildProcess {
             usleep(20_000)
             attempts += 1
             start = Clock.now()
-            spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+            spawned = spawn(&pid, executable, arguments, environment, &actions)
         }
         guard spawned == 0 else {
             for fd in outputPipe + errorPipe + inputPipe where fd >= 0 { close(fd) }
@@ -99,6 +94,19 @@ enum ChildProcess {
         let elapsed = Clock.now() - start
         let exitCode: Int32 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return Outcome(status: exitCode, standardOutput: output, standardError: error, nanoseconds: elapsed)
+    }
+
+    /// `posix_spawn` with Swift arguments and exactly `environment`; its result.
+    private static func spawn(
+        _ pid: inout pid_t, _ executable: String, _ arguments: [String], _ environment: [String: String],
+        _ actions: inout posix_spawn_file_actions_t
+    ) -> Int32 {
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv + envp { free(pointer) }
+        }
+        return posix_spawn(&pid, executable, &actions, nil, argv, envp)
     }
 
     /// How many times ``run(_:_:environment:capture:input:)`` tries to start an executable that is
@@ -147,13 +155,8 @@ enum ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
         posix_spawn_file_actions_adddup2(&actions, outputPipe[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for pointer in argv + envp { free(pointer) }
-        }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let spawned = spawn(&pid, executable, arguments, environment, &actions)
         close(inputPipe[0])
         close(outputPipe[1])
         guard spawned == 0 else {
