@@ -223,7 +223,7 @@ struct Lifecycle {
                     "swift-noop", bench, ["--internal-noop"], display: "keychain-bench doing nothing (Swift floor)",
                     items: nil))
         }
-        let addDisplay = "security add-generic-password -s … -a … -w …"
+        let addDisplay = "security add-generic-password -s … -a … -w (secret on standard input)"
         guard let security = securityExecutable else {
             let note = "not available: no security executable next to keychain-bench (build the security product)"
             results.append(ProcessResult(name: "security-add", command: addDisplay, items: items, note: note))
@@ -231,11 +231,11 @@ struct Lifecycle {
         }
         let expected = String(decoding: secret, as: UTF8.self)
         var addNote: String?
-        let probeArguments = [
-            "add-generic-password", "-s", "cli.bench.example.net", "-a", "probe", "-w", expected, path,
-        ]
+        // The secret goes in on standard input (a trailing -w), never on the command line.
+        let input = Data((expected + "\n").utf8)
+        let probeArguments = ["add-generic-password", "-s", "cli.bench.example.net", "-a", "probe", path, "-w"]
         do {
-            let outcome = try ChildProcess.run(security, probeArguments, environment: environment)
+            let outcome = try ChildProcess.run(security, probeArguments, environment: environment, input: input)
             if outcome.status != 0 { addNote = "not available: " + Self.describe(outcome, expectedOutput: false) }
         } catch {
             addNote = "not available: \(error)"
@@ -247,11 +247,11 @@ struct Lifecycle {
             var failure: String?
             for repetition in 0..<options.processRepetitions {
                 let arguments = [
-                    "add-generic-password", "-s", "cli.bench.example.net", "-a", "cli-\(repetition)", "-w", expected,
-                    path,
+                    "add-generic-password", "-s", "cli.bench.example.net", "-a", "cli-\(repetition)", path, "-w",
                 ]
                 do {
-                    let outcome = try ChildProcess.run(security, arguments, environment: environment, capture: false)
+                    let outcome = try ChildProcess.run(
+                        security, arguments, environment: environment, capture: false, input: input)
                     guard outcome.status == 0 else { throw BenchmarkFailure("exit status \(outcome.status)") }
                     samples.append(outcome.nanoseconds)
                 } catch {

@@ -41,10 +41,10 @@ struct ScriptComparison {
             let (security, environment) = (security, environment)
             result.fillSeconds = try Self.fill(size: size) { index in
                 let item = Self.item(index)
+                // The secret goes in on standard input (a trailing -w), never on the command line.
                 return try ChildProcess.run(
-                    security,
-                    ["add-generic-password", "-s", item.service, "-a", item.account, "-w", item.secret, path],
-                    environment: environment, capture: false
+                    security, ["add-generic-password", "-s", item.service, "-a", item.account, path, "-w"],
+                    environment: environment, capture: false, input: Data((item.secret + "\n").utf8)
                 ).status
             }
             result.logBytes =
