@@ -115,23 +115,19 @@ import Testing
         var random = SplitMix64(seed: 0x5eed_0012)
         var whole = Tally()
         var inner = Tally()
-        let clock = ContinuousClock()
-        let elapsed = clock.measure {
-            for round in 0..<10_000 {
-                let input = Self.mutate(round.isMultiple(of: 2) ? encrypted : plain, &random)
-                Self.parse(input, round: round, into: &whole)
-            }
-            for round in 0..<6_000 {
-                let authSafe = Self.mutate(authSafes[round % 2], &random)
-                Self.parse(Self.pfx(authSafe: authSafe, passphrase: "pw"), round: round, into: &inner)
-            }
+        for round in 0..<10_000 {
+            let input = Self.mutate(round.isMultiple(of: 2) ? encrypted : plain, &random)
+            Self.parse(input, round: round, into: &whole)
+        }
+        for round in 0..<6_000 {
+            let authSafe = Self.mutate(authSafes[round % 2], &random)
+            Self.parse(Self.pfx(authSafe: authSafe, passphrase: "pw"), round: round, into: &inner)
         }
         #expect(whole.accepted + whole.refused == 10_000)
         #expect(inner.accepted + inner.refused == 6_000)
         // The MAC catches almost every whole-file change; beneath it, the parser refuses most.
         #expect((whole.codes["wrongPassphrase"] ?? 0) > 1_000)
         #expect((inner.codes["malformed"] ?? 0) > 1_000)
-        #expect(elapsed < .seconds(40))
     }
 
     static func parse(_ input: [UInt8], round: Int, into tally: inout Tally) {
