@@ -109,9 +109,9 @@ public enum AgentCodec {
     public static func encode(_ query: ItemQuery) -> DBusValue {
         var entries: [String: DBusValue] = [
             Key.attributes: encode(query.attributes),
-            Key.synchronizable: .string(name(of: query.synchronizable)),
+            Key.synchronizable: .string(name(of: query.synchronizable, in: synchronizableNames)),
             Key.tombstones: .boolean(query.includesTombstones),
-            Key.authenticationUI: .string(name(of: query.authenticationUI)),
+            Key.authenticationUI: .string(name(of: query.authenticationUI, in: authenticationUINames)),
         ]
         if let itemClass = query.itemClass { entries[Key.itemClass] = .string(itemClass.rawValue) }
         if let identity = query.persistentID { entries[Key.identity] = .bytes(bytes(of: identity)) }
@@ -131,12 +131,14 @@ public enum AgentCodec {
                 guard let itemClass = ItemClass(rawValue: raw) else { throw parameter("unknown class") }
                 query.itemClass = itemClass
             case (Key.attributes, _): query.attributes = try decodeAttributes(inner)
-            case (Key.synchronizable, .string(let raw)): query.synchronizable = try synchronizable(raw)
+            case (Key.synchronizable, .string(let raw)):
+                query.synchronizable = try named(raw, in: synchronizableNames, "sync")
             case (Key.identity, _): query.persistentID = try decodeIdentity(inner)
             case (Key.limit, .int64(let limit)) where limit >= 0 && limit <= Int64(Int32.max):
                 query.limit = Int(limit)
             case (Key.tombstones, .boolean(let flag)): query.includesTombstones = flag
-            case (Key.authenticationUI, .string(let raw)): query.authenticationUI = try authenticationUI(raw)
+            case (Key.authenticationUI, .string(let raw)):
+                query.authenticationUI = try named(raw, in: authenticationUINames, "authUI")
             case (Key.host, .string(let host)): query.hostOrSubdomain = host
             default: throw parameter("the query field \(field) is unknown or has the wrong type")
             }
@@ -217,37 +219,21 @@ public enum AgentCodec {
             ))
     }
 
-    static func name(of value: ItemQuery.Synchronizable) -> String {
-        switch value {
-        case .no: "no"
-        case .yes: "yes"
-        case .any: "any"
-        }
+    /// The wire names of ``KeychainCore/ItemQuery/Synchronizable``.
+    static let synchronizableNames: [(ItemQuery.Synchronizable, String)] = [(.no, "no"), (.yes, "yes"), (.any, "any")]
+    /// The wire names of ``KeychainCore/ItemQuery/AuthenticationUI``.
+    static let authenticationUINames: [(ItemQuery.AuthenticationUI, String)] = [
+        (.ignore, "ignore"), (.fail, "fail"), (.skip, "skip"),
+    ]
+
+    static func name<T: Equatable>(of value: T, in names: [(T, String)]) -> String {
+        names.first { $0.0 == value }?.1 ?? ""
     }
 
-    static func synchronizable(_ raw: String) throws -> ItemQuery.Synchronizable {
-        switch raw {
-        case "no": .no
-        case "yes": .yes
-        case "any": .any
-        default: throw parameter("sync must be no, yes or any")
+    static func named<T>(_ raw: String, in names: [(T, String)], _ field: String) throws -> T {
+        guard let value = names.first(where: { $0.1 == raw })?.0 else {
+            throw parameter("\(field) must be " + names.map(\.1).joined(separator: ", "))
         }
-    }
-
-    static func name(of value: ItemQuery.AuthenticationUI) -> String {
-        switch value {
-        case .ignore: "ignore"
-        case .fail: "fail"
-        case .skip: "skip"
-        }
-    }
-
-    static func authenticationUI(_ raw: String) throws -> ItemQuery.AuthenticationUI {
-        switch raw {
-        case "ignore": .ignore
-        case "fail": .fail
-        case "skip": .skip
-        default: throw parameter("authUI must be ignore, fail or skip")
-        }
+        return value
     }
 }
