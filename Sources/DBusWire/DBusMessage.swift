@@ -355,3 +355,15 @@ extension DBusMessage {
         return nil
     }
 }
+
+extension DBusMessage: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The message's kind, names and body types, never the body's contents (see
+    /// ``DBusValue/description``).
+    public var description: String {
+        let name = member ?? errorName ?? ""
+        return "DBusMessage(\(type) \(interface.map { $0 + "." } ?? "")\(name), serial \(serial), body \(body))"
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+}

@@ -139,3 +139,23 @@ extension DBusValue {
         }
     }
 }
+
+extension DBusValue: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The value's type and size, never its contents (strings and byte arrays carry secrets:
+    /// passwords, item data), e.g. `ay[32]`, `s[12]`, `a{sv}[3]`.
+    public var description: String {
+        switch self {
+        case .string(let string), .objectPath(let string), .signature(let string):
+            "\(type.signature)[\(string.utf8.count)]"
+        case .bytes(let bytes): "ay[\(bytes.count)]"
+        case .array(_, let elements): "\(type.signature)[\(elements.count)]"
+        case .dictionary(_, _, let entries): "\(type.signature)[\(entries.count)]"
+        case .structure(let fields): "(\(fields.map(\.description).joined(separator: ", ")))"
+        case .variant(let inner): "v<\(inner.description)>"
+        default: type.signature
+        }
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+}

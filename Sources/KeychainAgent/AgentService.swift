@@ -26,6 +26,8 @@ public final class AgentService: Sendable {
     public let groups: @Sendable (DBusPeerCredentials?) throws -> AccessGroups
     private let open = NSLock()
     nonisolated(unsafe) private var keychains: [String: KeychainDatabase] = [:]
+    /// Back-off after repeated wrong passwords, per keychain (guarded by `open`).
+    nonisolated(unsafe) private var throttle = UnlockThrottle(clock: ContinuousClock())
     /// Engine work blocks on SQLite and the disk: it runs here, never on an event loop or the
     /// cooperative pool.
     private let work = DispatchQueue(label: "keychain-agent.engine", attributes: .concurrent)
@@ -76,16 +78,27 @@ public final class AgentService: Sendable {
 
     // MARK: Requests
 
+    /// The methods that manage keychains rather than items in them: only a caller whose groups
+    /// include every group (the user's own programs, not a sandboxed or manifest-bound app).
+    static let administration: Set<AgentInterface.Method> = [
+        .create, .deleteKeychain, .lockAll, .changePassword, .rotateKeys,
+    ]
+
     private func perform(
         _ method: AgentInterface.Method, _ arguments: [DBusValue], groups: AccessGroups
     ) throws -> [DBusValue] {
+        guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
+        if Self.administration.contains(method), !groups.groups.contains("*") {
+            throw KeychainError(.missingEntitlement, "only the user's own programs manage keychains")
+        }
         let name = try string(arguments, 0)
         switch method {
         case .create:
+            let password = try password(arguments, 1)
             let keychain = try KeychainDatabase.create(
-                at: try absolute(name), password: try password(arguments, 1), configuration: configuration)
+                at: try absolute(name), password: password, configuration: configuration)
             remember(keychain)
-            if let password = try password(arguments, 1) { try keychain.unlock(password: password) }
+            if let password { try keychain.unlock(password: password) }
             return []
         case .deleteKeychain:
             let path = try absolute(name)
@@ -97,8 +110,27 @@ public final class AgentService: Sendable {
             return []
         case .close:
             return []
+        case .unlock, .changePassword, .rotateKeys:
+            let keychain = try keychain(name)
+            return try throttled(keychain.path ?? name) {
+                try perform(method, arguments, on: keychain.acting(for: groups))
+            }
         default:
             return try perform(method, arguments, on: try keychain(name).acting(for: groups))
+        }
+    }
+
+    /// Runs an operation that checks a password, refusing it while the keychain is in its
+    /// back-off after repeated wrong passwords, and counting this attempt's outcome.
+    private func throttled<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        try open.withLock { try throttle.checkAttempt(for: path) }
+        do {
+            let result = try body()
+            open.withLock { throttle.recordSuccess(for: path) }
+            return result
+        } catch let error as KeychainError where error.code == .authFailed {
+            open.withLock { throttle.recordFailure(for: path) }
+            throw error
         }
     }
 
@@ -179,9 +211,13 @@ public final class AgentService: Sendable {
         _ = open.withLock { keychains.removeValue(forKey: path) }
     }
 
+    /// The one spelling of a keychain's path (`/a//b/./k` and a link to it name one keychain,
+    /// with one lock state).
     private func absolute(_ path: String) throws -> String {
         guard path.hasPrefix("/") else { throw KeychainError(.parameter, "a keychain is named by its absolute path") }
-        return path
+        let url = URL(fileURLWithPath: path).standardizedFileURL
+        let directory = url.deletingLastPathComponent().resolvingSymlinksInPath().path
+        return (directory == "/" ? "" : directory) + "/" + url.lastPathComponent
     }
 
     // MARK: Arguments (the dispatcher has checked their types against the signature)

@@ -103,12 +103,6 @@ func certificateAttributes(_ certificate: X509Certificate, full: Bool) -> [(Stri
     return attributes
 }
 
-/// Whether SecItem can build a reference for items of a class (keys, certificates, identities;
-/// passwords never have one).
-func buildsReferences(_ itemClass: ItemClass) -> Bool {
-    itemClass == .key || itemClass == .certificate || itemClass == .identity
-}
-
 /// The reference of a stored item: a `SecKey`, `SecCertificate` or `SecIdentity`, or `nil`.
 func itemReference(_ item: Item) -> AnyObject? {
     switch item.itemClass {

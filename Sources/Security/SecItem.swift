@@ -39,12 +39,9 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         let attributes = try expandingReference(attributes, adding: true)
         let query = try QueryParser(operation: .add).parse(attributes)
         guard let itemClass = query.itemClass else { throw SecError(errSecParam) }
-        if query.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        if query.hasValueRef { throw SecError(errSecParam) }
         if let reference = query.persistentRef, reference.identity == nil { throw SecError(errSecParam) }
         if query.accessControl != nil, isCFTrue(attributes, "sync") { throw SecError(errSecParam) }
-        if query.returnRef && !isPassword(itemClass) && !buildsReferences(itemClass) {
-            throw SecError(errSecUnimplemented)
-        }
         let database = try targetDatabase(query)
         guard database.accessGroups.groups.contains(where: { $0 != "com.apple.token" }) else {
             throw SecError(errSecMissingEntitlement)
@@ -83,10 +80,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         {
             throw SecError(errSecParam)
         }
-        if parsed.returnRef && !isPassword(itemClass) && !buildsReferences(itemClass) {
-            throw SecError(errSecUnimplemented)
-        }
-        if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        if parsed.hasValueRef { throw SecError(errSecParam) }
         let items = try matchingItems(parsed)
         guard !items.isEmpty else { throw SecError(errSecItemNotFound) }
         let objects = items.compactMap { copyResult($0, parsed) }
@@ -111,7 +105,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         let query = try identityReference(query).map { try identityQuery($0, query) } ?? query
         let parsed = try QueryParser(operation: .update).parse(expandingReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
-        if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        if parsed.hasValueRef { throw SecError(errSecParam) }
         let (changes, data) = try parseChanges(attributesToUpdate, itemClass: itemClass)
         let database = try targetDatabase(parsed)
         guard let itemQuery = itemQuery(parsed, unlimited: true) else { throw SecError(errSecItemNotFound) }
@@ -132,7 +126,7 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     return status {
         let parsed = try QueryParser(operation: .delete).parse(expandingReference(query, adding: false))
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
-        if parsed.hasValueRef { throw SecError(referenceStatus(itemClass)) }
+        if parsed.hasValueRef { throw SecError(errSecParam) }
         let database = try targetDatabase(parsed)
         guard let itemQuery = itemQuery(parsed, unlimited: true) else { throw SecError(errSecItemNotFound) }
         try database.delete(itemQuery)
@@ -143,11 +137,6 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
 
 private func isPassword(_ itemClass: ItemClass) -> Bool {
     itemClass == .genericPassword || itemClass == .internetPassword
-}
-
-/// Passing a reference that is not a key, certificate or identity (spec §5.1 item 14).
-private func referenceStatus(_ itemClass: ItemClass) -> OSStatus {
-    errSecParam
 }
 
 /// Whether the dictionary holds exactly `kCFBooleanTrue` under `key`.
@@ -184,7 +173,7 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
     let keychains = try targets.map { try database(for: $0) }
     let wantsData =
         parsed.returnData
-        || (parsed.returnRef && (isPassword(parsed.itemClass!) || buildsReferences(parsed.itemClass!)))
+        || parsed.returnRef
         || parsed.filtersCertificates
     var items: [Item] = []
     for database in keychains {
@@ -249,7 +238,9 @@ private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
     let reference = query.returnRef ? itemReference(item) : nil
     if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
     if let reference { builder.append("v_Ref", reference) }
-    if query.returnData || (query.returnRef && reference == nil), let data = item.data {
+    // A password's "reference" is its data; a key's, certificate's or identity's that cannot be
+    // built is left out, never replaced by its bytes (a private key's among them).
+    if query.returnData || (query.returnRef && reference == nil && isPassword(item.itemClass)), let data = item.data {
         builder.append("v_Data", data: data)
     }
     if query.returnPersistentRef, let reference = persistentReference(item) {
@@ -278,7 +269,9 @@ private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
     builder.append("sha1", data: sha1(item.data))
     if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
     if let reference { builder.append("v_Ref", reference) }
-    if query.returnData || (query.returnRef && reference == nil) { builder.append("v_Data", data: item.data ?? Data()) }
+    if query.returnData || (query.returnRef && reference == nil && isPassword(item.itemClass)) {
+        builder.append("v_Data", data: item.data ?? Data())
+    }
     if query.returnPersistentRef, let reference = persistentReference(item) {
         builder.append("v_PersistentRef", data: reference)
     }

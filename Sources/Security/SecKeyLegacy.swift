@@ -71,8 +71,9 @@ public func SecKeyRawSign(
     _ key: SecKey, _ padding: SecPadding, _ dataToSign: UnsafePointer<UInt8>, _ dataToSignLen: Int,
     _ sig: UnsafeMutablePointer<UInt8>, _ sigLen: UnsafeMutablePointer<Int>
 ) -> OSStatus {
-    let input = Data(bytes: dataToSign, count: dataToSignLen)
-    guard let algorithm = legacySignatureAlgorithm(key, padding, digestLength: input.count) else { return errSecParam }
+    guard let input = callerBytes(dataToSign, dataToSignLen),
+        let algorithm = legacySignatureAlgorithm(key, padding, digestLength: input.count)
+    else { return errSecParam }
     var error: Unmanaged<CFError>?
     guard let signature = SecKeyCreateSignature(key, algorithm, input as CFData, &error) else {
         return legacyStatus(error)
@@ -95,10 +96,10 @@ public func SecKeyRawVerify(
     _ key: SecKey, _ padding: SecPadding, _ signedData: UnsafePointer<UInt8>, _ signedDataLen: Int,
     _ sig: UnsafePointer<UInt8>, _ sigLen: Int
 ) -> OSStatus {
-    let input = Data(bytes: signedData, count: signedDataLen)
-    guard let algorithm = legacySignatureAlgorithm(key, padding, digestLength: input.count) else { return errSecParam }
+    guard let input = callerBytes(signedData, signedDataLen), let signature = callerBytes(sig, sigLen),
+        let algorithm = legacySignatureAlgorithm(key, padding, digestLength: input.count)
+    else { return errSecParam }
     var error: Unmanaged<CFError>?
-    let signature = Data(bytes: sig, count: sigLen)
     guard SecKeyVerifySignature(key, algorithm, input as CFData, signature as CFData, &error) else {
         return legacyStatus(error)
     }
@@ -121,7 +122,7 @@ public func SecKeyEncrypt(
 ) -> OSStatus {
     guard let algorithm = legacyEncryptionAlgorithm(padding) else { return errSecParam }
     var error: Unmanaged<CFError>?
-    let input = Data(bytes: plainText, count: plainTextLen)
+    guard let input = callerBytes(plainText, plainTextLen) else { return errSecParam }
     guard let output = SecKeyCreateEncryptedData(key, algorithm, input as CFData, &error) else {
         return legacyStatus(error)
     }
@@ -144,7 +145,7 @@ public func SecKeyDecrypt(
 ) -> OSStatus {
     guard let algorithm = legacyEncryptionAlgorithm(padding) else { return errSecParam }
     var error: Unmanaged<CFError>?
-    let input = Data(bytes: cipherText, count: cipherTextLen)
+    guard let input = callerBytes(cipherText, cipherTextLen) else { return errSecParam }
     guard var output = SecKeyCreateDecryptedData(key, algorithm, input as CFData, &error) as Data? else {
         return legacyStatus(error)
     }
@@ -201,4 +202,9 @@ private func copy(_ data: Data, to buffer: UnsafeMutablePointer<UInt8>, length: 
     data.copyBytes(to: buffer, count: data.count)
     length.pointee = data.count
     return errSecSuccess
+}
+
+/// The `count` bytes a caller passed, or `nil` for a negative count (errSecParam, not a trap).
+private func callerBytes(_ pointer: UnsafePointer<UInt8>, _ count: Int) -> Data? {
+    count >= 0 ? Data(bytes: pointer, count: count) : nil
 }

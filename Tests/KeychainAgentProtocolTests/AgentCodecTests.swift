@@ -224,4 +224,19 @@ struct AgentCodecTests {
             }
         }
     }
+
+    @Test("printing an item's D-Bus form or its message shows types and sizes, never the secret")
+    func descriptionsHideContents() {
+        let item = Item(
+            class: .genericPassword, attributes: [.account: .string("alice-account")], data: Data("hunter2-secret".utf8)
+        )
+        var message = DBusMessage.methodCall(
+            path: AgentInterface.objectPath, interface: AgentInterface.name, member: "Add",
+            body: [.string("/home/k"), AgentCodec.encode(item), .bytes(Array("pw-bytes".utf8))])
+        message.serial = 3
+        for text in ["\(message)", String(reflecting: message), "\(AgentCodec.encode(item))", "\(message.body)"] {
+            for secret in ["hunter2", "alice-account", "pw-bytes"] { #expect(!text.contains(secret), "\(text)") }
+        }
+        #expect("\(message)".contains("Add") && "\(DBusValue.bytes([1, 2, 3]))" == "ay[3]")
+    }
 }

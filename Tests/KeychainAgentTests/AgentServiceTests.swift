@@ -73,7 +73,7 @@ struct AgentServiceTests {
 
     @Test("create, unlock, add and find in separate connections: the unlock lasts until a lock")
     func unlockLastsAcrossConnections() async throws {
-        let agent = try await Running { _ in AccessGroups(["build"]) }
+        let agent = try await Running { _ in AccessGroups(["build", "*"]) }
         let path = agent.directory + "/data/keychains/build.keychain-db"
         try FileManager.default.createDirectory(
             atPath: agent.directory + "/data/keychains", withIntermediateDirectories: true,
@@ -103,6 +103,11 @@ struct AgentServiceTests {
         let found = try AgentCodec.decodeItems(
             try await Self.call(fourth, .find, [.string(path), query, .boolean(true)])[0])
         #expect(found.map(\.data) == [Data("s3cret".utf8)])
+        // Another spelling of the same file is the same keychain, with the same lock state
+        // (a handle of its own would have opened locked).
+        let spelling = agent.directory + "/data//keychains/./build.keychain-db"
+        let other = try await Self.call(fourth, .status, [.string(spelling)])[0].stringKeyedEntries
+        #expect(other?["isLocked"] == .variant(.boolean(false)), "\(String(describing: other))")
         _ = try await Self.call(fourth, .lock, [.string(path)])
         #expect(
             await Self.failure(fourth, .find, [.string(path), query, .boolean(true)])?.code == .interactionNotAllowed)
@@ -214,5 +219,30 @@ struct AgentServiceTests {
         #expect(gone?.code == .interactionNotAllowed)
         #expect(
             (#expect(throws: KeychainError.self) { try AgentConnection(socketPath: socket) })?.code == .notAvailable)
+    }
+
+    @Test("only a caller with every group manages keychains; a caller with no group can do nothing")
+    func administrationNeedsEveryGroup() async throws {
+        let agent = try await Running { _ in AccessGroups(["app"]) }
+        let connection = try await agent.connection()
+        let path = agent.directory + "/data/keychains/x.keychain-db"
+        for (method, arguments) in [
+            (AgentInterface.Method.create, [DBusValue.string(path)] + Self.password("P")),
+            (.deleteKeychain, [.string(path)]), (.lockAll, []),
+            (.changePassword, [.string(""), .boolean(false), .bytes([]), .bytes(Array("n".utf8))]),
+            (.rotateKeys, [.string("")] + Self.password(nil) + Self.password(nil)),
+        ] {
+            #expect(await Self.failure(connection, method, arguments)?.code == .missingEntitlement, "\(method)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
+        await connection.close()
+        await agent.close()
+
+        let nobody = try await Running { _ in AccessGroups([]) }
+        let none = try await nobody.connection()
+        #expect(await Self.failure(none, .status, [.string("")])?.code == .missingEntitlement)
+        #expect(await Self.failure(none, .lock, [.string("")])?.code == .missingEntitlement)
+        await none.close()
+        await nobody.close()
     }
 }

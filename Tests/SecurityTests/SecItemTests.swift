@@ -564,7 +564,9 @@ struct SecItemLockAndGroupTests {
     }
 }
 
-@Suite("Keychain selection (SecKeychain*)")
+/// Serialized: its tests reset the process-wide `KeychainRegistry`, which would forget the
+/// keychains another of them has open (and unlocked).
+@Suite("Keychain selection (SecKeychain*)", .serialized)
 struct SecKeychainTests {
     @Test("create, open, unlock, use through kSecUseKeychain and kSecMatchSearchList, delete")
     func keychainLifecycle() throws {

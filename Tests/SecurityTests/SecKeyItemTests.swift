@@ -8,6 +8,31 @@ import Testing
 
 @Suite("SecKey: keys in the keychain")
 struct SecKeyItemTests {
+    @Test("a key whose reference cannot be built is returned without its bytes, never with them in their place")
+    func unbuildableReferenceGivesNoBytes() throws {
+        try withKeychain { _ in
+            let tag = Data("com.example.symmetric".utf8)
+            let secret = Data(repeating: 0x5A, count: 32)
+            let added = SecItemAdd(
+                [
+                    kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassSymmetric,
+                    kSecAttrApplicationTag: tag, kSecValueData: secret,
+                ] as CFDictionary, nil)
+            #expect(added == errSecSuccess)
+            let (status, result) = copyMatching([
+                kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecReturnRef: true, kSecReturnAttributes: true,
+            ])
+            #expect(status == errSecSuccess)
+            let attributes = try #require(result as? [String: Any])
+            #expect(attributes["v_Data"] == nil, "the key's bytes came back without kSecReturnData")
+            #expect(attributes["v_Ref"] == nil)
+            let (_, withData) = copyMatching([
+                kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecReturnData: true, kSecReturnAttributes: true,
+            ])
+            #expect((withData as? [String: Any])?["v_Data"] as? Data == secret)
+        }
+    }
+
     @Test(
         "Apple's pattern: generate a stored P-256 key with a tag, find it by tag, sign, verify with the re-imported public key"
     )
@@ -170,6 +195,13 @@ struct SecKeyItemTests {
         var small = 100
         #expect(SecKeyRawSign(rsa, .PKCS1SHA256, digest, digest.count, &signature, &small) == errSecParam)
         #expect(SecKeyRawSign(rsa, .PKCS1MD5, digest, digest.count, &signature, &length) == errSecParam)
+        // A negative length from a C-style caller is errSecParam, not a trap.
+        #expect(SecKeyRawSign(rsa, .PKCS1SHA256, digest, -1, &signature, &length) == errSecParam)
+        #expect(SecKeyRawVerify(publicKey(rsa), .PKCS1SHA256, digest, digest.count, signature, -1) == errSecParam)
+        var out = [UInt8](repeating: 0, count: 256)
+        var outLength = out.count
+        #expect(SecKeyEncrypt(publicKey(rsa), .PKCS1, digest, -5, &out, &outLength) == errSecParam)
+        #expect(SecKeyDecrypt(rsa, .PKCS1, digest, -5, &out, &outLength) == errSecParam)
 
         let plaintext = [UInt8]("legacy secret".utf8)
         var ciphertext = [UInt8](repeating: 0, count: 256)
