@@ -96,7 +96,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "keychain-agent-test-worker",
-            dependencies: ["KeychainAgent", "CKeychainAgent"],
+            dependencies: ["KeychainAgent", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol", "KeychainCore"],
             path: "Tests/AgentWorker"
         ),
         .executableTarget(

@@ -10,8 +10,15 @@
 //       or not, say "<pid> <address-hex> <dumpable 0|1> <core-limit>", wait for end of input
 //   keychain-agent-test-worker readmem <pid> <address-hex> <count>
 //                                                               say "ok <hex>" or "denied <errno>"
+//   keychain-agent-test-worker serve <dir> <groups> [<pid>]   serve keychains in <dir> on
+//       <dir>/agent.sock (AgentService; every caller gets the comma-separated <groups>, or, with
+//       <pid>, "mine" for that process and "theirs" for others), say "ready", exit at end of input
 import CKeychainAgent
+import DBusWire
+import Foundation
 import KeychainAgent
+import KeychainAgentProtocol
+import KeychainCore
 
 #if canImport(Glibc)
     import Glibc
@@ -120,7 +127,27 @@ case "secret" where arguments.count == 3:
     secret(harden: arguments[2] == "harden")
 case "readmem" where arguments.count == 5:
     readMemory(pid: arguments[2], address: arguments[3], count: Int(arguments[4]) ?? 0)
+case "serve" where arguments.count == 4 || arguments.count == 5:
+    let directory = arguments[2]
+    let fixed = AccessGroups(arguments[3].split(separator: ",").map(String.init))
+    let mine = arguments.count == 5 ? Int32(arguments[4]) : nil
+    var configuration = KeychainConfiguration.testing(deviceKey: .file(at: directory + "/config/device-key"))
+    configuration.accessGroups = .standard
+    let paths = KeychainPaths(environment: [
+        "HOME": directory, "XDG_DATA_HOME": directory + "/data", "XDG_CONFIG_HOME": directory + "/config",
+    ])
+    let service = AgentService(configuration: configuration, paths: paths) { peer in
+        guard let mine else { return fixed }
+        return AccessGroups([peer?.pid == mine ? "mine" : "theirs"])
+    }
+    let objects = DBusObjectTree()
+    try objects.register(service.interface, at: AgentInterface.objectPath)
+    let server = try await DBusServer.bind(unixPath: directory + "/agent.sock", objects: objects)
+    say("ready")
+    while readLine(from: 0) != nil {}
+    try? await server.close()
+    exit(0)
 default:
-    say("usage: keychain-agent-test-worker connect|fake-flatpak|secret|readmem …")
+    say("usage: keychain-agent-test-worker connect|fake-flatpak|secret|readmem|serve …")
     exit(2)
 }

@@ -12,35 +12,46 @@ import Testing
 /// works in the groups the service gives it, and errors arrive with their OSStatus.
 @Suite("Agent service")
 struct AgentServiceTests {
-    /// A service on a private socket, with a device key in its own directory.
+    /// A service in a process of its own (the test worker), on a private socket with a device
+    /// key in its own directory: as the real agent is, and so that its handlers never wait for
+    /// a thread this test process's other tests hold.
     final class Running: @unchecked Sendable {
         let directory: String
-        let server: DBusServer
+        let process: Process
+        let input: Pipe
         let address: DBusAddress
         let socket: String
 
-        init(groups: @escaping @Sendable (DBusPeerCredentials?) throws -> AccessGroups) async throws {
+        /// - Parameters:
+        ///   - groups: What every caller gets, or, with `minePID`, ignored.
+        ///   - minePID: The process that gets the group `mine`; others get `theirs`.
+        init(groups: [String], minePID: Int32? = nil) async throws {
             directory = FileManager.default.temporaryDirectory.path + "/agent-service-\(UUID().uuidString.prefix(8))"
             try FileManager.default.createDirectory(
                 atPath: directory + "/config", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
             )
-            var configuration = KeychainConfiguration.testing(deviceKey: .file(at: directory + "/config/device-key"))
-            configuration.accessGroups = .standard
-            let paths = KeychainPaths(environment: [
-                "HOME": directory, "XDG_DATA_HOME": directory + "/data", "XDG_CONFIG_HOME": directory + "/config",
-            ])
-            let service = AgentService(configuration: configuration, paths: paths, groups: groups)
-            let objects = DBusObjectTree()
-            try objects.register(service.interface, at: AgentInterface.objectPath)
             socket = directory + "/agent.sock"
-            server = try await DBusServer.bind(unixPath: socket, objects: objects)
+            process = Process()
+            process.executableURL = URL(fileURLWithPath: workerPath)
+            process.arguments =
+                ["serve", directory, groups.joined(separator: ",")] + (minePID.map { [String($0)] } ?? [])
+            input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            // A wait for the worker to listen, not a time limit on anything measured.
+            for _ in 0..<2_400 where !FileManager.default.fileExists(atPath: socket) {
+                try await Task.sleep(for: .milliseconds(50))
+            }
             address = try DBusAddress.parse("unix:path=" + socket)
         }
 
         func connection() async throws -> DBusConnection { try await DBusConnection.connect(to: address) }
 
         func close() async {
-            try? await server.close()
+            try? input.fileHandleForWriting.close()
+            process.terminate()
+            while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
             try? FileManager.default.removeItem(atPath: directory)
         }
     }
@@ -73,7 +84,7 @@ struct AgentServiceTests {
 
     @Test("create, unlock, add and find in separate connections: the unlock lasts until a lock")
     func unlockLastsAcrossConnections() async throws {
-        let agent = try await Running { _ in AccessGroups(["build", "*"]) }
+        let agent = try await Running(groups: ["build", "*"])
         let path = agent.directory + "/data/keychains/build.keychain-db"
         try FileManager.default.createDirectory(
             atPath: agent.directory + "/data/keychains", withIntermediateDirectories: true,
@@ -119,11 +130,8 @@ struct AgentServiceTests {
 
     @Test("each connection works in the groups the service gives its caller, whatever the item says")
     func groupsComeFromTheService() async throws {
-        let agent = try await Running { peer in
-            // Here the caller is told apart by its pid's parity; the real service asks IdentityResolver.
-            guard let peer else { return AccessGroups([]) }
-            return AccessGroups([peer.pid == getpid() ? "mine" : "theirs"])
-        }
+        // Here the caller is told apart by its pid; the real service asks IdentityResolver.
+        let agent = try await Running(groups: [], minePID: getpid())
         let connection = try await agent.connection()
         var item = Item(class: .genericPassword, attributes: [.service: .string("s")], data: Data("x".utf8))
         item.attributes[.accessGroup] = .string("theirs")
@@ -142,7 +150,7 @@ struct AgentServiceTests {
     func gdbusCallsTheAgent() async throws {
         let gdbus = "/usr/bin/gdbus"
         #expect(FileManager.default.isExecutableFile(atPath: gdbus), "gdbus is missing (libglib2.0-bin)")
-        let agent = try await Running { _ in AccessGroups(["g"]) }
+        let agent = try await Running(groups: ["g"])
         let process = Process()
         process.executableURL = URL(fileURLWithPath: gdbus)
         process.arguments = [
@@ -199,7 +207,7 @@ struct AgentServiceTests {
 
     @Test("a keychain kept by the agent works as a KeychainHandle for synchronous code, from many threads at once")
     func synchronousClient() async throws {
-        let agent = try await Running { _ in AccessGroups(["app"]) }
+        let agent = try await Running(groups: ["app"])
         let socket = agent.socket
         let failures = await Self.eightClients(socket: socket)
         #expect(failures.isEmpty, "\(failures)")
@@ -223,7 +231,7 @@ struct AgentServiceTests {
 
     @Test("only a caller with every group manages keychains; a caller with no group can do nothing")
     func administrationNeedsEveryGroup() async throws {
-        let agent = try await Running { _ in AccessGroups(["app"]) }
+        let agent = try await Running(groups: ["app"])
         let connection = try await agent.connection()
         let path = agent.directory + "/data/keychains/x.keychain-db"
         for (method, arguments) in [
@@ -238,7 +246,7 @@ struct AgentServiceTests {
         await connection.close()
         await agent.close()
 
-        let nobody = try await Running { _ in AccessGroups([]) }
+        let nobody = try await Running(groups: [])
         let none = try await nobody.connection()
         #expect(await Self.failure(none, .status, [.string("")])?.code == .missingEntitlement)
         #expect(await Self.failure(none, .lock, [.string("")])?.code == .missingEntitlement)
