@@ -110,8 +110,8 @@ enum ChildProcess {
     }
 
     /// How many times ``run(_:_:environment:capture:input:)`` tries to start an executable that is
-    /// busy (`ETXTBSY`), 20 ms apart.
-    static let busyAttempts = 50
+    /// busy (`ETXTBSY`), 20 ms apart: about five seconds, as a loaded machine may need.
+    static let busyAttempts = 250
 
     /// Reads a pipe to its end. The outputs here are small (a secret, an error message),
     /// so reading standard output fully before standard error cannot fill the other pipe.

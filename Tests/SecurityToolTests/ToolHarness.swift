@@ -94,7 +94,9 @@ final class Sandbox: @unchecked Sendable {
         let group = DispatchGroup()
         for (index, pipe) in [outPipe, errPipe].enumerated() {
             group.enter()
-            DispatchQueue.global().async {
+            // A thread of its own, not Dispatch's global queue: that has as many threads as
+            // cores, and blocking them in reads starves every other test.
+            Thread.detachNewThread {
                 collector.set(index, pipe.fileHandleForReading.readDataToEndOfFile())
                 group.leave()
             }
