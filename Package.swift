@@ -16,7 +16,8 @@ import PackageDescription
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
 //   DBusWire                D-Bus on SwiftNIO (values, marshalling, SASL, client and peer-to-peer server); no keychain code
 //   KeychainAgentProtocol   the session agent's D-Bus method table and the a{sv} codec of items, queries and errors
-//   KeychainClient          a keychain kept by the session agent, as a KeychainHandle (synchronous calls)
+//   KeychainClient          where modules get keychains (Keychains): the session agent's, or the engine's
+//   keychaind               the session agent's executable
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -29,6 +30,7 @@ let package = Package(
         .executable(name: "security", targets: ["SecurityTool"]),
         .executable(name: "keychain-bench", targets: ["KeychainBenchmarks"]),
         .executable(name: "keychain-stress", targets: ["KeychainStress"]),
+        .executable(name: "keychaind", targets: ["keychaind"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -56,7 +58,7 @@ let package = Package(
             dependencies: [
                 // KeychainPKI parses certificates and PKCS#12 on swift-asn1 (never swift-certificates:
                 // DECISIONS 6).
-                "KeychainCore", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
+                "KeychainCore", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
@@ -68,17 +70,17 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .target(name: "Keychain", dependencies: ["KeychainCore"]),
+        .target(name: "Keychain", dependencies: ["KeychainCore", "KeychainClient"]),
         .target(
             name: "KeychainStorage",
             dependencies: [
-                "KeychainCore",
+                "KeychainCore", "KeychainClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "SwiftKeychain", dependencies: ["KeychainCore"]),
+        .target(name: "SwiftKeychain", dependencies: ["KeychainCore", "KeychainClient"]),
         .target(name: "SeededRandom"),
         .target(
             name: "DBusWire",
@@ -102,7 +104,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
-                "KeychainCore", "Security",
+                "KeychainCore", "KeychainClient", "Security",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -183,18 +185,17 @@ let package = Package(
         .testTarget(name: "ReadmeSnippetTests", dependencies: ["Keychain", "Security"]),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["SecurityTool", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["SecurityTool", "keychaind", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "BenchmarkTests",
             dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
-        .target(
-            name: "KeychainClient",
-            dependencies: [
-                "KeychainCore", "KeychainAgentProtocol", "DBusWire", .product(name: "NIOCore", package: "swift-nio"),
-            ]
+        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire"]),
+        .executableTarget(
+            name: "keychaind",
+            dependencies: ["KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire"]
         ),
         .testTarget(
             name: "KeychainAgentProtocolTests",

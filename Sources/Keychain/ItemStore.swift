@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 
 /// The three keychain operations `Keychain` uses; every ``KeychainCore/KeychainHandle``

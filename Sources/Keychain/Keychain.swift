@@ -1,3 +1,4 @@
+import KeychainClient
 @_exported import KeychainCore
 import Foundation
 

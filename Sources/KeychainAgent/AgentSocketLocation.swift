@@ -1,3 +1,6 @@
+import KeychainAgentProtocol
+import KeychainCore
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -22,7 +25,7 @@ public struct AgentSocketLocation: Sendable, Hashable {
     public var lockPath: String { directory + "/agent.lock" }
 
     /// The name of the override variable.
-    public static let overrideVariable = "KEYCHAIN_AGENT_SOCK"
+    public static let overrideVariable = AgentEndpoint.socketVariable
 
     /// A location at an explicit path.
     /// - Parameter socketPath: An absolute path; its directory is subject to the same rules.
@@ -34,34 +37,16 @@ public struct AgentSocketLocation: Sendable, Hashable {
     ///   - hostName: The host name hashed into the fallback directory.
     /// - Throws: ``AgentError/Code/unsafeLocation`` when a path is relative or no directory can be derived.
     public static func resolve(environment: [String: String], hostName: String) throws -> AgentSocketLocation {
-        if let path = environment[overrideVariable], !path.isEmpty {
-            guard path.hasPrefix("/") else {
-                throw AgentError(
-                    .unsafeLocation, "\(overrideVariable)=\(path) is not an absolute path; fix: give a full path")
-            }
-            return AgentSocketLocation(socketPath: path)
+        do {
+            return AgentSocketLocation(
+                socketPath: try AgentEndpoint.socketPath(environment: environment, hostName: hostName))
+        } catch let error as KeychainError {
+            throw AgentError(.unsafeLocation, error.message)
         }
-        if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
-            return AgentSocketLocation(socketPath: runtime + "/keychain/agent.sock")
-        }
-        guard let home = environment["HOME"], home.hasPrefix("/") else {
-            throw AgentError(
-                .unsafeLocation,
-                "neither XDG_RUNTIME_DIR nor HOME is set; fix: set XDG_RUNTIME_DIR or \(overrideVariable)")
-        }
-        return AgentSocketLocation(socketPath: "\(home)/.local/state/keychain/s.\(hostHash(hostName))/agent.sock")
     }
 
     /// A short, stable hash of the host name (FNV-1a, 64 bits, 16 hex digits).
-    public static func hostHash(_ hostName: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in hostName.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
-    }
+    public static func hostHash(_ hostName: String) -> String { AgentEndpoint.hostHash(hostName) }
 
     /// Creates the socket directory (mode 0700) if needed, and checks it.
     /// - Parameter uid: The user the directory must belong to (`geteuid()`).

@@ -189,6 +189,8 @@ struct Lifecycle {
             "KEYCHAIN_ACCESS_GROUPS": AccessGroups.standard.groups.joined(separator: ","),
             "PATH": "/usr/bin:/bin",
             "LANG": "C.UTF-8",
+            // The in-process rows: each process opens the keychain itself.
+            "KEYCHAIN_AGENT": "off",
         ]
     }
 

@@ -2,48 +2,6 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
-import NIOCore
-
-/// A connection to the session agent, for synchronous callers (`SecItem*` is synchronous):
-/// each call blocks its caller's thread on the reply and never needs a thread of Swift's
-/// cooperative pool, so it may be made from anywhere but an event loop.
-public final class AgentConnection: Sendable {
-    let connection: DBusConnection
-    /// The agent's socket.
-    public let socketPath: String
-
-    /// Connects to the agent listening at `socketPath`.
-    /// - Throws: ``KeychainCore/KeychainError`` `.notAvailable` when no agent answers there.
-    public init(socketPath: String) throws {
-        self.socketPath = socketPath
-        do {
-            connection = try DBusConnection.connectFuture(unixPath: socketPath).wait()
-        } catch {
-            throw KeychainError(
-                .notAvailable, "no keychain agent answers at \(socketPath)", isSetupProblem: true)
-        }
-    }
-
-    /// Calls `method` with `arguments` and returns the agent's answer.
-    /// - Throws: The agent's ``KeychainCore/KeychainError``, or `.interactionNotAllowed` when the
-    ///   agent has gone away.
-    public func call(_ method: AgentInterface.Method, _ arguments: [DBusValue]) throws -> [DBusValue] {
-        let message = DBusMessage.methodCall(
-            path: AgentInterface.objectPath, interface: AgentInterface.name, member: method.rawValue, body: arguments)
-        do {
-            return try connection.callFuture(message).wait().body
-        } catch let error as DBusError {
-            if let keychainError = AgentCodec.keychainError(error) { throw keychainError }
-            throw KeychainError(.interactionNotAllowed, "the keychain agent did not answer (\(error.code))")
-        }
-    }
-
-    /// Closes the connection.
-    public func close() { connection.closeSoon() }
-
-    /// The keychain at `path` (`""` for the default keychain), as the agent serves it.
-    public func keychain(at path: String) -> AgentKeychain { AgentKeychain(connection: self, keychain: path) }
-}
 
 /// A keychain kept by the session agent: its keys, lock state and checks stay in the agent,
 /// which answers with the items this process may see.
@@ -63,7 +21,7 @@ public final class AgentKeychain: KeychainHandle {
     }
 
     /// The agent's `Status` answer, variants unwrapped.
-    private func status() throws -> [String: DBusValue] {
+    func status() throws -> [String: DBusValue] {
         (try call(.status).first?.stringKeyedEntries ?? [:]).mapValues { $0.variantValue ?? $0 }
     }
 
@@ -97,7 +55,8 @@ public final class AgentKeychain: KeychainHandle {
     public func rotateKeys(password: Data?, newPassword: Data?) throws {
         _ = try call(.rotateKeys, Self.password(password) + Self.password(newPassword))
     }
-    public func close() throws { _ = try call(.close) }
+    /// Nothing to release: the agent keeps the keychain open for every process.
+    public func close() throws {}
 
     public func add(_ item: Item) throws -> Item {
         try AgentCodec.decodeItem(try first(call(.add, [AgentCodec.encode(item)])))

@@ -3,10 +3,10 @@ import Foundation
 /// An open keychain, as every module above the engine sees it: its items and its lock state.
 ///
 /// `Keychain`, `KeychainStorage` and `SwiftKeychain` take and hold `any KeychainHandle`, and
-/// ``Keychains`` is where they get the default keychain. Today the one conforming type is the
-/// in-process engine, ``KeychainDatabase``; the session agent's client (a keychain kept and
-/// unlocked in `keychaind`) is the other one to come, chosen in ``Keychains`` alone, so that no
-/// module above knows which it holds (as application code holds GRDB's `any DatabaseWriter`).
+/// `Keychains` (in `KeychainClient`) is where they get one. The conforming types are the
+/// in-process engine, ``KeychainDatabase``, and the session agent's client, `AgentKeychain` (a
+/// keychain kept and unlocked in `keychaind`), chosen in `Keychains` alone, so that no module
+/// above knows which it holds (as application code holds GRDB's `any DatabaseWriter`).
 ///
 /// The operations are synchronous, as `SecItem*` is; an implementation that talks to another
 /// process blocks its caller, never an event loop.
@@ -77,75 +77,9 @@ extension KeychainDatabase: KeychainHandle {
     public var accessGroups: AccessGroups { configuration.accessGroups }
 }
 
-/// Where every module of this package gets its keychains (the default one, or one by its
-/// path) and creates and deletes them: the one place that will choose between the in-process
-/// engine and the session agent.
-///
-/// ```swift
-/// let keychain = try Keychains.current()
-/// let memory = try KeychainDatabase.inMemory()
-/// try Keychains.withDefault(memory) {
-///     try codeThatUsesTheDefaultKeychain()
-/// }
-/// ```
-public enum Keychains {
-    @TaskLocal static var taskDefault: (any KeychainHandle)?
-
-    /// The default keychain for the current task, when one was set with
-    /// ``withDefault(_:operation:)-(_,()->R)``; `nil` otherwise.
-    package static var defaultOverride: (any KeychainHandle)? { taskDefault }
-
-    /// The keychain that "the default keychain" means here: the one set for the current task
-    /// by ``withDefault(_:operation:)-(_,()->R)``, else the process's default keychain, opened
-    /// (and created, password-less) on first use and then reused, so that every module shares
-    /// one handle, and so one lock state, per process.
-    /// - Throws: ``KeychainError`` when the default keychain cannot be opened or created.
-    public static func current() throws -> any KeychainHandle {
-        if let handle = taskDefault { return handle }
-        return try KeychainDatabase.processDefaultDatabase()
-    }
-
-    /// Opens the keychain file at `path`; a password keychain opens locked.
-    /// - Throws: ``KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`, …).
-    public static func open(
-        at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
-    ) throws -> any KeychainHandle {
-        try KeychainDatabase.open(at: path, configuration: configuration)
-    }
-
-    /// Opens the default keychain of `paths`, creating it password-less on first use.
-    public static func openDefault(
-        paths: KeychainPaths = KeychainPaths(), configuration: KeychainConfiguration = KeychainConfiguration()
-    ) throws -> any KeychainHandle {
-        try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
-    }
-
-    /// Creates a keychain file protected by `password`'s bytes (by the device key alone when
-    /// `nil`); with a password it starts locked.
-    /// - Throws: ``KeychainError`` (`.duplicateKeychain` when a file exists there).
-    public static func create(
-        at path: String, password: Data?, configuration: KeychainConfiguration = KeychainConfiguration()
-    ) throws -> any KeychainHandle {
-        try KeychainDatabase.create(at: path, password: password, configuration: configuration)
-    }
-
-    /// Deletes the keychain file at `path` and the files SQLite keeps beside it.
-    /// - Throws: ``KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
-    public static func delete(at path: String) throws {
-        try KeychainDatabase.deleteKeychain(at: path)
-    }
-
-    /// Runs `operation` with `keychain` as the default keychain of the current task (and of
-    /// the tasks it creates), for tests that run in parallel.
-    public static func withDefault<R>(_ keychain: any KeychainHandle, operation: () throws -> R) rethrows -> R {
-        try $taskDefault.withValue(keychain, operation: operation)
-    }
-
-    /// The asynchronous form of ``withDefault(_:operation:)-(_,()->R)``.
-    public static func withDefault<R>(
-        _ keychain: any KeychainHandle, isolation: isolated (any Actor)? = #isolation,
-        operation: () async throws -> R
-    ) async rethrows -> R {
-        try await $taskDefault.withValue(keychain, operation: operation)
-    }
+/// The default keychain set for the current task (and the tasks it creates) by
+/// `Keychains.withDefault` or ``KeychainDatabase/withDefault(_:operation:)-(_,()->R)``: tests
+/// that run in parallel each give their code a keychain of their own.
+package enum TaskDefaultKeychain {
+    @TaskLocal package static var handle: (any KeychainHandle)?
 }

@@ -51,6 +51,7 @@ package final class Scratch: @unchecked Sendable {
         environment["KEYCHAIN_DEFAULT_PATH"] = path + "/data/keychains/login.keychain-db"
         environment["KEYCHAIN_ACCESS_GROUPS"] = nil
         environment["KEYCHAIN_PASSWORD"] = nil
+        environment["KEYCHAIN_AGENT"] = "off"
         environment[StressKeys.deviceKeyVariable] = StressKeys.deviceKeyHex
         return environment
     }

@@ -7,6 +7,7 @@
 // for the same file shares one open handle, so `SecKeychainUnlock` affects later `SecItem` calls.
 
 import Foundation
+import KeychainClient
 import KeychainCore
 
 /// A keychain file (macOS `SecKeychainRef`).

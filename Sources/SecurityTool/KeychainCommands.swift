@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KeychainClient
 import KeychainCore
 
 #if canImport(Glibc)
@@ -98,13 +99,14 @@ struct CreateKeychain: ToolCommand {
             else { throw CommandFailure.failure("no password was entered") }
             secret = Data(typed)
         }
+        let agent = try session.useAgent()
         for name in names {
             guard !name.isEmpty else { throw CommandFailure.usage("a keychain name cannot be empty") }
             let path = session.creationPath(name)
             do {
                 let database = try Keychains.create(
                     at: path, password: secret.isEmpty ? nil : secret, configuration: session.configuration)
-                if session.interactive && database.hasPassword {
+                if session.interactive && !agent && database.hasPassword {
                     // As on macOS, a keychain just created is unlocked for the rest of the session.
                     try database.unlock(password: secret)
                 }
@@ -148,6 +150,7 @@ struct DeleteKeychain: ToolCommand {
     }
 
     func execute(in session: Session) throws -> Int32 {
+        try session.useAgent()
         for name in keychains {
             guard !name.isEmpty else { throw CommandFailure.usage("a keychain name cannot be empty") }
             let path = session.resolve(name)
@@ -347,6 +350,13 @@ struct LockKeychain: ToolCommand {
         guard keychains.count <= (all ? 0 : 1) else { throw CommandFailure.usage("Give -a or one keychain.") }
         if all {
             for database in session.openDatabases { database.lock() }
+            if try session.useAgent() {
+                do {
+                    try Keychains.lockAll()
+                } catch {
+                    throw CommandFailure.status(of: error, "SecKeychainLockAll")
+                }
+            }
             return 0
         }
         let name = keychains.first

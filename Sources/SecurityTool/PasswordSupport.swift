@@ -188,7 +188,7 @@ func searchFailure(_ error: any Error, function: String = "SecKeychainSearchCopy
     let status = CommandFailure.osStatus(of: error)
     let locked = status == KeychainError.Code.interactionNotAllowed.rawValue
     let setup = (error as? KeychainError).flatMap { $0.isSetupProblem ? $0.message : nil }
-    return CommandFailure.status(status, function, hint: locked ? Session.lockedHint : setup)
+    return CommandFailure.status(status, function, hint: locked ? Session.lockedHint() : setup)
 }
 
 /// Finds the first item that matches, searching keychains in order.

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 
 #if canImport(Glibc)
@@ -174,6 +175,7 @@ final class Session {
     ///   password) when `path` is that keychain and it does not exist yet.
     func database(at path: String, createDefault: Bool = false) throws -> any KeychainHandle {
         if let handle = handles[path] { return handle }
+        try useAgent()
         if let handle = prefetched?.take(path) {
             handles[path] = handle
             return handle
@@ -205,6 +207,20 @@ final class Session {
         let wanted = names.isEmpty ? nil : names.map(resolve).filter { handles[$0] == nil }
         guard wanted?.isEmpty != true else { return }
         prefetched = KeychainPrefetch(paths: wanted, defaults: paths, configuration: configuration)
+    }
+
+    /// Connects to the session agent, starting it when none answers, unless `KEYCHAIN_AGENT`
+    /// is `off` (see `Keychains.agent(startingIfNeeded:)`): the tool is how scripts unlock a
+    /// keychain once for the commands after it.
+    /// - Returns: Whether the agent keeps this process's keychains.
+    /// - Throws: With `KEYCHAIN_AGENT=required`, the reason no agent can be reached.
+    @discardableResult
+    func useAgent() throws -> Bool {
+        do {
+            return try Keychains.agent(startingIfNeeded: true) != nil
+        } catch {
+            throw CommandFailure.status(of: error, "keychaind")
+        }
     }
 
     /// Keeps a handle this process made (a keychain just created).
@@ -275,10 +291,16 @@ final class Session {
         throw wrongPassword
     }
 
-    /// The hint printed after errSecInteractionNotAllowed.
-    static let lockedHint =
-        "the keychain is locked in this process: set \(passwordVariable), run on a terminal, or unlock it "
-        + "in a `security -i` session (see `security help unlock-keychain`)"
+    /// The hint printed after errSecInteractionNotAllowed: with the session agent, the keychain
+    /// is locked for every process until one unlocks it; without it, in this process.
+    static func lockedHint() -> String {
+        if (try? Keychains.agent()) != nil {
+            return "the keychain is locked: unlock it with `security unlock-keychain`, set \(passwordVariable), "
+                + "or run on a terminal"
+        }
+        return "the keychain is locked in this process: set \(passwordVariable), run on a terminal, or unlock it "
+            + "in a `security -i` session (see `security help unlock-keychain`)"
+    }
 }
 
 /// Keychains opened on a thread of their own while the command line is read (see
@@ -292,6 +314,7 @@ final class KeychainPrefetch: @unchecked Sendable {
     init(paths: [String]?, defaults: KeychainPaths, configuration: KeychainConfiguration) {
         Thread.detachNewThread { [self] in
             var opened: [String: any KeychainHandle] = [:]
+            _ = try? Keychains.agent(startingIfNeeded: true)
             for path in paths ?? [defaults.defaultKeychain] {
                 opened[path] = try? Keychains.open(at: path, configuration: configuration)
             }

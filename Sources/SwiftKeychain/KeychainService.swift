@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 
 /// The storage that ``KeychainItemType`` saves to, fetches from and removes from.

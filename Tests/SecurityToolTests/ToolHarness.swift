@@ -38,6 +38,9 @@ final class Sandbox: @unchecked Sendable {
     /// Whether the XDG variables are set (a fresh machine usually has only HOME).
     let setsXDG: Bool
 
+    /// `KEYCHAIN_AGENT` for the processes run here.
+    var agentMode = "off"
+
     init(cheapKeyDerivation: Bool = true, setsXDG: Bool = true) throws {
         root = FileManager.default.temporaryDirectory.path + "/security-cli-\(UUID().uuidString)"
         self.cheapKeyDerivation = cheapKeyDerivation
@@ -64,6 +67,9 @@ final class Sandbox: @unchecked Sendable {
             environment["XDG_CONFIG_HOME"] = configHome
         }
         if cheapKeyDerivation { environment["KEYCHAIN_UNSAFE_TEST_KDF"] = "1" }
+        // Each process opens its keychains itself unless a test asks for the session agent
+        // (AgentScriptTests start one of their own, and stop it).
+        environment["KEYCHAIN_AGENT"] = agentMode
         return environment
     }
 

@@ -1,0 +1,269 @@
+import DBusWire
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A connection to the session agent, for synchronous callers (`SecItem*` is synchronous).
+///
+/// It is a plain blocking Unix socket speaking D-Bus: no event loop and no thread of its own,
+/// so a short-lived process pays for one `connect` and one round trip per call. The
+/// authentication (`AUTH EXTERNAL`, the kernel's `SO_PEERCRED` is what the agent trusts) is
+/// sent together with the first call, so connecting and asking take one round trip. Calls from
+/// several threads are answered one after another.
+public final class AgentConnection: Sendable {
+    /// The agent's socket.
+    public let socketPath: String
+    private let timeout: Duration
+    private let state: Mutex<State>
+
+    private struct State: ~Copyable {
+        var socket: Int32 = -1
+        var serial: UInt32 = 0
+        var authenticated = false
+        var buffer: [UInt8] = []
+    }
+
+    /// Connects to the agent listening at `socketPath`.
+    /// - Parameters:
+    ///   - socketPath: The agent's socket.
+    ///   - timeout: How long a call waits for the agent's answer before it fails.
+    /// - Throws: ``KeychainCore/KeychainError`` `.notAvailable` when no agent listens there.
+    public init(socketPath: String, timeout: Duration = .seconds(60)) throws {
+        self.socketPath = socketPath
+        self.timeout = timeout
+        let socket = try Self.connect(socketPath, timeout: timeout)
+        state = Mutex(State(socket: socket))
+    }
+
+    deinit { close() }
+
+    /// Calls `method` with `arguments` and returns the agent's answer.
+    ///
+    /// When the connection has broken (the agent was restarted), the call is made once more on a
+    /// new connection; a second failure is reported.
+    /// - Throws: The agent's ``KeychainCore/KeychainError``, or `.interactionNotAllowed` when the
+    ///   agent cannot be reached or does not answer.
+    public func call(_ method: AgentInterface.Method, _ arguments: [DBusValue]) throws -> [DBusValue] {
+        let message = DBusMessage.methodCall(
+            path: AgentInterface.objectPath, interface: AgentInterface.name, member: method.rawValue, body: arguments)
+        return try state.withLock { state throws(KeychainError) -> [DBusValue] in
+            do {
+                return try exchange(message, &state)
+            } catch let failure as TransportFailure {
+                // A broken connection: a new agent may be there now. Once, then give up.
+                reset(&state)
+                guard failure.mayRetry else { throw Self.unreachable(failure) }
+                do {
+                    state.socket = try Self.connect(socketPath, timeout: timeout)
+                    return try exchange(message, &state)
+                } catch let failure as TransportFailure {
+                    reset(&state)
+                    throw Self.unreachable(failure)
+                } catch let error as KeychainError {
+                    throw error
+                } catch {
+                    throw KeychainError(.interactionNotAllowed, "the keychain agent did not answer")
+                }
+            } catch let error as KeychainError {
+                throw error
+            } catch {
+                throw KeychainError(.interactionNotAllowed, "the keychain agent did not answer")
+            }
+        }
+    }
+
+    /// Closes the connection; a later call connects again.
+    public func close() {
+        state.withLock { reset(&$0) }
+    }
+
+    /// The keychain at `path` (`""` for the agent's default keychain), as the agent serves it.
+    public func keychain(at path: String) -> AgentKeychain { AgentKeychain(connection: self, keychain: path) }
+
+    // MARK: One exchange
+
+    /// A failure of the connection itself, not an answer of the agent.
+    private struct TransportFailure: Error {
+        var reason: String
+        /// Whether nothing may have reached the agent, or the connection was already broken
+        /// before this call (so the call can be made again on a new connection).
+        var mayRetry: Bool
+    }
+
+    private static func unreachable(_ failure: TransportFailure) -> KeychainError {
+        KeychainError(.interactionNotAllowed, "the keychain agent did not answer (\(failure.reason))")
+    }
+
+    private func reset(_ state: inout State) {
+        if state.socket >= 0 { Glibc.close(state.socket) }
+        state.socket = -1
+        state.authenticated = false
+        state.buffer = []
+    }
+
+    private func exchange(_ message: DBusMessage, _ state: inout State) throws -> [DBusValue] {
+        if state.socket < 0 {
+            do {
+                state.socket = try Self.connect(socketPath, timeout: timeout)
+            } catch {
+                throw TransportFailure(reason: "connect", mayRetry: false)
+            }
+        }
+        state.serial = state.serial == UInt32.max ? 1 : state.serial + 1
+        var outgoing = message
+        outgoing.serial = state.serial
+        var bytes: [UInt8] = []
+        if !state.authenticated {
+            // The NUL byte, AUTH and BEGIN, then the call: the agent reads them in order.
+            bytes = [0] + Array("AUTH EXTERNAL \(Self.hexUID())\r\nBEGIN\r\n".utf8)
+        }
+        do {
+            bytes += try outgoing.encoded()
+        } catch {
+            throw KeychainError(.parameter, "the request cannot be encoded as a D-Bus message")
+        }
+        let wasAuthenticated = state.authenticated
+        try send(bytes, state.socket, mayRetry: wasAuthenticated)
+        if !wasAuthenticated {
+            try readAuthentication(&state)
+            state.authenticated = true
+        }
+        while true {
+            let reply = try readMessage(&state)
+            guard reply.replySerial == outgoing.serial, reply.type == .methodReturn || reply.type == .error else {
+                continue  // a signal, or the answer to a call abandoned earlier
+            }
+            guard reply.type == .error else { return reply.body }
+            var error = DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
+            if case .string? = reply.body.first { error.details = Array(reply.body.dropFirst()) }
+            if let keychainError = AgentCodec.keychainError(error) { throw keychainError }
+            throw KeychainError(
+                .interactionNotAllowed, "the keychain agent refused the call (\(reply.errorName ?? "error"))")
+        }
+    }
+
+    private func send(_ bytes: [UInt8], _ socket: Int32, mayRetry: Bool) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes {
+                Glibc.send(socket, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if sent > 0 {
+                offset += sent
+            } else if sent < 0 && errno == EINTR {
+                continue
+            } else {
+                // Nothing of a broken connection's write reached the agent's handler.
+                throw TransportFailure(reason: "send: errno \(errno)", mayRetry: mayRetry)
+            }
+        }
+    }
+
+    private func readAuthentication(_ state: inout State) throws {
+        while true {
+            if let end = state.buffer.firstIndex(of: 10) {
+                let line = String(decoding: state.buffer[..<end], as: UTF8.self)
+                state.buffer.removeSubrange(...end)
+                guard line.hasPrefix("OK ") else {
+                    throw KeychainError(
+                        .interactionNotAllowed, "the keychain agent refused this process (another user's agent?)")
+                }
+                return
+            }
+            guard state.buffer.count < 512 else { throw TransportFailure(reason: "authentication", mayRetry: false) }
+            try fill(&state, mayRetry: true)
+        }
+    }
+
+    private func readMessage(_ state: inout State) throws -> DBusMessage {
+        while true {
+            if state.buffer.count >= DBusMessage.fixedHeaderLength {
+                guard let length = try? DBusMessage.frameLength(header: state.buffer[..<DBusMessage.fixedHeaderLength])
+                else {
+                    throw TransportFailure(reason: "malformed answer", mayRetry: false)
+                }
+                if state.buffer.count >= length {
+                    let frame = Array(state.buffer[..<length])
+                    state.buffer.removeSubrange(..<length)
+                    guard let message = try? DBusMessage(decoding: frame) else {
+                        throw TransportFailure(reason: "malformed answer", mayRetry: false)
+                    }
+                    return message
+                }
+            }
+            try fill(&state, mayRetry: false)
+        }
+    }
+
+    /// Reads what the socket has into the buffer.
+    private func fill(_ state: inout State, mayRetry: Bool) throws {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(state.socket, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                state.buffer += chunk[..<count]
+                return
+            }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                throw TransportFailure(reason: "no answer within \(timeout)", mayRetry: false)
+            }
+            // The agent closed the connection: it ended, or refused what it read.
+            throw TransportFailure(reason: count == 0 ? "closed" : "recv: errno \(errno)", mayRetry: false)
+        }
+    }
+
+    // MARK: The socket
+
+    private static func hexUID() -> String {
+        String(getuid()).utf8.map { String($0, radix: 16) }.joined()
+    }
+
+    /// A connected, close-on-exec socket with send and receive timeouts.
+    static func connect(_ path: String, timeout: Duration) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw KeychainError(.notAvailable, "cannot make a socket: errno \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path), !bytes.contains(0) else {
+            Glibc.close(fd)
+            throw KeychainError(.parameter, "the agent's socket path is too long", isSetupProblem: true)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        var connected: Int32 = -1
+        repeat {
+            connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        } while connected != 0 && errno == EINTR
+        guard connected == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw KeychainError(
+                .notAvailable, "no keychain agent answers at \(path) (errno \(code))", isSetupProblem: true)
+        }
+        let seconds = timeout.components.seconds
+        var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+
+    /// Whether an agent accepts connections at `path` now.
+    public static func isAnswering(at path: String) -> Bool {
+        guard let fd = try? connect(path, timeout: .seconds(1)) else { return false }
+        Glibc.close(fd)
+        return true
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+import Synchronization
+
+/// Where every module of this package gets its keychains (the default one, or one by its
+/// path) and creates and deletes them: the one place that chooses between the session agent,
+/// `keychaind`, and the in-process engine.
+///
+/// `KEYCHAIN_AGENT` decides (see ``AgentEndpoint/Mode``): with `auto`, the default, a keychain
+/// is kept by the agent when one answers on its socket, so that an unlock in one process
+/// serves every later process of the user; `off` opens every keychain in this process;
+/// `required` fails rather than do that. In-memory keychains are always in this process.
+///
+/// ```swift
+/// let keychain = try Keychains.current()
+/// let memory = try KeychainDatabase.inMemory()
+/// try Keychains.withDefault(memory) {
+///     try codeThatUsesTheDefaultKeychain()
+/// }
+/// ```
+public enum Keychains {
+    /// The default keychain for the current task, when one was set with
+    /// ``withDefault(_:operation:)-(_,()->R)``; `nil` otherwise.
+    package static var defaultOverride: (any KeychainHandle)? { TaskDefaultKeychain.handle }
+
+    /// The keychain that "the default keychain" means here: the one set for the current task
+    /// by ``withDefault(_:operation:)-(_,()->R)``, else the user's default keychain, kept by the
+    /// agent, or opened in this process (and created, password-less, on first use) and then
+    /// reused, so that every module shares one handle, and so one lock state.
+    /// - Throws: ``KeychainCore/KeychainError`` when the default keychain cannot be opened or created.
+    public static func current() throws -> any KeychainHandle {
+        if let handle = TaskDefaultKeychain.handle { return handle }
+        if let agent = try agent() { return agent.keychain(at: "") }
+        return try KeychainDatabase.processDefaultDatabase()
+    }
+
+    /// Opens the keychain file at `path`; a password keychain is locked unless the agent holds
+    /// it unlocked.
+    /// - Throws: ``KeychainCore/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`, …).
+    public static func open(
+        at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> any KeychainHandle {
+        if let agent = try agent() {
+            let keychain = agent.keychain(at: absolute(path))
+            _ = try keychain.status()
+            return keychain
+        }
+        return try KeychainDatabase.open(at: path, configuration: configuration)
+    }
+
+    /// Opens the default keychain of `paths`, creating it password-less on first use.
+    public static func openDefault(
+        paths: KeychainPaths = KeychainPaths(), configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> any KeychainHandle {
+        if let agent = try agent() {
+            let keychain = agent.keychain(at: "")
+            _ = try keychain.status()
+            return keychain
+        }
+        return try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
+    }
+
+    /// Creates a keychain file protected by `password`'s bytes (by the device key alone when
+    /// `nil`). Made by the agent, it is unlocked, as macOS leaves a keychain it has just
+    /// created; made in this process, it starts locked.
+    /// - Throws: ``KeychainCore/KeychainError`` (`.duplicateKeychain` when a file exists there).
+    public static func create(
+        at path: String, password: Data?, configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> any KeychainHandle {
+        if let agent = try agent() {
+            let full = absolute(path)
+            _ = try agent.call(.create, [.string(full), .boolean(password != nil), .bytes(Array(password ?? Data()))])
+            return agent.keychain(at: full)
+        }
+        return try KeychainDatabase.create(at: path, password: password, configuration: configuration)
+    }
+
+    /// Deletes the keychain file at `path` and the files SQLite keeps beside it.
+    /// - Throws: ``KeychainCore/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
+    public static func delete(at path: String) throws {
+        if let agent = try agent() {
+            _ = try agent.call(.deleteKeychain, [.string(absolute(path))])
+            return
+        }
+        try KeychainDatabase.deleteKeychain(at: path)
+    }
+
+    /// Locks every keychain the agent holds (`security lock-keychain -a`); without an agent,
+    /// there is nothing unlocked beyond this process.
+    public static func lockAll() throws {
+        if let agent = try agent() { _ = try agent.call(.lockAll, []) }
+    }
+
+    /// Runs `operation` with `keychain` as the default keychain of the current task (and of
+    /// the tasks it creates), for tests that run in parallel.
+    public static func withDefault<R>(_ keychain: any KeychainHandle, operation: () throws -> R) rethrows -> R {
+        try TaskDefaultKeychain.$handle.withValue(keychain, operation: operation)
+    }
+
+    /// The asynchronous form of ``withDefault(_:operation:)-(_,()->R)``.
+    public static func withDefault<R>(
+        _ keychain: any KeychainHandle, isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws -> R
+    ) async rethrows -> R {
+        try await TaskDefaultKeychain.$handle.withValue(keychain, operation: operation)
+    }
+
+    // MARK: The agent
+
+    private enum Resolution {
+        case unresolved
+        case inProcess
+        case agent(AgentConnection)
+    }
+
+    private static let resolution = Mutex<Resolution>(.unresolved)
+
+    /// The agent connection this process uses, or `nil` when its keychains are opened in
+    /// this process. Decided on first use from `KEYCHAIN_AGENT` and then kept.
+    ///
+    /// - Parameter startingIfNeeded: Start `keychaind` when none answers (as the `security`
+    ///   tool does; `KEYCHAIN_AGENT=required` always does).
+    /// - Throws: ``KeychainCore/KeychainError`` for a bad `KEYCHAIN_AGENT`, or, with
+    ///   `required`, `.notAvailable` when no agent can be reached or started.
+    public static func agent(startingIfNeeded: Bool = false) throws -> AgentConnection? {
+        try resolution.withLock { resolution throws(KeychainError) -> AgentConnection? in
+            switch resolution {
+            case .agent(let connection): return connection
+            case .inProcess where !startingIfNeeded: return nil
+            case .inProcess, .unresolved:
+                let environment = ProcessEnvironment.current()
+                let mode: AgentEndpoint.Mode
+                let path: String
+                do {
+                    mode = try AgentEndpoint.Mode(environment: environment)
+                    if mode == .off {
+                        resolution = .inProcess
+                        return nil
+                    }
+                    path = try AgentEndpoint.socketPath(environment: environment, hostName: hostName())
+                } catch let error as KeychainError {
+                    throw error
+                } catch {
+                    throw KeychainError(.notAvailable, "the keychain agent's place cannot be found")
+                }
+                if let connection = try? AgentConnection(socketPath: path) {
+                    resolution = .agent(connection)
+                    return connection
+                }
+                guard startingIfNeeded || mode == .required else {
+                    resolution = .inProcess
+                    return nil
+                }
+                do {
+                    let connection = try AgentLauncher.start(socketPath: path, environment: environment)
+                    resolution = .agent(connection)
+                    return connection
+                } catch let error as KeychainError {
+                    guard mode == .required else {
+                        resolution = .inProcess
+                        return nil
+                    }
+                    throw error
+                } catch {
+                    throw KeychainError(.notAvailable, "the keychain agent cannot be started")
+                }
+            }
+        }
+    }
+
+    private static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `path` made absolute against the working directory, as the agent names keychains.
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        return FileManager.default.currentDirectoryPath + "/" + path
+    }
+}

@@ -1,0 +1,122 @@
+// keychaind: the session agent. One per user: it holds the unlocked keychains and answers
+// every process of the user over peer-to-peer D-Bus on a private socket, so that a keychain
+// unlocked once is unlocked for every later process until it is locked, times out, or the
+// agent ends.
+//
+//   keychaind [--socket PATH]
+//
+// It is started by systemd's keychaind.socket (socket activation), or by the first `security`
+// command that needs it. It exits on SIGTERM or SIGINT, and by itself when its socket is
+// removed or replaced (the session ended, or another agent took over), as gpg-agent does.
+import DBusWire
+import Dispatch
+import Foundation
+import KeychainAgent
+import KeychainAgentProtocol
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Writes one line to standard error (never a secret: nothing here handles one).
+func complain(_ text: String) {
+    let line = "keychaind: " + text + "\n"
+    _ = line.withCString { write(2, $0, strlen($0)) }
+}
+
+func usage() -> Never {
+    complain("usage: keychaind [--socket PATH]")
+    exit(2)
+}
+
+/// The command line: only `--socket PATH` (else the place `AgentEndpoint` derives).
+func socketArgument(_ arguments: [String]) -> String? {
+    var socket: String?
+    var index = 1
+    while index < arguments.count {
+        switch arguments[index] {
+        case "--socket" where index + 1 < arguments.count:
+            socket = arguments[index + 1]
+            index += 2
+        case "-h", "--help": usage()
+        default: usage()
+        }
+    }
+    return socket
+}
+
+/// The inode of the socket file at `path`, or `nil` when there is none.
+func socketInode(_ path: String) -> ino_t? {
+    var info = stat()
+    guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { return nil }
+    return info.st_ino
+}
+
+func run() async throws -> Never {
+    // Before anything else: no core dump and no ptrace by the user's other processes.
+    try ProcessHardening.apply()
+    _ = setsid()  // its own session, when started by a client (fails harmlessly otherwise)
+    signal(SIGPIPE, SIG_IGN)
+
+    var environment = ProcessInfo.processInfo.environment
+    if let socket = socketArgument(CommandLine.arguments) { environment[AgentEndpoint.socketVariable] = socket }
+    let location = try AgentSocketLocation.resolve(
+        environment: environment, hostName: ProcessInfo.processInfo.hostName)
+
+    // systemd's socket, or our own, bound under the lock that keeps one agent per user.
+    let listener: AgentListener?
+    let listening: Int32
+    if let activated = SystemdActivation.listeningSocket(environment: environment) {
+        listener = nil
+        listening = activated
+    } else {
+        let own = try AgentListener(location: location)
+        listener = own
+        listening = own.fileDescriptor
+    }
+
+    let directory = CallerDirectory(resolver: IdentityResolver(defaultGroups: .fromEnvironment(environment)))
+    let service = AgentService(
+        configuration: KeychainConfiguration(), paths: KeychainPaths(environment: environment)
+    ) { credentials in
+        try directory.accessGroups(for: credentials)
+    }
+    let objects = DBusObjectTree()
+    try objects.register(service.interface, at: AgentInterface.objectPath)
+    var configuration = DBusServer.Configuration()
+    let agentUID = getuid()
+    configuration.isAuthorized = { $0 == agentUID }
+    configuration.maximumMessageSize = 16 << 20
+    let server = try await DBusServer.serve(
+        listeningSocket: listening, path: location.socketPath, objects: objects, configuration: configuration)
+
+    // Leave when the socket we bound is gone or replaced: nobody can reach us any more.
+    let bound = listener.flatMap { _ in socketInode(location.socketPath) }
+    let stop: @Sendable (Int32) -> Void = { _ in
+        if let bound, socketInode(location.socketPath) == bound { unlink(location.socketPath) }
+        exit(0)
+    }
+    let sources = [SIGTERM, SIGINT, SIGHUP].map { number in
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler { stop(number) }
+        source.resume()
+        return source
+    }
+    while true {
+        try await Task.sleep(for: .seconds(2))
+        if let bound, socketInode(location.socketPath) != bound {
+            complain("\(location.socketPath) was removed or replaced; exiting")
+            exit(0)
+        }
+        withExtendedLifetime((listener, server, sources)) {}
+    }
+}
+
+do {
+    try await run()
+} catch {
+    complain("\(error)")
+    exit(1)
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The session agent as scripts meet it: each command below is a process of its own, the
+/// first one starts `keychaind` (found beside `security`), and an unlock serves the commands
+/// after it. Each test stops its agent by pid.
+@Suite struct AgentScriptTests {
+    /// A sandbox whose processes use an agent on a socket of its own.
+    private func agentSandbox() throws -> Sandbox {
+        let sandbox = try Sandbox()
+        sandbox.agentMode = "auto"
+        return sandbox
+    }
+
+    private func socket(_ sandbox: Sandbox) -> String { sandbox.root + "/agent.sock" }
+
+    private func run(_ sandbox: Sandbox, _ arguments: [String], stdin: Data? = nil) throws -> RunResult {
+        try sandbox.run(arguments, stdin: stdin, environment: ["KEYCHAIN_AGENT_SOCK": socket(sandbox)])
+    }
+
+    @Test("create, unlock, add and find in four processes: the unlock serves the later ones")
+    func ciScriptPatternInFourProcesses() throws {
+        let sandbox = try agentSandbox()
+        defer { stopAgent(at: socket(sandbox)) }
+        let create = try run(sandbox, ["create-keychain", "-p", "P4ss", "build.keychain"])
+        #expect(create.status == 0, "\(create)")
+        #expect(agentPid(at: socket(sandbox)) != nil, "the first command started the agent")
+        let unlock = try run(sandbox, ["unlock-keychain", "-p", "P4ss", "build.keychain"])
+        #expect(unlock.status == 0, "\(unlock)")
+        let add = try run(
+            sandbox, ["add-generic-password", "-a", "ci", "-s", "deploy", "-w", "deploy token", "build.keychain"])
+        #expect(add.status == 0, "\(add)")
+        let find = try run(sandbox, ["find-generic-password", "-a", "ci", "-s", "deploy", "-w", "build.keychain"])
+        #expect(find.status == 0, "\(find)")
+        #expect(find.out == "deploy token\n")
+    }
+
+    @Test("a keychain just made with create-keychain -p is unlocked for the next command, as on macOS")
+    func createdKeychainIsUnlocked() throws {
+        let sandbox = try agentSandbox()
+        defer { stopAgent(at: socket(sandbox)) }
+        #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", "fresh.keychain"]).status == 0)
+        let add = try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "v", "fresh.keychain"])
+        #expect(add.status == 0, "\(add)")
+    }
+
+    @Test("lock-keychain in one process locks the keychain for the next; lock-keychain -a locks them all")
+    func lockingIsSharedToo() throws {
+        let sandbox = try agentSandbox()
+        defer { stopAgent(at: socket(sandbox)) }
+        for name in ["one.keychain", "two.keychain"] {
+            #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", name]).status == 0)
+            #expect(try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "v", name]).status == 0)
+        }
+        #expect(try run(sandbox, ["lock-keychain", "one.keychain"]).status == 0)
+        let locked = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "one.keychain"])
+        #expect(locked.status == 36, "\(locked)")
+        let other = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "two.keychain"])
+        #expect(other.out == "v\n", "\(other)")
+        #expect(try run(sandbox, ["lock-keychain", "-a"]).status == 0)
+        let all = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "two.keychain"])
+        #expect(all.status == 36, "\(all)")
+        #expect(try run(sandbox, ["unlock-keychain", "-p", "wrong", "two.keychain"]).status == 51)
+        #expect(try run(sandbox, ["unlock-keychain", "-p", "P4ss", "two.keychain"]).status == 0)
+        let back = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "two.keychain"])
+        #expect(back.out == "v\n", "\(back)")
+    }
+
+    @Test("a killed agent is started again and its keychains come back locked, items intact")
+    func killedAgentComesBackLocked() throws {
+        let sandbox = try agentSandbox()
+        defer { stopAgent(at: socket(sandbox)) }
+        #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
+        #expect(
+            try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "kept", "k.keychain"]).status == 0)
+        let first = try #require(agentPid(at: socket(sandbox)))
+        kill(first, SIGKILL)
+        #expect(waitUntilGone(first))
+        let locked = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "k.keychain"])
+        #expect(locked.status == 36, "\(locked)")
+        let second = try #require(agentPid(at: socket(sandbox)))
+        #expect(second != first)
+        #expect(try run(sandbox, ["unlock-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
+        let found = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "k.keychain"])
+        #expect(found.out == "kept\n", "\(found)")
+    }
+
+    @Test("KEYCHAIN_AGENT=off keeps the lock state in each process")
+    func offKeepsTheLockInTheProcess() throws {
+        let sandbox = try agentSandbox()
+        defer { stopAgent(at: socket(sandbox)) }
+        sandbox.agentMode = "off"
+        #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
+        #expect(try run(sandbox, ["unlock-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
+        let locked = try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "v", "k.keychain"])
+        #expect(locked.status == 36, "\(locked)")
+        #expect(agentPid(at: socket(sandbox)) == nil, "no agent was started")
+    }
+
+    @Test("KEYCHAIN_AGENT=required fails when the agent cannot be started, and says why")
+    func requiredFailsWithoutAnAgent() throws {
+        let sandbox = try agentSandbox()
+        sandbox.agentMode = "required"
+        let result = try sandbox.run(
+            ["find-generic-password", "-s", "s"],
+            environment: [
+                "KEYCHAIN_AGENT_SOCK": socket(sandbox), "KEYCHAIN_AGENT_PROGRAM": sandbox.root + "/no-such-keychaind",
+            ])
+        #expect(result.status != 0 && result.status != 44, "\(result)")
+        #expect(result.err.contains("keychaind"), "\(result)")
+    }
+
+    // MARK: The agent's process
+
+    /// The pid of the process listening at `path` (`SO_PEERCRED` of a connection), or `nil`.
+    private func agentPid(at path: String) -> pid_t? {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8)
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { return nil }
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)  // struct ucred: pid, uid, gid
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(fd, SOL_SOCKET, 17 /* SO_PEERCRED */, &credentials, &length) == 0 else { return nil }
+        return credentials.0 > 0 ? credentials.0 : nil
+    }
+
+    /// Waits (up to 10 s) until `pid` no longer exists.
+    private func waitUntilGone(_ pid: pid_t) -> Bool {
+        for _ in 0..<1000 {
+            if kill(pid, 0) != 0 && errno == ESRCH { return true }
+            // A zombie waiting for its parent (init here) to reap it is gone too.
+            if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "Z"
+            {
+                return true
+            }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// Stops the agent listening at `path`, by its pid.
+    private func stopAgent(at path: String) {
+        guard let pid = agentPid(at: path) else { return }
+        kill(pid, SIGTERM)
+        if !waitUntilGone(pid) { kill(pid, SIGKILL) }
+    }
+}
