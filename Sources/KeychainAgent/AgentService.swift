@@ -31,6 +31,8 @@ public final class AgentService: Sendable {
     /// Engine work blocks on SQLite and the disk: it runs here, never on an event loop or the
     /// cooperative pool.
     private let work = DispatchQueue(label: "keychain-agent.engine", attributes: .concurrent)
+    /// Locks password keychains left unused for their settings' lock interval.
+    let idle = IdleLock()
 
     /// A service for keychains opened with `configuration`.
     public init(
@@ -81,8 +83,18 @@ public final class AgentService: Sendable {
     /// The methods that manage keychains rather than items in them: only a caller whose groups
     /// include every group (the user's own programs, not a sandboxed or manifest-bound app).
     static let administration: Set<AgentInterface.Method> = [
-        .create, .deleteKeychain, .lockAll, .changePassword, .rotateKeys,
+        .create, .deleteKeychain, .lockAll, .changePassword, .rotateKeys, .setSettings,
     ]
+
+    /// What each request does to its keychain's idle timer (``IdleLock``): looking at the
+    /// keychain leaves it running, using it starts it again.
+    static func idleEffect(of method: AgentInterface.Method) -> IdleLock.Effect {
+        switch method {
+        case .status, .settings, .close, .create, .deleteKeychain, .lockAll: .none
+        case .add, .addMany, .upsert, .find, .findReadable, .update, .delete: .use
+        case .unlock, .lock, .changePassword, .rotateKeys, .setSettings: .reread
+        }
+    }
 
     private func perform(
         _ method: AgentInterface.Method, _ arguments: [DBusValue], groups: AccessGroups
@@ -91,7 +103,7 @@ public final class AgentService: Sendable {
         if Self.administration.contains(method), !groups.groups.contains("*") {
             throw KeychainError(.missingEntitlement, "only the user's own programs manage keychains")
         }
-        let name = try string(arguments, 0)
+        let name = method == .lockAll ? "" : try string(arguments, 0)
         switch method {
         case .create:
             let password = try password(arguments, 1)
@@ -99,24 +111,34 @@ public final class AgentService: Sendable {
                 at: try absolute(name), password: password, configuration: configuration)
             remember(keychain)
             if let password { try keychain.unlock(password: password) }
+            idle.reread(keychain)
             return []
         case .deleteKeychain:
             let path = try absolute(name)
             forget(path)
+            idle.forget(path)
             try KeychainDatabase.deleteKeychain(at: path)
             return []
         case .lockAll:
-            for keychain in open.withLock({ Array(keychains.values) }) { keychain.lock() }
+            for keychain in open.withLock({ Array(keychains.values) }) {
+                keychain.lock()
+                if let path = keychain.path { idle.forget(path) }
+            }
             return []
         case .close:
             return []
         case .unlock, .changePassword, .rotateKeys:
             let keychain = try keychain(name)
-            return try throttled(keychain.path ?? name) {
-                try perform(method, arguments, on: keychain.acting(for: groups))
+            return try idle.around(keychain, Self.idleEffect(of: method)) {
+                try throttled(keychain.path ?? name) {
+                    try perform(method, arguments, on: keychain.acting(for: groups))
+                }
             }
         default:
-            return try perform(method, arguments, on: try keychain(name).acting(for: groups))
+            let keychain = try keychain(name)
+            return try idle.around(keychain, Self.idleEffect(of: method)) {
+                try perform(method, arguments, on: keychain.acting(for: groups))
+            }
         }
     }
 
@@ -179,6 +201,11 @@ public final class AgentService: Sendable {
             return []
         case .rotateKeys:
             try keychain.rotateKeys(password: try password(arguments, 1), newPassword: try password(arguments, 3))
+            return []
+        case .settings:
+            return [AgentCodec.encode(try keychain.settings)]
+        case .setSettings:
+            try keychain.setSettings(try AgentCodec.decodeSettings(try value(arguments, 1)))
             return []
         case .create, .deleteKeychain, .lockAll, .close:
             return []

@@ -146,6 +146,34 @@ public enum AgentCodec {
         return query
     }
 
+    // MARK: Settings
+
+    /// Lock settings as `a{sv}`: `lockInterval` (`u`, seconds; 0 for no timeout) and
+    /// `locksOnSleep` (`b`).
+    public static func encode(_ settings: KeychainSettings) -> DBusValue {
+        .stringVariantDictionary([
+            Key.lockInterval: .uint32(UInt32(clamping: settings.lockInterval ?? 0)),
+            Key.locksOnSleep: .boolean(settings.locksOnSleep),
+        ])
+    }
+
+    /// Lock settings from `a{sv}`; a field left out takes ``KeychainCore/KeychainSettings``'s
+    /// default.
+    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for an unknown field, a wrong type
+    ///   or a lock interval out of range.
+    public static func decodeSettings(_ value: DBusValue) throws -> KeychainSettings {
+        var settings = KeychainSettings()
+        for (field, inner) in try entries(value, "settings") {
+            switch (field, inner) {
+            case (Key.lockInterval, .uint32(let seconds)) where Int(seconds) <= KeychainSettings.maximumLockInterval:
+                settings.lockInterval = seconds == 0 ? nil : Int(seconds)
+            case (Key.locksOnSleep, .boolean(let flag)): settings.locksOnSleep = flag
+            default: throw parameter("the settings field \(field) is unknown, of the wrong type or out of range")
+            }
+        }
+        return settings
+    }
+
     // MARK: Errors
 
     /// The D-Bus error name of a keychain error: ``AgentInterface/errorPrefix`` and the code's
@@ -185,6 +213,8 @@ public enum AgentCodec {
         static let tombstones = "tombstones"
         static let authenticationUI = "authUI"
         static let host = "host"
+        static let lockInterval = "lockInterval"
+        static let locksOnSleep = "locksOnSleep"
     }
 
     static func parameter(_ message: String) -> KeychainError { KeychainError(.parameter, message) }

@@ -51,6 +51,13 @@ public enum AgentInterface {
         case deleteKeychain = "DeleteKeychain"
         /// `Close(s keychain)`: the caller is done with it.
         case close = "Close"
+        /// `Settings(s keychain) → a{sv}`: the keychain's lock settings, `lockInterval` (u,
+        /// seconds; 0 for no timeout) and `locksOnSleep` (b) (as
+        /// ``AgentCodec`` encodes them).
+        case settings = "Settings"
+        /// `SetSettings(s keychain, a{sv} settings)`: stores the lock settings (the keychain must
+        /// be unlocked); the agent's idle lock follows them from then on.
+        case setSettings = "SetSettings"
 
         /// The arguments the caller sends.
         public var inputs: [DBusArgument] {
@@ -68,7 +75,8 @@ public enum AgentInterface {
             case .delete: return [keychain, DBusArgument("query", Self.dictionary)]
             case .unlock, .create:
                 return [keychain, DBusArgument("hasPassword", .boolean), DBusArgument("password", .array(.byte))]
-            case .lock, .status, .deleteKeychain, .close: return [keychain]
+            case .lock, .status, .deleteKeychain, .close, .settings: return [keychain]
+            case .setSettings: return [keychain, DBusArgument("settings", Self.dictionary)]
             case .lockAll: return []
             case .changePassword:
                 return [
@@ -93,7 +101,10 @@ public enum AgentInterface {
                 [DBusArgument("items", .array(Self.dictionary)), DBusArgument("unreadable", .array(.string))]
             case .update, .delete: [DBusArgument("count", .uint32)]
             case .status: [DBusArgument("status", Self.dictionary)]
-            case .unlock, .lock, .lockAll, .changePassword, .rotateKeys, .create, .deleteKeychain, .close: []
+            case .settings: [DBusArgument("settings", Self.dictionary)]
+            case .unlock, .lock, .lockAll, .changePassword, .rotateKeys, .create, .deleteKeychain, .close,
+                .setSettings:
+                []
             }
         }
 

@@ -58,6 +58,21 @@ public final class AgentKeychain: KeychainHandle {
     /// Nothing to release: the agent keeps the keychain open for every process.
     public func close() throws {}
 
+    /// The keychain's lock settings, as the agent reads them from its file.
+    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.decode` for damaged settings).
+    public var settings: KeychainSettings {
+        get throws { try AgentCodec.decodeSettings(try first(call(.settings))) }
+    }
+
+    /// Stores the keychain's lock settings through the agent, which locks the keychain after
+    /// ``KeychainCore/KeychainSettings/lockInterval`` seconds without a request from then on.
+    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.interactionNotAllowed` while
+    ///   the keychain is locked, `.missingEntitlement` for a caller that may not manage
+    ///   keychains).
+    public func setSettings(_ settings: KeychainSettings) throws {
+        _ = try call(.setSettings, [AgentCodec.encode(settings)])
+    }
+
     public func add(_ item: Item) throws -> Item {
         try AgentCodec.decodeItem(try first(call(.add, [AgentCodec.encode(item)])))
     }

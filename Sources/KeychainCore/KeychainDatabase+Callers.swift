@@ -46,6 +46,8 @@ final class CallerKeychain: KeychainHandle {
     func unlock(password: Data?) throws { try database.unlock(password: password) }
     func lock() { database.lock() }
     func changePassword(old: Data?, new: Data) throws { try database.changePassword(old: old, new: new) }
+    var settings: KeychainSettings { get throws { try database.settings } }
+    func setSettings(_ settings: KeychainSettings) throws { try database.setSettings(settings) }
     func rotateKeys(password: Data?, newPassword: Data?) throws {
         try database.rotateKeys(password: password, newPassword: newPassword)
     }

@@ -29,6 +29,15 @@ public protocol KeychainHandle: AnyObject, Sendable {
     /// Replaces the keychain's password (`old` is `nil` for a password-less keychain).
     /// - Throws: ``KeychainError`` (`.authFailed` when `old` is wrong).
     func changePassword(old: Data?, new: Data) throws
+    /// The keychain's lock settings (``KeychainSettings``): when it locks by itself. Reading
+    /// them needs no password.
+    /// - Throws: ``KeychainError`` (`.decode` when the stored settings are damaged).
+    var settings: KeychainSettings { get throws }
+    /// Stores the keychain's lock settings with the keychain; as on macOS, the keychain must be
+    /// unlocked.
+    /// - Throws: ``KeychainError`` (`.interactionNotAllowed` while locked, `.parameter` for a
+    ///   lock interval out of range, `.readOnly`).
+    func setSettings(_ settings: KeychainSettings) throws
 
     /// Adds an item and returns it as stored (defaults filled in).
     /// - Throws: ``KeychainError`` (`.duplicateItem` when its primary key is taken).
