@@ -78,6 +78,9 @@ struct IdleLockTests {
         try handle.unlock(password: Data("P".utf8))
         try handle.setSettings(KeychainSettings(lockInterval: 900))
         #expect(try handle.settings == KeychainSettings(lockInterval: 900))
+        // LockAll, which names no keychain, locks it and ends its idle timer.
+        _ = try await AgentServiceTests.call(connection, .lockAll, [])
+        #expect(try await Self.isLocked(connection, path))
         client.close()
         await connection.close()
         await agent.close()
