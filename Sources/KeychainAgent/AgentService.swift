@@ -7,7 +7,9 @@ import KeychainCore
 /// The agent's keychains, served over ``KeychainAgentProtocol/AgentInterface``: it opens each
 /// keychain once, keeps its keys and lock state for every client (so an unlock lasts until a
 /// lock, whichever process asked), and runs each request for the caller's access groups, which
-/// come from who the caller is (``groups``), never from what it sends.
+/// come from who the caller is (``groups``), never from what it sends. A password keychain
+/// whose settings have a lock interval is locked after that many seconds without a request
+/// that uses it (see `IdleLock`).
 ///
 /// ```swift
 /// let service = AgentService(configuration: KeychainConfiguration()) { peer in

@@ -550,10 +550,12 @@ struct ShowKeychainInfo: ToolCommand {
         usage: "security show-keychain-info [keychain]",
         discussion: HelpText.wrapped(
             """
-            Prints the settings of the keychain (the default keychain when none is given) on standard \
-            error, as macOS does, for example `Keychain "build.keychain" no-timeout`. Linux keychains \
-            have no lock timer (a keychain is locked when the `security` process that unlocked it \
-            exits), so the settings are always `no-timeout`.
+            Prints the lock settings stored with the keychain (the default keychain's when none is \
+            given) on standard error, in macOS's words: `Keychain "build.keychain" no-timeout` for a \
+            keychain that never locks by itself, `Keychain "build.keychain" lock-on-sleep \
+            timeout=300s` for one set with `set-keychain-settings -l -t 300`. The session agent \
+            (keychaind) locks a password keychain it keeps unlocked after that many seconds without \
+            use; lock-on-sleep is stored and shown, and not yet acted on.
 
             As on macOS, reading the settings needs the keychain unlocked, so scripts use this command \
             to learn whether a keychain is usable: for a locked password keychain it fails with "User \
@@ -580,48 +582,67 @@ struct ShowKeychainInfo: ToolCommand {
         } catch {
             throw CommandFailure.status(of: error, function)
         }
+        let settings: KeychainSettings
         do {
             // macOS's SecKeychainCopySettings needs the keychain unlocked (or unlocks it).
-            try session.withAccess(to: keychain) {
+            settings = try session.withAccess(to: keychain) {
                 if keychain.database.isLocked {
                     throw KeychainError(.interactionNotAllowed, "the keychain is locked")
                 }
+                return try keychain.database.settings
             }
         } catch {
             throw searchFailure(error, function: function)
         }
-        Console.err("Keychain \"\(name ?? "<NULL>")\" no-timeout\n")
+        Console.err(Self.line(name: name, settings))
         return 0
+    }
+
+    /// macOS's line (`keychain_show_info.c`): the name as given, ` lock-on-sleep` when set, then
+    /// ` no-timeout` or ` timeout=<seconds>s`.
+    static func line(name: String?, _ settings: KeychainSettings) -> String {
+        "Keychain \"\(name ?? "<NULL>")\"" + (settings.locksOnSleep ? " lock-on-sleep" : "")
+            + (settings.lockInterval.map { " timeout=\($0)s" } ?? " no-timeout") + "\n"
     }
 }
 
 // MARK: - set-keychain-settings
 
-/// `security set-keychain-settings`: accepted for macOS scripts.
+/// `security set-keychain-settings`: stores the keychain's lock settings.
 struct SetKeychainSettings: ToolCommand {
     static let name = "set-keychain-settings"
     static let configuration = CommandConfiguration(
         commandName: Self.name,
         _superCommandName: "security",
-        abstract: "Set settings for a keychain (accepted; no effect on Linux).",
+        abstract: "Set settings for a keychain.",
         usage: "security set-keychain-settings [-l] [-u] [-t <timeout>] [keychain]",
         discussion: HelpText.wrapped(
             """
-            On macOS this sets when the keychain locks itself. Linux keychains have no lock timer: a \
-            keychain is locked again when the `security` process that unlocked it exits. The command \
-            checks that the keychain exists and changes nothing, so that macOS scripts (`security \
-            set-keychain-settings -lut 21600 build.keychain`) keep working.
+            Stores the lock settings with the keychain (the default keychain when none is given), \
+            replacing the ones it had, as macOS does: -l locks the keychain when the system sleeps, \
+            -t locks it after that many seconds without use. Without -t the keychain has no timeout, \
+            even with -u: as in macOS's `security`, -u is accepted and -t alone decides. The session \
+            agent (keychaind) acts on the timeout for a password keychain it keeps unlocked; \
+            lock-on-sleep is stored and shown by show-keychain-info, and not yet acted on.
+
+            As on macOS, the keychain must be unlocked: a locked password keychain is unlocked with \
+            KEYCHAIN_PASSWORD or a password typed on the terminal, and otherwise the command fails with \
+            "User interaction is not allowed." (exit 36).
+
+            Example (after `export KEYCHAIN_PASSWORD`):
+              security set-keychain-settings -lut 21600 build.keychain
             """))
 
-    @Flag(name: .customShort("l"), help: "Lock when the system sleeps (no effect).")
+    @Flag(name: .customShort("l"), help: "Lock the keychain when the system sleeps.")
     var lockOnSleep = false
 
-    @Flag(name: .customShort("u"), help: "Lock after the timeout (no effect).")
+    @Flag(name: .customShort("u"), help: "Accepted as on macOS, where -t alone sets the timeout.")
     var useTimeout = false
 
     @Option(
         name: .customShort("t", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("The timeout in seconds (no effect).", valueName: "timeout"))
+        help: ArgumentHelp(
+            "Lock after this many seconds without use (omitting it specifies no timeout).", valueName: "timeout"))
     var timeout: String?
 
     @Argument(help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
@@ -630,11 +651,28 @@ struct SetKeychainSettings: ToolCommand {
     func execute(in session: Session) throws -> Int32 {
         guard keychains.count <= 1 else { throw CommandFailure.usage("Give at most one keychain.") }
         let name = keychains.first
+        guard name?.isEmpty != true else { throw CommandFailure.usage("a keychain name cannot be empty") }
+        // -t implies -u; without -t, -u has no effect and the keychain has no timeout
+        // (keychain_set_settings.c). INT_MAX is macOS's own "no timeout".
+        var settings = KeychainSettings(locksOnSleep: lockOnSleep)
+        if let timeout {
+            guard let seconds = Int(timeout), (1...Int(Int32.max)).contains(seconds) else {
+                throw CommandFailure.usage("The timeout must be a number of seconds from 1 to \(Int32.max).")
+            }
+            settings.lockInterval = seconds == Int(Int32.max) ? nil : seconds
+        }
+        let function = "SecKeychainSetSettings \(name ?? "<NULL>")"
+        let keychain: OpenKeychain
         do {
             // The login keychain is created on first use, whichever way it is named.
-            _ = try session.open(name, createDefault: true)
+            keychain = try session.open(name, createDefault: true)
         } catch {
-            throw CommandFailure.status(of: error, "SecKeychainSetSettings \(name ?? "<NULL>")")
+            throw CommandFailure.status(of: error, function)
+        }
+        do {
+            try session.withAccess(to: keychain) { try keychain.database.setSettings(settings) }
+        } catch {
+            throw searchFailure(error, function: function)
         }
         return 0
     }

@@ -208,6 +208,41 @@ struct AgentCodecTests {
         }
     }
 
+    @Test(
+        "lock settings cross the wire and come back exactly; 0 is no timeout",
+        arguments: [
+            KeychainSettings(), KeychainSettings(lockInterval: 300, locksOnSleep: true),
+            KeychainSettings(lockInterval: 1), KeychainSettings(locksOnSleep: true),
+            KeychainSettings(lockInterval: KeychainSettings.maximumLockInterval),
+        ])
+    func settingsRoundTrip(settings: KeychainSettings) throws {
+        for bigEndian in [false, true] {
+            let back = try Self.wire([AgentCodec.encode(settings)], bigEndian: bigEndian)
+            #expect(try AgentCodec.decodeSettings(back[0]) == settings)
+        }
+        let encoded = AgentCodec.encode(settings).stringKeyedEntries
+        #expect(encoded?["lockInterval"] == .variant(.uint32(UInt32(settings.lockInterval ?? 0))))
+        #expect(encoded?["locksOnSleep"] == .variant(.boolean(settings.locksOnSleep)))
+        let signature = AgentInterface.Method.setSettings.inputs.map(\.type.signature).joined()
+        #expect(signature == "sa{sv}")
+        #expect(AgentInterface.Method.settings.outputs.map(\.type.signature).joined() == "a{sv}")
+    }
+
+    @Test("malformed lock settings are errSecParam: an unknown field, a wrong type, an interval past the maximum")
+    func malformedSettingsAreRefused() throws {
+        #expect(try AgentCodec.decodeSettings(.stringVariantDictionary([:])) == KeychainSettings())
+        for entries: [String: DBusValue] in [
+            ["lockInterval": .int32(5)], ["locksOnSleep": .uint32(1)], ["timeout": .uint32(5)],
+            ["lockInterval": .uint32(UInt32(Int32.max))],
+        ] {
+            let error = #expect(throws: KeychainError.self) {
+                try AgentCodec.decodeSettings(.stringVariantDictionary(entries))
+            }
+            #expect(error?.code == .parameter, "\(entries)")
+        }
+        #expect(throws: KeychainError.self) { try AgentCodec.decodeSettings(.string("x")) }
+    }
+
     @Test("every method has a valid name and signatures the wire layer accepts")
     func methodTable() throws {
         #expect(AgentInterface.Method.allCases.count == Set(AgentInterface.Method.allCases.map(\.rawValue)).count)

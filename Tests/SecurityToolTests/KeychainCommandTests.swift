@@ -285,6 +285,79 @@ import Testing
                 == "security: SecKeychainCopySettings missing.keychain: The specified keychain could not be found.\n")
     }
 
+    /// Apple's flags (keychain_set_settings.c): -l locks on sleep, -t sets the timeout and
+    /// implies -u, and without -t there is no timeout, -u or not. Each call replaces the
+    /// settings; show-keychain-info prints them as keychain_show_info.c does.
+    static let settingsCases: [([String], String)] = [
+        (["-lut", "21600"], "lock-on-sleep timeout=21600s"),
+        ([], "no-timeout"),
+        (["-t", "300"], "timeout=300s"),
+        (["-u"], "no-timeout"),
+        (["-l"], "lock-on-sleep no-timeout"),
+        (["-l", "-t3600"], "lock-on-sleep timeout=3600s"),
+        (["-u", "-t", "1"], "timeout=1s"),
+        (["-t", "2147483647"], "no-timeout"),
+    ]
+
+    @Test func setKeychainSettingsStoresWhatShowKeychainInfoPrintsInOtherProcesses() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.run(["create-keychain", "-p", "", "info.keychain"]).status == 0)
+        for (flags, words) in Self.settingsCases {
+            let set = try sandbox.run(["set-keychain-settings"] + flags + ["info.keychain"])
+            #expect(set.status == 0 && set.out.isEmpty && set.err.isEmpty, "\(flags): \(set)")
+            let info = try sandbox.run(["show-keychain-info", "info.keychain"])
+            #expect(info.status == 0 && info.out.isEmpty, "\(flags): \(info)")
+            #expect(info.err == "Keychain \"info.keychain\" \(words)\n", "\(flags): \(info)")
+        }
+        // The default keychain, named by nothing, as macOS prints it.
+        #expect(try sandbox.run(["set-keychain-settings", "-l", "-t", "60"]).status == 0)
+        #expect(try sandbox.run(["show-keychain-info"]).err == "Keychain \"<NULL>\" lock-on-sleep timeout=60s\n")
+        #expect(
+            try sandbox.run(["show-keychain-info", "info.keychain"]).err == "Keychain \"info.keychain\" no-timeout\n")
+    }
+
+    @Test(arguments: ["0", "-5", "abc", "2147483648", ""])
+    func setKeychainSettingsRefusesATimeoutThatIsNotASecondCount(timeout: String) throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.run(["create-keychain", "-p", "", "info.keychain"]).status == 0)
+        #expect(try sandbox.run(["set-keychain-settings", "-t", "60", "info.keychain"]).status == 0)
+        let run = try sandbox.run(["set-keychain-settings", "-t", timeout, "info.keychain"])
+        #expect(run.status == 2, "\(run)")
+        let info = try sandbox.run(["show-keychain-info", "info.keychain"])
+        #expect(info.err == "Keychain \"info.keychain\" timeout=60s\n", "unchanged: \(info)")
+    }
+
+    @Test func setKeychainSettingsOnALockedKeychainNeedsItsPasswordAsOnMacOS() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.run(["create-keychain", "-p", "pw", "build.keychain"]).status == 0)
+        let locked = try sandbox.run(["set-keychain-settings", "-t", "300", "build.keychain"])
+        #expect(locked.status == 36, "\(locked)")
+        #expect(
+            locked.err.hasPrefix("security: SecKeychainSetSettings build.keychain: User interaction is not allowed.\n"),
+            "\(locked)")
+        let wrong = try sandbox.run(
+            ["set-keychain-settings", "-t", "300", "build.keychain"], environment: ["KEYCHAIN_PASSWORD": "no"])
+        #expect(wrong.status == 51, "\(wrong)")
+        let unlocked = try sandbox.run(
+            ["set-keychain-settings", "-l", "-t", "300", "build.keychain"], environment: ["KEYCHAIN_PASSWORD": "pw"])
+        #expect(unlocked.status == 0 && unlocked.err.isEmpty, "\(unlocked)")
+        let info = try sandbox.run(["show-keychain-info", "build.keychain"], environment: ["KEYCHAIN_PASSWORD": "pw"])
+        #expect(info.err == "Keychain \"build.keychain\" lock-on-sleep timeout=300s\n", "\(info)")
+        #expect(!info.err.contains("pw\"") && !unlocked.err.contains("pw"))
+
+        // In one interactive session, after unlock-keychain, no password is needed.
+        let session = try sandbox.run(
+            ["-i"],
+            input: """
+                unlock-keychain -p pw build.keychain
+                set-keychain-settings build.keychain
+                show-keychain-info build.keychain
+
+                """)
+        #expect(session.status == 0, "\(session)")
+        #expect(session.err.contains("Keychain \"build.keychain\" no-timeout\n"), "\(session)")
+    }
+
     @Test func freshMachineRoundTripWithNoSetup() throws {
         // Only HOME: no XDG variables, no keychain, no device key, no preferences.
         let sandbox = try Sandbox(cheapKeyDerivation: false, setsXDG: false)

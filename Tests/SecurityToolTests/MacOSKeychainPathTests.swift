@@ -15,7 +15,11 @@ import Testing
             (["list-keychains", "-s", library + "build.keychain-db"], [:]),
             (["default-keychain", "-s", "build.keychain"], [:]),
             (["unlock-keychain", "-p", "pw", library + "build.keychain-db"], [:]),
-            (["set-keychain-settings", "-lut", "21600", library + "build.keychain-db"], [:]),
+            // Each process starts with the keychain locked, and settings change only unlocked.
+            (
+                ["set-keychain-settings", "-lut", "21600", library + "build.keychain-db"],
+                ["KEYCHAIN_PASSWORD": "pw"]
+            ),
             (
                 ["add-generic-password", "-a", "ci", "-s", "deploy", "-w", "s3cret", library + "build.keychain-db"],
                 ["KEYCHAIN_PASSWORD": "pw"]
@@ -27,6 +31,10 @@ import Testing
         }
         #expect(try sandbox.listedKeychains() == [keychain])
         #expect(try sandbox.run(["default-keychain"]).out == "    \"\(keychain)\"\n")
+        let info = try sandbox.run(
+            ["show-keychain-info", library + "build.keychain-db"], environment: ["KEYCHAIN_PASSWORD": "pw"])
+        #expect(info.status == 0, "\(info)")
+        #expect(info.err == "Keychain \"\(library)build.keychain-db\" lock-on-sleep timeout=21600s\n", "\(info)")
 
         // Every spelling reaches the same keychain (its password and its item).
         for spelling in ["build.keychain", "build.keychain-db", "build", "build-db"] {
@@ -83,7 +91,8 @@ import Testing
         for path in paths {
             let unlock = try sandbox.run(["unlock-keychain", "-p", "pw", library + path])
             #expect(unlock.status == 0 && unlock.err.isEmpty, "\(path): \(unlock)")
-            let info = try sandbox.run(["set-keychain-settings", library + path])
+            let info = try sandbox.run(
+                ["set-keychain-settings", library + path], environment: ["KEYCHAIN_PASSWORD": "pw"])
             #expect(info.status == 0, "\(path): \(info)")
         }
         #expect(!FileManager.default.fileExists(atPath: sandbox.home + "/Library"))

@@ -1,0 +1,196 @@
+import DBusWire
+import Foundation
+import KeychainAgentProtocol
+import KeychainClient
+import KeychainCore
+import Testing
+
+@testable import KeychainAgent
+
+/// The agent keeps each keychain's lock settings in its file, and locks a password keychain
+/// left without a request for its lock interval (the agent in a process of its own, as in
+/// ``AgentServiceTests``).
+@Suite("Agent settings and idle lock")
+struct IdleLockTests {
+    typealias Running = AgentServiceTests.Running
+
+    /// A password keychain ("P") made through the agent: created, so unlocked.
+    static func makeKeychain(_ agent: Running, _ connection: DBusConnection, name: String = "idle") async throws
+        -> String
+    {
+        try FileManager.default.createDirectory(
+            atPath: agent.directory + "/data/keychains", withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        let path = agent.directory + "/data/keychains/\(name).keychain-db"
+        _ = try await AgentServiceTests.call(connection, .create, [.string(path)] + AgentServiceTests.password("P"))
+        return path
+    }
+
+    static func isLocked(_ connection: DBusConnection, _ path: String) async throws -> Bool {
+        let status = try await AgentServiceTests.call(connection, .status, [.string(path)])[0].stringKeyedEntries
+        return status?["isLocked"] != .variant(.boolean(false))
+    }
+
+    static func setInterval(_ connection: DBusConnection, _ path: String, _ seconds: Int?) async throws {
+        _ = try await AgentServiceTests.call(
+            connection, .setSettings, [.string(path), AgentCodec.encode(KeychainSettings(lockInterval: seconds))])
+    }
+
+    /// Asks for the lock state every 100 ms until the keychain is locked or `limit` has passed
+    /// since `start`; the time, from `start`, of the first answer that said locked.
+    static func pollUntilLocked(
+        _ connection: DBusConnection, _ path: String, from start: ContinuousClock.Instant, limit: Duration
+    ) async throws -> Duration? {
+        while ContinuousClock.now - start < limit {
+            if try await isLocked(connection, path) { return ContinuousClock.now - start }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try await isLocked(connection, path) ? ContinuousClock.now - start : nil
+    }
+
+    @Test("Settings and SetSettings keep the settings in the keychain's file; a locked keychain's cannot change")
+    func settingsRoundTripThroughTheAgent() async throws {
+        let agent = try await Running(groups: ["app", "*"])
+        let connection = try await agent.connection()
+        let path = try await Self.makeKeychain(agent, connection)
+        let initial = try await AgentServiceTests.call(connection, .settings, [.string(path)])
+        #expect(try AgentCodec.decodeSettings(initial[0]) == KeychainSettings())
+
+        let chosen = KeychainSettings(lockInterval: 600, locksOnSleep: true)
+        _ = try await AgentServiceTests.call(connection, .setSettings, [.string(path), AgentCodec.encode(chosen)])
+        let read = try await AgentServiceTests.call(connection, .settings, [.string(path)])
+        #expect(try AgentCodec.decodeSettings(read[0]) == chosen)
+
+        _ = try await AgentServiceTests.call(connection, .lock, [.string(path)])
+        let refused = await AgentServiceTests.failure(
+            connection, .setSettings, [.string(path), AgentCodec.encode(KeychainSettings())])
+        #expect(refused?.code == .interactionNotAllowed)
+        // Reading needs no unlock, and the file holds what was set.
+        let locked = try await AgentServiceTests.call(connection, .settings, [.string(path)])
+        #expect(try AgentCodec.decodeSettings(locked[0]) == chosen)
+        let configuration = KeychainConfiguration.testing(deviceKey: .file(at: agent.directory + "/config/device-key"))
+        #expect(try KeychainDatabase.open(at: path, configuration: configuration).settings == chosen)
+
+        // The client's KeychainHandle reads and writes them through the agent.
+        let client = try AgentConnection(socketPath: agent.socket)
+        let handle: any KeychainHandle = client.keychain(at: path)
+        #expect(try handle.settings == chosen)
+        try handle.unlock(password: Data("P".utf8))
+        try handle.setSettings(KeychainSettings(lockInterval: 900))
+        #expect(try handle.settings == KeychainSettings(lockInterval: 900))
+        // LockAll, which names no keychain, locks it and ends its idle timer.
+        _ = try await AgentServiceTests.call(connection, .lockAll, [])
+        #expect(try await Self.isLocked(connection, path))
+        client.close()
+        await connection.close()
+        await agent.close()
+    }
+
+    @Test("only a caller with every group changes a keychain's settings; any caller may read them")
+    func changingSettingsIsAdministration() async throws {
+        let agent = try await Running(groups: ["app"])
+        let connection = try await agent.connection()
+        let refused = await AgentServiceTests.failure(
+            connection, .setSettings, [.string(""), AgentCodec.encode(KeychainSettings(lockInterval: 5))])
+        #expect(refused?.code == .missingEntitlement)
+        let read = try await AgentServiceTests.call(connection, .settings, [.string("")])
+        #expect(try AgentCodec.decodeSettings(read[0]) == KeychainSettings())
+        await connection.close()
+        await agent.close()
+    }
+
+    @Test("an unlocked password keychain with a 2 s lock interval is locked by the agent about 2 s after its last use")
+    func idleKeychainIsLocked() async throws {
+        let agent = try await Running(groups: ["app", "*"])
+        let connection = try await agent.connection()
+        let path = try await Self.makeKeychain(agent, connection)
+        #expect(try await !Self.isLocked(connection, path))
+        let item = Item(
+            class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string("ci")],
+            data: Data("s3cret".utf8))
+        _ = try await AgentServiceTests.call(connection, .add, [.string(path), AgentCodec.encode(item)])
+
+        let start = ContinuousClock.now
+        try await Self.setInterval(connection, path, 2)
+        let stillUnlocked = try await !Self.isLocked(connection, path)
+        // Only meaningful while well before the deadline: a loaded machine may take longer.
+        if ContinuousClock.now - start < .seconds(1) { #expect(stillUnlocked, "locked before its interval passed") }
+
+        let lockedAfter = try await Self.pollUntilLocked(connection, path, from: start, limit: .seconds(3))
+        #expect(lockedAfter != nil, "still unlocked 3 s after a 2 s interval was set")
+        // The deadline is 2 s after the request that set it, which came after `start`.
+        if let lockedAfter { #expect(lockedAfter >= .seconds(2), "locked after \(lockedAfter)") }
+        // Locked for real: the items are out of reach until an unlock.
+        let query = AgentCodec.encode(ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")]))
+        let find = await AgentServiceTests.failure(connection, .find, [.string(path), query, .boolean(true)])
+        #expect(find?.code == .interactionNotAllowed)
+        await connection.close()
+        await agent.close()
+    }
+
+    @Test("a request that uses the keychain starts its interval again; Status, which only looks, does not")
+    func useResetsTheTimer() async throws {
+        let agent = try await Running(groups: ["app", "*"])
+        let connection = try await agent.connection()
+        let path = try await Self.makeKeychain(agent, connection)
+        try await Self.setInterval(connection, path, 2)
+        let set = ContinuousClock.now
+
+        try await Task.sleep(until: set + .milliseconds(1_200), clock: .continuous)
+        let used = ContinuousClock.now
+        let query = AgentCodec.encode(ItemQuery(class: .genericPassword))
+        _ = try await AgentServiceTests.call(connection, .find, [.string(path), query, .boolean(false)])
+
+        // Past the first deadline (2 s after `set`, plus a check), before the new one.
+        try await Task.sleep(until: set + .milliseconds(2_600), clock: .continuous)
+        let unlocked = try await !Self.isLocked(connection, path)
+        if ContinuousClock.now - used < .milliseconds(1_900) {
+            #expect(unlocked, "the request 1.2 s in did not start the 2 s interval again")
+        }
+
+        let lockedAfter = try await Self.pollUntilLocked(connection, path, from: used, limit: .seconds(3))
+        #expect(lockedAfter != nil, "still unlocked 3 s after its last use")
+        if let lockedAfter { #expect(lockedAfter >= .seconds(2), "locked \(lockedAfter) after its last use") }
+        await connection.close()
+        await agent.close()
+    }
+
+    @Test("the agent watches only unlocked password keychains with a lock interval, and runs no timer otherwise")
+    func watchesOnlyKeychainsWithATimeout() throws {
+        let idle = IdleLock()
+        let passwordless = try TemporaryKeychain()
+        try passwordless.keychain.setSettings(KeychainSettings(lockInterval: 1))
+        idle.reread(passwordless.keychain)
+        #expect(!idle.isWatching(passwordless.path), "a keychain without a password is never locked")
+
+        let temporary = try TemporaryKeychain(password: "pw")
+        let keychain = temporary.keychain
+        idle.reread(keychain)
+        #expect(!idle.isWatching(temporary.path), "a locked keychain is not watched")
+        try keychain.unlock(password: "pw")
+        idle.reread(keychain)
+        #expect(!idle.isWatching(temporary.path), "a keychain without a timeout is not watched")
+        try keychain.setSettings(KeychainSettings(lockInterval: 60))
+        idle.reread(keychain)
+        #expect(idle.isWatching(temporary.path))
+        try keychain.setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
+        idle.reread(keychain)
+        #expect(!idle.isWatching(temporary.path), "lock on sleep alone starts no timer")
+        try keychain.setSettings(KeychainSettings(lockInterval: 60))
+        idle.reread(keychain)
+        keychain.lock()
+        idle.reread(keychain)
+        #expect(!idle.isWatching(temporary.path), "a locked keychain is forgotten")
+    }
+
+    @Test("each request's effect on the idle timer: items use it, Status and Settings only look")
+    func requestEffects() {
+        #expect(AgentService.idleEffect(of: .find) == .use)
+        #expect(AgentService.idleEffect(of: .add) == .use)
+        #expect(AgentService.idleEffect(of: .status) == .none)
+        #expect(AgentService.idleEffect(of: .settings) == .none)
+        #expect(AgentService.idleEffect(of: .setSettings) == .reread)
+        #expect(AgentService.idleEffect(of: .unlock) == .reread)
+        #expect(AgentService.idleEffect(of: .lock) == .reread)
+    }
+}
