@@ -91,10 +91,19 @@ struct BenchmarkRunner {
                 return result
             }
         }
+        let environment = lifecycle.childEnvironment(keychain: scratch + "/data/keychains/login.keychain-db")
+        var agent: BenchAgent?
+        var agentNote: String?
+        do {
+            agent = try BenchAgent.start(
+                lifecycle.agentExecutable, socket: scratch + "/agent.sock", environment: environment)
+        } catch {
+            agentNote = "not available: \(error)"
+        }
         let comparison = ScriptComparison(
-            options: options, scratch: scratch,
-            environment: lifecycle.childEnvironment(keychain: scratch + "/data/keychains/login.keychain-db"),
-            security: security, floorExecutable: lifecycle.probeExecutable, progress: progress)
+            options: options, scratch: scratch, environment: environment, security: security,
+            floorExecutable: lifecycle.probeExecutable, agent: agent, agentNote: agentNote, progress: progress)
+        defer { withExtendedLifetime(agent) {} }
         return options.scriptSizes.map { size in
             progress("lookup processes on \(Format.count(size)) items added by processes")
             do {

@@ -287,6 +287,13 @@ struct Lifecycle {
         return FileManager.default.isExecutableFile(atPath: path) ? path : nil
     }
 
+    /// The `keychaind` executable: beside `security` (as the tool finds it).
+    var agentExecutable: String? {
+        guard let security = securityExecutable else { return nil }
+        let path = (security as NSString).deletingLastPathComponent + "/keychaind"
+        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+    }
+
     static var executableDirectory: String? {
         ChildProcess.currentExecutable.map { ($0 as NSString).deletingLastPathComponent }
     }

@@ -240,6 +240,20 @@ extension BenchmarkReport {
     /// 1.5 times the Swift process floor, and faster than `secret-tool lookup`.
     private mutating func scriptTargets(_ script: ScriptResult) {
         let name = "security find-generic-password -w process, \(Format.count(script.items)) items added by processes"
+        let served = "security find-generic-password -w process served by keychaind, \(Format.count(script.items)) items"
+        let agentNote = script.agentNote ?? script.note ?? "not available"
+        targets.append(
+            TargetResult(
+                name: served + ", ÷ Swift process floor", limit: "≤ 1.50×",
+                measured: script.agentFindOverFloor.map {
+                    "\(Format.ratio($0)) (\(Format.duration(script.agentFind!.medianMicroseconds)))"
+                } ?? agentNote,
+                met: script.agentFindOverFloor.map { $0 <= 1.5 }))
+        targets.append(
+            TargetResult(
+                name: served + ", ÷ secret-tool lookup (GNOME Keyring)", limit: "< 1.00×",
+                measured: script.agentFindOverSecretTool.map(Format.ratio) ?? script.secretToolNote ?? agentNote,
+                met: script.agentFindOverSecretTool.map { $0 < 1 }))
         if let ratio = script.findOverFloor, let find = script.find, let floor = script.floor {
             targets.append(
                 TargetResult(

@@ -18,6 +18,10 @@ struct ScriptComparison {
     let security: String
     /// The Swift process floor's executable (`keychain-bench --internal-noop`), if found.
     let floorExecutable: String?
+    /// The session agent the third column's lookups go through, if it started.
+    let agent: BenchAgent?
+    /// Why there is no agent.
+    let agentNote: String?
     let progress: (String) -> Void
 
     /// How many add processes run at a time while a keychain is filled.
@@ -99,6 +103,7 @@ struct ScriptComparison {
         var floor: [UInt64] = []
         var find: [UInt64] = []
         var lookup: [UInt64] = []
+        var viaAgent: [UInt64] = []
         var failure: String?
         func findArguments(_ item: (service: String, account: String, secret: String)) -> [String] {
             ["find-generic-password", "-s", item.service, "-a", item.account, "-w", path]
@@ -114,6 +119,15 @@ struct ScriptComparison {
             result.secretToolNote = "not available: secret-tool lookup did not print the secret"
         }
         let useGnome = gnome != nil && result.secretToolNote == nil
+        result.agentNote = agentNote
+        if let agent {
+            // The keychain was filled by in-process commands: the agent opens it on the first lookup.
+            let check = try? ChildProcess.run(security, findArguments(first), environment: agent.clientEnvironment)
+            if check.map({ String(decoding: $0.standardOutput, as: UTF8.self) }) != first.secret + "\n" {
+                result.agentNote = "not available: security find-generic-password through keychaind did not print the secret"
+            }
+        }
+        let useAgent = agent != nil && result.agentNote == nil
         for round in 0...rounds {
             let item = Self.item((result.items / 2 + round * 37) % result.items)
             do {
@@ -125,6 +139,12 @@ struct ScriptComparison {
                 let ours = try ChildProcess.run(security, findArguments(item), environment: environment, capture: false)
                 guard ours.status == 0 else { throw BenchmarkFailure("find exited \(ours.status)") }
                 if round > 0 { find.append(ours.nanoseconds) }
+                if useAgent, let agent {
+                    let served = try ChildProcess.run(
+                        security, findArguments(item), environment: agent.clientEnvironment, capture: false)
+                    guard served.status == 0 else { throw BenchmarkFailure("find through keychaind exited \(served.status)") }
+                    if round > 0 { viaAgent.append(served.nanoseconds) }
+                }
                 if useGnome, let gnome {
                     let theirs = try gnome.timedLookup(service: item.service, account: item.account)
                     if round > 0 { lookup.append(theirs) }
@@ -141,7 +161,43 @@ struct ScriptComparison {
         result.floor = floor.isEmpty ? nil : Summary(nanoseconds: floor)
         result.find = find.isEmpty ? nil : Summary(nanoseconds: find)
         result.secretTool = lookup.isEmpty ? nil : Summary(nanoseconds: lookup)
+        result.agentFind = viaAgent.isEmpty ? nil : Summary(nanoseconds: viaAgent)
     }
+}
+
+/// `keychaind` started by the benchmark on a socket in its scratch directory, with the
+/// benchmark's environment, and stopped by pid.
+final class BenchAgent: Sendable {
+    let pid: pid_t
+    /// The environment of `security` processes served by this agent.
+    let clientEnvironment: [String: String]
+
+    /// Starts the agent and waits until it answers.
+    /// - Throws: When there is no `keychaind` or it does not answer.
+    static func start(_ executable: String?, socket: String, environment: [String: String]) throws -> BenchAgent {
+        guard let executable else { throw BenchmarkFailure("no keychaind next to security (build the keychaind product)") }
+        var agentEnvironment = environment
+        agentEnvironment["KEYCHAIN_AGENT"] = nil
+        let started = try ChildProcess.start(executable, ["--socket", socket], environment: agentEnvironment)
+        close(started.output)
+        var client = environment
+        client["KEYCHAIN_AGENT"] = "required"
+        client["KEYCHAIN_AGENT_SOCK"] = socket
+        let agent = BenchAgent(pid: started.pid, clientEnvironment: client)
+        // A wait for the agent to listen (at most ten seconds), not part of any measurement.
+        for _ in 0..<1_000 {
+            if FileManager.default.fileExists(atPath: socket) { return agent }
+            usleep(10_000)
+        }
+        throw BenchmarkFailure("keychaind did not listen on \(socket)")
+    }
+
+    private init(pid: pid_t, clientEnvironment: [String: String]) {
+        self.pid = pid
+        self.clientEnvironment = clientEnvironment
+    }
+
+    deinit { ChildProcess.stop(pid) }
 }
 
 /// The first failure reported by any of several threads.
@@ -173,6 +229,10 @@ struct ScriptResult: Codable, Sendable {
     var note: String?
     /// Why the `secret-tool` row is missing.
     var secretToolNote: String?
+    /// `security find-generic-password -w` served by `keychaind`.
+    var agentFind: Summary?
+    /// Why the row through the agent is missing.
+    var agentNote: String?
 
     init(items: Int) { self.items = items }
 
@@ -186,6 +246,18 @@ struct ScriptResult: Codable, Sendable {
     var findOverSecretTool: Double? {
         guard let find, let secretTool else { return nil }
         return find.medianMicroseconds / secretTool.medianMicroseconds
+    }
+
+    /// The lookup process served by the agent ÷ the Swift process floor.
+    var agentFindOverFloor: Double? {
+        guard let agentFind, let floor else { return nil }
+        return agentFind.medianMicroseconds / floor.medianMicroseconds
+    }
+
+    /// The lookup process served by the agent ÷ `secret-tool lookup`.
+    var agentFindOverSecretTool: Double? {
+        guard let agentFind, let secretTool else { return nil }
+        return agentFind.medianMicroseconds / secretTool.medianMicroseconds
     }
 }
 

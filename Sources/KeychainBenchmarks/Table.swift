@@ -203,6 +203,16 @@ enum TableRenderer {
             } else {
                 rows.append(["security find-generic-password -w", items, "—", script.note ?? "not available"])
             }
+            if let served = script.agentFind {
+                rows.append([
+                    "security find-generic-password -w, served by keychaind", items,
+                    Format.duration(served.medianMicroseconds), Format.duration(served.p99Microseconds),
+                    script.agentFindOverFloor.map(Format.ratio) ?? "",
+                    script.agentFindOverSecretTool.map(Format.ratio) ?? "",
+                ])
+            } else {
+                rows.append(["security find-generic-password -w, served by keychaind", items, "—", script.agentNote ?? "not available"])
+            }
             if let theirs = script.secretTool {
                 rows.append([
                     "secret-tool lookup, GNOME Keyring (session collection)", items,

@@ -7,8 +7,7 @@ import KeychainCore
 #endif
 
 /// Starts `keychaind` when no agent answers, as gpg-agent is started by the first program that
-/// needs it: in its own session, its standard streams on `/dev/null`, no secret in its
-/// environment. The agent takes an exclusive lock beside its socket before it listens, so when
+/// needs it: in its own session, no secret in its environment. The agent takes an exclusive lock beside its socket before it listens, so when
 /// two processes start one at once, one agent serves and the other exits.
 enum AgentLauncher {
     /// How long a client waits for a started agent to answer.
@@ -23,12 +22,22 @@ enum AgentLauncher {
                 "keychaind was not found beside this program or on PATH; fix: install it, or set \(AgentEndpoint.programVariable)",
                 isSetupProblem: true)
         }
-        try spawnDetached(program, socketPath: socketPath, environment: agentEnvironment(environment))
+        let (pid, errors) = try spawn(program, socketPath: socketPath, environment: agentEnvironment(environment))
+        defer { close(errors) }
         let clock = ContinuousClock()
         let deadline = clock.now + patience
         while clock.now < deadline {
             if let connection = try? AgentConnection(socketPath: socketPath) { return connection }
-            usleep(5_000)
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                // It ended before it listened: another agent won the race, or it says why not.
+                if let connection = try? AgentConnection(socketPath: socketPath) { return connection }
+                let reason = readAvailable(errors)
+                throw KeychainError(
+                    .notAvailable, "keychaind did not start" + (reason.isEmpty ? "" : ": " + reason),
+                    isSetupProblem: true)
+            }
+            usleep(2_000)
         }
         throw KeychainError(
             .notAvailable, "keychaind was started but does not answer at \(socketPath)", isSetupProblem: true)
@@ -56,31 +65,48 @@ enum AgentLauncher {
         }
     }
 
-    /// Starts `program` so that it outlives this process and is never its zombie: through
-    /// util-linux's `setsid --fork` when present (the agent becomes init's child at once),
-    /// else directly (the agent calls `setsid()` itself).
-    private static func spawnDetached(_ program: String, socketPath: String, environment: [String: String]) throws {
-        let setsid = ["/usr/bin/setsid", "/bin/setsid"].first { (path: String) in access(path, X_OK) == 0 }
-        let arguments =
-            (setsid.map { [$0, "--fork"] } ?? []) + [program, "--socket", socketPath]
+    /// Starts `program` (which puts itself in a session of its own) with standard input and
+    /// output on `/dev/null` and standard error on a pipe, read only if it ends before it
+    /// listens. When this process ends first, the agent becomes init's child.
+    /// - Returns: The agent's pid and the pipe's read end.
+    private static func spawn(_ program: String, socketPath: String, environment: [String: String]) throws
+        -> (pid: pid_t, errors: Int32)
+    {
+        var pipe: [Int32] = [-1, -1]
+        guard Glibc.pipe(&pipe) == 0 else {
+            throw KeychainError(.notAvailable, "keychaind cannot be started (pipe: errno \(errno))")
+        }
+        _ = fcntl(pipe[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipe[1], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipe[0], F_SETFL, O_NONBLOCK)
+        let arguments = [program, "--socket", socketPath]
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, envp)
+        let spawned = posix_spawn(&pid, program, &actions, nil, argv, envp)
+        close(pipe[1])
         guard spawned == 0 else {
+            close(pipe[0])
             throw KeychainError(.notAvailable, "keychaind cannot be started (errno \(spawned))", isSetupProblem: true)
         }
-        if setsid != nil {
-            // `setsid --fork` exits as soon as the agent is forked.
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        }
+        return (pid, pipe[0])
+    }
+
+    /// What the pipe holds now (at most 4 KiB), without its `keychaind: ` prefix and newline.
+    private static func readAvailable(_ fd: Int32) -> String {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { return "" }
+        var text = String(decoding: buffer[..<count], as: UTF8.self)
+        while text.hasSuffix("\n") { text.removeLast() }
+        if text.hasPrefix("keychaind: ") { text.removeFirst("keychaind: ".count) }
+        return text
     }
 }

@@ -53,9 +53,26 @@ func socketInode(_ path: String) -> ino_t? {
     return info.st_ino
 }
 
+/// Closes every descriptor from 3 up except systemd's passed sockets: a daemon must not keep
+/// open what its starter happened to leak (a pipe another program waits on to see end of file).
+func closeInheritedDescriptors(keeping kept: Range<Int32>) {
+    guard let directory = opendir("/proc/self/fd") else { return }
+    var numbers: [Int32] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if let number = Int32(name), number >= 3, !kept.contains(number) { numbers.append(number) }
+    }
+    let own = dirfd(directory)
+    closedir(directory)
+    for number in numbers where number != own { close(number) }
+}
+
 func run() async throws -> Never {
     // Before anything else: no core dump and no ptrace by the user's other processes.
     try ProcessHardening.apply()
+    let activated = ProcessInfo.processInfo.environment["LISTEN_PID"] == String(getpid())
+    let passed = activated ? Int32(ProcessInfo.processInfo.environment["LISTEN_FDS"] ?? "") ?? 0 : 0
+    closeInheritedDescriptors(keeping: 3..<(3 + max(0, passed)))
     _ = setsid()  // its own session, when started by a client (fails harmlessly otherwise)
     signal(SIGPIPE, SIG_IGN)
 
@@ -77,9 +94,15 @@ func run() async throws -> Never {
     }
 
     let directory = CallerDirectory(resolver: IdentityResolver(defaultGroups: .fromEnvironment(environment)))
-    let service = AgentService(
-        configuration: KeychainConfiguration(), paths: KeychainPaths(environment: environment)
-    ) { credentials in
+    var keychains = KeychainConfiguration()
+    if environment["KEYCHAIN_UNSAFE_TEST_KDF"] == "1" {
+        // Tests only, as in the `security` tool: cheap password keys, and keychains made with
+        // them may be opened. Never for real keychains.
+        keychains.keyDerivation = .unsafeTestingOnly
+        keychains.allowsUnsafeKeyDerivation = true
+    }
+    let service = AgentService(configuration: keychains, paths: KeychainPaths(environment: environment)) {
+        credentials in
         try directory.accessGroups(for: credentials)
     }
     let objects = DBusObjectTree()
@@ -89,7 +112,7 @@ func run() async throws -> Never {
     configuration.isAuthorized = { $0 == agentUID }
     configuration.maximumMessageSize = 16 << 20
     let server = try await DBusServer.serve(
-        listeningSocket: listening, path: location.socketPath, objects: objects, configuration: configuration)
+        listeningSocket: listening, unixPath: location.socketPath, objects: objects, configuration: configuration)
 
     // Leave when the socket we bound is gone or replaced: nobody can reach us any more.
     let bound = listener.flatMap { _ in socketInode(location.socketPath) }
@@ -116,6 +139,12 @@ func run() async throws -> Never {
 
 do {
     try await run()
+} catch let error as AgentError {
+    complain(error.message)
+    exit(1)
+} catch let error as KeychainError {
+    complain(error.message)
+    exit(1)
 } catch {
     complain("\(error)")
     exit(1)

@@ -16,19 +16,20 @@ import Testing
         return sandbox
     }
 
-    private func socket(_ sandbox: Sandbox) -> String { sandbox.root + "/agent.sock" }
+    /// In a directory the agent makes private (the sandbox root is open to others).
+    private func socketPath(_ sandbox: Sandbox) -> String { sandbox.root + "/agent/agent.sock" }
 
     private func run(_ sandbox: Sandbox, _ arguments: [String], stdin: Data? = nil) throws -> RunResult {
-        try sandbox.run(arguments, stdin: stdin, environment: ["KEYCHAIN_AGENT_SOCK": socket(sandbox)])
+        try sandbox.run(arguments, stdin: stdin, environment: ["KEYCHAIN_AGENT_SOCK": socketPath(sandbox)])
     }
 
     @Test("create, unlock, add and find in four processes: the unlock serves the later ones")
     func ciScriptPatternInFourProcesses() throws {
         let sandbox = try agentSandbox()
-        defer { stopAgent(at: socket(sandbox)) }
+        defer { stopAgent(at: socketPath(sandbox)) }
         let create = try run(sandbox, ["create-keychain", "-p", "P4ss", "build.keychain"])
         #expect(create.status == 0, "\(create)")
-        #expect(agentPid(at: socket(sandbox)) != nil, "the first command started the agent")
+        #expect(agentPid(at: socketPath(sandbox)) != nil, "the first command started the agent")
         let unlock = try run(sandbox, ["unlock-keychain", "-p", "P4ss", "build.keychain"])
         #expect(unlock.status == 0, "\(unlock)")
         let add = try run(
@@ -42,7 +43,7 @@ import Testing
     @Test("a keychain just made with create-keychain -p is unlocked for the next command, as on macOS")
     func createdKeychainIsUnlocked() throws {
         let sandbox = try agentSandbox()
-        defer { stopAgent(at: socket(sandbox)) }
+        defer { stopAgent(at: socketPath(sandbox)) }
         #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", "fresh.keychain"]).status == 0)
         let add = try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "v", "fresh.keychain"])
         #expect(add.status == 0, "\(add)")
@@ -51,7 +52,7 @@ import Testing
     @Test("lock-keychain in one process locks the keychain for the next; lock-keychain -a locks them all")
     func lockingIsSharedToo() throws {
         let sandbox = try agentSandbox()
-        defer { stopAgent(at: socket(sandbox)) }
+        defer { stopAgent(at: socketPath(sandbox)) }
         for name in ["one.keychain", "two.keychain"] {
             #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", name]).status == 0)
             #expect(try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "v", name]).status == 0)
@@ -73,16 +74,16 @@ import Testing
     @Test("a killed agent is started again and its keychains come back locked, items intact")
     func killedAgentComesBackLocked() throws {
         let sandbox = try agentSandbox()
-        defer { stopAgent(at: socket(sandbox)) }
+        defer { stopAgent(at: socketPath(sandbox)) }
         #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
         #expect(
             try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "kept", "k.keychain"]).status == 0)
-        let first = try #require(agentPid(at: socket(sandbox)))
+        let first = try #require(agentPid(at: socketPath(sandbox)))
         kill(first, SIGKILL)
         #expect(waitUntilGone(first))
         let locked = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "k.keychain"])
         #expect(locked.status == 36, "\(locked)")
-        let second = try #require(agentPid(at: socket(sandbox)))
+        let second = try #require(agentPid(at: socketPath(sandbox)))
         #expect(second != first)
         #expect(try run(sandbox, ["unlock-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
         let found = try run(sandbox, ["find-generic-password", "-a", "a", "-s", "s", "-w", "k.keychain"])
@@ -92,13 +93,13 @@ import Testing
     @Test("KEYCHAIN_AGENT=off keeps the lock state in each process")
     func offKeepsTheLockInTheProcess() throws {
         let sandbox = try agentSandbox()
-        defer { stopAgent(at: socket(sandbox)) }
+        defer { stopAgent(at: socketPath(sandbox)) }
         sandbox.agentMode = "off"
         #expect(try run(sandbox, ["create-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
         #expect(try run(sandbox, ["unlock-keychain", "-p", "P4ss", "k.keychain"]).status == 0)
         let locked = try run(sandbox, ["add-generic-password", "-a", "a", "-s", "s", "-w", "v", "k.keychain"])
         #expect(locked.status == 36, "\(locked)")
-        #expect(agentPid(at: socket(sandbox)) == nil, "no agent was started")
+        #expect(agentPid(at: socketPath(sandbox)) == nil, "no agent was started")
     }
 
     @Test("KEYCHAIN_AGENT=required fails when the agent cannot be started, and says why")
@@ -108,7 +109,7 @@ import Testing
         let result = try sandbox.run(
             ["find-generic-password", "-s", "s"],
             environment: [
-                "KEYCHAIN_AGENT_SOCK": socket(sandbox), "KEYCHAIN_AGENT_PROGRAM": sandbox.root + "/no-such-keychaind",
+                "KEYCHAIN_AGENT_SOCK": socketPath(sandbox), "KEYCHAIN_AGENT_PROGRAM": sandbox.root + "/no-such-keychaind",
             ])
         #expect(result.status != 0 && result.status != 44, "\(result)")
         #expect(result.err.contains("keychaind"), "\(result)")
