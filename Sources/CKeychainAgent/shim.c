@@ -25,16 +25,6 @@ void ck_explicit_bzero(void *pointer, size_t count) { explicit_bzero(pointer, co
 
 int ck_so_peerpidfd(void) { return SO_PEERPIDFD; }
 
-int ck_peer_credentials(int socket, pid_t *pid, uid_t *uid, gid_t *gid) {
-    struct ucred credentials;
-    socklen_t length = sizeof credentials;
-    if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
-    *pid = credentials.pid;
-    *uid = credentials.uid;
-    *gid = credentials.gid;
-    return 0;
-}
-
 int ck_accept_cloexec(int socket) { return accept4(socket, NULL, NULL, SOCK_CLOEXEC); }
 
 int ck_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

@@ -25,6 +25,40 @@ public struct DBusPeerCredentials: Hashable, Sendable {
         self.pid = pid
         self.pidFD = pidFD
     }
+
+    /// Reads `SO_PEERCRED` of a connected Unix socket: the uid, gid and pid of the process that
+    /// connected (or, for a socketpair, created it), as of that moment. The one reading of
+    /// `SO_PEERCRED` in the package: ``DBusServer`` asks NIO for the same option with the same
+    /// layout, and the agent's own credentials start here.
+    ///
+    /// - Parameter socket: A connected `AF_UNIX` socket.
+    /// - Returns: Credentials with `pidFD` `nil` (the caller asks for `SO_PEERPIDFD` if it wants
+    ///   one, and then owns it).
+    /// - Throws: ``DBusError`` `.authenticationFailed` when the socket gives no credentials
+    ///   (not a Unix socket, not connected), naming the `errno`.
+    public init(socket: Int32) throws {
+        var credentials = KernelPeerCredentials()
+        var length = socklen_t(MemoryLayout<KernelPeerCredentials>.size)
+        guard getsockopt(socket, SOL_SOCKET, KernelPeerCredentials.optionName, &credentials, &length) == 0,
+            length == socklen_t(MemoryLayout<KernelPeerCredentials>.size)
+        else { throw DBusError(.authenticationFailed, "no SO_PEERCRED on descriptor \(socket): errno \(errno)") }
+        self.init(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid)
+    }
+}
+
+/// The layout of Linux's `struct ucred`, the value of `SO_PEERCRED` (Glibc exports the struct
+/// and the option's name only with `_GNU_SOURCE`, which Swift's Glibc module does not define).
+struct KernelPeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+
+    /// `SO_PEERCRED`: 21 on PowerPC, 17 on the other architectures Swift runs on.
+    #if arch(powerpc64le) || arch(powerpc64)
+        static let optionName: Int32 = 21
+    #else
+        static let optionName: Int32 = 17
+    #endif
 }
 
 /// What the connection handler is asked to write.

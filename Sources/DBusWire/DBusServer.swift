@@ -69,22 +69,93 @@ public final class DBusServer: Sendable {
         configuration: Configuration = Configuration(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> DBusServer {
-        var dispatcher = DBusDispatcher(objects: objects, machineID: configuration.machineID)
-        dispatcher.answersHello = configuration.answersHello
-        let counter = ConnectionCounter()
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(.backlog, value: 256)
-            .childChannelInitializer { child in
-                configure(child, dispatcher: dispatcher, configuration: configuration, number: counter.next())
-            }
+        let channel = try await bootstrap(objects: objects, configuration: configuration, group: group)
             .bind(unixDomainSocketPath: unixPath, cleanupExistingSocketFile: true).get()
         let address = DBusAddress(transport: "unix", parameters: ["path": unixPath, "guid": configuration.guid])
         return DBusServer(channel: channel, address: address)
     }
 
+    /// Serves peers on a socket that is already bound and listening: the agent's, bound under
+    /// its single-instance lock, or the one systemd passes at socket activation.
+    ///
+    /// The server takes a duplicate of `fd` (close-on-exec), so the caller keeps `fd` and closes it
+    /// when it likes; ``close()`` closes only the duplicate. Both share one open file description:
+    /// the server makes it non-blocking.
+    ///
+    /// ```swift
+    /// let listener = try AgentListener(location: location)
+    /// let server = try await DBusServer.serve(
+    ///     listeningSocket: listener.fileDescriptor, unixPath: location.socketPath, objects: objects)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - fd: A listening `AF_UNIX` `SOCK_STREAM` socket.
+    ///   - unixPath: The path the socket is bound at, for ``address``.
+    ///   - objects: the objects served to every peer.
+    ///   - configuration: limits, authorization and identity.
+    ///   - group: the event loops to use.
+    /// - Throws: ``DBusError`` `.invalidAddress` when `fd` is not a listening Unix stream socket,
+    ///   or the error of registering it with the event loop.
+    public static func serve(
+        listeningSocket fd: Int32,
+        unixPath: String,
+        objects: DBusObjectTree,
+        configuration: Configuration = Configuration(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> DBusServer {
+        guard isListeningUnixStreamSocket(fd) else {
+            throw DBusError(.invalidAddress, "descriptor \(fd) is not a listening Unix stream socket")
+        }
+        let duplicate = fcntl(fd, F_DUPFD_CLOEXEC, 3)
+        guard duplicate >= 0 else {
+            throw DBusError(.invalidAddress, "cannot duplicate descriptor \(fd): errno \(errno)")
+        }
+        let channel: Channel
+        do {
+            channel = try await bootstrap(objects: objects, configuration: configuration, group: group)
+                .withBoundSocket(duplicate).get()
+        } catch {
+            Glibc.close(duplicate)
+            throw error
+        }
+        let address = DBusAddress(transport: "unix", parameters: ["path": unixPath, "guid": configuration.guid])
+        return DBusServer(channel: channel, address: address)
+    }
+
+    /// Whether `fd` is an `AF_UNIX` `SOCK_STREAM` socket in the listening state
+    /// (`SO_DOMAIN`, `SO_TYPE`, `SO_ACCEPTCONN`).
+    ///
+    /// - Parameter fd: Any file descriptor.
+    /// - Returns: `false` for anything else: a file, a pipe, a connected or datagram socket, a
+    ///   socket of another family, a closed descriptor.
+    public static func isListeningUnixStreamSocket(_ fd: Int32) -> Bool {
+        func option(_ name: Int32) -> Int32? {
+            var value: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 else { return nil }
+            return value
+        }
+        return option(SO_DOMAIN) == AF_UNIX && option(SO_TYPE) == Int32(SOCK_STREAM.rawValue)
+            && option(SO_ACCEPTCONN) == 1
+    }
+
     /// Stops accepting peers. Connections already accepted stay open until they close.
     public func close() async throws {
         try await channel.close()
+    }
+
+    /// The bootstrap both ways of listening share: every accepted peer gets the same pipeline.
+    private static func bootstrap(
+        objects: DBusObjectTree, configuration: Configuration, group: any EventLoopGroup
+    ) -> ServerBootstrap {
+        var dispatcher = DBusDispatcher(objects: objects, machineID: configuration.machineID)
+        dispatcher.answersHello = configuration.answersHello
+        let counter = ConnectionCounter()
+        return ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelInitializer { child in
+                configure(child, dispatcher: dispatcher, configuration: configuration, number: counter.next())
+            }
     }
 
     private static func configure(
@@ -118,8 +189,8 @@ public final class DBusServer: Sendable {
         guard let provider = channel as? SocketOptionProvider else {
             return channel.eventLoop.makeFailedFuture(DBusError(.authenticationFailed, "no socket credentials"))
         }
-        let credentials: EventLoopFuture<PeerCred> = provider.unsafeGetSocketOption(
-            level: SocketOptionLevel(SOL_SOCKET), name: soPeerCred)
+        let credentials: EventLoopFuture<KernelPeerCredentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: KernelPeerCredentials.optionName)
         return credentials.flatMap { cred in
             let pidFD: EventLoopFuture<CInt> = provider.unsafeGetSocketOption(
                 level: SocketOptionLevel(SOL_SOCKET), name: soPeerPidFD)
@@ -127,16 +198,6 @@ public final class DBusServer: Sendable {
                 DBusPeerCredentials(uid: cred.uid, gid: cred.gid, pid: cred.pid, pidFD: fd)
             }
         }
-    }
-
-    /// `SO_PEERCRED` on Linux; Glibc exports `struct ucred` only with `_GNU_SOURCE`.
-    private static let soPeerCred = SocketOptionName(17)
-
-    /// The layout of Linux's `struct ucred`.
-    private struct PeerCred: Sendable {
-        var pid: Int32 = 0
-        var uid: UInt32 = 0
-        var gid: UInt32 = 0
     }
 
     /// `SO_PEERPIDFD` (Linux 6.5); not in every libc's headers.

@@ -1,4 +1,5 @@
 import CKeychainAgent
+import DBusWire
 
 #if canImport(Glibc)
     import Glibc
@@ -13,6 +14,34 @@ public final class ProcessHandle: Sendable {
     init(fileDescriptor: Int32) { self.fileDescriptor = fileDescriptor }
 
     deinit { close(fileDescriptor) }
+
+    /// A duplicate (close-on-exec) of a pidfd someone else owns, checked to be a pidfd for `pid`.
+    ///
+    /// - Parameters:
+    ///   - pidFD: A pidfd owned elsewhere (a D-Bus connection's).
+    ///   - pid: The process it must name.
+    /// - Throws: ``AgentError/Code/peerGone`` when `pidFD` is closed, is not a pidfd, names
+    ///   another process, or names one that has exited.
+    static func duplicate(pidFD: Int32, of pid: Int32) throws -> ProcessHandle {
+        let fd = fcntl(pidFD, F_DUPFD_CLOEXEC, 0)
+        guard fd >= 0 else { throw AgentError(.peerGone, "the connection of pid \(pid) has closed") }
+        let handle = ProcessHandle(fileDescriptor: fd)
+        // A pidfd's fdinfo has "Pid:\t<pid>" (-1 once the process is reaped); any other file has none.
+        guard handle.fdinfoPid == pid, handle.isAlive else {
+            throw AgentError(.peerGone, "the pidfd of pid \(pid) no longer names it (the connection closed?)")
+        }
+        return handle
+    }
+
+    /// The process id in this pid namespace that `/proc/self/fdinfo` gives for the pidfd, or
+    /// `nil` when the descriptor is not a pidfd.
+    var fdinfoPid: Int32? {
+        guard let text = ProcFS.readSmallFile("/proc/self/fdinfo/\(fileDescriptor)") else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("Pid:") {
+            return Int32(String(line.dropFirst(4).drop { $0 == " " || $0 == "\t" }))
+        }
+        return nil
+    }
 
     /// Whether the process is still running. A pidfd polls readable once its process has exited
     /// (a zombie not yet reaped counts as gone); unlike a signal probe this needs no permission
@@ -84,7 +113,8 @@ public struct PeerCredentials: Sendable {
 
     /// Where a pidfd comes from.
     public enum PidfdSource: Sendable, Hashable {
-        /// `getsockopt(SO_PEERPIDFD)`: the kernel's handle on the connecting process (Linux 6.5+).
+        /// `getsockopt(SO_PEERPIDFD)`: the kernel's handle on the connecting process (Linux 6.5+),
+        /// or a duplicate of the one a D-Bus connection got that way.
         case peerPidfd
         /// `pidfd_open(pid)` after `SO_PEERCRED`, validated by the start time. It cannot tell a
         /// process that died and whose pid was reused in the microseconds between `connect` and
@@ -100,26 +130,62 @@ public struct PeerCredentials: Sendable {
     /// - Throws: ``AgentError`` with ``AgentError/Code/peerGone`` when the peer has already exited,
     ///   ``AgentError/Code/system`` when the socket gives no credentials.
     public init(socket: Int32, preferring preferredSource: PidfdSource = .peerPidfd) throws {
-        let credentials = try Self.peerCredentials(socket)
-        uid = credentials.uid
-        gid = credentials.gid
-        pid = credentials.pid
-        var source = preferredSource
-        var handle: ProcessHandle?
-        if preferredSource == .peerPidfd {
-            handle = Self.peerPidfd(socket)
-            if handle == nil { source = .pidfdOpen }
+        let kernel: DBusPeerCredentials
+        do {
+            kernel = try DBusPeerCredentials(socket: socket)
+        } catch {
+            throw AgentError.system("getsockopt", "SO_PEERCRED")
         }
-        let before = try ProcFS.startTime(pid: credentials.pid)
-        if handle == nil {
-            let fd = ck_pidfd_open(credentials.pid)
-            guard fd >= 0 else { throw AgentError(.peerGone, "peer pid \(credentials.pid) has exited") }
-            handle = ProcessHandle(fileDescriptor: fd)
+        let handle = preferredSource == .peerPidfd ? Self.peerPidfd(socket) : nil
+        try self.init(uid: kernel.uid, gid: kernel.gid, pid: kernel.pid, process: handle)
+    }
+
+    /// The credentials of a D-Bus connection's peer, as ``DBusWire/DBusServer`` read them at
+    /// accept (`SO_PEERCRED`, and `SO_PEERPIDFD` where the kernel has it).
+    ///
+    /// The connection keeps its pidfd, and closes it when it closes: this takes a duplicate of
+    /// its own (close-on-exec), after checking in `/proc/self/fdinfo` that the descriptor still
+    /// is a pidfd for `pid`. Without a pidfd it uses `pidfd_open(pid)` (``PidfdSource/pidfdOpen``).
+    /// Then, as ``init(socket:preferring:)``, it reads the start time and the executable and
+    /// re-checks that the process did not change meanwhile.
+    ///
+    /// ```swift
+    /// let peer = try PeerCredentials(uid: c.uid, gid: c.gid, pid: c.pid, pidFD: c.pidFD)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - uid: The peer's user id.
+    ///   - gid: The peer's group id.
+    ///   - pid: The peer's process id as of `connect`.
+    ///   - pidFD: The connection's pidfd for the peer, or `nil`.
+    /// - Throws: ``AgentError/Code/peerGone`` when the process has exited, or when `pidFD` no longer
+    ///   is the connection's pidfd for `pid` (the connection closed and the number was reused).
+    public init(uid: UInt32, gid: UInt32, pid: Int32, pidFD: Int32?) throws {
+        let handle = try pidFD.map { try ProcessHandle.duplicate(pidFD: $0, of: pid) }
+        try self.init(uid: uid, gid: gid, pid: pid, process: handle)
+    }
+
+    /// The part both ways in share: with `process` (a pidfd the kernel tied to the connection)
+    /// or, without one, `pidfd_open`; then the start time, the executable, and the re-check.
+    private init(uid: UInt32, gid: UInt32, pid: Int32, process handle: ProcessHandle?) throws {
+        guard pid > 0 else { throw AgentError(.peerGone, "the socket has no peer process") }
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        let before = try ProcFS.startTime(pid: pid)
+        if let handle {
+            process = handle
+            pidfdSource = .peerPidfd
+        } else {
+            // Opened after the first start-time read: the re-check below catches a pid reused
+            // before pidfd_open.
+            let fd = ck_pidfd_open(pid)
+            guard fd >= 0 else { throw AgentError(.peerGone, "peer pid \(pid) has exited") }
+            process = ProcessHandle(fileDescriptor: fd)
+            pidfdSource = .pidfdOpen
         }
-        process = handle!
-        pidfdSource = source
         startTime = before
-        executable = ProcFS.executable(pid: credentials.pid)
+        executable = ProcFS.executable(pid: pid)
         // The pid may have been reused between SO_PEERCRED and here: the pidfd must still be alive
         // and the start time unchanged after everything was read.
         guard process.isAlive, (try? ProcFS.startTime(pid: pid)) == before else {
@@ -148,17 +214,6 @@ public struct PeerCredentials: Sendable {
         if uid == agentUID || (allowingRoot && uid == 0) { return }
         throw AgentError(
             .peerRefused, "peer pid \(pid) runs as uid \(uid); this agent serves uid \(agentUID) only")
-    }
-
-    private static func peerCredentials(_ socket: Int32) throws -> (pid: Int32, uid: UInt32, gid: UInt32) {
-        var pid: pid_t = 0
-        var uid: uid_t = 0
-        var gid: gid_t = 0
-        guard ck_peer_credentials(socket, &pid, &uid, &gid) == 0 else {
-            throw AgentError.system("getsockopt", "SO_PEERCRED")
-        }
-        guard pid > 0 else { throw AgentError(.peerGone, "the socket has no peer process") }
-        return (pid, uid, gid)
     }
 
     private static func peerPidfd(_ socket: Int32) -> ProcessHandle? {

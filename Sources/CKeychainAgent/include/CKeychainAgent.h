@@ -1,5 +1,5 @@
 // Thin wrappers over Linux calls that Swift cannot reach directly: `prctl` and `syscall` are
-// variadic; `struct ucred`, `accept4` and `pipe2` need _GNU_SOURCE, which Swift's Glibc module
+// variadic; `accept4` and `pipe2` need _GNU_SOURCE, which Swift's Glibc module
 // does not define.
 #ifndef CKEYCHAINAGENT_H
 #define CKEYCHAINAGENT_H
@@ -15,8 +15,6 @@ int ck_get_dumpable(void);
 int ck_pidfd_open(pid_t pid);
 /// Zeroes memory in a way the compiler may not remove.
 void ck_explicit_bzero(void *pointer, size_t count);
-/// getsockopt(SO_PEERCRED): 0 and the peer's ids, or -1 with errno (struct ucred needs _GNU_SOURCE).
-int ck_peer_credentials(int socket, pid_t *pid, uid_t *uid, gid_t *gid);
 /// accept4(socket, NULL, NULL, SOCK_CLOEXEC): the connected socket, or -1 with errno.
 int ck_accept_cloexec(int socket);
 /// pipe2(fds, O_CLOEXEC): 0, or -1 with errno.
