@@ -148,8 +148,9 @@ public final class DBusServer: Sendable {
     private static func bootstrap(
         objects: DBusObjectTree, configuration: Configuration, group: any EventLoopGroup
     ) -> ServerBootstrap {
-        var dispatcher = DBusDispatcher(objects: objects, machineID: configuration.machineID)
-        dispatcher.answersHello = configuration.answersHello
+        var made = DBusDispatcher(objects: objects, machineID: configuration.machineID)
+        made.answersHello = configuration.answersHello
+        let dispatcher = made
         let counter = ConnectionCounter()
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)

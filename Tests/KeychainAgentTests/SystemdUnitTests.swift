@@ -48,7 +48,7 @@ struct SystemdUnitTests {
         process.executableURL = URL(fileURLWithPath: analyze)
         process.arguments = ["--user", "verify", "--man=no"] + paths.sorted()
         process.environment = ["XDG_RUNTIME_DIR": runtime, "HOME": directory.path, "PATH": "/usr/bin:/bin"]
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardOutput = handle
         process.standardError = handle
