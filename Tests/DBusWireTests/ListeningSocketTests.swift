@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import DBusWire
@@ -86,6 +87,42 @@ struct ListeningSocketTests {
         for fd in [quiet, pair[0], pipeEnds[0], datagram, -1, 100_000] {
             #expect(!DBusServer.isListeningUnixStreamSocket(fd), "descriptor \(fd)")
         }
+    }
+
+    @Test("a call still being handled after its peer hung up finds the connection's pidfd open, naming the peer")
+    func pidfdOutlivesHangUp() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/pidfd.sock"
+        let seen = Mutex<String?>(nil)
+        let tree = DBusObjectTree()
+        try tree.register(
+            DBusInterface(
+                "org.example.Slow",
+                methods: [
+                    DBusMethod("Wait") { call in
+                        // Long enough for the client to have closed and the server to have seen it.
+                        try await Task.sleep(for: .milliseconds(300))
+                        let pidFD = call.peerCredentials?.pidFD ?? -1
+                        let fdinfo = try? String(contentsOfFile: "/proc/self/fdinfo/\(pidFD)", encoding: .utf8)
+                        seen.withLock { $0 = fdinfo ?? "closed" }
+                        return []
+                    }
+                ]),
+            at: "/")
+        let server = try await DBusServer.bind(unixPath: path, objects: tree)
+        let client = try RawSocket(path: path)
+        var call = DBusMessage.methodCall(path: "/", interface: "org.example.Slow", member: "Wait")
+        call.serial = 1
+        #expect(client.send(RawSocket.authenticate + (try call.encoded())))
+        _ = client.receive(timeout: 2000)  // the SASL OK: the call is in
+        client.close()
+        var fdinfo: String?
+        for _ in 0..<200 where fdinfo == nil {
+            try await Task.sleep(for: .milliseconds(25))
+            fdinfo = seen.withLock { $0 }
+        }
+        #expect(fdinfo?.contains("Pid:\t\(getpid())") == true, "\(fdinfo ?? "no answer")")
+        try await server.close()
     }
 
     @Test("DBusPeerCredentials(socket:) reads this process for a socketpair, and refuses a pipe")
