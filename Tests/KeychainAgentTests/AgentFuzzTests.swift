@@ -365,18 +365,23 @@ struct AgentFuzzTests {
         return tally
     }
 
-    /// Runs `clients` client threads (threads of their own: the pool stays free for the test's
-    /// other work) and adds up their tallies.
+    /// Runs `clients` client threads (threads of their own, neither the cooperative pool nor
+    /// Dispatch's global queue, which other tests may hold) and adds up their tallies.
     static func run(socket: String, clients: Int, messages: Int, seed: UInt64) async -> Tally {
         await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let total = NSLock()
-                nonisolated(unsafe) var sum = Tally()
-                DispatchQueue.concurrentPerform(iterations: clients) { index in
+            let lock = NSLock()
+            nonisolated(unsafe) var sum = Tally()
+            nonisolated(unsafe) var finished = 0
+            for index in 0..<clients {
+                Thread.detachNewThread {
                     let tally = client(socket: socket, seed: seed &+ UInt64(index), messages: messages / clients)
-                    total.withLock { sum.add(tally) }
+                    let last = lock.withLock {
+                        sum.add(tally)
+                        finished += 1
+                        return finished == clients
+                    }
+                    if last { continuation.resume(returning: lock.withLock { sum }) }
                 }
-                continuation.resume(returning: total.withLock { sum })
             }
         }
     }
