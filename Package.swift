@@ -143,7 +143,7 @@ let package = Package(
             name: "KeychainAgentTests",
             dependencies: [
                 "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "DBusWire",
-                "KeychainAgentProtocol", "KeychainClient",
+                "KeychainAgentProtocol", "KeychainClient", "SeededRandom",
             ]
         ),
         .testTarget(

@@ -15,7 +15,9 @@ public struct DBusPeerCredentials: Hashable, Sendable {
     /// The peer's process id as of `connect()` (`SO_PEERCRED`); it can be reused after the process exits.
     public var pid: Int32
     /// A pidfd for the peer process (`SO_PEERPIDFD`, Linux 6.5+), or `nil` where unsupported.
-    /// Owned by the connection: valid until the connection closes, then closed.
+    /// Owned by the connection: valid while its channel is open or any ``DBusConnection`` value
+    /// of it exists (as in every call being handled, even after the peer hung up), then closed.
+    /// Duplicate it to keep it longer.
     public var pidFD: Int32?
 
     /// Credentials with the given values.
@@ -82,10 +84,21 @@ final class DBusConnectionState: Sendable {
     let serverGUID = Mutex<String?>(nil)
     let callTimeout: Duration
 
+    /// - Parameters:
+    ///   - peerCredentials: The peer's credentials; their pidfd, if any, now belongs to this state.
+    ///   - callTimeout: How long an outgoing call waits for its reply.
     init(peerCredentials: DBusPeerCredentials?, callTimeout: Duration = .seconds(25)) {
         self.peerCredentials = peerCredentials
         self.callTimeout = callTimeout
         (signals, signalContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    /// Closes the pidfd once nothing uses the connection any more: neither its channel's handler
+    /// nor a ``DBusConnection`` value, such as the one every call being handled holds. So a
+    /// handler still running after the peer hung up never finds the number closed, or reused
+    /// for another file.
+    deinit {
+        if let pidFD = peerCredentials?.pidFD { close(pidFD) }
     }
 }
 

@@ -148,8 +148,9 @@ public final class DBusServer: Sendable {
     private static func bootstrap(
         objects: DBusObjectTree, configuration: Configuration, group: any EventLoopGroup
     ) -> ServerBootstrap {
-        var dispatcher = DBusDispatcher(objects: objects, machineID: configuration.machineID)
-        dispatcher.answersHello = configuration.answersHello
+        var made = DBusDispatcher(objects: objects, machineID: configuration.machineID)
+        made.answersHello = configuration.answersHello
+        let dispatcher = made
         let counter = ConnectionCounter()
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -166,10 +167,8 @@ public final class DBusServer: Sendable {
     ) -> EventLoopFuture<Void> {
         peerCredentials(of: child).flatMapThrowing { credentials in
             let state = DBusConnectionState(peerCredentials: credentials)
+            // The state owns the pidfd from here: it closes it when the last user lets go.
             state.uniqueName.withLock { $0 = ":1.\(number)" }
-            if let pidFD = credentials.pidFD {
-                child.closeFuture.whenComplete { _ in _ = Glibc.close(pidFD) }
-            }
             let sasl = SASLServer(
                 guid: configuration.guid, peerUID: credentials.uid, isAuthorized: configuration.isAuthorized)
             try child.pipeline.syncOperations.addHandlers([

@@ -9,7 +9,8 @@ import CKeychainAgent
 /// Binding takes `flock(agent.lock)` first, so two agents never serve one user; a socket file
 /// left by a dead agent is detected by a connect probe (nobody accepting) and replaced. The
 /// socket file is made 0600 right after `bind`, inside the 0700 directory that already keeps
-/// everyone else out. The D-Bus server can later take ``fileDescriptor`` over.
+/// everyone else out. `DBusServer.serve(listeningSocket:unixPath:objects:configuration:group:)`
+/// then serves ``fileDescriptor`` (a duplicate of it), while the listener keeps the lock.
 ///
 /// ```swift
 /// let location = try AgentSocketLocation.resolve(environment: env, hostName: host)

@@ -13,6 +13,14 @@
 //   keychain-agent-test-worker serve <dir> <groups> [<pid>]   serve keychains in <dir> on
 //       <dir>/agent.sock (AgentService; every caller gets the comma-separated <groups>, or, with
 //       <pid>, "mine" for that process and "theirs" for others), say "ready", exit at end of input
+//   keychain-agent-test-worker serve-identified <dir> <manifests> <groups>
+//                                                               keychaind in small: the socket systemd
+//       passed (SystemdActivation) or an AgentListener's at <dir>/run/keychain/agent.sock, served
+//       by DBusServer.serve; each caller gets what CallerDirectory says (manifests in <manifests>,
+//       default groups <groups>); say "ready activated|listener <LISTEN_PID set|unset>", exit at
+//       end of input
+//   keychain-agent-test-worker status <socket>                 call Status over D-Bus, say
+//       "groups <comma-separated>" or "error <OSStatus>"
 import CKeychainAgent
 import DBusWire
 import Foundation
@@ -147,7 +155,63 @@ case "serve" where arguments.count == 4 || arguments.count == 5:
     while readLine(from: 0) != nil {}
     try? await server.close()
     exit(0)
+case "serve-identified" where arguments.count == 5:
+    let directory = arguments[2]
+    let resolver = IdentityResolver(
+        manifests: ManifestDirectory(path: arguments[3]),
+        defaultGroups: AccessGroups(arguments[4].split(separator: ",").map(String.init)))
+    let callers = CallerDirectory(resolver: resolver)
+    var configuration = KeychainConfiguration.testing(deviceKey: .file(at: directory + "/config/device-key"))
+    configuration.accessGroups = .standard
+    let paths = KeychainPaths(environment: [
+        "HOME": directory, "XDG_DATA_HOME": directory + "/data", "XDG_CONFIG_HOME": directory + "/config",
+    ])
+    let service = AgentService(configuration: configuration, paths: paths) { try callers.accessGroups(for: $0) }
+    let objects = DBusObjectTree()
+    try objects.register(service.interface, at: AgentInterface.objectPath)
+    let socketPath = directory + "/run/keychain/agent.sock"
+    var listener: AgentListener?
+    let descriptor: Int32
+    if let activated = SystemdActivation.listeningSocket(environment: ProcessInfo.processInfo.environment) {
+        descriptor = activated
+    } else {
+        mkdir(directory + "/run", 0o700)
+        let bound = try AgentListener(location: AgentSocketLocation(socketPath: socketPath))
+        listener = bound
+        descriptor = bound.fileDescriptor
+    }
+    let server = try await DBusServer.serve(listeningSocket: descriptor, unixPath: socketPath, objects: objects)
+    say("ready \(listener == nil ? "activated" : "listener") \(getenv("LISTEN_PID") == nil ? "unset" : "set")")
+    while readLine(from: 0) != nil {}
+    try? await server.close()
+    listener = nil
+    exit(0)
+case "status" where arguments.count == 3:
+    do {
+        let connection = try await DBusConnection.connect(to: .unixPath(arguments[2]))
+        let reply = try await connection.call(
+            .methodCall(
+                path: AgentInterface.objectPath, interface: AgentInterface.name,
+                member: AgentInterface.Method.status.rawValue, body: [.string("")]))
+        var groups = reply.body.first?.stringKeyedEntries?["accessGroups"]
+        if case .variant(let inner) = groups { groups = inner }
+        guard case .array(_, let values) = groups else {
+            say("error unexpected reply")
+            exit(1)
+        }
+        let names = values.compactMap { value -> String? in
+            if case .string(let name) = value { return name }
+            return nil
+        }
+        say("groups " + names.joined(separator: ","))
+        await connection.close()
+    } catch let error as DBusError {
+        say("error \(AgentCodec.keychainError(error)?.osStatus ?? 0)")
+    } catch {
+        say("error \(error)")
+    }
+    exit(0)
 default:
-    say("usage: keychain-agent-test-worker connect|fake-flatpak|secret|readmem|serve …")
+    say("usage: keychain-agent-test-worker connect|fake-flatpak|secret|readmem|serve|serve-identified|status …")
     exit(2)
 }
