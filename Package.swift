@@ -86,7 +86,7 @@ let package = Package(
             name: "DBusWire",
             dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
         ),
-        // prctl, pidfd_open, struct ucred, accept4, pipe2, explicit_bzero: variadic or GNU-only in C.
+        // prctl, pidfd_open, accept4, pipe2, explicit_bzero, closefrom for posix_spawn: variadic or GNU-only in C.
         .target(name: "CKeychainAgent"),
         .target(
             name: "KeychainAgent",
@@ -98,7 +98,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "keychain-agent-test-worker",
-            dependencies: ["KeychainAgent", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol", "KeychainCore"],
+            dependencies: [
+                "KeychainAgent", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol", "KeychainCore", "KeychainClient",
+            ],
             path: "Tests/AgentWorker"
         ),
         .executableTarget(
@@ -142,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "KeychainAgentTests",
             dependencies: [
-                "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "DBusWire",
+                "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "keychaind", "DBusWire",
                 "KeychainAgentProtocol", "KeychainClient", "SeededRandom",
             ]
         ),
@@ -189,10 +191,12 @@ let package = Package(
         ),
         .testTarget(
             name: "BenchmarkTests",
-            dependencies: ["KeychainBenchmarks", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["KeychainBenchmarks", "keychaind", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
-        .target(name: "KeychainClient", dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire"]),
+        .target(
+            name: "KeychainClient", dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent"]
+        ),
         .executableTarget(
             name: "keychaind",
             dependencies: ["KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire"]

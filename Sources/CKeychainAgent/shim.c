@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CKeychainAgent.h"
 
+#include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <fcntl.h>
@@ -28,3 +29,7 @@ int ck_so_peerpidfd(void) { return SO_PEERPIDFD; }
 int ck_accept_cloexec(int socket) { return accept4(socket, NULL, NULL, SOCK_CLOEXEC); }
 
 int ck_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int ck_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}

@@ -240,7 +240,8 @@ extension BenchmarkReport {
     /// 1.5 times the Swift process floor, and faster than `secret-tool lookup`.
     private mutating func scriptTargets(_ script: ScriptResult) {
         let name = "security find-generic-password -w process, \(Format.count(script.items)) items added by processes"
-        let served = "security find-generic-password -w process served by keychaind, \(Format.count(script.items)) items"
+        let served =
+            "security find-generic-password -w process served by keychaind, \(Format.count(script.items)) items"
         let agentNote = script.agentNote ?? script.note ?? "not available"
         targets.append(
             TargetResult(

@@ -124,7 +124,8 @@ struct ScriptComparison {
             // The keychain was filled by in-process commands: the agent opens it on the first lookup.
             let check = try? ChildProcess.run(security, findArguments(first), environment: agent.clientEnvironment)
             if check.map({ String(decoding: $0.standardOutput, as: UTF8.self) }) != first.secret + "\n" {
-                result.agentNote = "not available: security find-generic-password through keychaind did not print the secret"
+                result.agentNote =
+                    "not available: security find-generic-password through keychaind did not print the secret"
             }
         }
         let useAgent = agent != nil && result.agentNote == nil
@@ -142,7 +143,9 @@ struct ScriptComparison {
                 if useAgent, let agent {
                     let served = try ChildProcess.run(
                         security, findArguments(item), environment: agent.clientEnvironment, capture: false)
-                    guard served.status == 0 else { throw BenchmarkFailure("find through keychaind exited \(served.status)") }
+                    guard served.status == 0 else {
+                        throw BenchmarkFailure("find through keychaind exited \(served.status)")
+                    }
                     if round > 0 { viaAgent.append(served.nanoseconds) }
                 }
                 if useGnome, let gnome {
@@ -175,7 +178,9 @@ final class BenchAgent: Sendable {
     /// Starts the agent and waits until it answers.
     /// - Throws: When there is no `keychaind` or it does not answer.
     static func start(_ executable: String?, socket: String, environment: [String: String]) throws -> BenchAgent {
-        guard let executable else { throw BenchmarkFailure("no keychaind next to security (build the keychaind product)") }
+        guard let executable else {
+            throw BenchmarkFailure("no keychaind next to security (build the keychaind product)")
+        }
         var agentEnvironment = environment
         agentEnvironment["KEYCHAIN_AGENT"] = nil
         let started = try ChildProcess.start(executable, ["--socket", socket], environment: agentEnvironment)

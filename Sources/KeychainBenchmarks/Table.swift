@@ -211,7 +211,10 @@ enum TableRenderer {
                     script.agentFindOverSecretTool.map(Format.ratio) ?? "",
                 ])
             } else {
-                rows.append(["security find-generic-password -w, served by keychaind", items, "—", script.agentNote ?? "not available"])
+                rows.append([
+                    "security find-generic-password -w, served by keychaind", items, "—",
+                    script.agentNote ?? "not available",
+                ])
             }
             if let theirs = script.secretTool {
                 rows.append([

@@ -1,3 +1,4 @@
+import CKeychainAgent
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
@@ -86,6 +87,9 @@ enum AgentLauncher {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
+        // Nothing else this process has open, close-on-exec or not: a pipe another program
+        // reads to its end must not stay open in an agent that outlives us.
+        _ = ck_spawn_add_closefrom(&actions, 3)
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }

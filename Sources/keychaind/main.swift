@@ -53,26 +53,9 @@ func socketInode(_ path: String) -> ino_t? {
     return info.st_ino
 }
 
-/// Closes every descriptor from 3 up except systemd's passed sockets: a daemon must not keep
-/// open what its starter happened to leak (a pipe another program waits on to see end of file).
-func closeInheritedDescriptors(keeping kept: Range<Int32>) {
-    guard let directory = opendir("/proc/self/fd") else { return }
-    var numbers: [Int32] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if let number = Int32(name), number >= 3, !kept.contains(number) { numbers.append(number) }
-    }
-    let own = dirfd(directory)
-    closedir(directory)
-    for number in numbers where number != own { close(number) }
-}
-
 func run() async throws -> Never {
     // Before anything else: no core dump and no ptrace by the user's other processes.
     try ProcessHardening.apply()
-    let activated = ProcessInfo.processInfo.environment["LISTEN_PID"] == String(getpid())
-    let passed = activated ? Int32(ProcessInfo.processInfo.environment["LISTEN_FDS"] ?? "") ?? 0 : 0
-    closeInheritedDescriptors(keeping: 3..<(3 + max(0, passed)))
     _ = setsid()  // its own session, when started by a client (fails harmlessly otherwise)
     signal(SIGPIPE, SIG_IGN)
 

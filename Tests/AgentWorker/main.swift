@@ -10,6 +10,8 @@
 //       or not, say "<pid> <address-hex> <dumpable 0|1> <core-limit>", wait for end of input
 //   keychain-agent-test-worker readmem <pid> <address-hex> <count>
 //                                                               say "ok <hex>" or "denied <errno>"
+//   keychain-agent-test-worker write <socket> <keychain> <count>   add items through the agent,
+//       printing `ok N` for each acknowledged one (KeychaindTests kill the agent meanwhile)
 //   keychain-agent-test-worker serve <dir> <groups> [<pid>]   serve keychains in <dir> on
 //       <dir>/agent.sock (AgentService; every caller gets the comma-separated <groups>, or, with
 //       <pid>, "mine" for that process and "theirs" for others), say "ready", exit at end of input
@@ -135,6 +137,8 @@ case "secret" where arguments.count == 3:
     secret(harden: arguments[2] == "harden")
 case "readmem" where arguments.count == 5:
     readMemory(pid: arguments[2], address: arguments[3], count: Int(arguments[4]) ?? 0)
+case "write" where arguments.count == 5:
+    runWriter(socket: arguments[2], keychain: arguments[3], count: Int(arguments[4]) ?? 0)
 case "serve" where arguments.count == 4 || arguments.count == 5:
     let directory = arguments[2]
     let fixed = AccessGroups(arguments[3].split(separator: ",").map(String.init))

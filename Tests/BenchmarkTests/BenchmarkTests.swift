@@ -71,7 +71,8 @@ struct BenchmarkTests {
                 if let summary = row.summary { expectSensible(summary, name) }
             }
         }
-        #expect(report.targets.count == 8 + 2 * report.scripts.count)
+        // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool.
+        #expect(report.targets.count == 8 + 4 * report.scripts.count)
         #expect(report.targets.allSatisfy { !$0.measured.isEmpty })
         expectScripts(report)
     }
@@ -91,6 +92,11 @@ struct BenchmarkTests {
             #expect((script.fillSeconds ?? 0) > 0 && (script.secretToolFillSeconds ?? 0) > 0)
             #expect(script.findOverFloor.map { $0.isFinite && $0 > 0 } == true)
             #expect(script.findOverSecretTool.map { $0.isFinite && $0 > 0 } == true)
+            // Served by keychaind (built beside security), started and stopped by the bench.
+            #expect(script.agentNote == nil, "\(script.agentNote ?? "")")
+            if let served = script.agentFind { expectSensible(served, "find through keychaind") }
+            #expect(script.agentFindOverFloor.map { $0.isFinite && $0 > 0 } == true)
+            #expect(script.agentFindOverSecretTool.map { $0.isFinite && $0 > 0 } == true)
         }
     }
 

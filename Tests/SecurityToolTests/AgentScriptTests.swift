@@ -107,9 +107,10 @@ import Testing
         let sandbox = try agentSandbox()
         sandbox.agentMode = "required"
         let result = try sandbox.run(
-            ["find-generic-password", "-s", "s"],
+            ["find-generic-password", "-s", "s", "build.keychain"],
             environment: [
-                "KEYCHAIN_AGENT_SOCK": socketPath(sandbox), "KEYCHAIN_AGENT_PROGRAM": sandbox.root + "/no-such-keychaind",
+                "KEYCHAIN_AGENT_SOCK": socketPath(sandbox),
+                "KEYCHAIN_AGENT_PROGRAM": sandbox.root + "/no-such-keychaind",
             ])
         #expect(result.status != 0 && result.status != 44, "\(result)")
         #expect(result.err.contains("keychaind"), "\(result)")

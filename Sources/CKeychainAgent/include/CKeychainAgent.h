@@ -4,6 +4,7 @@
 #ifndef CKEYCHAINAGENT_H
 #define CKEYCHAINAGENT_H
 
+#include <spawn.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,6 +20,9 @@ void ck_explicit_bzero(void *pointer, size_t count);
 int ck_accept_cloexec(int socket);
 /// pipe2(fds, O_CLOEXEC): 0, or -1 with errno.
 int ck_pipe_cloexec(int fds[2]);
+/// posix_spawn_file_actions_addclosefrom_np(actions, from) (glibc 2.34): the child closes
+/// every descriptor from `from` up. 0, or an error number.
+int ck_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from);
 /// The kernel's SO_PEERPIDFD option number (Linux 6.5), absent from older headers.
 int ck_so_peerpidfd(void);
 

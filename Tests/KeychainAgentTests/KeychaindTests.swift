@@ -1,0 +1,149 @@
+import Foundation
+import KeychainAgentProtocol
+import KeychainClient
+import KeychainCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `keychaind` executable itself, started and stopped by pid: what a user's processes meet.
+@Suite("keychaind")
+struct KeychaindTests {
+    /// `keychaind` built next to the test bundle.
+    static let program: String = {
+        URL(fileURLWithPath: workerPath).deletingLastPathComponent().path + "/keychaind"
+    }()
+
+    /// A running `keychaind` on a socket in a private directory, with its own home.
+    final class Daemon {
+        let directory: TemporaryDirectory
+        let child: Child
+        var socket: String { directory.path + "/run/agent.sock" }
+        var home: String { directory.path + "/home" }
+
+        /// - Parameters:
+        ///   - directory: The directory of an agent that ran before (its keychains and socket).
+        ///   - asNobody: Run it as uid/gid 65534 (its directory is handed over to that user).
+        init(reusing directory: TemporaryDirectory? = nil, asNobody: Bool = false) throws {
+            let directory = try directory ?? Self.freshDirectory()
+            self.directory = directory
+            let socket = directory.path + "/run/agent.sock"
+            let home = directory.path + "/home"
+            var prefix = ["/usr/bin/env"]
+            if asNobody {
+                for path in [directory.path, directory.path + "/run", home] { chown(path, 65534, 65534) }
+                prefix =
+                    [try requiredTool("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + prefix
+            }
+            child = try Child(
+                prefix[0],
+                Array(prefix.dropFirst()) + [
+                    "-i", "HOME=\(home)", "XDG_DATA_HOME=\(home)/data", "XDG_CONFIG_HOME=\(home)/config",
+                    "KEYCHAIN_UNSAFE_TEST_KDF=1", "PATH=/usr/bin:/bin", KeychaindTests.program, "--socket", socket,
+                ])
+            // A wait for the agent to listen, not a time limit on anything measured.
+            for _ in 0..<2_000 where !AgentConnection.isAnswering(at: socket) { usleep(5_000) }
+            #expect(AgentConnection.isAnswering(at: socket), "keychaind answers on its socket")
+        }
+
+        static func freshDirectory() throws -> TemporaryDirectory {
+            let directory = try TemporaryDirectory(mode: 0o700)
+            _ = try directory.make("run", mode: 0o700)
+            _ = try directory.make("home", mode: 0o700)
+            return directory
+        }
+
+        func connect() throws -> AgentConnection { try AgentConnection(socketPath: socket) }
+
+        func kill9() {
+            kill(child.pid, SIGKILL)
+            child.wait()
+        }
+
+        func stop() {
+            kill(child.pid, SIGTERM)
+            child.wait()
+        }
+    }
+
+    @Test("an agent killed during 1,000 writes loses none it acknowledged; its keychains come back locked")
+    func killDuringWrites() throws {
+        var daemon = try Daemon()
+        let keychain = daemon.home + "/crash.keychain-db"
+        let connection = try daemon.connect()
+        _ = try connection.call(.create, [.string(keychain), .boolean(true), .bytes(Array("pw".utf8))])
+        let writer = try Child.worker(["write", daemon.socket, keychain, "1000"])
+        var acknowledged: Set<Int> = []
+        var killed = false
+        while let line = writer.readLine() {
+            let parts = line.split(separator: " ")
+            if parts.first == "ok", let index = parts.last.flatMap({ Int($0) }) { acknowledged.insert(index) }
+            if acknowledged.count == 300 && !killed {
+                daemon.kill9()
+                killed = true
+            }
+        }
+        writer.finish()
+        #expect(killed, "the agent was killed mid-way")
+        #expect(acknowledged.count >= 300 && acknowledged.count < 1000)
+
+        daemon = try Daemon(reusing: daemon.directory)
+        defer { daemon.stop() }
+        let reopened = try daemon.connect().keychain(at: keychain)
+        #expect(reopened.isLocked, "a restarted agent holds its keychains locked")
+        try reopened.unlock(password: Data("pw".utf8))
+        let found = try reopened.find(ItemQuery(class: .genericPassword), includeData: true)
+        let stored = Set(
+            found.compactMap { item -> Int? in
+                guard case .string(let account)? = item.attributes[.account] else { return nil }
+                #expect(item.data == Data("secret-\(account.dropFirst(5))".utf8))
+                return Int(account.dropFirst(5))
+            })
+        #expect(acknowledged.isSubset(of: stored), "every acknowledged write survived")
+        #expect(stored.count <= acknowledged.count + 1, "at most the write in flight was also committed")
+    }
+
+    @Test("a second agent for the same socket refuses to start while the first one runs")
+    func oneAgentPerSocket() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let second = try Child(
+            "/usr/bin/env",
+            ["-i", "HOME=\(daemon.home)", KeychaindTests.program, "--socket", daemon.socket])
+        var lines: [String] = []
+        while let line = second.readLine() { lines.append(line) }
+        #expect(second.finish() != 0)
+        #expect(AgentConnection.isAnswering(at: daemon.socket), "the first agent still serves")
+    }
+
+    @Test("an agent leaves when its socket is removed")
+    func leavesWhenTheSocketIsGone() throws {
+        let daemon = try Daemon()
+        unlink(daemon.socket)
+        var status: Int32 = -1
+        // The agent checks every two seconds; the wait is for its exit, not a limit on speed.
+        for _ in 0..<3_000 {
+            var raw: Int32 = 0
+            if waitpid(daemon.child.pid, &raw, WNOHANG) == daemon.child.pid {
+                status = (raw >> 8) & 0xff
+                break
+            }
+            usleep(10_000)
+        }
+        #expect(status == 0, "keychaind exited by itself")
+        if status != 0 { daemon.kill9() }
+    }
+
+    @Test("/proc/<agent>/mem is unreadable by another process of the same user")
+    func memoryIsNotReadable() throws {
+        // Root may read any process's memory: the agent and the reader both run as nobody.
+        let daemon = try Daemon(asNobody: true)
+        defer { daemon.stop() }
+        let reader = try Child.worker(["readmem", String(daemon.child.pid), "0", "16"], asNobody: true)
+        let answer = reader.readLine() ?? ""
+        reader.finish()
+        #expect(answer == "denied \(EACCES)", "\(answer)")
+    }
+}
