@@ -113,7 +113,7 @@ let package = Package(
         .executableTarget(
             name: "KeychainBenchmarks",
             dependencies: [
-                "KeychainCore", "Security", "SeededRandom",
+                "KeychainCore", "KeychainClient", "Security", "SeededRandom",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -187,7 +187,10 @@ let package = Package(
         .testTarget(name: "ReadmeSnippetTests", dependencies: ["Keychain", "Security"]),
         .testTarget(
             name: "SecurityToolTests",
-            dependencies: ["SecurityTool", "keychaind", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "SecurityTool", "keychaind", "KeychainClient", "DBusWire", "KeychainCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "BenchmarkTests",

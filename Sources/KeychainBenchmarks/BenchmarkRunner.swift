@@ -65,6 +65,14 @@ struct BenchmarkRunner {
             progress("growth: find and add on every size, interleaved")
             report.growth = try measureGrowth(keychains, configuration: lifecycle.configuration)
         }
+        // Before the password change, which gives the reference keychain a password.
+        if let reference = keychains.first(where: { $0.size == referenceSize }) {
+            progress("lookups served by keychaind")
+            report.agentLookups = AgentLookups(
+                options: options, lifecycle: lifecycle, scratch: scratch, accountsPerService: accountsPerService,
+                progress: progress
+            ).run(path: reference.path, items: reference.size)
+        }
         if let reference = keychains.first(where: { $0.size == referenceSize }) {
             progress("password change")
             let (change, open) = try lifecycle.passwordTimings(path: reference.path, items: reference.size)

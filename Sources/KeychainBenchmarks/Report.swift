@@ -18,6 +18,8 @@ struct BenchmarkReport: Codable, Sendable {
     /// Lookup processes on keychains filled by separate processes, against the Swift floor and
     /// `secret-tool` on GNOME Keyring.
     var scripts: [ScriptResult] = []
+    /// Lookups served by `keychaind` against the same lookups in this process.
+    var agentLookups: AgentLookupResult?
     var targets: [TargetResult] = []
     var notes: [String] = []
 
@@ -234,6 +236,29 @@ extension BenchmarkReport {
                     met: value < 1_000_000))
         }
         for script in scripts { scriptTargets(script) }
+        agentTargets(agentLookups)
+    }
+
+    /// The session agent's targets: a lookup through it at most 2.5 times the same lookup in
+    /// this process, and four clients at least 1.8 times one client's lookups per second.
+    private mutating func agentTargets(_ lookups: AgentLookupResult?) {
+        let size = lookups.map { Format.count($0.items) } ?? "?"
+        let missing = lookups?.note ?? "not measured"
+        targets.append(
+            TargetResult(
+                name: "lookup through keychaind ÷ the same lookup in process, \(size) items", limit: "≤ 2.50×",
+                measured: lookups?.agentOverInProcess.map { ratio in
+                    "\(Format.ratio(ratio)) (\(Format.duration(lookups!.agent!.medianMicroseconds)) vs "
+                        + "\(Format.duration(lookups!.inProcess!.medianMicroseconds)))"
+                } ?? missing,
+                met: lookups?.agentOverInProcess.map { $0 <= 2.5 }))
+        targets.append(
+            TargetResult(
+                name: "keychaind lookups per second, 4 clients ÷ 1 client, \(size) items", limit: "≥ 1.80×",
+                measured: lookups?.fourOverOne.map { ratio in
+                    "\(Format.ratio(ratio)) (\(Int(lookups!.fourClientsPerSecond!))/s vs \(Int(lookups!.oneClientPerSecond!))/s)"
+                } ?? missing,
+                met: lookups?.fourOverOne.map { $0 >= 1.8 }))
     }
 
     /// The targets of the lookup processes on a keychain filled by separate processes: at most

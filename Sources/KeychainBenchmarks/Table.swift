@@ -25,6 +25,10 @@ enum TableRenderer {
         }
         out.append(lifecycleTable(report))
         out.append("")
+        if let lookups = report.agentLookups {
+            out.append(agentTable(lookups))
+            out.append("")
+        }
         if !report.scripts.isEmpty {
             out.append(scriptsTable(report.scripts))
             out.append("")
@@ -176,6 +180,32 @@ enum TableRenderer {
             }
         }
         return columns(rows, right: [1, 2])
+    }
+
+    /// Lookups served by `keychaind` beside the same lookups in this process.
+    private static func agentTable(_ lookups: AgentLookupResult) -> String {
+        let items = Format.count(lookups.items)
+        var rows: [[String]] = [["Lookups served by keychaind", "Items", "Median", "p99", "Ratio"]]
+        guard let inProcess = lookups.inProcess, let agent = lookups.agent else {
+            rows.append(["lookup through keychaind", items, "—", lookups.note ?? "not available"])
+            return columns(rows, right: [1, 2, 3, 4])
+        }
+        rows.append([
+            "find one item with its secret, in this process", items, Format.duration(inProcess.medianMicroseconds),
+            Format.duration(inProcess.p99Microseconds), "1.00×",
+        ])
+        rows.append([
+            "the same, served by keychaind (one connection)", items, Format.duration(agent.medianMicroseconds),
+            Format.duration(agent.p99Microseconds), lookups.agentOverInProcess.map(Format.ratio) ?? "",
+        ])
+        if let one = lookups.oneClientPerSecond, let four = lookups.fourClientsPerSecond {
+            rows.append(["lookups per second through keychaind, 1 client", items, "\(Int(one))/s", "", "1.00×"])
+            rows.append([
+                "lookups per second through keychaind, 4 clients at once", items, "\(Int(four))/s", "",
+                lookups.fourOverOne.map(Format.ratio) ?? "",
+            ])
+        }
+        return columns(rows, right: [1, 2, 3, 4])
     }
 
     /// Lookup processes on keychains filled by separate processes, interleaved with the

@@ -225,7 +225,7 @@ public final class AgentConnection: Sendable {
     }
 
     /// A connected, close-on-exec socket with send and receive timeouts.
-    static func connect(_ path: String, timeout: Duration) throws -> Int32 {
+    package static func connect(_ path: String, timeout: Duration) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw KeychainError(.notAvailable, "cannot make a socket: errno \(errno)") }
         var address = sockaddr_un()

@@ -110,7 +110,9 @@ public enum Keychains {
 
     private enum Resolution {
         case unresolved
-        case inProcess
+        /// In this process; `afterStart` when starting an agent was tried and failed (it is not
+        /// tried again by this process).
+        case inProcess(afterStart: Bool)
         case agent(AgentConnection)
     }
 
@@ -127,7 +129,7 @@ public enum Keychains {
         try resolution.withLock { resolution throws(KeychainError) -> AgentConnection? in
             switch resolution {
             case .agent(let connection): return connection
-            case .inProcess where !startingIfNeeded: return nil
+            case .inProcess(let afterStart) where afterStart || !startingIfNeeded: return nil
             case .inProcess, .unresolved:
                 let environment = ProcessEnvironment.current()
                 let mode: AgentEndpoint.Mode
@@ -135,7 +137,7 @@ public enum Keychains {
                 do {
                     mode = try AgentEndpoint.Mode(environment: environment)
                     if mode == .off {
-                        resolution = .inProcess
+                        resolution = .inProcess(afterStart: true)
                         return nil
                     }
                     path = try AgentEndpoint.socketPath(environment: environment, hostName: hostName())
@@ -149,7 +151,7 @@ public enum Keychains {
                     return connection
                 }
                 guard startingIfNeeded || mode == .required else {
-                    resolution = .inProcess
+                    resolution = .inProcess(afterStart: false)
                     return nil
                 }
                 do {
@@ -158,7 +160,7 @@ public enum Keychains {
                     return connection
                 } catch let error as KeychainError {
                     guard mode == .required else {
-                        resolution = .inProcess
+                        resolution = .inProcess(afterStart: true)
                         return nil
                     }
                     throw error

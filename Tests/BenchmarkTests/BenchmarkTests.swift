@@ -71,8 +71,17 @@ struct BenchmarkTests {
                 if let summary = row.summary { expectSensible(summary, name) }
             }
         }
-        // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool.
-        #expect(report.targets.count == 8 + 4 * report.scripts.count)
+        // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
+        // keychaind's two (lookup ÷ in process, four clients ÷ one).
+        #expect(report.targets.count == 10 + 4 * report.scripts.count)
+        let lookups = report.agentLookups
+        #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
+        for summary in [lookups?.inProcess, lookups?.agent] {
+            #expect(summary != nil)
+            if let summary { expectSensible(summary, "agent lookups") }
+        }
+        #expect(lookups?.agentOverInProcess.map { $0.isFinite && $0 > 0 } == true)
+        #expect(lookups?.fourOverOne.map { $0.isFinite && $0 > 0 } == true)
         #expect(report.targets.allSatisfy { !$0.measured.isEmpty })
         expectScripts(report)
     }

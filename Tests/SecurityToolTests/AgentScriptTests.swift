@@ -1,4 +1,6 @@
+import DBusWire
 import Foundation
+import KeychainClient
 import Testing
 
 #if canImport(Glibc)
@@ -120,26 +122,9 @@ import Testing
 
     /// The pid of the process listening at `path` (`SO_PEERCRED` of a connection), or `nil`.
     private func agentPid(at path: String) -> pid_t? {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
+        guard let fd = try? AgentConnection.connect(path, timeout: .seconds(5)) else { return nil }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8)
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else { return nil }
-        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)  // struct ucred: pid, uid, gid
-        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
-        guard getsockopt(fd, SOL_SOCKET, 17 /* SO_PEERCRED */, &credentials, &length) == 0 else { return nil }
-        return credentials.0 > 0 ? credentials.0 : nil
+        return (try? DBusPeerCredentials(socket: fd))?.pid
     }
 
     /// Waits (up to 10 s) until `pid` no longer exists.
