@@ -71,7 +71,8 @@ struct AgentLookups {
         for (number, keychain) in keychains.enumerated() {
             group.enter()
             Thread.detachNewThread {
-                for index in 0..<throughputLookups where (try? keychain.findFirst(query((index * 7 + number) % items))) == nil {
+                for index in 0..<throughputLookups
+                where (try? keychain.findFirst(query((index * 7 + number) % items))) == nil {
                     failures.add()
                 }
                 group.leave()
