@@ -177,7 +177,9 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         }
         inFlight += 1
         let connection = DBusConnection(channel: context.channel, state: state)
-        Task {
+        // On the connection's event loop, not Swift's global pool: a process whose pool threads
+        // are all blocked (synchronous code waiting for this very reply, say) still gets answers.
+        Task(executorPreference: EventLoopTaskExecutor(context.eventLoop)) {
             let reply = await dispatcher.handle(call, connection: connection)
             connection.channel.writeAndFlush(DBusOutbound.completed(reply), promise: nil)
         }
@@ -465,5 +467,20 @@ extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}
+
+/// Runs a task's jobs on one event loop's thread: method handlers never wait for a free thread of
+/// Swift's global concurrent pool, which the rest of the process may hold (a test runner's
+/// synchronous tests, a program's blocking calls).
+final class EventLoopTaskExecutor: TaskExecutor {
+    private let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        eventLoop.execute { job.runSynchronously(on: executor) }
     }
 }

@@ -57,6 +57,13 @@ func run() async throws -> Never {
     // Before anything else: no core dump and no ptrace by the user's other processes.
     try ProcessHardening.apply()
     _ = setsid()  // its own session, when started by a client (fails harmlessly otherwise)
+    // Each client holds a socket and a pidfd: the usual soft limit of 1,024 descriptors would
+    // refuse the 500th client. The hard limit is what the user was given.
+    var files = rlimit()
+    if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0, files.rlim_cur < files.rlim_max {
+        files.rlim_cur = files.rlim_max
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files)
+    }
     signal(SIGPIPE, SIG_IGN)
 
     var environment = ProcessInfo.processInfo.environment

@@ -1,6 +1,11 @@
 import Foundation
+import KeychainAgentProtocol
 import KeychainClient
 import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `write <socket> <keychain> <count>`: adds `count` items to the agent's keychain one by one
 /// on one connection, printing `ok N` after the agent acknowledged item N, and `stop N` at the
@@ -26,3 +31,26 @@ func runWriter(socket: String, keychain path: String, count: Int) -> Never {
     say("done")
     exit(0)
 }
+
+/// `many <socket> <count>`: opens `count` connections to the agent and keeps them all open,
+/// asking each for the default keychain's status, then asks each once more; prints
+/// `ok N` with how many of the 2 × `count` calls were answered.
+func runManyClients(socket: String, count: Int) -> Never {
+    var limit = rlimit()
+    if getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 {
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(RLIMIT_NOFILE_VALUE, &limit)
+    }
+    var connections: [AgentConnection] = []
+    var answered = 0
+    for _ in 0..<count {
+        guard let connection = try? AgentConnection(socketPath: socket) else { continue }
+        connections.append(connection)
+        if (try? connection.call(.status, [.string("")])) != nil { answered += 1 }
+    }
+    for connection in connections where (try? connection.call(.status, [.string("")])) != nil { answered += 1 }
+    say("ok \(answered)")
+    exit(0)
+}
+
+private var RLIMIT_NOFILE_VALUE: __rlimit_resource_t { __rlimit_resource_t(RLIMIT_NOFILE.rawValue) }

@@ -10,6 +10,8 @@
 //       or not, say "<pid> <address-hex> <dumpable 0|1> <core-limit>", wait for end of input
 //   keychain-agent-test-worker readmem <pid> <address-hex> <count>
 //                                                               say "ok <hex>" or "denied <errno>"
+//   keychain-agent-test-worker many <socket> <count>   keep <count> connections to the agent open,
+//       two calls on each; prints `ok N` with the calls answered
 //   keychain-agent-test-worker write <socket> <keychain> <count>   add items through the agent,
 //       printing `ok N` for each acknowledged one (KeychaindTests kill the agent meanwhile)
 //   keychain-agent-test-worker serve <dir> <groups> [<pid>]   serve keychains in <dir> on
@@ -137,6 +139,8 @@ case "secret" where arguments.count == 3:
     secret(harden: arguments[2] == "harden")
 case "readmem" where arguments.count == 5:
     readMemory(pid: arguments[2], address: arguments[3], count: Int(arguments[4]) ?? 0)
+case "many" where arguments.count == 4:
+    runManyClients(socket: arguments[2], count: Int(arguments[3]) ?? 0)
 case "write" where arguments.count == 5:
     runWriter(socket: arguments[2], keychain: arguments[3], count: Int(arguments[4]) ?? 0)
 case "serve" where arguments.count == 4 || arguments.count == 5:

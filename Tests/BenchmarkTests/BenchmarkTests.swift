@@ -189,19 +189,29 @@ struct BenchmarkTests {
         let directory = try Self.scratchDirectory("busy-bench")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/true"
-        try Self.copyExecutable("/bin/true", to: path)
-        let writer = open(path, O_WRONLY | O_CLOEXEC)
-        try #require(writer >= 0)
-        // A thread of its own: Dispatch's global queue has as many threads as cores, and
-        // other tests running beside this one can hold them all for seconds.
-        let released = DispatchSemaphore(value: 0)
+        // The copy and the writer are other processes: a descriptor of this process open on the
+        // file could be inherited by a child another test starts meanwhile (a number reused
+        // between its close and that test's dup2), keeping the file busy for as long as that
+        // child runs, which is no longer what this test measures.
+        let copy = try ChildProcess.run("/bin/cp", ["/bin/true", path], environment: [:])
+        try #require(copy.status == 0)
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/bin/sh")
+        holder.arguments = ["-c", "exec 3>>\"$1\"; echo open; sleep 0.2", "sh", path]
+        let said = Pipe()
+        holder.standardOutput = said
+        try holder.run()
+        // Read on a thread of its own: the cooperative pool may be held by other tests.
+        let opened = DispatchSemaphore(value: 0)
+        let line = LockedLine()
         Thread.detachNewThread {
-            usleep(150_000)
-            close(writer)
-            released.signal()
+            line.set(String(decoding: said.fileHandleForReading.availableData, as: UTF8.self))
+            opened.signal()
         }
+        opened.wait()
+        try #require(line.value.hasPrefix("open"), "the holder has the file open for writing")
         let outcome = try ChildProcess.run(path, [], environment: [:], capture: false)
-        released.wait()
+        holder.waitUntilExit()
         #expect(outcome.status == 0)
     }
 
@@ -384,4 +394,12 @@ struct BenchmarkTests {
                 "CREATE UNIQUE INDEX items_service_account ON items(service, account)",
             ])
     }
+}
+
+/// A line one thread reads and another waits for.
+private final class LockedLine: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text = ""
+    var value: String { lock.withLock { text } }
+    func set(_ newValue: String) { lock.withLock { text = newValue } }
 }

@@ -26,12 +26,18 @@ struct KeychaindTests {
         /// - Parameters:
         ///   - directory: The directory of an agent that ran before (its keychains and socket).
         ///   - asNobody: Run it as uid/gid 65534 (its directory is handed over to that user).
-        init(reusing directory: TemporaryDirectory? = nil, asNobody: Bool = false) throws {
+        ///   - softFileLimit: Start it with this soft limit on open descriptors (a desktop's 1,024).
+        init(reusing directory: TemporaryDirectory? = nil, asNobody: Bool = false, softFileLimit: Int? = nil) throws {
             let directory = try directory ?? Self.freshDirectory()
             self.directory = directory
             let socket = directory.path + "/run/agent.sock"
             let home = directory.path + "/home"
             var prefix = ["/usr/bin/env"]
+            if let softFileLimit {
+                var hard = rlimit()
+                getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &hard)
+                prefix = [try requiredTool("prlimit"), "--nofile=\(softFileLimit):\(hard.rlim_max)", "--"] + prefix
+            }
             if asNobody {
                 for path in [directory.path, directory.path + "/run", home] { chown(path, 65534, 65534) }
                 prefix =
@@ -105,6 +111,19 @@ struct KeychaindTests {
             })
         #expect(acknowledged.isSubset(of: stored), "every acknowledged write survived")
         #expect(stored.count <= acknowledged.count + 1, "at most the write in flight was also committed")
+    }
+
+    @Test("1,000 client connections open at once are all served")
+    func thousandConcurrentConnections() throws {
+        // Started with a desktop's soft limit of 1,024 descriptors: each client holds a socket
+        // and a pidfd in the agent, which raises its soft limit to the hard one.
+        let daemon = try Daemon(softFileLimit: 1_024)
+        defer { daemon.stop() }
+        let clients = try Child.worker(["many", daemon.socket, "1000"])
+        let answer = clients.readLine() ?? ""
+        clients.finish()
+        #expect(answer == "ok 2000", "every call on every connection was answered: \(answer)")
+        #expect(AgentConnection.isAnswering(at: daemon.socket))
     }
 
     @Test("a second agent for the same socket refuses to start while the first one runs")
