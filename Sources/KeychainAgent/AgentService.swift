@@ -122,13 +122,21 @@ public final class AgentService: Sendable {
             try KeychainDatabase.deleteKeychain(at: path)
             return []
         case .lockAll:
+            // As `security lock-keychain -a`: after-first-unlock items too (an idle lock keeps them).
             for keychain in open.withLock({ Array(keychains.values) }) {
-                keychain.lock()
+                keychain.lock(includingAfterFirstUnlockItems: true)
                 if let path = keychain.path { idle.forget(path) }
             }
             return []
         case .close:
             return []
+        case .lock:
+            // As `security lock-keychain`: after-first-unlock items too (an idle lock keeps them).
+            let keychain = try keychain(name)
+            return try idle.around(keychain, Self.idleEffect(of: method)) {
+                keychain.lock(includingAfterFirstUnlockItems: true)
+                return []
+            }
         case .unlock, .changePassword, .rotateKeys:
             let keychain = try keychain(name)
             return try idle.around(keychain, Self.idleEffect(of: method)) {

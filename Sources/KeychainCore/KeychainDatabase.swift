@@ -481,11 +481,24 @@ public final class KeychainDatabase: Sendable {
     ///
     /// `lock()` waits for reads in flight; once it returns, no read returns their data.
     public func lock() {
+        lock(includingAfterFirstUnlockItems: false)
+    }
+
+    /// Locks the keychain; with `includingAfterFirstUnlockItems`, after-first-unlock items
+    /// become unreadable too, until the next unlock, as `security lock-keychain` makes a
+    /// keychain kept by the session agent (an idle timeout locks as ``lock()`` does).
+    /// Always-available items stay readable either way.
+    ///
+    /// - Parameter includingAfterFirstUnlockItems: Whether to forget the after-first-unlock
+    ///   class keys as well as the when-unlocked ones.
+    public func lock(includingAfterFirstUnlockItems: Bool) {
         keys.modify { state in
-            for c in ProtectionClass.allCases where c.tier == .whenUnlocked {
+            for c in ProtectionClass.allCases
+            where c.tier == .whenUnlocked || (includingAfterFirstUnlockItems && c.tier == .afterFirstUnlock) {
                 state.classKeys[c] = nil
             }
             state.isUnlocked = false
+            if includingAfterFirstUnlockItems { state.hasBeenUnlocked = false }
         }
     }
 

@@ -128,6 +128,44 @@ struct IdleLockTests {
         await agent.close()
     }
 
+    @Test("an idle lock keeps after-first-unlock items readable; Lock and LockAll make them unreadable too")
+    func afterFirstUnlockItemsLastUntilAnExplicitLock() async throws {
+        let agent = try await Running(groups: ["app", "*"])
+        let connection = try await agent.connection()
+        let path = try await Self.makeKeychain(agent, connection)
+        for (account, accessibility) in [("wu", Accessibility.whenUnlocked), ("afu", .afterFirstUnlock)] {
+            var item = Item(
+                class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string(account)],
+                data: Data("secret-\(account)".utf8))
+            item.attributes[.accessible] = .string(accessibility.rawValue)
+            _ = try await AgentServiceTests.call(connection, .add, [.string(path), AgentCodec.encode(item)])
+        }
+        func find(_ account: String) async -> KeychainError? {
+            let query = AgentCodec.encode(
+                ItemQuery(
+                    class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string(account)]))
+            return await AgentServiceTests.failure(connection, .find, [.string(path), query, .boolean(true)])
+        }
+
+        let start = ContinuousClock.now
+        try await Self.setInterval(connection, path, 1)
+        #expect(try await Self.pollUntilLocked(connection, path, from: start, limit: .seconds(5)) != nil)
+        #expect(await find("wu")?.code == .interactionNotAllowed, "the idle lock took the when-unlocked item")
+        #expect(await find("afu") == nil, "the after-first-unlock item is still readable after an idle lock")
+
+        _ = try await AgentServiceTests.call(connection, .lock, [.string(path)])
+        #expect(await find("afu")?.code == .interactionNotAllowed, "Lock took the after-first-unlock item")
+
+        _ = try await AgentServiceTests.call(connection, .unlock, [.string(path)] + AgentServiceTests.password("P"))
+        try await Self.setInterval(connection, path, nil)
+        let afterUnlock = (await find("afu"), await find("wu"))
+        #expect(afterUnlock.0 == nil && afterUnlock.1 == nil, "an unlock brings both back")
+        _ = try await AgentServiceTests.call(connection, .lockAll, [])
+        #expect(await find("afu")?.code == .interactionNotAllowed, "LockAll took the after-first-unlock item")
+        await connection.close()
+        await agent.close()
+    }
+
     @Test("a request that uses the keychain starts its interval again; Status, which only looks, does not")
     func useResetsTheTimer() async throws {
         let agent = try await Running(groups: ["app", "*"])
