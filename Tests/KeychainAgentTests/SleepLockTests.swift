@@ -6,6 +6,8 @@ import KeychainCore
 import Synchronization
 import Testing
 
+@testable import KeychainAgent
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -232,7 +234,7 @@ struct SleepLockTests {
         await successor.connection.close()
     }
 
-    @Test("without a system bus the agent serves as before, and lock-on-sleep keychains stay unlocked")
+    @Test("without a system bus the agent starts and serves as before")
     func noSystemBus() throws {
         let directory = try TemporaryDirectory()
         let daemon = try KeychaindTests.Daemon(environment: [
@@ -245,5 +247,81 @@ struct SleepLockTests {
         try agent.keychain(at: path).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
         #expect(!agent.keychain(at: path).isLocked)
         #expect(AgentConnection.isAnswering(at: daemon.socket))
+    }
+
+    /// A logind stand-in that knows no session for any pid: session `c7` by id, and the user's
+    /// display session `c9`.
+    static func fallbackLogin1(_ bus: SystemBus) async throws -> DBusConnection {
+        let objects = DBusObjectTree()
+        let manager = "/org/freedesktop/login1"
+        try objects.register(
+            DBusInterface(
+                "org.freedesktop.login1.Manager",
+                methods: [
+                    DBusMethod("GetSessionByPID", inputs: [.init("pid", .uint32)], outputs: [.init("o", .objectPath)]) {
+                        _ in
+                        throw DBusError.method("org.freedesktop.login1.NoSessionForPID", "not in a session")
+                    },
+                    DBusMethod("GetSession", inputs: [.init("id", .string)], outputs: [.init("o", .objectPath)]) {
+                        call in
+                        guard call.arguments == [.string("c7")] else {
+                            throw DBusError.method("org.freedesktop.login1.NoSuchSession", "no such session")
+                        }
+                        return [.objectPath(manager + "/session/c7")]
+                    },
+                    DBusMethod("GetUser", inputs: [.init("uid", .uint32)], outputs: [.init("o", .objectPath)]) {
+                        call in
+                        guard call.arguments == [.uint32(getuid())] else {
+                            throw DBusError.method("org.freedesktop.login1.NoSuchUser", "no such user")
+                        }
+                        return [.objectPath(manager + "/user/_\(getuid())")]
+                    },
+                ]),
+            at: manager)
+        try objects.register(
+            DBusInterface(
+                "org.freedesktop.login1.User",
+                properties: [
+                    DBusProperty("Display", type: .structure([.string, .objectPath])) { _ in
+                        .structure([.string("c9"), .objectPath(manager + "/session/c9")])
+                    }
+                ]),
+            at: manager + "/user/_\(getuid())")
+        let connection = try await DBusConnection.connect(to: try DBusAddress.parseList(bus.address), objects: objects)
+        try await connection.hello()
+        let reply = try await connection.callBus("RequestName", [.string("org.freedesktop.login1"), .uint32(4)])
+        #expect(reply.body == [.uint32(1)])
+        return connection
+    }
+
+    @Test(
+        "outside a session by pid, the agent follows $XDG_SESSION_ID's session, else its user's display session",
+        arguments: [("c7", "/org/freedesktop/login1/session/c7"), (nil, "/org/freedesktop/login1/session/c9")])
+    func sessionFallbacks(sessionID: String?, expected: String) async throws {
+        let bus = try SystemBus()
+        defer { bus.stop() }
+        let login1 = try await Self.fallbackLogin1(bus)
+        var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        environment["XDG_SESSION_ID"] = sessionID
+        let lines = Mutex<[String]>([])
+        let (events, received) = AsyncStream.makeStream(of: SleepLock.Event.self)
+        let watching = Task {
+            await SleepLock.watch(environment: environment, log: { line in lines.withLock { $0.append(line) } }) {
+                received.yield($0)
+            }
+            received.finish()
+        }
+        let following = "following Session.Lock of \(expected)"
+        #expect(try await Self.eventually { lines.withLock { $0.contains(following) } }, "\(lines.withLock { $0 })")
+        try await Self.emit(login1, lockSession: "/org/freedesktop/login1/session/other")
+        try await Self.emit(login1, lockSession: expected)
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == .sessionLock, "the followed session's Lock, and only it")
+        try await Self.emit(login1, sleep: true)
+        #expect(await iterator.next() == .sleep)
+        bus.stop()
+        await watching.value
+        #expect(await iterator.next() == nil)
+        await login1.close()
     }
 }
