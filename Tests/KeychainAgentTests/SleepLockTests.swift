@@ -188,10 +188,17 @@ struct SleepLockTests {
         let agentName = try #require(login1.lastCaller)
         #expect(login1.lookups.calls.withLock { $0.last?.pid } == UInt32(daemon.child.pid), "by the agent's own pid")
 
-        // Forged: PrepareForSleep(true) and Session.Lock from a connection that does not own
-        // org.freedesktop.login1, broadcast and addressed to the agent; from logind's owner,
+        // Forged: a NameOwnerChanged naming the forger logind's owner, then PrepareForSleep(true)
+        // and Session.Lock, from a connection that does not own org.freedesktop.login1,
+        // broadcast and addressed to the agent; from logind's owner,
         // PrepareForSleep(false) (the resume) and the Lock of another session, addressed to the
         // agent. None of them may lock anything.
+        let forgerName = try #require(forger.uniqueName)
+        try await forger.send(
+            .signal(
+                path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                destination: agentName,
+                body: [.string("org.freedesktop.login1"), .string(login1.uniqueName), .string(forgerName)]))
         try await Self.emit(forger, sleep: true, lockSession: Self.sessionPath)
         try await Self.emit(forger, sleep: true, lockSession: Self.sessionPath, to: agentName)
         try await Self.emit(login1.connection, sleep: false)
