@@ -80,6 +80,28 @@ public final class AgentService: Sendable {
         }
     }
 
+    /// Locks every open password keychain whose settings say
+    /// ``KeychainCore/KeychainSettings/locksOnSleep``: what the machine going to sleep, or the
+    /// session locking, does (see ``SleepLock``). A keychain the agent has not opened is locked
+    /// already; one whose settings cannot be read is left as it is, as the idle lock leaves it.
+    ///
+    /// - Returns: How many keychains it locked.
+    @discardableResult
+    public func lockKeychainsThatLockOnSleep() async -> Int {
+        let locked = try? await onWorkQueue { [self] () -> Int in
+            var locked = 0
+            for keychain in open.withLock({ Array(keychains.values) }) where keychain.hasPassword && !keychain.isLocked
+            {
+                guard (try? keychain.settings)?.locksOnSleep == true else { continue }
+                keychain.lock()
+                if let path = keychain.path { idle.forget(path) }
+                locked += 1
+            }
+            return locked
+        }
+        return locked ?? 0
+    }
+
     // MARK: Requests
 
     /// The methods that manage keychains rather than items in them: only a caller whose groups

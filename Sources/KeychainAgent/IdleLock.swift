@@ -20,8 +20,8 @@ import KeychainCore
 /// keychain has a timeout, or none is unlocked): a keychain locks at most one check after its
 /// deadline.
 ///
-/// `locksOnSleep` is stored and reported only: locking on suspend needs logind's
-/// `PrepareForSleep` signal on the system bus, which the agent does not listen to yet.
+/// `locksOnSleep` is not this type's: ``SleepLock`` locks those keychains on logind's
+/// `PrepareForSleep` and `Session.Lock`, where a system bus exists.
 final class IdleLock: @unchecked Sendable {
     /// How often the timer looks at the deadlines while a keychain is watched.
     static let checkInterval: DispatchTimeInterval = .milliseconds(200)

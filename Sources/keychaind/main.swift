@@ -104,6 +104,16 @@ func run() async throws -> Never {
     let server = try await DBusServer.serve(
         listeningSocket: listening, unixPath: location.socketPath, objects: objects, configuration: configuration)
 
+    // Lock the keychains with lock-on-sleep when logind says the machine sleeps or the session
+    // locks, where a system bus exists; without one, nothing (a line with KEYCHAIND_DEBUG=1).
+    let debug = environment["KEYCHAIND_DEBUG"] == "1"
+    let sleepEnvironment = environment
+    let sleepLock = Task.detached {
+        await SleepLock.run(service: service, environment: sleepEnvironment) { line in
+            if debug { complain(line) }
+        }
+    }
+
     // Leave when the socket we bound is gone or replaced: nobody can reach us any more.
     let bound = listener.flatMap { _ in socketInode(location.socketPath) }
     let stop: @Sendable (Int32) -> Void = { _ in
@@ -123,7 +133,7 @@ func run() async throws -> Never {
             complain("\(location.socketPath) was removed or replaced; exiting")
             exit(0)
         }
-        withExtendedLifetime((listener, server, sources)) {}
+        withExtendedLifetime((listener, server, sources, sleepLock)) {}
     }
 }
 

@@ -27,7 +27,11 @@ struct KeychaindTests {
         ///   - directory: The directory of an agent that ran before (its keychains and socket).
         ///   - asNobody: Run it as uid/gid 65534 (its directory is handed over to that user).
         ///   - softFileLimit: Start it with this soft limit on open descriptors (a desktop's 1,024).
-        init(reusing directory: TemporaryDirectory? = nil, asNobody: Bool = false, softFileLimit: Int? = nil) throws {
+        ///   - environment: More `NAME=value` entries for its environment.
+        init(
+            reusing directory: TemporaryDirectory? = nil, asNobody: Bool = false, softFileLimit: Int? = nil,
+            environment: [String] = []
+        ) throws {
             let directory = try directory ?? Self.freshDirectory()
             self.directory = directory
             let socket = directory.path + "/run/agent.sock"
@@ -47,8 +51,8 @@ struct KeychaindTests {
                 prefix[0],
                 Array(prefix.dropFirst()) + [
                     "-i", "HOME=\(home)", "XDG_DATA_HOME=\(home)/data", "XDG_CONFIG_HOME=\(home)/config",
-                    "KEYCHAIN_UNSAFE_TEST_KDF=1", "PATH=/usr/bin:/bin", KeychaindTests.program, "--socket", socket,
-                ])
+                    "KEYCHAIN_UNSAFE_TEST_KDF=1", "PATH=/usr/bin:/bin",
+                ] + environment + [KeychaindTests.program, "--socket", socket])
             // A wait for the agent to listen, not a time limit on anything measured.
             for _ in 0..<2_000 where !AgentConnection.isAnswering(at: socket) { usleep(5_000) }
             #expect(AgentConnection.isAnswering(at: socket), "keychaind answers on its socket")

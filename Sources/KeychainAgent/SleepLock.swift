@@ -1,0 +1,209 @@
+import DBusWire
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The agent's sleep and session lock: on the system bus, logind's
+/// `org.freedesktop.login1.Manager.PrepareForSleep(true)` and its `Session.Lock` signal for the
+/// agent's session lock every keychain whose settings say
+/// ``KeychainCore/KeychainSettings/locksOnSleep`` (`security set-keychain-settings -l`).
+///
+/// macOS's `security(1)` describes `-l` as "Lock keychain when the system sleeps", and has no
+/// setting for a screen lock. A locked session is the same situation, someone stepping away
+/// from an unattended machine, so `Session.Lock` locks the same keychains: locking is the safe
+/// side (a keychain locked once too often costs a password; one left unlocked exposes its
+/// secrets), and a keychain without `-l` (a build machine's, say) stays unlocked through both.
+/// `Session.Unlock` and `PrepareForSleep(false)` do nothing: unlocking a keychain takes its
+/// password, which logind does not have.
+///
+/// Signals count only when their sender is the connection that owns `org.freedesktop.login1`
+/// now (`GetNameOwner`, then the bus's `NameOwnerChanged`): the bus stamps every message's
+/// sender, and any client of the system bus may send signals, even addressed to the agent
+/// alone. When logind's owner changes (a restart), the agent's session is looked up again.
+///
+/// The agent's session is `GetSessionByPID` of the agent's pid; when the agent runs outside any
+/// session (a systemd user service), `GetSession($XDG_SESSION_ID)`, then the `Display` session
+/// of the agent's user. Without a system bus (containers, CI) nothing happens.
+public enum SleepLock {
+    /// logind's bus name.
+    public static let login1 = "org.freedesktop.login1"
+    /// logind's manager object.
+    public static let managerPath = "/org/freedesktop/login1"
+    /// logind's manager interface (`PrepareForSleep`, `GetSessionByPID`).
+    public static let managerInterface = "org.freedesktop.login1.Manager"
+    /// logind's session interface (`Lock`).
+    public static let sessionInterface = "org.freedesktop.login1.Session"
+    /// logind's user interface (`Display`).
+    public static let userInterface = "org.freedesktop.login1.User"
+
+    /// What a signal from logind asks of the agent.
+    enum Event: Hashable, Sendable {
+        /// `PrepareForSleep(true)`: the machine is about to suspend or hibernate.
+        case sleep
+        /// `Session.Lock` for the agent's session: the screen is being locked.
+        case sessionLock
+    }
+
+    /// Connects to the system bus and locks `service`'s keychains with `locksOnSleep` on each
+    /// ``Event``, until the connection closes. Returns at once, having done nothing, when there is
+    /// no system bus or it refuses the agent; never throws.
+    ///
+    /// - Parameters:
+    ///   - service: Whose keychains to lock.
+    ///   - environment: Where `DBUS_SYSTEM_BUS_ADDRESS` and `XDG_SESSION_ID` come from.
+    ///   - log: Receives one line per notable step (never a secret: none is handled here).
+    public static func run(
+        service: AgentService, environment: [String: String], log: @escaping @Sendable (String) -> Void = { _ in }
+    ) async {
+        await watch(environment: environment, log: log) { event in
+            let locked = await service.lockKeychainsThatLockOnSleep()
+            log("\(event == .sleep ? "PrepareForSleep" : "Session.Lock"): locked \(locked) keychain(s)")
+        }
+    }
+
+    /// The signal loop of ``run(service:environment:log:)``, with the action on each event.
+    static func watch(
+        environment: [String: String],
+        log: @escaping @Sendable (String) -> Void,
+        onEvent: @escaping @Sendable (Event) async -> Void
+    ) async {
+        let connection: DBusConnection
+        do {
+            var configuration = DBusConnection.Configuration()
+            configuration.callTimeout = .seconds(10)
+            connection = try await DBusConnection.connect(
+                to: try DBusAddress.systemBus(environment: environment), configuration: configuration)
+        } catch {
+            log("no system bus (\(error)): no locking on sleep or session lock")
+            return
+        }
+        var watcher = Watcher(connection: connection, environment: environment, log: log)
+        do {
+            try await watcher.start()
+        } catch {
+            log("the system bus refused the sleep and session-lock subscription: \(error)")
+            await connection.close()
+            return
+        }
+        for await signal in connection.signals {
+            if let event = await watcher.handle(signal) { await onEvent(event) }
+        }
+        log("the system bus connection closed: no more locking on sleep or session lock")
+    }
+
+    /// The subscription's state: who owns logind's name, and which session is the agent's.
+    struct Watcher {
+        let connection: DBusConnection
+        let environment: [String: String]
+        let log: @Sendable (String) -> Void
+        /// The unique name owning `org.freedesktop.login1`, whose signals alone count.
+        var owner: String?
+        /// The agent's session object, whose `Lock` counts.
+        var sessionPath: String?
+
+        static let ownerChanged = DBusMatchRule.nameOwnerChanged(of: login1)
+        static let prepareForSleep = DBusMatchRule(
+            sender: login1, interface: managerInterface, member: "PrepareForSleep", path: managerPath)
+
+        static func sessionLock(_ path: String) -> DBusMatchRule {
+            DBusMatchRule(sender: login1, interface: sessionInterface, member: "Lock", path: path)
+        }
+
+        init(connection: DBusConnection, environment: [String: String], log: @escaping @Sendable (String) -> Void) {
+            self.connection = connection
+            self.environment = environment
+            self.log = log
+        }
+
+        /// Says Hello, subscribes to owner changes first (so none is missed between the two),
+        /// then asks who owns logind's name and which session is the agent's.
+        mutating func start() async throws {
+            try await connection.hello()
+            try await connection.addMatch(Self.ownerChanged)
+            try await connection.addMatch(Self.prepareForSleep)
+            owner = try await connection.nameOwner(of: login1)
+            await findSession()
+        }
+
+        /// What `signal` asks, or `nil` for anything else: a signal of another sender than
+        /// logind's owner, `PrepareForSleep(false)`, another session's `Lock`.
+        mutating func handle(_ signal: DBusMessage) async -> Event? {
+            if Self.ownerChanged.matches(signal) {
+                guard signal.body.count == 3, case .string(let newOwner) = signal.body[2] else { return nil }
+                owner = newOwner.isEmpty ? nil : newOwner
+                log("\(login1) is now owned by \(owner ?? "nobody")")
+                await findSession()
+                return nil
+            }
+            if Self.prepareForSleep.matches(signal, senderOwner: owner) {
+                return signal.body == [.boolean(true)] ? .sleep : nil
+            }
+            if let sessionPath, Self.sessionLock(sessionPath).matches(signal, senderOwner: owner) {
+                return .sessionLock
+            }
+            if signal.sender != owner, signal.interface == managerInterface || signal.interface == sessionInterface {
+                log("ignored \(signal.member ?? "a signal") from \(signal.sender ?? "no sender"): not \(login1)")
+            }
+            return nil
+        }
+
+        /// Looks up the agent's session from logind's current owner and subscribes to its
+        /// `Lock` (dropping the previous session's subscription). No session, or no logind:
+        /// no `Lock` to follow.
+        mutating func findSession() async {
+            let path = owner == nil ? nil : await lookUpSession()
+            guard path != sessionPath else { return }
+            if let sessionPath { try? await connection.removeMatch(Self.sessionLock(sessionPath)) }
+            sessionPath = nil
+            guard let path else { return }
+            do {
+                try await connection.addMatch(Self.sessionLock(path))
+                sessionPath = path
+                log("following Session.Lock of \(path)")
+            } catch {
+                log("cannot follow Session.Lock of \(path): \(error)")
+            }
+        }
+
+        /// The agent's session object: its process's, else `$XDG_SESSION_ID`'s, else its user's
+        /// display session; `nil` when logind knows none.
+        private func lookUpSession() async -> String? {
+            if let path = try? await objectPath(
+                managerPath, managerInterface, "GetSessionByPID", [.uint32(UInt32(getpid()))])
+            {
+                return path
+            }
+            if let id = environment["XDG_SESSION_ID"], !id.isEmpty,
+                let path = try? await objectPath(managerPath, managerInterface, "GetSession", [.string(id)])
+            {
+                return path
+            }
+            guard let user = try? await objectPath(managerPath, managerInterface, "GetUser", [.uint32(getuid())]),
+                let reply = try? await call(
+                    user, "org.freedesktop.DBus.Properties", "Get", [.string(userInterface), .string("Display")]),
+                case .variant(.structure(let display))? = reply.first, display.count == 2,
+                case .objectPath(let path) = display[1], path != "/"
+            else { return nil }
+            return path
+        }
+
+        private func objectPath(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue])
+            async throws -> String?
+        {
+            guard case .objectPath(let object)? = try await call(path, interface, member, arguments).first else {
+                return nil
+            }
+            return object
+        }
+
+        private func call(_ path: String, _ interface: String, _ member: String, _ arguments: [DBusValue])
+            async throws -> [DBusValue]
+        {
+            try await connection.call(
+                .methodCall(path: path, interface: interface, member: member, destination: login1, body: arguments)
+            ).body
+        }
+    }
+}
