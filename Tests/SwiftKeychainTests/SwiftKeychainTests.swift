@@ -1,5 +1,7 @@
 import Foundation
+import KeychainClient
 import KeychainCore
+import KeychainTestSupport
 import SwiftKeychain
 import Testing
 
@@ -89,9 +91,11 @@ struct ProtocolDefaultTests {
 
 @Suite("KeychainService")
 struct KeychainServiceTests {
-    enum Backend: String, CaseIterable { case memory, file }
+    /// In memory, in a file, or in a file kept by the test process's `keychaind`, which the
+    /// service finds as the task's default keychain (`Keychains.withDefault`).
+    enum Backend: String, CaseIterable { case memory, file, agent }
 
-    func service(_ backend: Backend) throws -> (KeychainServiceType, KeychainDatabase, AnyObject?) {
+    func service(_ backend: Backend) throws -> (KeychainServiceType, any KeychainHandle, AnyObject?) {
         switch backend {
         case .memory:
             let memory = try InMemoryKeychainService()
@@ -99,6 +103,9 @@ struct KeychainServiceTests {
         case .file:
             let temporary = try TemporaryKeychain()
             return (KeychainService(database: temporary.keychain), temporary.keychain, temporary)
+        case .agent:
+            let keychain = try KeychainBackend.agent.make()
+            return (Keychains.withDefault(keychain.handle) { KeychainService() }, keychain.handle, keychain)
         }
     }
 
