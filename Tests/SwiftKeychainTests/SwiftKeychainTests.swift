@@ -294,26 +294,28 @@ struct KeychainServiceTests {
         #expect(swiftKeychainError { try memory.insertItemWithAttributes(["class": "nope"]) }?.osStatus == -25306)
     }
 
-    @Test("saves from many threads all land")
-    func concurrentSaves() throws {
-        let memory = try InMemoryKeychainService()
+    @Test("saves from many threads all land", arguments: Backend.allCases)
+    func concurrentSaves(backend: Backend) throws {
+        let (service, database, owner) = try service(backend)
+        defer { withExtendedLifetime(owner) {} }
         DispatchQueue.concurrentPerform(iterations: 32) { index in
             do {
-                try Note(accountName: "n\(index % 8)", contents: ["i": index]).saveInKeychain(memory)
-                try Note(accountName: "own\(index)", contents: ["i": index]).saveInKeychain(memory)
+                try Note(accountName: "n\(index % 8)", contents: ["i": index]).saveInKeychain(service)
+                try Note(accountName: "own\(index)", contents: ["i": index]).saveInKeychain(service)
             } catch {
                 Issue.record("save failed: \(error)")
             }
         }
-        #expect(try memory.itemCount() == 8 + 32)
+        #expect(try database.find(ItemQuery(class: .genericPassword)).count == 8 + 32)
     }
 
-    @Test("KeychainService() created under withDefaultDatabase uses that database")
-    func defaultOverride() throws {
-        let memory = try InMemoryKeychainService()
-        try KeychainService.withDefaultDatabase(memory.database) {
+    @Test("KeychainService() created under withDefaultDatabase uses that database", arguments: Backend.allCases)
+    func defaultOverride(backend: Backend) throws {
+        let (_, database, owner) = try service(backend)
+        defer { withExtendedLifetime(owner) {} }
+        try KeychainService.withDefaultDatabase(database) {
             try Note(accountName: "routed", contents: ["v": 1]).saveInKeychain()
         }
-        #expect(try memory.itemCount() == 1)
+        #expect(try database.find(ItemQuery(class: .genericPassword)).count == 1)
     }
 }
