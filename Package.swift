@@ -126,6 +126,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The test process's fixed environment (KEYCHAIN_AGENT=off before main) and the end of
+        // the keychaind the tests share.
+        .target(name: "CKeychainTestSupport", path: "Tests/CKeychainTestSupport"),
+        // What the test targets above the seam share: the backends a keychain can be kept in and
+        // the test process's keychaind (started once, on first use).
+        .target(
+            name: "KeychainTestSupport",
+            dependencies: ["KeychainClient", "KeychainCore", "DBusWire", "CKeychainAgent", "CKeychainTestSupport"],
+            path: "Tests/KeychainTestSupport"
+        ),
         .executableTarget(
             name: "keychain-test-worker",
             dependencies: ["KeychainCore"],
@@ -145,13 +155,13 @@ let package = Package(
             name: "KeychainAgentTests",
             dependencies: [
                 "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "keychaind", "DBusWire",
-                "KeychainAgentProtocol", "KeychainClient", "SeededRandom",
+                "KeychainAgentProtocol", "KeychainClient", "KeychainTestSupport", "SeededRandom",
             ]
         ),
         .testTarget(
             name: "SecurityTests",
             dependencies: [
-                "Security", "KeychainCore", "SeededRandom",
+                "Security", "KeychainCore", "KeychainClient", "KeychainTestSupport", "keychaind", "SeededRandom",
                 // SecKey tests convert key formats for the openssl command line and check AES-GCM layouts.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -172,14 +182,20 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "KeychainTests", dependencies: ["Keychain", "KeychainCore"]),
+        .testTarget(
+            name: "KeychainTests",
+            dependencies: ["Keychain", "KeychainCore", "KeychainClient", "KeychainTestSupport", "keychaind"]
+        ),
         .testTarget(
             name: "KeychainStorageTests",
-            dependencies: ["KeychainStorage", "KeychainCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "KeychainStorage", "KeychainCore", "KeychainClient", "KeychainTestSupport", "keychaind",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "SwiftKeychainTests",
-            dependencies: ["SwiftKeychain", "KeychainCore"],
+            dependencies: ["SwiftKeychain", "KeychainCore", "KeychainClient", "KeychainTestSupport", "keychaind"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
         // The README's Swift snippets, extracted by scripts/extract-readme-snippets and compiled

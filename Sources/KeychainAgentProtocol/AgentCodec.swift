@@ -7,7 +7,8 @@ import KeychainCore
 ///
 /// Attributes travel as `a{sv}` keyed by Apple's raw attribute names (`svce`, `acct`, …), each
 /// value typed as the attribute is: a string `s`, bytes `ay`, a number `x`, a date `d` (seconds
-/// since 1970). An item adds `class` (`s`), its secret `v_Data` (`ay`) and its persistent
+/// since 2001-01-01, as `Date` holds them, so that a date comes back bit for bit and a query
+/// for an exact creation date matches through the agent as in process). An item adds `class` (`s`), its secret `v_Data` (`ay`) and its persistent
 /// identity `uuid` (`ay`, 16 bytes). Decoding refuses anything else with `.parameter`
 /// (errSecParam): a wrong type, a missing class, a malformed identity; it never traps.
 public enum AgentCodec {
@@ -37,7 +38,7 @@ public enum AgentCodec {
         case .string(let string): .string(string)
         case .data(let data): .bytes(Array(data))
         case .number(let number): .int64(number)
-        case .date(let date): .double(date.timeIntervalSince1970)
+        case .date(let date): .double(date.timeIntervalSinceReferenceDate)
         }
     }
 
@@ -46,7 +47,8 @@ public enum AgentCodec {
         case .string(let string): return .string(string)
         case .bytes(let bytes): return .data(Data(bytes))
         case .int64(let number): return .number(number)
-        case .double(let seconds) where seconds.isFinite: return .date(Date(timeIntervalSince1970: seconds))
+        case .double(let seconds) where seconds.isFinite:
+            return .date(Date(timeIntervalSinceReferenceDate: seconds))
         default: throw parameter("the attribute \(name) has a type a keychain attribute cannot have")
         }
     }

@@ -17,8 +17,9 @@ public enum AgentEndpoint {
 
     /// Whether a process keeps its keychains through the agent.
     public enum Mode: String, Sendable, Hashable, CaseIterable {
-        /// The agent when one answers (and, for the `security` tool, one started on first
-        /// need); otherwise the keychain is opened in this process. The default.
+        /// The agent: the one that answers, or one started on first need (by the `security`
+        /// tool and the libraries alike); when none can be started, the keychain is opened in
+        /// this process. The default.
         case auto
         /// Never the agent: every keychain is opened in this process, with its lock state.
         case off

@@ -127,3 +127,21 @@ public final class AgentKeychain: KeychainHandle {
 
     private static let malformed = KeychainError(.decode, "the keychain agent's answer is malformed")
 }
+
+extension AgentConnection {
+    /// Has the agent create a keychain file at the absolute `path`, protected by `password`'s
+    /// bytes (by the device key alone when `nil`), and returns it unlocked, as macOS leaves a
+    /// keychain it has just created.
+    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.duplicateKeychain` when a file
+    ///   exists there, `.missingEntitlement` for a caller that may not manage keychains).
+    public func createKeychain(at path: String, password: Data?) throws -> AgentKeychain {
+        _ = try call(.create, [.string(path), .boolean(password != nil), .bytes(Array(password ?? Data()))])
+        return keychain(at: path)
+    }
+
+    /// Has the agent close and delete the keychain file at the absolute `path`.
+    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
+    public func deleteKeychain(at path: String) throws {
+        _ = try call(.deleteKeychain, [.string(path)])
+    }
+}

@@ -8,8 +8,10 @@ import KeychainCore
 #endif
 
 /// Starts `keychaind` when no agent answers, as gpg-agent is started by the first program that
-/// needs it: in its own session, no secret in its environment. The agent takes an exclusive lock beside its socket before it listens, so when
-/// two processes start one at once, one agent serves and the other exits.
+/// needs it (the `security` tool or a library, in `KEYCHAIN_AGENT=auto` mode): in its own
+/// session, with only the environment variables it needs (``agentVariables``: never a secret).
+/// The agent takes an exclusive lock beside its socket before it listens, so when two processes
+/// start one at once, one agent serves and the other exits.
 enum AgentLauncher {
     /// How long a client waits for a started agent to answer.
     static let patience: Duration = .seconds(10)
@@ -59,11 +61,19 @@ enum AgentLauncher {
         return candidates.first { access($0, X_OK) == 0 }
     }
 
-    /// The client's environment without what the agent must not hold: secrets and the mode.
+    /// The variables of the client's environment that the agent is given: where its files are,
+    /// its default access groups, and the locale. An application's environment often holds
+    /// secrets (tokens, `KEYCHAIN_PASSWORD`), and an agent started by it outlives it: nothing
+    /// else is passed.
+    static let agentVariables: Set<String> = [
+        "HOME", "PATH", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
+        "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
+        AccessGroups.environmentVariable, KeychainPaths.defaultKeychainVariable, "KEYCHAIN_UNSAFE_TEST_KDF",
+    ]
+
+    /// The client's environment reduced to ``agentVariables`` (and the `LC_*` locale variables).
     static func agentEnvironment(_ environment: [String: String]) -> [String: String] {
-        environment.filter { key, _ in
-            key != "KEYCHAIN_PASSWORD" && key != AgentEndpoint.modeVariable && key != AgentEndpoint.programVariable
-        }
+        environment.filter { key, _ in agentVariables.contains(key) || key.hasPrefix("LC_") }
     }
 
     /// Starts `program` (which puts itself in a session of its own) with standard input and

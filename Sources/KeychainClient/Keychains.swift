@@ -8,9 +8,17 @@ import Synchronization
 /// `keychaind`, and the in-process engine.
 ///
 /// `KEYCHAIN_AGENT` decides (see ``AgentEndpoint/Mode``): with `auto`, the default, a keychain
-/// is kept by the agent when one answers on its socket, so that an unlock in one process
-/// serves every later process of the user; `off` opens every keychain in this process;
-/// `required` fails rather than do that. In-memory keychains are always in this process.
+/// is kept by the agent, started on first need when none answers (found beside the executable,
+/// on `PATH` or at `KEYCHAIN_AGENT_PROGRAM`), so that an unlock in one process serves every
+/// later process of the user; when there is no agent to start, or it fails to start (tried once
+/// per process), keychains are opened in this process, silently. `off` opens every keychain in
+/// this process; `required` fails rather than do that. In-memory keychains are always in this
+/// process.
+///
+/// A task that runs under ``withDefault(_:operation:)-(_,()->R)`` keeps its keychains where its
+/// default keychain is: the keychains it opens, creates or deletes by path are the agent's when
+/// its default is an `AgentKeychain`, and this process's otherwise, whatever `KEYCHAIN_AGENT`
+/// says (so tests that give a task an in-memory keychain never reach the user's agent).
 ///
 /// ```swift
 /// let keychain = try Keychains.current()
@@ -31,7 +39,7 @@ public enum Keychains {
     /// - Throws: ``KeychainCore/KeychainError`` when the default keychain cannot be opened or created.
     public static func current() throws -> any KeychainHandle {
         if let handle = TaskDefaultKeychain.handle { return handle }
-        if let agent = try agent() { return agent.keychain(at: "") }
+        if let agent = try agent(startingIfNeeded: true) { return agent.keychain(at: "") }
         return try KeychainDatabase.processDefaultDatabase()
     }
 
@@ -41,7 +49,7 @@ public enum Keychains {
     public static func open(
         at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
-        if let agent = try agent() {
+        if let agent = try taskAgent() {
             let keychain = agent.keychain(at: absolute(path))
             _ = try keychain.status()
             return keychain
@@ -53,7 +61,7 @@ public enum Keychains {
     public static func openDefault(
         paths: KeychainPaths = KeychainPaths(), configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
-        if let agent = try agent() {
+        if let agent = try taskAgent() {
             let keychain = agent.keychain(at: "")
             _ = try keychain.status()
             return keychain
@@ -68,32 +76,36 @@ public enum Keychains {
     public static func create(
         at path: String, password: Data?, configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
-        if let agent = try agent() {
-            let full = absolute(path)
-            _ = try agent.call(.create, [.string(full), .boolean(password != nil), .bytes(Array(password ?? Data()))])
-            return agent.keychain(at: full)
-        }
+        if let agent = try taskAgent() { return try agent.createKeychain(at: absolute(path), password: password) }
         return try KeychainDatabase.create(at: path, password: password, configuration: configuration)
     }
 
     /// Deletes the keychain file at `path` and the files SQLite keeps beside it.
     /// - Throws: ``KeychainCore/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
     public static func delete(at path: String) throws {
-        if let agent = try agent() {
-            _ = try agent.call(.deleteKeychain, [.string(absolute(path))])
+        if let agent = try taskAgent() {
+            try agent.deleteKeychain(at: absolute(path))
             return
         }
         try KeychainDatabase.deleteKeychain(at: path)
     }
 
     /// Locks every keychain the agent holds (`security lock-keychain -a`); without an agent,
-    /// there is nothing unlocked beyond this process.
+    /// there is nothing unlocked beyond this process (and none is started to be told so).
     public static func lockAll() throws {
-        if let agent = try agent() { _ = try agent.call(.lockAll, []) }
+        let agent: AgentConnection?
+        if let handle = TaskDefaultKeychain.handle {
+            agent = (handle as? AgentKeychain)?.connection
+        } else {
+            agent = try self.agent()
+        }
+        if let agent { _ = try agent.call(.lockAll, []) }
     }
 
     /// Runs `operation` with `keychain` as the default keychain of the current task (and of
-    /// the tasks it creates), for tests that run in parallel.
+    /// the tasks it creates), for tests that run in parallel. The keychains the task opens,
+    /// creates or deletes by path are then where `keychain` is: the agent's when it is an
+    /// `AgentKeychain`, this process's otherwise.
     public static func withDefault<R>(_ keychain: any KeychainHandle, operation: () throws -> R) rethrows -> R {
         try TaskDefaultKeychain.$handle.withValue(keychain, operation: operation)
     }
@@ -118,11 +130,22 @@ public enum Keychains {
 
     private static let resolution = Mutex<Resolution>(.unresolved)
 
+    /// The agent that keeps the current task's keychains: its default keychain's when the task
+    /// runs under ``withDefault(_:operation:)-(_,()->R)`` (`nil`: an in-process keychain), else
+    /// the process's agent, started on first need.
+    private static func taskAgent() throws -> AgentConnection? {
+        if let handle = TaskDefaultKeychain.handle { return (handle as? AgentKeychain)?.connection }
+        return try agent(startingIfNeeded: true)
+    }
+
     /// The agent connection this process uses, or `nil` when its keychains are opened in
-    /// this process. Decided on first use from `KEYCHAIN_AGENT` and then kept.
+    /// this process. Decided on first use from `KEYCHAIN_AGENT` and then kept; a start that
+    /// failed is not tried again by this process.
     ///
-    /// - Parameter startingIfNeeded: Start `keychaind` when none answers (as the `security`
-    ///   tool does; `KEYCHAIN_AGENT=required` always does).
+    /// - Parameter startingIfNeeded: Start `keychaind` when none answers, as every keychain
+    ///   ``current()``, ``open(at:configuration:)`` and ``create(at:password:configuration:)``
+    ///   give does in `auto` mode (`KEYCHAIN_AGENT=required` always does). `false` only asks
+    ///   whether an agent answers (or was chosen already), as a probe.
     /// - Throws: ``KeychainCore/KeychainError`` for a bad `KEYCHAIN_AGENT`, or, with
     ///   `required`, `.notAvailable` when no agent can be reached or started.
     public static func agent(startingIfNeeded: Bool = false) throws -> AgentConnection? {
@@ -133,18 +156,32 @@ public enum Keychains {
             case .inProcess, .unresolved:
                 let environment = ProcessEnvironment.current()
                 let mode: AgentEndpoint.Mode
-                let path: String
                 do {
                     mode = try AgentEndpoint.Mode(environment: environment)
-                    if mode == .off {
-                        resolution = .inProcess(afterStart: true)
-                        return nil
-                    }
-                    path = try AgentEndpoint.socketPath(environment: environment, hostName: hostName())
                 } catch let error as KeychainError {
                     throw error
                 } catch {
-                    throw KeychainError(.notAvailable, "the keychain agent's place cannot be found")
+                    throw KeychainError(.parameter, "\(AgentEndpoint.modeVariable) is not a mode")
+                }
+                if mode == .off {
+                    resolution = .inProcess(afterStart: true)
+                    return nil
+                }
+                let path: String
+                do {
+                    path = try AgentEndpoint.socketPath(environment: environment, hostName: hostName())
+                } catch {
+                    // No place for the socket (neither XDG_RUNTIME_DIR nor HOME, as in some
+                    // service environments): in auto mode, the keychains are this process's, as
+                    // when there is no agent to start. A socket path given explicitly and wrong
+                    // is reported.
+                    let explicit = environment[AgentEndpoint.socketVariable].map { !$0.isEmpty } ?? false
+                    guard mode == .required || explicit else {
+                        resolution = .inProcess(afterStart: true)
+                        return nil
+                    }
+                    throw (error as? KeychainError)
+                        ?? KeychainError(.notAvailable, "the keychain agent's place cannot be found")
                 }
                 if let connection = try? AgentConnection(socketPath: path) {
                     resolution = .agent(connection)
@@ -158,14 +195,15 @@ public enum Keychains {
                     let connection = try AgentLauncher.start(socketPath: path, environment: environment)
                     resolution = .agent(connection)
                     return connection
-                } catch let error as KeychainError {
+                } catch {
+                    // Not found, or it did not start: in auto mode, silently this process's
+                    // keychains (and no second try by this process).
                     guard mode == .required else {
                         resolution = .inProcess(afterStart: true)
                         return nil
                     }
-                    throw error
-                } catch {
-                    throw KeychainError(.notAvailable, "the keychain agent cannot be started")
+                    throw (error as? KeychainError)
+                        ?? KeychainError(.notAvailable, "the keychain agent cannot be started")
                 }
             }
         }

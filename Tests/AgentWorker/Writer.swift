@@ -1,5 +1,6 @@
 import Foundation
 import KeychainAgentProtocol
+import KeychainAgent
 import KeychainClient
 import KeychainCore
 
@@ -54,3 +55,39 @@ func runManyClients(socket: String, count: Int) -> Never {
 }
 
 private var RLIMIT_NOFILE_VALUE: __rlimit_resource_t { __rlimit_resource_t(RLIMIT_NOFILE.rawValue) }
+/// `library add|find <service>`: what a library (`Security`, `Keychain`, …) does on its first
+/// need of the default keychain, through `Keychains`: add a generic password of `service` with
+/// the secret read from standard input, or find it and print it. Says `agent <pid>` (the agent
+/// that served, by `SO_PEERCRED`) or `agent none`, then `ok`, `found <secret>` or
+/// `error <OSStatus>`.
+func runLibrary(_ action: String, service: String) -> Never {
+    do {
+        let keychain = try Keychains.current()
+        if let agent = try Keychains.agent() {
+            let fd = try AgentConnection.connect(agent.socketPath, timeout: .seconds(5))
+            let peer = try? PeerCredentials(socket: fd)
+            close(fd)
+            say("agent \(peer.map { String($0.pid) } ?? "unknown")")
+        } else {
+            say("agent none")
+        }
+        let query = ItemQuery(class: .genericPassword, attributes: [.service: .string(service)])
+        if action == "add" {
+            let secret = readLine(from: 0) ?? ""
+            _ = try keychain.add(
+                Item(class: .genericPassword, attributes: [.service: .string(service)], data: Data(secret.utf8)))
+            say("ok")
+        } else {
+            guard let found = try keychain.findFirst(query, includeData: true) else {
+                say("error \(KeychainError.Code.itemNotFound.rawValue)")
+                exit(0)
+            }
+            say("found " + String(decoding: found.data ?? Data(), as: UTF8.self))
+        }
+    } catch let error as KeychainError {
+        say("error \(error.code.rawValue)")
+    } catch {
+        say("error unexpected")
+    }
+    exit(0)
+}

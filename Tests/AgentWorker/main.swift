@@ -23,6 +23,10 @@
 //       by DBusServer.serve; each caller gets what CallerDirectory says (manifests in <manifests>,
 //       default groups <groups>); say "ready activated|listener <LISTEN_PID set|unset>", exit at
 //       end of input
+//   keychain-agent-test-worker library add|find <service>     the default keychain as a library
+//       gets it from Keychains (KEYCHAIN_AGENT and the rest from the environment): add a
+//       generic password (secret on stdin) or find it; say "agent <pid>|none", then "ok",
+//       "found <secret>" or "error <OSStatus>"
 //   keychain-agent-test-worker status <socket>                 call Status over D-Bus, say
 //       "groups <comma-separated>" or "error <OSStatus>"
 import CKeychainAgent
@@ -194,6 +198,8 @@ case "serve-identified" where arguments.count == 5:
     try? await server.close()
     listener = nil
     exit(0)
+case "library" where arguments.count == 4 && (arguments[2] == "add" || arguments[2] == "find"):
+    runLibrary(arguments[2], service: arguments[3])
 case "status" where arguments.count == 3:
     do {
         let connection = try await DBusConnection.connect(to: .unixPath(arguments[2]))
@@ -220,6 +226,6 @@ case "status" where arguments.count == 3:
     }
     exit(0)
 default:
-    say("usage: keychain-agent-test-worker connect|fake-flatpak|secret|readmem|serve|serve-identified|status …")
+    say("usage: keychain-agent-test-worker connect|fake-flatpak|secret|readmem|serve|serve-identified|library|status …")
     exit(2)
 }

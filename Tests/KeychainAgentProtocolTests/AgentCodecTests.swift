@@ -72,6 +72,25 @@ struct AgentCodecTests {
         }
     }
 
+    @Test("a date comes back bit for bit, as a creation date must for an exact-date query to match")
+    func datesRoundTripExactly() throws {
+        var random = SplitMix64(seed: 0xDA7E)
+        let dates =
+            [Date(), Date(timeIntervalSinceReferenceDate: 0.1), Date(timeIntervalSinceReferenceDate: -1e-7)]
+            + (0..<1_000).map { _ in
+                Date(timeIntervalSinceReferenceDate: Double.random(in: -1e9...2e9, using: &random))
+            }
+        for date in dates {
+            let item = Item(class: .key, attributes: [.creationDate: .date(date)])
+            let back = try AgentCodec.decodeItem(try Self.wire([AgentCodec.encode(item)], bigEndian: false)[0])
+            guard case .date(let returned)? = back.attributes[.creationDate] else {
+                Issue.record("no date came back")
+                return
+            }
+            #expect(returned.timeIntervalSinceReferenceDate == date.timeIntervalSinceReferenceDate)
+        }
+    }
+
     @Test("a found item keeps its persistent identity across the socket")
     func identityRoundTrip() throws {
         let keychain = try KeychainDatabase.inMemory(configuration: .testing())

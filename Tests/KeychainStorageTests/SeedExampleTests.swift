@@ -3,6 +3,7 @@
 
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import KeychainStorage
 import Logging
 import Synchronization
@@ -32,21 +33,39 @@ struct SeedLogHandler: LogHandler {
 struct SeedExampleTests {
     let log = SeedLog()
     var logger: Logger { Logger(label: "SeedExamples") { _ in SeedLogHandler(log: log) } }
-    let temporary: TemporaryKeychain
 
-    init() throws { temporary = try TemporaryKeychain() }
+    /// The keychain standing in for the default one: a temporary file in this process, or a
+    /// file kept by the test process's `keychaind`.
+    struct Standing {
+        let keychain: any KeychainHandle
+        let owner: AnyObject
 
-    /// Runs an example with the temporary keychain standing in for the default one.
-    func run(_ example: () throws -> Void) rethrows {
-        try KeychainStorage.withDefaultDatabase(temporary.keychain, operation: example)
+        init(_ backend: KeychainBackend) throws {
+            switch backend {
+            case .inProcess:
+                let temporary = try TemporaryKeychain()
+                (keychain, owner) = (temporary.keychain, temporary)
+            case .agent:
+                let made = try KeychainBackend.agent.make()
+                (keychain, owner) = (made.handle, made)
+            }
+        }
+
+        /// Runs an example with this keychain as the default one.
+        func run(_ example: () throws -> Void) rethrows {
+            try KeychainStorage.withDefaultDatabase(keychain, operation: example)
+        }
+
+        func open(_ name: String, _ cipher: (any Ciphering)?) throws -> KeychainStorage {
+            try KeychainStorage.openStore(name: name, cipher: cipher, accessGroup: nil, database: keychain)
+        }
     }
 
-    func open(_ name: String, _ cipher: (any Ciphering)?) throws -> KeychainStorage {
-        try KeychainStorage.openStore(name: name, cipher: cipher, accessGroup: nil, database: temporary.keychain)
-    }
-
-    @Test("Store Creation: creates an open, empty store; creating it again logs storeAlreadyExists")
-    func storeCreation() throws {
+    @Test(
+        "Store Creation: creates an open, empty store; creating it again logs storeAlreadyExists",
+        arguments: KeychainBackend.allCases)
+    func storeCreation(backend: KeychainBackend) throws {
+        let standing = try Standing(backend)
         let example = {
             do {
                 let cipher = try Cipher(password: "correct horse battery staple", salt: "seed-003-salt-16+")
@@ -56,23 +75,26 @@ struct SeedExampleTests {
                 logger.error("An error occurred while creating the store.", error: error)
             }
         }
-        run(example)
+        standing.run(example)
         #expect(log.messages.isEmpty)
         let cipher = try Cipher(password: "correct horse battery staple", salt: "seed-003-salt-16+")
-        #expect(try open("seed-store", cipher).keys().isEmpty)
+        #expect(try standing.open("seed-store", cipher).keys().isEmpty)
 
-        run(example)
+        standing.run(example)
         #expect(log.messages == ["An error occurred while creating the store."])
         #expect(log.errors.first?.contains("storeAlreadyExists") == true)
     }
 
-    @Test("Opening Store: opens an existing store and logs an error for a missing one")
-    func openingStore() throws {
+    @Test(
+        "Opening Store: opens an existing store and logs an error for a missing one",
+        arguments: KeychainBackend.allCases)
+    func openingStore(backend: KeychainBackend) throws {
+        let standing = try Standing(backend)
         let cipher = try Cipher(password: "open sesame", salt: "seed-003-salt-16+")
         _ = try KeychainStorage.createStore(
-            name: "existing", cipher: cipher, accessGroup: nil, database: temporary.keychain)
+            name: "existing", cipher: cipher, accessGroup: nil, database: standing.keychain)
         for storeName in ["existing", "missing"] {
-            run {
+            standing.run {
                 do {
                     let keychainStorage = try KeychainStorage.openStore(
                         name: storeName, cipher: cipher, accessGroup: nil)
@@ -86,11 +108,12 @@ struct SeedExampleTests {
         #expect(log.errors.first?.contains("storeNotFound") == true)
     }
 
-    @Test("Removing Store: removes the store; an invalid name logs an error")
-    func removingStore() throws {
-        _ = try KeychainStorage.createStore(name: "doomed", cipher: nil, accessGroup: nil, database: temporary.keychain)
+    @Test("Removing Store: removes the store; an invalid name logs an error", arguments: KeychainBackend.allCases)
+    func removingStore(backend: KeychainBackend) throws {
+        let standing = try Standing(backend)
+        _ = try KeychainStorage.createStore(name: "doomed", cipher: nil, accessGroup: nil, database: standing.keychain)
         for storeName in ["doomed", "../doomed"] {
-            run {
+            standing.run {
                 do {
                     try KeychainStorage.removeStore(name: storeName, accessGroup: nil)
                 } catch {
@@ -98,14 +121,16 @@ struct SeedExampleTests {
                 }
             }
         }
-        #expect(throws: KeychainStorageError.self) { try open("doomed", nil) }
+        #expect(throws: KeychainStorageError.self) { try standing.open("doomed", nil) }
         #expect(log.messages == ["An error occurred while removing the store"])
         #expect(log.errors.first?.contains("invalidStoreName") == true)
     }
 
-    @Test("Changing Cipher on Store: the store then opens with the new cipher only")
-    func changingCipher() throws {
-        run {
+    @Test(
+        "Changing Cipher on Store: the store then opens with the new cipher only", arguments: KeychainBackend.allCases)
+    func changingCipher(backend: KeychainBackend) throws {
+        let standing = try Standing(backend)
+        standing.run {
             do {
                 let cipher = try Cipher(password: "old password", salt: "seed-003-salt-16+")
                 let keychainStorage = try KeychainStorage.createStore(name: "rekeyed", cipher: cipher, accessGroup: nil)
@@ -118,17 +143,20 @@ struct SeedExampleTests {
             }
         }
         #expect(log.messages.isEmpty)
-        _ = try open("rekeyed", try Cipher(password: "new password", salt: "seed-003-new-salt"))
+        _ = try standing.open("rekeyed", try Cipher(password: "new password", salt: "seed-003-new-salt"))
         let error = storageError {
-            try open("rekeyed", try Cipher(password: "old password", salt: "seed-003-salt-16+"))
+            try standing.open("rekeyed", try Cipher(password: "old password", salt: "seed-003-salt-16+"))
         }
         #expect(error?.code == .wrongCipher)
     }
 
-    @Test("Manipulating Store: put, read, remove, remove all and keys behave as described")
-    func manipulatingStore() throws {
+    @Test(
+        "Manipulating Store: put, read, remove, remove all and keys behave as described",
+        arguments: KeychainBackend.allCases)
+    func manipulatingStore(backend: KeychainBackend) throws {
+        let standing = try Standing(backend)
         let keychainStorage = try KeychainStorage.createStore(
-            name: "manipulated", cipher: try testCipher(), accessGroup: nil, database: temporary.keychain)
+            name: "manipulated", cipher: try testCipher(), accessGroup: nil, database: standing.keychain)
         let key = "greeting"
         let data = Data("hello".utf8)
 
@@ -168,13 +196,13 @@ struct SeedExampleTests {
         #expect(log.messages.isEmpty)
 
         // Reading throws upon failure: a locked keychain is logged, not read as nil.
-        temporary.keychain.lock()
+        standing.keychain.lock()
         do {
             let data = try keychainStorage.data(for: key)
         } catch {
             logger.error("An error occurred while reading from the store.", error: error)
         }
         #expect(log.messages == ["An error occurred while reading from the store."])
-        try temporary.keychain.unlock(password: nil)
+        try standing.keychain.unlock(password: nil)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import KeychainStorage
 import Logging
 import Synchronization
@@ -9,6 +10,13 @@ import Testing
 enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case memory
     case file
+    /// A keychain file kept by the test process's `keychaind`, reached as a user's process
+    /// reaches it.
+    case agent
+
+    /// The backends whose configuration a test chooses: the agent's keychains have its own
+    /// (the caller's access groups are who it is, the size limit the engine's default).
+    static let inProcess: [Backend] = [.memory, .file]
 
     var testDescription: String { rawValue }
 
@@ -18,16 +26,21 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
         if let maximumDataSize { configuration.maximumDataSize = maximumDataSize }
         switch self {
         case .memory:
-            return Fixture(database: try .inMemory(configuration: configuration), owner: nil)
+            return Fixture(database: try KeychainDatabase.inMemory(configuration: configuration), owner: nil)
         case .file:
             let temporary = try TemporaryKeychain(configuration: configuration)
             return Fixture(database: temporary.keychain, owner: temporary)
+        case .agent:
+            precondition(
+                accessGroups == .standard && maximumDataSize == nil, "the agent's keychains have its configuration")
+            let keychain = try KeychainBackend.agent.make()
+            return Fixture(database: keychain.handle, owner: keychain)
         }
     }
 }
 
 struct Fixture {
-    let database: KeychainDatabase
+    let database: any KeychainHandle
     let owner: AnyObject?
 
     /// Every generic password in the keychain (the store's marker and values).

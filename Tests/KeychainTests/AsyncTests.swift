@@ -6,10 +6,10 @@ import Testing
 
 @Suite("Async variants")
 struct AsyncTests {
-    @Test("the async variants read, write, list and remove like the synchronous ones")
-    func asyncRoundTrip() async throws {
-        let memory = try InMemoryKeychain()
-        let keychain = memory.keychain(service: "async")
+    @Test("the async variants read, write, list and remove like the synchronous ones", arguments: Backend.allCases)
+    func asyncRoundTrip(backend: Backend) async throws {
+        let fixture = try backend.make()
+        let keychain = fixture.keychain("async")
         let credentials = Credentials(user: "a", scopes: ["x"], expires: Date(timeIntervalSince1970: 5))
         try await keychain.set("s", forKey: "string")
         try await keychain.set(Data([1]), forKey: "data")
@@ -27,12 +27,12 @@ struct AsyncTests {
         #expect(try await keychain.allKeys().isEmpty)
     }
 
-    @Test("async errors carry their OSStatus")
-    func asyncErrors() async throws {
-        let memory = try InMemoryKeychain()
-        let keychain = memory.keychain(service: "async")
+    @Test("async errors carry their OSStatus", arguments: Backend.allCases)
+    func asyncErrors(backend: Backend) async throws {
+        let fixture = try backend.make()
+        let keychain = fixture.keychain("async")
         try await keychain.set("s", forKey: "k")
-        memory.lock()
+        fixture.database.lock()
         await #expect(throws: KeychainError.self) { try await keychain.string(forKey: "k") }
         do {
             _ = try await keychain.string(forKey: "k")
@@ -42,10 +42,10 @@ struct AsyncTests {
         }
     }
 
-    @Test("many concurrent tasks write without losing a value")
-    func concurrentTasks() async throws {
-        let memory = try InMemoryKeychain()
-        let keychain = memory.keychain(service: "async")
+    @Test("many concurrent tasks write without losing a value", arguments: Backend.allCases)
+    func concurrentTasks(backend: Backend) async throws {
+        let fixture = try backend.make()
+        let keychain = fixture.keychain("async")
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<32 {
                 group.addTask { try await keychain.set("v\(index)", forKey: "k\(index)") }

@@ -55,7 +55,7 @@ struct AtomicWriteTests {
         #expect(try background.attributes(forKey: "token")?.accessibility == .afterFirstUnlock)
     }
 
-    @Test("a write rejected by the engine keeps the old value", arguments: Backend.allCases)
+    @Test("a write rejected by the engine keeps the old value", arguments: Backend.inProcess)
     func oversizedWriteKeepsOldValue(backend: Backend) throws {
         let fixture = try backend.make(maximumDataSize: 64)
         let keychain = fixture.keychain()

@@ -279,25 +279,28 @@ struct ConfigurationTests {
 
 @Suite("The default keychain")
 struct DefaultKeychainTests {
-    @Test("Keychain(service:) created under withDefaultDatabase uses that database")
-    func overrideRoutesDefaultKeychain() throws {
-        let memory = try InMemoryKeychain()
-        try Keychain.withDefaultDatabase(memory.database) {
+    @Test("Keychain(service:) created under withDefaultDatabase uses that database", arguments: Backend.allCases)
+    func overrideRoutesDefaultKeychain(backend: Backend) throws {
+        let fixture = try backend.make()
+        try Keychain.withDefaultDatabase(fixture.database) {
             try Keychain(service: "routed").set("v", forKey: "k")
         }
-        #expect(try memory.keychain(service: "routed").string(forKey: "k") == "v")
-        let value = try memory.asDefault { try Keychain(service: "routed").string(forKey: "k") }
+        #expect(try fixture.keychain("routed").string(forKey: "k") == "v")
+        let value = try Keychain.withDefaultDatabase(fixture.database) {
+            try Keychain(service: "routed").string(forKey: "k")
+        }
         #expect(value == "v")
     }
 
-    @Test("the asynchronous override reaches child tasks")
-    func asyncOverride() async throws {
-        let memory = try InMemoryKeychain()
-        try await Keychain.withDefaultDatabase(memory.database) {
+    @Test("the asynchronous override reaches child tasks", arguments: Backend.allCases)
+    func asyncOverride(backend: Backend) async throws {
+        let fixture = try backend.make()
+        try await Keychain.withDefaultDatabase(fixture.database) {
             let keychain = Keychain(service: "routed")
             try await keychain.set("v", forKey: "k")
             let value = try await Task { try await Keychain(service: "routed").string(forKey: "k") }.value
             #expect(value == "v")
         }
+        #expect(try await fixture.keychain("routed").string(forKey: "k") == "v")
     }
 }

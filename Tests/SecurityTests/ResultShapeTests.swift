@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Security
 import Testing
 
@@ -51,9 +52,11 @@ let shapeCases: [ShapeCase] = (0..<32).map {
 
 @Suite("§4.3 result shapes")
 struct ResultShapeTests {
-    @Test("each combination of return keys and limit gives Apple's result shape", arguments: shapeCases)
-    func shape(_ row: ShapeCase) throws {
-        try withKeychain { _ in
+    @Test(
+        "each combination of return keys and limit gives Apple's result shape", arguments: KeychainBackend.allCases,
+        shapeCases)
+    func shape(backend: KeychainBackend, _ row: ShapeCase) throws {
+        try withKeychain(backend) { _ in
             #expect(
                 add([
                     kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecAttrService: "s",
@@ -123,9 +126,11 @@ struct SecItemAccessibilityTests {
         }
     }
 
-    @Test("dates: creation dates come back as Date and match exactly; key dates default to 2001-01-01")
-    func dates() throws {
-        try withKeychain { _ in
+    @Test(
+        "dates: creation dates come back as Date and match exactly; key dates default to 2001-01-01",
+        arguments: KeychainBackend.allCases)
+    func dates(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             #expect(add([kSecClass: kSecClassKey, kSecAttrApplicationTag: Data("t".utf8)]) == errSecSuccess)
             let (_, result) = copyMatching([kSecClass: kSecClassKey, kSecReturnAttributes: true])
             let dictionary = try #require(result as? [String: Any])

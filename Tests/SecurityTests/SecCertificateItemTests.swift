@@ -3,16 +3,19 @@
 
 import Crypto
 import Foundation
+import KeychainTestSupport
 import Security
 import Testing
 
 @Suite("Certificate items")
 struct SecCertificateItemTests {
-    @Test("a certificate added by reference carries Apple's derived attributes; ReturnRef gives it back")
-    func addByReference() throws {
+    @Test(
+        "a certificate added by reference carries Apple's derived attributes; ReturnRef gives it back",
+        arguments: KeychainBackend.allCases)
+    func addByReference(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         let leaf = try certificate(fixtures.leaf.der)
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             #expect(add([kSecClass: kSecClassCertificate, kSecValueRef: leaf]) == errSecSuccess)
             let found = copyMatching([kSecClass: kSecClassCertificate, kSecReturnAttributes: true, kSecReturnRef: true])
             #expect(found.0 == errSecSuccess)
@@ -43,10 +46,12 @@ struct SecCertificateItemTests {
         }
     }
 
-    @Test("same certificate twice: -25299; two certificates from one CA (different serials) both add")
-    func primaryKey() throws {
+    @Test(
+        "same certificate twice: -25299; two certificates from one CA (different serials) both add",
+        arguments: KeychainBackend.allCases)
+    func primaryKey(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             let leaf = try certificate(fixtures.leaf.der)
             #expect(add([kSecClass: kSecClassCertificate, kSecValueRef: leaf]) == errSecSuccess)
             #expect(add([kSecClass: kSecClassCertificate, kSecValueRef: leaf]) == errSecDuplicateItem)
@@ -72,10 +77,12 @@ struct SecCertificateItemTests {
         }
     }
 
-    @Test("kSecMatchValidOnDate and kSecMatchEmailAddressIfPresent filter certificates and identities")
-    func matchFilters() throws {
+    @Test(
+        "kSecMatchValidOnDate and kSecMatchEmailAddressIfPresent filter certificates and identities",
+        arguments: KeychainBackend.allCases)
+    func matchFilters(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             #expect(add([kSecClass: kSecClassCertificate, kSecValueData: fixtures.leaf.der]) == errSecSuccess)
             #expect(add([kSecClass: kSecClassCertificate, kSecValueData: fixtures.rsa.der]) == errSecSuccess)
             func count(_ extra: [CFString: Any]) -> Int? {
@@ -111,11 +118,13 @@ struct SecCertificateItemTests {
         }
     }
 
-    @Test("junk, PEM and truncated certificate data refused with errSecDecode; nothing stored")
-    func junkRefused() throws {
+    @Test(
+        "junk, PEM and truncated certificate data refused with errSecDecode; nothing stored",
+        arguments: KeychainBackend.allCases)
+    func junkRefused(backend: KeychainBackend) throws {
         let der = try CertificateFixtures.get().leaf.der
         let pem = Data("-----BEGIN CERTIFICATE-----\n\(der.base64EncodedString())\n-----END CERTIFICATE-----\n".utf8)
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             for junk in [Data("not a certificate".utf8), pem, der.dropLast(), der + Data([0]), Data()] {
                 #expect(add([kSecClass: kSecClassCertificate, kSecValueData: junk]) == errSecDecode)
             }
@@ -123,11 +132,13 @@ struct SecCertificateItemTests {
         }
     }
 
-    @Test("wrong types: a string reference, a certificate under kSecClassKey, a key under kSecClassCertificate: -50")
-    func wrongTypes() throws {
+    @Test(
+        "wrong types: a string reference, a certificate under kSecClassKey, a key under kSecClassCertificate: -50",
+        arguments: KeychainBackend.allCases)
+    func wrongTypes(backend: KeychainBackend) throws {
         let leaf = try certificate(try CertificateFixtures.get().leaf.der)
         let key = try ecKey(256)
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             #expect(add([kSecClass: kSecClassCertificate, kSecValueRef: "x"]) == errSecParam)
             #expect(add([kSecClass: kSecClassKey, kSecValueRef: leaf]) == errSecParam)
             #expect(add([kSecClass: kSecClassCertificate, kSecValueRef: key]) == errSecParam)
@@ -141,10 +152,12 @@ struct SecCertificateItemTests {
 
 @Suite("PKCS#12 import, identities and export")
 struct SecIdentityTests {
-    @Test("openssl .p12 (EC): one identity, chain leaf then CA, label, keyid = pkhh; nothing stored by default")
-    func importEC() throws {
+    @Test(
+        "openssl .p12 (EC): one identity, chain leaf then CA, label, keyid = pkhh; nothing stored by default",
+        arguments: KeychainBackend.allCases)
+    func importEC(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             let (status, items) = importPKCS12(fixtures.leafP12, [kSecImportExportPassphrase: "secret"])
             #expect(status == errSecSuccess)
             #expect(items.count == 1)
@@ -171,13 +184,13 @@ struct SecIdentityTests {
 
     @Test(
         "import into the keychain, find the identity, sign with its key; the certificate's key and openssl verify",
-        arguments: ["ec", "rsa"])
-    func importFindSignVerify(_ kind: String) throws {
+        arguments: KeychainBackend.allCases, ["ec", "rsa"])
+    func importFindSignVerify(backend: KeychainBackend, _ kind: String) throws {
         let fixtures = try CertificateFixtures.get()
         let (p12, fixture) = kind == "ec" ? (fixtures.leafP12, fixtures.leaf) : (fixtures.rsaP12, fixtures.rsa)
         let algorithm: SecKeyAlgorithm =
             kind == "ec" ? .ecdsaSignatureMessageX962SHA256 : .rsaSignatureMessagePKCS1v15SHA256
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             let (status, items) = importPKCS12(
                 p12, [kSecImportExportPassphrase: "secret", kSecUseDataProtectionKeychain: true])
             #expect(status == errSecSuccess)
@@ -246,12 +259,14 @@ struct SecIdentityTests {
         #expect(importPKCS12(fixtures.leafP12, [kSecImportExportPassphrase: 42]).0 == errSecParam)
     }
 
-    @Test("identity by reference: add splits into certificate and key, twice -25299, delete removes both")
-    func identityReference() throws {
+    @Test(
+        "identity by reference: add splits into certificate and key, twice -25299, delete removes both",
+        arguments: KeychainBackend.allCases)
+    func identityReference(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         let imported = importPKCS12(fixtures.leafP12, [kSecImportExportPassphrase: "secret"])
         let identity = try #require(imported.1.first?[kSecImportItemIdentity as String] as? SecIdentity)
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             var result: CFTypeRef?
             #expect(
                 SecItemAdd([kSecValueRef: identity, kSecReturnRef: true] as CFDictionary, &result) == errSecSuccess)
@@ -269,12 +284,12 @@ struct SecIdentityTests {
         }
     }
 
-    @Test("deleting an identity keeps a key that another certificate still names")
-    func deleteKeepsSharedKey() throws {
+    @Test("deleting an identity keeps a key that another certificate still names", arguments: KeychainBackend.allCases)
+    func deleteKeepsSharedKey(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         let imported = importPKCS12(fixtures.leafP12, [kSecImportExportPassphrase: "secret"])
         let identity = try #require(imported.1.first?[kSecImportItemIdentity as String] as? SecIdentity)
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             #expect(add([kSecValueRef: identity]) == errSecSuccess)
             #expect(add([kSecClass: kSecClassCertificate, kSecValueData: fixtures.sameKey.der]) == errSecSuccess)
             let both = copyMatching([

@@ -1,17 +1,26 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Security
 
-/// Runs `body` with a fresh in-memory default keychain for this task only, so that tests
-/// running in parallel never share items.
+/// Runs `body` with a fresh default keychain for this task only, so that tests running in
+/// parallel never share items: in memory in this process, or a file kept by the test process's
+/// `keychaind` (`backend`). A password keychain starts locked on both.
+///
+/// Access groups other than the standard ones are in-process only: the agent gives a caller the
+/// groups of who it is, not of its configuration.
 func withKeychain<T>(
-    groups: AccessGroups = .standard, password: String? = nil,
-    _ body: (KeychainDatabase) throws -> T
+    _ backend: KeychainBackend = .inProcess, groups: AccessGroups = .standard, password: String? = nil,
+    _ body: (any KeychainHandle) throws -> T
 ) throws -> T {
+    precondition(backend == .inProcess || groups == .standard, "the agent gives this process its default groups")
     var configuration = KeychainConfiguration.testing()
     configuration.accessGroups = groups
-    let keychain = try KeychainDatabase.inMemory(password: password, configuration: configuration)
-    return try KeychainDatabase.withDefault(keychain) { try body(keychain) }
+    return try backend.withDefaultKeychain(configuration: configuration, password: password.map { Data($0.utf8) }) {
+        keychain in
+        if password != nil { keychain.lock() }
+        return try body(keychain)
+    }
 }
 
 /// `SecItemCopyMatching` returning the status and the result.

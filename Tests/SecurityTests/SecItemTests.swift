@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Security
 import Testing
 
@@ -48,9 +49,11 @@ let secPrimaryKeyCases: [SecPrimaryKeyCase] = [
 
 @Suite("§3 primary keys through SecItem")
 struct SecItemPrimaryKeyTests {
-    @Test("equal in every primary-key attribute: errSecDuplicateItem", arguments: secPrimaryKeyCases)
-    func collide(_ row: SecPrimaryKeyCase) throws {
-        try withKeychain { _ in
+    @Test(
+        "equal in every primary-key attribute: errSecDuplicateItem", arguments: KeychainBackend.allCases,
+        secPrimaryKeyCases)
+    func collide(backend: KeychainBackend, _ row: SecPrimaryKeyCase) throws {
+        try withKeychain(backend) { _ in
             // Certificate data must be a DER certificate (it is parsed): certificate rows carry attributes only.
             var item: [CFString: Any] = [kSecClass: row.itemClass, row.key: row.first, kSecValueData: Data("a".utf8)]
             if row.itemClass == kSecClassCertificate { item[kSecValueData] = nil }
@@ -59,9 +62,10 @@ struct SecItemPrimaryKeyTests {
         }
     }
 
-    @Test("differing in one primary-key attribute: both stored", arguments: secPrimaryKeyCases)
-    func coexist(_ row: SecPrimaryKeyCase) throws {
-        try withKeychain { _ in
+    @Test(
+        "differing in one primary-key attribute: both stored", arguments: KeychainBackend.allCases, secPrimaryKeyCases)
+    func coexist(backend: KeychainBackend, _ row: SecPrimaryKeyCase) throws {
+        try withKeychain(backend) { _ in
             #expect(add([kSecClass: row.itemClass, row.key: row.first]) == errSecSuccess)
             #expect(add([kSecClass: row.itemClass, row.key: row.second]) == errSecSuccess)
             let (status, result) = copyMatching([
@@ -89,9 +93,9 @@ struct SecItemCopyMatchingTests {
             ]) == errSecSuccess)
     }
 
-    @Test("data only, limit one: a CFData")
-    func dataOnly() throws {
-        try withKeychain { _ in
+    @Test("data only, limit one: a CFData", arguments: KeychainBackend.allCases)
+    func dataOnly(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             seed()
             let (status, result) = copyMatching([
                 kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice", kSecReturnData: true,
@@ -102,9 +106,11 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("attributes: raw keys, strings, numbers, dates and housekeeping keys, no class")
-    func attributesShape() throws {
-        try withKeychain { _ in
+    @Test(
+        "attributes: raw keys, strings, numbers, dates and housekeeping keys, no class",
+        arguments: KeychainBackend.allCases)
+    func attributesShape(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             seed()
             let (status, result) = copyMatching([
                 kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice", kSecReturnAttributes: true,
@@ -134,9 +140,9 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("attributes and data: v_Data and sha1 are added")
-    func attributesAndData() throws {
-        try withKeychain { _ in
+    @Test("attributes and data: v_Data and sha1 are added", arguments: KeychainBackend.allCases)
+    func attributesAndData(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             seed()
             let (_, result) = copyMatching([
                 kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice", kSecReturnAttributes: true,
@@ -148,9 +154,11 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("limit all and numeric limits other than one return arrays; limit 1 a single object")
-    func limitDecidesShape() throws {
-        try withKeychain { _ in
+    @Test(
+        "limit all and numeric limits other than one return arrays; limit 1 a single object",
+        arguments: KeychainBackend.allCases)
+    func limitDecidesShape(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             seed()
             let all = copyMatching([
                 kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll, kSecReturnData: true,
@@ -167,9 +175,11 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("no return keys: success with no object for limit one, an empty array otherwise")
-    func noReturnKeys() throws {
-        try withKeychain { _ in
+    @Test(
+        "no return keys: success with no object for limit one, an empty array otherwise",
+        arguments: KeychainBackend.allCases)
+    func noReturnKeys(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             seed()
             let one = copyMatching([kSecClass: kSecClassGenericPassword])
             #expect(one.0 == errSecSuccess)
@@ -181,9 +191,11 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("Ref for a password: no object for limit one; Ref with attributes carries class and v_Data")
-    func referenceForPasswords() throws {
-        try withKeychain { _ in
+    @Test(
+        "Ref for a password: no object for limit one; Ref with attributes carries class and v_Data",
+        arguments: KeychainBackend.allCases)
+    func referenceForPasswords(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             seed()
             let ref = copyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice", kSecReturnRef: true])
             #expect(ref.0 == errSecSuccess)
@@ -200,9 +212,9 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("persistent references find their item without a class, across updates")
-    func persistentReferences() throws {
-        try withKeychain { _ in
+    @Test("persistent references find their item without a class, across updates", arguments: KeychainBackend.allCases)
+    func persistentReferences(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             var added: CFTypeRef?
             #expect(
                 SecItemAdd(
@@ -230,9 +242,11 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("hashed attributes match across String and Data; the stored type comes back (§8.1)")
-    func accountAsData() throws {
-        try withKeychain { _ in
+    @Test(
+        "hashed attributes match across String and Data; the stored type comes back (§8.1)",
+        arguments: KeychainBackend.allCases)
+    func accountAsData(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: Data("bob".utf8)]) == errSecSuccess)
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "bob"]) == errSecDuplicateItem)
             let (_, result) = copyMatching([
@@ -242,9 +256,10 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("internet passwords: port and protocol round-trip with their types (§8.3)")
-    func internetPasswordTypes() throws {
-        try withKeychain { _ in
+    @Test(
+        "internet passwords: port and protocol round-trip with their types (§8.3)", arguments: KeychainBackend.allCases)
+    func internetPasswordTypes(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             #expect(
                 add([
                     kSecClass: kSecClassInternetPassword, kSecAttrServer: "example.com", kSecAttrPort: 443,
@@ -270,9 +285,9 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("key class and key type come back as numbers (§8.4)")
-    func keyNumbers() throws {
-        try withKeychain { _ in
+    @Test("key class and key type come back as numbers (§8.4)", arguments: KeychainBackend.allCases)
+    func keyNumbers(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             #expect(
                 add([
                     kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
@@ -286,9 +301,9 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("synchronizable items are hidden unless asked for (§4.5)")
-    func synchronizableHidden() throws {
-        try withKeychain { _ in
+    @Test("synchronizable items are hidden unless asked for (§4.5)", arguments: KeychainBackend.allCases)
+    func synchronizableHidden(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             #expect(
                 add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "s", kSecAttrSynchronizable: true])
                     == errSecSuccess)
@@ -302,9 +317,9 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("a failed search leaves the result untouched (§8.18)")
-    func resultUntouchedOnFailure() throws {
-        try withKeychain { _ in
+    @Test("a failed search leaves the result untouched (§8.18)", arguments: KeychainBackend.allCases)
+    func resultUntouchedOnFailure(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             var result: CFTypeRef? = NSString(string: "sentinel")
             #expect(
                 SecItemCopyMatching(
@@ -336,10 +351,10 @@ struct SecItemBadInputTests {
         ("port as text", [kSecClass: kSecClassInternetPassword, kSecAttrPort: Data([1])], errSecParam),
     ]
 
-    @Test("wrong types and unknown keys give Apple's codes, never a trap", arguments: 0..<16)
-    func badInput(index: Int) throws {
+    @Test("wrong types and unknown keys give Apple's codes, never a trap", arguments: KeychainBackend.allCases, 0..<16)
+    func badInput(backend: KeychainBackend, index: Int) throws {
         let (_, query, expected) = Self.cases[index]
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             // SecItemCopyMatching ignores kSecValueData (macOS strips it, §9); SecItemAdd checks it.
             let copyExpected = query[kSecValueData] != nil ? errSecItemNotFound : expected
             #expect(copyMatching(query).0 == copyExpected)
@@ -349,9 +364,11 @@ struct SecItemBadInputTests {
         }
     }
 
-    @Test("kSecValueData in a query is ignored; kSecUseDataProtectionKeychain is a no-op")
-    func ignoredKeys() throws {
-        try withKeychain { _ in
+    @Test(
+        "kSecValueData in a query is ignored; kSecUseDataProtectionKeychain is a no-op",
+        arguments: KeychainBackend.allCases)
+    func ignoredKeys(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             #expect(
                 add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecUseDataProtectionKeychain: true])
                     == errSecSuccess)
@@ -364,9 +381,10 @@ struct SecItemBadInputTests {
 
 @Suite("§5 add, update and delete")
 struct SecItemWriteTests {
-    @Test("upsert the way wrappers do it: add, errSecDuplicateItem, update (§10.1)")
-    func upsert() throws {
-        try withKeychain { _ in
+    @Test(
+        "upsert the way wrappers do it: add, errSecDuplicateItem, update (§10.1)", arguments: KeychainBackend.allCases)
+    func upsert(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let query: [CFString: Any] = [
                 kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "a",
             ]
@@ -379,9 +397,11 @@ struct SecItemWriteTests {
         }
     }
 
-    @Test("update to an existing primary key: errSecDuplicateItem, nothing changes (§5.2)")
-    func updateDuplicate() throws {
-        try withKeychain { _ in
+    @Test(
+        "update to an existing primary key: errSecDuplicateItem, nothing changes (§5.2)",
+        arguments: KeychainBackend.allCases)
+    func updateDuplicate(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             #expect(
                 add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecValueData: Data("A".utf8)])
                     == errSecSuccess)
@@ -399,9 +419,11 @@ struct SecItemWriteTests {
         }
     }
 
-    @Test("attributesToUpdate: non-attribute keys are errSecNoSuchAttr, a string secret errSecParam")
-    func updateAttributeRules() throws {
-        try withKeychain { _ in
+    @Test(
+        "attributesToUpdate: non-attribute keys are errSecNoSuchAttr, a string secret errSecParam",
+        arguments: KeychainBackend.allCases)
+    func updateAttributeRules(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let query = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"] as CFDictionary
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecSuccess)
             #expect(SecItemUpdate(query, [kSecClass: kSecClassGenericPassword] as CFDictionary) == errSecNoSuchAttr)
@@ -416,9 +438,11 @@ struct SecItemWriteTests {
         }
     }
 
-    @Test("delete removes every match; match keys are stripped as on macOS (§5.3, §9)")
-    func deleteScope() throws {
-        try withKeychain { _ in
+    @Test(
+        "delete removes every match; match keys are stripped as on macOS (§5.3, §9)",
+        arguments: KeychainBackend.allCases)
+    func deleteScope(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             for account in ["a", "b", "c"] {
                 #expect(
                     add([
@@ -441,9 +465,9 @@ struct SecItemWriteTests {
         }
     }
 
-    @Test("add returns what its return keys ask for (§5.1 step 12)")
-    func addResults() throws {
-        try withKeychain { _ in
+    @Test("add returns what its return keys ask for (§5.1 step 12)", arguments: KeychainBackend.allCases)
+    func addResults(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             var result: CFTypeRef?
             #expect(
                 SecItemAdd(
@@ -466,9 +490,11 @@ struct SecItemWriteTests {
         }
     }
 
-    @Test("access control with authentication flags: reads fail without a UI, Skip skips (§8.20)")
-    func accessControlFlags() throws {
-        try withKeychain { _ in
+    @Test(
+        "access control with authentication flags: reads fail without a UI, Skip skips (§8.20)",
+        arguments: KeychainBackend.allCases)
+    func accessControlFlags(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let control = try #require(
                 SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil))
             #expect(
@@ -508,9 +534,11 @@ struct SecItemWriteTests {
 
 @Suite("§6 lock and §7 access groups")
 struct SecItemLockAndGroupTests {
-    @Test("a locked keychain refuses when-unlocked items and serves always items; unlock restores them")
-    func lockedKeychain() throws {
-        try withKeychain(password: "pw") { keychain in
+    @Test(
+        "a locked keychain refuses when-unlocked items and serves always items; unlock restores them",
+        arguments: KeychainBackend.allCases)
+    func lockedKeychain(backend: KeychainBackend) throws {
+        try withKeychain(backend, password: "pw") { keychain in
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecInteractionNotAllowed)
             #expect(
                 add([
@@ -568,11 +596,13 @@ struct SecItemLockAndGroupTests {
 /// keychains another of them has open (and unlocked).
 @Suite("Keychain selection (SecKeychain*)", .serialized)
 struct SecKeychainTests {
-    @Test("create, open, unlock, use through kSecUseKeychain and kSecMatchSearchList, delete")
-    func keychainLifecycle() throws {
+    @Test(
+        "create, open, unlock, use through kSecUseKeychain and kSecMatchSearchList, delete",
+        arguments: KeychainBackend.allCases)
+    func keychainLifecycle(backend: KeychainBackend) throws {
         let directory = FileManager.default.temporaryDirectory.path + "/sec-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             KeychainRegistry.shared.reset(configuration: .testing())
             var keychain: SecKeychain?
             #expect(SecKeychainCreate(directory + "/work.keychain-db", 2, "pw", false, nil, &keychain) == errSecSuccess)
@@ -580,6 +610,12 @@ struct SecKeychainTests {
             #expect(
                 SecKeychainCreate(directory + "/work.keychain-db", 0, nil, false, nil, &keychain)
                     == errSecDuplicateKeychain)
+            // The agent leaves a keychain it has just created unlocked, as macOS does; a keychain
+            // created in this process starts locked.
+            #expect(
+                add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "early", kSecUseKeychain: work])
+                    == (backend == .agent ? errSecSuccess : errSecInteractionNotAllowed))
+            #expect(SecKeychainLock(work) == errSecSuccess)
             #expect(
                 add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "w", kSecUseKeychain: work])
                     == errSecInteractionNotAllowed)
@@ -599,11 +635,13 @@ struct SecKeychainTests {
         }
     }
 
-    @Test("a password that is not UTF-8 is its bytes: others of the same shape do not unlock it")
-    func invalidUTF8PasswordsOfOneShapeDoNotUnlockEachOther() throws {
+    @Test(
+        "a password that is not UTF-8 is its bytes: others of the same shape do not unlock it",
+        arguments: KeychainBackend.allCases)
+    func invalidUTF8PasswordsOfOneShapeDoNotUnlockEachOther(backend: KeychainBackend) throws {
         let directory = FileManager.default.temporaryDirectory.path + "/sec-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try withKeychain { _ in
+        try withKeychain(backend) { _ in
             KeychainRegistry.shared.reset(configuration: .testing())
             let password: [UInt8] = [0xE9, 0x74, 0xE9]
             var keychain: SecKeychain?

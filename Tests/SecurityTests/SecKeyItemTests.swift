@@ -3,14 +3,17 @@
 import Crypto
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Security
 import Testing
 
 @Suite("SecKey: keys in the keychain")
 struct SecKeyItemTests {
-    @Test("a key whose reference cannot be built is returned without its bytes, never with them in their place")
-    func unbuildableReferenceGivesNoBytes() throws {
-        try withKeychain { _ in
+    @Test(
+        "a key whose reference cannot be built is returned without its bytes, never with them in their place",
+        arguments: KeychainBackend.allCases)
+    func unbuildableReferenceGivesNoBytes(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let tag = Data("com.example.symmetric".utf8)
             let secret = Data(repeating: 0x5A, count: 32)
             let added = SecItemAdd(
@@ -34,10 +37,11 @@ struct SecKeyItemTests {
     }
 
     @Test(
-        "Apple's pattern: generate a stored P-256 key with a tag, find it by tag, sign, verify with the re-imported public key"
+        "Apple's pattern: generate a stored P-256 key with a tag, find it by tag, sign, verify with the re-imported public key",
+        arguments: KeychainBackend.allCases
     )
-    func generateFindSignVerify() throws {
-        try withKeychain { _ in
+    func generateFindSignVerify(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let tag = Data("com.example.signing".utf8)
             let key = try randomKey([
                 kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
@@ -58,9 +62,11 @@ struct SecKeyItemTests {
         }
     }
 
-    @Test("IsPermanent at the top level stores both keys; in the private attributes, the private key alone")
-    func permanentPlacement() throws {
-        try withKeychain { _ in
+    @Test(
+        "IsPermanent at the top level stores both keys; in the private attributes, the private key alone",
+        arguments: KeychainBackend.allCases)
+    func permanentPlacement(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             _ = try randomKey([
                 kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: 256, kSecAttrIsPermanent: true,
                 kSecAttrApplicationTag: "both",
@@ -88,10 +94,11 @@ struct SecKeyItemTests {
     }
 
     @Test(
-        "Added by kSecValueRef: Apple's attributes as numbers, klbl = SHA-1 of the public key; two keys may share a tag"
+        "Added by kSecValueRef: Apple's attributes as numbers, klbl = SHA-1 of the public key; two keys may share a tag",
+        arguments: KeychainBackend.allCases
     )
-    func addByReference() throws {
-        try withKeychain { _ in
+    func addByReference(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let key = try ecKey(384)
             #expect(add([kSecValueRef: key, kSecAttrApplicationTag: Data("t".utf8), kSecAttrLabel: "mine"]) == 0)
             #expect(add([kSecValueRef: key, kSecAttrApplicationTag: Data("t".utf8)]) == errSecDuplicateItem)
@@ -118,9 +125,11 @@ struct SecKeyItemTests {
         }
     }
 
-    @Test("A caller's kSecAttrApplicationLabel replaces the SHA-1; v_Ref finds, updates and deletes the key")
-    func referenceQueries() throws {
-        try withKeychain { _ in
+    @Test(
+        "A caller's kSecAttrApplicationLabel replaces the SHA-1; v_Ref finds, updates and deletes the key",
+        arguments: KeychainBackend.allCases)
+    func referenceQueries(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let key = try ecKey(256)
             let custom = Data("my-label".utf8)
             #expect(add([kSecValueRef: key, kSecAttrApplicationLabel: custom]) == 0)
@@ -140,9 +149,11 @@ struct SecKeyItemTests {
         }
     }
 
-    @Test("RSA: stored, found by tag as a reference, OAEP-SHA256 round trip through the found key")
-    func rsaStoredRoundTrip() throws {
-        try withKeychain { _ in
+    @Test(
+        "RSA: stored, found by tag as a reference, OAEP-SHA256 round trip through the found key",
+        arguments: KeychainBackend.allCases)
+    func rsaStoredRoundTrip(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let key = try KeyFixtures.rsa2048()
             var returned: CFTypeRef?
             let status = SecItemAdd(
@@ -160,9 +171,9 @@ struct SecKeyItemTests {
         }
     }
 
-    @Test("Wrong types in key dictionaries are errSecParam, never a crash")
-    func wrongTypes() throws {
-        try withKeychain { _ in
+    @Test("Wrong types in key dictionaries are errSecParam, never a crash", arguments: KeychainBackend.allCases)
+    func wrongTypes(backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
             let key = try ecKey(256)
             #expect(add([kSecClass: kSecClassGenericPassword, kSecValueRef: key]) == errSecParam)
             #expect(add([kSecClass: kSecClassKey, kSecValueRef: "not a key"]) != errSecSuccess)

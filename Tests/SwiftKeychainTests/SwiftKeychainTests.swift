@@ -1,5 +1,7 @@
 import Foundation
+import KeychainClient
 import KeychainCore
+import KeychainTestSupport
 import SwiftKeychain
 import Testing
 
@@ -89,9 +91,11 @@ struct ProtocolDefaultTests {
 
 @Suite("KeychainService")
 struct KeychainServiceTests {
-    enum Backend: String, CaseIterable { case memory, file }
+    /// In memory, in a file, or in a file kept by the test process's `keychaind`, which the
+    /// service finds as the task's default keychain (`Keychains.withDefault`).
+    enum Backend: String, CaseIterable { case memory, file, agent }
 
-    func service(_ backend: Backend) throws -> (KeychainServiceType, KeychainDatabase, AnyObject?) {
+    func service(_ backend: Backend) throws -> (KeychainServiceType, any KeychainHandle, AnyObject?) {
         switch backend {
         case .memory:
             let memory = try InMemoryKeychainService()
@@ -99,6 +103,9 @@ struct KeychainServiceTests {
         case .file:
             let temporary = try TemporaryKeychain()
             return (KeychainService(database: temporary.keychain), temporary.keychain, temporary)
+        case .agent:
+            let keychain = try KeychainBackend.agent.make()
+            return (Keychains.withDefault(keychain.handle) { KeychainService() }, keychain.handle, keychain)
         }
     }
 
@@ -287,26 +294,28 @@ struct KeychainServiceTests {
         #expect(swiftKeychainError { try memory.insertItemWithAttributes(["class": "nope"]) }?.osStatus == -25306)
     }
 
-    @Test("saves from many threads all land")
-    func concurrentSaves() throws {
-        let memory = try InMemoryKeychainService()
+    @Test("saves from many threads all land", arguments: Backend.allCases)
+    func concurrentSaves(backend: Backend) throws {
+        let (service, database, owner) = try service(backend)
+        defer { withExtendedLifetime(owner) {} }
         DispatchQueue.concurrentPerform(iterations: 32) { index in
             do {
-                try Note(accountName: "n\(index % 8)", contents: ["i": index]).saveInKeychain(memory)
-                try Note(accountName: "own\(index)", contents: ["i": index]).saveInKeychain(memory)
+                try Note(accountName: "n\(index % 8)", contents: ["i": index]).saveInKeychain(service)
+                try Note(accountName: "own\(index)", contents: ["i": index]).saveInKeychain(service)
             } catch {
                 Issue.record("save failed: \(error)")
             }
         }
-        #expect(try memory.itemCount() == 8 + 32)
+        #expect(try database.find(ItemQuery(class: .genericPassword)).count == 8 + 32)
     }
 
-    @Test("KeychainService() created under withDefaultDatabase uses that database")
-    func defaultOverride() throws {
-        let memory = try InMemoryKeychainService()
-        try KeychainService.withDefaultDatabase(memory.database) {
+    @Test("KeychainService() created under withDefaultDatabase uses that database", arguments: Backend.allCases)
+    func defaultOverride(backend: Backend) throws {
+        let (_, database, owner) = try service(backend)
+        defer { withExtendedLifetime(owner) {} }
+        try KeychainService.withDefaultDatabase(database) {
             try Note(accountName: "routed", contents: ["v": 1]).saveInKeychain()
         }
-        #expect(try memory.itemCount() == 1)
+        #expect(try database.find(ItemQuery(class: .genericPassword)).count == 1)
     }
 }
