@@ -53,11 +53,24 @@ func socketInode(_ path: String) -> ino_t? {
     return info.st_ino
 }
 
+/// Raises the soft limit on open descriptors to the hard one: each client connection takes a
+/// socket and a pidfd (and its cached identity a second pidfd), so the usual soft limit of 1,024
+/// would refuse a few hundred clients at once.
+func raiseDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else {
+        return
+    }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+}
+
 func run() async throws -> Never {
     // Before anything else: no core dump and no ptrace by the user's other processes.
     try ProcessHardening.apply()
     _ = setsid()  // its own session, when started by a client (fails harmlessly otherwise)
     signal(SIGPIPE, SIG_IGN)
+    raiseDescriptorLimit()
 
     var environment = ProcessInfo.processInfo.environment
     if let socket = socketArgument(CommandLine.arguments) { environment[AgentEndpoint.socketVariable] = socket }
@@ -84,10 +97,9 @@ func run() async throws -> Never {
         keychains.keyDerivation = .unsafeTestingOnly
         keychains.allowsUnsafeKeyDerivation = true
     }
-    let service = AgentService(configuration: keychains, paths: KeychainPaths(environment: environment)) {
-        credentials in
-        try directory.accessGroups(for: credentials)
-    }
+    // Callers are identified once per connection, and re-checked cheaply on each call.
+    let service = AgentService(
+        configuration: keychains, paths: KeychainPaths(environment: environment), callers: directory)
     let objects = DBusObjectTree()
     try objects.register(service.interface, at: AgentInterface.objectPath)
     var configuration = DBusServer.Configuration()
