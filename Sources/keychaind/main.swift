@@ -106,8 +106,11 @@ func run() async throws -> Never {
     let agentUID = getuid()
     configuration.isAuthorized = { $0 == agentUID }
     configuration.maximumMessageSize = 16 << 20
+    // Lookups are answered on the event loops: four at least, so that a few clients at once
+    // each have a loop of their own rather than waiting behind one another's call.
     let server = try await DBusServer.serve(
-        listeningSocket: listening, unixPath: location.socketPath, objects: objects, configuration: configuration)
+        listeningSocket: listening, unixPath: location.socketPath, objects: objects, configuration: configuration,
+        group: DBusServer.eventLoopGroup(minimumThreads: 4))
 
     // Leave when the socket we bound is gone or replaced: nobody can reach us any more.
     let bound = listener.flatMap { _ in socketInode(location.socketPath) }
