@@ -82,6 +82,8 @@ final class DBusConnectionState: Sendable {
     let signalContinuation: AsyncStream<DBusMessage>.Continuation
     let uniqueName = Mutex<String?>(nil)
     let serverGUID = Mutex<String?>(nil)
+    /// What the server keeps about this connection (``DBusConnection/attachment``).
+    let attachment = Mutex<(any Sendable)?>(nil)
     let callTimeout: Duration
 
     /// - Parameters:
@@ -175,8 +177,13 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
             }
             return
         }
-        inFlight += 1
         let connection = DBusConnection(channel: context.channel, state: state)
+        if case .answered(let answer)? = dispatcher.handleImmediately(call, connection: connection) {
+            // Answered here, on the event loop: no task, no hand-off to another thread and back.
+            if let answer { reply(answer, context) }
+            return
+        }
+        inFlight += 1
         // On the connection's event loop, not Swift's global pool: a process whose pool threads
         // are all blocked (synchronous code waiting for this very reply, say) still gets answers.
         Task(executorPreference: EventLoopTaskExecutor(context.eventLoop)) {
@@ -241,6 +248,16 @@ public struct DBusConnection: Sendable {
 
     /// The peer's kernel credentials, for connections accepted by a ``DBusServer``.
     public var peerCredentials: DBusPeerCredentials? { state.peerCredentials }
+
+    /// Something the server keeps about this connection for as long as the connection is in
+    /// use (the session agent: who the caller is, checked once). `nil` until ``attach(_:)``.
+    public var attachment: (any Sendable)? { state.attachment.withLock { $0 } }
+
+    /// Replaces ``attachment``.
+    /// - Parameter value: What to keep, or `nil` to forget it.
+    public func attach(_ value: (any Sendable)?) {
+        state.attachment.withLock { $0 = value }
+    }
 
     /// The unique name the bus assigned in ``hello()``.
     public var uniqueName: String? { state.uniqueName.withLock { $0 } }

@@ -15,18 +15,57 @@ struct DBusDispatcher: Sendable {
 
     /// The reply to `call`, or `nil` when the caller asked for none.
     func handle(_ call: DBusMessage, connection: DBusConnection) async -> DBusMessage? {
-        let reply: DBusMessage
         do {
-            reply = .methodReturn(to: call, body: try await route(call, connection: connection))
-        } catch let error as DBusError where error.errorName != nil {
+            return Self.reply(to: call, .success(try await route(call, connection: connection)))
+        } catch {
+            return Self.reply(to: call, .failure(error))
+        }
+    }
+
+    /// What to do with `call` on the event loop: `.answered(reply)` when a method's
+    /// ``DBusMethod/immediateHandler`` answered it there (`reply` `nil` when the caller asked for
+    /// none), `nil` when it is for ``handle(_:connection:)`` in a task. Only a call naming its
+    /// interface, to a registered method whose signature matches, is tried; anything else,
+    /// errors included, takes the ordinary way.
+    func handleImmediately(_ call: DBusMessage, connection: DBusConnection) -> ImmediateOutcome? {
+        guard let name = call.interface, name != Self.peer, name != Self.introspectable, name != Self.properties,
+            let member = call.member, let interface = objects.interfaces(at: call.path ?? "/")?[name],
+            let method = interface.methods.first(where: { $0.name == member }),
+            let immediate = method.immediateHandler, call.signature == method.inputSignature
+        else { return nil }
+        let result: [DBusValue]
+        do {
+            guard let answer = try immediate(DBusMethodCall(message: call, connection: connection)) else { return nil }
+            result = answer
+        } catch {
+            return .answered(Self.reply(to: call, .failure(error)))
+        }
+        guard result.map(\.type) == method.outputs.map(\.type) else {
+            let error = DBusError.method(DBusErrorName.failed, "the method returned values of the wrong types")
+            return .answered(Self.reply(to: call, .failure(error)))
+        }
+        return .answered(Self.reply(to: call, .success(result)))
+    }
+
+    /// A call answered on the event loop, with its reply (`nil`: none was asked for).
+    enum ImmediateOutcome {
+        case answered(DBusMessage?)
+    }
+
+    /// The method return or error for `call`, or `nil` when the caller asked for no reply.
+    private static func reply(to call: DBusMessage, _ result: Result<[DBusValue], any Error>) -> DBusMessage? {
+        guard !call.flags.contains(.noReplyExpected) else { return nil }
+        switch result {
+        case .success(let body):
+            return .methodReturn(to: call, body: body)
+        case .failure(let error as DBusError) where error.errorName != nil:
             var message = DBusMessage.error(
                 to: call, name: error.errorName ?? DBusErrorName.failed, message: error.message)
             message.body += error.details
-            reply = message
-        } catch {
-            reply = .error(to: call, name: DBusErrorName.failed, message: "the method failed")
+            return message
+        case .failure:
+            return .error(to: call, name: DBusErrorName.failed, message: "the method failed")
         }
-        return call.flags.contains(.noReplyExpected) ? nil : reply
     }
 
     private func route(_ call: DBusMessage, connection: DBusConnection) async throws -> [DBusValue] {
@@ -81,7 +120,7 @@ struct DBusDispatcher: Sendable {
     private func invoke(_ method: DBusMethod, _ call: DBusMessage, _ connection: DBusConnection) async throws
         -> [DBusValue]
     {
-        let expected = DBusSignature(types: method.inputs.map(\.type))
+        let expected = method.inputSignature
         guard call.signature == expected else {
             throw DBusError.method(
                 DBusErrorName.invalidArgs, "expected arguments (\(expected)), got (\(call.signature))")

@@ -37,17 +37,35 @@ public struct DBusMethod: Sendable {
     public var outputs: [DBusArgument]
     /// Runs the method. Throw ``DBusError/method(_:_:)`` to reply with a specific D-Bus error.
     public var handler: @Sendable (DBusMethodCall) async throws -> [DBusValue]
+    /// Answers the call at once, on the connection's event-loop thread, or returns `nil` to leave
+    /// it to ``handler``: for calls that take microseconds and never wait (a lookup in memory or
+    /// in a cached file), which then cost no hand-off to another thread and back. A call it
+    /// answers blocks the other connections of that event loop while it runs, so it must
+    /// decline anything that may take long (`nil`).
+    public var immediateHandler: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)?
+
+    /// The signature a call must have.
+    var inputSignature: DBusSignature { DBusSignature(types: inputs.map(\.type)) }
 
     /// A method with its arguments and handler.
+    /// - Parameters:
+    ///   - name: The member name.
+    ///   - inputs: The input arguments; a call must match their signature.
+    ///   - outputs: The output arguments; the handlers must return values of these types.
+    ///   - immediateHandler: Answers quick calls on the event loop, or declines them (`nil`);
+    ///     see ``immediateHandler``.
+    ///   - handler: Runs every call the immediate handler declines, in a task.
     public init(
         _ name: String,
         inputs: [DBusArgument] = [],
         outputs: [DBusArgument] = [],
+        immediateHandler: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)? = nil,
         handler: @escaping @Sendable (DBusMethodCall) async throws -> [DBusValue]
     ) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
+        self.immediateHandler = immediateHandler
         self.handler = handler
     }
 }

@@ -139,6 +139,19 @@ public final class DBusServer: Sendable {
             && option(SO_ACCEPTCONN) == 1
     }
 
+    /// An event-loop group of its own for a server whose methods answer on the event loop
+    /// (``DBusMethod/immediateHandler``): at least `minimumThreads` loops, and one per core
+    /// where there are more cores. Each connection stays on one loop, so with more loops
+    /// fewer clients wait behind another's call.
+    ///
+    /// - Parameter minimumThreads: The fewest event-loop threads.
+    /// - Returns: A group to pass to ``bind(unixPath:objects:configuration:group:)`` or
+    ///   ``serve(listeningSocket:unixPath:objects:configuration:group:)``; it lives as long as
+    ///   the process.
+    public static func eventLoopGroup(minimumThreads: Int) -> any EventLoopGroup {
+        MultiThreadedEventLoopGroup(numberOfThreads: max(minimumThreads, System.coreCount))
+    }
+
     /// Stops accepting peers. Connections already accepted stay open until they close.
     public func close() async throws {
         try await channel.close()

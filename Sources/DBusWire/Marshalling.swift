@@ -77,8 +77,15 @@ struct DBusWriter {
             try writeString(v)
         case (.signature, .signature(let v)): try writeSignature(v)
         case (.variant, .variant(let inner)):
-            try writeSignature(inner.type.signature)
-            try write(inner, as: inner.type, depth: depth + 1)
+            // The signature of a type this module built: valid by construction, so it is not
+            // parsed again (only its length, which a type nested deep enough could exceed).
+            let type = inner.type
+            let signature = type.signature.utf8
+            guard signature.count <= 255 else { throw DBusError(.limitExceeded, "variant signature too long") }
+            bytes.append(UInt8(signature.count))
+            bytes.append(contentsOf: signature)
+            bytes.append(0)
+            try write(inner, as: type, depth: depth + 1)
         case (.structure(let types), .structure(let fields)):
             try writeStruct(fields, as: types, depth: depth + 1)
         case (.array(.byte), .bytes(let v)):
@@ -94,7 +101,10 @@ struct DBusWriter {
             guard k == key, v == val else { throw DBusError(.typeMismatch, "dictionary type mismatch") }
             try writeArray(elementAlignment: 8) { writer in
                 for entry in entries {
-                    try writer.writeStruct([entry.key, entry.value], as: [k, v], depth: depth + 1)
+                    // A dictionary entry is a two-field structure, written without building one.
+                    writer.pad(to: 8)
+                    try writer.write(entry.key, as: k, depth: depth + 1)
+                    try writer.write(entry.value, as: v, depth: depth + 1)
                 }
             }
         default:
@@ -249,11 +259,42 @@ struct DBusReader {
     }
 
     mutating func readVariant(depth: Int) throws -> DBusValue {
+        // The signatures of nearly every variant (one basic type, or `ay`) without parsing a string.
+        if remaining >= 3, bytes[offset] == 1, bytes[offset + 2] == 0, let basic = Self.basicType(bytes[offset + 1]) {
+            offset += 3
+            return .variant(try read(basic, depth: depth + 1))
+        }
+        if remaining >= 4, bytes[offset] == 2, bytes[offset + 1] == UInt8(ascii: "a"),
+            bytes[offset + 2] == UInt8(ascii: "y"), bytes[offset + 3] == 0
+        {
+            offset += 4
+            return .variant(try read(.array(.byte), depth: depth + 1))
+        }
         let signature = try readSignature()
         guard signature.types.count == 1 else {
             throw DBusError(.malformedMessage, "variant signature must hold one complete type")
         }
         return .variant(try read(signature.types[0], depth: depth + 1))
+    }
+
+    /// The basic type of a one-character signature, or `nil` (a container, or not a type).
+    static func basicType(_ code: UInt8) -> DBusType? {
+        switch code {
+        case UInt8(ascii: "y"): .byte
+        case UInt8(ascii: "b"): .boolean
+        case UInt8(ascii: "n"): .int16
+        case UInt8(ascii: "q"): .uint16
+        case UInt8(ascii: "i"): .int32
+        case UInt8(ascii: "u"): .uint32
+        case UInt8(ascii: "x"): .int64
+        case UInt8(ascii: "t"): .uint64
+        case UInt8(ascii: "d"): .double
+        case UInt8(ascii: "s"): .string
+        case UInt8(ascii: "o"): .objectPath
+        case UInt8(ascii: "g"): .signature
+        case UInt8(ascii: "h"): .unixFD
+        default: nil
+        }
     }
 
     /// Reads an array's length and padding; returns the offset where its contents end.

@@ -24,10 +24,16 @@ public final class AgentService: Sendable {
     public let configuration: KeychainConfiguration
     /// Where the default keychain is.
     public let paths: KeychainPaths
-    /// The access groups of the caller behind a connection.
+    /// The access groups of the caller behind a connection. Given to
+    /// ``init(configuration:paths:groups:)``, it is also asked on an event loop for the quick
+    /// requests answered there, so it must not block.
     public let groups: @Sendable (DBusPeerCredentials?) throws -> AccessGroups
     private let open = NSLock()
     nonisolated(unsafe) private var keychains: [String: KeychainDatabase] = [:]
+    /// The absolute path each name a request used stands for (`""`: the default keychain),
+    /// for the keychains in `keychains` (guarded by `open`): resolving a name reads every
+    /// directory on its path, so a name is resolved once while its keychain is open.
+    nonisolated(unsafe) private var spellings: [String: String] = [:]
     /// Back-off after repeated wrong passwords, per keychain (guarded by `open`).
     nonisolated(unsafe) private var throttle = UnlockThrottle(clock: ContinuousClock())
     /// Engine work blocks on SQLite and the disk: it runs here, never on an event loop or the
@@ -35,6 +41,10 @@ public final class AgentService: Sendable {
     private let work = DispatchQueue(label: "keychain-agent.engine", attributes: .concurrent)
     /// Locks password keychains left unused for their settings' lock interval.
     let idle = IdleLock()
+
+    /// Who the callers are, when they are identified once per connection
+    /// (``init(configuration:paths:callers:)``); else ``groups`` of each call's credentials.
+    private let callers: CallerDirectory?
 
     /// A service for keychains opened with `configuration`.
     public init(
@@ -46,32 +56,110 @@ public final class AgentService: Sendable {
         self.configuration = configuration
         self.paths = paths
         self.groups = groups
+        callers = nil
+    }
+
+    /// A service whose callers are identified by `callers`, once per connection
+    /// (``CallerDirectory/accessGroups(for:)-(DBusConnection)``): what `keychaind` runs.
+    ///
+    /// ```swift
+    /// let callers = CallerDirectory(resolver: IdentityResolver())
+    /// let service = AgentService(configuration: KeychainConfiguration(), callers: callers)
+    /// ```
+    /// - Parameters:
+    ///   - configuration: How keychains are opened and created.
+    ///   - paths: Where the default keychain is.
+    ///   - callers: Who the callers are.
+    public init(
+        configuration: KeychainConfiguration, paths: KeychainPaths = KeychainPaths(), callers: CallerDirectory
+    ) {
+        var configuration = configuration
+        configuration.accessGroups = AccessGroups([])
+        self.configuration = configuration
+        self.paths = paths
+        self.groups = { try callers.accessGroups(for: $0) }
+        self.callers = callers
     }
 
     /// The interface to register at ``KeychainAgentProtocol/AgentInterface/objectPath``.
     public var interface: DBusInterface {
-        DBusInterface(
-            AgentInterface.name,
-            methods: AgentInterface.Method.allCases.map { method in
-                DBusMethod(method.rawValue, inputs: method.inputs, outputs: method.outputs) { [self] call in
-                    try await respond(method, call)
-                }
-            })
+        var methods: [DBusMethod] = []
+        for method in AgentInterface.Method.allCases {
+            var immediate: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)?
+            if Self.quick.contains(method) {
+                immediate = { [self] call in try respondImmediately(method, call) }
+            }
+            let handler: @Sendable (DBusMethodCall) async throws -> [DBusValue] = { [self] call in
+                try await respond(method, call)
+            }
+            methods.append(
+                DBusMethod(
+                    method.rawValue, inputs: method.inputs, outputs: method.outputs, immediateHandler: immediate,
+                    handler: handler))
+        }
+        return DBusInterface(AgentInterface.name, methods: methods)
     }
+
+    /// The requests that may be answered on the event loop that read them
+    /// (``respondImmediately(_:_:)``): reads of a keychain already open, which never wait for
+    /// a lock or the disk's writes.
+    static let quick: Set<AgentInterface.Method> = [.find, .findReadable, .status, .settings]
+
+    /// The most items a lookup answered on the event loop may ask for: a larger or unlimited
+    /// one may decrypt thousands of items, and goes to the engine's queue.
+    static let quickLimit = 16
 
     /// Runs one request: the engine's errors become the agent's D-Bus errors.
     func respond(_ method: AgentInterface.Method, _ call: DBusMethodCall) async throws -> [DBusValue] {
         let arguments = call.arguments
-        let credentials = call.peerCredentials
+        let connection = call.connection
         do {
             return try await onWorkQueue { [self] in
-                try perform(method, arguments, groups: try groups(credentials))
+                try perform(method, arguments, groups: try callerGroups(connection))
             }
         } catch let error as KeychainError {
             throw AgentCodec.dbusError(error)
         } catch let error as AgentError {
             throw AgentCodec.dbusError(error.keychainError)
         }
+    }
+
+    /// Answers a quick read where it was read, on the connection's event loop, without the two
+    /// hand-offs to the engine's queue and back: a lookup of a few items (``quickLimit``), the
+    /// status or settings of a keychain this agent has already opened. Anything else (a
+    /// keychain to open first, an unlimited lookup, an argument that does not decode) is
+    /// declined (`nil`) and runs on the engine's queue as every other request does.
+    func respondImmediately(_ method: AgentInterface.Method, _ call: DBusMethodCall) throws -> [DBusValue]? {
+        let arguments = call.arguments
+        guard case .string(let name)? = arguments.first, isOpen(name) else { return nil }
+        if method == .find || method == .findReadable {
+            guard arguments.count > 1, let query = try? AgentCodec.decodeQuery(arguments[1]),
+                let limit = query.limit, limit <= Self.quickLimit
+            else { return nil }
+        }
+        do {
+            // A caller not identified yet goes to the queue: identifying may read many files.
+            guard let groups = try knownGroups(call.connection) else { return nil }
+            return try perform(method, arguments, groups: groups)
+        } catch let error as KeychainError {
+            throw AgentCodec.dbusError(error)
+        } catch let error as AgentError {
+            throw AgentCodec.dbusError(error.keychainError)
+        }
+    }
+
+    /// The access groups of the caller behind `connection`.
+    private func callerGroups(_ connection: DBusConnection) throws -> AccessGroups {
+        if let callers { return try callers.accessGroups(for: connection) }
+        return try groups(connection.peerCredentials)
+    }
+
+    /// The access groups of the caller behind `connection` when they are known without
+    /// identifying it first (``CallerDirectory/knownAccessGroups(for:)``), or `nil`. With a
+    /// ``groups`` closure of its own, the closure's answer (it must then be quick).
+    private func knownGroups(_ connection: DBusConnection) throws -> AccessGroups? {
+        if let callers { return try callers.knownAccessGroups(for: connection) }
+        return try groups(connection.peerCredentials)
     }
 
     private func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
@@ -248,16 +336,38 @@ public final class AgentService: Sendable {
 
     /// The open keychain at `name` (`""`: the default keychain, created on first use).
     private func keychain(_ name: String) throws -> KeychainDatabase {
+        if let known = open.withLock({ spellings[name].flatMap { keychains[$0] } }) { return known }
         let path = name.isEmpty ? paths.defaultKeychain : try absolute(name)
-        if let open = open.withLock({ keychains[path] }) { return open }
+        if let open = open.withLock({ keychains[path] }) {
+            remember(name, as: path)
+            return open
+        }
         let opened =
             name.isEmpty
             ? try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
             : try KeychainDatabase.open(at: path, configuration: configuration)
-        return open.withLock {
+        let keychain = open.withLock {
             if let existing = keychains[path] { return existing }
             keychains[path] = opened
             return opened
+        }
+        remember(name, as: path)
+        return keychain
+    }
+
+    /// Whether the keychain named `name` is open in this agent under that very name, so that a
+    /// request on it resolves no path and opens no file.
+    private func isOpen(_ name: String) -> Bool {
+        open.withLock { spellings[name].map { keychains[$0] != nil } ?? false }
+    }
+
+    /// Records that `name` stands for the open keychain at `path` (a bounded table: a client
+    /// naming keychains in endless new spellings only makes it start again).
+    private func remember(_ name: String, as path: String) {
+        open.withLock {
+            guard keychains[path] != nil else { return }
+            if spellings.count >= 1_024 { spellings.removeAll() }
+            spellings[name] = path
         }
     }
 
@@ -267,7 +377,10 @@ public final class AgentService: Sendable {
     }
 
     private func forget(_ path: String) {
-        _ = open.withLock { keychains.removeValue(forKey: path) }
+        open.withLock {
+            keychains.removeValue(forKey: path)
+            spellings = spellings.filter { $0.value != path }
+        }
     }
 
     /// The one spelling of a keychain's path (`/a//b/./k` and a link to it name one keychain,

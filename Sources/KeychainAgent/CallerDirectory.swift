@@ -53,12 +53,73 @@ public final class CallerDirectory: Sendable {
         try identity(for: credentials).accessGroups
     }
 
+    /// The access groups of the caller behind `connection`, checked once per connection.
+    ///
+    /// The first call identifies the caller as ``identity(for:)`` does and keeps the result in
+    /// the connection (``DBusWire/DBusConnection/attachment``), with its pidfd. Each later call
+    /// re-checks only what can change while that pidfd is alive
+    /// (``PeerCredentials/isStillTheSameProcess()``: the executable, then that the process has
+    /// not exited), three system calls instead of reading `/proc/PID/stat` and the pidfd's
+    /// `fdinfo` again. A process that has exited or exec-ed another file goes the whole way
+    /// again: it is refused, or identified anew.
+    /// - Parameter connection: The connection the call came in on.
+    /// - Returns: The groups of the caller's ``CallerIdentity``.
+    /// - Throws: As ``identity(for:)``.
+    public func accessGroups(for connection: DBusConnection) throws -> AccessGroups {
+        try identity(for: connection).accessGroups
+    }
+
+    /// Who the caller behind `connection` is; see ``accessGroups(for:)-(DBusConnection)``.
+    /// - Parameter connection: The connection the call came in on.
+    /// - Returns: The identity, from the connection when the process is provably the one identified.
+    /// - Throws: As ``identity(for:)-(DBusPeerCredentials?)``.
+    public func identity(for connection: DBusConnection) throws -> CallerIdentity {
+        let known = connection.attachment as? Entry
+        // Resolving never declines.
+        let entry = try entry(for: connection.peerCredentials, known: known, resolving: true)!
+        if entry.peer.process !== known?.peer.process { connection.attach(entry) }
+        return entry.identity
+    }
+
+    /// The access groups of the caller behind `connection` when they are known without the
+    /// resolver's work (reading manifests, hashing an executable): from the connection, or from
+    /// this directory's cache for the caller's process; `nil` otherwise. For a request answered
+    /// on an event loop, which must not wait for files: a `nil` sends it to a thread that may.
+    /// - Parameter connection: The connection the call came in on.
+    /// - Returns: The groups, or `nil` when the caller has not been identified yet.
+    /// - Throws: As ``identity(for:)-(DBusConnection)``, for a caller that is refused or gone.
+    public func knownAccessGroups(for connection: DBusConnection) throws -> AccessGroups? {
+        let known = connection.attachment as? Entry
+        guard let entry = try entry(for: connection.peerCredentials, known: known, resolving: false) else {
+            return nil
+        }
+        if entry.peer.process !== known?.peer.process { connection.attach(entry) }
+        return entry.identity.accessGroups
+    }
+
+    /// The caller behind a connection whose earlier call left `known`: `known` itself while its
+    /// process is provably the same (``PeerCredentials/isStillTheSameProcess()``), else as
+    /// ``entry(for:resolving:)`` finds it.
+    func entry(for credentials: DBusPeerCredentials?, known: Entry?, resolving: Bool) throws -> Entry? {
+        if let known, known.peer.isStillTheSameProcess() {
+            cache.withLock { $0.connectionHits += 1 }
+            return known
+        }
+        return try entry(for: credentials, resolving: resolving)
+    }
+
     /// Who the caller behind a connection is.
     /// - Parameter credentials: The connection's kernel credentials.
     /// - Returns: The identity, from the cache when the process is provably the one identified.
     /// - Throws: ``AgentError/Code/peerRefused`` without credentials or for another uid;
     ///   ``AgentError/Code/peerGone`` when the process has exited or changed while it was examined.
     public func identity(for credentials: DBusPeerCredentials?) throws -> CallerIdentity {
+        try entry(for: credentials, resolving: true)!.identity
+    }
+
+    /// The identity of the caller behind `credentials` with the peer it was checked against;
+    /// `nil` when it is not cached and `resolving` is false.
+    func entry(for credentials: DBusPeerCredentials?, resolving: Bool) throws -> Entry? {
         guard let credentials else {
             throw AgentError(.peerRefused, "a caller without kernel credentials is refused")
         }
@@ -69,15 +130,16 @@ public final class CallerDirectory: Sendable {
         }
         let key = Key(pid: credentials.pid, startTime: try ProcFS.startTime(pid: credentials.pid))
         if let cached = cache.withLock({ $0.use(key) }) {
-            if try isSameProcess(cached.peer, connection: credentials) { return cached.identity }
+            if try isSameProcess(cached.peer, connection: credentials) { return cached }
             cache.withLock { $0.remove(key, ifSameAs: cached.peer) }
         }
+        guard resolving else { return nil }
         let peer = try PeerCredentials(
             uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, pidFD: credentials.pidFD)
         try peer.authorize(agentUID: agentUID)
-        let identity = try resolver.identify(peer)
-        cache.withLock { $0.insert(Entry(peer: peer, identity: identity), capacity: capacity) }
-        return identity
+        let entry = Entry(peer: peer, identity: try resolver.identify(peer))
+        cache.withLock { $0.insert(entry, capacity: capacity) }
+        return entry
     }
 
     /// Whether a cached peer is the process behind `connection`: still the same process (alive,
@@ -92,6 +154,9 @@ public final class CallerDirectory: Sendable {
 
     /// How many identifications the resolver has run (cache misses), for tests.
     var identifications: Int { cache.withLock { $0.identifications } }
+
+    /// How many calls were answered by what their connection kept, for tests.
+    var connectionHits: Int { cache.withLock { $0.connectionHits } }
 
     /// How many identities are cached, for tests.
     var count: Int { cache.withLock { $0.entries.count } }
@@ -111,6 +176,7 @@ public final class CallerDirectory: Sendable {
         var entries: [Key: Entry] = [:]
         var clock: UInt64 = 0
         var identifications = 0
+        var connectionHits = 0
         var insertionsSinceSweep = 0
 
         /// The entry for `key`, marked as used.

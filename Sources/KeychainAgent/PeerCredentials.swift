@@ -193,16 +193,21 @@ public struct PeerCredentials: Sendable {
         }
     }
 
-    /// Whether the peer is still the process that connected: alive (through the pidfd), with the
-    /// same start time and the same unchanged executable as at accept.
+    /// Whether the peer is still the process that connected: with the same unchanged executable
+    /// as at accept, and alive (through the pidfd) after that was read.
+    ///
+    /// Three system calls (`stat` and `readlink` of `/proc/PID/exe`, a `poll` of the pidfd), in
+    /// that order. The pidfd names the process that connected (``PidfdSource/peerPidfd``), or
+    /// one whose start time was checked when it was opened (``PidfdSource/pidfdOpen``); a pid
+    /// is only reused once its process has exited, and an exited process never polls alive
+    /// again. So a process alive after the reads held its pid throughout them: `/proc/PID` was
+    /// that process's, and reading its start time again would add nothing. An `exec` changes
+    /// the executable (device and inode, or the path), so the process is identified anew.
     public func isStillTheSameProcess() -> Bool {
-        guard process.isAlive, let now = try? ProcFS.startTime(pid: pid), now == startTime else {
-            return false
-        }
-        guard let executable else { return ProcFS.executable(pid: pid) == nil }
-        guard let current = ProcFS.executable(pid: pid) else { return false }
-        // Both the path and the file identity must be unchanged.
-        return current == executable && process.isAlive
+        let current = ProcFS.executable(pid: pid)
+        // Both the path and the file identity must be unchanged (or both unreadable).
+        guard current == executable else { return false }
+        return process.isAlive
     }
 
     /// Refuses a peer of another user.

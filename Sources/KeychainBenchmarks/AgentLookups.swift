@@ -60,6 +60,97 @@ struct AgentLookups {
         return result
     }
 
+    /// How many lookups fill the agent's caches before its resident memory is read.
+    static let memoryLookups = 2_000
+
+    /// The agent's resident memory (`VmRSS` of its `/proc/PID/status`) after it has served
+    /// ``memoryLookups`` lookups with their secrets, of random items of the keychain at `path`
+    /// (``BenchmarkOptions/agentMemoryItems``, 100,000), on an agent of its own.
+    func memory(path: String, items: Int) -> (bytes: Int64?, note: String?) {
+        do {
+            let socket = scratch + "/agent-memory/agent.sock"
+            try FileManager.default.createDirectory(
+                atPath: scratch + "/agent-memory", withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            let agent = try BenchAgent.start(
+                lifecycle.agentExecutable, socket: socket, environment: lifecycle.childEnvironment(keychain: path))
+            defer { withExtendedLifetime(agent) {} }
+            let served = try AgentConnection(socketPath: socket).keychain(at: path)
+            let workload = Workload(count: items, accountsPerService: accountsPerService)
+            var random = SystemRandomNumberGenerator()
+            for _ in 0..<min(Self.memoryLookups, items * 4) {
+                let index = Int.random(in: 0..<items, using: &random)
+                let (service, account) = workload.name(of: index)
+                let query = ItemQuery(
+                    class: .genericPassword, attributes: [.service: .string(service), .account: .string(account)])
+                // The engine's timed operations may have changed a secret, never removed the item.
+                guard try served.findFirst(query, includeData: true)?.data != nil else {
+                    throw BenchmarkFailure("keychaind did not return item \(index)")
+                }
+            }
+            guard let bytes = ResidentMemory.of(pid: agent.pid) else {
+                throw BenchmarkFailure("no VmRSS in /proc/\(agent.pid)/status")
+            }
+            return (bytes, nil)
+        } catch {
+            return (nil, "not available: \(error)")
+        }
+    }
+
+    /// ``BenchmarkOptions/agentConnections`` (1,000) connections to one agent, all open at once, each making a
+    /// lookup from one of 16 threads while every other connection stays open; then a second
+    /// round on the same connections. Returns how many lookups failed (an error, or no item):
+    /// the target is none.
+    func concurrentConnections(path: String, items: Int) -> (errors: Int?, note: String?) {
+        do {
+            let socket = scratch + "/agent-connections/agent.sock"
+            try FileManager.default.createDirectory(
+                atPath: scratch + "/agent-connections", withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            let agent = try BenchAgent.start(
+                lifecycle.agentExecutable, socket: socket, environment: lifecycle.childEnvironment(keychain: path))
+            defer { withExtendedLifetime(agent) {} }
+            let workload = Workload(count: items, accountsPerService: accountsPerService)
+            let failures = FailureCount()
+            var keychains: [AgentKeychain] = []
+            for _ in 0..<options.agentConnections {
+                // A connection that cannot be made counts as an error, not as the end of the row.
+                if let connection = try? AgentConnection(socketPath: socket) {
+                    keychains.append(connection.keychain(at: path))
+                } else {
+                    failures.add()
+                }
+            }
+            let all = keychains
+            let threads = 16
+            let group = DispatchGroup()
+            for thread in 0..<threads {
+                group.enter()
+                Thread.detachNewThread {
+                    for _ in 0..<2 {
+                        for number in stride(from: thread, to: all.count, by: threads) {
+                            let index = (number * 7919) % items
+                            let (service, account) = workload.name(of: index)
+                            let query = ItemQuery(
+                                class: .genericPassword,
+                                attributes: [.service: .string(service), .account: .string(account)])
+                            // An error, or no item: the timed operations change secrets, never remove items.
+                            if (try? all[number].findFirst(query, includeData: true))?.data == nil {
+                                failures.add()
+                            }
+                        }
+                    }
+                    group.leave()
+                }
+            }
+            group.wait()
+            withExtendedLifetime(all) {}
+            return (failures.value, nil)
+        } catch {
+            return (nil, "not available: \(error)")
+        }
+    }
+
     /// Lookups per second of `clients` clients, each on its own thread and connection.
     static func throughput(
         clients: Int, socket: String, path: String, items: Int, query: @escaping @Sendable (Int) -> ItemQuery
@@ -104,6 +195,17 @@ struct AgentLookupResult: Codable, Sendable {
     var fourClientsPerSecond: Double?
     /// Why the figures are missing.
     var note: String?
+    /// The agent's resident memory after serving lookups on a keychain of ``memoryItems``
+    /// items, in bytes.
+    var memoryBytes: Int64?
+    var memoryItems: Int?
+    /// Why the memory row is missing.
+    var memoryNote: String?
+    /// Client connections open at once, and how many of their lookups failed.
+    var concurrentConnections: Int?
+    var concurrentErrors: Int?
+    /// Why the concurrency row is missing.
+    var concurrentNote: String?
 
     init(items: Int) { self.items = items }
 

@@ -42,7 +42,12 @@ struct BenchmarkRunner {
             options.sizes.contains(options.referenceSize) ? options.referenceSize : options.sizes.last!
         let largest = options.sizes.max()!
         var keychains: [(size: Int, path: String)] = []
-        for (number, size) in options.sizes.enumerated() {
+        if options.agentOnly {
+            progress("\(Format.count(referenceSize)) items, for the agent's rows only")
+            keychains.append(
+                (referenceSize, try seededKeychain(size: referenceSize, scratch: scratch, lifecycle: lifecycle)))
+        }
+        for (number, size) in options.sizes.enumerated() where !options.agentOnly {
             progress("[\(number + 1)/\(options.sizes.count)] \(Format.count(size)) items")
             let directory = scratch + "/size-\(size)"
             let result = try measureOperations(size: size, directory: directory, lifecycle: lifecycle)
@@ -61,7 +66,7 @@ struct BenchmarkRunner {
                 report.memory = try lifecycle.memory(path: result.path, items: size, service: service, account: account)
             }
         }
-        if keychains.count > 1 {
+        if keychains.count > 1, !options.agentOnly {
             progress("growth: find and add on every size, interleaved")
             report.growth = try measureGrowth(keychains, configuration: lifecycle.configuration)
         }
@@ -72,8 +77,34 @@ struct BenchmarkRunner {
                 options: options, lifecycle: lifecycle, scratch: scratch, accountsPerService: accountsPerService,
                 progress: progress
             ).run(path: reference.path, items: reference.size)
+            report.agentLookups?.concurrentConnections = options.agentConnections
+            progress("\(Format.count(options.agentConnections)) connections to keychaind at once")
+            let concurrent = AgentLookups(
+                options: options, lifecycle: lifecycle, scratch: scratch, accountsPerService: accountsPerService,
+                progress: progress
+            ).concurrentConnections(path: reference.path, items: reference.size)
+            report.agentLookups?.concurrentErrors = concurrent.errors
+            report.agentLookups?.concurrentNote = concurrent.note
         }
-        if let reference = keychains.first(where: { $0.size == referenceSize }) {
+        if report.agentLookups != nil {
+            let size = options.agentMemoryItems
+            progress("resident memory of keychaind after lookups on \(Format.count(size)) items")
+            do {
+                let path =
+                    try keychains.first(where: { $0.size == size })?.path
+                    ?? seededKeychain(size: size, scratch: scratch, lifecycle: lifecycle)
+                report.agentLookups?.memoryItems = size
+                let memory = AgentLookups(
+                    options: options, lifecycle: lifecycle, scratch: scratch, accountsPerService: accountsPerService,
+                    progress: progress
+                ).memory(path: path, items: size)
+                report.agentLookups?.memoryBytes = memory.bytes
+                report.agentLookups?.memoryNote = memory.note
+            } catch {
+                report.agentLookups?.memoryNote = "not available: \(error)"
+            }
+        }
+        if !options.agentOnly, let reference = keychains.first(where: { $0.size == referenceSize }) {
             progress("password change")
             let (change, open) = try lifecycle.passwordTimings(path: reference.path, items: reference.size)
             report.passwordChange = change
@@ -223,6 +254,20 @@ struct BenchmarkRunner {
     }
 
     /// Seeds the keychain and the floor of one size, then times the operations.
+    /// A keychain of `size` items, seeded as ``measureOperations(size:directory:lifecycle:)``
+    /// seeds its own, with nothing timed on it: for the agent's rows alone (`--only agent`) and
+    /// its resident memory on 100,000 items when no size of the run has them.
+    private func seededKeychain(size: Int, scratch: String, lifecycle: Lifecycle) throws -> String {
+        let directory = scratch + "/seeded-\(size)"
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path = directory + "/bench.keychain-db"
+        let keychain = try KeychainDatabase.create(at: path, password: nil, configuration: lifecycle.configuration)
+        _ = try seed(keychain, Workload(count: size, accountsPerService: accountsPerService))
+        try Self.settle(keychain, path: path)
+        return path
+    }
+
     private func measureOperations(size: Int, directory: String, lifecycle: Lifecycle) throws
         -> (size: SizeResult, path: String)
     {

@@ -116,8 +116,14 @@ enum ResidentMemory {
     /// `VmHWM` in bytes (the peak so far).
     static func peak() -> Int64 { value("VmHWM") }
 
-    private static func value(_ key: String) -> Int64 {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return -1 }
+    /// `VmRSS` in bytes of another process (the agent), or `nil`.
+    static func of(pid: Int32) -> Int64? {
+        let bytes = value("VmRSS", file: "/proc/\(pid)/status")
+        return bytes >= 0 ? bytes : nil
+    }
+
+    private static func value(_ key: String, file: String = "/proc/self/status") -> Int64 {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { return -1 }
         for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
             let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             if fields.count >= 2, let kib = Int64(fields[1]) { return kib * 1024 }

@@ -31,6 +31,13 @@ struct BenchmarkOptions: Sendable {
     /// The sizes of the keychains filled by separate `security` processes, on which lookup
     /// processes are timed against the Swift floor and GNOME Keyring (``ScriptComparison``).
     var scriptSizes = [1_000, 10_000]
+    /// The size of the keychain on which the agent's resident memory is read.
+    var agentMemoryItems = 100_000
+    /// How many client connections are open to the agent at once in its concurrency row.
+    var agentConnections = 1_000
+    /// Only the session agent's rows (`--only agent`): the reference keychain is seeded but
+    /// no engine operation is timed on it.
+    var agentOnly = false
     /// Progress lines on standard error.
     var progress = true
     /// The executable that runs the fresh-process probes (memory, the Swift process floor):
@@ -55,6 +62,13 @@ struct BenchmarkOptions: Sendable {
           --script-sizes A,B keychains filled by separate security processes, for the
                              lookup processes timed against secret-tool (default 1000,10000;
                              0 for none)
+          --only agent       only the rows of keychaind: lookups through it, its memory on
+                             100,000 items, 1,000 connections at once, and the lookup
+                             processes it serves (with their floor and secret-tool)
+          --agent-memory-items N
+                             the keychain size keychaind's memory is read on (default 100000)
+          --agent-connections N
+                             connections open to keychaind at once (default 1000)
           --quiet            no progress on standard error
           --profile OP       run one operation alone (engine.find, secitem.add, floor.select, …)
                              at the first size, for valgrind --tool=callgrind
@@ -120,6 +134,12 @@ struct BenchmarkOptions: Sendable {
                     text == "0" ? [] : try text.split(separator: ",").map { try positive(String($0), argument) }
                 scriptSizesGiven = true
             case "--quiet": options.progress = false
+            case "--agent-memory-items": options.agentMemoryItems = try positive(try value(argument), argument)
+            case "--agent-connections": options.agentConnections = try positive(try value(argument), argument)
+            case "--only":
+                let text = try value(argument)
+                guard text == "agent" else { throw BenchmarkFailure("--only: only \"agent\" is known, not \(text)") }
+                options.agentOnly = true
             case "--profile": profiled = try value(argument)
             case "--against": against = try value(argument)
             case "--help", "-h": return .help

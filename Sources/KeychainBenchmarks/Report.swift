@@ -259,6 +259,19 @@ extension BenchmarkReport {
                     "\(Format.ratio(ratio)) (\(Int(lookups!.fourClientsPerSecond!))/s vs \(Int(lookups!.oneClientPerSecond!))/s)"
                 } ?? missing,
                 met: lookups?.fourOverOne.map { $0 >= 1.8 }))
+        let memoryItems = lookups?.memoryItems.map(Format.count) ?? "100,000"
+        targets.append(
+            TargetResult(
+                name: "keychaind resident memory after lookups on \(memoryItems) items", limit: "< 64 MiB",
+                measured: lookups?.memoryBytes.map(Format.bytes) ?? lookups?.memoryNote ?? missing,
+                met: lookups?.memoryBytes.map { $0 < 64 << 20 }))
+        let connections = lookups?.concurrentConnections.map(Format.count) ?? "1,000"
+        targets.append(
+            TargetResult(
+                name: "keychaind: \(connections) client connections open at once, lookups that failed",
+                limit: "0",
+                measured: lookups?.concurrentErrors.map { "\($0)" } ?? lookups?.concurrentNote ?? missing,
+                met: lookups?.concurrentErrors.map { $0 == 0 }))
     }
 
     /// The targets of the lookup processes on a keychain filled by separate processes: at most

@@ -205,6 +205,18 @@ enum TableRenderer {
                 lookups.fourOverOne.map(Format.ratio) ?? "",
             ])
         }
+        if let items = lookups.memoryItems {
+            rows.append([
+                "keychaind resident memory (VmRSS) after lookups", Format.count(items),
+                lookups.memoryBytes.map(Format.bytes) ?? (lookups.memoryNote ?? "not available"), "", "",
+            ])
+        }
+        if let connections = lookups.concurrentConnections {
+            rows.append([
+                "\(Format.count(connections)) connections at once: lookups that failed", items,
+                lookups.concurrentErrors.map { "\($0)" } ?? (lookups.concurrentNote ?? "not available"), "", "",
+            ])
+        }
         return columns(rows, right: [1, 2, 3, 4])
     }
 

@@ -202,11 +202,14 @@ public final class AgentConnection: Sendable {
 
     /// Reads what the socket has into the buffer.
     private func fill(_ state: inout State, mayRetry: Bool) throws {
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let count = chunk.withUnsafeMutableBytes { recv(state.socket, $0.baseAddress, $0.count, 0) }
+            var count = 0
+            let chunk = [UInt8](unsafeUninitializedCapacity: 64 * 1024) { buffer, initialized in
+                count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
+                initialized = max(0, count)
+            }
             if count > 0 {
-                state.buffer += chunk[..<count]
+                state.buffer += chunk
                 return
             }
             if count < 0 && errno == EINTR { continue }

@@ -53,18 +53,24 @@ func socketInode(_ path: String) -> ino_t? {
     return info.st_ino
 }
 
+/// Raises the soft limit on open descriptors to the hard one: each client connection takes a
+/// socket and a pidfd (and its cached identity a second pidfd), so the usual soft limit of 1,024
+/// would refuse a few hundred clients at once.
+func raiseDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else {
+        return
+    }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+}
+
 func run() async throws -> Never {
     // Before anything else: no core dump and no ptrace by the user's other processes.
     try ProcessHardening.apply()
     _ = setsid()  // its own session, when started by a client (fails harmlessly otherwise)
-    // Each client holds a socket and a pidfd: the usual soft limit of 1,024 descriptors would
-    // refuse the 500th client. The hard limit is what the user was given.
-    var files = rlimit()
-    if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files) == 0, files.rlim_cur < files.rlim_max {
-        files.rlim_cur = files.rlim_max
-        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files)
-    }
     signal(SIGPIPE, SIG_IGN)
+    raiseDescriptorLimit()
 
     var environment = ProcessInfo.processInfo.environment
     if let socket = socketArgument(CommandLine.arguments) { environment[AgentEndpoint.socketVariable] = socket }
@@ -91,18 +97,20 @@ func run() async throws -> Never {
         keychains.keyDerivation = .unsafeTestingOnly
         keychains.allowsUnsafeKeyDerivation = true
     }
-    let service = AgentService(configuration: keychains, paths: KeychainPaths(environment: environment)) {
-        credentials in
-        try directory.accessGroups(for: credentials)
-    }
+    // Callers are identified once per connection, and re-checked cheaply on each call.
+    let service = AgentService(
+        configuration: keychains, paths: KeychainPaths(environment: environment), callers: directory)
     let objects = DBusObjectTree()
     try objects.register(service.interface, at: AgentInterface.objectPath)
     var configuration = DBusServer.Configuration()
     let agentUID = getuid()
     configuration.isAuthorized = { $0 == agentUID }
     configuration.maximumMessageSize = 16 << 20
+    // Lookups are answered on the event loops: four at least, so that a few clients at once
+    // each have a loop of their own rather than waiting behind one another's call.
     let server = try await DBusServer.serve(
-        listeningSocket: listening, unixPath: location.socketPath, objects: objects, configuration: configuration)
+        listeningSocket: listening, unixPath: location.socketPath, objects: objects, configuration: configuration,
+        group: DBusServer.eventLoopGroup(minimumThreads: 4))
 
     // Lock the keychains with lock-on-sleep when logind says the machine sleeps or the session
     // locks, where a system bus exists; without one, nothing (a line with KEYCHAIND_DEBUG=1).

@@ -178,7 +178,7 @@ case "serve-identified" where arguments.count == 5:
     let paths = KeychainPaths(environment: [
         "HOME": directory, "XDG_DATA_HOME": directory + "/data", "XDG_CONFIG_HOME": directory + "/config",
     ])
-    let service = AgentService(configuration: configuration, paths: paths) { try callers.accessGroups(for: $0) }
+    let service = AgentService(configuration: configuration, paths: paths, callers: callers)
     let objects = DBusObjectTree()
     try objects.register(service.interface, at: AgentInterface.objectPath)
     let socketPath = directory + "/run/keychain/agent.sock"

@@ -21,6 +21,8 @@ struct BenchmarkTests {
         options.processRepetitions = 2
         options.keyDerivationRepetitions = 1
         options.scriptSizes = [12]
+        options.agentMemoryItems = 90
+        options.agentConnections = 24
         return options
     }
 
@@ -72,8 +74,8 @@ struct BenchmarkTests {
             }
         }
         // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
-        // keychaind's two (lookup ÷ in process, four clients ÷ one).
-        #expect(report.targets.count == 10 + 4 * report.scripts.count)
+        // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once).
+        #expect(report.targets.count == 12 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         for summary in [lookups?.inProcess, lookups?.agent] {
@@ -81,6 +83,12 @@ struct BenchmarkTests {
             if let summary { expectSensible(summary, "agent lookups") }
         }
         #expect(lookups?.agentOverInProcess.map { $0.isFinite && $0 > 0 } == true)
+        // The agent's memory is read from its /proc status after lookups on 90 items, and every
+        // lookup of 24 connections open at once was answered with its item.
+        #expect(lookups?.memoryNote == nil, "\(lookups?.memoryNote ?? "")")
+        #expect(lookups?.memoryItems == 90 && (lookups?.memoryBytes ?? 0) > 1 << 20)
+        #expect(lookups?.concurrentNote == nil, "\(lookups?.concurrentNote ?? "")")
+        #expect(lookups?.concurrentConnections == 24 && lookups?.concurrentErrors == 0)
         #expect(lookups?.fourOverOne.map { $0.isFinite && $0 > 0 } == true)
         #expect(report.targets.allSatisfy { !$0.measured.isEmpty })
         expectScripts(report)
@@ -133,7 +141,10 @@ struct BenchmarkTests {
         let executable = try #require(Lifecycle.benchmarkExecutable, "keychain-bench is not built next to the tests")
         let outcome = try ChildProcess.run(
             executable,
-            ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "8"],
+            [
+                "--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "8",
+                "--agent-memory-items", "40", "--agent-connections", "8",
+            ],
             environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
         #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
         let report = try JSONDecoder().decode(BenchmarkReport.self, from: outcome.standardOutput)
@@ -141,6 +152,7 @@ struct BenchmarkTests {
         #expect(report.scripts.map(\.items) == [8] && report.scripts.allSatisfy { $0.find != nil })
         #expect(report.sizes.map(\.items) == [20])
         #expect(report.sizes.first?.operations.count == KeychainOperation.allCases.count)
+        #expect(report.agentLookups?.memoryItems == 40 && report.agentLookups?.concurrentErrors == 0)
 
         let help = try ChildProcess.run(executable, ["--help"], environment: [:])
         #expect(help.status == 0)
@@ -157,7 +169,11 @@ struct BenchmarkTests {
         let copy = directory + "/kb"
         try Self.copyExecutable(built, to: copy)
         let outcome = try ChildProcess.run(
-            copy, ["--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "0"],
+            copy,
+            [
+                "--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "0",
+                "--agent-memory-items", "40", "--agent-connections", "8",
+            ],
             environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
         #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
         let report = try JSONDecoder().decode(BenchmarkReport.self, from: outcome.standardOutput)

@@ -132,13 +132,19 @@ struct CallerDirectoryTests {
         let accepted = try acceptDBusCredentials(fixture.agent)
         defer { closeAccepted(accepted) }
         #expect(try callers.accessGroups(for: accepted.credentials).groups == ["com.example.a"])
+        // What the connection keeps after its first call (as DBusConnection.attachment does).
+        let kept = try #require(try callers.entry(for: accepted.credentials, known: nil, resolving: true))
         #expect(first.finish() == 0)
-        // The process is gone: its cached identity must not answer, with or without its pidfd.
+        // The process is gone: its cached identity must not answer, with or without its pidfd,
+        // nor what its connection kept.
         var withoutPidfd = accepted.credentials
         withoutPidfd.pidFD = nil
         for credentials in [accepted.credentials, withoutPidfd] {
             #expect {
                 try callers.accessGroups(for: credentials)
+            } throws: { ($0 as? AgentError)?.code == .peerGone }
+            #expect {
+                try callers.entry(for: credentials, known: kept, resolving: true)
             } throws: { ($0 as? AgentError)?.code == .peerGone }
         }
 
@@ -158,7 +164,52 @@ struct CallerDirectoryTests {
         #expect {
             try callers.accessGroups(for: accepted.credentials)
         } throws: { ($0 as? AgentError)?.code == .peerGone }
-        #expect(callers.identifications == 2)
+        // Nor does what the old connection kept: its pidfd names the dead process.
+        #expect {
+            try callers.entry(for: accepted.credentials, known: kept, resolving: true)
+        } throws: { ($0 as? AgentError)?.code == .peerGone }
+        #expect(callers.identifications == 2 && callers.connectionHits == 0)
+    }
+
+    @Test("a connection's caller is checked once; after an exec what the connection kept is not used")
+    func connectionKeepsItsCaller() throws {
+        let fixture = try ManifestFixture()
+        let app = try fixture.install("app-a")
+        try fixture.manifest("a.toml", appID: "com.example.a", groups: ["com.example.a"], executables: [(app, nil)])
+        let callers = CallerDirectory(resolver: fixture.resolver)
+        let child = try Child(app, ["connect", fixture.agent.socketPath])
+        defer {
+            kill(child.pid, SIGKILL)  // by then it runs sleep 30
+            child.finish()
+        }
+        try #require(child.readLine() == "connected")
+        let accepted = try acceptDBusCredentials(fixture.agent)
+        defer { closeAccepted(accepted) }
+        // Not identified yet: an event loop's question (no resolving) gets no answer.
+        #expect(try callers.entry(for: accepted.credentials, known: nil, resolving: false) == nil)
+        #expect(callers.identifications == 0)
+        let kept = try #require(try callers.entry(for: accepted.credentials, known: nil, resolving: true))
+        #expect(kept.identity.accessGroups.groups == ["com.example.a"])
+        // Later calls on the connection: what it kept, without identifying or the directory's cache.
+        for _ in 0..<3 {
+            let again = try #require(try callers.entry(for: accepted.credentials, known: kept, resolving: false))
+            #expect(again.peer.process === kept.peer.process && again.identity == kept.identity)
+        }
+        #expect(callers.connectionHits == 3 && callers.identifications == 1)
+
+        child.send("exec /bin/sleep 30")
+        var exe = ""
+        for _ in 0..<300 {
+            exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child.pid)/exe")) ?? ""
+            if exe != app { break }
+            usleep(10_000)
+        }
+        try #require(exe.hasSuffix("/sleep"))
+        // Neither what the connection kept nor the directory's cache answers for the new program.
+        #expect(try callers.entry(for: accepted.credentials, known: kept, resolving: false) == nil)
+        let anew = try #require(try callers.entry(for: accepted.credentials, known: kept, resolving: true))
+        #expect(anew.identity.tier == .unidentified && anew.identity.accessGroups == ManifestFixture.defaults)
+        #expect(callers.identifications == 2 && callers.connectionHits == 3)
     }
 
     @Test("a caller that exec-s another program is identified anew")
