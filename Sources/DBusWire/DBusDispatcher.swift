@@ -17,7 +17,10 @@ struct DBusDispatcher: Sendable {
     func handle(_ call: DBusMessage, connection: DBusConnection) async -> DBusMessage? {
         let reply: DBusMessage
         do {
-            reply = .methodReturn(to: call, body: try await route(call, connection: connection))
+            let body = try await DBusCurrentCall.$message.withValue(call) {
+                try await route(call, connection: connection)
+            }
+            reply = .methodReturn(to: call, body: body)
         } catch let error as DBusError where error.errorName != nil {
             var message = DBusMessage.error(
                 to: call, name: error.errorName ?? DBusErrorName.failed, message: error.message)
