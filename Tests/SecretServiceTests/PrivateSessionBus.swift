@@ -47,8 +47,8 @@ func runTool(
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let outPath = directory + "/out"
     let errPath = directory + "/err"
-    FileManager.default.createFile(atPath: outPath, contents: nil)
-    FileManager.default.createFile(atPath: errPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
     let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     defer {
@@ -140,7 +140,7 @@ final class PrivateSessionBus: @unchecked Sendable {
         daemon.executableURL = URL(fileURLWithPath: try requireTool("/usr/bin/dbus-daemon"))
         daemon.arguments = ["--config-file=\(root)/session.conf", "--nofork", "--print-address"]
         let addressFile = root + "/address"
-        FileManager.default.createFile(atPath: addressFile, contents: nil)
+        _ = FileManager.default.createFile(atPath: addressFile, contents: nil)
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: addressFile))
         defer { try? output.close() }
         daemon.standardOutput = output

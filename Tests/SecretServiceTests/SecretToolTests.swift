@@ -3,6 +3,10 @@ import KeychainCore
 import SecretService
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The Secret Service driven by the real `secret-tool`, `gdbus` and the `security` tool, on a
 /// private session bus that activates the built `keychaind` from the repository's service file.
 @Suite("Secret Service with real clients")
@@ -78,6 +82,76 @@ struct SecretToolTests {
             ],
             environment: bus.environment)
         #expect(introspection.status == 0 && introspection.out.contains("OpenSession"), "\(introspection)")
+    }
+
+    func gdbus(
+        _ bus: PrivateSessionBus, _ method: String, _ arguments: [String], path: String = "/org/freedesktop/secrets"
+    )
+        throws -> ToolResult
+    {
+        try runTool(
+            try requireTool("/usr/bin/gdbus"),
+            ["call", "--session", "--dest", SecretServiceProvider.busName, "--object-path", path, "--method", method]
+                + arguments, environment: bus.environment)
+    }
+
+    @Test(
+        "Protocol: DH is NotSupported, plain works, sessions belong to their caller, aliases; a taken name is reported")
+    func protocolAndNameOwnership() throws {
+        let bus = try PrivateSessionBus(
+            serviceFile: Self.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+        let service = "org.freedesktop.Secret.Service."
+
+        let dh = try gdbus(bus, service + "OpenSession", ["dh-ietf1024-sha256-aes128-cbc-pkcs7", "<@ay [1]>"])
+        #expect(dh.status != 0 && "\(dh)".contains("org.freedesktop.DBus.Error.NotSupported"), "\(dh)")
+        let plain = try gdbus(bus, service + "OpenSession", ["plain", "<''>"])
+        #expect(plain.status == 0 && plain.out.contains("/org/freedesktop/secrets/session/"), "\(plain)")
+
+        // The session belonged to the gdbus process that opened it, which has left the bus.
+        let session = plain.out.components(separatedBy: "'").first { $0.hasPrefix("/org/freedesktop/secrets/session/") }
+        let foreign = try gdbus(bus, service + "GetSecrets", ["@ao []", session ?? "/"])
+        #expect(foreign.status != 0 && "\(foreign)".contains("org.freedesktop.Secret.Error.NoSession"), "\(foreign)")
+
+        let alias = try gdbus(bus, service + "ReadAlias", ["default"])
+        #expect(alias.out.contains("/org/freedesktop/secrets/collection/login"), "\(alias)")
+        let unknown = try gdbus(bus, service + "ReadAlias", ["nothing"])
+        #expect(unknown.out.contains("objectpath '/'"), "\(unknown)")
+        let label = try runTool(
+            try requireTool("/usr/bin/gdbus"),
+            [
+                "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
+                "/org/freedesktop/secrets/aliases/default", "--method", "org.freedesktop.DBus.Properties.Get",
+                "org.freedesktop.Secret.Collection", "Label",
+            ], environment: bus.environment)
+        #expect(label.status == 0 && label.out.contains("Login"), "\(label)")
+
+        // A second keychaind on another socket finds the name taken: it says so and serves its socket.
+        var environment = bus.environment
+        try FileManager.default.createDirectory(
+            atPath: bus.root + "/run2", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        environment["KEYCHAIN_AGENT_SOCK"] = bus.root + "/run2/agent.sock"
+        let errors = bus.root + "/second.err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        defer { try? handle.close() }
+        let second = Process()
+        second.executableURL = URL(fileURLWithPath: try requireTool(productsDirectory + "/keychaind"))
+        second.arguments = ["--secret-service"]
+        second.environment = environment
+        second.standardError = handle
+        second.standardInput = FileHandle.nullDevice
+        try second.run()
+        defer { kill(second.processIdentifier, SIGTERM) }
+        let end = Date().addingTimeInterval(60)
+        var said = ""
+        while Date() < end && !said.contains("owned by another program") {
+            usleep(20_000)
+            said = String(decoding: FileManager.default.contents(atPath: errors) ?? Data(), as: UTF8.self)
+        }
+        #expect(said.contains("org.freedesktop.secrets is owned by another program"), "\(said)")
+        #expect(second.isRunning && FileManager.default.fileExists(atPath: bus.root + "/run2/agent.sock"))
     }
 
     @Test("The attribute map: service and account go to svce and acct, the whole map comes back exactly")
