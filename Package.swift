@@ -208,7 +208,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SecretServiceTests",
-            dependencies: ["SecretService", "KeychainCore", "keychaind", "SecurityTool", "DBusWire"]
+            dependencies: ["SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire"]
         ),
         .testTarget(
             name: "KeychainAgentProtocolTests",

@@ -13,7 +13,7 @@ import Synchronization
 /// let provider = SecretServiceProvider(agent: service, directory: directory)
 /// let bus = try await DBusConnection.connect(to: addresses, objects: provider.objects)
 /// try await bus.hello()
-/// try await provider.watchSessions(on: bus)
+/// let watcher = try await provider.watchSessions(on: bus)
 /// ```
 public final class SecretServiceProvider: Sendable {
     /// The well-known bus name.
@@ -51,15 +51,18 @@ public final class SecretServiceProvider: Sendable {
     /// The number of open sessions (for tests and diagnostics).
     public var sessionCount: Int { sessions.withLock { $0.count } }
 
-    /// Frees the sessions of callers that leave the bus; returns when the connection closes.
-    public func watchSessions(on connection: DBusConnection) async throws {
+    /// Subscribes to `NameOwnerChanged` and then, in the returned task, frees the sessions of
+    /// callers that leave the bus until the connection closes or the task is cancelled.
+    public func watchSessions(on connection: DBusConnection) async throws -> Task<Void, Never> {
         _ = try await connection.callBus(
             "AddMatch", [.string("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'")])
-        for await signal in connection.signals where signal.member == "NameOwnerChanged" {
-            guard signal.body.count == 3, signal.body[2].stringValue == "",
-                let name = signal.body[0].stringValue
-            else { continue }
-            closeSessions(of: name)
+        return Task { [self] in
+            for await signal in connection.signals where signal.member == "NameOwnerChanged" {
+                guard signal.body.count == 3, signal.body[2].stringValue == "",
+                    let name = signal.body[0].stringValue
+                else { continue }
+                closeSessions(of: name)
+            }
         }
     }
 

@@ -85,7 +85,7 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
             await bus.close()
             return nil
         }
-        Task { try? await provider.watchSessions(on: bus) }
+        _ = try await provider.watchSessions(on: bus)
         return bus
     } catch {
         complain("no Secret Service: the session bus could not be used (\(error))")

@@ -35,48 +35,81 @@ func requireTool(_ path: String) throws -> String {
     return path
 }
 
-/// Runs `path` with `arguments`, optional standard input, in `environment`; its output goes
-/// to files (a pipe's write end inherited by a daemon it starts would never close), and it is
-/// killed after `deadline` (a hang fails the test rather than blocking the suite).
+/// A tool started with its output going to files (a pipe's write end inherited by a daemon it
+/// starts would never close).
+final class LaunchedTool {
+    let process = Process()
+    let directory = FileManager.default.temporaryDirectory.path + "/tool-\(UUID().uuidString.prefix(8))"
+    let end: Date
+    let name: String
+
+    init(_ path: String, _ arguments: [String], stdin: Data?, environment: [String: String], deadline: TimeInterval)
+        throws
+    {
+        end = Date().addingTimeInterval(deadline)
+        name = "\(path) \(arguments.first ?? "")"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: directory + "/out", contents: nil)
+        _ = FileManager.default.createFile(atPath: directory + "/err", contents: nil)
+        let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/out"))
+        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/err"))
+        defer {
+            try? outHandle.close()
+            try? errHandle.close()
+        }
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.environment = environment
+        let input = Pipe()
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        process.standardInput = input
+        try process.run()
+        if let stdin { try input.fileHandleForWriting.write(contentsOf: stdin) }
+        try input.fileHandleForWriting.close()
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Whether it still runs; past the deadline it is killed and this throws.
+    func running() throws -> Bool {
+        guard process.isRunning else { return false }
+        if Date() > end {
+            kill(process.processIdentifier, SIGKILL)
+            throw ToolMissing(description: "\(name) did not finish")
+        }
+        return true
+    }
+
+    var result: ToolResult {
+        ToolResult(
+            status: process.terminationStatus,
+            stdout: FileManager.default.contents(atPath: directory + "/out") ?? Data(),
+            stderr: FileManager.default.contents(atPath: directory + "/err") ?? Data())
+    }
+}
+
+/// Runs `path` with `arguments`, optional standard input, in `environment`, blocking; killed
+/// after `deadline` (a hang fails the test rather than blocking the suite). For synchronous
+/// tests whose peers all run in other processes.
 func runTool(
     _ path: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String],
     deadline: TimeInterval = 120
 ) throws -> ToolResult {
-    let directory = FileManager.default.temporaryDirectory.path + "/tool-\(UUID().uuidString.prefix(8))"
-    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let outPath = directory + "/out"
-    let errPath = directory + "/err"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    defer {
-        try? outHandle.close()
-        try? errHandle.close()
-    }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.environment = environment
-    let input = Pipe()
-    process.standardOutput = outHandle
-    process.standardError = errHandle
-    process.standardInput = input
-    try process.run()
-    if let stdin { try input.fileHandleForWriting.write(contentsOf: stdin) }
-    try input.fileHandleForWriting.close()
-    let end = Date().addingTimeInterval(deadline)
-    while process.isRunning {
-        if Date() > end {
-            kill(process.processIdentifier, SIGKILL)
-            throw ToolMissing(description: "\(path) \(arguments.first ?? "") did not finish")
-        }
-        usleep(10_000)
-    }
-    return ToolResult(
-        status: process.terminationStatus, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
-        stderr: FileManager.default.contents(atPath: errPath) ?? Data())
+    let tool = try LaunchedTool(path, arguments, stdin: stdin, environment: environment, deadline: deadline)
+    while try tool.running() { usleep(10_000) }
+    return tool.result
+}
+
+/// As ``runTool(_:_:stdin:environment:deadline:)``, for async tests that serve D-Bus in this
+/// process: it waits without holding one of the few cooperative threads the provider needs.
+func runToolAsync(
+    _ path: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String],
+    deadline: TimeInterval = 120
+) async throws -> ToolResult {
+    let tool = try LaunchedTool(path, arguments, stdin: stdin, environment: environment, deadline: deadline)
+    while try tool.running() { try await Task.sleep(for: .milliseconds(10)) }
+    return tool.result
 }
 
 /// A private session bus (`dbus-daemon --config-file`) whose only service directory activates
@@ -172,7 +205,8 @@ final class PrivateSessionBus: @unchecked Sendable {
 
     /// Stops the provider and the daemon by pid and removes the directory.
     func stop() {
-        if let pid = try? ownerPID(of: "org.freedesktop.secrets") { kill(pid, SIGTERM) }
+        // The activated keychaind; never this process (a test may own the name itself).
+        if let pid = try? ownerPID(of: "org.freedesktop.secrets"), pid != getpid() { kill(pid, SIGTERM) }
         kill(daemon.processIdentifier, SIGTERM)
         let end = Date().addingTimeInterval(10)
         while daemon.isRunning && Date() < end { usleep(10_000) }
