@@ -17,6 +17,7 @@ import PackageDescription
 //   DBusWire                D-Bus on SwiftNIO (values, marshalling, SASL, client and peer-to-peer server); no keychain code
 //   KeychainAgentProtocol   the session agent's D-Bus method table and the a{sv} codec of items, queries and errors
 //   KeychainClient          where modules get keychains (Keychains): the session agent's, or the engine's
+//   SecretService           the freedesktop Secret Service (org.freedesktop.secrets) on the agent's keychains
 //   keychaind               the session agent's executable
 let package = Package(
     name: "keychain-linux",
@@ -216,9 +217,14 @@ let package = Package(
         .target(
             name: "KeychainClient", dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent"]
         ),
+        .target(name: "SecretService", dependencies: ["DBusWire", "KeychainCore", "KeychainAgent"]),
         .executableTarget(
             name: "keychaind",
-            dependencies: ["KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire"]
+            dependencies: ["KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "SecretService"]
+        ),
+        .testTarget(
+            name: "SecretServiceTests",
+            dependencies: ["SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire"]
         ),
         .testTarget(
             name: "KeychainAgentProtocolTests",

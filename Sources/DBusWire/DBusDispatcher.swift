@@ -16,7 +16,10 @@ struct DBusDispatcher: Sendable {
     /// The reply to `call`, or `nil` when the caller asked for none.
     func handle(_ call: DBusMessage, connection: DBusConnection) async -> DBusMessage? {
         do {
-            return Self.reply(to: call, .success(try await route(call, connection: connection)))
+            let body = try await DBusCurrentCall.$message.withValue(call) {
+                try await route(call, connection: connection)
+            }
+            return Self.reply(to: call, .success(body))
         } catch {
             return Self.reply(to: call, .failure(error))
         }

@@ -203,3 +203,11 @@ public final class DBusObjectTree: Sendable {
         return Set(names.map(String.init)).sorted()
     }
 }
+
+/// The call being served, for code that the dispatcher runs without a ``DBusMethodCall``:
+/// property accessors read `DBusCurrentCall.message?.sender` to tell who is asking.
+public enum DBusCurrentCall {
+    /// The incoming message whose method, property `Get`, `GetAll` or `Set` is running;
+    /// `nil` outside a dispatched call.
+    @TaskLocal public static var message: DBusMessage?
+}

@@ -162,6 +162,20 @@ public final class AgentService: Sendable {
         return try groups(connection.peerCredentials)
     }
 
+    /// Runs `body` on the default keychain, acting for `groups`, on the engine's work queue
+    /// (another door to the same keychains, such as the Secret Service, uses this).
+    /// - Throws: ``KeychainCore/KeychainError`` `.missingEntitlement` without groups, or what
+    ///   `body` throws.
+    public func withDefaultKeychain<T: Sendable>(
+        for groups: AccessGroups, _ body: @escaping @Sendable (any KeychainHandle) throws -> T
+    ) async throws -> T {
+        guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
+        return try await onWorkQueue { [self] in
+            let keychain = try keychain("")
+            return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
+        }
+    }
+
     private func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             work.async { continuation.resume(with: Result(catching: body)) }

@@ -3,7 +3,11 @@
 // unlocked once is unlocked for every later process until it is locked, times out, or the
 // agent ends.
 //
-//   keychaind [--socket PATH]
+//   keychaind [--socket PATH] [--secret-service [--replace]]
+//
+// With --secret-service it also owns org.freedesktop.secrets on the session bus (the Secret
+// Service: secret-tool, libsecret, python keyring); --replace takes the name from a provider
+// that allows it. When the name is taken it says so and serves its private socket only.
 //
 // It is started by systemd's keychaind.socket (socket activation), or by the first `security`
 // command that needs it. It exits on SIGTERM or SIGINT, and by itself when its socket is
@@ -14,6 +18,7 @@ import Foundation
 import KeychainAgent
 import KeychainAgentProtocol
 import KeychainCore
+import SecretService
 
 #if canImport(Glibc)
     import Glibc
@@ -26,24 +31,66 @@ func complain(_ text: String) {
 }
 
 func usage() -> Never {
-    complain("usage: keychaind [--socket PATH]")
+    complain("usage: keychaind [--socket PATH] [--secret-service [--replace]]")
     exit(2)
 }
 
-/// The command line: only `--socket PATH` (else the place `AgentEndpoint` derives).
-func socketArgument(_ arguments: [String]) -> String? {
+/// The command line.
+struct Options {
+    /// `--socket PATH` (else the place `AgentEndpoint` derives).
     var socket: String?
-    var index = 1
-    while index < arguments.count {
-        switch arguments[index] {
-        case "--socket" where index + 1 < arguments.count:
-            socket = arguments[index + 1]
-            index += 2
-        case "-h", "--help": usage()
-        default: usage()
+    /// `--secret-service`: also serve org.freedesktop.secrets on the session bus.
+    var secretService = false
+    /// `--replace`: take the bus name from a provider that allows it.
+    var replace = false
+
+    init(_ arguments: [String]) {
+        var index = 1
+        while index < arguments.count {
+            switch arguments[index] {
+            case "--socket" where index + 1 < arguments.count:
+                socket = arguments[index + 1]
+                index += 1
+            case "--secret-service": secretService = true
+            case "--replace": replace = true
+            default: usage()
+            }
+            index += 1
         }
     }
-    return socket
+}
+
+/// Connects to the session bus, exports the Secret Service and asks for its name. Returns
+/// `nil` (after saying why) when the name is taken or there is no bus: the private socket is
+/// served either way.
+func startSecretService(_ provider: SecretServiceProvider, replace: Bool, environment: [String: String]) async
+    -> DBusConnection?
+{
+    var environment = environment
+    if environment["DBUS_SESSION_BUS_ADDRESS"] == nil, environment["DBUS_STARTER_BUS_TYPE"] == "session" {
+        environment["DBUS_SESSION_BUS_ADDRESS"] = environment["DBUS_STARTER_ADDRESS"]  // activated by the bus
+    }
+    do {
+        let bus = try await DBusConnection.connect(
+            to: try DBusAddress.sessionBus(environment: environment), objects: provider.objects)
+        try await bus.hello()
+        // DO_NOT_QUEUE (4); --replace adds ALLOW_REPLACEMENT (1) and REPLACE_EXISTING (2).
+        let flags: UInt32 = replace ? 7 : 4
+        let reply = try await bus.callBus(
+            "RequestName", [.string(SecretServiceProvider.busName), .uint32(flags)])
+        guard let code = reply.body.first?.uint32Value, code == 1 || code == 4 else {
+            complain(
+                "\(SecretServiceProvider.busName) is owned by another program (gnome-keyring?); "
+                    + "serving the private socket only (--replace takes the name if its owner allows)")
+            await bus.close()
+            return nil
+        }
+        _ = try await provider.watchSessions(on: bus)
+        return bus
+    } catch {
+        complain("no Secret Service: the session bus could not be used (\(error))")
+        return nil
+    }
 }
 
 /// The inode of the socket file at `path`, or `nil` when there is none.
@@ -73,7 +120,8 @@ func run() async throws -> Never {
     raiseDescriptorLimit()
 
     var environment = ProcessInfo.processInfo.environment
-    if let socket = socketArgument(CommandLine.arguments) { environment[AgentEndpoint.socketVariable] = socket }
+    let options = Options(CommandLine.arguments)
+    if let socket = options.socket { environment[AgentEndpoint.socketVariable] = socket }
     let location = try AgentSocketLocation.resolve(
         environment: environment, hostName: ProcessInfo.processInfo.hostName)
 
@@ -122,6 +170,12 @@ func run() async throws -> Never {
         }
     }
 
+    var bus: DBusConnection?
+    if options.secretService {
+        let provider = try SecretServiceProvider(agent: service, directory: directory)
+        bus = await startSecretService(provider, replace: options.replace, environment: environment)
+    }
+
     // Leave when the socket we bound is gone or replaced: nobody can reach us any more.
     let bound = listener.flatMap { _ in socketInode(location.socketPath) }
     let stop: @Sendable (Int32) -> Void = { _ in
@@ -141,7 +195,7 @@ func run() async throws -> Never {
             complain("\(location.socketPath) was removed or replaced; exiting")
             exit(0)
         }
-        withExtendedLifetime((listener, server, sources, sleepLock)) {}
+        withExtendedLifetime((listener, server, sources, sleepLock, bus)) {}
     }
 }
 

@@ -1,0 +1,64 @@
+import Foundation
+import KeychainCore
+
+/// How a Secret Service item and a keychain generic password are one item (one item, two
+/// doors):
+///
+/// | D-Bus | Keychain |
+/// |---|---|
+/// | attribute `service` | `svce` |
+/// | attribute `account`, else `username`, else `user` | `acct` |
+/// | `Label` | `labl` |
+/// | the whole attribute map | `gena`, as JSON with sorted keys |
+///
+/// An item without that `gena` (made through SecItem or `security`) shows the attributes
+/// `service` and `account` from `svce` and `acct`.
+public enum SecretAttributes {
+    /// The one key of the JSON object kept in `gena`.
+    static let marker = "org.freedesktop.Secret.Attributes"
+
+    /// The D-Bus attributes of a generic password.
+    public static func attributes(of item: Item) -> [String: String] {
+        if let data = item.attributes[.generic]?.dataValue, let map = decode(data) { return map }
+        var attributes: [String: String] = [:]
+        if let service = item.attributes[.service]?.stringValue, !service.isEmpty { attributes["service"] = service }
+        if let account = item.attributes[.account]?.stringValue, !account.isEmpty { attributes["account"] = account }
+        return attributes
+    }
+
+    /// The keychain attributes of a D-Bus item: `svce`, `acct`, `labl` and `gena`.
+    public static func keychainAttributes(for attributes: [String: String], label: String) -> Attributes {
+        [
+            .service: .string(attributes["service"] ?? ""),
+            .account: .string(attributes["account"] ?? attributes["username"] ?? attributes["user"] ?? ""),
+            .label: .string(label),
+            .generic: .data(encode(attributes)),
+        ]
+    }
+
+    /// The engine query that narrows a search by the indexed primary-key attributes: `svce` for
+    /// `service`, `acct` for `account` (never for `username` or `user`, which are `acct` only when
+    /// the item has no `account`).
+    public static func engineQuery(for query: [String: String]) -> ItemQuery {
+        var attributes: Attributes = [:]
+        if let service = query["service"] { attributes[.service] = .string(service) }
+        if let account = query["account"] { attributes[.account] = .string(account) }
+        return ItemQuery(class: .genericPassword, attributes: attributes)
+    }
+
+    /// Whether every pair of `query` is one of `attributes` (exact; an empty query matches all).
+    public static func matches(_ attributes: [String: String], _ query: [String: String]) -> Bool {
+        query.allSatisfy { attributes[$0.key] == $0.value }
+    }
+
+    /// The deterministic form kept in `gena`.
+    static func encode(_ attributes: [String: String]) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode([marker: attributes])) ?? Data()
+    }
+
+    static func decode(_ data: Data) -> [String: String]? {
+        (try? JSONDecoder().decode([String: [String: String]].self, from: data))?[marker]
+    }
+}

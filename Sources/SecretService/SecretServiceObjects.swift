@@ -1,0 +1,283 @@
+import DBusWire
+import Foundation
+import KeychainCore
+
+extension SecretServiceProvider {
+    // MARK: Service
+
+    var serviceObject: DBusInterface {
+        DBusInterface(
+            Self.serviceInterface,
+            methods: [
+                DBusMethod(
+                    "OpenSession", inputs: [.init("algorithm", .string), .init("input", .variant)],
+                    outputs: [.init("output", .variant), .init("result", .objectPath)]
+                ) { [self] call in try openSession(call) },
+                DBusMethod(
+                    "CreateCollection",
+                    inputs: [.init("properties", .dictionary(key: .string, value: .variant)), .init("alias", .string)],
+                    outputs: [.init("collection", .objectPath), .init("prompt", .objectPath)]
+                ) { _ in throw SecretServiceError.notSupported("only the login collection exists") },
+                DBusMethod(
+                    "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
+                    outputs: [.init("unlocked", .array(.objectPath)), .init("locked", .array(.objectPath))]
+                ) { [self] call in
+                    let paths = try await search(Self.stringMap(call.arguments.first), call.message, call.connection)
+                    return [Self.paths(paths), Self.paths([])]
+                },
+                DBusMethod(
+                    "Unlock", inputs: [.init("objects", .array(.objectPath))],
+                    outputs: [.init("unlocked", .array(.objectPath)), .init("prompt", .objectPath)]
+                ) { [self] call in try await unlock(call) },
+                DBusMethod(
+                    "Lock", inputs: [.init("objects", .array(.objectPath))],
+                    outputs: [.init("locked", .array(.objectPath)), .init("Prompt", .objectPath)]
+                ) { _ in [Self.paths([]), .objectPath("/")] },
+                DBusMethod(
+                    "GetSecrets", inputs: [.init("items", .array(.objectPath)), .init("session", .objectPath)],
+                    outputs: [.init("secrets", .dictionary(key: .objectPath, value: Self.secretType))]
+                ) { [self] call in try await getSecrets(call) },
+                DBusMethod("ReadAlias", inputs: [.init("name", .string)], outputs: [.init("collection", .objectPath)]) {
+                    call in
+                    let alias = call.arguments.first?.stringValue ?? ""
+                    return [.objectPath(["default", "login"].contains(alias) ? Self.collectionPath : "/")]
+                },
+                DBusMethod("SetAlias", inputs: [.init("name", .string), .init("collection", .objectPath)]) { _ in
+                    throw SecretServiceError.notSupported("aliases cannot be changed yet")
+                },
+            ],
+            properties: [
+                DBusProperty("Collections", type: .array(.objectPath)) { _ in Self.paths([Self.collectionPath]) }
+            ],
+            signals: ["CollectionCreated", "CollectionDeleted", "CollectionChanged"].map {
+                DBusSignalDescription($0, arguments: [.init("collection", .objectPath)])
+            })
+    }
+
+    func openSession(_ call: DBusMethodCall) throws -> [DBusValue] {
+        guard call.arguments.first?.stringValue == "plain" else {
+            throw SecretServiceError.notSupported("only the plain algorithm is supported")
+        }
+        guard let owner = call.message.sender else { throw SecretServiceError.refused }
+        let path = Self.sessionPrefix + String(nextSession.add(1, ordering: .relaxed).oldValue)
+        sessions.withLock { $0[path] = owner }
+        try objects.register(
+            DBusInterface(
+                Self.sessionInterface,
+                methods: [
+                    DBusMethod("Close") { [self] call in
+                        try checkSession(path, caller: call.message.sender)
+                        sessions.withLock { $0[path] = nil }
+                        objects.unregister(path: path)
+                        return []
+                    }
+                ]),
+            at: path)
+        return [.variant(.string("")), .objectPath(path)]
+    }
+
+    func unlock(_ call: DBusMethodCall) async throws -> [DBusValue] {
+        let requested = call.arguments.first?.arrayElements ?? []
+        let locked = try await withKeychain(call.message, call.connection) { $0.isLocked }
+        // A keychain without a password is never locked; a locked one needs a prompt (not yet).
+        return [Self.paths(locked ? [] : requested.compactMap(\.objectPathValue)), .objectPath("/")]
+    }
+
+    func getSecrets(_ call: DBusMethodCall) async throws -> [DBusValue] {
+        let session = call.arguments.count > 1 ? call.arguments[1].objectPathValue : nil
+        try checkSession(session, caller: call.message.sender)
+        var entries: [DBusDictEntry] = []
+        for path in (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue) {
+            // Items that are missing, not the caller's or locked are left out.
+            guard let found = try? await item(at: path, includeData: true, call.message, call.connection) else {
+                continue
+            }
+            entries.append(DBusDictEntry(.objectPath(path), secretValue(found, session: session ?? "/")))
+        }
+        return [.dictionary(key: .objectPath, value: Self.secretType, entries)]
+    }
+
+    // MARK: Collection
+
+    var collectionObject: DBusInterface {
+        DBusInterface(
+            Self.collectionInterface,
+            methods: [
+                DBusMethod(
+                    "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
+                    outputs: [.init("results", .array(.objectPath))]
+                ) { [self] call in
+                    [Self.paths(try await search(Self.stringMap(call.arguments.first), call.message, call.connection))]
+                },
+                DBusMethod(
+                    "CreateItem",
+                    inputs: [
+                        .init("properties", .dictionary(key: .string, value: .variant)),
+                        .init("secret", Self.secretType),
+                        .init("replace", .boolean),
+                    ],
+                    outputs: [.init("item", .objectPath), .init("prompt", .objectPath)]
+                ) { [self] call in try await createItem(call) },
+                DBusMethod("Delete", outputs: [.init("prompt", .objectPath)]) { _ in
+                    throw SecretServiceError.notSupported("the login collection cannot be deleted")
+                },
+            ],
+            properties: [
+                DBusProperty("Label", type: .string) { _ in .string("Login") },
+                DBusProperty("Items", type: .array(.objectPath)) { [self] connection in
+                    Self.paths(try await search([:], DBusCurrentCall.message, connection))
+                },
+                DBusProperty("Locked", type: .boolean) { [self] connection in
+                    .boolean(try await withKeychain(DBusCurrentCall.message, connection) { $0.isLocked })
+                },
+                DBusProperty("Created", type: .uint64) { _ in .uint64(0) },
+                DBusProperty("Modified", type: .uint64) { _ in .uint64(0) },
+            ],
+            signals: ["ItemCreated", "ItemDeleted", "ItemChanged"].map {
+                DBusSignalDescription($0, arguments: [.init("item", .objectPath)])
+            })
+    }
+
+    func createItem(_ call: DBusMethodCall) async throws -> [DBusValue] {
+        let properties = call.arguments.first?.stringKeyedEntries ?? [:]
+        let label = Self.unwrap(properties[Self.itemInterface + ".Label"])?.stringValue ?? ""
+        let attributes = Self.stringMap(Self.unwrap(properties[Self.itemInterface + ".Attributes"]))
+        guard call.arguments.count == 3, case .structure(let secret) = call.arguments[1], secret.count == 4,
+            case .bytes(let value) = secret[2]
+        else { throw DBusError.method(DBusErrorName.invalidArgs, "expected a secret (oayays)") }
+        try checkSession(secret[0].objectPathValue, caller: call.message.sender)
+        let replace = call.arguments[2] == .boolean(true)
+        let stored = SecretAttributes.keychainAttributes(for: attributes, label: label)
+        let data = Data(value)
+        let (item, added) = try await withKeychain(call.message, call.connection) { keychain in
+            if replace,
+                let existing = try keychain.find(SecretAttributes.engineQuery(for: attributes), includeData: false)
+                    .first(where: { SecretAttributes.matches(SecretAttributes.attributes(of: $0), attributes) }),
+                let id = existing.persistentID
+            {
+                let query = ItemQuery(class: .genericPassword, persistentID: id)
+                _ = try keychain.update(query, attributes: stored, data: data)
+                return (existing, false)
+            }
+            return (try keychain.add(Item(class: .genericPassword, attributes: stored, data: data)), true)
+        }
+        guard let path = Self.itemPath(item) else { throw SecretServiceError.noSuchObject }
+        try registerItem(at: path)
+        await emit(
+            added ? "ItemCreated" : "ItemChanged", interface: Self.collectionInterface, path: Self.collectionPath,
+            [.objectPath(path)], on: call.connection)
+        return [.objectPath(path), .objectPath("/")]
+    }
+
+    // MARK: Items
+
+    func registerItem(at path: String) throws {
+        guard objects.interfaces(at: path) == nil else { return }
+        try objects.register(itemObject(path), at: path)
+    }
+
+    func itemObject(_ path: String) -> DBusInterface {
+        DBusInterface(
+            Self.itemInterface,
+            methods: [
+                DBusMethod(
+                    "GetSecret", inputs: [.init("session", .objectPath)], outputs: [.init("secret", Self.secretType)]
+                ) {
+                    [self] call in
+                    let session = call.arguments.first?.objectPathValue
+                    try checkSession(session, caller: call.message.sender)
+                    let found = try await item(at: path, includeData: true, call.message, call.connection)
+                    return [secretValue(found, session: session ?? "/")]
+                },
+                DBusMethod("SetSecret", inputs: [.init("secret", Self.secretType)]) { [self] call in
+                    try await setSecret(path, call)
+                },
+                DBusMethod("Delete", outputs: [.init("Prompt", .objectPath)]) { [self] call in
+                    try await delete(path, call)
+                },
+            ],
+            properties: [
+                DBusProperty("Label", type: .string) { [self] connection in
+                    .string(try await currentItem(path, connection).attributes[.label]?.stringValue ?? "")
+                },
+                DBusProperty("Attributes", type: .dictionary(key: .string, value: .string)) { [self] connection in
+                    Self.stringDictionary(SecretAttributes.attributes(of: try await currentItem(path, connection)))
+                },
+                DBusProperty("Locked", type: .boolean) { [self] connection in
+                    .boolean(try await withKeychain(DBusCurrentCall.message, connection) { $0.isLocked })
+                },
+                DBusProperty("Created", type: .uint64) { [self] connection in
+                    Self.seconds(try await currentItem(path, connection).attributes[.creationDate])
+                },
+                DBusProperty("Modified", type: .uint64) { [self] connection in
+                    Self.seconds(try await currentItem(path, connection).attributes[.modificationDate])
+                },
+            ])
+    }
+
+    func currentItem(_ path: String, _ connection: DBusConnection) async throws -> Item {
+        try await item(at: path, includeData: false, DBusCurrentCall.message, connection)
+    }
+
+    func setSecret(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
+        guard case .structure(let secret)? = call.arguments.first, secret.count == 4, case .bytes(let value) = secret[2]
+        else { throw DBusError.method(DBusErrorName.invalidArgs, "expected a secret (oayays)") }
+        try checkSession(secret[0].objectPathValue, caller: call.message.sender)
+        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
+        let changed = try await withKeychain(call.message, call.connection) { keychain in
+            try keychain.update(
+                ItemQuery(class: .genericPassword, persistentID: id), attributes: [:], data: Data(value))
+        }
+        guard changed > 0 else { throw SecretServiceError.noSuchObject }
+        await emit(
+            "ItemChanged", interface: Self.collectionInterface, path: Self.collectionPath, [.objectPath(path)],
+            on: call.connection)
+        return []
+    }
+
+    func delete(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
+        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
+        let deleted = try await withKeychain(call.message, call.connection) { keychain in
+            try keychain.delete(ItemQuery(class: .genericPassword, persistentID: id))
+        }
+        guard deleted > 0 else { throw SecretServiceError.noSuchObject }
+        objects.unregister(path: path)
+        await emit(
+            "ItemDeleted", interface: Self.collectionInterface, path: Self.collectionPath, [.objectPath(path)],
+            on: call.connection)
+        return [.objectPath("/")]
+    }
+
+    // MARK: Values
+
+    static func paths(_ paths: [String]) -> DBusValue { .array(.objectPath, paths.map { .objectPath($0) }) }
+
+    static func unwrap(_ value: DBusValue?) -> DBusValue? { value?.variantValue ?? value }
+
+    static func stringMap(_ value: DBusValue?) -> [String: String] {
+        guard case .dictionary(_, _, let entries)? = value else { return [:] }
+        var map: [String: String] = [:]
+        for entry in entries {
+            if let key = entry.key.stringValue, let value = entry.value.stringValue { map[key] = value }
+        }
+        return map
+    }
+
+    static func stringDictionary(_ map: [String: String]) -> DBusValue {
+        .dictionary(
+            key: .string, value: .string,
+            map.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })
+    }
+
+    static func seconds(_ value: AttributeValue?) -> DBusValue {
+        .uint64(UInt64(max(0, value?.dateValue?.timeIntervalSince1970 ?? 0)))
+    }
+}
+
+extension DBusValue {
+    /// The path of an `o` value.
+    var objectPathValue: String? {
+        guard case .objectPath(let path) = self else { return nil }
+        return path
+    }
+}

@@ -1,0 +1,196 @@
+import DBusWire
+import Foundation
+import KeychainAgent
+import KeychainCore
+import Synchronization
+
+/// The freedesktop Secret Service (`org.freedesktop.secrets`) on the agent's default keychain:
+/// the Service, one collection (`login`, also at the alias `default`), its items and `plain`
+/// sessions. Each caller is identified through the bus (`GetConnectionCredentials`) and sees
+/// only its access groups, as through the agent's socket.
+///
+/// ```swift
+/// let provider = SecretServiceProvider(agent: service, directory: directory)
+/// let bus = try await DBusConnection.connect(to: addresses, objects: provider.objects)
+/// try await bus.hello()
+/// let watcher = try await provider.watchSessions(on: bus)
+/// ```
+public final class SecretServiceProvider: Sendable {
+    /// The well-known bus name.
+    public static let busName = "org.freedesktop.secrets"
+    static let servicePath = "/org/freedesktop/secrets"
+    static let collectionPath = "/org/freedesktop/secrets/collection/login"
+    static let aliasPath = "/org/freedesktop/secrets/aliases/default"
+    static let sessionPrefix = "/org/freedesktop/secrets/session/"
+
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let collectionInterface = "org.freedesktop.Secret.Collection"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+    static let sessionInterface = "org.freedesktop.Secret.Session"
+
+    /// The secret struct `(oayays)`: session, parameters, value, content type.
+    static let secretType = DBusType.structure([.objectPath, .array(.byte), .array(.byte), .string])
+
+    /// The objects to export on the bus connection.
+    public let objects = DBusObjectTree()
+    let agent: AgentService
+    let directory: CallerDirectory
+    /// Open sessions: path → the unique bus name that opened it.
+    let sessions = Mutex<[String: String]>([:])
+    let nextSession = Atomic<UInt64>(1)
+
+    /// A provider that serves `agent`'s default keychain to callers identified by `directory`.
+    public init(agent: AgentService, directory: CallerDirectory) throws {
+        self.agent = agent
+        self.directory = directory
+        try objects.register(serviceObject, at: Self.servicePath)
+        try objects.register(collectionObject, at: Self.collectionPath)
+        try objects.register(collectionObject, at: Self.aliasPath)
+    }
+
+    /// The number of open sessions (for tests and diagnostics).
+    public var sessionCount: Int { sessions.withLock { $0.count } }
+
+    /// Subscribes to `NameOwnerChanged` and then, in the returned task, frees the sessions of
+    /// callers that leave the bus until the connection closes or the task is cancelled.
+    public func watchSessions(on connection: DBusConnection) async throws -> Task<Void, Never> {
+        _ = try await connection.callBus(
+            "AddMatch", [.string("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'")])
+        return Task { [self] in
+            for await signal in connection.signals where signal.member == "NameOwnerChanged" {
+                guard signal.body.count == 3, signal.body[2].stringValue == "",
+                    let name = signal.body[0].stringValue
+                else { continue }
+                closeSessions(of: name)
+            }
+        }
+    }
+
+    func closeSessions(of owner: String) {
+        let closed = sessions.withLock { sessions in
+            let paths = sessions.filter { $0.value == owner }.map(\.key)
+            for path in paths { sessions[path] = nil }
+            return paths
+        }
+        for path in closed { objects.unregister(path: path) }
+    }
+
+    // MARK: Callers
+
+    /// The access groups of the caller of the message being served.
+    func groups(_ message: DBusMessage?, _ connection: DBusConnection) async throws -> AccessGroups {
+        guard let sender = message?.sender else { throw SecretServiceError.refused }
+        let reply = try await connection.callBus("GetConnectionCredentials", [.string(sender)])
+        guard let entries = reply.body.first?.stringKeyedEntries,
+            let pid = (entries["ProcessID"]?.variantValue ?? entries["ProcessID"])?.uint32Value,
+            let uid = (entries["UnixUserID"]?.variantValue ?? entries["UnixUserID"])?.uint32Value
+        else { throw SecretServiceError.refused }
+        let credentials = DBusPeerCredentials(uid: uid, gid: getgid(), pid: Int32(bitPattern: pid))
+        do {
+            return try directory.accessGroups(for: credentials)
+        } catch {
+            throw SecretServiceError.refused
+        }
+    }
+
+    /// Runs `body` on the default keychain for the caller of `message`; engine errors become
+    /// D-Bus errors without secrets.
+    func withKeychain<T: Sendable>(
+        _ message: DBusMessage?, _ connection: DBusConnection,
+        _ body: @escaping @Sendable (any KeychainHandle) throws -> T
+    ) async throws -> T {
+        let groups = try await groups(message, connection)
+        do {
+            return try await agent.withDefaultKeychain(for: groups, body)
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
+    }
+
+    /// Checks that `path` is a session opened by the caller.
+    func checkSession(_ path: String?, caller: String?) throws {
+        guard let path, let caller, sessions.withLock({ $0[path] }) == caller else {
+            throw DBusError.method(SecretServiceError.noSession, "the session does not exist or is not the caller's")
+        }
+    }
+
+    // MARK: Items
+
+    static func itemPath(_ item: Item) -> String? {
+        guard let id = item.persistentID else { return nil }
+        return collectionPath + "/" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    }
+
+    static func itemID(_ path: String) -> UUID? {
+        for prefix in [collectionPath + "/", aliasPath + "/"] where path.hasPrefix(prefix) {
+            let hex = Array(path.dropFirst(prefix.count))
+            guard hex.count == 32 else { return nil }
+            var text = ""
+            for (index, character) in hex.enumerated() {
+                if [8, 12, 16, 20].contains(index) { text.append("-") }
+                text.append(character)
+            }
+            return UUID(uuidString: text)
+        }
+        return nil
+    }
+
+    /// The caller's items that match `query`, registered as objects.
+    func search(_ query: [String: String], _ message: DBusMessage?, _ connection: DBusConnection) async throws
+        -> [String]
+    {
+        let found = try await withKeychain(message, connection) { keychain in
+            try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false)
+        }
+        let paths = found.filter { SecretAttributes.matches(SecretAttributes.attributes(of: $0), query) }
+            .compactMap(Self.itemPath)
+        for path in paths { try registerItem(at: path) }
+        return paths
+    }
+
+    /// The caller's item at `path`, with its secret when `includeData`.
+    func item(at path: String, includeData: Bool, _ message: DBusMessage?, _ connection: DBusConnection)
+        async throws -> Item
+    {
+        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
+        let found = try await withKeychain(message, connection) { keychain in
+            try keychain.findFirst(ItemQuery(class: .genericPassword, persistentID: id), includeData: includeData)
+        }
+        guard let found else { throw SecretServiceError.noSuchObject }
+        return found
+    }
+
+    func secretValue(_ item: Item, session: String) -> DBusValue {
+        .structure([.objectPath(session), .bytes([]), .bytes(Array(item.data ?? Data())), .string("text/plain")])
+    }
+
+    func emit(_ member: String, interface: String, path: String, _ body: [DBusValue], on connection: DBusConnection)
+        async
+    {
+        try? await connection.send(.signal(path: path, interface: interface, member: member, body: body))
+    }
+}
+
+/// The errors the Secret Service answers with (their texts never hold a secret).
+enum SecretServiceError {
+    static let isLocked = "org.freedesktop.Secret.Error.IsLocked"
+    static let noSuchObjectName = "org.freedesktop.Secret.Error.NoSuchObject"
+    static let noSession = "org.freedesktop.Secret.Error.NoSession"
+    static let alreadyExists = "org.freedesktop.Secret.Error.AlreadyExists"
+
+    static var noSuchObject: DBusError { .method(noSuchObjectName, "no such item") }
+    static var refused: DBusError {
+        .method("org.freedesktop.DBus.Error.AccessDenied", "the caller could not be identified")
+    }
+    static func notSupported(_ what: String) -> DBusError { .method(DBusErrorName.notSupported, what) }
+
+    static func dbusError(_ error: KeychainError) -> DBusError {
+        switch error.code {
+        case .interactionNotAllowed, .authFailed: .method(isLocked, "the keychain is locked")
+        case .itemNotFound: noSuchObject
+        case .duplicateItem: .method(alreadyExists, "an item with this service and account exists")
+        case .missingEntitlement: refused
+        default: .method(DBusErrorName.failed, "the keychain refused: \(error.code)")
+        }
+    }
+}

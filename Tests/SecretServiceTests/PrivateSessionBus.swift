@@ -1,0 +1,216 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What one run of a tool produced.
+struct ToolResult: CustomStringConvertible {
+    var status: Int32
+    var stdout: Data
+    var stderr: Data
+    var out: String { String(decoding: stdout, as: UTF8.self) }
+    var description: String { "status \(status), stderr: \(String(decoding: stderr, as: UTF8.self))" }
+}
+
+struct ToolMissing: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// The directory of the test bundle's build products (`keychaind`, `security`).
+var productsDirectory: String {
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+    for _ in 0..<4 where !FileManager.default.isExecutableFile(atPath: directory.path + "/keychaind") {
+        directory = directory.deletingLastPathComponent()
+    }
+    return directory.path
+}
+
+/// A tool that must exist: a missing one fails the test.
+func requireTool(_ path: String) throws -> String {
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        throw ToolMissing(description: "\(path) is missing")
+    }
+    return path
+}
+
+/// A tool started with its output going to files (a pipe's write end inherited by a daemon it
+/// starts would never close).
+final class LaunchedTool {
+    let process = Process()
+    let directory = FileManager.default.temporaryDirectory.path + "/tool-\(UUID().uuidString.prefix(8))"
+    let end: Date
+    let name: String
+
+    init(_ path: String, _ arguments: [String], stdin: Data?, environment: [String: String], deadline: TimeInterval)
+        throws
+    {
+        end = Date().addingTimeInterval(deadline)
+        name = "\(path) \(arguments.first ?? "")"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: directory + "/out", contents: nil)
+        _ = FileManager.default.createFile(atPath: directory + "/err", contents: nil)
+        let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/out"))
+        let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/err"))
+        defer {
+            try? outHandle.close()
+            try? errHandle.close()
+        }
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.environment = environment
+        let input = Pipe()
+        process.standardOutput = outHandle
+        process.standardError = errHandle
+        process.standardInput = input
+        try process.run()
+        if let stdin { try input.fileHandleForWriting.write(contentsOf: stdin) }
+        try input.fileHandleForWriting.close()
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Whether it still runs; past the deadline it is killed and this throws.
+    func running() throws -> Bool {
+        guard process.isRunning else { return false }
+        if Date() > end {
+            kill(process.processIdentifier, SIGKILL)
+            throw ToolMissing(description: "\(name) did not finish")
+        }
+        return true
+    }
+
+    var result: ToolResult {
+        ToolResult(
+            status: process.terminationStatus,
+            stdout: FileManager.default.contents(atPath: directory + "/out") ?? Data(),
+            stderr: FileManager.default.contents(atPath: directory + "/err") ?? Data())
+    }
+}
+
+/// Runs `path` with `arguments`, optional standard input, in `environment`, blocking; killed
+/// after `deadline` (a hang fails the test rather than blocking the suite). For synchronous
+/// tests whose peers all run in other processes.
+func runTool(
+    _ path: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String],
+    deadline: TimeInterval = 120
+) throws -> ToolResult {
+    let tool = try LaunchedTool(path, arguments, stdin: stdin, environment: environment, deadline: deadline)
+    while try tool.running() { usleep(10_000) }
+    return tool.result
+}
+
+/// As ``runTool(_:_:stdin:environment:deadline:)``, for async tests that serve D-Bus in this
+/// process: it waits without holding one of the few cooperative threads the provider needs.
+func runToolAsync(
+    _ path: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String],
+    deadline: TimeInterval = 120
+) async throws -> ToolResult {
+    let tool = try LaunchedTool(path, arguments, stdin: stdin, environment: environment, deadline: deadline)
+    while try tool.running() { try await Task.sleep(for: .milliseconds(10)) }
+    return tool.result
+}
+
+/// A private session bus (`dbus-daemon --config-file`) whose only service directory activates
+/// the built `keychaind --secret-service`, with a temporary home; stopped by pid.
+final class PrivateSessionBus: @unchecked Sendable {
+    let root: String
+    let daemon: Process
+    private(set) var address = ""
+
+    var home: String { root + "/home" }
+    var socket: String { root + "/run/agent.sock" }
+
+    /// The environment of the daemon, the provider it activates and the clients.
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter {
+            !$0.key.hasPrefix("KEYCHAIN_") && !$0.key.hasPrefix("XDG_") && !$0.key.hasPrefix("DBUS_")
+        }
+        environment["HOME"] = home
+        environment["XDG_DATA_HOME"] = root + "/data"
+        environment["XDG_CONFIG_HOME"] = root + "/config"
+        environment["XDG_RUNTIME_DIR"] = root + "/run"
+        environment["KEYCHAIN_UNSAFE_TEST_KDF"] = "1"
+        environment["KEYCHAIN_AGENT_SOCK"] = socket
+        environment["KEYCHAIN_AGENT"] = "required"
+        if !address.isEmpty { environment["DBUS_SESSION_BUS_ADDRESS"] = address }
+        return environment
+    }
+
+    /// Starts the bus; `serviceFile` is the repository's activation file, whose `Exec` is
+    /// pointed at the built `keychaind`.
+    init(serviceFile: String, keychaind: String) throws {
+        root = FileManager.default.temporaryDirectory.path + "/secret-service-\(UUID().uuidString.prefix(8))"
+        for directory in ["home", "data", "config", "run", "services", "bus"] {
+            try FileManager.default.createDirectory(
+                atPath: root + "/" + directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        let template = try String(contentsOfFile: serviceFile, encoding: .utf8)
+        let service = template.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+            line.hasPrefix("Exec=") ? "Exec=\(keychaind) --secret-service" : String(line)
+        }.joined(separator: "\n")
+        try service.write(toFile: root + "/services/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:dir=\(root)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <servicedir>\(root)/services</servicedir>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        try config.write(toFile: root + "/session.conf", atomically: true, encoding: .utf8)
+
+        daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: try requireTool("/usr/bin/dbus-daemon"))
+        daemon.arguments = ["--config-file=\(root)/session.conf", "--nofork", "--print-address"]
+        let addressFile = root + "/address"
+        _ = FileManager.default.createFile(atPath: addressFile, contents: nil)
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: addressFile))
+        defer { try? output.close() }
+        daemon.standardOutput = output
+        daemon.standardInput = FileHandle.nullDevice
+        daemon.environment = environment
+        try daemon.run()
+        var line = Data()
+        let end = Date().addingTimeInterval(60)
+        while !line.contains(UInt8(ascii: "\n")) && Date() < end {
+            usleep(10_000)
+            line = FileManager.default.contents(atPath: addressFile) ?? Data()
+        }
+        let printed = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard printed.hasPrefix("unix:") else { throw ToolMissing(description: "dbus-daemon printed no address") }
+        address = printed
+    }
+
+    /// The pid of the owner of `name` on this bus, or `nil`.
+    func ownerPID(of name: String) throws -> Int32? {
+        let result = try runTool(
+            try requireTool("/usr/bin/dbus-send"),
+            [
+                "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.GetConnectionUnixProcessID", "string:\(name)",
+            ], environment: environment)
+        guard result.status == 0, let last = result.out.split(separator: " ").last else { return nil }
+        return Int32(last.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Stops the provider and the daemon by pid and removes the directory.
+    func stop() {
+        // The activated keychaind; never this process (a test may own the name itself).
+        if let pid = try? ownerPID(of: "org.freedesktop.secrets"), pid != getpid() { kill(pid, SIGTERM) }
+        kill(daemon.processIdentifier, SIGTERM)
+        let end = Date().addingTimeInterval(10)
+        while daemon.isRunning && Date() < end { usleep(10_000) }
+        if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+}

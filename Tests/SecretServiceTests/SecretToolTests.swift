@@ -1,0 +1,168 @@
+import Foundation
+import KeychainCore
+import SecretService
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Secret Service driven by the real `secret-tool`, `gdbus` and the `security` tool, on a
+/// private session bus that activates the built `keychaind` from the repository's service file.
+@Suite("Secret Service with real clients")
+struct SecretToolTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    func secretTool(_ bus: PrivateSessionBus, _ arguments: [String], stdin: Data? = nil) throws -> ToolResult {
+        try runTool(try requireTool("/usr/bin/secret-tool"), arguments, stdin: stdin, environment: bus.environment)
+    }
+
+    func security(_ bus: PrivateSessionBus, _ arguments: [String]) throws -> ToolResult {
+        try runTool(try requireTool(productsDirectory + "/security"), arguments, environment: bus.environment)
+    }
+
+    @Test("secret-tool store, lookup, search, clear and replace; security and secret-tool see each other's items")
+    func realClients() throws {
+        let bus = try PrivateSessionBus(
+            serviceFile: Self.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+
+        // Activation through the service file, store, then lookup: the exact bytes.
+        let stored = try secretTool(
+            bus, ["store", "--label=Mail", "service", "mail", "account", "alice", "extra", "x"],
+            stdin: Data("pässwörd 1".utf8))
+        #expect(stored.status == 0, "\(stored)")
+        let found = try secretTool(bus, ["lookup", "service", "mail", "account", "alice"])
+        #expect(found.status == 0 && found.stdout == Data("pässwörd 1".utf8), "\(found)")
+        #expect(try bus.ownerPID(of: SecretServiceProvider.busName) != nil, "keychaind owns the name")
+
+        // A miss: exit 1, nothing printed. Attribute names are case-sensitive.
+        let miss = try secretTool(bus, ["lookup", "Service", "mail"])
+        #expect(miss.status == 1 && miss.stdout.isEmpty, "\(miss)")
+
+        // Store twice with the same attributes: one item, the new secret.
+        #expect(
+            try secretTool(
+                bus, ["store", "--label=Mail", "service", "mail", "account", "alice", "extra", "x"],
+                stdin: Data("second".utf8)
+            ).status == 0)
+        let replaced = try secretTool(bus, ["lookup", "extra", "x"])
+        #expect(replaced.stdout == Data("second".utf8), "\(replaced)")
+        let search = try secretTool(bus, ["search", "--all", "service", "mail"])
+        #expect(search.status == 0, "\(search)")
+        let listed = search.out + String(decoding: search.stderr, as: UTF8.self)
+        #expect(listed.components(separatedBy: "attribute.extra = x").count == 2, "one item: \(listed)")
+        #expect(listed.contains("label = Mail") && listed.contains("attribute.account = alice"), "\(listed)")
+
+        // Clear, then the lookup misses.
+        #expect(try secretTool(bus, ["clear", "service", "mail"]).status == 0)
+        #expect(try secretTool(bus, ["lookup", "service", "mail"]).status == 1)
+
+        // security → secret-tool.
+        let added = try security(bus, ["add-generic-password", "-s", "S", "-a", "A", "-w", "from-security"])
+        #expect(added.status == 0, "\(added)")
+        let crossed = try secretTool(bus, ["lookup", "service", "S", "account", "A"])
+        #expect(crossed.stdout == Data("from-security".utf8), "\(crossed)")
+
+        // secret-tool → security.
+        #expect(
+            try secretTool(bus, ["store", "--label=T", "service", "T", "account", "B"], stdin: Data("from-dbus".utf8))
+                .status == 0)
+        let back = try security(bus, ["find-generic-password", "-s", "T", "-a", "B", "-w"])
+        #expect(back.status == 0 && back.out == "from-dbus\n", "\(back)")
+
+        // Introspection parses.
+        let introspection = try runTool(
+            try requireTool("/usr/bin/gdbus"),
+            [
+                "introspect", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
+                "/org/freedesktop/secrets",
+            ],
+            environment: bus.environment)
+        #expect(introspection.status == 0 && introspection.out.contains("OpenSession"), "\(introspection)")
+    }
+
+    func gdbus(
+        _ bus: PrivateSessionBus, _ method: String, _ arguments: [String], path: String = "/org/freedesktop/secrets"
+    )
+        throws -> ToolResult
+    {
+        try runTool(
+            try requireTool("/usr/bin/gdbus"),
+            ["call", "--session", "--dest", SecretServiceProvider.busName, "--object-path", path, "--method", method]
+                + arguments, environment: bus.environment)
+    }
+
+    @Test(
+        "Protocol: DH is NotSupported, plain works, sessions belong to their caller, aliases; a taken name is reported")
+    func protocolAndNameOwnership() throws {
+        let bus = try PrivateSessionBus(
+            serviceFile: Self.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+        let service = "org.freedesktop.Secret.Service."
+
+        let dh = try gdbus(bus, service + "OpenSession", ["dh-ietf1024-sha256-aes128-cbc-pkcs7", "<@ay [1]>"])
+        #expect(dh.status != 0 && "\(dh)".contains("org.freedesktop.DBus.Error.NotSupported"), "\(dh)")
+        let plain = try gdbus(bus, service + "OpenSession", ["plain", "<''>"])
+        #expect(plain.status == 0 && plain.out.contains("/org/freedesktop/secrets/session/"), "\(plain)")
+
+        // The session belonged to the gdbus process that opened it, which has left the bus.
+        let session = plain.out.components(separatedBy: "'").first { $0.hasPrefix("/org/freedesktop/secrets/session/") }
+        let foreign = try gdbus(bus, service + "GetSecrets", ["@ao []", session ?? "/"])
+        #expect(foreign.status != 0 && "\(foreign)".contains("org.freedesktop.Secret.Error.NoSession"), "\(foreign)")
+
+        let alias = try gdbus(bus, service + "ReadAlias", ["default"])
+        #expect(alias.out.contains("/org/freedesktop/secrets/collection/login"), "\(alias)")
+        let unknown = try gdbus(bus, service + "ReadAlias", ["nothing"])
+        #expect(unknown.out.contains("objectpath '/'"), "\(unknown)")
+        let label = try runTool(
+            try requireTool("/usr/bin/gdbus"),
+            [
+                "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
+                "/org/freedesktop/secrets/aliases/default", "--method", "org.freedesktop.DBus.Properties.Get",
+                "org.freedesktop.Secret.Collection", "Label",
+            ], environment: bus.environment)
+        #expect(label.status == 0 && label.out.contains("Login"), "\(label)")
+
+        // A second keychaind on another socket finds the name taken: it says so and serves its socket.
+        var environment = bus.environment
+        try FileManager.default.createDirectory(
+            atPath: bus.root + "/run2", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        environment["KEYCHAIN_AGENT_SOCK"] = bus.root + "/run2/agent.sock"
+        let errors = bus.root + "/second.err"
+        _ = FileManager.default.createFile(atPath: errors, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+        defer { try? handle.close() }
+        let second = Process()
+        second.executableURL = URL(fileURLWithPath: try requireTool(productsDirectory + "/keychaind"))
+        second.arguments = ["--secret-service"]
+        second.environment = environment
+        second.standardError = handle
+        second.standardInput = FileHandle.nullDevice
+        try second.run()
+        defer { kill(second.processIdentifier, SIGTERM) }
+        let end = Date().addingTimeInterval(60)
+        var said = ""
+        while Date() < end && !said.contains("owned by another program") {
+            usleep(20_000)
+            said = String(decoding: FileManager.default.contents(atPath: errors) ?? Data(), as: UTF8.self)
+        }
+        #expect(said.contains("org.freedesktop.secrets is owned by another program"), "\(said)")
+        #expect(second.isRunning && FileManager.default.fileExists(atPath: bus.root + "/run2/agent.sock"))
+    }
+
+    @Test("The attribute map: service and account go to svce and acct, the whole map comes back exactly")
+    func mapping() {
+        let attributes = ["service": "s", "username": "u", "z": "1", "a": ""]
+        let stored = SecretAttributes.keychainAttributes(for: attributes, label: "L")
+        #expect(stored[.service] == .string("s") && stored[.account] == .string("u") && stored[.label] == .string("L"))
+        let item = Item(class: .genericPassword, attributes: stored)
+        #expect(SecretAttributes.attributes(of: item) == attributes)
+        let plain = Item(class: .genericPassword, attributes: [.service: .string("S"), .account: .string("A")])
+        #expect(SecretAttributes.attributes(of: plain) == ["service": "S", "account": "A"])
+        #expect(SecretAttributes.matches(attributes, ["z": "1"]) && !SecretAttributes.matches(attributes, ["Z": "1"]))
+    }
+}
