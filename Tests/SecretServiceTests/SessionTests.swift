@@ -14,6 +14,12 @@ import Testing
 struct SessionTests {
     @Test("A session is freed when the connection that opened it leaves the bus (NameOwnerChanged)")
     func sessionFreedWhenCallerLeaves() async throws {
+        // Off Swift's global pool: the parallel suite's synchronous tests can hold all of its
+        // threads for minutes, and the bus drops a connection left idle that long.
+        try await withTaskExecutorPreference(SerialThreadExecutor()) { try await body() }
+    }
+
+    private func body() async throws {
         let bus = try PrivateSessionBus(
             serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
             keychaind: try requireTool(productsDirectory + "/keychaind"))
@@ -46,5 +52,16 @@ struct SessionTests {
         let end = Date().addingTimeInterval(60)
         while provider.sessionCount > 0 && Date() < end { try await Task.sleep(for: .milliseconds(20)) }
         #expect(provider.sessionCount == 0)
+    }
+}
+
+/// Runs a task's jobs on a serial dispatch queue of its own (a thread outside Swift's global pool).
+private final class SerialThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let queue = DispatchQueue(label: "secret-service-session-tests")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
     }
 }
