@@ -157,7 +157,7 @@ private struct SignatureParser {
 
     mutating func parseCompleteType(arrays: Int, structs: Int) throws -> DBusType {
         let code = try next()
-        if let basic = Self.simpleTypes[code] { return basic }
+        if let basic = DBusType.simpleType(code) { return basic }
         switch code {
         case UInt8(ascii: "a"): return try parseArray(arrays: arrays + 1, structs: structs)
         case UInt8(ascii: "("): return try parseStruct(arrays: arrays, structs: structs + 1)
@@ -202,11 +202,28 @@ private struct SignatureParser {
         return .structure(fields)
     }
 
-    static let simpleTypes: [UInt8: DBusType] = [
-        UInt8(ascii: "y"): .byte, UInt8(ascii: "b"): .boolean, UInt8(ascii: "n"): .int16,
-        UInt8(ascii: "q"): .uint16, UInt8(ascii: "i"): .int32, UInt8(ascii: "u"): .uint32,
-        UInt8(ascii: "x"): .int64, UInt8(ascii: "t"): .uint64, UInt8(ascii: "d"): .double,
-        UInt8(ascii: "s"): .string, UInt8(ascii: "o"): .objectPath, UInt8(ascii: "g"): .signature,
-        UInt8(ascii: "h"): .unixFD, UInt8(ascii: "v"): .variant,
-    ]
+}
+
+extension DBusType {
+    /// The type of a one-character signature code that is a complete type by itself (a basic
+    /// type or `v`), or `nil` (a container, or not a type code).
+    static func simpleType(_ code: UInt8) -> DBusType? {
+        switch code {
+        case UInt8(ascii: "y"): .byte
+        case UInt8(ascii: "b"): .boolean
+        case UInt8(ascii: "n"): .int16
+        case UInt8(ascii: "q"): .uint16
+        case UInt8(ascii: "i"): .int32
+        case UInt8(ascii: "u"): .uint32
+        case UInt8(ascii: "x"): .int64
+        case UInt8(ascii: "t"): .uint64
+        case UInt8(ascii: "d"): .double
+        case UInt8(ascii: "s"): .string
+        case UInt8(ascii: "o"): .objectPath
+        case UInt8(ascii: "g"): .signature
+        case UInt8(ascii: "h"): .unixFD
+        case UInt8(ascii: "v"): .variant
+        default: nil
+        }
+    }
 }

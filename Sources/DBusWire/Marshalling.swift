@@ -259,8 +259,10 @@ struct DBusReader {
     }
 
     mutating func readVariant(depth: Int) throws -> DBusValue {
-        // The signatures of nearly every variant (one basic type, or `ay`) without parsing a string.
-        if remaining >= 3, bytes[offset] == 1, bytes[offset + 2] == 0, let basic = Self.basicType(bytes[offset + 1]) {
+        // The signatures of nearly every variant (one simple type, or `ay`) without parsing a string.
+        if remaining >= 3, bytes[offset] == 1, bytes[offset + 2] == 0,
+            let basic = DBusType.simpleType(bytes[offset + 1])
+        {
             offset += 3
             return .variant(try read(basic, depth: depth + 1))
         }
@@ -275,26 +277,6 @@ struct DBusReader {
             throw DBusError(.malformedMessage, "variant signature must hold one complete type")
         }
         return .variant(try read(signature.types[0], depth: depth + 1))
-    }
-
-    /// The basic type of a one-character signature, or `nil` (a container, or not a type).
-    static func basicType(_ code: UInt8) -> DBusType? {
-        switch code {
-        case UInt8(ascii: "y"): .byte
-        case UInt8(ascii: "b"): .boolean
-        case UInt8(ascii: "n"): .int16
-        case UInt8(ascii: "q"): .uint16
-        case UInt8(ascii: "i"): .int32
-        case UInt8(ascii: "u"): .uint32
-        case UInt8(ascii: "x"): .int64
-        case UInt8(ascii: "t"): .uint64
-        case UInt8(ascii: "d"): .double
-        case UInt8(ascii: "s"): .string
-        case UInt8(ascii: "o"): .objectPath
-        case UInt8(ascii: "g"): .signature
-        case UInt8(ascii: "h"): .unixFD
-        default: nil
-        }
     }
 
     /// Reads an array's length and padding; returns the offset where its contents end.

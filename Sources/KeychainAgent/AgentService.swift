@@ -319,9 +319,6 @@ public final class AgentService: Sendable {
         case .unlock:
             try keychain.unlock(password: try password(arguments, 1))
             return []
-        case .lock:
-            keychain.lock()
-            return []
         case .status:
             return [
                 .stringVariantDictionary([
@@ -341,7 +338,8 @@ public final class AgentService: Sendable {
         case .setSettings:
             try keychain.setSettings(try AgentCodec.decodeSettings(try value(arguments, 1)))
             return []
-        case .create, .deleteKeychain, .lockAll, .close:
+        case .create, .deleteKeychain, .lockAll, .close, .lock:
+            // Served by the caller of this function, on the keychain itself.
             return []
         }
     }
