@@ -41,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
     ],
     targets: [
         .target(
@@ -217,7 +218,12 @@ let package = Package(
         .target(
             name: "KeychainClient", dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent"]
         ),
-        .target(name: "SecretService", dependencies: ["DBusWire", "KeychainCore", "KeychainAgent"]),
+        .target(
+            name: "SecretService",
+            dependencies: [
+                "DBusWire", "KeychainCore", "KeychainAgent", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "BigInt", package: "BigInt"),
+            ]),
         .executableTarget(
             name: "keychaind",
             dependencies: ["KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "SecretService"]

@@ -55,12 +55,30 @@ extension SecretServiceProvider {
     }
 
     func openSession(_ call: DBusMethodCall) throws -> [DBusValue] {
-        guard call.arguments.first?.stringValue == "plain" else {
-            throw SecretServiceError.notSupported("only the plain algorithm is supported")
-        }
         guard let owner = call.message.sender else { throw SecretServiceError.refused }
+        let input = call.arguments.count > 1 ? Self.unwrap(call.arguments[1]) : nil
+        let session: SecretSession
+        let output: DBusValue
+        switch call.arguments.first?.stringValue {
+        case "plain":
+            session = SecretSession(owner: owner, key: nil)
+            output = .string("")
+        case OakleyGroup2Agreement.algorithm:
+            guard case .bytes(let peer)? = input else {
+                throw DBusError.method(DBusErrorName.invalidArgs, "expected the client's public value (ay)")
+            }
+            let agreement = OakleyGroup2Agreement()
+            guard let key = agreement.sessionKey(peerPublicKey: peer) else {
+                throw DBusError.method(DBusErrorName.invalidArgs, "the client's public value is out of range")
+            }
+            session = SecretSession(owner: owner, key: key)
+            output = .bytes(agreement.publicKey)
+        default:
+            throw SecretServiceError.notSupported(
+                "the algorithms are plain and " + OakleyGroup2Agreement.algorithm)
+        }
         let path = Self.sessionPrefix + String(nextSession.add(1, ordering: .relaxed).oldValue)
-        sessions.withLock { $0[path] = owner }
+        sessions.withLock { $0[path] = session }
         try objects.register(
             DBusInterface(
                 Self.sessionInterface,
@@ -73,7 +91,7 @@ extension SecretServiceProvider {
                     }
                 ]),
             at: path)
-        return [.variant(.string("")), .objectPath(path)]
+        return [.variant(output), .objectPath(path)]
     }
 
     func unlock(_ call: DBusMethodCall) async throws -> [DBusValue] {
@@ -84,15 +102,15 @@ extension SecretServiceProvider {
     }
 
     func getSecrets(_ call: DBusMethodCall) async throws -> [DBusValue] {
-        let session = call.arguments.count > 1 ? call.arguments[1].objectPathValue : nil
-        try checkSession(session, caller: call.message.sender)
+        let path = call.arguments.count > 1 ? call.arguments[1].objectPathValue : nil
+        let session = try checkSession(path, caller: call.message.sender)
         var entries: [DBusDictEntry] = []
-        for path in (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue) {
+        for itemPath in (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue) {
             // Items that are missing, not the caller's or locked are left out.
-            guard let found = try? await item(at: path, includeData: true, call.message, call.connection) else {
+            guard let found = try? await item(at: itemPath, includeData: true, call.message, call.connection) else {
                 continue
             }
-            entries.append(DBusDictEntry(.objectPath(path), secretValue(found, session: session ?? "/")))
+            entries.append(DBusDictEntry(.objectPath(itemPath), try secretValue(found, session: path ?? "/", session)))
         }
         return [.dictionary(key: .objectPath, value: Self.secretType, entries)]
     }
@@ -142,13 +160,12 @@ extension SecretServiceProvider {
         let properties = call.arguments.first?.stringKeyedEntries ?? [:]
         let label = Self.unwrap(properties[Self.itemInterface + ".Label"])?.stringValue ?? ""
         let attributes = Self.stringMap(Self.unwrap(properties[Self.itemInterface + ".Attributes"]))
-        guard call.arguments.count == 3, case .structure(let secret) = call.arguments[1], secret.count == 4,
-            case .bytes(let value) = secret[2]
-        else { throw DBusError.method(DBusErrorName.invalidArgs, "expected a secret (oayays)") }
-        try checkSession(secret[0].objectPathValue, caller: call.message.sender)
+        guard call.arguments.count == 3 else {
+            throw DBusError.method(DBusErrorName.invalidArgs, "expected properties, a secret and replace")
+        }
+        let data = try receivedSecret(call.arguments[1], caller: call.message.sender)
         let replace = call.arguments[2] == .boolean(true)
         let stored = SecretAttributes.keychainAttributes(for: attributes, label: label)
-        let data = Data(value)
         let (item, added) = try await withKeychain(call.message, call.connection) { keychain in
             if replace,
                 let existing = try keychain.find(SecretAttributes.engineQuery(for: attributes), includeData: false)
@@ -184,10 +201,10 @@ extension SecretServiceProvider {
                     "GetSecret", inputs: [.init("session", .objectPath)], outputs: [.init("secret", Self.secretType)]
                 ) {
                     [self] call in
-                    let session = call.arguments.first?.objectPathValue
-                    try checkSession(session, caller: call.message.sender)
+                    let sessionPath = call.arguments.first?.objectPathValue
+                    let session = try checkSession(sessionPath, caller: call.message.sender)
                     let found = try await item(at: path, includeData: true, call.message, call.connection)
-                    return [secretValue(found, session: session ?? "/")]
+                    return [try secretValue(found, session: sessionPath ?? "/", session)]
                 },
                 DBusMethod("SetSecret", inputs: [.init("secret", Self.secretType)]) { [self] call in
                     try await setSecret(path, call)
@@ -220,13 +237,11 @@ extension SecretServiceProvider {
     }
 
     func setSecret(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
-        guard case .structure(let secret)? = call.arguments.first, secret.count == 4, case .bytes(let value) = secret[2]
-        else { throw DBusError.method(DBusErrorName.invalidArgs, "expected a secret (oayays)") }
-        try checkSession(secret[0].objectPathValue, caller: call.message.sender)
+        let value = try receivedSecret(call.arguments.first, caller: call.message.sender)
         guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
         let changed = try await withKeychain(call.message, call.connection) { keychain in
             try keychain.update(
-                ItemQuery(class: .genericPassword, persistentID: id), attributes: [:], data: Data(value))
+                ItemQuery(class: .genericPassword, persistentID: id), attributes: [:], data: value)
         }
         guard changed > 0 else { throw SecretServiceError.noSuchObject }
         await emit(

@@ -5,8 +5,8 @@ import KeychainCore
 import Synchronization
 
 /// The freedesktop Secret Service (`org.freedesktop.secrets`) on the agent's default keychain:
-/// the Service, one collection (`login`, also at the alias `default`), its items and `plain`
-/// sessions. Each caller is identified through the bus (`GetConnectionCredentials`) and sees
+/// the Service, one collection (`login`, also at the alias `default`), its items, and `plain` and
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` sessions. Each caller is identified through the bus (`GetConnectionCredentials`) and sees
 /// only its access groups, as through the agent's socket.
 ///
 /// ```swift
@@ -35,8 +35,8 @@ public final class SecretServiceProvider: Sendable {
     public let objects = DBusObjectTree()
     let agent: AgentService
     let directory: CallerDirectory
-    /// Open sessions: path → the unique bus name that opened it.
-    let sessions = Mutex<[String: String]>([:])
+    /// Open sessions by path.
+    let sessions = Mutex<[String: SecretSession]>([:])
     let nextSession = Atomic<UInt64>(1)
 
     /// A provider that serves `agent`'s default keychain to callers identified by `directory`.
@@ -68,7 +68,7 @@ public final class SecretServiceProvider: Sendable {
 
     func closeSessions(of owner: String) {
         let closed = sessions.withLock { sessions in
-            let paths = sessions.filter { $0.value == owner }.map(\.key)
+            let paths = sessions.filter { $0.value.owner == owner }.map(\.key)
             for path in paths { sessions[path] = nil }
             return paths
         }
@@ -107,11 +107,13 @@ public final class SecretServiceProvider: Sendable {
         }
     }
 
-    /// Checks that `path` is a session opened by the caller.
-    func checkSession(_ path: String?, caller: String?) throws {
-        guard let path, let caller, sessions.withLock({ $0[path] }) == caller else {
+    /// The session at `path`, when the caller opened it.
+    @discardableResult
+    func checkSession(_ path: String?, caller: String?) throws -> SecretSession {
+        guard let path, let caller, let session = sessions.withLock({ $0[path] }), session.owner == caller else {
             throw DBusError.method(SecretServiceError.noSession, "the session does not exist or is not the caller's")
         }
+        return session
     }
 
     // MARK: Items
@@ -160,8 +162,27 @@ public final class SecretServiceProvider: Sendable {
         return found
     }
 
-    func secretValue(_ item: Item, session: String) -> DBusValue {
-        .structure([.objectPath(session), .bytes([]), .bytes(Array(item.data ?? Data())), .string("text/plain")])
+    /// The `(oayays)` secret of `item` for the owner of `session`, encrypted for a DH session.
+    func secretValue(_ item: Item, session path: String, _ session: SecretSession) throws -> DBusValue {
+        let sealed: (parameters: [UInt8], value: [UInt8])
+        do {
+            sealed = try session.seal(item.data ?? Data())
+        } catch {
+            throw DBusError.method(DBusErrorName.failed, "the secret could not be encrypted for the session")
+        }
+        return .structure([.objectPath(path), .bytes(sealed.parameters), .bytes(sealed.value), .string("text/plain")])
+    }
+
+    /// The secret carried by an `(oayays)` argument, after checking its session is the caller's.
+    func receivedSecret(_ value: DBusValue?, caller: String?) throws -> Data {
+        guard case .structure(let secret)? = value, secret.count == 4, case .bytes(let parameters) = secret[1],
+            case .bytes(let bytes) = secret[2]
+        else { throw DBusError.method(DBusErrorName.invalidArgs, "expected a secret (oayays)") }
+        let session = try checkSession(secret[0].objectPathValue, caller: caller)
+        guard let data = session.open(parameters: parameters, value: bytes) else {
+            throw DBusError.method(DBusErrorName.invalidArgs, "the secret does not decrypt with the session's key")
+        }
+        return data
     }
 
     func emit(_ member: String, interface: String, path: String, _ body: [DBusValue], on connection: DBusConnection)
