@@ -230,7 +230,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SecretServiceTests",
-            dependencies: ["SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire"]
+            dependencies: ["SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire"],
+            exclude: ["Clients"]
         ),
         .testTarget(
             name: "KeychainAgentProtocolTests",

@@ -51,6 +51,32 @@ public enum SecretAttributes {
         query.allSatisfy { attributes[$0.key] == $0.value }
     }
 
+    /// Whether `item` matches `query`: each pair must be in the item's D-Bus attribute map, or,
+    /// for a name the map does not have (or an item made through SecItem or `security`, which
+    /// has no map), be `service` equal to `svce` or `account`, `username` or `user` equal to
+    /// `acct`. So a client searching by `username` (Python keyring) finds what
+    /// `security add-generic-password -a` stored, and `secret-tool lookup service S account A`
+    /// finds what keyring stored with `username`: Apple's primary key is one item.
+    public static func matches(_ item: Item, _ query: [String: String]) -> Bool {
+        let map = item.attributes[.generic]?.dataValue.flatMap(decode) ?? [:]
+        let service = item.attributes[.service]?.stringValue ?? ""
+        let account = item.attributes[.account]?.stringValue ?? ""
+        return query.allSatisfy { key, value in
+            if let mapped = map[key] { return mapped == value }
+            switch key {
+            case "service": return !service.isEmpty && value == service
+            case "account", "username", "user": return !account.isEmpty && value == account
+            default: return false
+            }
+        }
+    }
+
+    /// Whether `item` was made through SecItem or `security`: it has no D-Bus attribute map.
+    static func isKeychainMade(_ item: Item) -> Bool {
+        guard let data = item.attributes[.generic]?.dataValue else { return true }
+        return decode(data) == nil
+    }
+
     /// The deterministic form kept in `gena`.
     static func encode(_ attributes: [String: String]) -> Data {
         let encoder = JSONEncoder()

@@ -167,9 +167,17 @@ extension SecretServiceProvider {
         let replace = call.arguments[2] == .boolean(true)
         let stored = SecretAttributes.keychainAttributes(for: attributes, label: label)
         let (item, added) = try await withKeychain(call.message, call.connection) { keychain in
-            if replace,
-                let existing = try keychain.find(SecretAttributes.engineQuery(for: attributes), includeData: false)
-                    .first(where: { SecretAttributes.matches(SecretAttributes.attributes(of: $0), attributes) }),
+            // Replace the item with these attributes, or the SecItem-made item with the same
+            // service and account (Apple's primary key: it is the same item through the other door).
+            let candidates =
+                replace ? try keychain.find(SecretAttributes.engineQuery(for: attributes), includeData: false) : []
+            let keychainMade = candidates.first { item in
+                SecretAttributes.isKeychainMade(item)
+                    && item.attributes[.service] == stored[.service] && item.attributes[.account] == stored[.account]
+            }
+            if let existing = candidates.first(where: {
+                SecretAttributes.matches(SecretAttributes.attributes(of: $0), attributes)
+            }) ?? keychainMade,
                 let id = existing.persistentID
             {
                 let query = ItemQuery(class: .genericPassword, persistentID: id)
@@ -214,12 +222,34 @@ extension SecretServiceProvider {
                 },
             ],
             properties: [
-                DBusProperty("Label", type: .string) { [self] connection in
-                    .string(try await currentItem(path, connection).attributes[.label]?.stringValue ?? "")
-                },
-                DBusProperty("Attributes", type: .dictionary(key: .string, value: .string)) { [self] connection in
-                    Self.stringDictionary(SecretAttributes.attributes(of: try await currentItem(path, connection)))
-                },
+                DBusProperty(
+                    "Label", type: .string,
+                    get: { [self] connection in
+                        .string(try await currentItem(path, connection).attributes[.label]?.stringValue ?? "")
+                    },
+                    set: { [self] value, connection in
+                        guard let label = Self.unwrap(value)?.stringValue else {
+                            throw DBusError.method(DBusErrorName.invalidArgs, "expected a string")
+                        }
+                        try await change(path, connection) { _ in [.label: .string(label)] }
+                    }),
+                DBusProperty(
+                    "Attributes", type: .dictionary(key: .string, value: .string),
+                    get: { [self] connection in
+                        Self.stringDictionary(SecretAttributes.attributes(of: try await currentItem(path, connection)))
+                    },
+                    set: { [self] value, connection in
+                        guard case .dictionary(.string, .string, _)? = Self.unwrap(value) else {
+                            throw DBusError.method(DBusErrorName.invalidArgs, "expected a{ss}")
+                        }
+                        let attributes = Self.stringMap(Self.unwrap(value))
+                        try await change(path, connection) { item in
+                            var stored = SecretAttributes.keychainAttributes(
+                                for: attributes, label: item.attributes[.label]?.stringValue ?? "")
+                            stored[.label] = nil
+                            return stored
+                        }
+                    }),
                 DBusProperty("Locked", type: .boolean) { [self] connection in
                     .boolean(try await withKeychain(DBusCurrentCall.message, connection) { $0.isLocked })
                 },
@@ -230,6 +260,23 @@ extension SecretServiceProvider {
                     Self.seconds(try await currentItem(path, connection).attributes[.modificationDate])
                 },
             ])
+    }
+
+    /// Changes the attributes of the caller's item at `path` to what `body` makes of it, and
+    /// says so with `ItemChanged`.
+    func change(
+        _ path: String, _ connection: DBusConnection, _ body: @escaping @Sendable (Item) -> Attributes
+    ) async throws {
+        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
+        let changed = try await withKeychain(DBusCurrentCall.message, connection) { keychain in
+            let query = ItemQuery(class: .genericPassword, persistentID: id)
+            guard let item = try keychain.findFirst(query, includeData: false) else { return 0 }
+            return try keychain.update(query, attributes: body(item), data: nil)
+        }
+        guard changed > 0 else { throw SecretServiceError.noSuchObject }
+        await emit(
+            "ItemChanged", interface: Self.collectionInterface, path: Self.collectionPath, [.objectPath(path)],
+            on: connection)
     }
 
     func currentItem(_ path: String, _ connection: DBusConnection) async throws -> Item {

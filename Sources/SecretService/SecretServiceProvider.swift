@@ -144,7 +144,7 @@ public final class SecretServiceProvider: Sendable {
         let found = try await withKeychain(message, connection) { keychain in
             try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false)
         }
-        let paths = found.filter { SecretAttributes.matches(SecretAttributes.attributes(of: $0), query) }
+        let paths = found.filter { SecretAttributes.matches($0, query) }
             .compactMap(Self.itemPath)
         for path in paths { try registerItem(at: path) }
         return paths

@@ -10,7 +10,8 @@
 // that allows it. When the name is taken it says so and serves its private socket only.
 //
 // It is started by systemd's keychaind.socket (socket activation), or by the first `security`
-// command that needs it. It exits on SIGTERM or SIGINT, and by itself when its socket is
+// command that needs it. A `keychaind --secret-service` that the bus starts while an agent
+// already serves the socket asks that agent to take the bus name, and exits. It exits on SIGTERM or SIGINT, and by itself when its socket is
 // removed or replaced (the session ended, or another agent took over), as gpg-agent does.
 import DBusWire
 import Dispatch
@@ -93,6 +94,80 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
     }
 }
 
+/// The agent's one Secret Service: started at launch with `--secret-service`, or later for a
+/// `keychaind --secret-service` that the bus activated while this agent already served the
+/// socket (a `security` command started it first): that process hands the bus over to this
+/// one (``SecretServiceHandoff``) rather than failing, and the keychains' lock state stays.
+actor SecretServiceHost {
+    let provider: SecretServiceProvider
+    let environment: [String: String]
+    private var bus: DBusConnection?
+
+    init(provider: SecretServiceProvider, environment: [String: String]) {
+        self.provider = provider
+        self.environment = environment
+    }
+
+    /// Serves the Secret Service on the session bus at `address` (else the environment's);
+    /// whether it is served (already, or now).
+    func serve(address: String?, replace: Bool) async -> Bool {
+        if let bus, bus.isActive { return true }
+        var environment = environment
+        if let address { environment["DBUS_SESSION_BUS_ADDRESS"] = address }
+        bus = await startSecretService(provider, replace: replace, environment: environment)
+        return bus != nil
+    }
+}
+
+/// How a `keychaind --secret-service` hands the session bus to the agent already running:
+/// `org.keychainlinux.SecretService1.Serve(s address, b replace) → b served` on the agent's
+/// object, for the user's own programs only (access groups `*`).
+enum SecretServiceHandoff {
+    static let interface = "org.keychainlinux.SecretService1"
+
+    /// The interface the agent serves beside ``KeychainAgentProtocol/AgentInterface``.
+    static func serving(_ host: SecretServiceHost, directory: CallerDirectory) -> DBusInterface {
+        DBusInterface(
+            interface,
+            methods: [
+                DBusMethod(
+                    "Serve", inputs: [.init("address", .string), .init("replace", .boolean)],
+                    outputs: [.init("served", .boolean)]
+                ) { call in
+                    guard (try? directory.accessGroups(for: call.connection))?.groups.contains("*") == true else {
+                        throw DBusError.method(
+                            "org.freedesktop.DBus.Error.AccessDenied", "only the user's own programs may ask")
+                    }
+                    let address = call.arguments.first?.stringValue ?? ""
+                    let replace = call.arguments.count > 1 && call.arguments[1] == .boolean(true)
+                    return [.boolean(await host.serve(address: address.isEmpty ? nil : address, replace: replace))]
+                }
+            ])
+    }
+
+    /// Asks the agent on `socket` to serve the Secret Service on this process's session bus;
+    /// the exit status for this process (0 when the agent serves it).
+    static func handOff(to socket: String, replace: Bool, environment: [String: String]) async -> Int32 {
+        let address = environment["DBUS_SESSION_BUS_ADDRESS"] ?? environment["DBUS_STARTER_ADDRESS"] ?? ""
+        do {
+            let agent = try await DBusConnection.connect(to: .unixPath(socket))
+            defer { agent.closeSoon() }
+            let reply = try await agent.call(
+                .methodCall(
+                    path: AgentInterface.objectPath, interface: interface, member: "Serve",
+                    body: [.string(address), .boolean(replace)]))
+            guard reply.body.first == .boolean(true) else {
+                complain("the running agent could not take \(SecretServiceProvider.busName)")
+                return 1
+            }
+            return 0
+        } catch {
+            complain("the running agent did not take the Secret Service (\(error))")
+            return 1
+        }
+    }
+}
+
 /// The inode of the socket file at `path`, or `nil` when there is none.
 func socketInode(_ path: String) -> ino_t? {
     var info = stat()
@@ -132,9 +207,16 @@ func run() async throws -> Never {
         listener = nil
         listening = activated
     } else {
-        let own = try AgentListener(location: location)
-        listener = own
-        listening = own.fileDescriptor
+        do {
+            let own = try AgentListener(location: location)
+            listener = own
+            listening = own.fileDescriptor
+        } catch let error as AgentError where error.code == .alreadyRunning && options.secretService {
+            // Activated by the bus while an agent serves the socket: that agent takes the bus.
+            exit(
+                await SecretServiceHandoff.handOff(
+                    to: location.socketPath, replace: options.replace, environment: environment))
+        }
     }
 
     let directory = CallerDirectory(resolver: IdentityResolver(defaultGroups: .fromEnvironment(environment)))
@@ -150,6 +232,10 @@ func run() async throws -> Never {
         configuration: keychains, paths: KeychainPaths(environment: environment), callers: directory)
     let objects = DBusObjectTree()
     try objects.register(service.interface, at: AgentInterface.objectPath)
+    let secretService = SecretServiceHost(
+        provider: try SecretServiceProvider(agent: service, directory: directory), environment: environment)
+    try objects.register(
+        SecretServiceHandoff.serving(secretService, directory: directory), at: AgentInterface.objectPath)
     var configuration = DBusServer.Configuration()
     let agentUID = getuid()
     configuration.isAuthorized = { $0 == agentUID }
@@ -170,10 +256,8 @@ func run() async throws -> Never {
         }
     }
 
-    var bus: DBusConnection?
     if options.secretService {
-        let provider = try SecretServiceProvider(agent: service, directory: directory)
-        bus = await startSecretService(provider, replace: options.replace, environment: environment)
+        _ = await secretService.serve(address: nil, replace: options.replace)
     }
 
     // Leave when the socket we bound is gone or replaced: nobody can reach us any more.
@@ -195,7 +279,7 @@ func run() async throws -> Never {
             complain("\(location.socketPath) was removed or replaced; exiting")
             exit(0)
         }
-        withExtendedLifetime((listener, server, sources, sleepLock, bus)) {}
+        withExtendedLifetime((listener, server, sources, sleepLock, secretService)) {}
     }
 }
 
