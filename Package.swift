@@ -108,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
-                "KeychainCore", "KeychainClient", "Security",
+                "KeychainCore", "KeychainClient", "Security", "SecretService", "DBusWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -41,7 +41,7 @@ enum SecurityTool {
         ShowKeychainInfo.self, DumpKeychain.self, AddGenericPassword.self, AddInternetPassword.self,
         FindGenericPassword.self, DeleteGenericPassword.self, SetGenericPasswordPartitionList.self,
         FindInternetPassword.self, DeleteInternetPassword.self, SetInternetPasswordPartitionList.self,
-        SetKeyPartitionList.self, ErrorCommand.self,
+        SetKeyPartitionList.self, ErrorCommand.self, ImportSecretService.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name
@@ -166,9 +166,12 @@ enum SecurityTool {
 
     /// The name of the command a (possibly abbreviated) name selects, as macOS matches it.
     static func commandName(for typed: String) -> String? {
-        if macOSCommandNames.contains(typed) { return typed }
-        return macOSCommandNames.first { $0.hasPrefix(typed) }
+        if macOSCommandNames.contains(typed) || linuxCommandNames.contains(typed) { return typed }
+        return macOSCommandNames.first { $0.hasPrefix(typed) } ?? linuxCommandNames.first { $0.hasPrefix(typed) }
     }
+
+    /// The commands of this `security` that macOS's has not, matched after macOS's names.
+    static let linuxCommandNames = ["import-secret-service"]
 
     /// Runs one command line.
     static func execute(_ arguments: [String], session: Session) -> Int32 {
