@@ -128,6 +128,10 @@ public struct AttributeName: RawRepresentable, Hashable, Sendable, Comparable,
     public static let description: AttributeName = "desc"
     /// `kSecAttrGeneric` (`gena`).
     public static let generic: AttributeName = "gena"
+    /// A generic password's primary-key discriminator (`pkdx`), Linux only: part of the primary
+    /// key when set, so that two Secret Service items with the same service and account but
+    /// other attributes are two items. SecItem never sets it and never returns it.
+    public static let primaryKeyDiscriminator: AttributeName = "pkdx"
     /// The tombstone flag (`tomb`) of deleted synchronizable items.
     public static let tombstone: AttributeName = "tomb"
     /// The multi-user marker (`musr`); always empty data on Linux.

@@ -36,6 +36,21 @@ public struct AttributeSpec: Sendable, Hashable {
     /// Whether ``defaultValue`` is stored on add (`false` for `vwht`, `tkid` and `ggrp`, which
     /// count as `""` for uniqueness but are returned only when set).
     public var storesDefault: Bool = true
+    /// Whether this primary-key attribute counts only when an item has a non-empty value for it
+    /// (``AttributeName/primaryKeyDiscriminator``): without one, the item's primary key is
+    /// exactly Apple's, and so is its tag in files written before the attribute existed.
+    public var countsOnlyWhenSet: Bool = false
+
+    /// Whether `value` leaves this attribute out of the primary key.
+    func isLeftOutOfPrimaryKey(_ value: AttributeValue?) -> Bool {
+        guard countsOnlyWhenSet else { return false }
+        switch value {
+        case nil: return true
+        case .data(let data)?: return data.isEmpty
+        case .string(let string)?: return string.isEmpty
+        default: return false
+        }
+    }
 }
 
 /// How an index layout finds a class's items by attribute: through the primary-key index,
@@ -107,6 +122,7 @@ public struct ItemSchema: Sendable {
     func hasSamePrimaryKey(_ a: Attributes, _ b: Attributes) -> Bool {
         primaryKey.allSatisfy { name in
             guard let spec = spec(for: name) else { return true }
+            if spec.isLeftOutOfPrimaryKey(a[name]) && spec.isLeftOutOfPrimaryKey(b[name]) { return true }
             switch (a[name] ?? spec.defaultValue, b[name] ?? spec.defaultValue) {
             case (nil, nil): return true
             case (let x?, let y?): return spec.equal(x, y)
@@ -126,6 +142,12 @@ public struct ItemSchema: Sendable {
         default value: AttributeValue? = nil
     ) -> AttributeSpec {
         AttributeSpec(name: name, kind: kind, comparesBytes: bytes, defaultValue: value)
+    }
+
+    private static func countedOnlyWhenSet(_ spec: AttributeSpec) -> AttributeSpec {
+        var spec = spec
+        spec.countsOnlyWhenSet = true
+        return spec
     }
 
     private static func unstored(_ spec: AttributeSpec) -> AttributeSpec {
@@ -180,8 +202,9 @@ public struct ItemSchema: Sendable {
             a("acct", .blob, bytes: true, default: .string("")),
             a("svce", .blob, bytes: true, default: .string("")),
             a("gena", .blob, bytes: true),
+            countedOnlyWhenSet(a("pkdx", .blob, bytes: true)),
         ],
-        primaryKey: ["acct", "svce"], lookupKeys: ["svce", "acct"])
+        primaryKey: ["acct", "svce", "pkdx"], lookupKeys: ["svce", "acct"])
 
     static let internetPassword = make(
         .internetPassword,

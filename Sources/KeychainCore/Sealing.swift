@@ -256,7 +256,7 @@ struct IndexTagger: Sendable {
         var message: [UInt8] = [0x70, 0x6B]  // "pk"
         message.reserveCapacity(128)
         message.appendLengthPrefixed(schema.itemClass.rawValue.utf8)
-        for spec in schema.primaryKeySpecs {
+        for spec in schema.primaryKeySpecs where !spec.isLeftOutOfPrimaryKey(attributes[spec.name]) {
             message.appendLengthPrefixed(spec.name.rawValue.utf8)
             if let value = attributes[spec.name] ?? spec.defaultValue {
                 message.append(1)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import KeychainCore
 
@@ -10,6 +11,7 @@ import KeychainCore
 /// | attribute `account`, else `username`, else `user` | `acct` |
 /// | `Label` | `labl` |
 /// | the whole attribute map | `gena`, as JSON with sorted keys |
+/// | a map beyond service and account | `pkdx`: its SHA-256, part of the primary key |
 ///
 /// An item without that `gena` (made through SecItem or `security`) shows the attributes
 /// `service` and `account` from `svce` and `acct`.
@@ -26,14 +28,36 @@ public enum SecretAttributes {
         return attributes
     }
 
-    /// The keychain attributes of a D-Bus item: `svce`, `acct`, `labl` and `gena`.
-    public static func keychainAttributes(for attributes: [String: String], label: String) -> Attributes {
-        [
+    /// The keychain attributes of a D-Bus item: `svce`, `acct`, `labl`, `gena`, and, unless the
+    /// map is only a service and an account (``isPlain(_:)``), `pkdx`: a digest of the whole
+    /// map, so that items with the same service and account but other attributes (another
+    /// schema) are different items on Apple's primary key. With `clearing`, a plain map's
+    /// `pkdx` is set empty (which leaves it out of the primary key), for an update.
+    public static func keychainAttributes(
+        for attributes: [String: String], label: String, clearing: Bool = false
+    ) -> Attributes {
+        let map = encode(attributes)
+        var stored: Attributes = [
             .service: .string(attributes["service"] ?? ""),
             .account: .string(attributes["account"] ?? attributes["username"] ?? attributes["user"] ?? ""),
             .label: .string(label),
-            .generic: .data(encode(attributes)),
+            .generic: .data(map),
         ]
+        if !isPlain(attributes) {
+            stored[.primaryKeyDiscriminator] = .data(Data(SHA256.hash(data: map)))
+        } else if clearing {
+            stored[.primaryKeyDiscriminator] = .data(Data())
+        }
+        return stored
+    }
+
+    /// Whether a map is only a service and an account (under `account`, `username` or `user`,
+    /// with one value): the item is then the keychain's item with that service and account,
+    /// the one `security add-generic-password -s S -a A` makes.
+    public static func isPlain(_ attributes: [String: String]) -> Bool {
+        let accounts = Set(["account", "username", "user"].compactMap { attributes[$0] })
+        return accounts.count <= 1
+            && attributes.keys.allSatisfy { ["service", "account", "username", "user"].contains($0) }
     }
 
     /// The engine query that narrows a search by the indexed primary-key attributes: `svce` for

@@ -175,13 +175,14 @@ extension SecretServiceProvider {
                 SecretAttributes.isKeychainMade(item)
                     && item.attributes[.service] == stored[.service] && item.attributes[.account] == stored[.account]
             }
-            if let existing = candidates.first(where: {
-                SecretAttributes.matches(SecretAttributes.attributes(of: $0), attributes)
-            }) ?? keychainMade,
-                let id = existing.persistentID
-            {
-                let query = ItemQuery(class: .genericPassword, persistentID: id)
-                _ = try keychain.update(query, attributes: stored, data: data)
+            let sameMap = candidates.first { SecretAttributes.matches(SecretAttributes.attributes(of: $0), attributes) }
+            if let existing = sameMap ?? keychainMade, let id = existing.persistentID {
+                var changes = stored
+                // The keychain's own item keeps Apple's primary key (no discriminator), so that
+                // `security add-generic-password -s S -a A` still finds it a duplicate.
+                if sameMap == nil { changes[.primaryKeyDiscriminator] = .data(Data()) }
+                _ = try keychain.update(
+                    ItemQuery(class: .genericPassword, persistentID: id), attributes: changes, data: data)
                 return (existing, false)
             }
             return (try keychain.add(Item(class: .genericPassword, attributes: stored, data: data)), true)
@@ -245,7 +246,7 @@ extension SecretServiceProvider {
                         let attributes = Self.stringMap(Self.unwrap(value))
                         try await change(path, connection) { item in
                             var stored = SecretAttributes.keychainAttributes(
-                                for: attributes, label: item.attributes[.label]?.stringValue ?? "")
+                                for: attributes, label: item.attributes[.label]?.stringValue ?? "", clearing: true)
                             stored[.label] = nil
                             return stored
                         }

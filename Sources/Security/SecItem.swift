@@ -195,7 +195,7 @@ private func appendAttributes(of item: Item, housekeeping: Bool, to builder: ino
         switch (name, value) {
         case (.accessControl, .data(let data)):
             if let control = SecAccessControl(serialized: data) { builder.append(key, control) }
-        case (.tombstone, _), (.multiUser, _):
+        case (.tombstone, _), (.multiUser, _), (.primaryKeyDiscriminator, _):
             continue
         case (_, .string(let string)): builder.append(key, string: string)
         case (_, .data(let data)): builder.append(key, data: data)

@@ -40,11 +40,37 @@ struct DuplicateTests {
     func tableMatchesSpec() {
         let names = { (c: ItemClass) in Set(primaryKeyCases.filter { $0.itemClass == c }.map(\.attribute.rawValue)) }
         let common: Set = ["agrp", "sync", "vwht", "tkid", "ggrp"]
-        #expect(names(.genericPassword) == common.union(["acct", "svce"]))
+        // `pkdx` is Linux's: it counts only when set (Secret Service items of other schemas).
+        #expect(names(.genericPassword) == common.union(["acct", "svce", "pkdx"]))
         #expect(names(.internetPassword) == common.union(["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]))
         #expect(names(.certificate) == common.union(["ctyp", "issr", "slnr"]))
         #expect(
             names(.key) == common.union(["kcls", "klbl", "atag", "crtr", "type", "bsiz", "esiz", "sdat", "edat"]))
+    }
+
+    @Test("The discriminator counts only when set: absent and empty are Apple's key, a value is another item")
+    func discriminatorCountsOnlyWhenSet() throws {
+        let keychain = try KeychainDatabase.inMemory()
+        let plain: Attributes = [.service: .string("s"), .account: .string("a")]
+        try keychain.add(Item(class: .genericPassword, attributes: plain, data: Data("1".utf8)))
+        var empty = plain
+        empty[.primaryKeyDiscriminator] = .data(Data())
+        #expect(errorCode { try keychain.add(Item(class: .genericPassword, attributes: empty)) } == .duplicateItem)
+        var schemaA = plain
+        schemaA[.primaryKeyDiscriminator] = .data(Data([1]))
+        var schemaB = plain
+        schemaB[.primaryKeyDiscriminator] = .data(Data([2]))
+        try keychain.add(Item(class: .genericPassword, attributes: schemaA))
+        try keychain.add(Item(class: .genericPassword, attributes: schemaB))
+        #expect(errorCode { try keychain.add(Item(class: .genericPassword, attributes: schemaB)) } == .duplicateItem)
+        #expect(try keychain.find(ItemQuery(class: .genericPassword, attributes: plain)).count == 3)
+        // Clearing a discriminator by update moves the item onto Apple's key, where one is.
+        #expect(
+            errorCode {
+                _ = try keychain.update(
+                    ItemQuery(class: .genericPassword, attributes: schemaA),
+                    attributes: [.primaryKeyDiscriminator: .data(Data())])
+            } == .duplicateItem)
     }
 
     @Test("items equal in every primary-key attribute collide", arguments: primaryKeyCases)

@@ -159,6 +159,38 @@ struct SecretToolTests {
         #expect(second.isRunning && FileManager.default.fileExists(atPath: bus.root + "/run2/agent.sock"))
     }
 
+    @Test("Items of different schemas with one service and account are different items; the plain one is security's")
+    func schemasDoNotCollide() throws {
+        let bus = try PrivateSessionBus(
+            serviceFile: Self.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+        let stores: [(attributes: [String], secret: String)] = [
+            (["service", "mail", "account", "alice"], "plain"),
+            (["service", "mail", "account", "alice", "xdg:schema", "org.gnome.keyring.NetworkPassword"], "network"),
+            (["service", "mail", "account", "alice", "xdg:schema", "org.example.Other"], "other"),
+        ]
+        for store in stores {
+            let stored = try secretTool(bus, ["store", "--label=L"] + store.attributes, stdin: Data(store.secret.utf8))
+            #expect(stored.status == 0, "\(stored)")
+        }
+        for store in stores.dropFirst() {
+            let found = try secretTool(bus, ["lookup"] + store.attributes.suffix(2))
+            #expect(found.out == store.secret, "\(found)")
+        }
+        let search = try secretTool(bus, ["search", "--all", "service", "mail", "account", "alice"])
+        let listed = search.out + String(decoding: search.stderr, as: UTF8.self)
+        #expect(listed.components(separatedBy: "label = L").count == 4, "\(listed)")
+        // The plain item is the keychain's item with that service and account.
+        let duplicate = try security(bus, ["add-generic-password", "-s", "mail", "-a", "alice", "-w", "again"])
+        #expect(duplicate.status != 0 && "\(duplicate)".contains("already exists"), "\(duplicate)")
+        let updated = try security(bus, ["add-generic-password", "-U", "-s", "mail", "-a", "alice", "-w", "again"])
+        #expect(updated.status == 0, "\(updated)")
+        let plain = try secretTool(
+            bus, ["lookup", "service", "mail", "account", "alice", "xdg:schema", "org.example.Other"])
+        #expect(plain.out == "other", "\(plain)")
+    }
+
     @Test("The attribute map: service and account go to svce and acct, the whole map comes back exactly")
     func mapping() {
         let attributes = ["service": "s", "username": "u", "z": "1", "a": ""]
