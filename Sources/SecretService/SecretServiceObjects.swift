@@ -32,7 +32,7 @@ extension SecretServiceProvider {
                 DBusMethod(
                     "Lock", inputs: [.init("objects", .array(.objectPath))],
                     outputs: [.init("locked", .array(.objectPath)), .init("Prompt", .objectPath)]
-                ) { _ in [Self.paths([]), .objectPath("/")] },
+                ) { [self] call in try await lock(call) },
                 DBusMethod(
                     "GetSecrets", inputs: [.init("items", .array(.objectPath)), .init("session", .objectPath)],
                     outputs: [.init("secrets", .dictionary(key: .objectPath, value: Self.secretType))]
@@ -92,13 +92,6 @@ extension SecretServiceProvider {
                 ]),
             at: path)
         return [.variant(output), .objectPath(path)]
-    }
-
-    func unlock(_ call: DBusMethodCall) async throws -> [DBusValue] {
-        let requested = call.arguments.first?.arrayElements ?? []
-        let locked = try await withKeychain(call.message, call.connection) { $0.isLocked }
-        // A keychain without a password is never locked; a locked one needs a prompt (not yet).
-        return [Self.paths(locked ? [] : requested.compactMap(\.objectPathValue)), .objectPath("/")]
     }
 
     func getSecrets(_ call: DBusMethodCall) async throws -> [DBusValue] {

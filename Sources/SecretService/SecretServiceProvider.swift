@@ -38,6 +38,10 @@ public final class SecretServiceProvider: Sendable {
     /// Open sessions by path.
     let sessions = Mutex<[String: SecretSession]>([:])
     let nextSession = Atomic<UInt64>(1)
+    /// Open prompts by path: the unique bus name they were made for.
+    let prompts = Mutex<[String: String]>([:])
+    /// How to dismiss each open prompt (its owner left the bus).
+    let promptCancellers = Mutex<[String: @Sendable (DBusConnection) async -> Void]>([:])
 
     /// A provider that serves `agent`'s default keychain to callers identified by `directory`.
     public init(agent: AgentService, directory: CallerDirectory) throws {
@@ -62,6 +66,7 @@ public final class SecretServiceProvider: Sendable {
                     let name = signal.body[0].stringValue
                 else { continue }
                 closeSessions(of: name)
+                await dismissPrompts(of: name, on: connection)
             }
         }
     }

@@ -81,6 +81,12 @@ final class LaunchedTool {
         return true
     }
 
+    /// What it has written to standard output so far (it may still run).
+    var outputSoFar: String {
+        String(decoding: FileManager.default.contents(atPath: directory + "/out") ?? Data(), as: UTF8.self)
+    }
+
+    /// What it produced; only once it has ended (``running()`` is false).
     var result: ToolResult {
         ToolResult(
             status: process.terminationStatus,

@@ -1,3 +1,4 @@
+import DBusWire
 import Foundation
 import KeychainAgent
 import SecretService
@@ -73,5 +74,98 @@ struct PythonClientTests {
             security, ["find-generic-password", "-s", client.keptService, "-a", client.keptAccount, "-w"],
             environment: bus.environment)
         #expect(kept.status == 0 && kept.out == secret + "-kept\n", "\(kept)")
+    }
+}
+
+@Suite("Secret Service with a locked keychain")
+struct LockedCollectionTests {
+    @Test("A locked keychain is a locked collection; Unlock's prompt completes when security unlocks it; Lock locks it")
+    func lockedCollection() throws {
+        let python = try requireTool(PythonClientTests.python)
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+        let security = try requireTool(productsDirectory + "/security")
+        let keychain = bus.root + "/data/keychains/login.keychain-db"
+        let created = try runTool(security, ["create-keychain", "-p", "pw", keychain], environment: bus.environment)
+        #expect(created.status == 0, "\(created)")
+        #expect(try runTool(security, ["lock-keychain", keychain], environment: bus.environment).status == 0)
+
+        let secret = "locked-\(UUID().uuidString.prefix(8))"
+        let client = try LaunchedTool(
+            python, [SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/locked_client.py"],
+            stdin: Data(secret.utf8), environment: bus.environment, deadline: 240)
+        defer { kill(client.process.processIdentifier, SIGKILL) }
+        var waiting = false
+        for _ in 0..<1200 where !waiting {
+            waiting = client.outputSoFar.contains("waiting")
+            if !(try client.running()) { break }
+            usleep(50_000)
+        }
+        #expect(waiting, "\(client.outputSoFar)")
+        usleep(500_000)
+        #expect(try client.running(), "the client waits for the keychain to be unlocked")
+
+        let unlocked = try runTool(security, ["unlock-keychain", "-p", "pw", keychain], environment: bus.environment)
+        #expect(unlocked.status == 0, "\(unlocked)")
+        while try client.running() { usleep(20_000) }
+        #expect(client.result.status == 0 && client.result.out.hasSuffix("ok\n"), "\(client.result)")
+
+        // The client's Lock locked the keychain for every process.
+        var environment = bus.environment
+        environment["KEYCHAIN_PASSWORD"] = nil
+        let locked = try runTool(
+            security, ["find-generic-password", "-s", "locked", "-a", "x", "-w", keychain], environment: environment)
+        #expect(locked.status != 0, "\(locked)")
+        #expect(try runTool(security, ["unlock-keychain", "-p", "pw", keychain], environment: environment).status == 0)
+        let found = try runTool(
+            security, ["find-generic-password", "-s", "locked", "-a", "x", "-w", keychain], environment: environment)
+        #expect(found.out == secret + "\n", "\(found)")
+    }
+
+    @Test("A prompt whose client leaves the bus is dismissed and removed")
+    func promptOfDepartedClient() async throws {
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+        let security = try requireTool(productsDirectory + "/security")
+        let keychain = bus.root + "/data/keychains/login.keychain-db"
+        #expect(
+            try await runToolAsync(security, ["create-keychain", "-p", "pw", keychain], environment: bus.environment)
+                .status == 0)
+        #expect(
+            try await runToolAsync(security, ["lock-keychain", keychain], environment: bus.environment).status == 0)
+
+        let connection = try await DBusConnection.connectToSessionBus(environment: bus.environment)
+        let reply = try await connection.call(
+            .methodCall(
+                path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service", member: "Unlock",
+                destination: SecretServiceProvider.busName,
+                body: [.array(.objectPath, [.objectPath("/org/freedesktop/secrets/collection/login")])]))
+        guard reply.body.count == 2, case .objectPath(let prompt) = reply.body[1], prompt != "/" else {
+            Issue.record("Unlock of a locked keychain gave no prompt")
+            return
+        }
+        _ = try await connection.call(
+            .methodCall(
+                path: prompt, interface: "org.freedesktop.Secret.Prompt", member: "Prompt",
+                destination: SecretServiceProvider.busName, body: [.string("")]))
+        func promptExists() async throws -> Bool {
+            let introspection = try await runToolAsync(
+                try requireTool("/usr/bin/gdbus"),
+                ["introspect", "--session", "--dest", SecretServiceProvider.busName, "--object-path", prompt],
+                environment: bus.environment)
+            return introspection.out.contains("org.freedesktop.Secret.Prompt")
+        }
+        #expect(try await promptExists())
+        await connection.close()
+        var exists = true
+        for _ in 0..<100 where exists {
+            try await Task.sleep(for: .milliseconds(100))
+            exists = try await promptExists()
+        }
+        #expect(!exists, "the prompt outlived its client")
     }
 }

@@ -1,0 +1,118 @@
+import DBusWire
+import Foundation
+import KeychainCore
+import Synchronization
+
+/// `Unlock`, `Lock` and their prompts.
+///
+/// A password keychain that is locked cannot be opened by a D-Bus call: the password never
+/// travels over the bus. `Unlock` answers with a prompt object; once the client calls
+/// `Prompt.Prompt`, the prompt completes (`Completed(false, ao unlocked)`) as soon as the keychain
+/// is unlocked by any path — `security unlock-keychain`, `SecKeychainUnlock`, another client — and
+/// `Prompt.Dismiss`, or the client leaving the bus, ends it with `Completed(true, …)`
+/// ([Secret Service API, Prompts](https://specifications.freedesktop.org/secret-service/latest/prompts.html)).
+extension SecretServiceProvider {
+    static let promptPrefix = "/org/freedesktop/secrets/prompt/"
+    static let promptInterface = "org.freedesktop.Secret.Prompt"
+
+    /// How often a started unlock prompt looks at the keychain's lock state.
+    static let promptPollInterval: Duration = .milliseconds(100)
+
+    func unlock(_ call: DBusMethodCall) async throws -> [DBusValue] {
+        let requested = (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue)
+        let groups = try await groups(call.message, call.connection)
+        let locked = try await isLocked(groups)
+        guard locked, !requested.isEmpty, let owner = call.message.sender else {
+            return [Self.paths(requested), .objectPath("/")]
+        }
+        let path = try registerUnlockPrompt(objects: requested, groups: groups, owner: owner)
+        return [Self.paths([]), .objectPath(path)]
+    }
+
+    func lock(_ call: DBusMethodCall) async throws -> [DBusValue] {
+        let requested = (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue)
+        let locked = try await withKeychain(call.message, call.connection) { keychain -> Bool in
+            guard keychain.hasPassword else { return false }  // nothing to lock it with
+            keychain.lock()
+            return true
+        }
+        return [Self.paths(locked ? requested : []), .objectPath("/")]
+    }
+
+    func isLocked(_ groups: AccessGroups) async throws -> Bool {
+        do {
+            return try await agent.withDefaultKeychain(for: groups) { $0.isLocked }
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
+    }
+
+    /// Registers a prompt that unlocks `objects` for `owner` once the keychain is unlocked.
+    func registerUnlockPrompt(objects requested: [String], groups: AccessGroups, owner: String) throws -> String {
+        let path = Self.promptPrefix + "u" + String(nextSession.add(1, ordering: .relaxed).oldValue)
+        let state = PromptState()
+        let complete: @Sendable (DBusConnection, Bool) async -> Void = { [self] connection, dismissed in
+            guard !state.finished.exchange(true, ordering: .relaxed) else { return }
+            objects.unregister(path: path)
+            prompts.withLock { $0[path] = nil }
+            let result: DBusValue = .variant(Self.paths(dismissed ? [] : requested))
+            await emit(
+                "Completed", interface: Self.promptInterface, path: path, [.boolean(dismissed), result],
+                on: connection)
+        }
+        prompts.withLock { $0[path] = owner }
+        try objects.register(
+            DBusInterface(
+                Self.promptInterface,
+                methods: [
+                    DBusMethod("Prompt", inputs: [.init("window-id", .string)]) { [self] call in
+                        guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
+                        let connection = call.connection
+                        let task = Task {
+                            while !Task.isCancelled && !state.finished.load(ordering: .relaxed) {
+                                if (try? await isLocked(groups)) == false {
+                                    await complete(connection, false)
+                                    return
+                                }
+                                try? await Task.sleep(for: Self.promptPollInterval)
+                            }
+                        }
+                        state.waiting.withLock { $0 = task }
+                        return []
+                    },
+                    DBusMethod("Dismiss") { call in
+                        guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
+                        state.waiting.withLock { $0?.cancel() }
+                        await complete(call.connection, true)
+                        return []
+                    },
+                ],
+                signals: [
+                    DBusSignalDescription(
+                        "Completed", arguments: [.init("dismissed", .boolean), .init("result", .variant)])
+                ]),
+            at: path)
+        promptCancellers.withLock {
+            $0[path] = { connection in
+                state.waiting.withLock { $0?.cancel() }
+                await complete(connection, true)
+            }
+        }
+        return path
+    }
+
+    /// Ends the prompts of a caller that left the bus.
+    func dismissPrompts(of owner: String, on connection: DBusConnection) async {
+        let paths = prompts.withLock { prompts in prompts.filter { $0.value == owner }.map(\.key) }
+        for path in paths {
+            if let cancel = promptCancellers.withLock({ $0.removeValue(forKey: path) }) { await cancel(connection) }
+        }
+    }
+}
+
+/// What one prompt shares between its methods: the task waiting for the unlock, and whether
+/// it has completed (it completes once).
+final class PromptState: Sendable {
+    let waiting = Mutex<Task<Void, Never>?>(nil)
+    let finished = Atomic<Bool>(false)
+}
