@@ -107,8 +107,11 @@ let package = Package(
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
-                "KeychainCore", "KeychainClient", "Security",
+                // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
+                "KeychainCore", "KeychainClient", "Security", "KeychainPKI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

@@ -35,6 +35,12 @@ struct OptionSyntax {
         case "set-keychain-password": OptionSyntax(valued: ["o", "p"], secret: ["o", "p"])
         case "list-keychains", "default-keychain", "login-keychain": OptionSyntax(valued: ["d"])
         case "set-keychain-settings": OptionSyntax(valued: ["t"])
+        case "import": OptionSyntax(valued: ["k", "t", "f", "P", "T"], secret: ["P"])
+        case "export": OptionSyntax(valued: ["k", "t", "f", "P", "o"], secret: ["P"])
+        case "find-certificate": OptionSyntax(valued: ["c", "e"])
+        case "find-identity": OptionSyntax(valued: ["p", "s"])
+        case "add-certificates": OptionSyntax(valued: ["k"])
+        case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
         case "error": nil
         default: OptionSyntax(valued: [])
         }

@@ -39,9 +39,10 @@ enum SecurityTool {
         ListKeychains.self, DefaultKeychain.self, LoginKeychain.self, CreateKeychain.self, DeleteKeychain.self,
         LockKeychain.self, UnlockKeychain.self, SetKeychainSettings.self, SetKeychainPassword.self,
         ShowKeychainInfo.self, DumpKeychain.self, AddGenericPassword.self, AddInternetPassword.self,
-        FindGenericPassword.self, DeleteGenericPassword.self, SetGenericPasswordPartitionList.self,
-        FindInternetPassword.self, DeleteInternetPassword.self, SetInternetPasswordPartitionList.self,
-        SetKeyPartitionList.self, ErrorCommand.self,
+        AddCertificates.self, FindGenericPassword.self, DeleteGenericPassword.self,
+        SetGenericPasswordPartitionList.self, FindInternetPassword.self, DeleteInternetPassword.self,
+        SetInternetPasswordPartitionList.self, SetKeyPartitionList.self, FindCertificate.self, FindIdentity.self,
+        DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, ErrorCommand.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name

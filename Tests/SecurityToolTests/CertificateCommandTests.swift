@@ -1,0 +1,455 @@
+import DBusWire
+import Foundation
+import KeychainClient
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Certificates and PKCS#12 files made by the real `openssl` for one test, in the sandbox.
+/// A missing `openssl` fails the test (the run's status is not 0), it is never skipped.
+private struct PKIFiles {
+    let directory: String
+
+    init(_ sandbox: Sandbox) throws {
+        directory = sandbox.root + "/pki"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    func path(_ name: String) -> String { directory + "/" + name }
+
+    /// Runs `openssl` with the arguments, in the directory; fails the test when it fails.
+    /// - Returns: What it printed, as text.
+    @discardableResult
+    func openssl(_ arguments: [String], stdin: Data? = nil) throws -> String {
+        String(decoding: try opensslBytes(arguments, stdin: stdin), as: UTF8.self)
+    }
+
+    /// Runs `openssl` as ``openssl(_:stdin:)`` does and returns its output's bytes.
+    func opensslBytes(_ arguments: [String], stdin: Data? = nil) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl"] + arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let input = Pipe()
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        try process.run()
+        if let stdin {
+            try input.fileHandleForWriting.write(contentsOf: stdin)
+            try input.fileHandleForWriting.close()
+        }
+        let collected = output.fileHandleForReading.readDataToEndOfFile()
+        let problems = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        try #require(
+            process.terminationStatus == 0,
+            "openssl \(arguments.joined(separator: " ")) failed: \(String(decoding: problems, as: UTF8.self))")
+        return collected
+    }
+
+    /// A self-signed P-256 certificate and key: `<name>.pem`, `<name>.key`.
+    func selfSigned(_ name: String, subject: String) throws {
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", "\(name).key",
+            "-out", "\(name).pem", "-days", "30", "-nodes", "-subj", subject,
+        ])
+    }
+
+    /// `<name>.p12` of `<name>.key` and `<name>.pem` (and extra certificates), under `passphrase`.
+    func pkcs12(_ name: String, passphrase: String, extra: [String] = [], legacy: Bool = false) throws {
+        var arguments = [
+            "pkcs12", "-export", "-inkey", "\(name).key", "-in", "\(name).pem", "-out", "\(name).p12", "-passout",
+            "pass:\(passphrase)",
+        ]
+        for file in extra { arguments += ["-certfile", file] }
+        if legacy { arguments.append("-legacy") }
+        try openssl(arguments)
+    }
+
+    /// The SHA-1 fingerprint of a PEM certificate, uppercase hex without colons.
+    func sha1(_ certificate: String) throws -> String {
+        try fingerprint(certificate, digest: "-sha1")
+    }
+
+    func sha256(_ certificate: String) throws -> String {
+        try fingerprint(certificate, digest: "-sha256")
+    }
+
+    private func fingerprint(_ certificate: String, digest: String) throws -> String {
+        let line = try openssl(["x509", "-in", certificate, "-noout", "-fingerprint", digest])
+        let value = line.split(separator: "=", maxSplits: 1).last.map(String.init) ?? ""
+        return value.replacingOccurrences(of: ":", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// `import`, `find-identity`, `find-certificate`, `export`, `add-certificates`,
+/// `delete-certificate` and `delete-identity`, run as scripts run them, with files `openssl` made.
+@Suite struct CertificateCommandTests {
+    /// A sandbox with `build.keychain` (password `pw`); the processes get the password from
+    /// `KEYCHAIN_PASSWORD`, as one-shot commands without the agent do.
+    private func buildKeychain() throws -> (Sandbox, PKIFiles) {
+        let sandbox = try Sandbox()
+        let create = try sandbox.run(["create-keychain", "-p", "pw", "build.keychain"])
+        try #require(create.status == 0, "\(create)")
+        return (sandbox, try PKIFiles(sandbox))
+    }
+
+    private let unlocked = ["KEYCHAIN_PASSWORD": "pw"]
+
+    @Test("import of a .p12 with -P, then find-identity lists it in macOS's format, untrusted")
+    func importThenFindIdentity() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("signing", subject: "/CN=Build Signing")
+        try files.pkcs12("signing", passphrase: "p12pass")
+        let sha1 = try files.sha1("signing.pem")
+
+        let imported = try sandbox.run(
+            [
+                "import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p12pass", "-A", "-T",
+                "/usr/bin/codesign",
+            ],
+            environment: unlocked)
+        #expect(imported.status == 0, "\(imported)")
+        #expect(imported.out == "1 identity imported.\n")
+        #expect(imported.err.isEmpty, "\(imported)")
+
+        let all = try sandbox.run(["find-identity", "-p", "basic", "build.keychain"], environment: unlocked)
+        #expect(all.status == 0, "\(all)")
+        #expect(
+            all.out == """
+
+                Policy: X.509 Basic
+                  Matching identities
+                  1) \(sha1) "Build Signing" (CSSMERR_TP_NOT_TRUSTED)
+                     1 identities found
+
+                  Valid identities only
+                     0 valid identities found
+
+                """)
+
+        let valid = try sandbox.run(["find-identity", "-v", "build.keychain"], environment: unlocked)
+        #expect(valid.status == 0, "\(valid)")
+        #expect(valid.out == "     0 valid identities found\n")
+
+        let codesigning = try sandbox.run(
+            ["find-identity", "-v", "-p", "codesigning", "-s", "Build", "build.keychain"], environment: unlocked)
+        #expect(codesigning.out == "Looking for identities matching \"Build\"\n     0 valid identities found\n")
+
+        // Importing the same identity again fails as on macOS.
+        let again = try sandbox.run(
+            ["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p12pass"], environment: unlocked)
+        #expect(again.status == 1, "\(again)")
+        #expect(again.err == "security: SecKeychainItemImport: The specified item already exists in the keychain.\n")
+    }
+
+    @Test("the CI flow through the session agent: create, unlock, import and find-identity in four processes")
+    func ciFlowThroughTheAgent() throws {
+        let sandbox = try Sandbox()
+        sandbox.agentMode = "auto"
+        let socket = sandbox.root + "/agent/agent.sock"
+        defer { stopTestAgent(at: socket) }
+        let environment = ["KEYCHAIN_AGENT_SOCK": socket]
+        let files = try PKIFiles(sandbox)
+        try files.selfSigned("signing", subject: "/CN=Agent Signing")
+        try files.pkcs12("signing", passphrase: "p12pass")
+        #expect(
+            try sandbox.run(["create-keychain", "-p", "pw", "build.keychain"], environment: environment).status == 0)
+        #expect(
+            try sandbox.run(["unlock-keychain", "-p", "pw", "build.keychain"], environment: environment).status == 0)
+        let imported = try sandbox.run(
+            ["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p12pass"], environment: environment)
+        #expect(imported.status == 0, "\(imported)")
+        #expect(imported.out == "1 identity imported.\n")
+        let found = try sandbox.run(["find-identity", "-p", "basic", "build.keychain"], environment: environment)
+        #expect(found.status == 0, "\(found)")
+        #expect(
+            found.out.contains("  1) \(try files.sha1("signing.pem")) \"Agent Signing\" (CSSMERR_TP_NOT_TRUSTED)\n"))
+    }
+
+    @Test("a wrong passphrase gives macOS's message and exit 1; nothing is imported")
+    func wrongPassphrase() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("signing", subject: "/CN=Build Signing")
+        try files.pkcs12("signing", passphrase: "right")
+        let imported = try sandbox.run(
+            ["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "wrong"], environment: unlocked)
+        #expect(imported.status == 1, "\(imported)")
+        #expect(imported.out.isEmpty)
+        #expect(
+            imported.err
+                == "security: SecKeychainItemImport: MAC verification failed during PKCS12 import (wrong password?)\n")
+        #expect(!imported.err.contains("wrong\""))
+        let found = try sandbox.run(["find-identity", "build.keychain"], environment: unlocked)
+        #expect(found.out.contains("     0 identities found\n"), "\(found)")
+    }
+
+    @Test("a legacy (-legacy, 3DES/RC2) PKCS#12 file is refused with the openssl conversion command")
+    func legacyPKCS12IsRefused() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("old", subject: "/CN=Old Export")
+        try files.pkcs12("old", passphrase: "pw", legacy: true)
+        let imported = try sandbox.run(
+            ["import", files.path("old.p12"), "-k", "build.keychain", "-P", "pw"], environment: unlocked)
+        #expect(imported.status == 1, "\(imported)")
+        #expect(imported.err.hasPrefix("security: SecKeychainItemImport: Unable to decode the provided data.\n"))
+        #expect(
+            imported.err.contains(
+                "openssl pkcs12 -in old.p12 -legacy -out old.pem && openssl pkcs12 -export -in old.pem -out new.p12"))
+    }
+
+    @Test("malformed and unknown files are refused with a message and exit 1, never a crash")
+    func malformedFiles() throws {
+        let (sandbox, files) = try buildKeychain()
+        let cases: [(String, Data, String)] = [
+            ("garbage.p12", Data([0x30, 0x82, 0x01, 0x00, 0x02, 0x01]), "Unable to decode the provided data."),
+            ("truncated.pem", Data("-----BEGIN CERTIFICATE-----\nMIIB\n".utf8), "Unknown format in import."),
+            (
+                "bad.pem", Data("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".utf8),
+                "Unable to decode the provided data."
+            ),
+            ("random.bin", Data((0..<64).map { UInt8(($0 * 37 + 11) & 0xFF) | 0x01 }), "Unknown format in import."),
+            ("empty.cer", Data(), "Unknown format in import."),
+        ]
+        for (name, bytes, message) in cases {
+            let path = files.path(name)
+            #expect(FileManager.default.createFile(atPath: path, contents: bytes))
+            let imported = try sandbox.run(["import", path, "-k", "build.keychain", "-P", "x"], environment: unlocked)
+            #expect(imported.status == 1, "\(name): \(imported)")
+            #expect(imported.err.hasPrefix("security: SecKeychainItemImport: \(message)\n"), "\(name): \(imported)")
+        }
+        let missing = try sandbox.run(
+            ["import", files.path("nothing.p12"), "-k", "build.keychain"], environment: unlocked)
+        #expect(missing.status == 1, "\(missing)")
+        #expect(
+            missing.err == "security: Error reading infile \(files.path("nothing.p12")): No such file or directory\n")
+    }
+
+    @Test("PEM and DER certificates, bundles and keys import with macOS's counts")
+    func certificatesAndKeys() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("one", subject: "/CN=One")
+        try files.selfSigned("two", subject: "/CN=Two")
+        try files.selfSigned("three", subject: "/CN=Three")
+        try files.openssl(["x509", "-in", "three.pem", "-outform", "DER", "-out", "three.cer"])
+        let bundle =
+            try String(contentsOfFile: files.path("one.pem"), encoding: .utf8)
+            + String(contentsOfFile: files.path("two.pem"), encoding: .utf8)
+        try bundle.write(toFile: files.path("bundle.pem"), atomically: true, encoding: .utf8)
+
+        let pemSequence = try sandbox.run(
+            ["import", files.path("bundle.pem"), "-k", "build.keychain"], environment: unlocked)
+        #expect(pemSequence.out == "2 certificates imported.\n", "\(pemSequence)")
+        let der = try sandbox.run(["import", files.path("three.cer"), "-k", "build.keychain"], environment: unlocked)
+        #expect(der.out == "1 certificate imported.\n", "\(der)")
+        let key = try sandbox.run(["import", files.path("one.key"), "-k", "build.keychain"], environment: unlocked)
+        #expect(key.out == "1 key imported.\n", "\(key)")
+        // The key and its certificate now make an identity.
+        let identities = try sandbox.run(["find-identity", "build.keychain"], environment: unlocked)
+        #expect(
+            identities.out.contains("  1) \(try files.sha1("one.pem")) \"One\" (CSSMERR_TP_NOT_TRUSTED)\n"),
+            "\(identities)")
+        #expect(identities.out.contains("     1 identities found\n"))
+
+        let all = try sandbox.run(["find-certificate", "-a", "-Z", "build.keychain"], environment: unlocked)
+        #expect(all.status == 0)
+        for name in ["one.pem", "two.pem", "three.pem"] {
+            #expect(all.out.contains("SHA-256 hash: \(try files.sha256(name))\nSHA-1 hash: \(try files.sha1(name))\n"))
+        }
+    }
+
+    @Test("find-certificate -c -p is read back by openssl x509; -Z and -m print macOS's lines; -e matches")
+    func findCertificate() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("mail", subject: "/CN=Mail Signer/emailAddress=ci@example.com")
+        try files.selfSigned("other", subject: "/CN=Other")
+        #expect(
+            try sandbox.run(
+                ["add-certificates", "-k", "build.keychain", files.path("mail.pem"), files.path("other.pem")],
+                environment: unlocked
+            ).status == 0)
+
+        let pem = try sandbox.run(
+            ["find-certificate", "-c", "mail sign", "-p", "build.keychain"], environment: unlocked)
+        #expect(pem.status == 0, "\(pem)")
+        let original = try files.opensslBytes(["x509", "-in", "mail.pem", "-outform", "DER"])
+        let readBack = try files.opensslBytes(["x509", "-outform", "DER"], stdin: pem.stdout)
+        #expect(readBack == original)
+        #expect(pem.out.hasPrefix("-----BEGIN CERTIFICATE-----\n") && pem.out.hasSuffix("-----END CERTIFICATE-----\n"))
+
+        let hashes = try sandbox.run(
+            ["find-certificate", "-c", "Mail", "-Z", "-m", "build.keychain"], environment: unlocked)
+        let sha256 = try files.sha256("mail.pem")
+        let sha1 = try files.sha1("mail.pem")
+        #expect(hashes.out.hasPrefix("SHA-256 hash: \(sha256)\nSHA-1 hash: \(sha1)\nemail addresses: ci@example.com\n"))
+        #expect(hashes.out.contains("class: 0x80001000 \nattributes:\n    \"alis\"<blob>=\"ci@example.com\"\n"))
+        #expect(hashes.out.contains("    \"labl\"<blob>=\"Mail Signer\"\n"), "\(hashes)")
+        #expect(hashes.out.contains("    \"cenc\"<uint32>=0x00000003 \n"), "\(hashes)")
+
+        let byEmail = try sandbox.run(
+            ["find-certificate", "-e", "CI@example.com", "-Z", "build.keychain"], environment: unlocked)
+        #expect(byEmail.out.hasPrefix("SHA-256 hash: \(sha256)\n"), "\(byEmail)")
+
+        let missing = try sandbox.run(["find-certificate", "-c", "nobody", "build.keychain"], environment: unlocked)
+        #expect(missing.status == 44)
+        #expect(missing.err == itemNotFoundMessage)
+        let missingAll = try sandbox.run(
+            ["find-certificate", "-a", "-c", "nobody", "build.keychain"], environment: unlocked)
+        #expect(missingAll.status == 0 && missingAll.out.isEmpty)
+
+        let duplicate = try sandbox.run(
+            ["add-certificates", "-k", "build.keychain", files.path("other.pem")], environment: unlocked)
+        #expect(duplicate.status == 1)
+        #expect(duplicate.err == "security: \(files.path("other.pem")): already in build.keychain\n")
+    }
+
+    @Test("export -f pkcs12 is read back by openssl pkcs12 with the same key; certs as pemseq and x509")
+    func exportRoundTrips() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("signing", subject: "/CN=Build Signing")
+        try files.pkcs12("signing", passphrase: "p12pass")
+        #expect(
+            try sandbox.run(
+                ["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p12pass"],
+                environment: unlocked
+            ).status == 0)
+
+        let exported = try sandbox.run(
+            [
+                "export", "-k", "build.keychain", "-t", "identities", "-f", "pkcs12", "-P", "out-pass", "-o",
+                files.path("out.p12"),
+            ],
+            environment: unlocked)
+        #expect(exported.status == 0, "\(exported)")
+        #expect(exported.err.hasPrefix("...") && exported.err.hasSuffix(" bytes written to \(files.path("out.p12"))\n"))
+        let keyBack = try files.openssl(["pkcs12", "-in", "out.p12", "-passin", "pass:out-pass", "-nocerts", "-nodes"])
+        let publicBack = try files.openssl(["pkey", "-pubout"], stdin: Data(keyBack.utf8))
+        let publicOriginal = try files.openssl(["pkey", "-in", "signing.key", "-pubout"])
+        #expect(publicBack == publicOriginal)
+        let certificateBack = try files.openssl(["pkcs12", "-in", "out.p12", "-passin", "pass:out-pass", "-nokeys"])
+        let fingerprintBack = try files.openssl(
+            ["x509", "-noout", "-fingerprint", "-sha1"], stdin: Data(certificateBack.utf8))
+        #expect(fingerprintBack.contains(try files.sha1("signing.pem").chunked()))
+
+        // The exported file imports again (into another keychain).
+        #expect(try sandbox.run(["create-keychain", "-p", "pw", "copy.keychain"]).status == 0)
+        let again = try sandbox.run(
+            ["import", files.path("out.p12"), "-k", "copy.keychain", "-P", "out-pass"], environment: unlocked)
+        #expect(again.out == "1 identity imported.\n", "\(again)")
+
+        let certs = try sandbox.run(
+            ["export", "-k", "build.keychain", "-t", "certs", "-f", "pemseq", "-p"], environment: unlocked)
+        #expect(certs.status == 0, "\(certs)")
+        let certificateText = try files.openssl(["x509", "-noout", "-fingerprint", "-sha1"], stdin: certs.stdout)
+        #expect(certificateText.contains(try files.sha1("signing.pem").chunked()))
+        let der = try sandbox.run(["export", "-k", "build.keychain", "-t", "certs"], environment: unlocked)
+        #expect(der.stdout == (try files.opensslBytes(["x509", "-in", "signing.pem", "-outform", "DER"])))
+
+        let wrongFormat = try sandbox.run(
+            ["export", "-k", "build.keychain", "-t", "privKeys", "-f", "openssl"], environment: unlocked)
+        #expect(wrongFormat.status == 1)
+        #expect(wrongFormat.err == "security: SecKeychainItemExport: Import/Export format unsupported.\n")
+    }
+
+    @Test("delete-certificate removes just the certificate; delete-identity the certificate and its key")
+    func deleteCertificateAndIdentity() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("keep", subject: "/CN=Keep Me")
+        try files.selfSigned("drop", subject: "/CN=Drop Me")
+        try files.selfSigned("ident", subject: "/CN=Identity Me")
+        try files.pkcs12("ident", passphrase: "p")
+        #expect(
+            try sandbox.run(
+                ["add-certificates", "-k", "build.keychain", files.path("keep.pem"), files.path("drop.pem")],
+                environment: unlocked
+            ).status == 0)
+        #expect(
+            try sandbox.run(
+                ["import", files.path("ident.p12"), "-k", "build.keychain", "-P", "p"], environment: unlocked
+            )
+            .status == 0)
+
+        let ambiguous = try sandbox.run(["delete-certificate", "-c", "me", "build.keychain"], environment: unlocked)
+        #expect(ambiguous.status == 1)
+        #expect(ambiguous.err == "security: \"me\" is ambiguous, matches more than one certificate\n")
+
+        let deleted = try sandbox.run(
+            ["delete-certificate", "-Z", try files.sha1("drop.pem").lowercased(), "build.keychain"],
+            environment: unlocked)
+        #expect(deleted.status == 0, "\(deleted)")
+        let remaining = try sandbox.run(["find-certificate", "-a", "-Z", "build.keychain"], environment: unlocked).out
+        #expect(!remaining.contains(try files.sha1("drop.pem")))
+        #expect(remaining.contains(try files.sha1("keep.pem")))
+        #expect(remaining.contains(try files.sha1("ident.pem")))
+
+        let gone = try sandbox.run(["delete-certificate", "-c", "Drop Me", "build.keychain"], environment: unlocked)
+        #expect(gone.status == 1)
+        #expect(gone.err == "Unable to delete certificate matching \"Drop Me\"\n")
+
+        let identity = try sandbox.run(
+            ["delete-identity", "-c", "Identity Me", "build.keychain"], environment: unlocked)
+        #expect(identity.status == 0, "\(identity)")
+        let after = try sandbox.run(["find-identity", "build.keychain"], environment: unlocked)
+        #expect(after.out.contains("     0 identities found\n"), "\(after)")
+        let certificates = try sandbox.run(["find-certificate", "-a", "-Z", "build.keychain"], environment: unlocked)
+            .out
+        #expect(!certificates.contains(try files.sha1("ident.pem")))
+        #expect(certificates.contains(try files.sha1("keep.pem")))
+        // The key went too: importing the identity again counts it as new.
+        let reimported = try sandbox.run(
+            ["import", files.path("ident.p12"), "-k", "build.keychain", "-P", "p"], environment: unlocked)
+        #expect(reimported.out == "1 identity imported.\n", "\(reimported)")
+    }
+
+    @Test("-P is hidden in -v's echo of the command line, and the commands are listed in help")
+    func passphraseIsRedactedAndCommandsAreListed() throws {
+        let sandbox = try Sandbox()
+        let run = try sandbox.run(["-v", "import", "/nonexistent.p12", "-P", "SecretPass"])
+        #expect(!run.err.contains("SecretPass"), "\(run)")
+        let help = try sandbox.run(["help"])
+        for name in [
+            "import", "export", "find-identity", "find-certificate", "add-certificates", "delete-certificate",
+            "delete-identity",
+        ] {
+            #expect(help.out.contains("\n    \(name) "), "\(name)")
+        }
+    }
+}
+
+extension String {
+    /// The hex with a colon between bytes, as `openssl -fingerprint` prints it.
+    fileprivate func chunked() -> String {
+        var parts: [String] = []
+        var index = startIndex
+        while index < endIndex {
+            let next = self.index(index, offsetBy: 2, limitedBy: endIndex) ?? endIndex
+            parts.append(String(self[index..<next]))
+            index = next
+        }
+        return parts.joined(separator: ":")
+    }
+}
+
+/// Stops the agent a test started, by its pid (`SO_PEERCRED` of a connection to its socket).
+private func stopTestAgent(at path: String) {
+    guard let fd = try? AgentConnection.connect(path, timeout: .seconds(5)) else { return }
+    let pid = (try? DBusPeerCredentials(socket: fd))?.pid
+    close(fd)
+    guard let pid else { return }
+    kill(pid, SIGTERM)
+    for _ in 0..<1000 {
+        if kill(pid, 0) != 0 && errno == ESRCH { return }
+        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "Z"
+        {
+            return
+        }
+        usleep(10_000)
+    }
+    kill(pid, SIGKILL)
+}
