@@ -308,7 +308,7 @@ struct AddCertificates: ToolCommand {
         usage: "security add-certificates [-k keychain] file...",
         discussion: HelpText.wrapped(
             """
-            Adds each certificate file (DER, or PEM: the first certificate of the file) to the \
+            Adds each certificate file (DER, or PEM: the first block of the file) to the \
             keychain of -k, or to the default keychain. A certificate the keychain has already is \
             reported ("<file>: already in <keychain>") and the command exits 1 after adding the \
             others, as on macOS.
@@ -333,14 +333,9 @@ struct AddCertificates: ToolCommand {
         for file in files {
             let certificate: SecCertificate
             do {
-                let data = try readInputFile(file)
-                let der = PEMBlock.blocks(in: data)?.first { $0.label.hasSuffix("CERTIFICATE") }?.der ?? data
-                guard let parsed = SecCertificateCreateWithData(nil, der as CFData) else {
-                    throw CommandFailure.failure("\(file): \(statusMessage(errSecDecode))")
-                }
-                certificate = parsed
+                certificate = try readCertificateFile(file)
             } catch let failure as CommandFailure {
-                for message in failure.messages { Console.err("security: \(message)\n") }
+                for line in failure.rawLines { Console.err(line + "\n") }
                 result = 1
                 continue
             }
@@ -462,4 +457,195 @@ struct DeleteIdentity: ToolCommand {
     @OptionGroup var options: CertificateDeletion
 
     func execute(in session: Session) throws -> Int32 { try options.run(identity: true, session: session) }
+}
+
+// MARK: - verify-cert
+
+/// Reads a certificate file, DER or PEM, as macOS's `readCertFile` does.
+/// - Throws: ``CommandFailure`` with macOS's lines: `***Error reading file <file>` (on
+///   standard output, as macOS prints it), `Error decoding cert file <file>`, or
+///   `SecCertificateCreateFromData: <message>`.
+func readCertificateFile(_ path: String) throws -> SecCertificate {
+    let data: Data
+    do {
+        data = try readInputFile(path)
+    } catch {
+        Console.out("***Error reading file \(path)\n")
+        throw CommandFailure(result: 1, messages: [])
+    }
+    var der = data
+    if data.starts(with: Array("-----BEGIN".utf8))
+        || String(decoding: data.prefix(1024), as: UTF8.self).contains("-----BEGIN ")
+    {
+        guard let block = PEMBlock.blocks(in: data)?.first else {
+            throw CommandFailure(result: 1, messages: [], rawLines: ["Error decoding cert file \(path)"])
+        }
+        der = block.der
+    }
+    guard let certificate = SecCertificateCreateWithData(nil, der as CFData) else {
+        throw CommandFailure(
+            result: 1, messages: [], rawLines: ["SecCertificateCreateFromData: \(statusMessage(errSecDecode))"])
+    }
+    return certificate
+}
+
+/// `security verify-cert`: evaluates a certificate chain with SecTrust.
+struct VerifyCert: ToolCommand {
+    static let name = "verify-cert"
+    static let configuration = CommandConfiguration(
+        commandName: Self.name,
+        _superCommandName: "security",
+        abstract: "Verify certificate(s).",
+        usage: """
+            security verify-cert [-c certFile...] [-r rootCertFile...] [-p policy] [-C] [-d date] [-k keychain...] \
+            [-s sslHost] [-e emailAddress] [-L] [-l] [-N] [-q]
+            """,
+        discussion: HelpText.wrapped(
+            """
+            Verifies the certificate of the first -c (the others, and the certificates of the keychains \
+            given with -k, may serve as intermediates) against the roots of -r, or else the system's \
+            (/etc/ssl/certs/ca-certificates.crt). With only one -r, the root itself is verified. \
+            Prints "...certificate verification successful." and exits 0, or prints \
+            "Cert Verify Result: <reason>" (CSSMERR_TP_NOT_TRUSTED, CSSMERR_TP_CERT_EXPIRED, \
+            CSSMERR_APPLETP_HOSTNAME_MISMATCH, …) on standard error and exits 1.
+
+            Policies (-p): basic (the default), ssl (with -s <host>; -C for a client certificate); \
+            macOS's other policy names are checked as basic. -d YYYY-MM-DD[-hh:mm:ss] verifies at \
+            that date (UTC). -L, -l, -N and -R are accepted for macOS scripts; certificates are never \
+            fetched from the network and revocation is not checked on Linux.
+
+            Example:
+              security verify-cert -c server.pem -c intermediate.pem -r root.pem -p ssl -s example.com
+            """))
+
+    @Option(
+        name: .customShort("c", allowingJoined: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("A certificate file, DER or PEM; the first is the one verified.", valueName: "certFile"))
+    var certificateFiles: [String] = []
+
+    @Option(
+        name: .customShort("r", allowingJoined: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("A root (anchor) certificate file.", valueName: "rootCertFile"))
+    var rootFiles: [String] = []
+
+    @Option(
+        name: .customShort("p", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The policy: basic (default), ssl, smime, codeSign, …", valueName: "policy"))
+    var policy: String = "basic"
+
+    @Flag(name: .customShort("C"), help: "Verify a client certificate (with -p ssl).")
+    var client = false
+
+    @Option(
+        name: .customShort("d", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Verify at this date: YYYY-MM-DD or YYYY-MM-DD-hh:mm:ss (UTC).", valueName: "date"))
+    var date: String?
+
+    @Option(
+        name: .customShort("k", allowingJoined: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("A keychain whose certificates may serve as intermediates.", valueName: "keychain"))
+    var keychains: [String] = []
+
+    @Option(
+        name: .customShort("s", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The host name the SSL policy checks.", valueName: "sslHost"))
+    var sslHost: String?
+
+    @Option(
+        name: .customShort("e", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("An email address (accepted; the S/MIME policy is checked as basic).", valueName: "email"))
+    var email: String?
+
+    @Option(
+        name: .customShort("R", allowingJoined: true), parsing: .unconditionalSingleValue,
+        help: ArgumentHelp("Accepted for macOS scripts: revocation is not checked on Linux.", valueName: "option"))
+    var revocation: [String] = []
+
+    @Flag(name: .customShort("L"), help: "Accepted for macOS scripts (certificates are never fetched).")
+    var local = false
+
+    @Flag(name: .customShort("l"), help: "Accepted for macOS scripts (the leaf is a CA).")
+    var leafIsCA = false
+
+    @Flag(name: .customShort("N"), help: "Accepted for macOS scripts (no keychain search list is used).")
+    var noKeychains = false
+
+    @Flag(name: .customShort("q"), help: "Quiet: print nothing, only set the exit status.")
+    var quiet = false
+
+    /// macOS's policy names (`policyStringToOid`).
+    static let policyNames: Set<String> = [
+        "basic", "ssl", "smime", "codeSign", "IPSec", "iChat", "swUpdate", "pkgSign", "pkinitClient",
+        "pkinitServer", "eap", "macappstore", "appleID", "timestamping", "revocation", "passbook",
+    ]
+
+    func execute(in session: Session) throws -> Int32 {
+        guard Self.policyNames.contains(policy) else {
+            Console.err("***unknown policy spec (\(policy))\n")
+            return 2
+        }
+        var certificates = try certificateFiles.map(readCertificateFile)
+        let roots = try rootFiles.map(readCertificateFile)
+        if certificates.isEmpty {
+            guard !roots.isEmpty else {
+                Console.err("***No certs specified.\n")
+                return 2
+            }
+            guard roots.count == 1 else {
+                Console.err("***Multiple roots and no certs not allowed.\n")
+                return 2
+            }
+            certificates = roots
+        }
+        var verifyDate: Date?
+        if let date {
+            guard let parsed = Self.parseDate(date) else {
+                Console.err("Date processing error\n")
+                return 2
+            }
+            verifyDate = parsed
+        }
+        if !keychains.isEmpty {
+            let targets = try searchTargets(keychains, in: session)
+            do {
+                certificates += try allCertificates(in: targets, session: session).map(\.certificate)
+            } catch {
+                throw searchFailure(error)
+            }
+        }
+        let secPolicy =
+            policy == "ssl"
+            ? SecPolicyCreateSSL(!client, sslHost.map { $0 as CFString }) : SecPolicyCreateBasicX509()
+        var trust: SecTrust?
+        guard SecTrustCreateWithCertificates(certificates as CFArray, secPolicy, &trust) == errSecSuccess,
+            let trust
+        else {
+            throw CommandFailure(
+                result: 1, messages: [], rawLines: ["SecTrustCreateWithCertificates: \(statusMessage(errSecParam))"])
+        }
+        if !roots.isEmpty { SecTrustSetAnchorCertificates(trust, roots as CFArray) }
+        if let verifyDate { SecTrustSetVerifyDate(trust, verifyDate as CFDate) }
+        var error: CFError?
+        if SecTrustEvaluateWithError(trust, &error) {
+            if !quiet { Console.out("...certificate verification successful.\n") }
+            return 0
+        }
+        if !quiet {
+            let status = OSStatus(truncatingIfNeeded: error?.code ?? Int(errSecNotTrusted))
+            Console.err("Cert Verify Result: \(cssmTrustErrorName(status))\n")
+        }
+        return 1
+    }
+
+    /// `-d`: `%Y-%m-%d-%H:%M:%S` or `%Y-%m-%d`, in UTC.
+    static func parseDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        for format in ["yyyy-MM-dd-HH:mm:ss", "yyyy-MM-dd"] {
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) { return date }
+        }
+        return nil
+    }
 }

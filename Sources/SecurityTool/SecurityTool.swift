@@ -42,7 +42,8 @@ enum SecurityTool {
         AddCertificates.self, FindGenericPassword.self, DeleteGenericPassword.self,
         SetGenericPasswordPartitionList.self, FindInternetPassword.self, DeleteInternetPassword.self,
         SetInternetPasswordPartitionList.self, SetKeyPartitionList.self, FindCertificate.self, FindIdentity.self,
-        DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, ErrorCommand.self,
+        DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, VerifyCert.self,
+        ErrorCommand.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name

@@ -60,6 +60,26 @@ private struct PKIFiles {
         ])
     }
 
+    /// A CA (`root.pem`, `root.key`) and a server certificate it issued for `leaf.example.com`
+    /// (`leaf.pem`, `leaf.key`), valid for 30 days.
+    func chain() throws {
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", "root.key", "-out",
+            "root.pem", "-days", "30", "-nodes", "-subj", "/CN=Test Root CA", "-addext",
+            "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        ])
+        try openssl([
+            "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", "leaf.key", "-out",
+            "leaf.csr", "-nodes", "-subj", "/CN=leaf.example.com",
+        ])
+        try "subjectAltName=DNS:leaf.example.com\nextendedKeyUsage=serverAuth\n".write(
+            toFile: path("leaf.ext"), atomically: true, encoding: .utf8)
+        try openssl([
+            "x509", "-req", "-in", "leaf.csr", "-CA", "root.pem", "-CAkey", "root.key", "-CAcreateserial", "-out",
+            "leaf.pem", "-days", "30", "-extfile", "leaf.ext",
+        ])
+    }
+
     /// `<name>.p12` of `<name>.key` and `<name>.pem` (and extra certificates), under `passphrase`.
     func pkcs12(_ name: String, passphrase: String, extra: [String] = [], legacy: Bool = false) throws {
         var arguments = [
@@ -406,6 +426,63 @@ private struct PKIFiles {
         #expect(reimported.out == "1 identity imported.\n", "\(reimported)")
     }
 
+    @Test("a .p12 with its CA imports the identity and the CA; find-identity shows the chain's verdict")
+    func importWithChain() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.chain()
+        try files.pkcs12("leaf", passphrase: "p", extra: ["root.pem"])
+        let imported = try sandbox.run(
+            ["import", files.path("leaf.p12"), "-k", "build.keychain", "-P", "p"], environment: unlocked)
+        #expect(imported.status == 0, "\(imported)")
+        #expect(imported.out == "1 identity imported.\n1 certificate imported.\n")
+        let found = try sandbox.run(
+            ["find-identity", "-p", "ssl-server", "-s", "leaf.example.com", "build.keychain"],
+            environment: unlocked)
+        #expect(found.out.hasPrefix("Looking for identities matching \"leaf.example.com\"\n\nPolicy: SSL (server)\n"))
+        #expect(
+            found.out.contains("  1) \(try files.sha1("leaf.pem")) \"leaf.example.com\" (CSSMERR_TP_NOT_TRUSTED)\n"))
+        let certificates = try sandbox.run(
+            ["find-certificate", "-a", "-c", "Test Root", "-Z", "build.keychain"],
+            environment: unlocked)
+        #expect(certificates.out.contains("SHA-1 hash: \(try files.sha1("root.pem"))\n"), "\(certificates)")
+    }
+
+    @Test("verify-cert: success, an untrusted chain, a host name mismatch, a date, and usage errors")
+    func verifyCert() throws {
+        let sandbox = try Sandbox()
+        let files = try PKIFiles(sandbox)
+        try files.chain()
+        let leaf = files.path("leaf.pem")
+        let root = files.path("root.pem")
+        let good = try sandbox.run(["verify-cert", "-c", leaf, "-r", root])
+        #expect(good.status == 0, "\(good)")
+        #expect(good.out == "...certificate verification successful.\n" && good.err.isEmpty)
+        let ssl = try sandbox.run(["verify-cert", "-c", leaf, "-r", root, "-p", "ssl", "-s", "leaf.example.com"])
+        #expect(ssl.status == 0, "\(ssl)")
+        let mismatch = try sandbox.run(["verify-cert", "-c", leaf, "-r", root, "-p", "ssl", "-s", "other.example.com"])
+        #expect(mismatch.status == 1)
+        #expect(mismatch.out.isEmpty && mismatch.err == "Cert Verify Result: CSSMERR_APPLETP_HOSTNAME_MISMATCH\n")
+        let untrusted = try sandbox.run(["verify-cert", "-c", leaf])
+        #expect(untrusted.status == 1)
+        #expect(untrusted.err == "Cert Verify Result: CSSMERR_TP_NOT_TRUSTED\n")
+        let early = try sandbox.run(["verify-cert", "-c", leaf, "-r", root, "-d", "2001-02-03"])
+        #expect(early.err == "Cert Verify Result: CSSMERR_TP_CERT_NOT_VALID_YET\n", "\(early)")
+        let quiet = try sandbox.run(["verify-cert", "-q", "-c", leaf])
+        #expect(quiet.status == 1 && quiet.out.isEmpty && quiet.err.isEmpty)
+        let rootOnly = try sandbox.run(["verify-cert", "-r", root])
+        #expect(rootOnly.status == 0, "\(rootOnly)")
+        let nothing = try sandbox.run(["verify-cert", "-p", "basic"])
+        #expect(nothing.status == 2 && nothing.err == "***No certs specified.\n")
+        let policy = try sandbox.run(["verify-cert", "-c", leaf, "-p", "nonsense"])
+        #expect(policy.status == 2 && policy.err == "***unknown policy spec (nonsense)\n")
+        #expect(FileManager.default.createFile(atPath: files.path("junk.pem"), contents: Data("junk".utf8)))
+        let junk = try sandbox.run(["verify-cert", "-c", files.path("junk.pem")])
+        #expect(junk.status == 1)
+        #expect(junk.err == "SecCertificateCreateFromData: Unable to decode the provided data.\n", "\(junk)")
+        let missing = try sandbox.run(["verify-cert", "-c", files.path("missing.pem")])
+        #expect(missing.status == 1 && missing.out == "***Error reading file \(files.path("missing.pem"))\n")
+    }
+
     @Test("-P is hidden in -v's echo of the command line, and the commands are listed in help")
     func passphraseIsRedactedAndCommandsAreListed() throws {
         let sandbox = try Sandbox()
@@ -414,7 +491,7 @@ private struct PKIFiles {
         let help = try sandbox.run(["help"])
         for name in [
             "import", "export", "find-identity", "find-certificate", "add-certificates", "delete-certificate",
-            "delete-identity",
+            "delete-identity", "verify-cert",
         ] {
             #expect(help.out.contains("\n    \(name) "), "\(name)")
         }

@@ -8,7 +8,7 @@ import Testing
         "list-smartcards", "create-keypair", "find-key", "set-identity-preference", "get-identity-preference",
         "create-db", "export-smartcard", "cms", "install-mds", "add-trusted-cert", "remove-trusted-cert",
         "dump-trust-settings", "user-trust-settings-enable", "trust-settings-export", "trust-settings-import",
-        "verify-cert", "authorize", "authorizationdb", "execute-with-privileges", "leaks",
+        "authorize", "authorizationdb", "execute-with-privileges", "leaks",
         "create-filevaultmaster-keychain", "smartcards", "translocate-policy-check", "translocate-status-check",
         "translocate-original-path", "requirement-evaluate", "filevault", "platformsso",
     ]
