@@ -30,7 +30,8 @@ struct ImportCommand: ToolCommand {
 
             The format is taken from -f, else from the file's name (.p12, .pfx) and contents. \
             The passphrase of a PKCS#12 file comes from -P, else it is asked for on the terminal \
-            (without a terminal the empty passphrase is tried). A wrong passphrase fails with "MAC \
+            ("password to unlock <file>: ", as macOS asks; without a terminal the empty passphrase is \
+            tried). A wrong passphrase fails with "MAC \
             verification failed during PKCS12 import (wrong password?)" and exit status 1. Files \
             encrypted with legacy ciphers (3DES, RC2: `openssl pkcs12 -export -legacy`, old \
             exports) are refused; convert them first with
@@ -240,8 +241,9 @@ struct ImportCommand: ToolCommand {
         var secret = passphrase
         if secret == nil {
             let fileName = (inputFile as NSString).lastPathComponent
+            // macOS's prompt_password, word for word (it names the file as if it were a keychain).
             secret =
-                try session.secrets.readFromTerminalOnly(prompt: "Enter the password for \"\(fileName)\": ")
+                try session.secrets.readFromTerminalOnly(prompt: "password to unlock \(fileName): ")
                 .map { String(decoding: $0, as: UTF8.self) } ?? ""
         }
         let phrase = secret ?? ""
@@ -373,7 +375,9 @@ struct ExportCommand: ToolCommand {
         }
         let identityCertificates = identities.map(certificate(of:))
         let otherCertificates = certificates.filter { !identityCertificates.contains($0) }
-        let itemCount = identities.count + otherCertificates.count
+        // macOS counts what it exports as items: with -t all an identity is two (its certificate
+        // and its private key), with -t identities one; the default format follows the count.
+        let itemCount = identities.count * (type == "all" ? 2 : 1) + otherCertificates.count
         guard itemCount > 0 else {
             throw CommandFailure.failure("\(Self.function): \(statusMessage(errSecParam))")
         }
@@ -392,7 +396,7 @@ struct ExportCommand: ToolCommand {
             }
             bytes = try exportPKCS12(identities[0], with: otherCertificates, session: session)
         case .x509:
-            guard itemCount == 1 else {
+            guard identities.count + otherCertificates.count == 1 else {
                 throw CommandFailure.failure("\(Self.function): \(statusMessage(errSecParam))")
             }
             let der = derData(identityCertificates.first ?? otherCertificates[0])
@@ -400,7 +404,13 @@ struct ExportCommand: ToolCommand {
         case .pemseq:
             // Private keys are never written in the clear: only the certificates, which is what
             // macOS's pemseq holds too unless keys are wrapped under a passphrase.
-            guard identities.isEmpty else { throw unsupported }
+            guard identities.isEmpty else {
+                throw CommandFailure(
+                    result: 1,
+                    messages: unsupported.messages + [
+                        "private keys are exported only as PKCS#12 on Linux: give -f pkcs12, or -t certs for the certificates"
+                    ])
+            }
             bytes = Data(otherCertificates.map { PEMBlock.encode(derData($0), label: "CERTIFICATE") }.joined().utf8)
         default:
             throw unsupported

@@ -190,6 +190,56 @@ private struct PKIFiles {
         #expect(found.status == 0, "\(found)")
         #expect(
             found.out.contains("  1) \(try files.sha1("signing.pem")) \"Agent Signing\" (CSSMERR_TP_NOT_TRUSTED)\n"))
+        let sha1 = try files.sha1("signing.pem")
+        let certificate = try sandbox.run(
+            ["find-certificate", "-Z", "-c", "Agent", "build.keychain"], environment: environment)
+        #expect(certificate.out.contains("SHA-1 hash: \(sha1)\n"), "\(certificate)")
+        let exported = try sandbox.run(
+            [
+                "export", "-k", "build.keychain", "-t", "identities", "-f", "pkcs12", "-P", "x", "-o",
+                files.path("out.p12"),
+            ],
+            environment: environment)
+        #expect(exported.status == 0, "\(exported)")
+        let keyBack = try files.openssl(["pkcs12", "-in", "out.p12", "-passin", "pass:x", "-nocerts", "-nodes"])
+        #expect(
+            try files.openssl(["pkey", "-pubout"], stdin: Data(keyBack.utf8))
+                == files.openssl(["pkey", "-in", "signing.key", "-pubout"]))
+        let deleted = try sandbox.run(["delete-identity", "-Z", sha1, "build.keychain"], environment: environment)
+        #expect(deleted.status == 0, "\(deleted)")
+        let after = try sandbox.run(["find-identity", "-v", "build.keychain"], environment: environment)
+        #expect(after.out == "     0 valid identities found\n")
+        let none = try sandbox.run(["find-identity", "build.keychain"], environment: environment)
+        #expect(none.out.contains("     0 identities found\n"), "\(none)")
+    }
+
+    @Test("without -P the passphrase is asked for on the terminal, as macOS asks, and never echoed")
+    func passphraseFromTheTerminal() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("signing", subject: "/CN=Prompted")
+        try files.pkcs12("signing", passphrase: "typed-pass")
+        let (run, echoed) = try sandbox.runOnTerminal(
+            ["import", files.path("signing.p12"), "-k", "build.keychain"], answers: ["typed-pass"],
+            environment: unlocked)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.out == "1 identity imported.\n")
+        #expect(run.err == "password to unlock signing.p12: \n", "\(run)")
+        #expect(!echoed.contains("typed-pass") && !run.err.contains("typed-pass"))
+    }
+
+    @Test("a locked keychain with no password to unlock it: exit 1 with the locked message")
+    func lockedKeychain() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("signing", subject: "/CN=Locked Out")
+        try files.pkcs12("signing", passphrase: "p")
+        let imported = try sandbox.run(["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p"])
+        #expect(imported.status == 1, "\(imported)")
+        #expect(imported.err.hasPrefix("security: SecKeychainItemImport: User interaction is not allowed.\n"))
+        let wrong = try sandbox.run(
+            ["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p"],
+            environment: ["KEYCHAIN_PASSWORD": "nope"])
+        #expect(wrong.status != 0, "\(wrong)")
+        #expect(wrong.out.isEmpty)
     }
 
     @Test("a wrong passphrase gives macOS's message and exit 1; nothing is imported")
@@ -369,6 +419,10 @@ private struct PKIFiles {
         #expect(certificateText.contains(try files.sha1("signing.pem").chunked()))
         let der = try sandbox.run(["export", "-k", "build.keychain", "-t", "certs"], environment: unlocked)
         #expect(der.stdout == (try files.opensslBytes(["x509", "-in", "signing.pem", "-outform", "DER"])))
+
+        let everything = try sandbox.run(["export", "-k", "build.keychain"], environment: unlocked)
+        #expect(everything.status == 1)
+        #expect(everything.err.contains("private keys are exported only as PKCS#12 on Linux"), "\(everything)")
 
         let wrongFormat = try sandbox.run(
             ["export", "-k", "build.keychain", "-t", "privKeys", "-f", "openssl"], environment: unlocked)
