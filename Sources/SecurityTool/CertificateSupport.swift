@@ -10,8 +10,15 @@ import Security
 /// Runs calls of the Security API with `keychain` as their default keychain; when one fails
 /// because the keychain is locked (``securityCheck(_:)`` throws errSecInteractionNotAllowed),
 /// unlocks it as the other commands do and runs `body` again.
+///
+/// A locked keychain is unlocked first (by a search, which needs the keychain's key), so that
+/// `body` runs once: a second run after a partial first one would find its own items there.
 func withSecurityKeychain<T>(_ keychain: OpenKeychain, session: Session, _ body: () throws -> T) throws -> T {
-    try session.withAccess(to: keychain) { try Keychains.withDefault(keychain.database, operation: body) }
+    var probe = ItemQuery(class: .key)
+    probe.synchronizable = .any
+    probe.limit = 1
+    _ = try session.withAccess(to: keychain) { try keychain.database.find(probe, includeData: false) }
+    return try session.withAccess(to: keychain) { try Keychains.withDefault(keychain.database, operation: body) }
 }
 
 /// Throws the engine error of a Security status (so that ``Session/withAccess(to:_:)`` sees a

@@ -142,7 +142,12 @@ struct ImportCommand: ToolCommand {
                     try securityCheck(SecItemAdd([kSecValueRef: identity] as CFDictionary, nil))
                 }
                 for key in contents.keys {
-                    try securityCheck(SecItemAdd([kSecValueRef: key] as CFDictionary, nil))
+                    // The label macOS's import gives keys that come without one.
+                    let isPrivate =
+                        (SecKeyCopyAttributes(key) as? NSDictionary)?[kSecAttrKeyClass as String]
+                        .map { "\($0)" } == "1"
+                    let label = isPrivate ? "Imported Private Key" : "Imported Public Key"
+                    try securityCheck(SecItemAdd([kSecValueRef: key, kSecAttrLabel: label] as CFDictionary, nil))
                 }
                 for certificate in contents.certificates {
                     let status = SecItemAdd([kSecValueRef: certificate] as CFDictionary, nil)

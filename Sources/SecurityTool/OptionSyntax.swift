@@ -41,6 +41,7 @@ struct OptionSyntax {
         case "find-identity": OptionSyntax(valued: ["p", "s"])
         case "add-certificates": OptionSyntax(valued: ["k"])
         case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
+        case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
         case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
         case "error": nil
         default: OptionSyntax(valued: [])

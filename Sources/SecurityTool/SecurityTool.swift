@@ -41,7 +41,8 @@ enum SecurityTool {
         ShowKeychainInfo.self, DumpKeychain.self, AddGenericPassword.self, AddInternetPassword.self,
         AddCertificates.self, FindGenericPassword.self, DeleteGenericPassword.self,
         SetGenericPasswordPartitionList.self, FindInternetPassword.self, DeleteInternetPassword.self,
-        SetInternetPasswordPartitionList.self, SetKeyPartitionList.self, FindCertificate.self, FindIdentity.self,
+        SetInternetPasswordPartitionList.self, FindKey.self, SetKeyPartitionList.self, FindCertificate.self,
+        FindIdentity.self,
         DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, VerifyCert.self,
         ErrorCommand.self,
     ].map { Command(type: $0) }

@@ -537,6 +537,35 @@ private struct PKIFiles {
         #expect(missing.status == 1 && missing.out == "***Error reading file \(files.path("missing.pem"))\n")
     }
 
+    @Test("find-key prints macOS's key records; a key imported before its .p12 does not block the import")
+    func findKey() throws {
+        let (sandbox, files) = try buildKeychain()
+        try files.selfSigned("signing", subject: "/CN=Key First")
+        try files.pkcs12("signing", passphrase: "p")
+        let key = try sandbox.run(["import", files.path("signing.key"), "-k", "build.keychain"], environment: unlocked)
+        #expect(key.out == "1 key imported.\n", "\(key)")
+        let identity = try sandbox.run(
+            ["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p"], environment: unlocked)
+        #expect(identity.status == 0, "\(identity)")
+        #expect(identity.out == "1 identity imported.\n")
+
+        let found = try sandbox.run(["find-key", "-t", "private", "-s", "build.keychain"], environment: unlocked)
+        #expect(found.status == 0, "\(found)")
+        #expect(found.out.hasPrefix("keychain: \"\(sandbox.keychainsDirectory)/build.keychain-db\"\nversion: 512\n"))
+        #expect(found.out.contains("class: 0x00000010 \nattributes:\n    0x00000000 <uint32>=0x00000010 \n"))
+        #expect(found.out.contains("    0x00000001 <blob>=\"Imported Private Key\"\n"))
+        #expect(found.out.contains("    0x00000009 <uint32>=0x00000049  \"\\000\\000\\000I\"\n"), "\(found)")
+        #expect(found.out.contains("    0x0000000A <uint32>=0x00000100 \n"))
+        #expect(found.out.components(separatedBy: "class: ").count == 2, "one private key: \(found)")
+
+        let labelled = try sandbox.run(
+            ["find-key", "-l", "Imported Private Key", "build.keychain"], environment: unlocked)
+        #expect(labelled.status == 0, "\(labelled)")
+        let none = try sandbox.run(["find-key", "-t", "symmetric", "build.keychain"], environment: unlocked)
+        #expect(none.status == 1)
+        #expect(none.err == "security: SecItemCopyMatching: The specified item could not be found in the keychain.\n")
+    }
+
     @Test("-P is hidden in -v's echo of the command line, and the commands are listed in help")
     func passphraseIsRedactedAndCommandsAreListed() throws {
         let sandbox = try Sandbox()
@@ -545,7 +574,7 @@ private struct PKIFiles {
         let help = try sandbox.run(["help"])
         for name in [
             "import", "export", "find-identity", "find-certificate", "add-certificates", "delete-certificate",
-            "delete-identity", "verify-cert",
+            "delete-identity", "verify-cert", "find-key",
         ] {
             #expect(help.out.contains("\n    \(name) "), "\(name)")
         }
