@@ -42,6 +42,7 @@ struct OptionSyntax {
         case "add-certificates": OptionSyntax(valued: ["k"])
         case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
         case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
+        case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])
         case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
         case "error": nil
         default: OptionSyntax(valued: [])

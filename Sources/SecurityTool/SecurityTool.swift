@@ -38,7 +38,7 @@ enum SecurityTool {
     static let commands: [Command] = [
         ListKeychains.self, DefaultKeychain.self, LoginKeychain.self, CreateKeychain.self, DeleteKeychain.self,
         LockKeychain.self, UnlockKeychain.self, SetKeychainSettings.self, SetKeychainPassword.self,
-        ShowKeychainInfo.self, DumpKeychain.self, AddGenericPassword.self, AddInternetPassword.self,
+        ShowKeychainInfo.self, DumpKeychain.self, CreateKeypair.self, AddGenericPassword.self, AddInternetPassword.self,
         AddCertificates.self, FindGenericPassword.self, DeleteGenericPassword.self,
         SetGenericPasswordPartitionList.self, FindInternetPassword.self, DeleteInternetPassword.self,
         SetInternetPasswordPartitionList.self, FindKey.self, SetKeyPartitionList.self, FindCertificate.self,

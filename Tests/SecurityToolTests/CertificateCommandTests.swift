@@ -566,6 +566,33 @@ private struct PKIFiles {
         #expect(none.err == "security: SecItemCopyMatching: The specified item could not be found in the keychain.\n")
     }
 
+    @Test("create-keypair adds a labelled key pair that find-key lists; -H prints the key hash; bad input fails")
+    func createKeypair() throws {
+        let (sandbox, _) = try buildKeychain()
+        let created = try sandbox.run(
+            ["create-keypair", "-a", "ec", "-s", "384", "-H", "-k", "build.keychain", "release signing"],
+            environment: unlocked)
+        #expect(created.status == 0, "\(created)")
+        #expect(created.out.hasPrefix("-----BEGIN PUBLIC KEY HASH-----\n"), "\(created)")
+        #expect(created.out.hasSuffix("-----END PUBLIC KEY HASH-----\n"))
+        let keys = try sandbox.run(["find-key", "-l", "release signing", "build.keychain"], environment: unlocked)
+        #expect(keys.status == 0, "\(keys)")
+        #expect(keys.out.contains("class: 0x00000010 \n") && keys.out.contains("class: 0x0000000F \n"), "\(keys)")
+        #expect(keys.out.contains("    0x0000000A <uint32>=0x00000180 \n"))
+        let rsa = try sandbox.run(["create-keypair", "-k", "build.keychain"], environment: unlocked)
+        #expect(rsa.status == 0, "\(rsa)")
+        let rsaKeys = try sandbox.run(
+            ["find-key", "-t", "private", "-l", "<key>", "build.keychain"], environment: unlocked)
+        #expect(rsaKeys.out.contains("    0x0000000A <uint32>=0x00000800 \n"), "\(rsaKeys)")
+        let small = try sandbox.run(["create-keypair", "-s", "512", "-k", "build.keychain"], environment: unlocked)
+        #expect(small.status == 1)
+        #expect(small.err.hasPrefix("security: SecKeyCreatePair build.keychain: "), "\(small)")
+        let dsa = try sandbox.run(["create-keypair", "-a", "dsa", "-k", "build.keychain"], environment: unlocked)
+        #expect(dsa.status == 1, "\(dsa)")
+        let unknown = try sandbox.run(["create-keypair", "-a", "xyz"], environment: unlocked)
+        #expect(unknown.status == 2 && unknown.err.hasPrefix("security: Invalid algorithm: xyz\n"), "\(unknown)")
+    }
+
     @Test("-P is hidden in -v's echo of the command line, and the commands are listed in help")
     func passphraseIsRedactedAndCommandsAreListed() throws {
         let sandbox = try Sandbox()
@@ -574,7 +601,7 @@ private struct PKIFiles {
         let help = try sandbox.run(["help"])
         for name in [
             "import", "export", "find-identity", "find-certificate", "add-certificates", "delete-certificate",
-            "delete-identity", "verify-cert", "find-key",
+            "delete-identity", "verify-cert", "find-key", "create-keypair",
         ] {
             #expect(help.out.contains("\n    \(name) "), "\(name)")
         }

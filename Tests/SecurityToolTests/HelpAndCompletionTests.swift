@@ -5,7 +5,7 @@ import Testing
 @Suite struct HelpAndCompletionTests {
     /// The macOS commands that the Linux version does not have yet.
     static let unavailable = [
-        "list-smartcards", "create-keypair", "set-identity-preference", "get-identity-preference",
+        "list-smartcards", "set-identity-preference", "get-identity-preference",
         "create-db", "export-smartcard", "cms", "install-mds", "add-trusted-cert", "remove-trusted-cert",
         "dump-trust-settings", "user-trust-settings-enable", "trust-settings-export", "trust-settings-import",
         "authorize", "authorizationdb", "execute-with-privileges", "leaks",
