@@ -19,7 +19,8 @@ import KeychainCore
 struct SecurityCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "security",
-        abstract: "Manage keychains and the passwords in them (compatible with macOS's security(1)).",
+        abstract:
+            "Manage keychains and the passwords, certificates and keys in them (compatible with macOS's security(1)).",
         discussion: SecurityTool.introduction,
         subcommands: SecurityTool.commands.map(\.type))
 }
