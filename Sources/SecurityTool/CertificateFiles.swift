@@ -88,6 +88,15 @@ struct KeyFileContents {
     var isPrivate: Bool
     var bytes: Data
 
+    /// Reads an unencrypted DER key (PKCS#8, SEC 1, PKCS#1 or SPKI), trying each kind in turn.
+    static func read(der: Data) -> KeyFileContents? {
+        guard der.first == 0x30 else { return nil }
+        for label in ["PRIVATE KEY", "EC PRIVATE KEY", "RSA PRIVATE KEY", "PUBLIC KEY", "RSA PUBLIC KEY"] {
+            if let key = read(PEMBlock(label: label, der: der)) { return key }
+        }
+        return nil
+    }
+
     /// Reads an unencrypted key: `PRIVATE KEY` (PKCS#8), `EC PRIVATE KEY` (SEC 1),
     /// `RSA PRIVATE KEY` (PKCS#1), `PUBLIC KEY` (SPKI) or `RSA PUBLIC KEY`; `nil` when the
     /// block is not a key, or is one of a kind this version does not read (an encrypted key).

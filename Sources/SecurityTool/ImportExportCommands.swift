@@ -24,7 +24,7 @@ struct ImportCommand: ToolCommand {
             """
             Reads a PKCS#12 file (.p12, .pfx: identities, with their certificate chains), DER or PEM \
             certificates (one, or a PEM bundle), or unencrypted PEM keys (PRIVATE KEY, EC PRIVATE KEY, \
-            RSA PRIVATE KEY, PUBLIC KEY) and adds them to the keychain of -k, or to the default \
+            RSA PRIVATE KEY, PUBLIC KEY; or the same keys in DER) and adds them to the keychain of -k, or to the default \
             keychain. It prints what it imported, as macOS does ("1 identity imported.", "2 \
             certificates imported.", "1 key imported.").
 
@@ -179,6 +179,7 @@ struct ImportCommand: ToolCommand {
         if fileExtension == "p12" || fileExtension == "pfx" { return .pkcs12 }
         if PEMBlock.blocks(in: data) != nil { return .pemseq }
         if SecCertificateCreateWithData(nil, data as CFData) != nil { return .x509 }
+        if KeyFileContents.read(der: data) != nil { return .openssl }
         // A DER SEQUENCE that is not a certificate: PKCS#12 is the one such format read here.
         if data.first == 0x30 { return .pkcs12 }
         return nil
@@ -196,8 +197,9 @@ struct ImportCommand: ToolCommand {
             }
             return Contents(certificates: [certificate])
         case .pemseq, .openssl, .pkcs8:
-            guard let blocks = PEMBlock.blocks(in: data) else { throw unknownFormat }
-            return try readPEM(blocks)
+            if let blocks = PEMBlock.blocks(in: data) { return try readPEM(blocks) }
+            guard let file = KeyFileContents.read(der: data) else { throw unknownFormat }
+            return Contents(keys: [try secKey(file)])
         case .none:
             throw unknownFormat
         default:
@@ -220,14 +222,7 @@ struct ImportCommand: ToolCommand {
                 guard let file = KeyFileContents.read(block) else {
                     throw CommandFailure.failure("\(Self.function): \(statusMessage(errSecUnsupportedFormat))")
                 }
-                let attributes: [CFString: Any] = [
-                    kSecAttrKeyType: file.kind == .ec ? kSecAttrKeyTypeECSECPrimeRandom : kSecAttrKeyTypeRSA,
-                    kSecAttrKeyClass: file.isPrivate ? kSecAttrKeyClassPrivate : kSecAttrKeyClassPublic,
-                ]
-                guard let key = SecKeyCreateWithData(file.bytes as CFData, attributes as CFDictionary, nil) else {
-                    throw CommandFailure.failure("\(Self.function): \(statusMessage(errSecUnsupportedFormat))")
-                }
-                contents.keys.append(key)
+                contents.keys.append(try secKey(file))
             default:
                 // ENCRYPTED PRIVATE KEY, PKCS7, CRLs: not read here.
                 throw CommandFailure(
@@ -239,6 +234,18 @@ struct ImportCommand: ToolCommand {
             }
         }
         return contents
+    }
+
+    /// The `SecKey` of a key read from a file.
+    private func secKey(_ file: KeyFileContents) throws -> SecKey {
+        let attributes: [CFString: Any] = [
+            kSecAttrKeyType: file.kind == .ec ? kSecAttrKeyTypeECSECPrimeRandom : kSecAttrKeyTypeRSA,
+            kSecAttrKeyClass: file.isPrivate ? kSecAttrKeyClassPrivate : kSecAttrKeyClassPublic,
+        ]
+        guard let key = SecKeyCreateWithData(file.bytes as CFData, attributes as CFDictionary, nil) else {
+            throw CommandFailure.failure("\(Self.function): \(statusMessage(errSecUnsupportedFormat))")
+        }
+        return key
     }
 
     /// The identities of a PKCS#12 file and the chain certificates that come with them.

@@ -326,6 +326,19 @@ private struct PKIFiles {
             "\(identities)")
         #expect(identities.out.contains("     1 identities found\n"))
 
+        // A DER EC key, a PEM RSA key (PKCS#8) and an EC public key.
+        try files.openssl(["pkey", "-in", "two.key", "-outform", "DER", "-out", "two.der"])
+        try files.openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "rsa.key"])
+        try files.openssl(["pkey", "-in", "three.key", "-pubout", "-out", "three.pub"])
+        for name in ["two.der", "rsa.key", "three.pub"] {
+            let imported = try sandbox.run(["import", files.path(name), "-k", "build.keychain"], environment: unlocked)
+            #expect(imported.status == 0 && imported.out == "1 key imported.\n", "\(name): \(imported)")
+        }
+        let rsa = try sandbox.run(["find-key", "-t", "private", "build.keychain"], environment: unlocked)
+        #expect(rsa.out.contains("    0x00000009 <uint32>=0x0000002A  \"\\000\\000\\000*\"\n"), "\(rsa)")
+        let publicKeys = try sandbox.run(["find-key", "-t", "public", "build.keychain"], environment: unlocked)
+        #expect(publicKeys.out.contains("    0x00000001 <blob>=\"Imported Public Key\"\n"), "\(publicKeys)")
+
         let all = try sandbox.run(["find-certificate", "-a", "-Z", "build.keychain"], environment: unlocked)
         #expect(all.status == 0)
         for name in ["one.pem", "two.pem", "three.pem"] {
