@@ -293,6 +293,29 @@ private struct PKIFiles {
             #expect(imported.status == 1, "\(name): \(imported)")
             #expect(imported.err.hasPrefix("security: SecKeychainItemImport: \(message)\n"), "\(name): \(imported)")
         }
+        // A real file cut short, and one with a byte changed at each of a spread of places.
+        try files.selfSigned("real", subject: "/CN=Real")
+        try files.pkcs12("real", passphrase: "x")
+        let real = try Data(contentsOf: URL(fileURLWithPath: files.path("real.p12")))
+        var damaged: [(String, Data)] = [("cut.p12", real.prefix(real.count / 2))]
+        for position in stride(from: 3, to: real.count, by: max(1, real.count / 12)) {
+            var copy = real
+            copy[position] ^= 0x5A
+            damaged.append(("flip\(position).p12", copy))
+        }
+        for (name, bytes) in damaged {
+            #expect(FileManager.default.createFile(atPath: files.path(name), contents: bytes))
+            let imported = try sandbox.run(
+                ["import", files.path(name), "-k", "build.keychain", "-P", "x"], environment: unlocked)
+            #expect(imported.status == 1, "\(name): \(imported)")
+            #expect(imported.err.hasPrefix("security: SecKeychainItemImport: "), "\(name): \(imported)")
+            #expect(!imported.err.contains("Fatal error"))
+        }
+        let certificate = try sandbox.run(
+            ["add-certificates", "-k", "build.keychain", files.path("cut.p12")], environment: unlocked)
+        #expect(certificate.status == 1)
+        #expect(certificate.err == "SecCertificateCreateFromData: Unable to decode the provided data.\n")
+
         let missing = try sandbox.run(
             ["import", files.path("nothing.p12"), "-k", "build.keychain"], environment: unlocked)
         #expect(missing.status == 1, "\(missing)")
