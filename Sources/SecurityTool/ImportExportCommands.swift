@@ -130,6 +130,8 @@ struct ImportCommand: ToolCommand {
         case "priv", "pub", "session":
             contents.identities = []
             contents.certificates = []
+            // Session (symmetric) keys are never read from files here.
+            contents.keys = contents.keys.filter { isPrivateKey($0) == (type == "priv") && type != "session" }
         default: break
         }
         guard !contents.identities.isEmpty || !contents.certificates.isEmpty || !contents.keys.isEmpty else {
@@ -143,10 +145,7 @@ struct ImportCommand: ToolCommand {
                 }
                 for key in contents.keys {
                     // The label macOS's import gives keys that come without one.
-                    let isPrivate =
-                        (SecKeyCopyAttributes(key) as? NSDictionary)?[kSecAttrKeyClass as String]
-                        .map { "\($0)" } == "1"
-                    let label = isPrivate ? "Imported Private Key" : "Imported Public Key"
+                    let label = isPrivateKey(key) ? "Imported Private Key" : "Imported Public Key"
                     try securityCheck(SecItemAdd([kSecValueRef: key, kSecAttrLabel: label] as CFDictionary, nil))
                 }
                 for certificate in contents.certificates {
@@ -169,6 +168,11 @@ struct ImportCommand: ToolCommand {
             Console.out("\(count) \(count > 1 ? many : one) imported.\n")
         }
         return 0
+    }
+
+    /// Whether a key is a private key (its `kSecAttrKeyClass`).
+    private func isPrivateKey(_ key: SecKey) -> Bool {
+        (SecKeyCopyAttributes(key) as? NSDictionary)?[kSecAttrKeyClass as String].map { "\($0)" } == "1"
     }
 
     /// The format the file is read as: `-f`, else its name and contents, as

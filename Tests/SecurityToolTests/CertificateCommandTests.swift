@@ -357,6 +357,9 @@ private struct PKIFiles {
             let imported = try sandbox.run(["import", files.path(name), "-k", "build.keychain"], environment: unlocked)
             #expect(imported.status == 0 && imported.out == "1 key imported.\n", "\(name): \(imported)")
         }
+        let onlyPublic = try sandbox.run(
+            ["import", files.path("one.key"), "-t", "pub", "-k", "build.keychain"], environment: unlocked)
+        #expect(onlyPublic.status == 1 && onlyPublic.err == "security: No keychain items found\n", "\(onlyPublic)")
         let rsa = try sandbox.run(["find-key", "-t", "private", "build.keychain"], environment: unlocked)
         #expect(rsa.out.contains("    0x00000009 <uint32>=0x0000002A  \"\\000\\000\\000*\"\n"), "\(rsa)")
         let publicKeys = try sandbox.run(["find-key", "-t", "public", "build.keychain"], environment: unlocked)
