@@ -108,8 +108,11 @@ let package = Package(
         .executableTarget(
             name: "SecurityTool",
             dependencies: [
-                "KeychainCore", "KeychainClient", "Security", "SecretService", "DBusWire",
+                // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
+                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "SecretService", "DBusWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

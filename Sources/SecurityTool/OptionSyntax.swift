@@ -35,6 +35,15 @@ struct OptionSyntax {
         case "set-keychain-password": OptionSyntax(valued: ["o", "p"], secret: ["o", "p"])
         case "list-keychains", "default-keychain", "login-keychain": OptionSyntax(valued: ["d"])
         case "set-keychain-settings": OptionSyntax(valued: ["t"])
+        case "import": OptionSyntax(valued: ["k", "t", "f", "P", "T"], secret: ["P"])
+        case "export": OptionSyntax(valued: ["k", "t", "f", "P", "o"], secret: ["P"])
+        case "find-certificate": OptionSyntax(valued: ["c", "e"])
+        case "find-identity": OptionSyntax(valued: ["p", "s"])
+        case "add-certificates": OptionSyntax(valued: ["k"])
+        case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
+        case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
+        case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])
+        case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
         case "error": nil
         default: OptionSyntax(valued: [])
         }

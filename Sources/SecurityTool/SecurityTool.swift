@@ -19,7 +19,8 @@ import KeychainCore
 struct SecurityCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "security",
-        abstract: "Manage keychains and the passwords in them (compatible with macOS's security(1)).",
+        abstract:
+            "Manage keychains and the passwords, certificates and keys in them (compatible with macOS's security(1)).",
         discussion: SecurityTool.introduction,
         subcommands: SecurityTool.commands.map(\.type))
 }
@@ -38,10 +39,13 @@ enum SecurityTool {
     static let commands: [Command] = [
         ListKeychains.self, DefaultKeychain.self, LoginKeychain.self, CreateKeychain.self, DeleteKeychain.self,
         LockKeychain.self, UnlockKeychain.self, SetKeychainSettings.self, SetKeychainPassword.self,
-        ShowKeychainInfo.self, DumpKeychain.self, AddGenericPassword.self, AddInternetPassword.self,
-        FindGenericPassword.self, DeleteGenericPassword.self, SetGenericPasswordPartitionList.self,
-        FindInternetPassword.self, DeleteInternetPassword.self, SetInternetPasswordPartitionList.self,
-        SetKeyPartitionList.self, ErrorCommand.self, ImportSecretService.self,
+        ShowKeychainInfo.self, DumpKeychain.self, CreateKeypair.self, AddGenericPassword.self, AddInternetPassword.self,
+        AddCertificates.self, FindGenericPassword.self, DeleteGenericPassword.self,
+        SetGenericPasswordPartitionList.self, FindInternetPassword.self, DeleteInternetPassword.self,
+        SetInternetPasswordPartitionList.self, FindKey.self, SetKeyPartitionList.self, FindCertificate.self,
+        FindIdentity.self,
+        DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, VerifyCert.self,
+        ErrorCommand.self, ImportSecretService.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name

@@ -8,7 +8,9 @@ import Testing
         "lock-keychain", "unlock-keychain", "set-keychain-settings", "set-keychain-password", "show-keychain-info",
         "dump-keychain", "add-generic-password", "add-internet-password", "find-generic-password",
         "delete-generic-password", "set-generic-password-partition-list", "find-internet-password",
-        "delete-internet-password", "set-internet-password-partition-list", "set-key-partition-list", "error",
+        "delete-internet-password", "set-internet-password-partition-list", "set-key-partition-list",
+        "add-certificates", "find-certificate", "find-identity", "delete-certificate", "delete-identity", "export",
+        "import", "verify-cert", "find-key", "create-keypair", "error",
     ]
 
     @Test func errorPrintsTheMessageOfEachCodeAndExits1AsOnMacOS() throws {
@@ -45,7 +47,9 @@ import Testing
                 "security: SecKeychainLock missing: The specified keychain could not be found."
             ),
             (["no-such-command"], 1, "security: unknown command \"no-such-command\""),
-            (["find-certificate"], 1, "not available in the Linux version"),
+            (["cms"], 1, "not available in the Linux version"),
+            (["find-certificate", "-c", "nobody"], 44, "The specified item could not be found in the keychain."),
+            (["import", "missing.p12"], 1, "security: Error reading infile missing.p12: No such file or directory"),
             (["list-keychains", "-d", "nonsense"], 2, "security: Invalid domain: nonsense"),
             (["delete-keychain"], 2, "Name the keychain to delete."),
             (["-z"], 2, "security: illegal option -- z"),

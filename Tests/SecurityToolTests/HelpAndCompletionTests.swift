@@ -5,11 +5,10 @@ import Testing
 @Suite struct HelpAndCompletionTests {
     /// The macOS commands that the Linux version does not have yet.
     static let unavailable = [
-        "list-smartcards", "create-keypair", "add-certificates", "find-key", "find-certificate", "find-identity",
-        "delete-certificate", "delete-identity", "set-identity-preference", "get-identity-preference", "create-db",
-        "export", "import", "export-smartcard", "cms", "install-mds", "add-trusted-cert", "remove-trusted-cert",
+        "list-smartcards", "set-identity-preference", "get-identity-preference",
+        "create-db", "export-smartcard", "cms", "install-mds", "add-trusted-cert", "remove-trusted-cert",
         "dump-trust-settings", "user-trust-settings-enable", "trust-settings-export", "trust-settings-import",
-        "verify-cert", "authorize", "authorizationdb", "execute-with-privileges", "leaks",
+        "authorize", "authorizationdb", "execute-with-privileges", "leaks",
         "create-filevaultmaster-keychain", "smartcards", "translocate-policy-check", "translocate-status-check",
         "translocate-original-path", "requirement-evaluate", "filevault", "platformsso",
     ]
