@@ -7,6 +7,8 @@
 //   class, application label and key type (a key stored with a caller-chosen `klbl` is found by its
 //   other attributes instead).
 // - The legacy SecKeyGeneratePair stores keys like SecKeyCreateRandomKey.
+// - A token key item's reference is a token `SecKey` of the keychain it was found in; adding a token
+//   key reference is errSecUnimplemented (SecKeyCreateRandomKey stores token keys).
 
 import Foundation
 import KeychainCore
@@ -25,6 +27,8 @@ func expandingKeyReference(_ dictionary: CFDictionary, adding: Bool) throws -> C
     if let itemClass = entries["class"], queryString(itemClass) != "keys" {
         throw SecError(errSecParam)
     }
+    // A token key is stored by SecKeyCreateRandomKey with kSecAttrIsPermanent, where it is made.
+    if adding, case .token = key.backing { throw SecError(errSecUnimplemented) }
     var merged: [String: Any] = [:]
     let identifying: Set<String> = ["class", "kcls", "klbl", "type"]
     for (name, value) in keyAttributes(key) where adding || identifying.contains(name) {
@@ -36,8 +40,13 @@ func expandingKeyReference(_ dictionary: CFDictionary, adding: Bool) throws -> C
     return NSDictionary(dictionary: merged)
 }
 
-/// The `SecKey` of a stored key item: its data read with its `kcls` and `type`, or `nil`.
-func keyReference(_ item: Item) -> SecKey? {
+/// The `SecKey` of a stored key item: its data read with its `kcls` and `type`, or `nil`; for a
+/// token key, a reference to the key in `source` (the keychain it was found in; the default
+/// keychain when `nil`).
+func keyReference(_ item: Item, source: (any KeychainHandle)? = nil) -> SecKey? {
+    if case .string(let token)? = item.attributes[AttributeName(rawValue: "tkid")], !token.isEmpty {
+        return token == TokenKeys.secureEnclave ? storedTokenKey(item, source: source) : nil
+    }
     guard item.itemClass == .key, let data = item.data,
         case .number(let keyClass) = item.attributes[AttributeName(rawValue: "kcls")],
         case .number(let type) = item.attributes[AttributeName(rawValue: "type")]
