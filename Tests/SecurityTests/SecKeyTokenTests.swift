@@ -306,6 +306,47 @@ struct SecKeyTokenTests {
     }
 }
 
+@Suite("swift-crypto interop")
+struct CryptoInteropTests {
+    @Test("swift-crypto keys become SecKeys and back through X9.63; signatures verify across both")
+    func p256RoundTrip() throws {
+        let cryptoKey = P256.Signing.PrivateKey()
+        let secKey = try importKey(
+            cryptoKey.x963Representation, type: kSecAttrKeyTypeECSECPrimeRandom, keyClass: kSecAttrKeyClassPrivate)
+        #expect(exported(secKey) == cryptoKey.x963Representation)
+        let publicKey = try P256.Signing.PublicKey(x963Representation: exported(SecKeyCopyPublicKey(secKey)!))
+        #expect(publicKey.rawRepresentation == cryptoKey.publicKey.rawRepresentation)
+        let message = Data("interop".utf8)
+        let ours = try sign(secKey, .ecdsaSignatureMessageX962SHA256, message).value()
+        #expect(publicKey.isValidSignature(try P256.Signing.ECDSASignature(derRepresentation: ours), for: message))
+        let theirs = try cryptoKey.signature(for: message).derRepresentation
+        #expect(verify(SecKeyCopyPublicKey(secKey)!, .ecdsaSignatureMessageX962SHA256, message, theirs) == 0)
+    }
+
+    @Test("a token key's public key becomes a swift-crypto key that verifies the token's signatures")
+    func tokenPublicKey() throws {
+        try withKeychain { _ in
+            let key = try tokenKey()
+            let publicKey = try P256.Signing.PublicKey(x963Representation: exported(SecKeyCopyPublicKey(key)!))
+            let message = Data("from the token".utf8)
+            let signature = try sign(key, .ecdsaSignatureMessageX962SHA256, message).value()
+            #expect(
+                publicKey.isValidSignature(try P256.Signing.ECDSASignature(derRepresentation: signature), for: message))
+            // ECDH with a swift-crypto key agrees with swift-crypto's own.
+            let peer = P256.KeyAgreement.PrivateKey()
+            let peerSecKey = try importKey(
+                peer.publicKey.x963Representation, type: kSecAttrKeyTypeECSECPrimeRandom,
+                keyClass: kSecAttrKeyClassPublic)
+            var error: Unmanaged<CFError>?
+            let ours = SecKeyCopyKeyExchangeResult(
+                key, .ecdhKeyExchangeStandard, peerSecKey, [:] as CFDictionary, &error)
+            let theirs = try peer.sharedSecretFromKeyAgreement(
+                with: P256.KeyAgreement.PublicKey(x963Representation: publicKey.x963Representation))
+            #expect(ours as Data? == theirs.withUnsafeBytes { Data($0) })
+        }
+    }
+}
+
 /// A Core Foundation Boolean's value, or `nil` for anything else.
 private func cfBoolean(_ value: Any?) -> Bool? {
     guard let number = value as? NSNumber else { return nil }
