@@ -217,7 +217,9 @@ public final class AgentService: Sendable {
     static func idleEffect(of method: AgentInterface.Method) -> IdleLock.Effect {
         switch method {
         case .status, .settings, .close, .create, .deleteKeychain, .lockAll: .none
-        case .add, .addMany, .upsert, .find, .findReadable, .update, .delete, .createTokenKey, .useTokenKey: .use
+        case .add, .addMany, .upsert, .find, .findReadable, .update, .delete, .createTokenKey, .useTokenKey,
+            .storeTokenKey:
+            .use
         case .unlock, .lock, .changePassword, .rotateKeys, .setSettings: .reread
         }
     }
@@ -351,6 +353,9 @@ public final class AgentService: Sendable {
                 operation, input: Data(try bytes(arguments, 3)), kdfHash: Int(kdfHash),
                 sharedInfo: Data(try bytes(arguments, 5)), outputSize: Int(size))
             return [.bytes(Array(try tokenHolder(keychain).useTokenKey(Data(try bytes(arguments, 1)), request)))]
+        case .storeTokenKey:
+            let template = try AgentCodec.decodeItem(try value(arguments, 2))
+            return [.bytes(Array(try tokenHolder(keychain).storeTokenKey(Data(try bytes(arguments, 1)), as: template)))]
         case .create, .deleteKeychain, .lockAll, .close, .lock:
             // Served by the caller of this function, on the keychain itself.
             return []

@@ -72,6 +72,10 @@ public enum AgentInterface {
         /// `input` (the shared secret, or with `kdfHash` 1/256/384/512 the X9.63 KDF's
         /// `outputSize` bytes over it with `sharedInfo`). Added with ``createTokenKey``.
         case useTokenKey = "UseTokenKey"
+        /// `StoreTokenKey(s keychain, ay handle, a{sv} item) → ay handle`: stores a token key the
+        /// agent made without `permanent` as `item` (`SecItemAdd` of its reference); the answer
+        /// is the stored key's handle. Added with ``createTokenKey``.
+        case storeTokenKey = "StoreTokenKey"
 
         /// The arguments the caller sends.
         public var inputs: [DBusArgument] {
@@ -93,6 +97,8 @@ public enum AgentInterface {
             case .setSettings: return [keychain, DBusArgument("settings", Self.dictionary)]
             case .createTokenKey:
                 return [keychain, DBusArgument("permanent", .boolean), DBusArgument("item", Self.dictionary)]
+            case .storeTokenKey:
+                return [keychain, DBusArgument("handle", .array(.byte)), DBusArgument("item", Self.dictionary)]
             case .useTokenKey:
                 return [
                     keychain, DBusArgument("handle", .array(.byte)), DBusArgument("operation", .byte),
@@ -126,6 +132,7 @@ public enum AgentInterface {
             case .settings: [DBusArgument("settings", Self.dictionary)]
             case .createTokenKey: [DBusArgument("publicKey", .array(.byte)), DBusArgument("handle", .array(.byte))]
             case .useTokenKey: [DBusArgument("output", .array(.byte))]
+            case .storeTokenKey: [DBusArgument("handle", .array(.byte))]
             case .unlock, .lock, .lockAll, .changePassword, .rotateKeys, .create, .deleteKeychain, .close,
                 .setSettings:
                 []

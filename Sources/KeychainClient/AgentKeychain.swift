@@ -177,6 +177,17 @@ extension AgentKeychain: TokenKeyHolder {
         return Data(output)
     }
 
+    /// Stores a token key the agent made without `permanent` as the key item `template`.
+    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.unimplemented` from an agent that
+    ///   predates token keys.
+    package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
+        let reply = try tokenCall(.storeTokenKey, [.bytes(Array(handle)), AgentCodec.encode(template)])
+        guard reply.count == 1, case .bytes(let stored) = reply[0] else {
+            throw KeychainError(.internalComponent, "the keychain agent's token key answer is malformed")
+        }
+        return Data(stored)
+    }
+
     /// A token key call; an agent without the method (older than token keys) is `.unimplemented`.
     private func tokenCall(_ method: AgentInterface.Method, _ arguments: [DBusValue]) throws -> [DBusValue] {
         do {

@@ -109,6 +109,12 @@ package protocol TokenKeyHolder: AnyObject, Sendable {
     /// Runs `request` with the token key `handle` names.
     /// - Throws: ``KeychainError``: `.itemNotFound` when the handle names no token key here.
     func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data
+    /// Stores the token key `handle` names (one not permanent, made by this holder) as the key
+    /// item `template`, as ``createTokenKey(storing:)`` stores a new one.
+    /// - Returns: The stored key's handle.
+    /// - Throws: ``KeychainError``: `.itemNotFound` when the handle names no token key here,
+    ///   `.duplicateItem`.
+    func storeTokenKey(_ handle: Data, as template: Item) throws -> Data
 }
 
 /// The handle of a stored token key: its persistent identity.
@@ -133,10 +139,30 @@ extension KeychainDatabase: TokenKeyHolder {
         let publicKey = key.publicKey.x963Representation
         var secret = key.x963Representation
         defer { secret.resetBytes(in: 0..<secret.count) }
-        guard var item = template else {
+        guard let template else {
             let sealed = try Sealing.seal(secret, key: TokenKeys.processKey, context: TokenKeys.sealingContext)
             return (publicKey, Data([TokenKeys.sealedHandle]) + sealed)
         }
+        return (publicKey, try storeTokenSecret(secret, publicKey: publicKey, as: template))
+    }
+
+    package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
+        var secret = try tokenSecret(handle)
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        let publicKey: Data
+        do {
+            publicKey = try P256.Signing.PrivateKey(x963Representation: secret).publicKey.x963Representation
+        } catch {
+            throw KeychainError(.itemNotFound, "the token key is damaged")
+        }
+        return try storeTokenSecret(secret, publicKey: publicKey, as: template)
+    }
+
+    /// Adds a token key item: `template` with the token ID, its label, a "this device only"
+    /// protection and the private key as its secret.
+    /// - Returns: The stored key's handle.
+    private func storeTokenSecret(_ secret: Data, publicKey: Data, as template: Item) throws -> Data {
+        var item = template
         guard item.itemClass == .key else { throw KeychainError.parameter("a token key is a key item") }
         if (item.attributes[.synchronizable]?.numberValue ?? 0) != 0 {
             throw KeychainError.parameter("a token key cannot be synchronizable")
@@ -164,7 +190,7 @@ extension KeychainDatabase: TokenKeyHolder {
         guard let identity = stored.persistentID else {
             throw KeychainError(.internalComponent, "a stored token key has no identity")
         }
-        return (publicKey, storedTokenKeyHandle(identity))
+        return storedTokenKeyHandle(identity)
     }
 
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
@@ -247,5 +273,9 @@ extension CallerKeychain: TokenKeyHolder {
 
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
         try KeychainDatabase.$callerGroups.withValue(accessGroups) { try database.useTokenKey(handle, request) }
+    }
+
+    package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
+        try KeychainDatabase.$callerGroups.withValue(accessGroups) { try database.storeTokenKey(handle, as: template) }
     }
 }

@@ -36,6 +36,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
     result?.pointee = nil
     if let identity = identityReference(attributes) { return addIdentity(identity, attributes, result) }
     return status {
+        if try addTokenKeyReference(attributes, result) { return }
         let attributes = try expandingReference(attributes, adding: true)
         let query = try QueryParser(operation: .add).parse(attributes)
         guard let itemClass = query.itemClass else { throw SecError(errSecParam) }

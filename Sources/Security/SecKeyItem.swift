@@ -7,8 +7,8 @@
 //   class, application label and key type (a key stored with a caller-chosen `klbl` is found by its
 //   other attributes instead).
 // - The legacy SecKeyGeneratePair stores keys like SecKeyCreateRandomKey.
-// - A token key item's reference is a token `SecKey` of the keychain it was found in; adding a token
-//   key reference is errSecUnimplemented (SecKeyCreateRandomKey stores token keys).
+// - A token key item's reference is a token `SecKey` of the keychain it was found in; SecItemAdd of a
+//   token key reference has the keychain store it (SecKeyToken.swift).
 
 import Foundation
 import KeychainCore
@@ -27,7 +27,7 @@ func expandingKeyReference(_ dictionary: CFDictionary, adding: Bool) throws -> C
     if let itemClass = entries["class"], queryString(itemClass) != "keys" {
         throw SecError(errSecParam)
     }
-    // A token key is stored by SecKeyCreateRandomKey with kSecAttrIsPermanent, where it is made.
+    // A token key is added by addTokenKeyReference, where it was made; never as bytes.
     if adding, case .token = key.backing { throw SecError(errSecUnimplemented) }
     var merged: [String: Any] = [:]
     let identifying: Set<String> = ["class", "kcls", "klbl", "type"]

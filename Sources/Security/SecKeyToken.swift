@@ -139,3 +139,30 @@ func storedTokenKey(_ item: Item, source: (any KeychainHandle)?) -> SecKey? {
     else { return nil }
     return try? tokenKey(publicKey: publicKey, handle: storedTokenKeyHandle(identity), holder: holder)
 }
+
+/// `SecItemAdd` of a token key reference (`kSecValueRef`): the keychain that made the key stores it
+/// (a key made without `kSecAttrIsPermanent`, or a copy of a stored one) with the dictionary's
+/// attributes; `kSecReturnRef` gives the stored key. Other result types are not returned.
+/// - Returns: `false` when the dictionary holds no token key reference (nothing was done).
+/// - Throws: errSecParam for a class other than `kSecClassKey`; the keychain's errors
+///   (errSecItemNotFound when the key's maker is not that keychain's process, errSecDuplicateItem).
+func addTokenKeyReference(_ dictionary: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) throws -> Bool {
+    guard let key = dictionary.object(forKey: "v_Ref" as NSString) as? SecKey, case .token(let token) = key.backing
+    else { return false }
+    var entries = try QueryParser.entries(dictionary)
+    if let itemClass = entries["class"], queryString(itemClass) != "keys" { throw SecError(errSecParam) }
+    let returnsRef = cfBooleanValue(entries["r_Ref"] as Any) == true
+    for name in ["v_Ref", "r_Ref", "r_Data", "r_Attributes", "r_PersistentRef"] { entries[name] = nil }
+    for (name, value) in tokenItemAttributes() where entries[name] == nil { entries[name] = value }
+    entries["class"] = "keys" as NSString
+    if entries["klbl"] == nil { entries["klbl"] = key.applicationLabel as NSData }
+    let parsed = try QueryParser(operation: .add).parse(NSDictionary(dictionary: entries))
+    guard let holder = try database(for: parsed.keychains?.first) as? any TokenKeyHolder else {
+        throw SecError(errSecUnimplemented)
+    }
+    let handle = try holder.storeTokenKey(token.handle, as: Item(class: .key, attributes: parsed.attributes))
+    if returnsRef, let result {
+        result.pointee = SecKey(.token(TokenKeyBacking(publicKey: token.publicKey, handle: handle, holder: holder)))
+    }
+    return true
+}

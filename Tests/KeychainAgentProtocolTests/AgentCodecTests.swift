@@ -257,6 +257,8 @@ struct AgentCodecTests {
         #expect(signature(AgentInterface.Method.useTokenKey.outputs) == "ay")
         #expect(AgentInterface.Method(rawValue: "CreateTokenKey") == .createTokenKey)
         #expect(AgentInterface.Method(rawValue: "UseTokenKey") == .useTokenKey)
+        #expect(signature(AgentInterface.Method.storeTokenKey.inputs) == "saya{sv}")
+        #expect(signature(AgentInterface.Method.storeTokenKey.outputs) == "ay")
     }
 
     @Test("malformed lock settings are errSecParam: an unknown field, a wrong type, an interval past the maximum")

@@ -268,6 +268,48 @@ struct SecKeyTokenTests {
         }
     }
 
+    @Test(
+        "SecItemAdd of a token key made without kSecAttrIsPermanent stores it; found by tag, it is the same key",
+        arguments: backends)
+    func addReference(_ backend: KeychainBackend) throws {
+        try withKeychain(backend) { _ in
+            let tag = "added.\(UUID())"
+            let key = try tokenKey()
+            var result: CFTypeRef?
+            let status = SecItemAdd(
+                [kSecValueRef: key, kSecAttrApplicationTag: Data(tag.utf8), kSecReturnRef: true] as CFDictionary,
+                &result)
+            #expect(status == errSecSuccess)
+            let returned = try #require(result as! SecKey?)
+            let found = try storedKey(tag: tag)
+            for stored in [returned, found] {
+                #expect(exported(publicKey(stored)) == exported(publicKey(key)))
+                try expectSignsAndVerifies(stored)
+                expectNotExportable(stored)
+            }
+            // A signature of the stored key verifies with the original's public key: the same key.
+            let message = Data("same key".utf8)
+            let signature = try sign(found, .ecdsaSignatureMessageX962SHA256, message).value()
+            #expect(verify(publicKey(key), .ecdsaSignatureMessageX962SHA256, message, signature) == 0)
+            #expect(
+                SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: Data(tag.utf8)] as CFDictionary, nil) == -25299)
+            // Not as any other class.
+            #expect(
+                SecItemAdd([kSecClass: kSecClassGenericPassword, kSecValueRef: key] as CFDictionary, nil) == -50)
+        }
+    }
+
+    @Test("a token key made by one keychain process cannot be used or stored through another")
+    func handleBoundToItsHolder() throws {
+        let key = try withKeychain(.agent) { _ in try tokenKey() }
+        try withKeychain(.inProcess) { _ in
+            // The agent sealed the key under its own process key: this process cannot open it.
+            #expect(
+                SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: Data("moved".utf8)] as CFDictionary, nil)
+                    == -25300)
+        }
+    }
+
     @Test("a permanent token key is found by tag after the keychain file is closed and opened again")
     func foundAfterReopening() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("token-\(UUID().uuidString)")
