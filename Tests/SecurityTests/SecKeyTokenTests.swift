@@ -221,6 +221,9 @@ struct SecKeyTokenTests {
             let made = try tokenKey(tag: tag, accessControl: true)
             let found = try storedKey(tag: tag)
             #expect(exported(publicKey(found)) == exported(publicKey(made)))
+            // Two references to the same stored key are equal (and hash alike); another key is not.
+            #expect(found == made && found.hashValue == made.hashValue)
+            #expect(found != (try tokenKey()))
             try expectSignsAndVerifies(found)
             expectNotExportable(found)
             // The item is a key with the token ID and a "this device only" protection.
@@ -307,6 +310,22 @@ struct SecKeyTokenTests {
             #expect(
                 SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: Data("moved".utf8)] as CFDictionary, nil)
                     == -25300)
+        }
+    }
+
+    @Test("a locked keychain neither stores nor uses its token keys: errSecInteractionNotAllowed")
+    func lockedKeychain() throws {
+        try withKeychain(password: "pw") { keychain in
+            var error: Unmanaged<CFError>?
+            #expect(SecKeyCreateRandomKey(tokenParameters(tag: "locked") as CFDictionary, &error) == nil)
+            #expect(status(error) == -25308)
+            try keychain.unlock(password: Data("pw".utf8))
+            let key = try tokenKey(tag: "locked")
+            try expectSignsAndVerifies(key)
+            keychain.lock()
+            #expect(sign(key, .ecdsaSignatureMessageX962SHA256, Data("m".utf8)).code == -25308)
+            try keychain.unlock(password: Data("pw".utf8))
+            try expectSignsAndVerifies(key)
         }
     }
 
