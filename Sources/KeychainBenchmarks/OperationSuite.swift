@@ -128,6 +128,9 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
 enum KeyReference: String, CaseIterable, Sendable {
     case cryptoSign
     case cryptoVerify
+    /// `SecKeyCreateWithData` of a P-256 private key, what a key reference costs beyond its item
+    /// (reported only under `--profile key.importPrivate`).
+    case importPrivate
 }
 
 /// Builds the timed operations for one keychain size: the engine, `SecItem*` on the same
@@ -339,6 +342,7 @@ struct OperationSuite {
         let signature = try cryptoKey.signature(for: message)
         let derSignature = signature.derRepresentation as CFData
         let cfMessage = message as CFData
+        let privateBytes = cryptoKey.x963Representation as CFData
         let tokenKey: SecKey = try KeychainDatabase.withDefault(keychain) {
             let status = SecItemAdd(
                 [kSecClass: kSecClassKey, kSecValueRef: secKey, kSecAttrApplicationTag: Self.keyTag] as CFDictionary,
@@ -376,6 +380,11 @@ struct OperationSuite {
             op(KeyReference.cryptoVerify.rawValue) { _ in
                 guard cryptoKey.publicKey.isValidSignature(signature, for: message) else {
                     throw BenchmarkFailure("P256.Signing verification failed")
+                }
+            },
+            op(KeyReference.importPrivate.rawValue) { _ in
+                guard SecKeyCreateWithData(privateBytes, attributes, nil) != nil else {
+                    throw BenchmarkFailure("SecKeyCreateWithData failed")
                 }
             },
             op(KeyOperation.findRef.rawValue) { _ in

@@ -408,6 +408,53 @@ struct CryptoInteropTests {
     }
 }
 
+@Suite("Private key item references")
+struct PrivateKeyReferenceTests {
+    @Test("a stored EC private key's reference reads its scalar on first use: a bad scalar fails signing with -50")
+    func scalarReadOnUse() throws {
+        try withKeychain { _ in
+            let good = try ecKey(256)
+            let tag = Data("deferred.\(UUID())".utf8)
+            #expect(add([kSecValueRef: good, kSecAttrApplicationTag: tag]) == errSecSuccess)
+            let found = try #require(
+                copyMatching([kSecClass: kSecClassKey, kSecAttrApplicationTag: tag, kSecReturnRef: true]).1)
+            let key = found as! SecKey
+            #expect(key == good)
+            let signature = try sign(key, .ecdsaSignatureMessageX962SHA256, Data("m".utf8)).value()
+            #expect(verify(publicKey(good), .ecdsaSignatureMessageX962SHA256, Data("m".utf8), signature) == 0)
+
+            // A valid public point with a scalar above the group order.
+            let badTag = Data("bad-scalar.\(UUID())".utf8)
+            let bytes = exported(publicKey(good)) + Data(repeating: 0xFF, count: 32)
+            #expect(
+                add([
+                    kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrApplicationTag: badTag,
+                    kSecValueData: bytes,
+                ]) == errSecSuccess)
+            let bad =
+                try #require(
+                    copyMatching([kSecClass: kSecClassKey, kSecAttrApplicationTag: badTag, kSecReturnRef: true]).1)
+                as! SecKey
+            #expect(exported(publicKey(bad)) == exported(publicKey(good)))
+            #expect(sign(bad, .ecdsaSignatureMessageX962SHA256, Data("m".utf8)).code == -50)
+            // An invalid public point gives no reference at all.
+            let noTag = Data("bad-point.\(UUID())".utf8)
+            #expect(
+                add([
+                    kSecClass: kSecClassKey, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrApplicationTag: noTag,
+                    kSecValueData: Data([4]) + Data(repeating: 1, count: 96),
+                ]) == errSecSuccess)
+            let (status, result) = copyMatching([
+                kSecClass: kSecClassKey, kSecAttrApplicationTag: noTag, kSecReturnRef: true,
+            ])
+            #expect(status == errSecSuccess || status == errSecItemNotFound)
+            #expect(result == nil)
+        }
+    }
+}
+
 /// A Core Foundation Boolean's value, or `nil` for anything else.
 private func cfBoolean(_ value: Any?) -> Bool? {
     guard let number = value as? NSNumber else { return nil }
