@@ -254,6 +254,12 @@ struct SecKeyTokenTests {
             ])
             #expect(status == errSecSuccess)
             #expect(result as? Data == point)
+            // Stored "this device only" (bound to this machine's device key), whatever the default.
+            let attributes =
+                copyMatching([
+                    kSecClass: kSecClassKey, kSecAttrApplicationTag: Data(tag.utf8), kSecReturnAttributes: true,
+                ]).1 as? [String: Any]
+            #expect(attributes?["pdmn"] as? String == "aku")
             // The engine's (or agent's) own answer to this client, below SecItem.
             let items = try keychain.find(
                 ItemQuery(class: .key, attributes: ["atag": .data(Data(tag.utf8))]), includeData: true)
