@@ -205,7 +205,10 @@ let package = Package(
         ),
         // The README's Swift snippets, extracted by scripts/extract-readme-snippets and compiled
         // (Swift 6 language mode, as a newcomer's package would); the test checks they are current.
-        .testTarget(name: "ReadmeSnippetTests", dependencies: ["Keychain", "Security"]),
+        .testTarget(
+            name: "ReadmeSnippetTests",
+            dependencies: ["Keychain", "Security", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(
             name: "SecurityToolTests",
             dependencies: [

@@ -217,7 +217,9 @@ public final class AgentService: Sendable {
     static func idleEffect(of method: AgentInterface.Method) -> IdleLock.Effect {
         switch method {
         case .status, .settings, .close, .create, .deleteKeychain, .lockAll: .none
-        case .add, .addMany, .upsert, .find, .findReadable, .update, .delete: .use
+        case .add, .addMany, .upsert, .find, .findReadable, .update, .delete, .createTokenKey, .useTokenKey,
+            .storeTokenKey:
+            .use
         case .unlock, .lock, .changePassword, .rotateKeys, .setSettings: .reread
         }
     }
@@ -338,10 +340,34 @@ public final class AgentService: Sendable {
         case .setSettings:
             try keychain.setSettings(try AgentCodec.decodeSettings(try value(arguments, 1)))
             return []
+        case .createTokenKey:
+            let template = try flag(arguments, 1) ? try AgentCodec.decodeItem(try value(arguments, 2)) : nil
+            let created = try tokenHolder(keychain).createTokenKey(storing: template)
+            return [.bytes(Array(created.publicKey)), .bytes(Array(created.handle))]
+        case .useTokenKey:
+            guard case .byte(let code) = try value(arguments, 2),
+                let operation = TokenKeyRequest.Operation(rawValue: code),
+                case .uint32(let kdfHash) = try value(arguments, 4), case .uint32(let size) = try value(arguments, 6)
+            else { throw KeychainError(.parameter, "bad token key request") }
+            let request = TokenKeyRequest(
+                operation, input: Data(try bytes(arguments, 3)), kdfHash: Int(kdfHash),
+                sharedInfo: Data(try bytes(arguments, 5)), outputSize: Int(size))
+            return [.bytes(Array(try tokenHolder(keychain).useTokenKey(Data(try bytes(arguments, 1)), request)))]
+        case .storeTokenKey:
+            let template = try AgentCodec.decodeItem(try value(arguments, 2))
+            return [.bytes(Array(try tokenHolder(keychain).storeTokenKey(Data(try bytes(arguments, 1)), as: template)))]
         case .create, .deleteKeychain, .lockAll, .close, .lock:
             // Served by the caller of this function, on the keychain itself.
             return []
         }
+    }
+
+    /// The token keys of a keychain as a caller sees it (the engine's own handle).
+    private func tokenHolder(_ keychain: any KeychainHandle) throws -> any TokenKeyHolder {
+        guard let holder = keychain as? any TokenKeyHolder else {
+            throw KeychainError(.unimplemented, "this keychain cannot hold token keys")
+        }
+        return holder
     }
 
     // MARK: Keychains

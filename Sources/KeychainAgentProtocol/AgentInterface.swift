@@ -58,6 +58,24 @@ public enum AgentInterface {
         /// `SetSettings(s keychain, a{sv} settings)`: stores the lock settings (the keychain must
         /// be unlocked); the agent's idle lock follows them from then on.
         case setSettings = "SetSettings"
+        /// `CreateTokenKey(s keychain, b permanent, a{sv} item) → (ay publicKey, ay handle)`:
+        /// generates a P-256 token key (`kSecAttrTokenIDSecureEnclave`) in the agent; with
+        /// `permanent`, stores it as `item` (a key item's attributes). The answer is the public
+        /// key (X9.63) and an opaque handle; the private key stays in the agent.
+        ///
+        /// Added to `Agent1` after its first release: an older agent answers
+        /// `org.freedesktop.DBus.Error.UnknownMethod`, which clients report as errSecUnimplemented.
+        case createTokenKey = "CreateTokenKey"
+        /// `UseTokenKey(s keychain, ay handle, y operation, ay input, u kdfHash, ay sharedInfo,
+        /// u outputSize) → ay output`: runs an operation of the token key `handle` names in the
+        /// agent: 1 signs the digest `input` (ECDSA, `r‖s`), 2 runs ECDH with the X9.63 public key
+        /// `input` (the shared secret, or with `kdfHash` 1/256/384/512 the X9.63 KDF's
+        /// `outputSize` bytes over it with `sharedInfo`). Added with ``createTokenKey``.
+        case useTokenKey = "UseTokenKey"
+        /// `StoreTokenKey(s keychain, ay handle, a{sv} item) → ay handle`: stores a token key the
+        /// agent made without `permanent` as `item` (`SecItemAdd` of its reference); the answer
+        /// is the stored key's handle. Added with ``createTokenKey``.
+        case storeTokenKey = "StoreTokenKey"
 
         /// The arguments the caller sends.
         public var inputs: [DBusArgument] {
@@ -77,6 +95,16 @@ public enum AgentInterface {
                 return [keychain, DBusArgument("hasPassword", .boolean), DBusArgument("password", .array(.byte))]
             case .lock, .status, .deleteKeychain, .close, .settings: return [keychain]
             case .setSettings: return [keychain, DBusArgument("settings", Self.dictionary)]
+            case .createTokenKey:
+                return [keychain, DBusArgument("permanent", .boolean), DBusArgument("item", Self.dictionary)]
+            case .storeTokenKey:
+                return [keychain, DBusArgument("handle", .array(.byte)), DBusArgument("item", Self.dictionary)]
+            case .useTokenKey:
+                return [
+                    keychain, DBusArgument("handle", .array(.byte)), DBusArgument("operation", .byte),
+                    DBusArgument("input", .array(.byte)), DBusArgument("kdfHash", .uint32),
+                    DBusArgument("sharedInfo", .array(.byte)), DBusArgument("outputSize", .uint32),
+                ]
             case .lockAll: return []
             case .changePassword:
                 return [
@@ -102,6 +130,9 @@ public enum AgentInterface {
             case .update, .delete: [DBusArgument("count", .uint32)]
             case .status: [DBusArgument("status", Self.dictionary)]
             case .settings: [DBusArgument("settings", Self.dictionary)]
+            case .createTokenKey: [DBusArgument("publicKey", .array(.byte)), DBusArgument("handle", .array(.byte))]
+            case .useTokenKey: [DBusArgument("output", .array(.byte))]
+            case .storeTokenKey: [DBusArgument("handle", .array(.byte))]
             case .unlock, .lock, .lockAll, .changePassword, .rotateKeys, .create, .deleteKeychain, .close,
                 .setSettings:
                 []

@@ -329,6 +329,31 @@ struct BenchmarkRunner {
                     secItemRatio: secItemSummary.medianMicroseconds / floorMedian,
                     secItemOverEngine: secItemSummary.medianMicroseconds / engineSummary.medianMicroseconds))
         }
+        var keyResults: [KeyOperationResult] = []
+        let passwordFloor = operationResults.first { $0.operation == .find }?.floorMedianMicroseconds
+        for operation in KeyOperation.allCases {
+            guard let values = samples[OperationSuite.key("key", operation.rawValue)] else { continue }
+            let reference: Double?
+            switch operation {
+            case .sign, .tokenSign:
+                reference = samples[OperationSuite.key("key", KeyReference.cryptoSign.rawValue)].map {
+                    Summary(nanoseconds: $0).medianMicroseconds
+                }
+            case .verify:
+                reference = samples[OperationSuite.key("key", KeyReference.cryptoVerify.rawValue)].map {
+                    Summary(nanoseconds: $0).medianMicroseconds
+                }
+            case .findRef:
+                reference = passwordFloor
+            }
+            guard let reference else { continue }
+            let summary = Summary(nanoseconds: values)
+            keyResults.append(
+                KeyOperationResult(
+                    operation: operation, summary: summary, referenceMedianMicroseconds: reference,
+                    referenceDescription: operation.referenceDescription,
+                    ratio: summary.medianMicroseconds / reference))
+        }
         for file in [floorPath, indexedFloorPath] {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
         }
@@ -338,7 +363,7 @@ struct BenchmarkRunner {
         return (
             SizeResult(
                 items: size, seeding: seeding, operations: operationResults, floor: floorResults,
-                openWithoutKeyDerivation: open, openAfterCrash: crashed),
+                openWithoutKeyDerivation: open, openAfterCrash: crashed, keyOperations: keyResults),
             path
         )
     }

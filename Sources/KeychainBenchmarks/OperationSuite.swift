@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import KeychainCore
 import Security
@@ -84,6 +85,54 @@ enum FloorOperation: String, CaseIterable, Codable, Sendable {
     }
 }
 
+/// The key operations the benchmark times through `SecKey`, each against a reference measured in
+/// the same interleaved run: swift-crypto's own call for ECDSA, the password-lookup floor for a key
+/// lookup. ``tokenSign`` is reported beside them, without a target.
+enum KeyOperation: String, CaseIterable, Codable, Sendable {
+    case sign
+    case verify
+    case findRef
+    case tokenSign
+
+    /// The row title in the table.
+    var title: String {
+        switch self {
+        case .sign: "ECDSA P-256 sign (SecKey)"
+        case .verify: "ECDSA P-256 verify (SecKey)"
+        case .findRef: "find key by tag → ref (SecItem)"
+        case .tokenSign: "ECDSA P-256 sign, token key"
+        }
+    }
+
+    /// What the operation is compared with.
+    var referenceDescription: String {
+        switch self {
+        case .sign: "swift-crypto P256.Signing sign"
+        case .verify: "swift-crypto P256.Signing verify"
+        case .findRef: "select + AES open (password floor)"
+        case .tokenSign: "swift-crypto P256.Signing sign"
+        }
+    }
+
+    /// The largest ratio the issue allows, or `nil` for a row without a target.
+    var limit: Double? {
+        switch self {
+        case .sign, .verify: 1.2
+        case .findRef: 3
+        case .tokenSign: nil
+        }
+    }
+}
+
+/// The reference timings of ``KeyOperation``: swift-crypto's own ECDSA calls.
+enum KeyReference: String, CaseIterable, Sendable {
+    case cryptoSign
+    case cryptoVerify
+    /// `SecKeyCreateWithData` of a P-256 private key, what a key reference costs beyond its item
+    /// (reported only under `--profile key.importPrivate`).
+    case importPrivate
+}
+
 /// Builds the timed operations for one keychain size: the engine, `SecItem*` on the same
 /// keychain, and the floor, all run interleaved by ``InterleavedRunner``.
 struct OperationSuite {
@@ -101,6 +150,7 @@ struct OperationSuite {
         let inputs = Inputs(workload: workload, count: count, seed: seed)
         let sealedSecret = try crypto.seal(Workload.secret(0))
         return engineOperations(inputs) + secItemOperations(inputs) + floorOperations(inputs, sealed: sealedSecret)
+            + (try keyOperations())
     }
 
     /// Every name and secret the operations use, computed before the clock starts.
@@ -268,6 +318,86 @@ struct OperationSuite {
                     [kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecAttrAccount: account]
                         as CFDictionary)
                 try check(status, "SecItemDelete")
+            },
+        ]
+    }
+
+    // MARK: Keys
+
+    /// The tag of the key stored for ``KeyOperation/findRef``.
+    static let keyTag = Data("keychain-bench.key".utf8)
+
+    /// ECDSA through `SecKey` and through swift-crypto on the same key and message, a key lookup
+    /// by tag, and a token key's signature; the keys are made (and one stored) before the clock.
+    private func keyOperations() throws -> [BenchmarkOperation] {
+        let cryptoKey = P256.Signing.PrivateKey()
+        let message = Data(repeating: 0x6B, count: 64)
+        var error: Unmanaged<CFError>?
+        let attributes =
+            [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPrivate]
+            as CFDictionary
+        guard let secKey = SecKeyCreateWithData(cryptoKey.x963Representation as CFData, attributes, &error),
+            let publicKey = SecKeyCopyPublicKey(secKey)
+        else { throw BenchmarkFailure("SecKeyCreateWithData failed for the benchmark key") }
+        let signature = try cryptoKey.signature(for: message)
+        let derSignature = signature.derRepresentation as CFData
+        let cfMessage = message as CFData
+        let privateBytes = cryptoKey.x963Representation as CFData
+        let tokenKey: SecKey = try KeychainDatabase.withDefault(keychain) {
+            let status = SecItemAdd(
+                [kSecClass: kSecClassKey, kSecValueRef: secKey, kSecAttrApplicationTag: Self.keyTag] as CFDictionary,
+                nil)
+            guard status == errSecSuccess || status == errSecDuplicateItem else {
+                throw BenchmarkFailure("storing the benchmark key returned \(status)")
+            }
+            let parameters: [CFString: Any] = [
+                kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
+                kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
+            ]
+            guard let key = SecKeyCreateRandomKey(parameters as CFDictionary, &error) else {
+                throw BenchmarkFailure("SecKeyCreateRandomKey failed for the benchmark token key")
+            }
+            return key
+        }
+        let findQuery =
+            [kSecClass: kSecClassKey, kSecAttrApplicationTag: Self.keyTag, kSecReturnRef: true] as CFDictionary
+        func op(_ name: String, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
+            BenchmarkOperation(name: Self.key("key", name), body: body)
+        }
+        return [
+            op(KeyOperation.sign.rawValue) { _ in
+                guard SecKeyCreateSignature(secKey, .ecdsaSignatureMessageX962SHA256, cfMessage, nil) != nil else {
+                    throw BenchmarkFailure("SecKeyCreateSignature failed")
+                }
+            },
+            op(KeyReference.cryptoSign.rawValue) { _ in
+                _ = try cryptoKey.signature(for: message)
+            },
+            op(KeyOperation.verify.rawValue) { _ in
+                guard SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, cfMessage, derSignature, nil)
+                else { throw BenchmarkFailure("SecKeyVerifySignature failed") }
+            },
+            op(KeyReference.cryptoVerify.rawValue) { _ in
+                guard cryptoKey.publicKey.isValidSignature(signature, for: message) else {
+                    throw BenchmarkFailure("P256.Signing verification failed")
+                }
+            },
+            op(KeyReference.importPrivate.rawValue) { _ in
+                guard SecKeyCreateWithData(privateBytes, attributes, nil) != nil else {
+                    throw BenchmarkFailure("SecKeyCreateWithData failed")
+                }
+            },
+            op(KeyOperation.findRef.rawValue) { _ in
+                var result: CFTypeRef?
+                let status = SecItemCopyMatching(findQuery, &result)
+                guard status == errSecSuccess, let result, CFGetTypeID(result) == SecKeyGetTypeID() else {
+                    throw BenchmarkFailure("SecItemCopyMatching (key ref) returned \(status)")
+                }
+            },
+            op(KeyOperation.tokenSign.rawValue) { _ in
+                guard SecKeyCreateSignature(tokenKey, .ecdsaSignatureMessageX962SHA256, cfMessage, nil) != nil else {
+                    throw BenchmarkFailure("SecKeyCreateSignature failed with the token key")
+                }
             },
         ]
     }

@@ -46,6 +46,8 @@ struct SizeResult: Codable, Sendable {
     /// Opening the same keychain as a crash leaves it: a write-ahead log full of acknowledged
     /// writes, which the open checks for damage before SQLite replays it.
     var openAfterCrash: CrashedOpen?
+    /// `SecKey` operations against same-run references (absent in reports made before them).
+    var keyOperations: [KeyOperationResult]?
 
     struct CrashedOpen: Codable, Sendable {
         var logBytes: Int
@@ -147,6 +149,16 @@ struct ProcessResult: Codable, Sendable {
 }
 
 /// One target of issue 7 and whether this run met it (`nil`: not measured in this run).
+/// A key operation through `SecKey` and its same-run reference (``KeyOperation``).
+struct KeyOperationResult: Codable, Sendable {
+    var operation: KeyOperation
+    var summary: Summary
+    var referenceMedianMicroseconds: Double
+    var referenceDescription: String
+    /// The operation's median ÷ the reference's median.
+    var ratio: Double
+}
+
 struct TargetResult: Codable, Sendable {
     var name: String
     var limit: String
@@ -177,6 +189,13 @@ extension BenchmarkReport {
         ratioTarget("find svc+acct, engine ÷ (select + AES open)", ratios(.find, \.engineRatio), limit: 2)
         ratioTarget("find svc+acct, SecItem ÷ (select + AES open)", ratios(.find, \.secItemRatio), limit: 3)
         ratioTarget("add, engine ÷ SQLite insert (same durability)", ratios(.add, \.engineRatio), limit: 1.5)
+        for operation in KeyOperation.allCases {
+            guard let limit = operation.limit else { continue }
+            let values = sizes.compactMap { size in
+                size.keyOperations?.first { $0.operation == operation }.map { (size.items, $0.ratio) }
+            }
+            ratioTarget("\(operation.title) ÷ \(operation.referenceDescription)", values, limit: limit)
+        }
 
         let bySize = sizes.sorted { $0.items < $1.items }
         func growthTarget(_ label: String, note: String, _ summaries: KeyPath<GrowthResult, [Summary]>) {

@@ -19,6 +19,10 @@ enum TableRenderer {
         out.append("")
         out.append(floorTable(report))
         out.append("")
+        if report.sizes.contains(where: { $0.keyOperations?.isEmpty == false }) {
+            out.append(keysTable(report))
+            out.append("")
+        }
         if let growth = report.growth {
             out.append(growthTable(growth))
             out.append("")
@@ -76,6 +80,25 @@ enum TableRenderer {
             }
         }
         return columns(rows, right: [1, 2, 3, 4, 5, 6, 7, 8, 9])
+    }
+
+    private static func keysTable(_ report: BenchmarkReport) -> String {
+        var rows: [[String]] = [
+            ["Keys (same run)", "Items", "Median", "p99", "Reference med", "Ratio", "Target", "Reference"]
+        ]
+        for operation in KeyOperation.allCases {
+            for size in report.sizes {
+                guard let result = size.keyOperations?.first(where: { $0.operation == operation }) else { continue }
+                rows.append([
+                    operation.title, Format.count(size.items), Format.duration(result.summary.medianMicroseconds),
+                    Format.duration(result.summary.p99Microseconds),
+                    Format.duration(result.referenceMedianMicroseconds),
+                    Format.ratio(result.ratio), operation.limit.map { "≤ " + Format.ratio($0) } ?? "—",
+                    result.referenceDescription,
+                ])
+            }
+        }
+        return columns(rows, right: [1, 2, 3, 4, 5])
     }
 
     private static func floorTable(_ report: BenchmarkReport) -> String {

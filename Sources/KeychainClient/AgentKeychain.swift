@@ -145,3 +145,55 @@ extension AgentConnection {
         _ = try call(.deleteKeychain, [.string(path)])
     }
 }
+
+extension AgentKeychain: TokenKeyHolder {
+    /// Generates a token key in the agent (stored there as `template` when given); only its public
+    /// key and an opaque handle come back.
+    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.unimplemented` from an agent that
+    ///   predates token keys.
+    package func createTokenKey(storing template: Item?) throws -> (publicKey: Data, handle: Data) {
+        let reply = try tokenCall(
+            .createTokenKey, [.boolean(template != nil), AgentCodec.encode(template ?? Item(class: .key))])
+        guard reply.count == 2, case .bytes(let publicKey) = reply[0], case .bytes(let handle) = reply[1] else {
+            throw KeychainError(.internalComponent, "the keychain agent's token key answer is malformed")
+        }
+        return (Data(publicKey), Data(handle))
+    }
+
+    /// Runs a token key operation in the agent, which holds the private key.
+    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.unimplemented` from an agent that
+    ///   predates token keys.
+    package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
+        let reply = try tokenCall(
+            .useTokenKey,
+            [
+                .bytes(Array(handle)), .byte(request.operation.rawValue), .bytes(Array(request.input)),
+                .uint32(UInt32(clamping: request.kdfHash)), .bytes(Array(request.sharedInfo)),
+                .uint32(UInt32(clamping: request.outputSize)),
+            ])
+        guard reply.count == 1, case .bytes(let output) = reply[0] else {
+            throw KeychainError(.internalComponent, "the keychain agent's token key answer is malformed")
+        }
+        return Data(output)
+    }
+
+    /// Stores a token key the agent made without `permanent` as the key item `template`.
+    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.unimplemented` from an agent that
+    ///   predates token keys.
+    package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
+        let reply = try tokenCall(.storeTokenKey, [.bytes(Array(handle)), AgentCodec.encode(template)])
+        guard reply.count == 1, case .bytes(let stored) = reply[0] else {
+            throw KeychainError(.internalComponent, "the keychain agent's token key answer is malformed")
+        }
+        return Data(stored)
+    }
+
+    /// A token key call; an agent without the method (older than token keys) is `.unimplemented`.
+    private func tokenCall(_ method: AgentInterface.Method, _ arguments: [DBusValue]) throws -> [DBusValue] {
+        do {
+            return try call(method, arguments)
+        } catch let error as KeychainError where error.message.contains("UnknownMethod") {
+            throw KeychainError(.unimplemented, "the keychain agent predates token keys: restart keychaind")
+        }
+    }
+}

@@ -142,8 +142,9 @@ public struct StoredAccessControl: Sendable, Hashable {
         return data
     }
 
-    /// Whether reading the item needs user authentication (any flag does).
-    public var requiresAuthentication: Bool { flags != 0 }
+    /// Whether reading the item needs user authentication: any flag does but
+    /// `privateKeyUsage` (1 << 30), which only says a token key may be used.
+    public var requiresAuthentication: Bool { flags & ~TokenKeys.privateKeyUsageFlag != 0 }
 }
 
 /// The access groups a caller may use (spec §7).

@@ -306,8 +306,16 @@ extension KeychainDatabase {
     ///   call fails), `.decode` when a matching row fails authentication,
     ///   `.missingEntitlement`, `.noSuchAttribute`, `.parameter`.
     public func find(_ query: ItemQuery, includeData: Bool = false) throws -> [Item] {
+        try find(query, includeData: includeData, revealingTokenKeys: false)
+    }
+
+    /// ``find(_:includeData:)``; a token key's secret is its private key only with
+    /// `revealingTokenKeys` (for the token key operations of this process), its public key
+    /// otherwise.
+    func find(_ query: ItemQuery, includeData: Bool, revealingTokenKeys: Bool) throws -> [Item] {
         if query.itemClass == .identity { return try findIdentities(query, includeData: includeData) }
-        return try readMatches(prepare(query, writing: false), includeData: includeData, unreadable: nil)
+        let items = try readMatches(prepare(query, writing: false), includeData: includeData, unreadable: nil)
+        return includeData && !revealingTokenKeys ? items.map(TokenKeys.tokenClientView) : items
     }
 
     /// Decrypts the rows `plan` matches, in the order they were added, up to its limit. A row
@@ -378,6 +386,7 @@ extension KeychainDatabase {
         found.items = try readMatches(prepare(query, writing: false), includeData: includeData) {
             unreadable.append($0)
         }
+        if includeData { found.items = found.items.map(TokenKeys.tokenClientView) }
         found.unreadable = unreadable.sorted { ($0.rowID ?? .max) < ($1.rowID ?? .max) }
         return found
     }

@@ -104,20 +104,27 @@ func certificateAttributes(_ certificate: X509Certificate, full: Bool) -> [(Stri
 }
 
 /// The reference of a stored item: a `SecKey`, `SecCertificate` or `SecIdentity`, or `nil`.
-func itemReference(_ item: Item) -> AnyObject? {
+func itemReference(_ item: Item, source: (any KeychainHandle)? = nil) -> AnyObject? {
     switch item.itemClass {
-    case .key: return keyReference(item)
+    case .key: return keyReference(item, source: source)
     case .certificate:
         guard let data = item.data, let certificate = try? X509Certificate(derEncoded: data) else { return nil }
         return SecCertificate(certificate)
     case .identity:
         guard case .data(let der) = item.attributes[AttributeName(rawValue: "certdata")],
             let certificate = try? X509Certificate(derEncoded: der),
-            let key = keyReference(Item(class: .key, attributes: item.attributes, data: item.data))
+            let key = keyReference(identityKeyItem(item), source: source)
         else { return nil }
         return SecIdentityCreate(nil, SecCertificate(certificate), key)
     default: return nil
     }
+}
+
+/// The key item of an identity item (its attributes, data and identity).
+private func identityKeyItem(_ item: Item) -> Item {
+    var key = Item(class: .key, attributes: item.attributes, data: item.data)
+    key.persistentID = item.persistentID
+    return key
 }
 
 // MARK: - Identity references

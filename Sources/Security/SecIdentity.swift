@@ -117,7 +117,7 @@ func secKey(fromPKCS8 key: PKCS12PrivateKey) throws -> SecKey {
 }
 
 /// The PKCS#8 PrivateKeyInfo DER of a private key. **Secret.**
-/// - Throws: `SecError(errSecParam)` for a public key.
+/// - Throws: `SecError(errSecParam)` for a public key, `SecError(errSecUnimplemented)` for a token key.
 func pkcs8DER(of key: SecKey) throws -> Data {
     switch key.backing {
     case .rsaPrivate(let rsa):
@@ -130,5 +130,8 @@ func pkcs8DER(of key: SecKey) throws -> Data {
         }
     case .ecPublic, .rsaPublic:
         throw SecError(errSecParam)
+    case .token:
+        // A token key never leaves its token (as on Apple platforms, where export is -4).
+        throw SecError(errSecUnimplemented)
     }
 }

@@ -36,6 +36,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
     result?.pointee = nil
     if let identity = identityReference(attributes) { return addIdentity(identity, attributes, result) }
     return status {
+        if try addTokenKeyReference(attributes, result) { return }
         let attributes = try expandingReference(attributes, adding: true)
         let query = try QueryParser(operation: .add).parse(attributes)
         guard let itemClass = query.itemClass else { throw SecError(errSecParam) }
@@ -83,7 +84,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         if parsed.hasValueRef { throw SecError(errSecParam) }
         let items = try matchingItems(parsed)
         guard !items.isEmpty else { throw SecError(errSecItemNotFound) }
-        let objects = items.compactMap { copyResult($0, parsed) }
+        let objects = items.compactMap { copyResult($0.item, $0.source, parsed) }
         let value: CFTypeRef? = parsed.limitIsOne ? objects.first : makeResultArray(objects)
         if let result, let value { result.pointee = value }
     }
@@ -167,7 +168,7 @@ private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
 }
 
 /// Finds the items of every searched keychain, in order, up to the limit.
-private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
+private func matchingItems(_ parsed: ParsedQuery) throws -> [(item: Item, source: any KeychainHandle)] {
     guard var itemQuery = itemQuery(parsed, unlimited: false) else { return [] }
     let targets: [SecKeychain?] = parsed.keychains ?? [nil]
     let keychains = try targets.map { try database(for: $0) }
@@ -175,11 +176,11 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [Item] {
         parsed.returnData
         || parsed.returnRef
         || parsed.filtersCertificates
-    var items: [Item] = []
+    var items: [(item: Item, source: any KeychainHandle)] = []
     for database in keychains {
         for item in try database.find(itemQuery, includeData: wantsData) {
             if parsed.filtersCertificates, !passesCertificateFilters(item, parsed) { continue }
-            items.append(item)
+            items.append((item, database))
             if let limit = parsed.limit, items.count >= limit { return items }
         }
         if let limit = itemQuery.limit { itemQuery.limit = limit - items.count }
@@ -224,18 +225,18 @@ private func sha1(_ data: Data?) -> Data {
 }
 
 /// One item's result for SecItemCopyMatching (spec §4.3); `nil` when nothing can be returned.
-private func copyResult(_ item: Item, _ query: ParsedQuery) -> AnyObject? {
+private func copyResult(_ item: Item, _ source: any KeychainHandle, _ query: ParsedQuery) -> AnyObject? {
     let others = [query.returnAttributes, query.returnData, query.returnPersistentRef].filter { $0 }.count
     let dictionary = query.returnAttributes || (query.returnRef && others > 0) || others > 1
     guard dictionary else {
         if query.returnData { return item.data.map(NSData.init(data:)) }
         if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
-        return query.returnRef ? itemReference(item) : nil
+        return query.returnRef ? itemReference(item, source: source) : nil
     }
     var builder = ResultDictionaryBuilder(capacity: resultCapacity(item))
     appendAttributes(of: item, housekeeping: true, to: &builder)
     if query.returnData { builder.append("sha1", data: sha1(item.data)) }
-    let reference = query.returnRef ? itemReference(item) : nil
+    let reference = query.returnRef ? itemReference(item, source: source) : nil
     if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
     if let reference { builder.append("v_Ref", reference) }
     // A password's "reference" is its data; a key's, certificate's or identity's that cannot be

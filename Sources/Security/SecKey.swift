@@ -6,13 +6,15 @@
 //   -50 on import).
 // - RSA keys are 1024–8192 bits (BoringSSL refuses fewer than 1024; Apple allows 512) and generated
 //   sizes must be a multiple of 128 bits, which BoringSSL requires.
-// - Token keys (`kSecAttrTokenID`) are not available yet: errSecUnimplemented, as Apple without
+// - Token keys (`kSecAttrTokenIDSecureEnclave`) are P-256 keys held by the process that holds the
+//   keychain's keys (SecKeyToken.swift); other token IDs are errSecUnimplemented, as Apple without
 //   CryptoTokenKit.
 // - Private key bytes never appear in a description or an error.
 
 import Crypto
 import CryptoExtras
 import Foundation
+import KeychainCore
 
 /// An asymmetric key: an elliptic-curve (P-256, P-384, P-521) or RSA key, public or private.
 ///
@@ -38,7 +40,7 @@ public final class SecKey: Hashable, CustomStringConvertible, Sendable {
     /// Whether this is a private key.
     var isPrivate: Bool {
         switch backing {
-        case .ecPrivate, .rsaPrivate: true
+        case .ecPrivate, .rsaPrivate, .token: true
         case .ecPublic, .rsaPublic: false
         }
     }
@@ -46,7 +48,7 @@ public final class SecKey: Hashable, CustomStringConvertible, Sendable {
     /// Whether this is an elliptic-curve key.
     var isEC: Bool {
         switch backing {
-        case .ecPrivate, .ecPublic: true
+        case .ecPrivate, .ecPublic, .token: true
         case .rsaPrivate, .rsaPublic: false
         }
     }
@@ -61,6 +63,7 @@ public final class SecKey: Hashable, CustomStringConvertible, Sendable {
         case .ecPublic(let key): key.curve.bits
         case .rsaPrivate(let key): key.key.keySizeInBits
         case .rsaPublic(let key): key.key.keySizeInBits
+        case .token: 256
         }
     }
 
@@ -74,6 +77,7 @@ public final class SecKey: Hashable, CustomStringConvertible, Sendable {
         case .ecPublic(let key): key.x963
         case .rsaPrivate(let key): key.key.publicKey.pkcs1DERRepresentation
         case .rsaPublic(let key): key.der
+        case .token(let key): key.publicKey.x963Representation
         }
     }
 
@@ -280,13 +284,18 @@ enum KeyBacking: Sendable {
     case ecPublic(any ECPublicKeyBacking)
     case rsaPrivate(RSAPrivateKeyBacking)
     case rsaPublic(RSAPublicKeyBacking)
+    /// A token key's handle; its private key is where the keychain's keys are.
+    case token(TokenKeyBacking)
 
+    /// The external representation; for a token key, which has none, its handle (so that two
+    /// references to the same token key are equal).
     var externalRepresentation: Data {
         switch self {
         case .ecPrivate(let key): key.x963
         case .ecPublic(let key): key.x963
         case .rsaPrivate(let key): key.der
         case .rsaPublic(let key): key.der
+        case .token(let key): key.handle
         }
     }
 }
@@ -331,6 +340,7 @@ func store(_ failure: any Error, in slot: UnsafeMutablePointer<Unmanaged<CFError
         switch failure {
         case let failure as KeyFailure: failure
         case let failure as SecError: KeyFailure(failure.status, "operation failed (\(failure.status))")
+        case let failure as KeychainError: KeyFailure(failure.osStatus, failure.message)
         default: KeyFailure(errSecParam, "operation failed")
         }
     slot.pointee = Unmanaged.passRetained(keyError(converted.status, converted.message))
@@ -417,9 +427,7 @@ public func SecKeyCreateRandomKey(
 ) -> SecKey? {
     keyResult(error) {
         let entries = try keyParameters(parameters)
-        if entries["tkid"] != nil {
-            throw KeyFailure(errSecUnimplemented, "CryptoTokenKit is not available")
-        }
+        if let token = entries["tkid"] { return try createTokenKey(token, entries) }
         let privateKey = try generateKey(entries)
         let publicParameters = try mergedParameters(entries, "public")
         let privateParameters = try mergedParameters(entries, "private")
@@ -444,7 +452,7 @@ func keyParameters(_ dictionary: CFDictionary) throws -> [String: Any] {
 
 /// Apple's `merge_params`: the sub-dictionary, then every top-level entry it lacks, without the
 /// entries that only belong at the top level.
-private func mergedParameters(_ entries: [String: Any], _ name: String) throws -> [String: Any] {
+func mergedParameters(_ entries: [String: Any], _ name: String) throws -> [String: Any] {
     var result: [String: Any] = [:]
     if let sub = entries[name] {
         guard let dictionary = sub as? NSDictionary else {
@@ -557,9 +565,7 @@ public func SecKeyCreateWithData(
         guard let keyClass = exactInteger(entries["kcls"]) else {
             throw KeyFailure(errSecParam, "Unsupported key class: \(entries["kcls"].map { "\($0)" } ?? "missing")")
         }
-        if entries["tkid"] != nil {
-            throw KeyFailure(errSecUnimplemented, "CryptoTokenKit is not available")
-        }
+        if let token = entries["tkid"] { try refuseTokenKeyImport(token) }
         let data = bytes(of: keyData)
         switch (type, keyClass) {
         case (73, 0), (43, 0): return try importECPublic(data)
@@ -630,16 +636,21 @@ private func importRSAPrivate(_ data: Data) throws -> SecKey {
 // MARK: - Reading keys
 
 /// Returns a key's external representation: X9.63 for EC keys, PKCS#1 DER for RSA keys, private
-/// keys included.
+/// keys included, except token (Secure Enclave) private keys, which never leave their token.
 ///
 /// - Parameters:
 ///   - key: The key.
-///   - error: Not written for software keys, which always export.
-/// - Returns: The key bytes.
+///   - error: For a token private key, a retained error with errSecUnimplemented (-4), as on Apple
+///     platforms; not written for software keys, which always export.
+/// - Returns: The key bytes, or `nil` for a token private key.
 public func SecKeyCopyExternalRepresentation(
     _ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
-    NSData(data: key.externalRepresentation)
+    if case .token = key.backing {
+        store(KeyFailure(errSecUnimplemented, "export not implemented for key \(key)"), in: error)
+        return nil
+    }
+    return NSData(data: key.externalRepresentation)
 }
 
 /// Returns the public key of a key pair.
@@ -654,6 +665,7 @@ public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
             .rsaPublic(
                 RSAPublicKeyBacking(key: privateKey.key.publicKey, der: privateKey.key.publicKey.pkcs1DERRepresentation)
             ))
+    case .token(let token): SecKey(.ecPublic(token.publicKey))
     case .ecPublic, .rsaPublic: key
     }
 }
@@ -667,7 +679,10 @@ public func SecKeyGetBlockSize(_ key: SecKey) -> Int {
     key.blockSize
 }
 
-/// Returns the attributes Apple reports for a software key.
+/// Returns the attributes Apple reports for a key.
+///
+/// A token (Secure Enclave) private key has no `v_Data`, reports `extr` false and `sens` true, and
+/// has `tkid` `"com.apple.setoken"`.
 ///
 /// `class` `"keys"`; `kcls` `"0"`/`"1"`; `type` `"73"`/`"42"`; `bsiz` and `esiz` the size in bits;
 /// `klbl` the SHA-1 of the public key bytes; `perm`, `priv`, `modi`, `extr` true; `sens`, `asen`,
@@ -689,6 +704,18 @@ func keyAttributes(_ key: SecKey) -> [(String, AnyObject)] {
     func flag(_ value: Bool) -> AnyObject { value ? yes : no }
     let isPrivate = key.isPrivate
     let bits = NSNumber(value: key.sizeInBits)
+    if case .token = key.backing {
+        // Apple's token keys (`SecCTKKey.m:511-576`): no key bytes, the token's identifier, not
+        // extractable, sensitive.
+        return [
+            ("class", "keys" as NSString), ("kcls", "1" as NSString), ("klbl", key.applicationLabel as NSData),
+            ("type", "73" as NSString), ("bsiz", bits), ("esiz", bits),
+            ("perm", yes), ("priv", yes), ("modi", yes), ("extr", no),
+            ("sens", yes), ("asen", yes), ("next", yes), ("snrc", no), ("vyrc", no),
+            ("encr", no), ("vrfy", no), ("wrap", no), ("decr", yes), ("sign", yes), ("unwp", yes), ("drve", yes),
+            ("tkid", TokenKeys.secureEnclave as NSString),
+        ]
+    }
     return [
         ("class", "keys" as NSString),
         ("kcls", (isPrivate ? "1" : "0") as NSString),

@@ -126,24 +126,40 @@ public func SecKeyCopyKeyExchangeResult(
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
 ) -> CFData? {
     keyResult(error) {
-        guard case .ecdh(_, let kdf) = try supportedSpec(privateKey, .keyExchange, algorithm),
-            case .ecPrivate(let ours) = privateKey.backing
-        else { throw KeyFailure.unsupported(algorithm, privateKey) }
+        guard case .ecdh(_, let kdf) = try supportedSpec(privateKey, .keyExchange, algorithm) else {
+            throw KeyFailure.unsupported(algorithm, privateKey)
+        }
+        let peer = publicKey.isPrivate ? publicKey.publicRepresentation : publicKey.externalRepresentation
+        let ours: any ECPrivateKeyBacking
+        switch privateKey.backing {
+        case .ecPrivate(let key): ours = key
+        case .token(let token):
+            guard let kdf else { return NSData(data: try token.keyExchange(peer: peer, kdf: nil)) }
+            let (info, size) = try kdfParameters(parameters)
+            return NSData(data: try token.keyExchange(peer: peer, kdf: kdf, sharedInfo: info, size: size))
+        default: throw KeyFailure.unsupported(algorithm, privateKey)
+        }
         let secret = try sharedSecret(ours, peer: publicKey.externalRepresentation)
         guard let kdf else { return NSData(data: secret.withUnsafeBytes { Data($0) }) }
-        let entries = try keyParameters(parameters)
-        guard let sizeValue = entries["requestedSize"], cfBooleanValue(sizeValue) == nil,
-            let size = (sizeValue as? NSNumber)?.intValue
-        else { throw KeyFailure(errSecParam, "kSecKeyKeyExchangeParameterRequestedSize is missing") }
-        var info = Data()
-        if let value = entries["sharedInfo"] {
-            guard let data = try? secretData(value) else {
-                throw KeyFailure(errSecParam, "ECDHKeyExchange wrong sharedInfo type (must be CFData/NSData)")
-            }
-            info = data
-        }
+        let (info, size) = try kdfParameters(parameters)
         return NSData(data: try x963KDF(kdf, secret, sharedInfo: info, size: size))
     }
+}
+
+/// The requested size and shared info of a key exchange with the X9.63 KDF.
+private func kdfParameters(_ parameters: CFDictionary) throws -> (sharedInfo: Data, size: Int) {
+    let entries = try keyParameters(parameters)
+    guard let sizeValue = entries["requestedSize"], cfBooleanValue(sizeValue) == nil,
+        let size = (sizeValue as? NSNumber)?.intValue
+    else { throw KeyFailure(errSecParam, "kSecKeyKeyExchangeParameterRequestedSize is missing") }
+    var info = Data()
+    if let value = entries["sharedInfo"] {
+        guard let data = try? secretData(value) else {
+            throw KeyFailure(errSecParam, "ECDHKeyExchange wrong sharedInfo type (must be CFData/NSData)")
+        }
+        info = data
+    }
+    return (info, size)
 }
 
 // MARK: - Which key runs which algorithm
@@ -233,6 +249,8 @@ private func sign(_ key: SecKey, _ spec: AlgorithmSpec, _ data: Data) throws -> 
     switch (key.backing, spec) {
     case (.ecPrivate(let ec), .ecdsa(let input, let format)):
         return try ec.ecdsaSignature(digest: signedDigest(input, data, checkLength: true), format: format)
+    case (.token(let token), .ecdsa(let input, let format)):
+        return try token.ecdsaSignature(digest: signedDigest(input, data, checkLength: true), format: format)
     case (.rsaPrivate(let rsa), .rsaPKCS1v15(let input)):
         let digest = try signedDigest(input, data, checkLength: false)
         return try rsaPrivateRaw(rsa, emsaPKCS1v15(digest, hash: input.hash, blockSize: key.blockSize))
@@ -430,6 +448,8 @@ private func decrypt(_ key: SecKey, _ spec: AlgorithmSpec, _ ciphertext: Data) t
         return try rsaAESGCMDecrypt(rsa, hash, ciphertext)
     case (.ecPrivate(let ours), .ecies(_, let variableIV, let hash)):
         return try eciesDecrypt(ours, hash, variableIV: variableIV, ciphertext)
+    case (.token(let token), .ecies(_, let variableIV, let hash)):
+        return try tokenECIESDecrypt(token, hash, variableIV: variableIV, ciphertext)
     default:
         throw KeyFailure(errSecParam, "\(key): algorithm not supported by the key")
     }
@@ -567,6 +587,24 @@ private func eciesEncrypt(_ recipient: any ECPublicKeyBacking, _ hash: KeyHash, 
     let (key, iv) = try eciesKeyAndIV(
         secret, hash, curve: recipient.curve, ephemeral: ephemeralPublic, variableIV: variableIV)
     return ephemeralPublic + (try aesGCMSeal(plaintext, key: key, iv: iv, aad: Data()))
+}
+
+/// ECIES decryption with a token key: the token runs ECDH and the X9.63 KDF (the key and IV of
+/// ``eciesKeyAndIV``), this process AES-GCM.
+private func tokenECIESDecrypt(_ token: TokenKeyBacking, _ hash: KeyHash, variableIV: Bool, _ ciphertext: Data)
+    throws -> Data
+{
+    let pointLength = ECCurve.p256.publicLength
+    guard ciphertext.count >= pointLength else {
+        throw KeyFailure(errSecParam, "too small input packet for ECIES decrypt")
+    }
+    let ephemeral = Data(ciphertext.prefix(pointLength))
+    var derived = try token.keyExchange(
+        peer: ephemeral, kdf: hash, sharedInfo: ephemeral, size: 16 + (variableIV ? 16 : 0))
+    defer { derived.resetBytes(in: 0..<derived.count) }
+    let iv = variableIV ? Data(derived.suffix(16)) : zeroIV
+    return try aesGCMOpen(
+        Data(ciphertext.dropFirst(pointLength)), key: SymmetricKey(data: derived.prefix(16)), iv: iv, aad: Data())
 }
 
 private func eciesDecrypt(_ ours: any ECPrivateKeyBacking, _ hash: KeyHash, variableIV: Bool, _ ciphertext: Data)

@@ -47,6 +47,13 @@ struct BenchmarkTests {
                 }
             }
             for floor in size.floor { expectSensible(floor.summary, "floor \(floor.operation) @\(size.items)") }
+            // SecKey's rows: ECDSA sign and verify against swift-crypto, a key lookup by tag against
+            // the password floor, a token key's signature.
+            #expect(size.keyOperations?.map(\.operation) == KeyOperation.allCases)
+            for result in size.keyOperations ?? [] {
+                expectSensible(result.summary, "key \(result.operation) @\(size.items)")
+                #expect(result.ratio.isFinite && result.ratio > 0, "\(result.operation): ratio \(result.ratio)")
+            }
             expectSensible(size.openWithoutKeyDerivation, "open @\(size.items)")
             #expect(size.seeding.seconds > 0)
         }
@@ -74,8 +81,9 @@ struct BenchmarkTests {
             }
         }
         // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
-        // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once).
-        #expect(report.targets.count == 12 + 4 * report.scripts.count)
+        // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once);
+        // SecKey's three (sign, verify, key lookup by tag).
+        #expect(report.targets.count == 15 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         for summary in [lookups?.inProcess, lookups?.agent] {

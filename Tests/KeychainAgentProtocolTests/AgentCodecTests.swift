@@ -247,6 +247,20 @@ struct AgentCodecTests {
         #expect(AgentInterface.Method.settings.outputs.map(\.type.signature).joined() == "a{sv}")
     }
 
+    @Test("the token key methods: their D-Bus signatures, and nothing in them carries a private key to the client")
+    func tokenKeyMethodSignatures() {
+        let signature = { (arguments: [DBusArgument]) in arguments.map(\.type.signature).joined() }
+        #expect(signature(AgentInterface.Method.createTokenKey.inputs) == "sba{sv}")
+        #expect(signature(AgentInterface.Method.createTokenKey.outputs) == "ayay")
+        #expect(AgentInterface.Method.createTokenKey.outputs.map(\.name) == ["publicKey", "handle"])
+        #expect(signature(AgentInterface.Method.useTokenKey.inputs) == "sayyayuayu")
+        #expect(signature(AgentInterface.Method.useTokenKey.outputs) == "ay")
+        #expect(AgentInterface.Method(rawValue: "CreateTokenKey") == .createTokenKey)
+        #expect(AgentInterface.Method(rawValue: "UseTokenKey") == .useTokenKey)
+        #expect(signature(AgentInterface.Method.storeTokenKey.inputs) == "saya{sv}")
+        #expect(signature(AgentInterface.Method.storeTokenKey.outputs) == "ay")
+    }
+
     @Test("malformed lock settings are errSecParam: an unknown field, a wrong type, an interval past the maximum")
     func malformedSettingsAreRefused() throws {
         #expect(try AgentCodec.decodeSettings(.stringVariantDictionary([:])) == KeychainSettings())

@@ -145,10 +145,17 @@ struct SecKeyBasicsTests {
                 [kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: 256, kSecPrivateKeyAttrs: "x"]
             },
             DictionaryCase(-25311) { [kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: Data()] },
-            // Token (Secure Enclave) keys are not available yet: Apple's status without CryptoTokenKit.
+            // Tokens other than the Secure Enclave: Apple's status without CryptoTokenKit.
             DictionaryCase(-4) {
                 [
                     kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: 256,
+                    kSecAttrTokenID: kSecAttrTokenIDSecureElement,
+                ]
+            },
+            // The Secure Enclave makes P-256 keys only.
+            DictionaryCase(-50) {
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: 384,
                     kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
                 ]
             },

@@ -3,14 +3,16 @@
 // Snippet 8 of the README, compiled (never run) by the ReadmeSnippetTests target.
 
 import Foundation
-import KeychainStorage
+import Security
 
 func readmeSnippet08() throws {
-    let salt = Data("offline-cache salt".utf8)
-    let cipher = try Cipher(password: "correct horse", salt: salt)   // scrypt N=2^17 + AES-256-GCM
-    let storage = try KeychainStorage.createStore(name: "offline-cache", cipher: cipher, accessGroup: nil)
-    try storage.put(data: Data("payload".utf8), for: "item-1")
-    let payload = try storage.data(for: "item-1")                // nil when absent
-    try storage.changeCipher(to: try Cipher(password: "battery staple", salt: salt))   // all or nothing
-    try KeychainStorage.removeStore(name: "offline-cache", accessGroup: nil)
+    let p12 = try Data(contentsOf: URL(fileURLWithPath: "client.p12"))
+    var imported: CFArray?
+    let status = SecPKCS12Import(
+        p12 as CFData,
+        [kSecImportExportPassphrase: "secret", kSecUseDataProtectionKeychain: true] as CFDictionary, &imported)
+    var found: CFTypeRef?
+    SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnRef: true] as CFDictionary, &found)
+    var privateKey: SecKey?
+    SecIdentityCopyPrivateKey(found as! SecIdentity, &privateKey)
 }

@@ -1,0 +1,281 @@
+// Token keys (`kSecAttrTokenIDSecureEnclave`, DECISIONS 10): P-256 private keys that live in the
+// process that holds the keychain's keys (the agent, or this process in in-process mode) and are
+// used there; a caller holds only a handle and the public key.
+//
+// - A permanent token key is a key item whose secret is the private key, X9.63 `04‖X‖Y‖K`,
+//   sealed like every item's secret under its protection class's key. Its class is always a
+//   "this device only" one, whose key is wrapped with the device key, so the item is bound to
+//   this machine. Its handle is the item's persistent identity.
+// - A token key that is not permanent is sealed (``Sealing``, AES-256-GCM) under a random key
+//   that this process draws once and never writes anywhere; the sealed blob is its handle. It
+//   can be used for as long as the process that made it runs (the agent, or this process).
+// - No caller ever receives the private key: a token item's secret leaves ``find(_:includeData:)``
+//   as its public key `04‖X‖Y` (``tokenClientView(_:)``); only the operations here open it.
+
+import Crypto
+import Foundation
+
+/// Token keys: the Secure Enclave's token identifier and what a caller may ask of a token key.
+package enum TokenKeys {
+    /// `kSecAttrTokenIDSecureEnclave`.
+    package static let secureEnclave = "com.apple.setoken"
+
+    /// The first byte of a handle that names a stored key by its persistent identity.
+    static let storedHandle: UInt8 = 1
+    /// The first byte of a handle that is a sealed key of the holding process.
+    static let sealedHandle: UInt8 = 2
+
+    /// The associated data of a sealed, not permanent token key.
+    static let sealingContext = Data("keychain-linux token key v1".utf8)
+
+    /// The key that seals the token keys that are not permanent: random, drawn once per process,
+    /// never stored.
+    static let processKey = SymmetricKey(size: .bits256)
+
+    /// `kSecAttrAccessControl`'s `privateKeyUsage` flag: the key may be used, which asks for no
+    /// authentication.
+    package static let privateKeyUsageFlag: UInt64 = 1 << 30
+
+    /// The "this device only" twin of a protection value (`ak` → `aku`), the value itself when it
+    /// is one already, `nil` for an unknown value.
+    static func thisDeviceOnly(_ protection: String) -> String? {
+        switch protection {
+        case "ak", "aku": "aku"
+        case "ck", "cku": "cku"
+        case "dk", "dku": "dku"
+        case "akpu": "akpu"
+        default: nil
+        }
+    }
+
+    /// Whether an item is a token key (a key with a token identifier).
+    static func isTokenKey(_ item: Item) -> Bool {
+        guard item.itemClass == .key, case .string(let token)? = item.attributes["tkid"] else { return false }
+        return !token.isEmpty
+    }
+
+    /// What a caller sees of an item: for a token key, its public key instead of its secret
+    /// (`nil` when the secret is not a P-256 private key).
+    static func tokenClientView(_ item: Item) -> Item {
+        guard isTokenKey(item), let data = item.data else { return item }
+        var item = item
+        item.data = data.count == 97 && data.first == 4 ? Data(data.prefix(65)) : nil
+        return item
+    }
+}
+
+/// An operation a token key performs for its caller.
+package struct TokenKeyRequest: Sendable, Equatable {
+    /// What to do.
+    package enum Operation: UInt8, Sendable {
+        /// An ECDSA signature over ``TokenKeyRequest/input`` (a digest of any length): `r‖s`,
+        /// 64 bytes.
+        case sign = 1
+        /// ECDH with the peer's X9.63 public key in ``TokenKeyRequest/input``: the shared
+        /// x-coordinate, or, with a ``TokenKeyRequest/kdfHash``, the X9.63 KDF's output.
+        case keyExchange = 2
+    }
+
+    /// What to do.
+    package var operation: Operation
+    /// The digest to sign, or the peer's public key.
+    package var input: Data
+    /// For a key exchange, the X9.63 KDF's hash in bits (1 for SHA-1, 256, 384, 512), or 0 for
+    /// the shared secret itself.
+    package var kdfHash: Int
+    /// The KDF's shared info.
+    package var sharedInfo: Data
+    /// The KDF's output size in bytes.
+    package var outputSize: Int
+
+    /// A request.
+    package init(_ operation: Operation, input: Data, kdfHash: Int = 0, sharedInfo: Data = Data(), outputSize: Int = 0)
+    {
+        self.operation = operation
+        self.input = input
+        self.kdfHash = kdfHash
+        self.sharedInfo = sharedInfo
+        self.outputSize = outputSize
+    }
+}
+
+/// What holds token keys: the engine (in this process) or the agent's client. Each operation
+/// runs where the keychain's keys are.
+package protocol TokenKeyHolder: AnyObject, Sendable {
+    /// Generates a P-256 token key; with `template`, stores it as that key item (its class and
+    /// attributes; `tkid`, `klbl` when absent, and a "this device only" protection are set here).
+    /// - Returns: The public key `04‖X‖Y` and the key's handle.
+    func createTokenKey(storing template: Item?) throws -> (publicKey: Data, handle: Data)
+    /// Runs `request` with the token key `handle` names.
+    /// - Throws: ``KeychainError``: `.itemNotFound` when the handle names no token key here.
+    func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data
+    /// Stores the token key `handle` names (one not permanent, made by this holder) as the key
+    /// item `template`, as ``createTokenKey(storing:)`` stores a new one.
+    /// - Returns: The stored key's handle.
+    /// - Throws: ``KeychainError``: `.itemNotFound` when the handle names no token key here,
+    ///   `.duplicateItem`.
+    func storeTokenKey(_ handle: Data, as template: Item) throws -> Data
+}
+
+/// The handle of a stored token key: its persistent identity.
+package func storedTokenKeyHandle(_ identity: UUID) -> Data {
+    Data([TokenKeys.storedHandle]) + withUnsafeBytes(of: identity.uuid) { Data($0) }
+}
+
+/// A caller's digest, as given: ECDSA signs these bytes.
+private struct GivenDigest: Digest {
+    let bytes: Data
+    static var byteCount: Int { 0 }
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes(body)
+    }
+    func makeIterator() -> Data.Iterator { bytes.makeIterator() }
+    var description: String { "GivenDigest(\(bytes.count) bytes)" }
+}
+
+extension KeychainDatabase: TokenKeyHolder {
+    package func createTokenKey(storing template: Item?) throws -> (publicKey: Data, handle: Data) {
+        let key = P256.Signing.PrivateKey()
+        let publicKey = key.publicKey.x963Representation
+        var secret = key.x963Representation
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        guard let template else {
+            let sealed = try Sealing.seal(secret, key: TokenKeys.processKey, context: TokenKeys.sealingContext)
+            return (publicKey, Data([TokenKeys.sealedHandle]) + sealed)
+        }
+        return (publicKey, try storeTokenSecret(secret, publicKey: publicKey, as: template))
+    }
+
+    package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
+        var secret = try tokenSecret(handle)
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        let publicKey: Data
+        do {
+            publicKey = try P256.Signing.PrivateKey(x963Representation: secret).publicKey.x963Representation
+        } catch {
+            throw KeychainError(.itemNotFound, "the token key is damaged")
+        }
+        return try storeTokenSecret(secret, publicKey: publicKey, as: template)
+    }
+
+    /// Adds a token key item: `template` with the token ID, its label, a "this device only"
+    /// protection and the private key as its secret.
+    /// - Returns: The stored key's handle.
+    private func storeTokenSecret(_ secret: Data, publicKey: Data, as template: Item) throws -> Data {
+        var item = template
+        guard item.itemClass == .key else { throw KeychainError.parameter("a token key is a key item") }
+        if (item.attributes[.synchronizable]?.numberValue ?? 0) != 0 {
+            throw KeychainError.parameter("a token key cannot be synchronizable")
+        }
+        item.attributes["tkid"] = .string(TokenKeys.secureEnclave)
+        if item.attributes["klbl"] == nil {
+            item.attributes["klbl"] = .data(Data(Insecure.SHA1.hash(data: publicKey)))
+        }
+        var control = item.attributes[.accessControl].flatMap { value -> StoredAccessControl? in
+            guard case .data(let data) = value else { return nil }
+            return StoredAccessControl(serialized: data)
+        }
+        let requested = control?.protection ?? item.attributes[.accessible]?.stringValue ?? "ak"
+        guard let protection = TokenKeys.thisDeviceOnly(requested) else {
+            throw KeychainError.parameter("unknown protection class for a token key")
+        }
+        item.attributes[.accessible] = .string(protection)
+        if control != nil {
+            control?.protection = protection
+            item.attributes[.accessControl] = control.map { .data($0.serialized) }
+        }
+        item.data = secret
+        let stored = try add(item)
+        item.data = nil
+        guard let identity = stored.persistentID else {
+            throw KeychainError(.internalComponent, "a stored token key has no identity")
+        }
+        return storedTokenKeyHandle(identity)
+    }
+
+    package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
+        var secret = try tokenSecret(handle)
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        let key: P256.Signing.PrivateKey
+        do {
+            key = try P256.Signing.PrivateKey(x963Representation: secret)
+        } catch {
+            throw KeychainError(.itemNotFound, "the token key is damaged")
+        }
+        switch request.operation {
+        case .sign:
+            do {
+                return try key.signature(for: GivenDigest(bytes: request.input)).rawRepresentation
+            } catch {
+                throw KeychainError.parameter("token key signing failed")
+            }
+        case .keyExchange:
+            let shared: SharedSecret
+            do {
+                shared = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation)
+                    .sharedSecretFromKeyAgreement(with: P256.KeyAgreement.PublicKey(x963Representation: request.input))
+            } catch {
+                throw KeychainError.parameter("ECDH: bad public key")
+            }
+            let size = request.outputSize
+            guard request.kdfHash == 0 || (1...(1 << 20)).contains(size) else {
+                throw KeychainError.parameter("ECDHKeyExchange wrong requested size (\(size))")
+            }
+            let info = request.sharedInfo
+            let derived: SymmetricKey
+            switch request.kdfHash {
+            case 0: return shared.withUnsafeBytes { Data($0) }
+            case 1:
+                derived = shared.x963DerivedSymmetricKey(
+                    using: Insecure.SHA1.self, sharedInfo: info, outputByteCount: size)
+            case 256:
+                derived = shared.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: info, outputByteCount: size)
+            case 384:
+                derived = shared.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: info, outputByteCount: size)
+            case 512:
+                derived = shared.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: info, outputByteCount: size)
+            default: throw KeychainError.parameter("unknown KDF hash")
+            }
+            return derived.withUnsafeBytes { Data($0) }
+        }
+    }
+
+    /// The private key a handle names: a stored token key this caller may read, or a key sealed
+    /// by this process.
+    private func tokenSecret(_ handle: Data) throws -> Data {
+        let notFound = KeychainError(.itemNotFound, "the token key is not available here")
+        switch handle.first {
+        case TokenKeys.storedHandle?:
+            guard let identity = UUID(bytes: Data(handle.dropFirst())) else { throw notFound }
+            var query = ItemQuery(class: .key, synchronizable: .any, persistentID: identity, limit: 1)
+            query.authenticationUI = .fail
+            guard let item = try find(query, includeData: true, revealingTokenKeys: true).first,
+                TokenKeys.isTokenKey(item), let data = item.data
+            else { throw notFound }
+            return data
+        case TokenKeys.sealedHandle?:
+            do {
+                return try Sealing.open(
+                    Data(handle.dropFirst()), key: TokenKeys.processKey, context: TokenKeys.sealingContext)
+            } catch {
+                throw notFound
+            }
+        default:
+            throw notFound
+        }
+    }
+}
+
+extension CallerKeychain: TokenKeyHolder {
+    package func createTokenKey(storing template: Item?) throws -> (publicKey: Data, handle: Data) {
+        try KeychainDatabase.$callerGroups.withValue(accessGroups) { try database.createTokenKey(storing: template) }
+    }
+
+    package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
+        try KeychainDatabase.$callerGroups.withValue(accessGroups) { try database.useTokenKey(handle, request) }
+    }
+
+    package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
+        try KeychainDatabase.$callerGroups.withValue(accessGroups) { try database.storeTokenKey(handle, as: template) }
+    }
+}
