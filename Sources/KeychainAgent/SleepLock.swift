@@ -25,7 +25,8 @@ import Foundation
 ///
 /// The agent's session is `GetSessionByPID` of the agent's pid; when the agent runs outside any
 /// session (a systemd user service), `GetSession($XDG_SESSION_ID)`, then the `Display` session
-/// of the agent's user. Without a system bus (containers, CI) nothing happens.
+/// of the agent's user. Without a system bus (containers, CI) nothing happens; a system bus that
+/// restarts, or appears later, is connected to again (retried after 1 s, doubling to 30 s).
 public enum SleepLock {
     /// logind's bus name.
     public static let login1 = "org.freedesktop.login1"
@@ -47,8 +48,8 @@ public enum SleepLock {
     }
 
     /// Connects to the system bus and locks `service`'s keychains with `locksOnSleep` on each
-    /// ``Event``, until the connection closes. Returns at once, having done nothing, when there is
-    /// no system bus or it refuses the agent; never throws.
+    /// ``Event``; when the connection closes, or there is no system bus or it refuses the agent,
+    /// tries again later, until the task is cancelled; never throws.
     ///
     /// - Parameters:
     ///   - service: Whose keychains to lock.
@@ -57,18 +58,39 @@ public enum SleepLock {
     public static func run(
         service: AgentService, environment: [String: String], log: @escaping @Sendable (String) -> Void = { _ in }
     ) async {
-        await watch(environment: environment, log: log) { event in
+        await keepWatching(environment: environment, log: log) { event in
             let locked = await service.lockKeychainsThatLockOnSleep()
             log("\(event == .sleep ? "PrepareForSleep" : "Session.Lock"): locked \(locked) keychain(s)")
         }
     }
 
-    /// The signal loop of ``run(service:environment:log:)``, with the action on each event.
-    static func watch(
+    /// The longest wait between two attempts to reach the system bus.
+    static let longestRetryDelay: Duration = .seconds(30)
+
+    /// ``watch(environment:log:onEvent:)`` again whenever it ends (the system bus restarted, or
+    /// was not there yet), after a delay that doubles from one second to
+    /// ``longestRetryDelay`` while no attempt subscribes, until the task is cancelled.
+    static func keepWatching(
         environment: [String: String],
         log: @escaping @Sendable (String) -> Void,
         onEvent: @escaping @Sendable (Event) async -> Void
     ) async {
+        var delay: Duration = .seconds(1)
+        while !Task.isCancelled {
+            if await watch(environment: environment, log: log, onEvent: onEvent) { delay = .seconds(1) }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, longestRetryDelay)
+        }
+    }
+
+    /// The signal loop of ``run(service:environment:log:)``, with the action on each event.
+    /// - Returns: Whether it subscribed (and then watched until the connection closed).
+    @discardableResult
+    static func watch(
+        environment: [String: String],
+        log: @escaping @Sendable (String) -> Void,
+        onEvent: @escaping @Sendable (Event) async -> Void
+    ) async -> Bool {
         let connection: DBusConnection
         do {
             var configuration = DBusConnection.Configuration()
@@ -76,8 +98,8 @@ public enum SleepLock {
             connection = try await DBusConnection.connect(
                 to: try DBusAddress.systemBus(environment: environment), configuration: configuration)
         } catch {
-            log("no system bus (\(error)): no locking on sleep or session lock")
-            return
+            log("no system bus (\(error)): no locking on sleep or session lock until it appears")
+            return false
         }
         var watcher = Watcher(connection: connection, environment: environment, log: log)
         do {
@@ -85,12 +107,13 @@ public enum SleepLock {
         } catch {
             log("the system bus refused the sleep and session-lock subscription: \(error)")
             await connection.close()
-            return
+            return false
         }
         for await signal in connection.signals {
             if let event = await watcher.handle(signal) { await onEvent(event) }
         }
-        log("the system bus connection closed: no more locking on sleep or session lock")
+        log("the system bus connection closed: reconnecting")
+        return true
     }
 
     /// The subscription's state: who owns logind's name, and which session is the agent's.

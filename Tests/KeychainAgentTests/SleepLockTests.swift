@@ -29,8 +29,9 @@ struct SleepLockTests {
     /// A private `dbus-daemon` with a system-bus-like configuration, stopped by pid.
     final class SystemBus {
         let directory: TemporaryDirectory
-        let daemon: Child
+        private(set) var daemon: Child
         let address: String
+        let configuration: String
 
         init() throws {
             directory = try TemporaryDirectory(mode: 0o755)
@@ -62,14 +63,27 @@ struct SleepLockTests {
                   </policy>
                 </busconfig>
                 """)
+            configuration = config
             daemon = try Child(
                 try requiredTool("dbus-daemon"), ["--config-file=\(config)", "--nofork", "--print-address=1"])
             // The daemon prints its address once it listens.
-            address = daemon.readLine() ?? ""
+            // Without its `guid=`, as the real system bus's address is: a restarted bus has another.
+            address = (daemon.readLine() ?? "").split(separator: ",").first.map(String.init) ?? ""
             #expect(address.hasPrefix("unix:path="), "dbus-daemon printed its address: \(address)")
         }
 
         private var stopped = false
+
+        /// Kills the daemon and starts another on the same socket: a system bus restart.
+        func restart() throws {
+            kill(daemon.pid, SIGKILL)
+            daemon.wait()
+            unlink(directory.path + "/system_bus_socket")
+            daemon = try Child(
+                try requiredTool("dbus-daemon"), ["--config-file=\(configuration)", "--nofork", "--print-address=1"])
+            let printed = daemon.readLine() ?? ""
+            #expect(printed.hasPrefix(address + ","), "the new daemon listens where the old one did: \(printed)")
+        }
 
         /// Kills the daemon (once) and reaps it.
         func stop() {
@@ -239,6 +253,32 @@ struct SleepLockTests {
         await forger.close()
         await login1.connection.close()
         await successor.connection.close()
+    }
+
+    @Test("A restarted system bus is connected to again: logind's PrepareForSleep locks after the restart")
+    func reconnectsAfterSystemBusRestart() async throws {
+        let bus = try SystemBus()
+        defer { bus.stop() }
+        let login1 = try await Login1(bus: bus)
+        let daemon = try KeychaindTests.Daemon(environment: [
+            "DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)", "KEYCHAIND_DEBUG=1",
+        ])
+        defer { daemon.stop() }
+        let agent = try daemon.connect()
+        let sleepy = daemon.home + "/sleepy.keychain-db"
+        _ = try agent.call(.create, [.string(sleepy), .boolean(true), .bytes(Array("pw".utf8))])
+        try agent.keychain(at: sleepy).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
+        let keychain = agent.keychain(at: sleepy)
+        #expect(try await Self.eventually { login1.lastCaller != nil }, "the agent looked up its session")
+
+        await login1.connection.close()
+        try bus.restart()
+        let reborn = try await Login1(bus: bus)
+        #expect(try await Self.eventually { reborn.lastCaller != nil }, "the agent came back to the new bus")
+        #expect(!keychain.isLocked)
+        try await Self.emit(reborn.connection, sleep: true)
+        #expect(try await Self.eventually { keychain.isLocked }, "PrepareForSleep(true) on the new bus locked it")
+        await reborn.connection.close()
     }
 
     @Test("without a system bus the agent starts and serves as before")
