@@ -21,7 +21,7 @@ public enum SecretAttributes {
 
     /// The D-Bus attributes of a generic password.
     public static func attributes(of item: Item) -> [String: String] {
-        if let data = item.attributes[.generic]?.dataValue, let map = decode(data) { return map }
+        if let data = item.attributes[.generic]?.dataValue, let map = decode(data) { return current(map, of: item) }
         var attributes: [String: String] = [:]
         if let service = item.attributes[.service]?.stringValue, !service.isEmpty { attributes["service"] = service }
         if let account = item.attributes[.account]?.stringValue, !account.isEmpty { attributes["account"] = account }
@@ -75,6 +75,19 @@ public enum SecretAttributes {
         query.allSatisfy { attributes[$0.key] == $0.value }
     }
 
+    /// `map` with its service and account as the item has them now: SecItem or `security` may
+    /// have changed `svce` or `acct` since the map was stored.
+    static func current(_ map: [String: String], of item: Item) -> [String: String] {
+        var map = map
+        if map["service"] != nil, let service = item.attributes[.service]?.stringValue { map["service"] = service }
+        if let key = ["account", "username", "user"].first(where: { map[$0] != nil }),
+            let account = item.attributes[.account]?.stringValue
+        {
+            map[key] = account
+        }
+        return map
+    }
+
     /// Whether `item` matches `query`: each pair must be in the item's D-Bus attribute map, or,
     /// for a name the map does not have (or an item made through SecItem or `security`, which
     /// has no map), be `service` equal to `svce` or `account`, `username` or `user` equal to
@@ -82,7 +95,7 @@ public enum SecretAttributes {
     /// `security add-generic-password -a` stored, and `secret-tool lookup service S account A`
     /// finds what keyring stored with `username`: Apple's primary key is one item.
     public static func matches(_ item: Item, _ query: [String: String]) -> Bool {
-        let map = item.attributes[.generic]?.dataValue.flatMap(decode) ?? [:]
+        let map = item.attributes[.generic]?.dataValue.flatMap(decode).map { current($0, of: item) } ?? [:]
         let service = item.attributes[.service]?.stringValue ?? ""
         let account = item.attributes[.account]?.stringValue ?? ""
         return query.allSatisfy { key, value in

@@ -185,6 +185,7 @@ extension SecretServiceProvider {
         await emit(
             added ? "ItemCreated" : "ItemChanged", interface: Self.collectionInterface, path: Self.collectionPath,
             [.objectPath(path)], on: call.connection)
+        if added { await emitItemsChanged(on: call.connection) }
         return [.objectPath(path), .objectPath("/")]
     }
 
@@ -301,6 +302,7 @@ extension SecretServiceProvider {
         await emit(
             "ItemDeleted", interface: Self.collectionInterface, path: Self.collectionPath, [.objectPath(path)],
             on: call.connection)
+        await emitItemsChanged(on: call.connection)
         return [.objectPath("/")]
     }
 

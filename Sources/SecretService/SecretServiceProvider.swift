@@ -195,6 +195,14 @@ public final class SecretServiceProvider: Sendable {
     {
         try? await connection.send(.signal(path: path, interface: interface, member: member, body: body))
     }
+
+    /// `PropertiesChanged` for the collection's `Items`, invalidated rather than sent: each
+    /// caller sees only its groups' items, so each reads the list again for itself.
+    func emitItemsChanged(on connection: DBusConnection) async {
+        try? await connection.send(
+            .propertiesChanged(
+                path: Self.collectionPath, interface: Self.collectionInterface, changed: [:], invalidated: ["Items"]))
+    }
 }
 
 /// The errors the Secret Service answers with (their texts never hold a secret).

@@ -201,5 +201,13 @@ struct SecretToolTests {
         let plain = Item(class: .genericPassword, attributes: [.service: .string("S"), .account: .string("A")])
         #expect(SecretAttributes.attributes(of: plain) == ["service": "S", "account": "A"])
         #expect(SecretAttributes.matches(attributes, ["z": "1"]) && !SecretAttributes.matches(attributes, ["Z": "1"]))
+        // SecItem changed the service and account since: the map shows them as they are now.
+        var changed = item
+        changed.attributes[.service] = .string("s2")
+        changed.attributes[.account] = .string("u2")
+        #expect(SecretAttributes.attributes(of: changed) == ["service": "s2", "username": "u2", "z": "1", "a": ""])
+        #expect(
+            SecretAttributes.matches(changed, ["service": "s2"]) && !SecretAttributes.matches(changed, ["service": "s"])
+        )
     }
 }

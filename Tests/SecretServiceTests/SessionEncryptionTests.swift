@@ -166,6 +166,8 @@ struct SessionEncryptionOnTheBusTests {
         let encrypted = captured()
         #expect(encrypted.range(of: Data(OakleyGroup2Agreement.algorithm.utf8)) != nil, "secret-tool asked for DH")
         #expect(encrypted.range(of: Data("Monitored".utf8)) != nil, "the monitor saw CreateItem")
+        #expect(encrypted.range(of: Data("ItemCreated".utf8)) != nil, "ItemCreated was signalled")
+        #expect(encrypted.range(of: Data("PropertiesChanged".utf8)) != nil, "the collection's Items were invalidated")
         #expect(encrypted.range(of: secret) == nil, "the secret crossed the bus in the clear")
 
         // The control: the same monitor sees a plain session's secret.
