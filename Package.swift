@@ -236,7 +236,9 @@ let package = Package(
         ),
         .testTarget(
             name: "SecretServiceTests",
-            dependencies: ["SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire"],
+            dependencies: [
+                "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire", "SeededRandom",
+            ],
             exclude: ["Clients"]
         ),
         .testTarget(
