@@ -58,11 +58,12 @@ struct SystemdUnitTests {
         return (process.terminationStatus, try String(contentsOfFile: output, encoding: .utf8))
     }
 
-    @Test("systemd-analyze verify accepts both units without a word")
+    @Test("systemd-analyze verify accepts the three units without a word")
     func verifies() throws {
         let result = try Self.verify([
             "keychaind.socket": try Self.unit("keychaind.socket"),
             "keychaind.service": try Self.unit("keychaind.service"),
+            "keychaind-secret-service.service": try Self.unit("keychaind-secret-service.service"),
         ])
         #expect(result.status == 0 && result.output.isEmpty, "\(result.output)")
     }
