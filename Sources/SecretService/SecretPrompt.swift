@@ -15,6 +15,9 @@ extension SecretServiceProvider {
     static let promptPrefix = "/org/freedesktop/secrets/prompt/"
     static let promptInterface = "org.freedesktop.Secret.Prompt"
 
+    /// How long an unlock prompt waits for the keychain to be unlocked before it is dismissed.
+    static let promptLifetime: Duration = .seconds(300)
+
     /// How often a started unlock prompt looks at the keychain's lock state.
     static let promptPollInterval: Duration = .milliseconds(100)
 
@@ -25,7 +28,8 @@ extension SecretServiceProvider {
         guard locked, !requested.isEmpty, let owner = call.message.sender else {
             return [Self.paths(requested), .objectPath("/")]
         }
-        let path = try registerUnlockPrompt(objects: requested, groups: groups, owner: owner)
+        let path = try registerUnlockPrompt(
+            objects: requested, groups: groups, owner: owner, connection: call.connection)
         return [Self.paths([]), .objectPath(path)]
     }
 
@@ -48,7 +52,10 @@ extension SecretServiceProvider {
     }
 
     /// Registers a prompt that unlocks `objects` for `owner` once the keychain is unlocked.
-    func registerUnlockPrompt(objects requested: [String], groups: AccessGroups, owner: String) throws -> String {
+    /// The prompt is dismissed after ``promptLifetime`` if the keychain stays locked.
+    func registerUnlockPrompt(
+        objects requested: [String], groups: AccessGroups, owner: String, connection: DBusConnection
+    ) throws -> String {
         let path = Self.promptPrefix + "u" + String(nextSession.add(1, ordering: .relaxed).oldValue)
         let state = PromptState()
         let complete: @Sendable (DBusConnection, Bool) async -> Void = { [self] connection, dismissed in
@@ -92,6 +99,11 @@ extension SecretServiceProvider {
                         "Completed", arguments: [.init("dismissed", .boolean), .init("result", .variant)])
                 ]),
             at: path)
+        Task {
+            try? await Task.sleep(for: Self.promptLifetime)
+            state.waiting.withLock { $0?.cancel() }
+            await complete(connection, true)
+        }
         promptCancellers.withLock {
             $0[path] = { connection in
                 state.waiting.withLock { $0?.cancel() }

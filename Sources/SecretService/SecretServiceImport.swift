@@ -50,11 +50,6 @@ public enum SecretServiceImport {
     /// - Throws: ``DBusWire/DBusError`` when there is no provider or it refuses.
     public static func read(from connection: DBusConnection) async throws -> Contents {
         let session = try await openSession(connection)
-        defer {
-            Task { [connection] in
-                _ = try? await call(connection, session.path, "org.freedesktop.Secret.Session", "Close")
-            }
-        }
         var contents = Contents()
         let collections = try await property(connection, service, SecretServiceProvider.serviceInterface, "Collections")
         for collection in (collections?.arrayElements ?? []).compactMap(\.objectPathValue)
@@ -84,6 +79,7 @@ public enum SecretServiceImport {
                         collection: collection))
             }
         }
+        _ = try? await call(connection, session.path, "org.freedesktop.Secret.Session", "Close")
         return contents
     }
 
