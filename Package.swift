@@ -118,8 +118,11 @@ let package = Package(
         .executableTarget(
             name: "KeychainBenchmarks",
             dependencies: [
-                "KeychainCore", "KeychainClient", "Security", "SeededRandom",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                // DBusWire, NIOCore and SecretService: the Secret Service rows' client (its futures
+                // waited for on the benchmark's threads), and the keychain attributes the provider
+                // gives a D-Bus item (to seed its keychain as it would).
+                "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "SecretService",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -38,6 +38,13 @@ struct BenchmarkRunner {
                 keyDerivation: lifecycle.keyDerivation.description, openRepetitions: options.openRepetitions,
                 processRepetitions: options.processRepetitions,
                 keyDerivationRepetitions: options.keyDerivationRepetitions))
+        if options.secretServiceOnly {
+            report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
+            report.machine.loadAtEnd = Machine.loadAverage()
+            report.notes = notes(report)
+            report.evaluateTargets()
+            return report
+        }
         let referenceSize =
             options.sizes.contains(options.referenceSize) ? options.referenceSize : options.sizes.last!
         let largest = options.sizes.max()!
@@ -110,6 +117,9 @@ struct BenchmarkRunner {
             report.passwordChange = change
             report.openWithKeyDerivation = open
         }
+        if !options.agentOnly {
+            report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
+        }
         // Last: filling keychains with thousands of processes leaves the disk and the page
         // cache busy enough to slow the in-process timings above when they come after it.
         report.scripts = scriptComparisons(lifecycle: lifecycle, scratch: scratch)
@@ -117,6 +127,16 @@ struct BenchmarkRunner {
         report.notes = notes(report)
         report.evaluateTargets()
         return report
+    }
+
+    /// The Secret Service rows (``SecretServiceComparison``), unless `--secret-service-items 0`.
+    func secretServiceComparison(lifecycle: Lifecycle, scratch: String) -> SecretServiceResult? {
+        guard options.secretServiceItems > 0 else { return nil }
+        progress(
+            "Secret Service: keychaind --secret-service and GNOME Keyring, \(Format.count(options.secretServiceItems)) items"
+        )
+        return SecretServiceComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress)
+            .run()
     }
 
     /// The lookup processes on keychains filled by separate processes (``ScriptComparison``),

@@ -38,6 +38,14 @@ struct BenchmarkOptions: Sendable {
     /// Only the session agent's rows (`--only agent`): the reference keychain is seeded but
     /// no engine operation is timed on it.
     var agentOnly = false
+    /// Items in the default keychain served by `keychaind --secret-service` and in GNOME
+    /// Keyring's `session` collection for the Secret Service rows (0: no such rows).
+    var secretServiceItems = 10_000
+    /// Items in GNOME Keyring's persistent `login` collection when its `CreateItem` is timed:
+    /// that collection rewrites its whole file on every add, so it cannot be filled to 10,000.
+    var gnomeLoginItems = 300
+    /// Only the Secret Service rows (`--only secret-service`).
+    var secretServiceOnly = false
     /// Progress lines on standard error.
     var progress = true
     /// The executable that runs the fresh-process probes (memory, the Swift process floor):
@@ -65,6 +73,15 @@ struct BenchmarkOptions: Sendable {
           --only agent       only the rows of keychaind: lookups through it, its memory on
                              100,000 items, 1,000 connections at once, and the lookup
                              processes it serves (with their floor and secret-tool)
+          --only secret-service
+                             only the Secret Service rows: keychaind --secret-service
+                             against GNOME Keyring, each on a private bus
+          --secret-service-items N
+                             items served by each Secret Service for those rows
+                             (default 10000; 0 for none)
+          --gnome-login-items N
+                             items in GNOME Keyring's login collection when its
+                             CreateItem is timed (default 300)
           --agent-memory-items N
                              the keychain size keychaind's memory is read on (default 100000)
           --agent-connections N
@@ -138,8 +155,16 @@ struct BenchmarkOptions: Sendable {
             case "--agent-connections": options.agentConnections = try positive(try value(argument), argument)
             case "--only":
                 let text = try value(argument)
-                guard text == "agent" else { throw BenchmarkFailure("--only: only \"agent\" is known, not \(text)") }
-                options.agentOnly = true
+                switch text {
+                case "agent": options.agentOnly = true
+                case "secret-service": options.secretServiceOnly = true
+                default:
+                    throw BenchmarkFailure("--only: \"agent\" or \"secret-service\", not \(text)")
+                }
+            case "--secret-service-items":
+                let text = try value(argument)
+                options.secretServiceItems = text == "0" ? 0 : try positive(text, argument)
+            case "--gnome-login-items": options.gnomeLoginItems = try positive(try value(argument), argument)
             case "--profile": profiled = try value(argument)
             case "--against": against = try value(argument)
             case "--help", "-h": return .help

@@ -20,6 +20,8 @@ struct BenchmarkReport: Codable, Sendable {
     var scripts: [ScriptResult] = []
     /// Lookups served by `keychaind` against the same lookups in this process.
     var agentLookups: AgentLookupResult?
+    /// `keychaind --secret-service` against GNOME Keyring, each on a private bus.
+    var secretService: SecretServiceResult?
     var targets: [TargetResult] = []
     var notes: [String] = []
 
@@ -256,6 +258,54 @@ extension BenchmarkReport {
         }
         for script in scripts { scriptTargets(script) }
         agentTargets(agentLookups)
+        secretServiceTargets(secretService)
+    }
+
+    /// The Secret Service's targets (issue 29): a `secret-tool lookup` process against
+    /// `keychaind` no slower than against GNOME Keyring; an in-process SearchItems + GetSecrets
+    /// at least 10 times faster; CreateItem at least 100 times faster than into GNOME Keyring's
+    /// persistent `login` collection (at the size that collection can be filled to in a run).
+    private mutating func secretServiceTargets(_ result: SecretServiceResult?) {
+        let size = result.map { Format.count($0.items) } ?? "10,000"
+        let missing = result?.note ?? "not measured"
+        let gnomeMissing = result?.gnomeNote ?? GnomeKeyring.missingNote
+        func measured(_ ratio: Double?, _ ours: Summary?, _ theirs: Summary?, note: String?) -> String {
+            if let ratio, let ours, let theirs {
+                return "\(Format.ratio(ratio)) (keychaind \(Format.duration(ours.medianMicroseconds)), "
+                    + "GNOME Keyring \(Format.duration(theirs.medianMicroseconds)))"
+            }
+            if result?.note != nil || result == nil { return missing }
+            if let ours {
+                return "keychaind \(Format.duration(ours.medianMicroseconds)); GNOME Keyring " + (note ?? gnomeMissing)
+            }
+            return note ?? missing
+        }
+        targets.append(
+            TargetResult(
+                name: "secret-tool lookup process, keychaind --secret-service ÷ GNOME Keyring, \(size) items",
+                limit: "≤ 1.00×",
+                measured: measured(
+                    result?.secretToolOursOverGnome, result?.secretToolOurs, result?.secretToolGnome,
+                    note: result?.secretToolNote ?? result?.gnomeNote),
+                met: result?.secretToolOursOverGnome.map { $0 <= 1 }))
+        targets.append(
+            TargetResult(
+                name: "SearchItems + GetSecrets in process (one connection, plain session), GNOME Keyring ÷ "
+                    + "keychaind, \(size) items",
+                limit: "≥ 10.00×",
+                measured: measured(
+                    result?.lookupGnomeOverOurs, result?.lookupOurs, result?.lookupGnome, note: result?.gnomeNote),
+                met: result?.lookupGnomeOverOurs.map { $0 >= 10 }))
+        let login = result.map { Format.count($0.gnomeLoginItems) } ?? "300"
+        targets.append(
+            TargetResult(
+                name: "CreateItem, GNOME Keyring login collection at \(login) items ÷ keychaind login keychain "
+                    + "at \(size) items",
+                limit: "≥ 100.00×",
+                measured: measured(
+                    result?.createGnomeOverOurs, result?.createOurs, result?.createGnomeLogin,
+                    note: result?.gnomeLoginNote ?? result?.gnomeNote),
+                met: result?.createGnomeOverOurs.map { $0 >= 100 }))
     }
 
     /// The session agent's targets: a lookup through it at most 2.5 times the same lookup in

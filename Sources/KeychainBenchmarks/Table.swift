@@ -33,6 +33,10 @@ enum TableRenderer {
             out.append(agentTable(lookups))
             out.append("")
         }
+        if let secretService = report.secretService {
+            out.append(secretServiceTable(secretService))
+            out.append("")
+        }
         if !report.scripts.isEmpty {
             out.append(scriptsTable(report.scripts))
             out.append("")
@@ -292,6 +296,65 @@ enum TableRenderer {
             }
         }
         return columns(rows, right: [1, 2, 3, 4, 5])
+    }
+
+    /// `keychaind --secret-service` against GNOME Keyring, each on a private bus, interleaved.
+    private static func secretServiceTable(_ result: SecretServiceResult) -> String {
+        let items = Format.count(result.items)
+        var rows: [[String]] = [
+            ["Secret Service (each on a private bus, interleaved)", "Items", "Median", "p99", "Ratio"]
+        ]
+        guard result.note == nil else {
+            rows.append(["keychaind --secret-service", items, "—", result.note ?? ""])
+            return columns(rows, right: [1, 2, 3])
+        }
+        let gnomeNote = result.gnomeNote ?? "not available"
+        func pair(
+            _ title: String, ours: Summary?, theirs: Summary?, theirTitle: String, theirItems: String,
+            ratio: String?, note: String?
+        ) {
+            if let ours {
+                rows.append([
+                    title + ", keychaind", items, Format.duration(ours.medianMicroseconds),
+                    Format.duration(ours.p99Microseconds), ratio ?? "",
+                ])
+            } else {
+                rows.append([title + ", keychaind", items, "—", note ?? "not available"])
+            }
+            if let theirs {
+                rows.append([
+                    title + ", " + theirTitle, theirItems, Format.duration(theirs.medianMicroseconds),
+                    Format.duration(theirs.p99Microseconds), "",
+                ])
+            } else {
+                rows.append([title + ", " + theirTitle, theirItems, "—", note ?? gnomeNote])
+            }
+        }
+        pair(
+            "secret-tool lookup process", ours: result.secretToolOurs, theirs: result.secretToolGnome,
+            theirTitle: "GNOME Keyring (session collection)", theirItems: items,
+            ratio: result.secretToolOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) },
+            note: result.secretToolNote)
+        pair(
+            "SearchItems + GetSecrets in process (one connection, plain session)", ours: result.lookupOurs,
+            theirs: result.lookupGnome, theirTitle: "GNOME Keyring (session collection)", theirItems: items,
+            ratio: result.lookupGnomeOverOurs.map { "GNOME ÷ ours " + Format.ratio($0) }, note: nil)
+        pair(
+            "CreateItem (same connection)", ours: result.createOurs, theirs: result.createGnomeLogin,
+            theirTitle: "GNOME Keyring (login collection, on disk)", theirItems: Format.count(result.gnomeLoginItems),
+            ratio: result.createGnomeOverOurs.map { "GNOME ÷ ours " + Format.ratio($0) },
+            note: result.gnomeLoginNote)
+        if let fill = result.gnomeFillSeconds {
+            var line =
+                "GNOME Keyring filled by CreateItem over one connection: session collection in "
+                + String(format: "%.1f s", fill)
+            if let login = result.gnomeLoginFillSeconds {
+                line += String(
+                    format: ", login collection (%@ items) in %.1f s", Format.count(result.gnomeLoginItems), login)
+            }
+            rows.append([line, "", "", "", ""])
+        }
+        return columns(rows, right: [1, 2, 3])
     }
 
     private static func targetsTable(_ report: BenchmarkReport) -> String {

@@ -23,6 +23,8 @@ struct BenchmarkTests {
         options.scriptSizes = [12]
         options.agentMemoryItems = 90
         options.agentConnections = 24
+        options.secretServiceItems = 20
+        options.gnomeLoginItems = 4
         return options
     }
 
@@ -82,8 +84,9 @@ struct BenchmarkTests {
         }
         // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
         // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once);
-        // SecKey's three (sign, verify, key lookup by tag).
-        #expect(report.targets.count == 15 + 4 * report.scripts.count)
+        // SecKey's three (sign, verify, key lookup by tag); the Secret Service's three (secret-tool,
+        // SearchItems + GetSecrets, CreateItem).
+        #expect(report.targets.count == 18 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         for summary in [lookups?.inProcess, lookups?.agent] {
@@ -100,6 +103,36 @@ struct BenchmarkTests {
         #expect(lookups?.fourOverOne.map { $0.isFinite && $0 > 0 } == true)
         #expect(report.targets.allSatisfy { !$0.measured.isEmpty })
         expectScripts(report)
+        expectSecretService(report)
+    }
+
+    /// The Secret Service rows: keychaind --secret-service and GNOME Keyring (which `.ci/run`
+    /// installs), each timed, with the three ratios numeric and their targets evaluated.
+    static func expectSecretService(_ report: BenchmarkReport) {
+        let result = report.secretService
+        #expect(result?.items == 20 && result?.gnomeLoginItems == 4)
+        #expect(result?.note == nil, "\(result?.note ?? "no Secret Service rows")")
+        #expect(result?.gnomeNote == nil, "\(result?.gnomeNote ?? "")")
+        #expect(result?.gnomeLoginNote == nil, "\(result?.gnomeLoginNote ?? "")")
+        #expect(result?.secretToolNote == nil, "\(result?.secretToolNote ?? "")")
+        for (summary, what) in [
+            (result?.secretToolOurs, "secret-tool on keychaind"), (result?.secretToolGnome, "secret-tool on GNOME"),
+            (result?.lookupOurs, "lookup on keychaind"), (result?.lookupGnome, "lookup on GNOME"),
+            (result?.createOurs, "CreateItem on keychaind"), (result?.createGnomeLogin, "CreateItem on GNOME"),
+        ] {
+            #expect(summary != nil, "no \(what) timing")
+            if let summary { expectSensible(summary, what) }
+        }
+        for ratio in [result?.secretToolOursOverGnome, result?.lookupGnomeOverOurs, result?.createGnomeOverOurs] {
+            #expect(ratio.map { $0.isFinite && $0 > 0 } == true)
+        }
+        // The last three targets, in this order.
+        let targets = Array(report.targets.suffix(3))
+        #expect(
+            targets.map { $0.name.prefix(18) } == ["secret-tool lookup", "SearchItems + GetS", "CreateItem, GNOME "])
+        #expect(targets.allSatisfy { $0.met != nil }, "\(targets.map(\.measured))")
+        let table = TableRenderer.render(report)
+        #expect(table.contains("SearchItems + GetSecrets in process") && table.contains("GNOME ÷ ours"))
     }
 
     /// The lookup processes on keychains filled by add processes: ours, the floor and
@@ -144,6 +177,17 @@ struct BenchmarkTests {
         #expect(decoded.targets.map(\.name) == report.targets.map(\.name))
     }
 
+    @Test("--only secret-service measures the Secret Service rows and nothing else")
+    func secretServiceOnly() throws {
+        var options = Self.tinyOptions()
+        options.secretServiceOnly = true
+        let report = try BenchmarkRunner(options: options).run()
+        #expect(report.sizes.isEmpty && report.scripts.isEmpty && report.agentLookups == nil)
+        Self.expectSecretService(report)
+        let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
+        #expect(decoded.secretService?.lookupGnomeOverOurs == report.secretService?.lookupGnomeOverOurs)
+    }
+
     @Test("the built executable runs and prints a JSON report")
     func executable() throws {
         let executable = try #require(Lifecycle.benchmarkExecutable, "keychain-bench is not built next to the tests")
@@ -151,7 +195,7 @@ struct BenchmarkTests {
             executable,
             [
                 "--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "8",
-                "--agent-memory-items", "40", "--agent-connections", "8",
+                "--agent-memory-items", "40", "--agent-connections", "8", "--secret-service-items", "0",
             ],
             environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
         #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
@@ -180,7 +224,7 @@ struct BenchmarkTests {
             copy,
             [
                 "--sizes", "20", "--iterations", "5", "--json", "--test-kdf", "--quiet", "--script-sizes", "0",
-                "--agent-memory-items", "40", "--agent-connections", "8",
+                "--agent-memory-items", "40", "--agent-connections", "8", "--secret-service-items", "0",
             ],
             environment: ["PATH": "/usr/bin:/bin", "TMPDIR": NSTemporaryDirectory()])
         #expect(outcome.status == 0, "\(String(decoding: outcome.standardError, as: UTF8.self))")
@@ -268,6 +312,18 @@ struct BenchmarkTests {
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--sizes", "0"]) }
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--iterations"]) }
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--bogus"]) }
+        guard
+            case .run(let secretService) = try BenchmarkOptions.parse([
+                "--only", "secret-service", "--secret-service-items", "500", "--gnome-login-items", "50",
+            ])
+        else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(secretService.secretServiceOnly && !secretService.agentOnly)
+        #expect(secretService.secretServiceItems == 500 && secretService.gnomeLoginItems == 50)
+        #expect(defaults.secretServiceItems == 10_000 && defaults.gnomeLoginItems == 300)
+        #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--only", "nothing"]) }
 
         guard
             case .profile(_, let operation, let against) = try BenchmarkOptions.parse([

@@ -1,0 +1,460 @@
+import DBusWire
+import Foundation
+import KeychainCore
+import NIOCore
+import SecretService
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The freedesktop Secret Service served by `keychaind --secret-service` against GNOME Keyring,
+/// in the same run: each on a private `dbus-daemon` of its own, holding the same items.
+///
+/// - `secret-tool lookup` processes against each, interleaved.
+/// - `SearchItems` + `GetSecrets` from this process, one connection to each bus kept open, a
+///   plain session on each, interleaved.
+/// - `CreateItem` over that connection: ours into the default (login) keychain at
+///   ``BenchmarkOptions/secretServiceItems`` items; GNOME Keyring's into its persistent `login`
+///   collection at ``BenchmarkOptions/gnomeLoginItems`` items, because that collection rewrites
+///   its whole file on every add (about 0.9 s per add at 10,000 items) and cannot be filled to
+///   10,000 items in a run. The lookups use GNOME Keyring's in-memory `session` collection,
+///   which fills fast and is answered from memory as `login` is.
+///
+/// Our keychain is seeded in this process (`add(contentsOf:)`) with the keychain attributes the
+/// provider itself gives a D-Bus item (``SecretAttributes/keychainAttributes(for:label:clearing:)``);
+/// GNOME Keyring's `session` collection is filled by `CreateItem` calls over one connection.
+struct SecretServiceComparison {
+    let options: BenchmarkOptions
+    let lifecycle: Lifecycle
+    let scratch: String
+    let progress: (String) -> Void
+
+    func run() -> SecretServiceResult {
+        let size = options.secretServiceItems
+        var result = SecretServiceResult(items: size, gnomeLoginItems: options.gnomeLoginItems)
+        let directory = scratch + "/secret-service"
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            guard let agentExecutable = lifecycle.agentExecutable else {
+                throw BenchmarkFailure("no keychaind next to security (build the keychaind product)")
+            }
+            let path = directory + "/login.keychain-db"
+            progress("  seeding the default keychain with \(Format.count(size)) Secret Service items")
+            try seed(path: path, size: size)
+            let ours = try SecretServiceAgent.start(
+                agentExecutable, directory: directory + "/ours",
+                environment: lifecycle.childEnvironment(keychain: path))
+            defer { withExtendedLifetime(ours) {} }
+            var gnome: GnomeKeyring?
+            do {
+                gnome = try GnomeKeyring.start(in: directory + "/gnome")
+                if gnome == nil { result.gnomeNote = GnomeKeyring.missingNote }
+            } catch {
+                result.gnomeNote = "not available: \(error)"
+            }
+            defer { withExtendedLifetime(gnome) {} }
+            let secretTool = GnomeKeyring.find("secret-tool")
+            if secretTool == nil { result.secretToolNote = "not measured: secret-tool is not installed" }
+
+            let ourClient = try SecretServiceClient.open(environment: ours.environment)
+            defer { ourClient.connection.closeSoon() }
+            var gnomeClient: SecretServiceClient?
+            if let gnome {
+                do {
+                    let client = try SecretServiceClient.open(environment: gnome.environment)
+                    progress("  filling GNOME Keyring's session collection with the same items (CreateItem)")
+                    let start = Clock.now()
+                    for index in 0..<size {
+                        let (service, account, secret) = ScriptComparison.item(index)
+                        try client.create(
+                            in: SecretServiceClient.sessionCollection, service: service, account: account,
+                            secret: secret)
+                    }
+                    result.gnomeFillSeconds = Double(Clock.now() - start) / 1e9
+                    gnomeClient = client
+                } catch {
+                    result.gnomeNote = "not available: \(error)"
+                }
+            }
+            // Every client is checked once to return the secret before anything is timed.
+            let probe = ScriptComparison.item(size / 2)
+            guard try ourClient.lookup(service: probe.service, account: probe.account) == Data(probe.secret.utf8)
+            else { throw BenchmarkFailure("keychaind's SearchItems + GetSecrets did not return the secret") }
+            if let client = gnomeClient,
+                try client.lookup(service: probe.service, account: probe.account) != Data(probe.secret.utf8)
+            {
+                result.gnomeNote = "not available: GNOME Keyring's SearchItems + GetSecrets did not return the secret"
+                gnomeClient = nil
+            }
+            let useGnome = gnomeClient != nil
+            if let secretTool {
+                progress("  secret-tool lookup processes against each")
+                measureProcesses(&result, secretTool: secretTool, ours: ours, gnome: useGnome ? gnome : nil)
+            }
+            progress("  SearchItems + GetSecrets over one connection to each, interleaved")
+            let rounds = options.warmup + options.iterations
+            let warmup = options.warmup
+            let lookups: PairedSamples
+            do {
+                var ourSamples: [UInt64] = []
+                var theirSamples: [UInt64] = []
+                var random = SystemRandomNumberGenerator()
+                for round in 0..<rounds {
+                    let wanted = ScriptComparison.item(Int.random(in: 0..<size, using: &random))
+                    var start = Clock.now()
+                    guard try ourClient.lookup(service: wanted.service, account: wanted.account) != nil else {
+                        throw BenchmarkFailure("keychaind did not find an item")
+                    }
+                    let here = Clock.now() - start
+                    if round >= warmup { ourSamples.append(here) }
+                    if let gnomeClient {
+                        start = Clock.now()
+                        guard try gnomeClient.lookup(service: wanted.service, account: wanted.account) != nil
+                        else { throw BenchmarkFailure("GNOME Keyring did not find an item") }
+                        let there = Clock.now() - start
+                        if round >= warmup { theirSamples.append(there) }
+                    }
+                }
+                lookups = PairedSamples(ours: ourSamples, theirs: theirSamples)
+            }
+            result.lookupOurs = Summary(nanoseconds: lookups.ours)
+            result.lookupGnome = lookups.theirs.isEmpty ? nil : Summary(nanoseconds: lookups.theirs)
+            if let client = gnomeClient, options.gnomeLoginItems > 0 {
+                progress(
+                    "  filling GNOME Keyring's login collection to \(Format.count(options.gnomeLoginItems)) items "
+                        + "(CreateItem)")
+                let count = options.gnomeLoginItems
+                do {
+                    let start = Clock.now()
+                    for index in 0..<count {
+                        let (service, account, secret) = ScriptComparison.item(index)
+                        try client.create(
+                            in: SecretServiceClient.loginCollection, service: service, account: account,
+                            secret: secret)
+                    }
+                    result.gnomeLoginFillSeconds = Double(Clock.now() - start) / 1e9
+                } catch {
+                    result.gnomeLoginNote = "not available: \(error)"
+                }
+            } else if result.gnomeNote == nil {
+                result.gnomeLoginNote = "not measured: --gnome-login-items 0"
+            }
+            progress("  CreateItem over the same connections, interleaved")
+            let loginClient = result.gnomeLoginFillSeconds != nil ? gnomeClient : nil
+            let creates: PairedSamples
+            do {
+                var ourSamples: [UInt64] = []
+                var theirSamples: [UInt64] = []
+                for round in 0...options.processRepetitions {
+                    let service = "created-\(round).bench.example.net"
+                    let secret = "created-secret-\(round)"
+                    var start = Clock.now()
+                    try ourClient.create(
+                        in: SecretServiceClient.loginCollection, service: service, account: "created", secret: secret)
+                    let here = Clock.now() - start
+                    if round > 0 { ourSamples.append(here) }
+                    if let loginClient {
+                        start = Clock.now()
+                        try loginClient.create(
+                            in: SecretServiceClient.loginCollection, service: service, account: "created",
+                            secret: secret)
+                        let there = Clock.now() - start
+                        if round > 0 { theirSamples.append(there) }
+                    }
+                }
+                creates = PairedSamples(ours: ourSamples, theirs: theirSamples)
+            }
+            result.createOurs = Summary(nanoseconds: creates.ours)
+            result.createGnomeLogin = creates.theirs.isEmpty ? nil : Summary(nanoseconds: creates.theirs)
+            gnomeClient?.connection.closeSoon()
+        } catch {
+            result.note = "not available: \(error)"
+        }
+        return result
+    }
+
+    /// Creates the keychain at `path` with `size` items as the provider stores a D-Bus item
+    /// with the attributes `service` and `account` (``ScriptComparison/item(_:)``).
+    private func seed(path: String, size: Int) throws {
+        let keychain = try KeychainDatabase.create(at: path, password: nil, configuration: lifecycle.configuration)
+        for start in stride(from: 0, to: size, by: BenchmarkRunner.seedBatch) {
+            let items = (start..<min(size, start + BenchmarkRunner.seedBatch)).map { index in
+                let (service, account, secret) = ScriptComparison.item(index)
+                return Item(
+                    class: .genericPassword,
+                    attributes: SecretAttributes.keychainAttributes(
+                        for: ["service": service, "account": account], label: "\(service) \(account)"),
+                    data: Data(secret.utf8))
+            }
+            _ = try keychain.add(contentsOf: items)
+        }
+    }
+
+    /// `secret-tool lookup` against our provider and against GNOME Keyring, one after the other
+    /// in each round (the first round untimed), each checked once to print the secret.
+    private func measureProcesses(
+        _ result: inout SecretServiceResult, secretTool: String, ours: SecretServiceAgent, gnome: GnomeKeyring?
+    ) {
+        func arguments(_ index: Int) -> [String] {
+            let item = ScriptComparison.item(index)
+            return ["lookup", "service", item.service, "account", item.account]
+        }
+        let probe = result.items / 2
+        let printed = try? ChildProcess.run(secretTool, arguments(probe), environment: ours.environment)
+        guard
+            printed.map({ String(decoding: $0.standardOutput, as: UTF8.self) })?.trimmingCharacters(in: .newlines)
+                == ScriptComparison.item(probe).secret
+        else {
+            result.secretToolNote = "not available: secret-tool lookup on keychaind did not print the secret"
+            return
+        }
+        var ourSamples: [UInt64] = []
+        var theirSamples: [UInt64] = []
+        do {
+            for round in 0...options.processRepetitions {
+                let index = (probe + round * 37) % result.items
+                let here = try ChildProcess.run(
+                    secretTool, arguments(index), environment: ours.environment, capture: false)
+                guard here.status == 0 else { throw BenchmarkFailure("secret-tool lookup exited \(here.status)") }
+                if round > 0 { ourSamples.append(here.nanoseconds) }
+                if let gnome {
+                    let item = ScriptComparison.item(index)
+                    let there = try gnome.timedLookup(service: item.service, account: item.account)
+                    if round > 0 { theirSamples.append(there) }
+                }
+            }
+        } catch {
+            result.secretToolNote = "failed: \(error)"
+            return
+        }
+        result.secretToolOurs = Summary(nanoseconds: ourSamples)
+        result.secretToolGnome = theirSamples.isEmpty ? nil : Summary(nanoseconds: theirSamples)
+    }
+}
+
+/// `keychaind --secret-service` on a private `dbus-daemon`, with a home and socket of its own
+/// in `directory`; both stopped by pid.
+final class SecretServiceAgent: Sendable {
+    /// The environment of clients on its bus.
+    let environment: [String: String]
+    private let busProcess: pid_t
+    private let agentProcess: pid_t
+
+    static func start(_ executable: String, directory: String, environment base: [String: String]) throws
+        -> SecretServiceAgent
+    {
+        guard let bus = GnomeKeyring.find("dbus-daemon") else {
+            throw BenchmarkFailure("dbus-daemon is not installed")
+        }
+        for sub in ["", "/run"] {
+            try FileManager.default.createDirectory(
+                atPath: directory + sub, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        var environment = base
+        environment["XDG_RUNTIME_DIR"] = directory + "/run"
+        let started = try ChildProcess.start(
+            bus, ["--session", "--nofork", "--print-address=1"], environment: environment)
+        let address = ChildProcess.readLine(started.output, timeout: 10)
+        close(started.output)
+        guard let address, !address.isEmpty else {
+            ChildProcess.stop(started.pid)
+            throw BenchmarkFailure("dbus-daemon printed no address")
+        }
+        environment["DBUS_SESSION_BUS_ADDRESS"] = address
+        let socket = directory + "/agent.sock"
+        var agentEnvironment = environment
+        agentEnvironment["KEYCHAIN_AGENT"] = nil
+        agentEnvironment["KEYCHAIN_AGENT_SOCK"] = socket
+        let agent: (pid: pid_t, output: Int32)
+        do {
+            agent = try ChildProcess.start(
+                executable, ["--socket", socket, "--secret-service"], environment: agentEnvironment)
+            close(agent.output)
+        } catch {
+            ChildProcess.stop(started.pid)
+            throw error
+        }
+        let served = SecretServiceAgent(environment: environment, bus: started.pid, agent: agent.pid)
+        try served.waitForName()
+        return served
+    }
+
+    private init(environment: [String: String], bus: pid_t, agent: pid_t) {
+        self.environment = environment
+        busProcess = bus
+        agentProcess = agent
+    }
+
+    deinit {
+        ChildProcess.stop(agentProcess)
+        ChildProcess.stop(busProcess)
+    }
+
+    /// Waits (10 s at most) until keychaind owns `org.freedesktop.secrets` on its bus.
+    private func waitForName() throws {
+        let connection = try SecretServiceClient.connect(environment: environment)
+        defer { connection.closeSoon() }
+        var owned = false
+        for _ in 0..<200 where !owned {
+            let reply = try connection.callFuture(
+                .methodCall(
+                    path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameHasOwner",
+                    destination: "org.freedesktop.DBus", body: [.string(SecretServiceProvider.busName)])
+            ).wait()
+            owned = reply.body.first == .boolean(true)
+            if !owned { usleep(50_000) }
+        }
+        guard owned else { throw BenchmarkFailure("keychaind did not take org.freedesktop.secrets on its bus") }
+    }
+}
+
+/// A Secret Service client on one session-bus connection with a plain session: what a program
+/// that keeps its connection does (secrets cross the private bus unencrypted, as with
+/// libsecret's plain sessions).
+struct SecretServiceClient: Sendable {
+    let connection: DBusConnection
+    let session: String
+
+    static let service = "/org/freedesktop/secrets"
+    static let loginCollection = "/org/freedesktop/secrets/collection/login"
+    static let sessionCollection = "/org/freedesktop/secrets/collection/session"
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+
+    /// A connection to the session bus of `environment` that has said `Hello`. Synchronous
+    /// (NIO futures waited for on this thread): the benchmark's threads block, and must never
+    /// wait for Swift's cooperative pool, which the tests' own threads may hold.
+    static func connect(environment: [String: String]) throws -> DBusConnection {
+        guard let path = try DBusAddress.sessionBus(environment: environment).compactMap(\.unixPath).first else {
+            throw BenchmarkFailure("no unix:path= session bus address")
+        }
+        let connection = try DBusConnection.connectFuture(unixPath: path).wait()
+        _ = try connection.callFuture(
+            .methodCall(
+                path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello",
+                destination: "org.freedesktop.DBus")
+        ).wait()
+        return connection
+    }
+
+    /// One call, its reply waited for on this thread.
+    func call(_ message: DBusMessage) throws -> DBusMessage { try connection.callFuture(message).wait() }
+
+    static func open(environment: [String: String]) throws -> SecretServiceClient {
+        let connection = try connect(environment: environment)
+        let reply = try connection.callFuture(
+            .methodCall(
+                path: service, interface: serviceInterface, member: "OpenSession",
+                destination: SecretServiceProvider.busName, body: [.string("plain"), .variant(.string(""))])
+        ).wait()
+        guard reply.body.count == 2, case .objectPath(let session) = reply.body[1] else {
+            throw BenchmarkFailure("OpenSession returned \(reply.signature)")
+        }
+        return SecretServiceClient(connection: connection, session: session)
+    }
+
+    static func attributes(service: String, account: String) -> DBusValue {
+        .dictionary(
+            key: .string, value: .string,
+            [DBusDictEntry(.string("account"), .string(account)), DBusDictEntry(.string("service"), .string(service))])
+    }
+
+    /// `SearchItems` by service and account, then `GetSecrets` of the first unlocked item.
+    func lookup(service: String, account: String) throws -> Data? {
+        let found = try call(
+            .methodCall(
+                path: Self.service, interface: Self.serviceInterface, member: "SearchItems",
+                destination: SecretServiceProvider.busName, body: [Self.attributes(service: service, account: account)]
+            ))
+        guard case .objectPath(let path)? = found.body.first?.arrayElements?.first else { return nil }
+        let secrets = try call(
+            .methodCall(
+                path: Self.service, interface: Self.serviceInterface, member: "GetSecrets",
+                destination: SecretServiceProvider.busName,
+                body: [.array(.objectPath, [.objectPath(path)]), .objectPath(session)]))
+        guard case .dictionary(_, _, let entries)? = secrets.body.first,
+            case .structure(let fields)? = entries.first?.value,
+            fields.count == 4, case .bytes(let bytes) = fields[2]
+        else { return nil }
+        return Data(bytes)
+    }
+
+    /// `CreateItem` in `collection` (never replacing); a prompt counts as a failure.
+    func create(in collection: String, service: String, account: String, secret: String) throws {
+        let properties = DBusValue.stringVariantDictionary([
+            Self.itemInterface + ".Label": .string("\(service) \(account)"),
+            Self.itemInterface + ".Attributes": Self.attributes(service: service, account: account),
+        ])
+        let reply = try call(
+            .methodCall(
+                path: collection, interface: "org.freedesktop.Secret.Collection", member: "CreateItem",
+                destination: SecretServiceProvider.busName,
+                body: [
+                    properties,
+                    .structure([.objectPath(session), .bytes([]), .bytes(Array(secret.utf8)), .string("text/plain")]),
+                    .boolean(false),
+                ]))
+        guard reply.body.count == 2, reply.body[1] == .objectPath("/") else {
+            throw BenchmarkFailure("CreateItem in \(collection) asked for a prompt")
+        }
+    }
+}
+
+/// Timings of ours and GNOME Keyring's, taken in the same rounds.
+struct PairedSamples: Sendable {
+    var ours: [UInt64]
+    var theirs: [UInt64]
+}
+
+/// ``SecretServiceComparison``'s figures; durations in microseconds.
+struct SecretServiceResult: Codable, Sendable {
+    /// Items in our default keychain and in GNOME Keyring's `session` collection.
+    var items: Int
+    /// Items in GNOME Keyring's `login` collection when its CreateItem is timed.
+    var gnomeLoginItems: Int
+    /// `secret-tool lookup` processes.
+    var secretToolOurs: Summary?
+    var secretToolGnome: Summary?
+    /// `SearchItems` + `GetSecrets` in this process over one connection, plain session.
+    var lookupOurs: Summary?
+    var lookupGnome: Summary?
+    /// `CreateItem` over the same connection: ours at ``items``, GNOME's `login` at ``gnomeLoginItems``.
+    var createOurs: Summary?
+    var createGnomeLogin: Summary?
+    /// Seconds to fill GNOME Keyring's `session` and `login` collections by CreateItem calls.
+    var gnomeFillSeconds: Double?
+    var gnomeLoginFillSeconds: Double?
+    /// Why our rows are missing.
+    var note: String?
+    /// Why GNOME Keyring's rows are missing.
+    var gnomeNote: String?
+    /// Why the GNOME `login` CreateItem row is missing.
+    var gnomeLoginNote: String?
+    /// Why the `secret-tool` rows are missing.
+    var secretToolNote: String?
+
+    init(items: Int, gnomeLoginItems: Int) {
+        self.items = items
+        self.gnomeLoginItems = gnomeLoginItems
+    }
+
+    /// `secret-tool lookup` on ours ÷ on GNOME Keyring (target ≤ 1).
+    var secretToolOursOverGnome: Double? {
+        guard let ours = secretToolOurs, let theirs = secretToolGnome else { return nil }
+        return ours.medianMicroseconds / theirs.medianMicroseconds
+    }
+
+    /// GNOME Keyring's SearchItems + GetSecrets ÷ ours (target ≥ 10).
+    var lookupGnomeOverOurs: Double? {
+        guard let ours = lookupOurs, let theirs = lookupGnome else { return nil }
+        return theirs.medianMicroseconds / ours.medianMicroseconds
+    }
+
+    /// GNOME Keyring's CreateItem into `login` ÷ ours (target ≥ 100).
+    var createGnomeOverOurs: Double? {
+        guard let ours = createOurs, let theirs = createGnomeLogin else { return nil }
+        return theirs.medianMicroseconds / ours.medianMicroseconds
+    }
+}
