@@ -121,6 +121,7 @@ let package = Package(
                 "KeychainCore", "KeychainClient", "Security", "SeededRandom",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(
