@@ -86,17 +86,29 @@ struct AddTrustedCert: ToolCommand {
         help: ArgumentHelp("Also add the certificate to this keychain.", valueName: "keychain"))
     var keychain: String?
 
-    @Option(name: .customShort("a", allowingJoined: true), parsing: .unconditional, help: .hidden)
+    @Option(
+        name: .customShort("a", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Not supported on Linux.", valueName: "application"))
     var application: String?
-    @Option(name: .customShort("s", allowingJoined: true), parsing: .unconditional, help: .hidden)
+    @Option(
+        name: .customShort("s", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Not supported on Linux.", valueName: "policyString"))
     var policyString: String?
-    @Option(name: .customShort("e", allowingJoined: true), parsing: .unconditional, help: .hidden)
+    @Option(
+        name: .customShort("e", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Not supported on Linux.", valueName: "allowedError"))
     var allowedError: String?
-    @Option(name: .customShort("u", allowingJoined: true), parsing: .unconditional, help: .hidden)
+    @Option(
+        name: .customShort("u", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Not supported on Linux.", valueName: "keyUsage"))
     var keyUsage: String?
-    @Option(name: .customShort("i", allowingJoined: true), parsing: .unconditional, help: .hidden)
+    @Option(
+        name: .customShort("i", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Not supported on Linux.", valueName: "settingsFileIn"))
     var settingsFileIn: String?
-    @Option(name: .customShort("o", allowingJoined: true), parsing: .unconditional, help: .hidden)
+    @Option(
+        name: .customShort("o", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("Not supported on Linux.", valueName: "settingsFileOut"))
     var settingsFileOut: String?
 
     @Argument(help: ArgumentHelp("The certificate file, DER or PEM.", valueName: "certFile"))
