@@ -124,6 +124,7 @@ let package = Package(
                 "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "SecretService",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

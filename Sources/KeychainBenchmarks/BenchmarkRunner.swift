@@ -365,6 +365,11 @@ struct BenchmarkRunner {
                 }
             case .findRef:
                 reference = passwordFloor
+            case .pkcs12Import, .trustEvaluate:
+                let floor: KeyReference = operation == .pkcs12Import ? .pkcs12Floor : .chainFloor
+                reference = samples[OperationSuite.key("key", floor.rawValue)].map {
+                    Summary(nanoseconds: $0).medianMicroseconds
+                }
             }
             guard let reference else { continue }
             let summary = Summary(nanoseconds: values)

@@ -87,12 +87,16 @@ enum FloorOperation: String, CaseIterable, Codable, Sendable {
 
 /// The key operations the benchmark times through `SecKey`, each against a reference measured in
 /// the same interleaved run: swift-crypto's own call for ECDSA, the password-lookup floor for a key
-/// lookup. ``tokenSign`` is reported beside them, without a target.
+/// lookup. ``tokenSign`` is reported beside them, without a target. ``pkcs12Import`` and
+/// ``trustEvaluate`` (files `openssl` makes once per run: ``PKIFixture``) are compared with the
+/// swift-crypto primitives they cannot avoid (``PKIFloor``).
 enum KeyOperation: String, CaseIterable, Codable, Sendable {
     case sign
     case verify
     case findRef
     case tokenSign
+    case pkcs12Import
+    case trustEvaluate
 
     /// The row title in the table.
     var title: String {
@@ -101,6 +105,8 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
         case .verify: "ECDSA P-256 verify (SecKey)"
         case .findRef: "find key by tag → ref (SecItem)"
         case .tokenSign: "ECDSA P-256 sign, token key"
+        case .pkcs12Import: "PKCS#12 import, 2 certs, no keychain write"
+        case .trustEvaluate: "trust eval, 3-cert chain, root as anchor"
         }
     }
 
@@ -111,6 +117,8 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
         case .verify: "swift-crypto P256.Signing verify"
         case .findRef: "select + AES open (password floor)"
         case .tokenSign: "swift-crypto P256.Signing sign"
+        case .pkcs12Import: "2×PBKDF2-SHA256(2048) + MAC KDF(2048) + HMAC + 2×AES-CBC + key parse"
+        case .trustEvaluate: "2× P-256 ECDSA verify (swift-crypto)"
         }
     }
 
@@ -120,6 +128,7 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
         case .sign, .verify: 1.2
         case .findRef: 3
         case .tokenSign: nil
+        case .pkcs12Import, .trustEvaluate: 1.5
         }
     }
 }
@@ -131,6 +140,10 @@ enum KeyReference: String, CaseIterable, Sendable {
     /// `SecKeyCreateWithData` of a P-256 private key, what a key reference costs beyond its item
     /// (reported only under `--profile key.importPrivate`).
     case importPrivate
+    /// ``PKIFloor/pkcs12()``.
+    case pkcs12Floor
+    /// ``PKIFloor/chain()``.
+    case chainFloor
 }
 
 /// Builds the timed operations for one keychain size: the engine, `SecItem*` on the same
@@ -364,7 +377,17 @@ struct OperationSuite {
         func op(_ name: String, _ body: @escaping (Int) throws -> Void) -> BenchmarkOperation {
             BenchmarkOperation(name: Self.key("key", name), body: body)
         }
-        return [
+        var pki: [BenchmarkOperation] = []
+        if case .success(let fixture) = PKIFixture.shared {
+            let floor = try PKIFloor()
+            pki = [
+                op(KeyOperation.pkcs12Import.rawValue) { _ in try fixture.importPKCS12() },
+                op(KeyReference.pkcs12Floor.rawValue) { _ in try floor.pkcs12() },
+                op(KeyOperation.trustEvaluate.rawValue) { _ in try fixture.evaluateChain() },
+                op(KeyReference.chainFloor.rawValue) { _ in try floor.chain() },
+            ]
+        }
+        return pki + [
             op(KeyOperation.sign.rawValue) { _ in
                 guard SecKeyCreateSignature(secKey, .ecdsaSignatureMessageX962SHA256, cfMessage, nil) != nil else {
                     throw BenchmarkFailure("SecKeyCreateSignature failed")

@@ -102,7 +102,11 @@ enum TableRenderer {
                 ])
             }
         }
-        return columns(rows, right: [1, 2, 3, 4, 5])
+        var table = columns(rows, right: [1, 2, 3, 4, 5])
+        if case .failure(let failure) = PKIFixture.shared {
+            table += "\n\(KeyOperation.pkcs12Import.title), \(KeyOperation.trustEvaluate.title): \(failure)\n"
+        }
+        return table
     }
 
     private static func floorTable(_ report: BenchmarkReport) -> String {

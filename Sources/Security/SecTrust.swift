@@ -18,9 +18,18 @@
 //    authentication: errSecInvalidExtendedKeyUsage (-67609); the host name matches a subjectAltName
 //    DNS name (a leading `*.` matches exactly one label) or IP address: errSecHostNameMismatch (-67602).
 //
-// Linux decisions: revocation is not checked; user trust settings do not exist yet; the common name is
-// never used as a host name (subjectAltName only, as Apple since iOS 13); a successful evaluation gives
-// `.unspecified`, a failure `.recoverableTrustFailure`.
+// Trust settings (SecTrustSettings.swift), consulted unless only the caller's anchors are used
+// (SecTrustSetAnchorCertificates without SecTrustSetAnchorCertificatesOnly(false), as Apple): the user's,
+// then the admin's, decide for each certificate of the chain, from the leaf up, under the policies
+// evaluated. trustRoot (on a self-signed certificate) or trustAsRoot makes it an anchor that ends the
+// chain; deny makes the evaluation fail with errSecTrustSettingDeny (-67654) and the result `.deny`; a
+// corrupt trust settings file makes it fail with errSecInvalidTrustSettings (-25262). Certificates with
+// any setting also serve as issuers.
+//
+// Linux decisions: revocation is not checked; the common name is never used as a host name
+// (subjectAltName only, as Apple since iOS 13); a successful evaluation gives `.proceed` when a user or
+// admin trust setting anchored it and `.unspecified` otherwise; a failure gives `.deny` for a denied
+// certificate and `.recoverableTrustFailure` otherwise.
 
 import Foundation
 import KeychainPKI
@@ -42,6 +51,8 @@ public final class SecPolicy: Hashable, CustomStringConvertible, Sendable {
     enum Kind: Hashable, Sendable {
         case basicX509
         case ssl(server: Bool, hostname: String?)
+        /// Another of macOS's policies, named as `security add-trusted-cert -p` names it; checked as basic.
+        case named(String)
     }
 
     let kind: Kind
@@ -53,6 +64,7 @@ public final class SecPolicy: Hashable, CustomStringConvertible, Sendable {
         switch kind {
         case .basicX509: "<SecPolicyRef: BasicX509>"
         case .ssl(let server, let hostname): "<SecPolicyRef: \(server ? "SSLServer" : "SSLClient") \(hostname ?? "")>"
+        case .named(let name): "<SecPolicyRef: \(name)>"
         }
     }
 
@@ -120,7 +132,7 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
         var anchors: [SecCertificate]?
         var anchorsOnly = false
         var verifyDate: Date?
-        var verdict: (chain: [SecCertificate], status: OSStatus)?
+        var verdict: Verdict?
     }
 
     private let lock = NSLock()
@@ -149,8 +161,11 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
         }
     }
 
-    /// The chain and the status of the first failed check (errSecSuccess when trusted), evaluated once.
-    fileprivate func verdict() -> (chain: [SecCertificate], status: OSStatus) {
+    /// The chain, the status of the first failed check (errSecSuccess when trusted) and the result type.
+    fileprivate typealias Verdict = (chain: [SecCertificate], status: OSStatus, result: SecTrustResultType)
+
+    /// The verdict, evaluated once.
+    fileprivate func verdict() -> Verdict {
         withState { state in
             if let verdict = state.verdict { return verdict }
             let verdict = evaluate(state)
@@ -162,15 +177,45 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
     /// The first certificate (the leaf).
     var leaf: SecCertificate { withState { $0.certificates[0] } }
 
-    private func evaluate(_ state: State) -> (chain: [SecCertificate], status: OSStatus) {
+    private func evaluate(_ state: State) -> Verdict {
         let leaf = state.certificates[0]
         var anchors = state.anchors ?? []
         if state.anchors == nil || !state.anchorsOnly { anchors += systemAnchors }
+        var settings: [TrustSettingsSnapshot] = []
+        if !state.anchorsOnly {
+            do {
+                settings = try TrustSettingsStore.loadForEvaluation()
+            } catch {
+                return ([leaf], errSecInvalidTrustSettings, .fatalTrustFailure)
+            }
+        }
+        let policyNames = Set(state.policies.map(\.trustSettingsName))
+        /// The user's (then the admin's) decision for a certificate; unspecified is no decision.
+        func decision(_ certificate: SecCertificate) -> SecTrustSettingsResult? {
+            for snapshot in settings {
+                if let result = snapshot.decision(for: certificate, policies: policyNames), result != .unspecified {
+                    return result
+                }
+            }
+            return nil
+        }
+        let userAnchors = settings.flatMap { $0.parsed.values }.filter {
+            let result = decision($0)
+            return result == .trustAsRoot || (result == .trustRoot && isSelfSigned($0))
+        }
         let anchorDER = Set(anchors.map(\.certificate.derBytes))
-        let pool = anchors + state.certificates.dropFirst()
+        let userAnchorDER = Set(userAnchors.map(\.certificate.derBytes))
+        // Certificates with any setting serve as issuers (a denied root is found, and denies).
+        let pool = anchors + state.certificates.dropFirst() + userAnchors + settings.flatMap { $0.parsed.values }
         var chain = [leaf]
-        var trusted = anchorDER.contains(leaf.certificate.derBytes)
-        while !trusted && chain.count < 10 {
+        /// Whether the chain ends at the certificate just added: an anchor, or a denied certificate.
+        func ends(_ certificate: SecCertificate) -> (trusted: Bool, denied: Bool) {
+            if !settings.isEmpty && decision(certificate) == .deny { return (false, true) }
+            let der = certificate.certificate.derBytes
+            return (anchorDER.contains(der) || userAnchorDER.contains(der), false)
+        }
+        var (trusted, denied) = ends(leaf)
+        while !trusted && !denied && chain.count < 10 {
             let current = chain[chain.count - 1].certificate
             let issuer = pool.first { candidate in
                 candidate.certificate.subject.normalizedContent == current.issuer.normalizedContent
@@ -179,13 +224,17 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
             }
             guard let issuer else {
                 let selfSigned = current.isSelfIssued && (try? current.isSignatureValid(issuedBy: current)) == true
-                return (chain, selfSigned ? errSecNotTrusted : errSecCreateChainFailed)
+                return (chain, selfSigned ? errSecNotTrusted : errSecCreateChainFailed, .recoverableTrustFailure)
             }
             chain.append(issuer)
-            trusted = anchorDER.contains(issuer.certificate.derBytes)
+            (trusted, denied) = ends(issuer)
         }
-        guard trusted else { return (chain, errSecNotTrusted) }
-        return (chain, check(chain.map(\.certificate), state))
+        if denied { return (chain, errSecTrustSettingDeny, .deny) }
+        guard trusted else { return (chain, errSecNotTrusted, .recoverableTrustFailure) }
+        let status = check(chain.map(\.certificate), state)
+        guard status == errSecSuccess else { return (chain, status, .recoverableTrustFailure) }
+        let byUser = userAnchorDER.contains(chain[chain.count - 1].certificate.derBytes)
+        return (chain, status, byUser ? .proceed : .unspecified)
     }
 
     /// Checks 2–5 of the file comment over a chain that ends at an anchor.
@@ -251,7 +300,7 @@ private func ipAddressBytes(_ text: String) -> [UInt8]? {
 }
 
 /// The system's trusted roots, read once from `/etc/ssl/certs/ca-certificates.crt` (empty if absent).
-private let systemAnchors: [SecCertificate] = {
+let systemAnchors: [SecCertificate] = {
     guard let text = try? String(contentsOfFile: "/etc/ssl/certs/ca-certificates.crt", encoding: .utf8) else {
         return []
     }
@@ -302,8 +351,9 @@ public func SecTrustCreateWithCertificates(
     return errSecSuccess
 }
 
-/// Sets the certificates a chain may end at. Once set, only these anchors are trusted (not the system's)
-/// unless ``SecTrustSetAnchorCertificatesOnly(_:_:)`` says otherwise.
+/// Sets the certificates a chain may end at. Once set, only these anchors are trusted (not the system's,
+/// and user and admin trust settings are ignored) unless ``SecTrustSetAnchorCertificatesOnly(_:_:)`` says
+/// otherwise.
 ///
 /// - Parameters:
 ///   - trust: The trust object.
@@ -327,7 +377,7 @@ public func SecTrustSetAnchorCertificates(_ trust: SecTrust, _ anchorCertificate
 }
 
 /// Chooses whether only the anchors set with ``SecTrustSetAnchorCertificates(_:_:)`` are trusted (`true`)
-/// or the system's roots too (`false`).
+/// or the system's roots and the user and admin trust settings too (`false`).
 ///
 /// - Returns: `errSecSuccess`.
 @discardableResult
@@ -373,11 +423,13 @@ public func SecTrustEvaluateWithError(_ trust: SecTrust, _ error: UnsafeMutableP
 ///
 /// - Parameters:
 ///   - trust: The trust object.
-///   - result: Receives `.unspecified` when trusted, `.recoverableTrustFailure` otherwise.
+///   - result: Receives `.proceed` when trusted through a user or admin trust setting, `.unspecified`
+///     when trusted otherwise, `.deny` when a certificate of the chain is denied by a trust setting,
+///     `.fatalTrustFailure` when the trust settings are corrupt, `.recoverableTrustFailure` otherwise.
 /// - Returns: `errSecSuccess`.
 @discardableResult
 public func SecTrustGetTrustResult(_ trust: SecTrust, _ result: UnsafeMutablePointer<SecTrustResultType>) -> OSStatus {
-    result.pointee = trust.verdict().status == errSecSuccess ? .unspecified : .recoverableTrustFailure
+    result.pointee = trust.verdict().result
     return errSecSuccess
 }
 

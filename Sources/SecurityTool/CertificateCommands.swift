@@ -193,9 +193,10 @@ struct FindIdentity: ToolCommand {
 
             A certificate is valid when its chain ends at a trusted root and passes the checks of \
             SecTrust. Trusted roots on Linux are the system's (/etc/ssl/certs/ca-certificates.crt); \
-            certificates in the keychains searched serve as intermediates. There are no user trust \
-            settings yet (add-trusted-cert), so a self-signed identity is listed with \
-            CSSMERR_TP_NOT_TRUSTED and is not valid, as on a Mac that does not trust it. The \
+            certificates in the keychains searched serve as intermediates, and the user's and admin's \
+            trust settings (add-trusted-cert) are honoured: a self-signed identity is listed with \
+            CSSMERR_TP_NOT_TRUSTED until its certificate (or its CA) is trusted with add-trusted-cert, \
+            as on a Mac. The \
             ssl policies check the extended key usage and host name; the others check the chain, \
             as basic does.
             """))
@@ -370,7 +371,7 @@ struct CertificateDeletion: ParsableArguments {
         help: ArgumentHelp("The certificate's SHA-1 or SHA-256 hash, in hexadecimal.", valueName: "hash"))
     var hash: String?
 
-    @Flag(name: .customShort("t"), help: "Also delete the certificate's user trust settings (none exist on Linux).")
+    @Flag(name: .customShort("t"), help: "Also delete the certificate's user trust settings.")
     var deleteTrust = false
 
     @Argument(help: ArgumentHelp("Keychains to search (default: the search list).", valueName: "keychain"))
@@ -414,6 +415,14 @@ struct CertificateDeletion: ParsableArguments {
             try session.withAccess(to: found.keychain) { _ = try found.keychain.database.delete(query) }
         } catch {
             throw searchFailure(error, function: "SecKeychainItemDelete")
+        }
+        if deleteTrust {
+            let status = SecTrustSettingsRemoveTrustSettings(found.certificate, .user)
+            guard status == errSecSuccess || status == errSecItemNotFound else {
+                throw CommandFailure(
+                    result: 1, messages: [], rawLines: ["SecTrustSettingsRemoveTrustSettings: \(statusMessage(status))"]
+                )
+            }
         }
         return 0
     }
@@ -504,7 +513,8 @@ struct VerifyCert: ToolCommand {
             """
             Verifies the certificate of the first -c (the others, and the certificates of the keychains \
             given with -k, may serve as intermediates) against the roots of -r, or else the system's \
-            (/etc/ssl/certs/ca-certificates.crt). With only one -r, the root itself is verified. \
+            (/etc/ssl/certs/ca-certificates.crt) and the certificates trusted with add-trusted-cert \
+            (the trust settings are ignored with -r, as on macOS). With only one -r, the root itself is verified. \
             Prints "...certificate verification successful." and exits 0, or prints \
             "Cert Verify Result: <reason>" (CSSMERR_TP_NOT_TRUSTED, CSSMERR_TP_CERT_EXPIRED, \
             CSSMERR_APPLETP_HOSTNAME_MISMATCH, …) on standard error and exits 1.
@@ -633,6 +643,11 @@ struct VerifyCert: ToolCommand {
         if !quiet {
             let status = OSStatus(truncatingIfNeeded: error?.code ?? Int(errSecNotTrusted))
             Console.err("Cert Verify Result: \(cssmTrustErrorName(status))\n")
+            if status == errSecInvalidTrustSettings {
+                for domain in [SecTrustSettingsDomain.user, .admin] {
+                    if let problem = TrustSettingsStore.problem(domain) { Console.err("security: \(problem)\n") }
+                }
+            }
         }
         return 1
     }

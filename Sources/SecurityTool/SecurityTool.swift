@@ -44,7 +44,8 @@ enum SecurityTool {
         SetGenericPasswordPartitionList.self, FindInternetPassword.self, DeleteInternetPassword.self,
         SetInternetPasswordPartitionList.self, FindKey.self, SetKeyPartitionList.self, FindCertificate.self,
         FindIdentity.self,
-        DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, VerifyCert.self,
+        DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, AddTrustedCert.self,
+        RemoveTrustedCert.self, DumpTrustSettings.self, VerifyCert.self,
         ErrorCommand.self, ImportSecretService.self,
     ].map { Command(type: $0) }
 

@@ -84,9 +84,9 @@ struct BenchmarkTests {
         }
         // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
         // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once);
-        // SecKey's three (sign, verify, key lookup by tag); the Secret Service's three (secret-tool,
-        // SearchItems + GetSecrets, CreateItem).
-        #expect(report.targets.count == 18 + 4 * report.scripts.count)
+        // SecKey's three (sign, verify, key lookup by tag); the PKI two (.p12 import, chain
+        // evaluation); the Secret Service's three (secret-tool, SearchItems + GetSecrets, CreateItem).
+        #expect(report.targets.count == 20 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         for summary in [lookups?.inProcess, lookups?.agent] {
@@ -166,6 +166,14 @@ struct BenchmarkTests {
         let table = TableRenderer.render(report)
         for operation in KeychainOperation.allCases { #expect(table.contains(operation.title)) }
         for operation in FloorOperation.allCases { #expect(table.contains(operation.title)) }
+        // The PKI rows (openssl-made files; a missing openssl fails here, it is never skipped):
+        // each with its same-run swift-crypto floor and breakdown, and a target.
+        if case .failure(let failure) = PKIFixture.shared { Issue.record("PKI rows not measured: \(failure)") }
+        for operation in [KeyOperation.pkcs12Import, .trustEvaluate] {
+            #expect(table.contains(operation.title), "\(operation)")
+            #expect(table.contains(operation.referenceDescription), "\(operation)")
+            #expect(report.targets.contains { $0.name.hasPrefix(operation.title) }, "\(operation)")
+        }
         #expect(table.contains("Target"))
         #expect(table.contains(report.machine.cpuModel))
         let addNotes = report.notes.filter { $0.contains("Engine add ÷ that insert") }

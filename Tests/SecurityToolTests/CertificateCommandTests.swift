@@ -9,7 +9,7 @@ import Testing
 
 /// Certificates and PKCS#12 files made by the real `openssl` for one test, in the sandbox.
 /// A missing `openssl` fails the test (the run's status is not 0), it is never skipped.
-private struct PKIFiles {
+struct PKIFiles {
     let directory: String
 
     init(_ sandbox: Sandbox) throws {
