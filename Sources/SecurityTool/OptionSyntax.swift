@@ -45,7 +45,6 @@ struct OptionSyntax {
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])
         case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
         case "add-trusted-cert": OptionSyntax(valued: ["r", "a", "p", "s", "e", "u", "k", "i", "o"])
-        case "import-secret-service": OptionSyntax(valued: ["k"])
         case "error": nil
         default: OptionSyntax(valued: [])
         }
