@@ -171,6 +171,22 @@ enum ChildProcess {
 
     /// Ends a child started with ``start(_:_:environment:input:)``: SIGTERM, then SIGKILL
     /// after a second, and waits for it.
+    /// Starts a private session bus (`dbus-daemon --session`) with `environment`: its pid and
+    /// the address it printed.
+    /// - Throws: ``BenchmarkFailure`` when it prints no address (it is then stopped).
+    static func startSessionBus(_ daemon: String, environment: [String: String]) throws -> (
+        pid: pid_t, address: String
+    ) {
+        let started = try start(daemon, ["--session", "--nofork", "--print-address=1"], environment: environment)
+        let address = readLine(started.output, timeout: 10)
+        close(started.output)
+        guard let address, !address.isEmpty else {
+            stop(started.pid)
+            throw BenchmarkFailure("dbus-daemon printed no address")
+        }
+        return (started.pid, address)
+    }
+
     static func stop(_ pid: pid_t) {
         kill(pid, SIGTERM)
         var status: Int32 = 0

@@ -301,14 +301,8 @@ final class GnomeKeyring: Sendable {
             "XDG_DATA_HOME": directory + "/home/.local/share", "XDG_RUNTIME_DIR": directory + "/run",
             "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
         ]
-        let started = try ChildProcess.start(
-            bus, ["--session", "--nofork", "--print-address=1"], environment: environment)
-        let address = ChildProcess.readLine(started.output, timeout: 10)
-        close(started.output)
-        guard let address, !address.isEmpty else {
-            ChildProcess.stop(started.pid)
-            throw BenchmarkFailure("dbus-daemon printed no address")
-        }
+        let started = try ChildProcess.startSessionBus(bus, environment: environment)
+        let address = started.address
         environment["DBUS_SESSION_BUS_ADDRESS"] = address
         let keyring: (pid: pid_t, output: Int32)
         do {

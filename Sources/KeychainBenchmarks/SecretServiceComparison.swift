@@ -254,14 +254,8 @@ final class SecretServiceAgent: Sendable {
         }
         var environment = base
         environment["XDG_RUNTIME_DIR"] = directory + "/run"
-        let started = try ChildProcess.start(
-            bus, ["--session", "--nofork", "--print-address=1"], environment: environment)
-        let address = ChildProcess.readLine(started.output, timeout: 10)
-        close(started.output)
-        guard let address, !address.isEmpty else {
-            ChildProcess.stop(started.pid)
-            throw BenchmarkFailure("dbus-daemon printed no address")
-        }
+        let started = try ChildProcess.startSessionBus(bus, environment: environment)
+        let address = started.address
         environment["DBUS_SESSION_BUS_ADDRESS"] = address
         let socket = directory + "/agent.sock"
         var agentEnvironment = environment

@@ -38,6 +38,12 @@ public final class SecretServiceProvider: Sendable {
     /// Open sessions by path.
     let sessions = Mutex<[String: SecretSession]>([:])
     let nextSession = Atomic<UInt64>(1)
+    /// The access groups of each caller, by unique bus name: a name is never reused on a bus,
+    /// and its entry goes when the caller leaves (``watchSessions(on:)``). Without the cache each
+    /// call would cost a `GetConnectionCredentials` round trip and an identification.
+    let callers = Mutex<[String: AccessGroups]>([:])
+    /// Whether ``watchSessions(on:)`` runs (callers are cached only then).
+    let watching = Atomic<Bool>(false)
     /// Open prompts by path: the unique bus name they were made for.
     let prompts = Mutex<[String: String]>([:])
     /// How to dismiss each open prompt (its owner left the bus).
@@ -60,12 +66,14 @@ public final class SecretServiceProvider: Sendable {
     public func watchSessions(on connection: DBusConnection) async throws -> Task<Void, Never> {
         _ = try await connection.callBus(
             "AddMatch", [.string("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'")])
+        watching.store(true, ordering: .relaxed)
         return Task { [self] in
             for await signal in connection.signals where signal.member == "NameOwnerChanged" {
                 guard signal.body.count == 3, signal.body[2].stringValue == "",
                     let name = signal.body[0].stringValue
                 else { continue }
                 closeSessions(of: name)
+                callers.withLock { $0[name] = nil }
                 await dismissPrompts(of: name, on: connection)
             }
         }
@@ -85,17 +93,22 @@ public final class SecretServiceProvider: Sendable {
     /// The access groups of the caller of the message being served.
     func groups(_ message: DBusMessage?, _ connection: DBusConnection) async throws -> AccessGroups {
         guard let sender = message?.sender else { throw SecretServiceError.refused }
+        if let known = callers.withLock({ $0[sender] }) { return known }
         let reply = try await connection.callBus("GetConnectionCredentials", [.string(sender)])
         guard let entries = reply.body.first?.stringKeyedEntries,
             let pid = (entries["ProcessID"]?.variantValue ?? entries["ProcessID"])?.uint32Value,
             let uid = (entries["UnixUserID"]?.variantValue ?? entries["UnixUserID"])?.uint32Value
         else { throw SecretServiceError.refused }
         let credentials = DBusPeerCredentials(uid: uid, gid: getgid(), pid: Int32(bitPattern: pid))
+        let groups: AccessGroups
         do {
-            return try directory.accessGroups(for: credentials)
+            groups = try directory.accessGroups(for: credentials)
         } catch {
             throw SecretServiceError.refused
         }
+        // Only while the session watcher runs: it is what removes the entry when the caller leaves.
+        if watching.load(ordering: .relaxed) { callers.withLock { $0[sender] = groups } }
+        return groups
     }
 
     /// Runs `body` on the default keychain for the caller of `message`; engine errors become
