@@ -60,6 +60,8 @@ extension SecretServiceProvider {
         let state = PromptState()
         let complete: @Sendable (DBusConnection, Bool) async -> Void = { [self] connection, dismissed in
             guard !state.finished.exchange(true, ordering: .relaxed) else { return }
+            state.waiting.withLock { $0?.cancel() }
+            state.expiry.withLock { $0?.cancel() }
             objects.unregister(path: path)
             prompts.withLock { $0[path] = nil }
             let result: DBusValue = .variant(Self.paths(dismissed ? [] : requested))
@@ -67,7 +69,7 @@ extension SecretServiceProvider {
                 "Completed", interface: Self.promptInterface, path: path, [.boolean(dismissed), result],
                 on: connection)
         }
-        prompts.withLock { $0[path] = owner }
+        prompts.withLock { $0[path] = OpenPrompt(owner: owner, dismiss: { await complete($0, true) }) }
         try objects.register(
             DBusInterface(
                 Self.promptInterface,
@@ -89,7 +91,6 @@ extension SecretServiceProvider {
                     },
                     DBusMethod("Dismiss") { call in
                         guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
-                        state.waiting.withLock { $0?.cancel() }
                         await complete(call.connection, true)
                         return []
                     },
@@ -99,26 +100,18 @@ extension SecretServiceProvider {
                         "Completed", arguments: [.init("dismissed", .boolean), .init("result", .variant)])
                 ]),
             at: path)
-        Task {
+        let expiry = Task {
             try? await Task.sleep(for: Self.promptLifetime)
-            state.waiting.withLock { $0?.cancel() }
-            await complete(connection, true)
+            if !Task.isCancelled { await complete(connection, true) }
         }
-        promptCancellers.withLock {
-            $0[path] = { connection in
-                state.waiting.withLock { $0?.cancel() }
-                await complete(connection, true)
-            }
-        }
+        state.expiry.withLock { $0 = expiry }
         return path
     }
 
     /// Ends the prompts of a caller that left the bus.
     func dismissPrompts(of owner: String, on connection: DBusConnection) async {
-        let paths = prompts.withLock { prompts in prompts.filter { $0.value == owner }.map(\.key) }
-        for path in paths {
-            if let cancel = promptCancellers.withLock({ $0.removeValue(forKey: path) }) { await cancel(connection) }
-        }
+        let theirs = prompts.withLock { prompts in prompts.values.filter { $0.owner == owner } }
+        for prompt in theirs { await prompt.dismiss(connection) }
     }
 }
 
@@ -126,5 +119,13 @@ extension SecretServiceProvider {
 /// it has completed (it completes once).
 final class PromptState: Sendable {
     let waiting = Mutex<Task<Void, Never>?>(nil)
+    /// The task that dismisses the prompt after ``SecretServiceProvider/promptLifetime``.
+    let expiry = Mutex<Task<Void, Never>?>(nil)
     let finished = Atomic<Bool>(false)
+}
+
+/// An unlock prompt not yet completed: the caller it was made for, and how to dismiss it.
+struct OpenPrompt: Sendable {
+    let owner: String
+    let dismiss: @Sendable (DBusConnection) async -> Void
 }

@@ -44,10 +44,8 @@ public final class SecretServiceProvider: Sendable {
     let callers = Mutex<[String: AccessGroups]>([:])
     /// Whether ``watchSessions(on:)`` runs (callers are cached only then).
     let watching = Atomic<Bool>(false)
-    /// Open prompts by path: the unique bus name they were made for.
-    let prompts = Mutex<[String: String]>([:])
-    /// How to dismiss each open prompt (its owner left the bus).
-    let promptCancellers = Mutex<[String: @Sendable (DBusConnection) async -> Void]>([:])
+    /// Open prompts by path (a completed one is removed).
+    let prompts = Mutex<[String: OpenPrompt]>([:])
 
     /// A provider that serves `agent`'s default keychain to callers identified by `directory`.
     public init(agent: AgentService, directory: CallerDirectory) throws {
