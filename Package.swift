@@ -19,6 +19,7 @@ import PackageDescription
 //   KeychainClient          where modules get keychains (Keychains): the session agent's, or the engine's
 //   SecretService           the freedesktop Secret Service (org.freedesktop.secrets) on the agent's keychains
 //   keychaind               the session agent's executable
+//   KeychainSync            sync of synchronizable items through PostgreSQL, end-to-end encrypted
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -42,6 +43,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -256,6 +258,21 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["gdbus_differential.py"]
+        ),
+        .target(
+            name: "KeychainSync",
+            dependencies: [
+                "KeychainCore", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "KeychainSyncTests",
+            dependencies: [
+                "KeychainSync", "KeychainCore", "SeededRandom", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "ReliabilityTests",
