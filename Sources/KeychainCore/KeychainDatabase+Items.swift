@@ -135,7 +135,7 @@ extension KeychainDatabase {
     /// Seals and inserts a prepared item in the next row, replacing a tombstone with the same
     /// primary key.
     /// - Returns: The item's new persistent identity.
-    private func insert(_ item: Item, db: Database, codec: RowCodec) throws -> UUID {
+    func insert(_ item: Item, db: Database, codec: RowCodec, journal: Bool = true) throws -> UUID {
         let schema = ItemSchema.of(item.itemClass)
         let tagger = codec.tagger
         var tags: [AttributeTag] = []
@@ -153,6 +153,7 @@ extension KeychainDatabase {
             data: item.data, tombstone: false, primaryKeyTag: primaryKey)
         let rowAttributes = schema.tagRowAttributes(tagger.layout)
         try insert(row, id: next.id, tags: tags.compactMap { rowAttributes[$0.name] != nil ? $0.tag : nil }, db: db)
+        if journal && item.isSynchronizable { try journalSyncChange(row: next.id, db: db) }
         return identity
     }
 
@@ -189,7 +190,7 @@ extension KeychainDatabase {
 
     /// Deletes an item row and its tag rows. (Reading the list first rather than with
     /// `DELETE … RETURNING` keeps SQLite versions before 3.35 working.)
-    private func deleteRow(_ id: Int64, db: Database) throws {
+    func deleteRow(_ id: Int64, db: Database) throws {
         var list: Data?
         try db.forEachRow("SELECT tags FROM items WHERE id = ?", [id.databaseValue]) { list = $0.blob(0) }
         try db.run("DELETE FROM items WHERE id = ?", [id.databaseValue])
@@ -215,8 +216,8 @@ extension KeychainDatabase {
     /// and the tag rows of indexed attributes whose value changed. A new secret alone
     /// rewrites one row and no index entry, so an update costs about what a plain SQLite
     /// update does.
-    private func replace(
-        _ existing: StoredRow, old: Attributes, with item: Item, db: Database, codec: RowCodec
+    func replace(
+        _ existing: StoredRow, old: Attributes, with item: Item, db: Database, codec: RowCodec, journal: Bool = true
     ) throws {
         // The row was opened (authenticated) first, so its primary-key tag is the one these
         // values had; it is reused when they did not change (three keyed hashes fewer).
@@ -262,6 +263,11 @@ extension KeychainDatabase {
         }
         try deleteTags(tags.removed, of: existing.id, db: db)
         try insertTags(tags.added, of: existing.id, db: db)
+        // Leaving the sync set (sync 1 → 0) is a change to sync too: a deletion for the others.
+        let synchronizable = { (attributes: Attributes) in (attributes[.synchronizable]?.numberValue ?? 0) != 0 }
+        if journal && (synchronizable(old) || synchronizable(item.attributes)) {
+            try journalSyncChange(row: existing.id, db: db)
+        }
     }
 
     /// The tags of the indexed attributes whose value changed: the old values' and the new
@@ -522,6 +528,7 @@ extension KeychainDatabase {
                     try db.run(
                         "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
                         [tomb.attributes.databaseValue, row.id.databaseValue])
+                    try journalSyncChange(row: row.id, db: db)
                 } else {
                     try deleteRow(row.id, db: db)
                 }

@@ -40,7 +40,7 @@ import GRDBSQLite
 /// have the foreign key from `tags` to `items` with its index.
 enum Storage {
     static let applicationID: Int32 = 0x4B43_484E  // "KCHN"
-    static let formatVersion = 4
+    static let formatVersion = 5
 
     /// Migrations from each older format to the next; index i upgrades version i+1 to i+2.
     static let migrations: [@Sendable (Database) throws -> Void] = [
@@ -51,7 +51,24 @@ enum Storage {
         // 3 → 4: nothing to convert (the file keeps its index layout); the version number
         // keeps version-3 builds out of files of the lookup-key layout.
         { _ in },
+        // 4 → 5: the sync journal (empty, and off until sync is set up); the version number
+        // keeps version-4 builds, which would not journal their writes, out.
+        { db in try db.execute(sql: syncJournalSchema) },
     ]
+
+    /// The sync journal: the rows of synchronizable items changed since they were last pushed
+    /// (`hlc`: when, on the hybrid logical clock), and the clock, whose row exists only while
+    /// sync is on. Written in the transaction of the change itself (see `journalSyncChange`).
+    static let syncJournalSchema = """
+        CREATE TABLE sync_journal(
+            item INTEGER PRIMARY KEY,
+            hlc INTEGER NOT NULL
+        );
+        CREATE TABLE sync_clock(
+            id INTEGER PRIMARY KEY CHECK (id = 0),
+            hlc INTEGER NOT NULL
+        );
+        """
 
     /// Adds the `tags` column to `items` and fills it from the `tags` table (every tag row of
     /// each item, including format 1's rows for dates and accessibility, so that they go
@@ -96,6 +113,7 @@ enum Storage {
                     item INTEGER NOT NULL,
                     PRIMARY KEY(tag, item)
                 ) WITHOUT ROWID;
+                \(syncJournalSchema)
                 PRAGMA user_version = \(formatVersion);
                 """)
     }
