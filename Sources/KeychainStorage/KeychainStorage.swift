@@ -40,8 +40,8 @@ import Synchronization
 /// with the store name as metadata. No log line contains a value, a key or a password.
 ///
 /// ### Storage layout
-/// Each store is a marker item plus one generic-password item per key; see the README
-/// section "KeychainStorage" for the exact mapping.
+/// Each store is a marker item plus one generic-password item per key; see
+/// docs/libraries.md, section "KeychainStorage", for the exact mapping.
 public final class KeychainStorage: DataStoring, CustomStringConvertible {
     /// The store's name.
     public let name: String

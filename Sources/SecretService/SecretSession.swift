@@ -37,7 +37,7 @@ struct SecretSession: Sendable {
 /// salt and no info to a 16-byte AES key, as libsecret, secretstorage and GNOME Keyring do.
 ///
 /// swift-crypto has no finite-field Diffie-Hellman; the modular exponentiation is BigInt's
-/// `power(_:modulus:)`, which is not constant-time (the README's security model says so; each
+/// `power(_:modulus:)`, which is not constant-time (docs/security-model.md says so; each
 /// session uses a fresh exponent once).
 struct OakleyGroup2Agreement {
     /// The name clients pass to `OpenSession`.

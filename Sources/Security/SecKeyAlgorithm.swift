@@ -12,7 +12,8 @@ import Foundation
 /// ```
 ///
 /// Which algorithms a key can run is answered by ``SecKeyIsAlgorithmSupported(_:_:_:)``; an
-/// algorithm with no backend on Linux is reported unsupported (the README lists them).
+/// algorithm with no backend on Linux is reported unsupported (docs/keys-and-certificates.md
+/// lists them).
 public struct SecKeyAlgorithm: Hashable, RawRepresentable, @unchecked Sendable {
     /// The algorithm's raw string.
     public let rawValue: CFString

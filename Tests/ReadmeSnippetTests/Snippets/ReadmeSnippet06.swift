@@ -6,23 +6,13 @@ import Foundation
 import Security
 
 func readmeSnippet06() throws {
-    var error: Unmanaged<CFError>?
-    let access = SecAccessControlCreateWithFlags(
-        nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .privateKeyUsage, nil)!
-    let parameters: [CFString: Any] = [
-        kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom,
-        kSecAttrKeySizeInBits: 256,
-        kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
-        kSecPrivateKeyAttrs: [
-            kSecAttrIsPermanent: true, kSecAttrApplicationTag: Data("com.example.device-key".utf8),
-            kSecAttrAccessControl: access,
-        ],
-    ]
-    guard let enclaveKey = SecKeyCreateRandomKey(parameters as CFDictionary, &error) else {
-        throw error!.takeRetainedValue() as Error
-    }
-    let message = Data("sign me".utf8) as CFData
-    let signature = SecKeyCreateSignature(enclaveKey, .ecdsaSignatureMessageX962SHA256, message, &error)
-    // The private key never exports: nil, and errSecUnimplemented (-4), as on Apple platforms.
-    let refused = SecKeyCopyExternalRepresentation(enclaveKey, &error) == nil
+    let p12 = try Data(contentsOf: URL(fileURLWithPath: "client.p12"))
+    var imported: CFArray?
+    let status = SecPKCS12Import(
+        p12 as CFData,
+        [kSecImportExportPassphrase: "secret", kSecUseDataProtectionKeychain: true] as CFDictionary, &imported)
+    var found: CFTypeRef?
+    SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnRef: true] as CFDictionary, &found)
+    var privateKey: SecKey?
+    SecIdentityCopyPrivateKey(found as! SecIdentity, &privateKey)
 }
