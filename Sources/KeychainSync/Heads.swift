@@ -109,8 +109,13 @@ public struct SignedHead: Equatable, Sendable {
     public let signature: Data
 
     /// Signs a head.
+    ///
+    /// - Throws: `.malformed` if the head's hashes are not 32 bytes.
     public static func sign(_ head: Head, with key: Curve25519.Signing.PrivateKey) throws -> SignedHead {
-        SignedHead(head: head, signature: try key.signature(for: head.encoded))
+        guard head.previousHash.count == 32, head.stateDigest.count == 32 else {
+            throw SyncError(.malformed, "head \(head.seq)'s hashes are not 32 bytes")
+        }
+        return SignedHead(head: head, signature: try key.signature(for: head.encoded))
     }
 
     private init(head: Head, signature: Data) {
@@ -171,7 +176,8 @@ public struct SignedHead: Equatable, Sendable {
     ///   head is not after `lastVerified`; `.forked` for any other break of the chain (a gap, a
     ///   reordering, a head that does not name its predecessor's hash, a change of zone).
     public static func verifyChain(
-        from lastVerified: (seq: Int64, hash: Data)?, heads: [SignedHead], signers: [DeviceID: Curve25519.Signing.PublicKey]
+        from lastVerified: (seq: Int64, hash: Data)?, heads: [SignedHead],
+        signers: [DeviceID: Curve25519.Signing.PublicKey]
     ) throws {
         var previous = lastVerified
         for (index, signed) in heads.enumerated() {
@@ -179,8 +185,12 @@ public struct SignedHead: Equatable, Sendable {
             guard let key = signers[head.author] else {
                 throw SyncError(.tampered, "head \(head.seq) is signed by unknown device \(head.author)")
             }
-            guard signed.verify(signedBy: key) else { throw SyncError(.tampered, "head \(head.seq) has a bad signature") }
-            guard head.zone == heads[0].head.zone else { throw SyncError(.forked, "head \(head.seq) belongs to another zone") }
+            guard signed.verify(signedBy: key) else {
+                throw SyncError(.tampered, "head \(head.seq) has a bad signature")
+            }
+            guard head.zone == heads[0].head.zone else {
+                throw SyncError(.forked, "head \(head.seq) belongs to another zone")
+            }
             try checkLink(head, after: previous, first: index == 0)
             previous = (head.seq, signed.hash)
         }
@@ -198,8 +208,12 @@ public struct SignedHead: Equatable, Sendable {
             throw SyncError(
                 first ? .rolledBack : .forked, "head \(head.seq) does not follow head \(previous.seq)")
         }
-        guard head.seq == previous.seq + 1 else { throw SyncError(.forked, "heads \(previous.seq + 1)..<\(head.seq) are missing") }
-        guard head.previousHash == previous.hash else { throw SyncError(.forked, "head \(head.seq) does not chain from head \(previous.seq)") }
+        guard head.seq == previous.seq + 1 else {
+            throw SyncError(.forked, "heads \(previous.seq + 1)..<\(head.seq) are missing")
+        }
+        guard head.previousHash == previous.hash else {
+            throw SyncError(.forked, "head \(head.seq) does not chain from head \(previous.seq)")
+        }
     }
 }
 

@@ -48,7 +48,9 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
 
     private init(server: String, zone: ZoneID, sponsor: DeviceID, sponsorFingerprint: Data, secret: Data) throws {
         try Self.checkServer(server)
-        guard sponsorFingerprint.count == 32, secret.count == 16 else { throw SyncError(.invitation, "invitation is malformed") }
+        guard sponsorFingerprint.count == 32, secret.count == 16 else {
+            throw SyncError(.invitation, "invitation is malformed")
+        }
         self.server = server
         self.zone = zone
         self.sponsor = sponsor
@@ -76,7 +78,8 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     ///   not match (a typo), an unknown version, or a server URL with a password.
     public init(code: String) throws {
         let trimmed = code.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.hasPrefix(Self.prefix), let bytes = Self.decodeBase64url(String(trimmed.dropFirst(Self.prefix.count))),
+        guard trimmed.hasPrefix(Self.prefix),
+            let bytes = Self.decodeBase64url(String(trimmed.dropFirst(Self.prefix.count))),
             bytes.count > 4
         else { throw SyncError(.invitation, "not an invitation code") }
         let body = bytes.dropLast(4)
@@ -85,14 +88,18 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         }
         do {
             var reader = ByteReader(body, what: "invitation")
-            guard try reader.u8() == Self.version else { throw SyncError(.invitation, "invitation version is not supported") }
+            guard try reader.u8() == Self.version else {
+                throw SyncError(.invitation, "invitation version is not supported")
+            }
             let zone = ZoneID(try reader.uuid())
             let sponsor = DeviceID(try reader.uuid())
             let fingerprint = try reader.raw(32)
             let secret = try reader.raw(16)
             let serverBytes = try reader.raw(Int(try reader.u16()))
             try reader.finish()
-            guard let server = String(bytes: serverBytes, encoding: .utf8) else { throw SyncError(.invitation, "bad server") }
+            guard let server = String(bytes: serverBytes, encoding: .utf8) else {
+                throw SyncError(.invitation, "bad server")
+            }
             try self.init(server: server, zone: zone, sponsor: sponsor, sponsorFingerprint: fingerprint, secret: secret)
         } catch let error as SyncError where error.code == .invitation {
             throw error
@@ -152,13 +159,17 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     }
 
     static func base64url<D: DataProtocol>(_ bytes: D) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+            of: "/", with: "_"
+        )
+        .replacingOccurrences(of: "=", with: "")
     }
 
     /// Decodes unpadded base64url, refusing any non-canonical spelling.
     static func decodeBase64url(_ text: String) -> Data? {
-        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
+        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+            return nil
+        }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard let data = Data(base64Encoded: base64), base64url(data) == text else { return nil }
@@ -185,7 +196,8 @@ public struct JoinRequest: Equatable, Sendable {
         var writer = ByteWriter()
         writer.u8(Self.version)
         writer.bytes(card.encoded)
-        let mac = HMAC<SHA256>.authenticationCode(for: Self.macInput(writer.data, invitation), using: invitation.joinMACKey)
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Self.macInput(writer.data, invitation), using: invitation.joinMACKey)
         writer.raw(Data(mac))
         return writer.data
     }

@@ -65,7 +65,9 @@ public struct RecordHeader: Equatable, Sendable {
     /// Parses the first 74 bytes of `reader`.
     init(reading reader: inout ByteReader) throws {
         version = try reader.u8()
-        guard version == Self.currentVersion else { throw SyncError(.malformed, "record version \(version) is not supported") }
+        guard version == Self.currentVersion else {
+            throw SyncError(.malformed, "record version \(version) is not supported")
+        }
         zone = ZoneID(try reader.uuid())
         guard let id = RecordID(try reader.raw(RecordID.length)) else { preconditionFailure("16 bytes read") }
         recordID = id
@@ -100,9 +102,12 @@ public enum RecordCodec {
     public static func seal(payload: Data, header: RecordHeader, classKey: SymmetricKey) throws -> Data {
         let ad = header.encoded
         let dataKey = SymmetricKey(size: .bits256)
-        let wrapped = try AES.GCM._SIV.seal(dataKey.bytes, using: classKey, nonce: AES.GCM._SIV.Nonce(), authenticating: ad)
+        let wrapped = try AES.GCM._SIV.seal(
+            dataKey.bytes, using: classKey, nonce: AES.GCM._SIV.Nonce(), authenticating: ad)
         let sealed = try AES.GCM.seal(pad(payload), using: dataKey, nonce: AES.GCM.Nonce(), authenticating: ad)
-        guard let combined = sealed.combined else { preconditionFailure("AES-GCM with a 12-byte nonce has a combined form") }
+        guard let combined = sealed.combined else {
+            preconditionFailure("AES-GCM with a 12-byte nonce has a combined form")
+        }
         var writer = ByteWriter()
         writer.raw(ad)
         writer.raw(wrapped.combined)
@@ -138,7 +143,9 @@ public enum RecordCodec {
             header.tombstone == record.tombstone
         else { throw SyncError(.tampered, "record \(record.recordID)'s header disagrees with its row") }
         guard let classKey = classKeys[header.keyID] else {
-            throw SyncError(.unknownKey, "record \(record.recordID) is sealed under unknown key \(header.keyID.uuidString.lowercased())")
+            throw SyncError(
+                .unknownKey,
+                "record \(record.recordID) is sealed under unknown key \(header.keyID.uuidString.lowercased())")
         }
         guard reader.remaining >= wrappedDataKeyLength + sealedOverhead else {
             throw SyncError(.tampered, "record \(record.recordID) is truncated")
@@ -148,8 +155,10 @@ public enum RecordCodec {
         let sealed = try reader.raw(reader.remaining)
         let padded: Data
         do {
-            let dataKey = try AES.GCM._SIV.open(AES.GCM._SIV.SealedBox(combined: wrapped), using: classKey, authenticating: ad)
-            padded = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: SymmetricKey(data: dataKey), authenticating: ad)
+            let dataKey = try AES.GCM._SIV.open(
+                AES.GCM._SIV.SealedBox(combined: wrapped), using: classKey, authenticating: ad)
+            padded = try AES.GCM.open(
+                AES.GCM.SealedBox(combined: sealed), using: SymmetricKey(data: dataKey), authenticating: ad)
         } catch {
             throw SyncError(.tampered, "record \(record.recordID) fails authentication")
         }

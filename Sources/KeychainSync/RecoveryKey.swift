@@ -76,7 +76,8 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
     /// The key for showing once: groups of 4 characters separated by dashes.
     public var displayString: String {
         let all = Array(characters)
-        return stride(from: 0, to: all.count, by: 4).map { String(all[$0..<min($0 + 4, all.count)]) }.joined(separator: "-")
+        return stride(from: 0, to: all.count, by: 4).map { String(all[$0..<min($0 + 4, all.count)]) }.joined(
+            separator: "-")
     }
 
     /// Seals an escrow payload (the zone key chain) for `zone` at `epoch`.
@@ -84,7 +85,9 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
         let sealed = try AES.GCM.seal(
             payload, using: escrowKey(zone: zone), nonce: AES.GCM.Nonce(),
             authenticating: Self.escrowAD(zone: zone, epoch: epoch))
-        guard let combined = sealed.combined else { preconditionFailure("AES-GCM with a 12-byte nonce has a combined form") }
+        guard let combined = sealed.combined else {
+            preconditionFailure("AES-GCM with a 12-byte nonce has a combined form")
+        }
         return Data([Self.escrowVersion]) + combined
     }
 
@@ -98,7 +101,8 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
         }
         do {
             let box = try AES.GCM.SealedBox(combined: blob.dropFirst())
-            return try AES.GCM.open(box, using: escrowKey(zone: zone), authenticating: Self.escrowAD(zone: zone, epoch: epoch))
+            return try AES.GCM.open(
+                box, using: escrowKey(zone: zone), authenticating: Self.escrowAD(zone: zone, epoch: epoch))
         } catch {
             throw SyncError(.tampered, "the escrow of zone \(zone) epoch \(epoch) does not open with this recovery key")
         }
@@ -108,7 +112,8 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
     /// in the roster so a recovered device can sign itself in).
     public func recoverySigningKey(zone: ZoneID) throws -> Curve25519.Signing.PrivateKey {
         let seed = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.bytes, info: Data("kcsync-recovery-peer-v1".utf8),
+            inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.bytes,
+            info: Data("kcsync-recovery-peer-v1".utf8),
             outputByteCount: 32)
         return try Curve25519.Signing.PrivateKey(rawRepresentation: seed.bytes)
     }

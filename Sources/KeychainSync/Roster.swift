@@ -132,7 +132,8 @@ public struct Roster: Equatable, Sendable {
         let box = try AES.GCM._SIV.seal(
             plaintext, using: zoneKey, nonce: AES.GCM._SIV.Nonce(),
             authenticating: Self.authenticatedData(zone: zone, epoch: epoch, signer: signer))
-        let signature = try signingKey.signature(for: Self.signedMessage(zone: zone, epoch: epoch, signer: signer, box: box.combined))
+        let signature = try signingKey.signature(
+            for: Self.signedMessage(zone: zone, epoch: epoch, signer: signer, box: box.combined))
         var writer = ByteWriter()
         writer.u8(Self.version)
         writer.uuid(signer.uuid)
@@ -162,14 +163,18 @@ public struct Roster: Equatable, Sendable {
         let sealed = try reader.bytes()
         let signature = try reader.raw(64)
         try reader.finish()
-        guard let key = trusting(signer) else { throw SyncError(.tampered, "roster \(epoch) is signed by untrusted \(signer)") }
-        guard key.isValidSignature(signature, for: signedMessage(zone: zone, epoch: epoch, signer: signer, box: sealed)) else {
+        guard let key = trusting(signer) else {
+            throw SyncError(.tampered, "roster \(epoch) is signed by untrusted \(signer)")
+        }
+        guard key.isValidSignature(signature, for: signedMessage(zone: zone, epoch: epoch, signer: signer, box: sealed))
+        else {
             throw SyncError(.tampered, "roster \(epoch) has a bad signature")
         }
         let plain: Data
         do {
             let box = try AES.GCM._SIV.SealedBox(combined: sealed)
-            plain = try AES.GCM._SIV.open(box, using: zoneKey, authenticating: authenticatedData(zone: zone, epoch: epoch, signer: signer))
+            plain = try AES.GCM._SIV.open(
+                box, using: zoneKey, authenticating: authenticatedData(zone: zone, epoch: epoch, signer: signer))
         } catch {
             throw SyncError(.tampered, "roster \(epoch) does not open under the zone key")
         }

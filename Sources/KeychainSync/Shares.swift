@@ -19,7 +19,8 @@ public enum ZoneKeyShare {
     static let version: UInt8 = 1
 
     /// The HPKE suite: X25519, HKDF-SHA256, AES-256-GCM (swift-crypto has no predefined one).
-    public static let ciphersuite = HPKE.Ciphersuite(kem: .Curve25519_HKDF_SHA256, kdf: .HKDF_SHA256, aead: .AES_GCM_256)
+    public static let ciphersuite = HPKE.Ciphersuite(
+        kem: .Curve25519_HKDF_SHA256, kdf: .HKDF_SHA256, aead: .AES_GCM_256)
 
     /// Seals `zoneKey` of `epoch` to `recipient`, signed by `sponsor`.
     public static func seal(
@@ -55,7 +56,9 @@ public enum ZoneKeyShare {
         _ share: ServerShare, zone: ZoneID, recipientKey: Curve25519.KeyAgreement.PrivateKey, recipient: DeviceID,
         sponsorKey: (DeviceID) -> Curve25519.Signing.PublicKey?
     ) throws -> (zoneKey: SymmetricKey, sponsor: DeviceID) {
-        guard share.recipient == recipient else { throw SyncError(.tampered, "share \(share.epoch) is for another device") }
+        guard share.recipient == recipient else {
+            throw SyncError(.tampered, "share \(share.epoch) is for another device")
+        }
         var reader = ByteReader(share.blob, what: "share")
         guard try reader.u8() == version else { throw SyncError(.malformed, "share version is not supported") }
         let sponsor = DeviceID(try reader.uuid())
@@ -67,7 +70,8 @@ public enum ZoneKeyShare {
         guard let key = sponsorKey(sponsor) else {
             throw SyncError(.tampered, "share \(share.epoch) is sponsored by untrusted \(sponsor)")
         }
-        let message = signedMessage(zone: zone, epoch: share.epoch, recipient: recipient, body: share.blob.prefix(bodyLength))
+        let message = signedMessage(
+            zone: zone, epoch: share.epoch, recipient: recipient, body: share.blob.prefix(bodyLength))
         guard key.isValidSignature(signature, for: message) else {
             throw SyncError(.tampered, "share \(share.epoch) has a bad signature")
         }

@@ -92,7 +92,9 @@ struct ByteReader {
     /// A UUID's 16 bytes.
     mutating func uuid() throws -> UUID {
         let b = Array(try raw(16))
-        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        return UUID(
+            uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
+        )
     }
 
     /// Bytes after their length as a 32-bit integer, at most `limit` of them.

@@ -43,7 +43,8 @@ public struct ClassKey: Sendable, CustomStringConvertible {
 ///
 /// - The zone key ZK wraps everything else of its epoch, and the previous epoch's ZK.
 /// - The record-ID key KR keys the record identifiers. It is made once, at zone creation, and
-///   re-wrapped under every new ZK, so record identifiers never change.
+///   re-wrapped under every new ZK, so record identifiers never change. Its row of each epoch has
+///   the derived identity ``recordIDKeyRowID(zone:epoch:)``.
 /// - The class keys KA and KC wrap the single-use data keys of records.
 ///
 /// ## Key rows
@@ -64,8 +65,6 @@ public struct ZoneKeys: Sendable, CustomStringConvertible {
     public let epoch: Int64
     /// ZK, 256-bit.
     public let zoneKey: SymmetricKey
-    /// KR's identity (the same in every epoch).
-    public let recordIDKeyID: UUID
     /// KR, 256-bit.
     public let recordIDKey: SymmetricKey
     /// KA and KC.
@@ -73,12 +72,10 @@ public struct ZoneKeys: Sendable, CustomStringConvertible {
 
     /// Assembles a hierarchy; `classKeys` must hold both classes.
     public init(
-        epoch: Int64, zoneKey: SymmetricKey, recordIDKeyID: UUID, recordIDKey: SymmetricKey,
-        classKeys: [KeyClass: ClassKey]
+        epoch: Int64, zoneKey: SymmetricKey, recordIDKey: SymmetricKey, classKeys: [KeyClass: ClassKey]
     ) {
         self.epoch = epoch
         self.zoneKey = zoneKey
-        self.recordIDKeyID = recordIDKeyID
         self.recordIDKey = recordIDKey
         self.classKeys = classKeys
     }
@@ -86,14 +83,14 @@ public struct ZoneKeys: Sendable, CustomStringConvertible {
     /// A new zone's keys: every key fresh and random.
     public static func generate(epoch: Int64 = 1) -> ZoneKeys {
         ZoneKeys(
-            epoch: epoch, zoneKey: SymmetricKey(size: .bits256), recordIDKeyID: UUID(),
+            epoch: epoch, zoneKey: SymmetricKey(size: .bits256),
             recordIDKey: SymmetricKey(size: .bits256), classKeys: freshClassKeys())
     }
 
     /// The next epoch's keys (rotation, design §2.8): a new ZK and new class keys; KR unchanged.
     public func rotated() -> ZoneKeys {
         ZoneKeys(
-            epoch: epoch + 1, zoneKey: SymmetricKey(size: .bits256), recordIDKeyID: recordIDKeyID,
+            epoch: epoch + 1, zoneKey: SymmetricKey(size: .bits256),
             recordIDKey: recordIDKey, classKeys: Self.freshClassKeys())
     }
 
@@ -111,21 +108,38 @@ public struct ZoneKeys: Sendable, CustomStringConvertible {
     /// The identity of this epoch's ZK (derived from the zone and epoch; see ``zoneKeyID(zone:epoch:)``).
     public func zoneKeyID(zone: ZoneID) -> UUID { Self.zoneKeyID(zone: zone, epoch: epoch) }
 
-    /// The identity of a zone's ZK of `epoch`: the first 16 bytes of
-    /// SHA-256("kcsync-zone-key-id-v1" ‖ zone ‖ epoch), marked as an RFC 9562 version 8 UUID.
+    /// The identity of a zone's ZK of `epoch` (the `keyID` of the row that chains it from the
+    /// next epoch): see ``derivedKeyID(_:zone:epoch:)``.
     public static func zoneKeyID(zone: ZoneID, epoch: Int64) -> UUID {
-        var writer = ByteWriter(prefix: "kcsync-zone-key-id-v1")
+        derivedKeyID("kcsync-zone-key-id-v1", zone: zone, epoch: epoch)
+    }
+
+    /// The `keyID` of the row that wraps KR under the ZK of `epoch`: see ``derivedKeyID(_:zone:epoch:)``.
+    /// KR never changes, but each epoch's row of it has its own identity, so every key row of a
+    /// zone has a distinct `keyID`.
+    public static func recordIDKeyRowID(zone: ZoneID, epoch: Int64) -> UUID {
+        derivedKeyID("kcsync-record-id-key-row-v1", zone: zone, epoch: epoch)
+    }
+
+    /// The first 16 bytes of SHA-256(`label` ‖ zone ‖ epoch as 8 bytes big-endian), marked as an
+    /// RFC 9562 version 8 UUID.
+    static func derivedKeyID(_ label: String, zone: ZoneID, epoch: Int64) -> UUID {
+        var writer = ByteWriter(prefix: label)
         writer.uuid(zone.uuid)
         writer.i64(epoch)
         var b = Array(SHA256.hash(data: writer.data).prefix(16))
         b[6] = (b[6] & 0x0F) | 0x80
         b[8] = (b[8] & 0x3F) | 0x80
-        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        return UUID(
+            uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
+        )
     }
 
     /// The epoch and key identities only.
     public var description: String {
-        let classes = KeyClass.allCases.compactMap { c in classKeys[c].map { "\(c.rawValue): \($0.id.uuidString.lowercased())" } }
+        let classes = KeyClass.allCases.compactMap { c in
+            classKeys[c].map { "\(c.rawValue): \($0.id.uuidString.lowercased())" }
+        }
         return "ZoneKeys(epoch: \(epoch), \(classes.joined(separator: ", ")))"
     }
 
@@ -152,11 +166,17 @@ extension ZoneKeys {
 
     /// This epoch's key rows: KR, KA and KC, each wrapped under ZK.
     public func wrappedRows(zone: ZoneID) throws -> [ServerKey] {
-        var rows = [try Self.wrap(recordIDKey, role: .recordID, keyID: recordIDKeyID, zone: zone, epoch: epoch, under: zoneKey)]
+        var rows = [
+            try Self.wrap(
+                recordIDKey, role: .recordID, keyID: Self.recordIDKeyRowID(zone: zone, epoch: epoch), zone: zone,
+                epoch: epoch, under: zoneKey)
+        ]
         for keyClass in KeyClass.allCases {
             let classKey = classKey(keyClass)
             rows.append(
-                try Self.wrap(classKey.key, role: WrappedKeyRole(keyClass), keyID: classKey.id, zone: zone, epoch: epoch, under: zoneKey))
+                try Self.wrap(
+                    classKey.key, role: WrappedKeyRole(keyClass), keyID: classKey.id, zone: zone, epoch: epoch,
+                    under: zoneKey))
         }
         return rows
     }
@@ -233,8 +253,11 @@ extension ZoneKeys {
         if let previous = found[.previousZoneKey], previous.id != zoneKeyID(zone: zone, epoch: epoch - 1) {
             throw SyncError(.tampered, "zone \(zone) epoch \(epoch) chains to a key of another epoch")
         }
+        guard kr.id == recordIDKeyRowID(zone: zone, epoch: epoch) else {
+            throw SyncError(.tampered, "zone \(zone) epoch \(epoch) has a record-ID key row of another epoch")
+        }
         let keys = ZoneKeys(
-            epoch: epoch, zoneKey: zoneKey, recordIDKeyID: kr.id, recordIDKey: kr.key,
+            epoch: epoch, zoneKey: zoneKey, recordIDKey: kr.key,
             classKeys: [.a: ClassKey(id: ka.id, key: ka.key), .c: ClassKey(id: kc.id, key: kc.key)])
         return (keys, found[.previousZoneKey]?.key)
     }
@@ -260,7 +283,9 @@ extension ZoneKeys {
     }
 
     /// Opens one row, trying each role's authenticated data.
-    static func unwrap(_ row: ServerKey, zone: ZoneID, under zoneKey: SymmetricKey) throws -> (WrappedKeyRole, SymmetricKey) {
+    static func unwrap(_ row: ServerKey, zone: ZoneID, under zoneKey: SymmetricKey) throws -> (
+        WrappedKeyRole, SymmetricKey
+    ) {
         guard row.wrapped.count == wrappedLength, row.wrapped.first == wrapVersion else {
             throw SyncError(.tampered, "key row \(row.keyID.uuidString.lowercased()) has the wrong shape")
         }
@@ -271,7 +296,9 @@ extension ZoneKeys {
                 return (role, try symmetricKey256(plain, what: "a wrapped key"))
             }
         }
-        throw SyncError(.tampered, "key row \(row.keyID.uuidString.lowercased()) does not open under zone \(zone) epoch \(row.epoch)")
+        throw SyncError(
+            .tampered,
+            "key row \(row.keyID.uuidString.lowercased()) does not open under zone \(zone) epoch \(row.epoch)")
     }
 }
 
@@ -294,7 +321,8 @@ extension ZoneKeys {
 
     static func recordID(key: SymmetricKey, itemClass: String, primaryKey: [(name: String, value: Data)]) -> RecordID {
         let pairs = primaryKey.map { (name: Array($0.name.utf8), value: Array($0.value)) }.sorted {
-            $0.name != $1.name ? $0.name.lexicographicallyPrecedes($1.name) : $0.value.lexicographicallyPrecedes($1.value)
+            $0.name != $1.name
+                ? $0.name.lexicographicallyPrecedes($1.name) : $0.value.lexicographicallyPrecedes($1.value)
         }
         var writer = ByteWriter()
         writer.string(itemClass)
@@ -303,7 +331,9 @@ extension ZoneKeys {
             writer.bytes(pair.value)
         }
         let mac = HMAC<SHA256>.authenticationCode(for: writer.data, using: key)
-        guard let id = RecordID(Data(mac.prefix(RecordID.length))) else { preconditionFailure("HMAC-SHA256 shorter than 16 bytes") }
+        guard let id = RecordID(Data(mac.prefix(RecordID.length))) else {
+            preconditionFailure("HMAC-SHA256 shorter than 16 bytes")
+        }
         return id
     }
 }

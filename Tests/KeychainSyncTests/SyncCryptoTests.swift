@@ -14,7 +14,8 @@ import Testing
         #expect(rows.count == 3)
         #expect(rows.allSatisfy { $0.epoch == 1 && $0.wrapped.count == 61 })
         let opened = try ZoneKeys.unwrap(rows: rows, zoneKey: keys.zoneKey, epoch: 1, zone: zone)
-        #expect(opened.recordIDKeyID == keys.recordIDKeyID)
+        #expect(Set(rows.map(\.keyID)).count == 3)
+        #expect(rows.contains { $0.keyID == ZoneKeys.recordIDKeyRowID(zone: zone, epoch: 1) })
         #expect(opened.recordIDKey == keys.recordIDKey)
         for keyClass in KeyClass.allCases {
             #expect(opened.classKey(keyClass).id == keys.classKey(keyClass).id)
@@ -33,7 +34,9 @@ import Testing
         let keys = ZoneKeys.generate()
         let rows = try keys.wrappedRows(zone: zone)
         #expect(
-            syncErrorCode { _ = try ZoneKeys.unwrap(rows: rows, zoneKey: SymmetricKey(size: .bits256), epoch: 1, zone: zone) }
+            syncErrorCode {
+                _ = try ZoneKeys.unwrap(rows: rows, zoneKey: SymmetricKey(size: .bits256), epoch: 1, zone: zone)
+            }
                 == .tampered)
     }
 
@@ -41,25 +44,37 @@ import Testing
         let keys = ZoneKeys.generate()
         let rows = try keys.wrappedRows(zone: zone)
         // Another zone.
-        #expect(syncErrorCode { _ = try ZoneKeys.unwrap(rows: rows, zoneKey: keys.zoneKey, epoch: 1, zone: .random()) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try ZoneKeys.unwrap(rows: rows, zoneKey: keys.zoneKey, epoch: 1, zone: .random()) }
+                == .tampered)
         // Two rows' key ids swapped (KA's blob labelled KC and the reverse).
         var swapped = rows
         (swapped[1].keyID, swapped[2].keyID) = (swapped[2].keyID, swapped[1].keyID)
-        #expect(syncErrorCode { _ = try ZoneKeys.unwrap(rows: swapped, zoneKey: keys.zoneKey, epoch: 1, zone: zone) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try ZoneKeys.unwrap(rows: swapped, zoneKey: keys.zoneKey, epoch: 1, zone: zone) }
+                == .tampered)
         // A row relabelled with a fresh key id.
         var relabelled = rows
         relabelled[0].keyID = UUID()
-        #expect(syncErrorCode { _ = try ZoneKeys.unwrap(rows: relabelled, zoneKey: keys.zoneKey, epoch: 1, zone: zone) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try ZoneKeys.unwrap(rows: relabelled, zoneKey: keys.zoneKey, epoch: 1, zone: zone) }
+                == .tampered)
         // Rows relabelled to another epoch.
         let moved = rows.map { ServerKey(keyID: $0.keyID, epoch: 2, wrapped: $0.wrapped) }
-        #expect(syncErrorCode { _ = try ZoneKeys.unwrap(rows: moved, zoneKey: keys.zoneKey, epoch: 2, zone: zone) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try ZoneKeys.unwrap(rows: moved, zoneKey: keys.zoneKey, epoch: 2, zone: zone) }
+                == .tampered)
         // A row missing.
         #expect(
-            syncErrorCode { _ = try ZoneKeys.unwrap(rows: Array(rows.dropLast()), zoneKey: keys.zoneKey, epoch: 1, zone: zone) }
+            syncErrorCode {
+                _ = try ZoneKeys.unwrap(rows: Array(rows.dropLast()), zoneKey: keys.zoneKey, epoch: 1, zone: zone)
+            }
                 == .unknownKey)
         // A row twice.
         #expect(
-            syncErrorCode { _ = try ZoneKeys.unwrap(rows: rows + [rows[0]], zoneKey: keys.zoneKey, epoch: 1, zone: zone) }
+            syncErrorCode {
+                _ = try ZoneKeys.unwrap(rows: rows + [rows[0]], zoneKey: keys.zoneKey, epoch: 1, zone: zone)
+            }
                 == .tampered)
     }
 
@@ -70,7 +85,8 @@ import Testing
             var flipped = rows
             flipped[1].wrapped = rows[1].wrapped.flipping(index)
             #expect(
-                syncErrorCode { _ = try ZoneKeys.unwrap(rows: flipped, zoneKey: keys.zoneKey, epoch: 1, zone: zone) } == .tampered,
+                syncErrorCode { _ = try ZoneKeys.unwrap(rows: flipped, zoneKey: keys.zoneKey, epoch: 1, zone: zone) }
+                    == .tampered,
                 "byte \(index)")
         }
     }
@@ -80,7 +96,7 @@ import Testing
         let second = first.rotated()
         let third = second.rotated()
         #expect(second.epoch == 2 && third.epoch == 3)
-        #expect(third.recordIDKey == first.recordIDKey && third.recordIDKeyID == first.recordIDKeyID)
+        #expect(third.recordIDKey == first.recordIDKey)
         #expect(second.zoneKey != first.zoneKey)
         #expect(second.classKey(.a).id != first.classKey(.a).id && second.classKey(.c).key != first.classKey(.c).key)
         #expect(throws: SyncError.self) { _ = try third.wrappedRows(zone: zone, previous: first) }
@@ -88,7 +104,10 @@ import Testing
         let rows =
             try first.wrappedRows(zone: zone) + second.wrappedRows(zone: zone, previous: first)
             + third.wrappedRows(zone: zone, previous: second)
-        #expect(try ZoneKeys.previousZoneKey(rows: rows, zoneKey: third.zoneKey, epoch: 3, zone: zone) == second.zoneKey)
+        #expect(
+            try ZoneKeys.previousZoneKey(rows: rows, zoneKey: third.zoneKey, epoch: 3, zone: zone) == second.zoneKey)
+        #expect(rows.count == 3 + 4 + 4)
+        #expect(Set(rows.map(\.keyID)).count == rows.count, "every key row has its own keyID")
         let chain = try ZoneKeys.unwrapChain(rows: rows, zoneKey: third.zoneKey, epoch: 3, zone: zone)
         #expect(chain.keys.sorted() == [1, 2, 3])
         for original in [first, second, third] {
@@ -99,7 +118,9 @@ import Testing
         }
         // A chain row removed: the older epochs cannot be reached.
         let broken = rows.filter { $0.keyID != ZoneKeys.zoneKeyID(zone: zone, epoch: 1) }
-        #expect(syncErrorCode { _ = try ZoneKeys.unwrapChain(rows: broken, zoneKey: third.zoneKey, epoch: 3, zone: zone) } == .unknownKey)
+        #expect(
+            syncErrorCode { _ = try ZoneKeys.unwrapChain(rows: broken, zoneKey: third.zoneKey, epoch: 3, zone: zone) }
+                == .unknownKey)
     }
 
     @Test func descriptionsShowNoKeyBytes() {
@@ -111,7 +132,9 @@ import Testing
 
     @Test func recordIDsAreDeterministicKeyedAndOrderInsensitive() {
         let keys = ZoneKeys.generate()
-        let pk: [(name: String, value: Data)] = [("acct", Data("alice".utf8)), ("svce", Data("mail".utf8)), ("agrp", Data("g".utf8))]
+        let pk: [(name: String, value: Data)] = [
+            ("acct", Data("alice".utf8)), ("svce", Data("mail".utf8)), ("agrp", Data("g".utf8)),
+        ]
         let id = keys.recordID(itemClass: "genp", primaryKey: pk)
         #expect(keys.recordID(itemClass: "genp", primaryKey: pk) == id)
         #expect(keys.recordID(itemClass: "genp", primaryKey: pk.reversed()) == id)
@@ -125,7 +148,9 @@ import Testing
         #expect(
             keys.recordID(itemClass: "genp", primaryKey: [("ab", Data("c".utf8))])
                 != keys.recordID(itemClass: "genp", primaryKey: [("a", Data("bc".utf8))]))
-        #expect(keys.recordID(itemClass: "genpacct", primaryKey: []) != keys.recordID(itemClass: "genp", primaryKey: [("acct", Data())]))
+        #expect(
+            keys.recordID(itemClass: "genpacct", primaryKey: [])
+                != keys.recordID(itemClass: "genp", primaryKey: [("acct", Data())]))
     }
 
     @Test func zoneKeyIDsAreDerivedPerZoneAndEpoch() {
@@ -134,6 +159,8 @@ import Testing
         #expect(a != ZoneKeys.zoneKeyID(zone: zone, epoch: 2))
         #expect(a != ZoneKeys.zoneKeyID(zone: .random(), epoch: 1))
         #expect(a.uuidString.dropFirst(14).first == "8")
+        #expect(ZoneKeys.recordIDKeyRowID(zone: zone, epoch: 1) != a)
+        #expect(ZoneKeys.recordIDKeyRowID(zone: zone, epoch: 1) != ZoneKeys.recordIDKeyRowID(zone: zone, epoch: 2))
     }
 }
 
@@ -153,7 +180,9 @@ import Testing
     }
 
     @Test func sealedRecordsOpen() throws {
-        for (keyClass, tombstone, payload) in [(KeyClass.c, false, Data("secret".utf8)), (.a, false, Data()), (.c, true, Data())] {
+        for (keyClass, tombstone, payload) in [
+            (KeyClass.c, false, Data("secret".utf8)), (.a, false, Data()), (.c, true, Data()),
+        ] {
             let h = header(keyClass: keyClass, tombstone: tombstone)
             let blob = try RecordCodec.seal(payload: payload, header: h, classKey: keys.classKey(keyClass).key)
             #expect(try RecordCodec.header(of: blob) == h)
@@ -183,7 +212,10 @@ import Testing
         #expect(blob.count == 74 + 60 + 12 + 256 + 16)
         for index in 0..<blob.count {
             for mask: UInt8 in [0x01, 0x80] {
-                let code = syncErrorCode { _ = try RecordCodec.open(row(h, blob.flipping(index, mask: mask)), zone: zone, classKeys: keys.classKeysByID) }
+                let code = syncErrorCode {
+                    _ = try RecordCodec.open(
+                        row(h, blob.flipping(index, mask: mask)), zone: zone, classKeys: keys.classKeysByID)
+                }
                 #expect(code == .tampered || code == .malformed, "byte \(index) mask \(mask)")
             }
         }
@@ -193,9 +225,15 @@ import Testing
         let h = header()
         let blob = try RecordCodec.seal(payload: Data("pw".utf8), header: h, classKey: keys.classKey(.c).key)
         for length in [0, 1, 73, 74, 100, 134, 146, 161, blob.count - 1] {
-            #expect(syncErrorCode { _ = try RecordCodec.open(row(h, blob.prefix(length)), zone: zone, classKeys: keys.classKeysByID) } != nil, "length \(length)")
+            #expect(
+                syncErrorCode {
+                    _ = try RecordCodec.open(row(h, blob.prefix(length)), zone: zone, classKeys: keys.classKeysByID)
+                } != nil, "length \(length)")
         }
-        #expect(syncErrorCode { _ = try RecordCodec.open(row(h, blob + Data([0])), zone: zone, classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode {
+                _ = try RecordCodec.open(row(h, blob + Data([0])), zone: zone, classKeys: keys.classKeysByID)
+            } == .tampered)
     }
 
     @Test func blobsMovedToAnotherRecordZoneKeyOrFlagAreRefused() throws {
@@ -204,28 +242,40 @@ import Testing
         let good = row(h, blob)
         var other = good
         other.recordID = recordID(8)
-        #expect(syncErrorCode { _ = try RecordCodec.open(other, zone: zone, classKeys: keys.classKeysByID) } == .tampered)
-        #expect(syncErrorCode { _ = try RecordCodec.open(good, zone: .random(), classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try RecordCodec.open(other, zone: zone, classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try RecordCodec.open(good, zone: .random(), classKeys: keys.classKeysByID) }
+                == .tampered)
         other = good
         other.keyID = keys.classKey(.a).id
-        #expect(syncErrorCode { _ = try RecordCodec.open(other, zone: zone, classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try RecordCodec.open(other, zone: zone, classKeys: keys.classKeysByID) } == .tampered)
         other = good
         other.tombstone = true
-        #expect(syncErrorCode { _ = try RecordCodec.open(other, zone: zone, classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try RecordCodec.open(other, zone: zone, classKeys: keys.classKeysByID) } == .tampered)
 
         // The header rewritten consistently with a moved row still fails authentication.
         var rewritten = h
         rewritten.recordID = recordID(8)
         let moved = rewritten.encoded + blob.dropFirst(RecordHeader.encodedLength)
-        #expect(syncErrorCode { _ = try RecordCodec.open(row(rewritten, moved), zone: zone, classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try RecordCodec.open(row(rewritten, moved), zone: zone, classKeys: keys.classKeysByID) }
+                == .tampered)
         rewritten = h
         rewritten.tombstone = true
         let deleted = rewritten.encoded + blob.dropFirst(RecordHeader.encodedLength)
-        #expect(syncErrorCode { _ = try RecordCodec.open(row(rewritten, deleted), zone: zone, classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode {
+                _ = try RecordCodec.open(row(rewritten, deleted), zone: zone, classKeys: keys.classKeysByID)
+            } == .tampered)
         rewritten = h
         rewritten.hlc = HybridLogicalClock(milliseconds: 1_800_000_000_000)
         let later = rewritten.encoded + blob.dropFirst(RecordHeader.encodedLength)
-        #expect(syncErrorCode { _ = try RecordCodec.open(row(rewritten, later), zone: zone, classKeys: keys.classKeysByID) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try RecordCodec.open(row(rewritten, later), zone: zone, classKeys: keys.classKeysByID) }
+                == .tampered)
     }
 
     @Test func unknownAndWrongClassKeys() throws {
@@ -237,7 +287,8 @@ import Testing
     }
 
     @Test(arguments: [
-        (0, 256), (1, 256), (254, 256), (255, 256), (256, 512), (1000, 1024), (4095, 4096), (4096, 8192), (10000, 12288),
+        (0, 256), (1, 256), (254, 256), (255, 256), (256, 512), (1000, 1024), (4095, 4096), (4096, 8192),
+        (10000, 12288),
     ])
     func paddingBuckets(payload: Int, padded: Int) throws {
         #expect(RecordCodec.paddedLength(payload) == padded)
@@ -281,10 +332,15 @@ import Testing
             let h = header(id, keyClass: keyClass, tombstone: Bool.random(using: &random))
             let blob = try RecordCodec.seal(payload: payload, header: h, classKey: keys.classKey(keyClass).key)
             #expect(blob.count == 74 + 60 + 12 + RecordCodec.paddedLength(size) + 16)
-            #expect(try RecordCodec.open(row(h, blob), zone: zone, classKeys: keys.classKeysByID).payload == payload, "round \(round)")
+            #expect(
+                try RecordCodec.open(row(h, blob), zone: zone, classKeys: keys.classKeysByID).payload == payload,
+                "round \(round)")
             let index = Int.random(in: 0..<blob.count, using: &random)
             let mask = UInt8.random(in: 1...255, using: &random)
-            let code = syncErrorCode { _ = try RecordCodec.open(row(h, blob.flipping(index, mask: mask)), zone: zone, classKeys: keys.classKeysByID) }
+            let code = syncErrorCode {
+                _ = try RecordCodec.open(
+                    row(h, blob.flipping(index, mask: mask)), zone: zone, classKeys: keys.classKeysByID)
+            }
             #expect(code == .tampered || code == .malformed, "round \(round) byte \(index)")
         }
     }
@@ -301,8 +357,10 @@ import Testing
 
     func head(_ seq: Int64, after previous: SignedHead?, by device: TestDevice, digest: UInt8 = 0) -> Head {
         Head(
-            zone: zone, seq: seq, previousHash: previous?.hash ?? Head.genesisHash, stateDigest: Data(repeating: digest, count: 32),
-            rosterEpoch: 1, keyEpoch: 1, commitID: UUID(), author: device.id, time: HybridLogicalClock(milliseconds: UInt64(seq)))
+            zone: zone, seq: seq, previousHash: previous?.hash ?? Head.genesisHash,
+            stateDigest: Data(repeating: digest, count: 32),
+            rosterEpoch: 1, keyEpoch: 1, commitID: UUID(), author: device.id,
+            time: HybridLogicalClock(milliseconds: UInt64(seq)))
     }
 
     func chain(_ count: Int) throws -> [SignedHead] {
@@ -325,6 +383,15 @@ import Testing
         #expect(decoded == signed)
         #expect(decoded.hash == signed.hash)
         #expect(decoded.verify(signedBy: bob.signing.publicKey))
+        #expect(decoded.hash == Data(SHA256.hash(data: row.bytes)))
+        let bytes = row.bytes
+        #expect(bytes[14] == 1)
+        #expect(bytes[15..<31] == zone.uuid.bytes)
+        #expect(bytes[31..<39] == Data([0, 0, 0, 0, 0, 0, 0, 2]))
+        #expect(bytes[39..<71] == signed.head.previousHash && bytes[71..<103] == signed.head.stateDigest)
+        #expect(bytes[119..<135] == signed.head.commitID.bytes)
+        #expect(bytes[135..<151] == bob.id.uuid.bytes)
+        #expect(bytes[151..<159] == Data([0, 0, 0, 0, 0, 2, 0, 0]))
         #expect(!decoded.verify(signedBy: alice.signing.publicKey))
     }
 
@@ -364,16 +431,25 @@ import Testing
         dropped.remove(at: 2)
         #expect(syncErrorCode { try SignedHead.verifyChain(from: nil, heads: dropped, signers: signers) } == .forked)
         // Dropped right after the last verified head.
-        #expect(syncErrorCode { try SignedHead.verifyChain(from: (1, heads[0].hash), heads: Array(heads[2...]), signers: signers) } == .forked)
+        #expect(
+            syncErrorCode {
+                try SignedHead.verifyChain(from: (1, heads[0].hash), heads: Array(heads[2...]), signers: signers)
+            } == .forked)
         // A fork: another head 3 on the same head 2, then the server shows the device's own history.
         let fork = try SignedHead.sign(head(3, after: heads[1], by: bob, digest: 9), with: bob.signing)
         try SignedHead.verifyChain(from: (2, heads[1].hash), heads: [fork], signers: signers)
-        #expect(syncErrorCode { try SignedHead.verifyChain(from: (3, fork.hash), heads: Array(heads[3...]), signers: signers) } == .forked)
+        #expect(
+            syncErrorCode {
+                try SignedHead.verifyChain(from: (3, fork.hash), heads: Array(heads[3...]), signers: signers)
+            } == .forked)
         // A head 1 that does not start from the genesis hash.
         let bogus = try SignedHead.sign(head(1, after: heads[0], by: alice), with: alice.signing)
         #expect(syncErrorCode { try SignedHead.verifyChain(from: nil, heads: [bogus], signers: signers) } == .forked)
         // A replay of already verified heads.
-        #expect(syncErrorCode { try SignedHead.verifyChain(from: (4, heads[3].hash), heads: Array(heads[2...]), signers: signers) } == .rolledBack)
+        #expect(
+            syncErrorCode {
+                try SignedHead.verifyChain(from: (4, heads[3].hash), heads: Array(heads[2...]), signers: signers)
+            } == .rolledBack)
     }
 
     @Test func forgedAndUnknownSignaturesAreRefused() throws {
@@ -390,11 +466,15 @@ import Testing
         var row = good.serverHead
         row.bytes = row.bytes.flipping(80)
         let altered = try SignedHead(decoding: row)
-        #expect(syncErrorCode { try SignedHead.verifyChain(from: nil, heads: [altered], signers: signers) } == .tampered)
+        #expect(
+            syncErrorCode { try SignedHead.verifyChain(from: nil, heads: [altered], signers: signers) } == .tampered)
         // The signature flipped.
         row = good.serverHead
         row.bytes = row.bytes.flipping(row.bytes.count - 3)
-        #expect(syncErrorCode { try SignedHead.verifyChain(from: nil, heads: [try SignedHead(decoding: row)], signers: signers) } == .tampered)
+        #expect(
+            syncErrorCode {
+                try SignedHead.verifyChain(from: nil, heads: [try SignedHead(decoding: row)], signers: signers)
+            } == .tampered)
     }
 
     @Test func stateDigestCoversLiveRecordsInIDOrder() {
@@ -439,28 +519,48 @@ import Testing
 
     @Test func untrustedOrForgedSignersAreRefused() throws {
         let blob = try roster.seal(zoneKey: zoneKey, signingKey: alice.signing)
-        #expect(syncErrorCode { _ = try Roster.open(blob, zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(bob)) } == .tampered)
+        #expect(
+            syncErrorCode { _ = try Roster.open(blob, zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(bob)) }
+                == .tampered)
         // Signed by bob while claiming alice as signer.
         let forged = try roster.seal(zoneKey: zoneKey, signingKey: bob.signing)
-        #expect(syncErrorCode { _ = try Roster.open(forged, zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(alice, bob)) } == .tampered)
+        #expect(
+            syncErrorCode {
+                _ = try Roster.open(forged, zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(alice, bob))
+            } == .tampered)
         // A member of the zone who is not trusted for this roster (e.g. not in the previous one).
         var byMallory = roster
         let mallory = TestDevice()
         byMallory.signer = mallory.id
         byMallory.devices.append(mallory.card)
         let malloryBlob = try byMallory.seal(zoneKey: zoneKey, signingKey: mallory.signing)
-        #expect(syncErrorCode { _ = try Roster.open(malloryBlob, zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(alice, bob)) } == .tampered)
+        #expect(
+            syncErrorCode {
+                _ = try Roster.open(malloryBlob, zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(alice, bob))
+            } == .tampered)
     }
 
     @Test func wrongZoneEpochKeyOrBytesAreRefused() throws {
         let blob = try roster.seal(zoneKey: zoneKey, signingKey: alice.signing)
-        #expect(syncErrorCode { _ = try Roster.open(blob, zone: .random(), epoch: 2, zoneKey: zoneKey, trusting: trusting(alice)) } == .tampered)
-        #expect(syncErrorCode { _ = try Roster.open(blob, zone: zone, epoch: 3, zoneKey: zoneKey, trusting: trusting(alice)) } == .tampered)
         #expect(
-            syncErrorCode { _ = try Roster.open(blob, zone: zone, epoch: 2, zoneKey: SymmetricKey(size: .bits256), trusting: trusting(alice)) }
+            syncErrorCode {
+                _ = try Roster.open(blob, zone: .random(), epoch: 2, zoneKey: zoneKey, trusting: trusting(alice))
+            } == .tampered)
+        #expect(
+            syncErrorCode {
+                _ = try Roster.open(blob, zone: zone, epoch: 3, zoneKey: zoneKey, trusting: trusting(alice))
+            } == .tampered)
+        #expect(
+            syncErrorCode {
+                _ = try Roster.open(
+                    blob, zone: zone, epoch: 2, zoneKey: SymmetricKey(size: .bits256), trusting: trusting(alice))
+            }
                 == .tampered)
         for index in 0..<blob.count {
-            let code = syncErrorCode { _ = try Roster.open(blob.flipping(index), zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(alice)) }
+            let code = syncErrorCode {
+                _ = try Roster.open(
+                    blob.flipping(index), zone: zone, epoch: 2, zoneKey: zoneKey, trusting: trusting(alice))
+            }
             #expect(code == .tampered || code == .malformed, "byte \(index)")
         }
     }
@@ -471,7 +571,9 @@ import Testing
         #expect(fingerprint.split(separator: "-").count == 8)
         #expect(fingerprint.split(separator: "-").allSatisfy { $0.count == 4 && $0.allSatisfy(\.isHexDigit) })
         #expect(fingerprint == fingerprint.lowercased())
-        #expect(fingerprint.replacingOccurrences(of: "-", with: "") == Data(SHA256.hash(data: alice.signing.publicKey.rawRepresentation).prefix(16)).hex)
+        #expect(
+            fingerprint.replacingOccurrences(of: "-", with: "")
+                == Data(SHA256.hash(data: alice.signing.publicKey.rawRepresentation).prefix(16)).hex)
         #expect(fingerprint != bob.card.fingerprint)
     }
 }
@@ -489,13 +591,15 @@ import Testing
     }
 
     func share() throws -> ServerShare {
-        try ZoneKeyShare.seal(zoneKey: zoneKey, epoch: 3, zone: zone, to: recipient.card, from: sponsor.id, signingKey: sponsor.signing)
+        try ZoneKeyShare.seal(
+            zoneKey: zoneKey, epoch: 3, zone: zone, to: recipient.card, from: sponsor.id, signingKey: sponsor.signing)
     }
 
     @Test func sharesRoundTrip() throws {
         let row = try share()
         #expect(row.epoch == 3 && row.recipient == recipient.id)
-        let opened = try ZoneKeyShare.open(row, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id, sponsorKey: sponsors)
+        let opened = try ZoneKeyShare.open(
+            row, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id, sponsorKey: sponsors)
         #expect(opened.zoneKey == zoneKey)
         #expect(opened.sponsor == sponsor.id)
     }
@@ -507,41 +611,65 @@ import Testing
         var relabelled = row
         relabelled.recipient = other.id
         #expect(
-            syncErrorCode { _ = try ZoneKeyShare.open(relabelled, zone: zone, recipientKey: other.agreement, recipient: other.id, sponsorKey: sponsors) }
+            syncErrorCode {
+                _ = try ZoneKeyShare.open(
+                    relabelled, zone: zone, recipientKey: other.agreement, recipient: other.id, sponsorKey: sponsors)
+            }
                 == .tampered)
         #expect(
-            syncErrorCode { _ = try ZoneKeyShare.open(row, zone: zone, recipientKey: other.agreement, recipient: other.id, sponsorKey: sponsors) }
+            syncErrorCode {
+                _ = try ZoneKeyShare.open(
+                    row, zone: zone, recipientKey: other.agreement, recipient: other.id, sponsorKey: sponsors)
+            }
                 == .tampered)
         // The right recipient id with the wrong private key.
         #expect(
-            syncErrorCode { _ = try ZoneKeyShare.open(row, zone: zone, recipientKey: other.agreement, recipient: recipient.id, sponsorKey: sponsors) }
+            syncErrorCode {
+                _ = try ZoneKeyShare.open(
+                    row, zone: zone, recipientKey: other.agreement, recipient: recipient.id, sponsorKey: sponsors)
+            }
                 == .tampered)
     }
 
     @Test func untrustedSponsorsMovedSharesAndFlippedBytesAreRefused() throws {
         let row = try share()
         #expect(
-            syncErrorCode { _ = try ZoneKeyShare.open(row, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id, sponsorKey: { _ in nil }) }
+            syncErrorCode {
+                _ = try ZoneKeyShare.open(
+                    row, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id,
+                    sponsorKey: { _ in nil })
+            }
                 == .tampered)
         let impostor = TestDevice()
         #expect(
             syncErrorCode {
                 _ = try ZoneKeyShare.open(
-                    row, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id, sponsorKey: { _ in impostor.signing.publicKey })
+                    row, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id,
+                    sponsorKey: { _ in impostor.signing.publicKey })
             } == .tampered)
         #expect(
-            syncErrorCode { _ = try ZoneKeyShare.open(row, zone: .random(), recipientKey: recipient.agreement, recipient: recipient.id, sponsorKey: sponsors) }
+            syncErrorCode {
+                _ = try ZoneKeyShare.open(
+                    row, zone: .random(), recipientKey: recipient.agreement, recipient: recipient.id,
+                    sponsorKey: sponsors)
+            }
                 == .tampered)
         var otherEpoch = row
         otherEpoch.epoch = 4
         #expect(
-            syncErrorCode { _ = try ZoneKeyShare.open(otherEpoch, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id, sponsorKey: sponsors) }
+            syncErrorCode {
+                _ = try ZoneKeyShare.open(
+                    otherEpoch, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id,
+                    sponsorKey: sponsors)
+            }
                 == .tampered)
         for index in 0..<row.blob.count {
             var flipped = row
             flipped.blob = row.blob.flipping(index)
             let code = syncErrorCode {
-                _ = try ZoneKeyShare.open(flipped, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id, sponsorKey: sponsors)
+                _ = try ZoneKeyShare.open(
+                    flipped, zone: zone, recipientKey: recipient.agreement, recipient: recipient.id,
+                    sponsorKey: sponsors)
             }
             #expect(code == .tampered || code == .malformed, "byte \(index)")
         }
@@ -554,7 +682,8 @@ import Testing
     let server = "postgresql://kc@db.example.net:5432/keychain?sslmode=verify-full"
 
     func invitation() throws -> Invitation {
-        try Invitation.make(server: server, zone: zone, sponsor: sponsor.id, sponsorSigningKey: sponsor.signing.publicKey)
+        try Invitation.make(
+            server: server, zone: zone, sponsor: sponsor.id, sponsorSigningKey: sponsor.signing.publicKey)
     }
 
     @Test func codesRoundTrip() throws {
@@ -597,7 +726,10 @@ import Testing
     ])
     func serversWithPasswordsOrOtherSchemesAreRefused(server: String) throws {
         #expect(
-            syncErrorCode { _ = try Invitation.make(server: server, zone: zone, sponsor: sponsor.id, sponsorSigningKey: sponsor.signing.publicKey) }
+            syncErrorCode {
+                _ = try Invitation.make(
+                    server: server, zone: zone, sponsor: sponsor.id, sponsorSigningKey: sponsor.signing.publicKey)
+            }
                 == .invitation)
     }
 
@@ -608,12 +740,16 @@ import Testing
         #expect(role.hasPrefix("kc_inv_") && role.count == 31)
         #expect(role.dropFirst(7).allSatisfy { $0.isHexDigit && !$0.isUppercase })
         #expect(invitation.loginPassword.count == 32)
-        #expect(!invitation.loginPassword.contains("=") && !invitation.loginPassword.contains("+") && !invitation.loginPassword.contains("/"))
+        #expect(
+            !invitation.loginPassword.contains("=") && !invitation.loginPassword.contains("+")
+                && !invitation.loginPassword.contains("/"))
         let again = try Invitation(code: invitation.code)
         #expect(again.loginRole == role && again.loginPassword == invitation.loginPassword)
         #expect(again.joinMACKey == invitation.joinMACKey)
         let other = try self.invitation()
-        #expect(other.loginRole != role && other.loginPassword != invitation.loginPassword && other.joinMACKey != invitation.joinMACKey)
+        #expect(
+            other.loginRole != role && other.loginPassword != invitation.loginPassword
+                && other.joinMACKey != invitation.joinMACKey)
         // The secret and what derives from it never show in descriptions.
         for text in [invitation.description, String(reflecting: invitation), "\(invitation)"] {
             #expect(!text.contains(invitation.secret.hex))
@@ -636,7 +772,8 @@ import Testing
             #expect(code == .tampered, "byte \(index)")
         }
         // A card with substituted keys and a MAC the server cannot compute.
-        let substituted = JoinRequest(card: TestDevice(name: "new phone").card).sealed(invitation: try self.invitation())
+        let substituted = JoinRequest(card: TestDevice(name: "new phone").card).sealed(
+            invitation: try self.invitation())
         #expect(syncErrorCode { _ = try JoinRequest.open(substituted, invitation: invitation) } == .tampered)
         #expect(syncErrorCode { _ = try JoinRequest.open(Data(), invitation: invitation) } == .malformed)
     }
@@ -650,9 +787,14 @@ import Testing
         let display = key.displayString
         #expect(display.count == 26 + 6)
         #expect(display.split(separator: "-").map(\.count) == [4, 4, 4, 4, 4, 4, 2])
-        #expect(display.replacingOccurrences(of: "-", with: "").allSatisfy { "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".contains($0) })
-        for typed in [display, display.lowercased(), display.replacingOccurrences(of: "-", with: ""),
-            display.replacingOccurrences(of: "-", with: " ").lowercased(), " \(display) "] {
+        #expect(
+            display.replacingOccurrences(of: "-", with: "").allSatisfy {
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".contains($0)
+            })
+        for typed in [
+            display, display.lowercased(), display.replacingOccurrences(of: "-", with: ""),
+            display.replacingOccurrences(of: "-", with: " ").lowercased(), " \(display) ",
+        ] {
             #expect(try RecoveryKey(parsing: typed).bytes == key.bytes, "\(typed)")
         }
         #expect(RecoveryKey.generate().bytes != key.bytes)
@@ -691,7 +833,8 @@ import Testing
     @Test func recoverySigningKeyIsDerived() throws {
         let key = RecoveryKey.generate()
         let a = try key.recoverySigningKey(zone: zone).publicKey.rawRepresentation
-        #expect(try RecoveryKey(parsing: key.displayString).recoverySigningKey(zone: zone).publicKey.rawRepresentation == a)
+        #expect(
+            try RecoveryKey(parsing: key.displayString).recoverySigningKey(zone: zone).publicKey.rawRepresentation == a)
         #expect(try key.recoverySigningKey(zone: .random()).publicKey.rawRepresentation != a)
     }
 }
