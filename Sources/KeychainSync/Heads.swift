@@ -64,7 +64,7 @@ public struct Head: Equatable, Sendable {
     /// The 159 bytes that are signed.
     public var encoded: Data {
         precondition(previousHash.count == 32 && stateDigest.count == 32, "head hashes are 32 bytes")
-        var writer = ByteWriter(prefix: Self.domain)
+        var writer = SyncWriter(prefix: Self.domain)
         writer.u8(Self.version)
         writer.uuid(zone.uuid)
         writer.i64(seq)
@@ -82,7 +82,7 @@ public struct Head: Equatable, Sendable {
     ///
     /// - Throws: `.malformed` unless `bytes` is a whole version-1 head.
     public init(decoding bytes: Data) throws {
-        var reader = ByteReader(bytes, what: "head")
+        var reader = SyncReader(bytes, what: "head")
         guard try reader.raw(Self.domain.utf8.count) == Data(Self.domain.utf8), try reader.u8() == Self.version else {
             throw SyncError(.malformed, "head is not a version 1 head")
         }

@@ -43,7 +43,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         try Invitation(
             server: server, zone: zone, sponsor: sponsor,
             sponsorFingerprint: Data(SHA256.hash(data: sponsorSigningKey.rawRepresentation)),
-            secret: SymmetricKey(size: .bits128).bytes)
+            secret: SymmetricKey(size: .bits128).syncKeyBytes)
     }
 
     private init(server: String, zone: ZoneID, sponsor: DeviceID, sponsorFingerprint: Data, secret: Data) throws {
@@ -60,7 +60,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
 
     /// The code to show: one copy-pasteable token.
     public var code: String {
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         writer.u8(Self.version)
         writer.uuid(zone.uuid)
         writer.uuid(sponsor.uuid)
@@ -87,7 +87,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
             throw SyncError(.invitation, "the invitation code is mistyped (checksum)")
         }
         do {
-            var reader = ByteReader(body, what: "invitation")
+            var reader = SyncReader(body, what: "invitation")
             guard try reader.u8() == Self.version else {
                 throw SyncError(.invitation, "invitation version is not supported")
             }
@@ -119,7 +119,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     public var tokenHash: Data { Data(SHA256.hash(data: secret)) }
 
     /// The PostgreSQL login role the new device enrolls with: "kc_inv_" and 24 lowercase hex digits.
-    public var loginRole: String { "kc_inv_" + derive("login role", count: 12).hex }
+    public var loginRole: String { "kc_inv_" + derive("login role", count: 12).syncHex }
 
     /// The password of ``loginRole``: 24 derived bytes as unpadded base64url.
     public var loginPassword: String { Self.base64url(derive("login password", count: 24)) }
@@ -130,9 +130,9 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     /// HKDF-SHA256 of the secret, salted with the zone, for one purpose.
     private func derive(_ purpose: String, count: Int) -> Data {
         let key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: secret), salt: zone.uuid.bytes,
+            inputKeyMaterial: SymmetricKey(data: secret), salt: zone.uuid.syncBytes,
             info: Data("kcsync-invitation-v1 \(purpose)".utf8), outputByteCount: count)
-        return key.bytes
+        return key.syncKeyBytes
     }
 
     // MARK: Description without the secret
@@ -193,7 +193,7 @@ public struct JoinRequest: Equatable, Sendable {
 
     /// The request as the new device posts it.
     public func sealed(invitation: Invitation) -> Data {
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         writer.u8(Self.version)
         writer.bytes(card.encoded)
         let mac = HMAC<SHA256>.authenticationCode(
@@ -213,9 +213,9 @@ public struct JoinRequest: Equatable, Sendable {
             HMAC<SHA256>.isValidAuthenticationCode(
                 blob.suffix(32), authenticating: macInput(body, invitation), using: invitation.joinMACKey)
         else { throw SyncError(.tampered, "join request fails authentication") }
-        var reader = ByteReader(body, what: "join request")
+        var reader = SyncReader(body, what: "join request")
         guard try reader.u8() == version else { throw SyncError(.malformed, "join request version is not supported") }
-        var cardReader = ByteReader(try reader.bytes(limit: 4096), what: "device card")
+        var cardReader = SyncReader(try reader.bytes(limit: 4096), what: "device card")
         let card = try DeviceCard(reading: &cardReader)
         try cardReader.finish()
         try reader.finish()
@@ -223,7 +223,7 @@ public struct JoinRequest: Equatable, Sendable {
     }
 
     private static func macInput<D: DataProtocol>(_ body: D, _ invitation: Invitation) -> Data {
-        var writer = ByteWriter(prefix: "kcsync-join-v1")
+        var writer = SyncWriter(prefix: "kcsync-join-v1")
         writer.uuid(invitation.zone.uuid)
         writer.uuid(invitation.sponsor.uuid)
         writer.raw(body)

@@ -51,7 +51,7 @@ public struct RecordHeader: Equatable, Sendable {
 
     /// The 74 bytes.
     public var encoded: Data {
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         writer.u8(version)
         writer.uuid(zone.uuid)
         writer.raw(recordID.bytes)
@@ -63,7 +63,7 @@ public struct RecordHeader: Equatable, Sendable {
     }
 
     /// Parses the first 74 bytes of `reader`.
-    init(reading reader: inout ByteReader) throws {
+    init(reading reader: inout SyncReader) throws {
         version = try reader.u8()
         guard version == Self.currentVersion else {
             throw SyncError(.malformed, "record version \(version) is not supported")
@@ -103,12 +103,12 @@ public enum RecordCodec {
         let ad = header.encoded
         let dataKey = SymmetricKey(size: .bits256)
         let wrapped = try AES.GCM._SIV.seal(
-            dataKey.bytes, using: classKey, nonce: AES.GCM._SIV.Nonce(), authenticating: ad)
+            dataKey.syncKeyBytes, using: classKey, nonce: AES.GCM._SIV.Nonce(), authenticating: ad)
         let sealed = try AES.GCM.seal(pad(payload), using: dataKey, nonce: AES.GCM.Nonce(), authenticating: ad)
         guard let combined = sealed.combined else {
             preconditionFailure("AES-GCM with a 12-byte nonce has a combined form")
         }
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         writer.raw(ad)
         writer.raw(wrapped.combined)
         writer.raw(combined)
@@ -120,7 +120,7 @@ public enum RecordCodec {
     ///
     /// - Throws: `.malformed` if the blob is too short or of an unknown version.
     public static func header(of blob: Data) throws -> RecordHeader {
-        var reader = ByteReader(blob, what: "record blob")
+        var reader = SyncReader(blob, what: "record blob")
         return try RecordHeader(reading: &reader)
     }
 
@@ -137,7 +137,7 @@ public enum RecordCodec {
     public static func open(_ record: ServerRecord, zone: ZoneID, classKeys: [UUID: SymmetricKey]) throws
         -> (header: RecordHeader, payload: Data)
     {
-        var reader = ByteReader(record.blob, what: "record blob")
+        var reader = SyncReader(record.blob, what: "record blob")
         let header = try RecordHeader(reading: &reader)
         guard header.zone == zone, header.recordID == record.recordID, header.keyID == record.keyID,
             header.tombstone == record.tombstone

@@ -23,7 +23,7 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
     let bytes: Data
 
     /// A fresh random recovery key.
-    public static func generate() -> RecoveryKey { RecoveryKey(bytes: SymmetricKey(size: .bits128).bytes) }
+    public static func generate() -> RecoveryKey { RecoveryKey(bytes: SymmetricKey(size: .bits128).syncKeyBytes) }
 
     private init(bytes: Data) { self.bytes = bytes }
 
@@ -112,20 +112,20 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
     /// in the roster so a recovered device can sign itself in).
     public func recoverySigningKey(zone: ZoneID) throws -> Curve25519.Signing.PrivateKey {
         let seed = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.bytes,
+            inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.syncBytes,
             info: Data("kcsync-recovery-peer-v1".utf8),
             outputByteCount: 32)
-        return try Curve25519.Signing.PrivateKey(rawRepresentation: seed.bytes)
+        return try Curve25519.Signing.PrivateKey(rawRepresentation: seed.syncKeyBytes)
     }
 
     private func escrowKey(zone: ZoneID) -> SymmetricKey {
         HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.bytes, info: Data("kcsync-escrow-v1".utf8),
+            inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.syncBytes, info: Data("kcsync-escrow-v1".utf8),
             outputByteCount: 32)
     }
 
     private static func escrowAD(zone: ZoneID, epoch: Int64) -> Data {
-        var writer = ByteWriter(prefix: "kcsync-escrow-v1")
+        var writer = SyncWriter(prefix: "kcsync-escrow-v1")
         writer.uuid(zone.uuid)
         writer.i64(epoch)
         return writer.data

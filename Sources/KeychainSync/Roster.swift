@@ -40,7 +40,7 @@ public struct DeviceCard: Equatable, Sendable {
 
     /// The fingerprint of a signing key (see ``fingerprint``).
     public static func fingerprint(of key: Curve25519.Signing.PublicKey) -> String {
-        let hex = Array(Data(SHA256.hash(data: key.rawRepresentation).prefix(16)).hex)
+        let hex = Array(Data(SHA256.hash(data: key.rawRepresentation).prefix(16)).syncHex)
         return stride(from: 0, to: hex.count, by: 4).map { String(hex[$0..<$0 + 4]) }.joined(separator: "-")
     }
 
@@ -50,7 +50,7 @@ public struct DeviceCard: Equatable, Sendable {
             && lhs.agreementKey.rawRepresentation == rhs.agreementKey.rawRepresentation && lhs.addedAt == rhs.addedAt
     }
 
-    func write(to writer: inout ByteWriter) {
+    func write(to writer: inout SyncWriter) {
         writer.uuid(id.uuid)
         writer.raw(signingKey.rawRepresentation)
         writer.raw(agreementKey.rawRepresentation)
@@ -58,7 +58,7 @@ public struct DeviceCard: Equatable, Sendable {
         writer.string(name)
     }
 
-    init(reading reader: inout ByteReader) throws {
+    init(reading reader: inout SyncReader) throws {
         id = DeviceID(try reader.uuid())
         do {
             signingKey = try Curve25519.Signing.PublicKey(rawRepresentation: try reader.raw(32))
@@ -74,7 +74,7 @@ public struct DeviceCard: Equatable, Sendable {
 
     /// The card's encoding.
     var encoded: Data {
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         write(to: &writer)
         return writer.data
     }
@@ -134,7 +134,7 @@ public struct Roster: Equatable, Sendable {
             authenticating: Self.authenticatedData(zone: zone, epoch: epoch, signer: signer))
         let signature = try signingKey.signature(
             for: Self.signedMessage(zone: zone, epoch: epoch, signer: signer, box: box.combined))
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         writer.u8(Self.version)
         writer.uuid(signer.uuid)
         writer.bytes(box.combined)
@@ -157,7 +157,7 @@ public struct Roster: Equatable, Sendable {
         _ blob: Data, zone: ZoneID, epoch: Int64, zoneKey: SymmetricKey,
         trusting: (DeviceID) -> Curve25519.Signing.PublicKey?
     ) throws -> Roster {
-        var reader = ByteReader(blob, what: "roster")
+        var reader = SyncReader(blob, what: "roster")
         guard try reader.u8() == version else { throw SyncError(.malformed, "roster version is not supported") }
         let signer = DeviceID(try reader.uuid())
         let sealed = try reader.bytes()
@@ -186,7 +186,7 @@ public struct Roster: Equatable, Sendable {
     }
 
     var plaintext: Data {
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         writer.u8(Self.version)
         writer.uuid(zone.uuid)
         writer.i64(epoch)
@@ -197,7 +197,7 @@ public struct Roster: Equatable, Sendable {
     }
 
     static func decode(_ plain: Data) throws -> Roster {
-        var reader = ByteReader(plain, what: "roster")
+        var reader = SyncReader(plain, what: "roster")
         guard try reader.u8() == version else { throw SyncError(.malformed, "roster version is not supported") }
         let zone = ZoneID(try reader.uuid())
         let epoch = try reader.i64()
@@ -211,7 +211,7 @@ public struct Roster: Equatable, Sendable {
     }
 
     static func authenticatedData(zone: ZoneID, epoch: Int64, signer: DeviceID) -> Data {
-        var writer = ByteWriter(prefix: "kcsync-roster-v1")
+        var writer = SyncWriter(prefix: "kcsync-roster-v1")
         writer.uuid(zone.uuid)
         writer.i64(epoch)
         writer.uuid(signer.uuid)
@@ -219,7 +219,7 @@ public struct Roster: Equatable, Sendable {
     }
 
     static func signedMessage(zone: ZoneID, epoch: Int64, signer: DeviceID, box: Data) -> Data {
-        var writer = ByteWriter(prefix: "kcsync-roster-sig-v1")
+        var writer = SyncWriter(prefix: "kcsync-roster-sig-v1")
         writer.uuid(zone.uuid)
         writer.i64(epoch)
         writer.uuid(signer.uuid)

@@ -29,8 +29,8 @@ public enum ZoneKeyShare {
     ) throws -> ServerShare {
         let info = self.info(zone: zone, epoch: epoch, recipient: recipient.id, sponsor: sponsor)
         var sender = try HPKE.Sender(recipientKey: recipient.agreementKey, ciphersuite: ciphersuite, info: info)
-        let ciphertext = try sender.seal(zoneKey.bytes)
-        var writer = ByteWriter()
+        let ciphertext = try sender.seal(zoneKey.syncKeyBytes)
+        var writer = SyncWriter()
         writer.u8(version)
         writer.uuid(sponsor.uuid)
         writer.u16(UInt16(sender.encapsulatedKey.count))
@@ -59,7 +59,7 @@ public enum ZoneKeyShare {
         guard share.recipient == recipient else {
             throw SyncError(.tampered, "share \(share.epoch) is for another device")
         }
-        var reader = ByteReader(share.blob, what: "share")
+        var reader = SyncReader(share.blob, what: "share")
         guard try reader.u8() == version else { throw SyncError(.malformed, "share version is not supported") }
         let sponsor = DeviceID(try reader.uuid())
         let encapsulatedKey = try reader.raw(Int(try reader.u16()))
@@ -89,7 +89,7 @@ public enum ZoneKeyShare {
     }
 
     static func info(zone: ZoneID, epoch: Int64, recipient: DeviceID, sponsor: DeviceID) -> Data {
-        var writer = ByteWriter(prefix: "kcsync-share-v1")
+        var writer = SyncWriter(prefix: "kcsync-share-v1")
         writer.uuid(zone.uuid)
         writer.i64(epoch)
         writer.uuid(recipient.uuid)
@@ -98,7 +98,7 @@ public enum ZoneKeyShare {
     }
 
     static func signedMessage<D: DataProtocol>(zone: ZoneID, epoch: Int64, recipient: DeviceID, body: D) -> Data {
-        var writer = ByteWriter(prefix: "kcsync-share-sig-v1")
+        var writer = SyncWriter(prefix: "kcsync-share-sig-v1")
         writer.uuid(zone.uuid)
         writer.i64(epoch)
         writer.uuid(recipient.uuid)

@@ -1,11 +1,12 @@
 import Crypto
 import Foundation
 
-// The fixed binary layouts of this module are written and read with these two helpers: every
-// integer big-endian, every variable-length field prefixed with its length.
+// The fixed binary layouts of the cryptographic core are written and read with these two
+// helpers: every integer big-endian, every variable-length field prefixed with its length.
+// (Names carry a `sync` prefix so they do not collide with other files' helpers in this module.)
 
 /// Appends fields to a byte buffer.
-struct ByteWriter {
+struct SyncWriter {
     /// The bytes written so far.
     private(set) var data = Data()
 
@@ -50,7 +51,7 @@ struct ByteWriter {
 }
 
 /// Reads fields from a byte buffer; any shortfall throws ``SyncError/Code/malformed``.
-struct ByteReader {
+struct SyncReader {
     private let bytes: [UInt8]
     private var offset = 0
     private let what: String
@@ -124,17 +125,17 @@ struct ByteReader {
 
 extension SymmetricKey {
     /// The key's bytes (only ever to be sealed or fed to a primitive, never shown).
-    var bytes: Data { withUnsafeBytes { Data($0) } }
+    var syncKeyBytes: Data { withUnsafeBytes { Data($0) } }
 }
 
 extension UUID {
     /// The 16 bytes.
-    var bytes: Data { withUnsafeBytes(of: uuid) { Data($0) } }
+    var syncBytes: Data { withUnsafeBytes(of: uuid) { Data($0) } }
 }
 
 extension Data {
     /// Lowercase hex.
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
+    var syncHex: String { map { String(format: "%02x", $0) }.joined() }
 }
 
 /// Makes a symmetric key of 32 bytes, or throws `.malformed`.

@@ -124,7 +124,7 @@ public struct ZoneKeys: Sendable, CustomStringConvertible {
     /// The first 16 bytes of SHA-256(`label` ‖ zone ‖ epoch as 8 bytes big-endian), marked as an
     /// RFC 9562 version 8 UUID.
     static func derivedKeyID(_ label: String, zone: ZoneID, epoch: Int64) -> UUID {
-        var writer = ByteWriter(prefix: label)
+        var writer = SyncWriter(prefix: label)
         writer.uuid(zone.uuid)
         writer.i64(epoch)
         var b = Array(SHA256.hash(data: writer.data).prefix(16))
@@ -263,7 +263,7 @@ extension ZoneKeys {
     }
 
     static func wrapAD(role: WrappedKeyRole, keyID: UUID, zone: ZoneID, epoch: Int64) -> Data {
-        var writer = ByteWriter(prefix: "kcsync-key-v1")
+        var writer = SyncWriter(prefix: "kcsync-key-v1")
         writer.uuid(zone.uuid)
         writer.uuid(keyID)
         writer.i64(epoch)
@@ -275,8 +275,9 @@ extension ZoneKeys {
         _ key: SymmetricKey, role: WrappedKeyRole, keyID: UUID, zone: ZoneID, epoch: Int64, under zoneKey: SymmetricKey
     ) throws -> ServerKey {
         let ad = wrapAD(role: role, keyID: keyID, zone: zone, epoch: epoch)
-        let box = try AES.GCM._SIV.seal(key.bytes, using: zoneKey, nonce: AES.GCM._SIV.Nonce(), authenticating: ad)
-        var writer = ByteWriter()
+        let box = try AES.GCM._SIV.seal(
+            key.syncKeyBytes, using: zoneKey, nonce: AES.GCM._SIV.Nonce(), authenticating: ad)
+        var writer = SyncWriter()
         writer.u8(wrapVersion)
         writer.raw(box.combined)
         return ServerKey(keyID: keyID, epoch: epoch, wrapped: writer.data)
@@ -324,7 +325,7 @@ extension ZoneKeys {
             $0.name != $1.name
                 ? $0.name.lexicographicallyPrecedes($1.name) : $0.value.lexicographicallyPrecedes($1.value)
         }
-        var writer = ByteWriter()
+        var writer = SyncWriter()
         writer.string(itemClass)
         for pair in pairs {
             writer.bytes(pair.name)

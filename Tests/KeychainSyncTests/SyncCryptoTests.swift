@@ -125,9 +125,9 @@ import Testing
 
     @Test func descriptionsShowNoKeyBytes() {
         let keys = ZoneKeys.generate()
-        let hex = keys.zoneKey.bytes.hex
+        let hex = keys.zoneKey.syncKeyBytes.syncHex
         #expect(!keys.description.contains(hex))
-        #expect(!String(describing: keys.classKey(.a)).contains(keys.classKey(.a).key.bytes.hex))
+        #expect(!String(describing: keys.classKey(.a)).contains(keys.classKey(.a).key.syncKeyBytes.syncHex))
     }
 
     @Test func recordIDsAreDeterministicKeyedAndOrderInsensitive() {
@@ -197,12 +197,12 @@ import Testing
         let bytes = h.encoded
         #expect(bytes.count == RecordHeader.encodedLength)
         #expect(bytes[0] == 1)
-        #expect(bytes[1..<17] == zone.uuid.bytes)
+        #expect(bytes[1..<17] == zone.uuid.syncBytes)
         #expect(bytes[17..<33] == h.recordID.bytes)
-        #expect(bytes[33..<49] == h.keyID.bytes)
+        #expect(bytes[33..<49] == h.keyID.syncBytes)
         #expect(bytes[49] == 0)
         #expect(bytes[50..<58] == Data([0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x00, 0x00, 0x03]))
-        #expect(bytes[58..<74] == author.uuid.bytes)
+        #expect(bytes[58..<74] == author.uuid.syncBytes)
         #expect(header(tombstone: true).encoded[49] == 1)
     }
 
@@ -311,7 +311,8 @@ import Testing
 
     @Test func blobHashIsSHA256() throws {
         let blob = Data("abc".utf8)
-        #expect(RecordCodec.blobHash(blob).hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            RecordCodec.blobHash(blob).syncHex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
     @Test func sealingTwiceGivesDifferentBlobs() throws {
@@ -386,11 +387,11 @@ import Testing
         #expect(decoded.hash == Data(SHA256.hash(data: row.bytes)))
         let bytes = row.bytes
         #expect(bytes[14] == 1)
-        #expect(bytes[15..<31] == zone.uuid.bytes)
+        #expect(bytes[15..<31] == zone.uuid.syncBytes)
         #expect(bytes[31..<39] == Data([0, 0, 0, 0, 0, 0, 0, 2]))
         #expect(bytes[39..<71] == signed.head.previousHash && bytes[71..<103] == signed.head.stateDigest)
-        #expect(bytes[119..<135] == signed.head.commitID.bytes)
-        #expect(bytes[135..<151] == bob.id.uuid.bytes)
+        #expect(bytes[119..<135] == signed.head.commitID.syncBytes)
+        #expect(bytes[135..<151] == bob.id.uuid.syncBytes)
         #expect(bytes[151..<159] == Data([0, 0, 0, 0, 0, 2, 0, 0]))
         #expect(!decoded.verify(signedBy: alice.signing.publicKey))
     }
@@ -573,7 +574,7 @@ import Testing
         #expect(fingerprint == fingerprint.lowercased())
         #expect(
             fingerprint.replacingOccurrences(of: "-", with: "")
-                == Data(SHA256.hash(data: alice.signing.publicKey.rawRepresentation).prefix(16)).hex)
+                == Data(SHA256.hash(data: alice.signing.publicKey.rawRepresentation).prefix(16)).syncHex)
         #expect(fingerprint != bob.card.fingerprint)
     }
 }
@@ -752,13 +753,13 @@ import Testing
                 && other.joinMACKey != invitation.joinMACKey)
         // The secret and what derives from it never show in descriptions.
         for text in [invitation.description, String(reflecting: invitation), "\(invitation)"] {
-            #expect(!text.contains(invitation.secret.hex))
+            #expect(!text.contains(invitation.secret.syncHex))
             #expect(!text.contains(invitation.loginPassword))
             #expect(!text.contains(String(invitation.code.dropFirst(8).prefix(40))))
         }
         var dumped = ""
         dump(invitation, to: &dumped)
-        #expect(!dumped.contains(invitation.secret.hex) && !dumped.contains("secret"))
+        #expect(!dumped.contains(invitation.secret.syncHex) && !dumped.contains("secret"))
     }
 
     @Test func joinRequestsAreAuthenticatedByTheInvitation() throws {
