@@ -16,7 +16,7 @@ func syncErrorCode(_ body: () throws -> Void) -> SyncError.Code? {
 }
 
 /// A device with its private keys, for tests.
-struct TestDevice {
+struct CryptoTestDevice {
     let id = DeviceID.random()
     let signing = Curve25519.Signing.PrivateKey()
     let agreement = Curve25519.KeyAgreement.PrivateKey()
@@ -39,4 +39,4 @@ extension Data {
 }
 
 /// A record id made from one byte value.
-func recordID(_ byte: UInt8) -> RecordID { RecordID(Data(repeating: byte, count: 16))! }
+func sampleRecordID(_ byte: UInt8) -> RecordID { RecordID(Data(repeating: byte, count: 16))! }

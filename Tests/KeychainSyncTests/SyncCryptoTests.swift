@@ -169,7 +169,7 @@ import Testing
     let keys = ZoneKeys.generate()
     let author = DeviceID.random()
 
-    func header(_ id: RecordID = recordID(7), keyClass: KeyClass = .c, tombstone: Bool = false) -> RecordHeader {
+    func header(_ id: RecordID = sampleRecordID(7), keyClass: KeyClass = .c, tombstone: Bool = false) -> RecordHeader {
         RecordHeader(
             zone: zone, recordID: id, keyID: keys.classKey(keyClass).id, tombstone: tombstone,
             hlc: HybridLogicalClock(milliseconds: 1_700_000_000_000, counter: 3), author: author)
@@ -241,7 +241,7 @@ import Testing
         let blob = try RecordCodec.seal(payload: Data("pw".utf8), header: h, classKey: keys.classKey(.c).key)
         let good = row(h, blob)
         var other = good
-        other.recordID = recordID(8)
+        other.recordID = sampleRecordID(8)
         #expect(
             syncErrorCode { _ = try RecordCodec.open(other, zone: zone, classKeys: keys.classKeysByID) } == .tampered)
         #expect(
@@ -258,7 +258,7 @@ import Testing
 
         // The header rewritten consistently with a moved row still fails authentication.
         var rewritten = h
-        rewritten.recordID = recordID(8)
+        rewritten.recordID = sampleRecordID(8)
         let moved = rewritten.encoded + blob.dropFirst(RecordHeader.encodedLength)
         #expect(
             syncErrorCode { _ = try RecordCodec.open(row(rewritten, moved), zone: zone, classKeys: keys.classKeysByID) }
@@ -349,14 +349,14 @@ import Testing
 
 @Suite struct HeadTests {
     let zone = ZoneID.random()
-    let alice = TestDevice()
-    let bob = TestDevice()
+    let alice = CryptoTestDevice()
+    let bob = CryptoTestDevice()
 
     var signers: [DeviceID: Curve25519.Signing.PublicKey] {
         [alice.id: alice.signing.publicKey, bob.id: bob.signing.publicKey]
     }
 
-    func head(_ seq: Int64, after previous: SignedHead?, by device: TestDevice, digest: UInt8 = 0) -> Head {
+    func head(_ seq: Int64, after previous: SignedHead?, by device: CryptoTestDevice, digest: UInt8 = 0) -> Head {
         Head(
             zone: zone, seq: seq, previousHash: previous?.hash ?? Head.genesisHash,
             stateDigest: Data(repeating: digest, count: 32),
@@ -455,7 +455,7 @@ import Testing
 
     @Test func forgedAndUnknownSignaturesAreRefused() throws {
         var heads = try chain(3)
-        let mallory = TestDevice()
+        let mallory = CryptoTestDevice()
         // Claims to be bob, signed by mallory.
         heads[1] = try SignedHead.sign(heads[1].head, with: mallory.signing)
         #expect(syncErrorCode { try SignedHead.verifyChain(from: nil, heads: heads, signers: signers) } == .tampered)
@@ -479,18 +479,20 @@ import Testing
     }
 
     @Test func stateDigestCoversLiveRecordsInIDOrder() {
-        let a = [recordID(1): Data(repeating: 1, count: 32), recordID(2): Data(repeating: 2, count: 32)]
+        let a = [sampleRecordID(1): Data(repeating: 1, count: 32), sampleRecordID(2): Data(repeating: 2, count: 32)]
         var b: [RecordID: Data] = [:]
-        b[recordID(2)] = Data(repeating: 2, count: 32)
-        b[recordID(1)] = Data(repeating: 1, count: 32)
+        b[sampleRecordID(2)] = Data(repeating: 2, count: 32)
+        b[sampleRecordID(1)] = Data(repeating: 1, count: 32)
         #expect(StateDigest.compute(a) == StateDigest.compute(b))
         #expect(StateDigest.compute(a).count == 32)
-        b[recordID(2)] = Data(repeating: 3, count: 32)
+        b[sampleRecordID(2)] = Data(repeating: 3, count: 32)
         #expect(StateDigest.compute(a) != StateDigest.compute(b))
         #expect(StateDigest.compute([:]) != StateDigest.compute(a))
-        #expect(StateDigest.compute([recordID(1): Data(repeating: 1, count: 32)]) != StateDigest.compute(a))
+        #expect(StateDigest.compute([sampleRecordID(1): Data(repeating: 1, count: 32)]) != StateDigest.compute(a))
         // Swapping which record has which blob changes the digest.
-        let swapped = [recordID(1): Data(repeating: 2, count: 32), recordID(2): Data(repeating: 1, count: 32)]
+        let swapped = [
+            sampleRecordID(1): Data(repeating: 2, count: 32), sampleRecordID(2): Data(repeating: 1, count: 32),
+        ]
         #expect(StateDigest.compute(a) != StateDigest.compute(swapped))
     }
 }
@@ -498,12 +500,12 @@ import Testing
 @Suite struct RosterTests {
     let zone = ZoneID.random()
     let zoneKey = SymmetricKey(size: .bits256)
-    let alice = TestDevice(name: "Alice's laptop")
-    let bob = TestDevice(name: "bob-desktop")
+    let alice = CryptoTestDevice(name: "Alice's laptop")
+    let bob = CryptoTestDevice(name: "bob-desktop")
 
     var roster: Roster { Roster(zone: zone, epoch: 2, devices: [alice.card, bob.card], signer: alice.id) }
 
-    func trusting(_ devices: TestDevice...) -> (DeviceID) -> Curve25519.Signing.PublicKey? {
+    func trusting(_ devices: CryptoTestDevice...) -> (DeviceID) -> Curve25519.Signing.PublicKey? {
         let keys = Dictionary(uniqueKeysWithValues: devices.map { ($0.id, $0.signing.publicKey) })
         return { keys[$0] }
     }
@@ -531,7 +533,7 @@ import Testing
             } == .tampered)
         // A member of the zone who is not trusted for this roster (e.g. not in the previous one).
         var byMallory = roster
-        let mallory = TestDevice()
+        let mallory = CryptoTestDevice()
         byMallory.signer = mallory.id
         byMallory.devices.append(mallory.card)
         let malloryBlob = try byMallory.seal(zoneKey: zoneKey, signingKey: mallory.signing)
@@ -582,8 +584,8 @@ import Testing
 @Suite struct ZoneKeyShareTests {
     let zone = ZoneID.random()
     let zoneKey = SymmetricKey(size: .bits256)
-    let sponsor = TestDevice()
-    let recipient = TestDevice()
+    let sponsor = CryptoTestDevice()
+    let recipient = CryptoTestDevice()
 
     var sponsors: (DeviceID) -> Curve25519.Signing.PublicKey? {
         let id = sponsor.id
@@ -607,7 +609,7 @@ import Testing
 
     @Test func aShareForAnotherDeviceIsRefused() throws {
         let row = try share()
-        let other = TestDevice()
+        let other = CryptoTestDevice()
         // Opened by another device as if it were its own.
         var relabelled = row
         relabelled.recipient = other.id
@@ -641,7 +643,7 @@ import Testing
                     sponsorKey: { _ in nil })
             }
                 == .tampered)
-        let impostor = TestDevice()
+        let impostor = CryptoTestDevice()
         #expect(
             syncErrorCode {
                 _ = try ZoneKeyShare.open(
@@ -679,7 +681,7 @@ import Testing
 
 @Suite struct InvitationTests {
     let zone = ZoneID.random()
-    let sponsor = TestDevice()
+    let sponsor = CryptoTestDevice()
     let server = "postgresql://kc@db.example.net:5432/keychain?sslmode=verify-full"
 
     func invitation() throws -> Invitation {
@@ -700,7 +702,7 @@ import Testing
         #expect(parsed.secret == original.secret)
         #expect(parsed.secret.count == 16)
         #expect(parsed.isSponsorKey(sponsor.signing.publicKey))
-        #expect(!parsed.isSponsorKey(TestDevice().signing.publicKey))
+        #expect(!parsed.isSponsorKey(CryptoTestDevice().signing.publicKey))
         #expect(parsed.code == code)
         #expect(try invitation().secret != original.secret)
     }
@@ -764,7 +766,7 @@ import Testing
 
     @Test func joinRequestsAreAuthenticatedByTheInvitation() throws {
         let invitation = try invitation()
-        let newcomer = TestDevice(name: "new phone")
+        let newcomer = CryptoTestDevice(name: "new phone")
         let blob = JoinRequest(card: newcomer.card).sealed(invitation: invitation)
         #expect(try JoinRequest.open(blob, invitation: invitation).card == newcomer.card)
         #expect(syncErrorCode { _ = try JoinRequest.open(blob, invitation: try self.invitation()) } == .tampered)
@@ -773,7 +775,7 @@ import Testing
             #expect(code == .tampered, "byte \(index)")
         }
         // A card with substituted keys and a MAC the server cannot compute.
-        let substituted = JoinRequest(card: TestDevice(name: "new phone").card).sealed(
+        let substituted = JoinRequest(card: CryptoTestDevice(name: "new phone").card).sealed(
             invitation: try self.invitation())
         #expect(syncErrorCode { _ = try JoinRequest.open(substituted, invitation: invitation) } == .tampered)
         #expect(syncErrorCode { _ = try JoinRequest.open(Data(), invitation: invitation) } == .malformed)
