@@ -222,6 +222,17 @@ public struct JoinRequest: Equatable, Sendable {
         return JoinRequest(card: card)
     }
 
+    /// Checks and opens a posted request row, which must be posted by the device its card names.
+    ///
+    /// - Throws: as ``open(_:invitation:)``; `.tampered` also if the row's device is not the card's.
+    public static func open(_ row: ServerJoinRequest, invitation: Invitation) throws -> JoinRequest {
+        let request = try open(row.blob, invitation: invitation)
+        guard request.card.id == row.device else {
+            throw SyncError(.tampered, "join request of \(row.device) carries another device's card")
+        }
+        return request
+    }
+
     private static func macInput<D: DataProtocol>(_ body: D, _ invitation: Invitation) -> Data {
         var writer = SyncWriter(prefix: "kcsync-join-v1")
         writer.uuid(invitation.zone.uuid)

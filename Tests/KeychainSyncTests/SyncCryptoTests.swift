@@ -774,6 +774,10 @@ import Testing
             let code = syncErrorCode { _ = try JoinRequest.open(blob.flipping(index), invitation: invitation) }
             #expect(code == .tampered, "byte \(index)")
         }
+        let posted = ServerJoinRequest(device: newcomer.id, blob: blob, postedAt: Date())
+        #expect(try JoinRequest.open(posted, invitation: invitation).card.id == newcomer.id)
+        let misfiled = ServerJoinRequest(device: .random(), blob: blob, postedAt: Date())
+        #expect(syncErrorCode { _ = try JoinRequest.open(misfiled, invitation: invitation) } == .tampered)
         // A card with substituted keys and a MAC the server cannot compute.
         let substituted = JoinRequest(card: CryptoTestDevice(name: "new phone").card).sealed(
             invitation: try self.invitation())
