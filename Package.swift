@@ -111,7 +111,7 @@ let package = Package(
             name: "SecurityTool",
             dependencies: [
                 // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
-                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "SecretService", "DBusWire",
+                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "SecretService", "DBusWire", "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -263,6 +263,7 @@ let package = Package(
             name: "KeychainSync",
             dependencies: [
                 "KeychainCore", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

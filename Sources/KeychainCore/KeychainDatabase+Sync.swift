@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 
@@ -100,6 +101,11 @@ extension KeychainDatabase {
         }
     }
 
+    /// Reads the sync layer's own tables (in a read transaction: one consistent snapshot).
+    package func readSyncTables<T>(_ body: (Database) throws -> T) throws -> T {
+        try Self.run { try writer.read(body) }
+    }
+
     /// Records a change to a synchronizable row, when the journal is on: the clock moves past
     /// both the wall clock and every reading it has seen (its own and other machines').
     func journalSyncChange(row: Int64, db: Database) throws {
@@ -176,6 +182,19 @@ package struct SyncTransaction {
             pendingClock: pending.map { UInt64(bitPattern: $0) })
     }
 
+    /// The clock of a row's journal entry, when a change to it waits to be pushed.
+    package func pendingClock(row: Int64) throws -> UInt64? {
+        try Int64.fetchOne(database, sql: "SELECT hlc FROM sync_journal WHERE item = ?", arguments: [row])
+            .map { UInt64(bitPattern: $0) }
+    }
+
+    /// Seals a secret of the sync layer, as ``KeychainDatabase/sealSyncSecret(_:name:)`` does,
+    /// inside the transaction.
+    package func sealSyncSecret(_ secret: Data, name: String) throws -> Data {
+        try Sealing.seal(
+            secret, key: try KeychainDatabase.syncSecretKey(codec.state), context: keychain.syncSecretContext(name))
+    }
+
     /// The row `row` now, or `nil` when it is gone.
     package func item(row: Int64) throws -> Item? {
         try keychain.storedRow(row, db: database).map { try KeychainDatabase.item($0, codec: codec) }
@@ -221,5 +240,94 @@ package struct SyncTransaction {
         try database.run(
             "UPDATE items SET tomb = 1, attributes = ?, data = NULL WHERE id = ?",
             [tomb.attributes.databaseValue, row.databaseValue])
+    }
+}
+
+extension KeychainDatabase {
+    /// Seals a secret of the sync layer (device keys, zone keys, the server login) under this
+    /// keychain's class key for after-first-unlock, this-device-only items: it never leaves the
+    /// machine and opens only in this keychain, under the same `name`.
+    package func sealSyncSecret(_ secret: Data, name: String) throws -> Data {
+        try keys.read { state in
+            try Sealing.seal(secret, key: try Self.syncSecretKey(state), context: syncSecretContext(name))
+        }
+    }
+
+    /// Opens what ``sealSyncSecret(_:name:)`` sealed under `name`.
+    /// - Throws: `.decode` when it fails authentication, `.interactionNotAllowed` when locked.
+    package func openSyncSecret(_ sealed: Data, name: String) throws -> Data {
+        try keys.read { state in
+            try Sealing.open(sealed, key: try Self.syncSecretKey(state), context: syncSecretContext(name))
+        }
+    }
+
+    fileprivate static func syncSecretKey(_ state: KeyRing.State) throws -> SymmetricKey {
+        guard let key = state.classKeys[Accessibility.afterFirstUnlockThisDeviceOnly.protectionClass] else {
+            throw KeychainError(.interactionNotAllowed, "the keychain is locked")
+        }
+        return key
+    }
+
+    fileprivate func syncSecretContext(_ name: String) -> [UInt8] {
+        var context = Array("keychain-linux sync secret v1".utf8)
+        context.appendLengthPrefixed(keychainID)
+        context.appendLengthPrefixed(name.utf8)
+        return context
+    }
+}
+
+extension Item {
+    /// The item as a sync record carries it: its class, every attribute (the tombstone flag
+    /// aside) and its secret.
+    package var syncPayload: Data {
+        var out: [UInt8] = [1]
+        out.appendLengthPrefixed(itemClass.rawValue.utf8)
+        var attributes = attributes
+        attributes[.tombstone] = nil
+        out.appendLengthPrefixed(AttributeCoding.encode(attributes))
+        if let data {
+            out.append(1)
+            out.appendLengthPrefixed(data)
+        } else {
+            out.append(0)
+        }
+        return Data(out)
+    }
+
+    /// Reads ``syncPayload``.
+    /// - Throws: `.decode` when the bytes are not a payload.
+    package init(syncPayload payload: Data) throws {
+        let decoded: (ItemClass, Data, Data?) = try payload.withUnsafeBytes { raw in
+            var reader = BufferReader(raw)
+            guard reader.readUInt8() == 1, let classBytes = reader.readLengthPrefixed(),
+                let itemClass = UTF8Bytes.string(validating: classBytes).flatMap(ItemClass.init(rawValue:)),
+                let attributes = reader.readLengthPrefixed(), let hasData = reader.readUInt8()
+            else { throw KeychainError.decode("a sync payload is malformed") }
+            var data: Data?
+            if hasData == 1 {
+                guard let bytes = reader.readLengthPrefixed() else { throw KeychainError.decode("a sync payload is malformed") }
+                data = Data(bytes)
+            }
+            guard reader.isAtEnd else { throw KeychainError.decode("a sync payload has trailing bytes") }
+            return (itemClass, Data(attributes), data)
+        }
+        self.init(class: decoded.0, attributes: try AttributeCoding.decode(decoded.1), data: decoded.2)
+    }
+
+    /// The item's primary key as sync identifies a record by it: the primary-key attributes
+    /// the item has, each value in the engine's canonical encoding, the synchronizable flag aside
+    /// (every synced item has the same).
+    package var syncPrimaryKey: [(name: String, value: Data)] {
+        ItemSchema.of(itemClass).primaryKey.compactMap { name in
+            guard name != .synchronizable, let value = attributes[name] else { return nil }
+            return (name.rawValue, Data(AttributeCoding.encode([name: value])))
+        }
+    }
+
+    /// Whether the item belongs in the sync set: synchronizable, not deleted, and not bound to
+    /// this device.
+    package var belongsInSyncSet: Bool {
+        guard isSynchronizable, attributes[.tombstone] == nil else { return false }
+        return accessibility.map { !$0.isThisDeviceOnly } ?? true
     }
 }

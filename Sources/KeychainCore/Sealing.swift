@@ -281,8 +281,8 @@ struct IndexTagger: Sendable {
 }
 
 /// The binary encoding of an attribute set inside a sealed blob.
-enum AttributeCoding {
-    static func encode(_ attributes: Attributes) -> [UInt8] {
+package enum AttributeCoding {
+    package static func encode(_ attributes: Attributes) -> [UInt8] {
         var out: [UInt8] = [1]
         // Room for the padding that sealing adds in place.
         out.reserveCapacity(512 + Sealing.padBlock)
@@ -308,7 +308,7 @@ enum AttributeCoding {
         return out
     }
 
-    static func decode(_ bytes: Data) throws -> Attributes {
+    package static func decode(_ bytes: Data) throws -> Attributes {
         try bytes.withUnsafeBytes { raw in
             var reader = BufferReader(raw)
             guard reader.readUInt8() == 1, let count = reader.readUInt32() else {

@@ -4,15 +4,16 @@ import Foundation
 /// An invitation to join a zone (design §2.7): what an existing device shows as a code for a
 /// new device to type or paste.
 ///
-/// It carries the server's address (never a password), the zone, the sponsoring device and the
-/// fingerprint of its signing key (the new device's trust anchor), and a one-time 128-bit secret
+/// It carries the server's address (never a password), the zone, the sponsoring device and its
+/// signing key (the new device's trust anchor; its fingerprint is what the two people compare),
+/// and a one-time 128-bit secret
 /// J. The server stores only ``tokenHash``; the login role and password the new device enrolls
 /// with, and the key that authenticates its join request, are derived from J.
 ///
 /// ## Code
 /// `kcsync1-` followed by unpadded base64url of
 ///
-///     version (1) ‖ zone (16) ‖ sponsor (16) ‖ sponsor fingerprint (32) ‖ secret (16) ‖
+///     version (1) ‖ zone (16) ‖ sponsor (16) ‖ sponsor signing key (32) ‖ secret (16) ‖
 ///     server length (2, big-endian) ‖ server (UTF-8) ‖ checksum (4)
 ///
 /// where the checksum is the first 4 bytes of SHA-256 of everything before it, so a mistyped
@@ -28,8 +29,11 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     public let zone: ZoneID
     /// The device that made the invitation and will approve the join.
     public let sponsor: DeviceID
+    /// The sponsor's Ed25519 signing key: the only key a new device trusts until it holds the
+    /// roster (it verifies the sponsor's share and roster with it).
+    public let sponsorKey: Curve25519.Signing.PublicKey
     /// SHA-256 of the sponsor's signing key (32 bytes).
-    public let sponsorFingerprint: Data
+    public var sponsorFingerprint: Data { Data(SHA256.hash(data: sponsorKey.rawRepresentation)) }
     /// The one-time secret J (16 bytes).
     public let secret: Data
 
@@ -41,20 +45,19 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         server: String, zone: ZoneID, sponsor: DeviceID, sponsorSigningKey: Curve25519.Signing.PublicKey
     ) throws -> Invitation {
         try Invitation(
-            server: server, zone: zone, sponsor: sponsor,
-            sponsorFingerprint: Data(SHA256.hash(data: sponsorSigningKey.rawRepresentation)),
+            server: server, zone: zone, sponsor: sponsor, sponsorKey: sponsorSigningKey,
             secret: SymmetricKey(size: .bits128).syncKeyBytes)
     }
 
-    private init(server: String, zone: ZoneID, sponsor: DeviceID, sponsorFingerprint: Data, secret: Data) throws {
+    private init(
+        server: String, zone: ZoneID, sponsor: DeviceID, sponsorKey: Curve25519.Signing.PublicKey, secret: Data
+    ) throws {
         try Self.checkServer(server)
-        guard sponsorFingerprint.count == 32, secret.count == 16 else {
-            throw SyncError(.invitation, "invitation is malformed")
-        }
+        guard secret.count == 16 else { throw SyncError(.invitation, "invitation is malformed") }
         self.server = server
         self.zone = zone
         self.sponsor = sponsor
-        self.sponsorFingerprint = sponsorFingerprint
+        self.sponsorKey = sponsorKey
         self.secret = secret
     }
 
@@ -64,7 +67,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         writer.u8(Self.version)
         writer.uuid(zone.uuid)
         writer.uuid(sponsor.uuid)
-        writer.raw(sponsorFingerprint)
+        writer.raw(sponsorKey.rawRepresentation)
         writer.raw(secret)
         writer.u16(UInt16(server.utf8.count))
         writer.raw(Array(server.utf8))
@@ -93,14 +96,14 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
             }
             let zone = ZoneID(try reader.uuid())
             let sponsor = DeviceID(try reader.uuid())
-            let fingerprint = try reader.raw(32)
+            let key = try Curve25519.Signing.PublicKey(rawRepresentation: try reader.raw(32))
             let secret = try reader.raw(16)
             let serverBytes = try reader.raw(Int(try reader.u16()))
             try reader.finish()
             guard let server = String(bytes: serverBytes, encoding: .utf8) else {
                 throw SyncError(.invitation, "bad server")
             }
-            try self.init(server: server, zone: zone, sponsor: sponsor, sponsorFingerprint: fingerprint, secret: secret)
+            try self.init(server: server, zone: zone, sponsor: sponsor, sponsorKey: key, secret: secret)
         } catch let error as SyncError where error.code == .invitation {
             throw error
         } catch {

@@ -39,7 +39,7 @@ struct OptionSyntax {
         case "export": OptionSyntax(valued: ["k", "t", "f", "P", "o"], secret: ["P"])
         case "find-certificate": OptionSyntax(valued: ["c", "e"])
         case "find-identity": OptionSyntax(valued: ["p", "s"])
-        case "add-certificates", "import-secret-service": OptionSyntax(valued: ["k"])
+        case "add-certificates", "import-secret-service", "sync": OptionSyntax(valued: ["k"])
         case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
         case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])

@@ -46,7 +46,7 @@ enum SecurityTool {
         FindIdentity.self,
         DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, AddTrustedCert.self,
         RemoveTrustedCert.self, DumpTrustSettings.self, VerifyCert.self,
-        ErrorCommand.self, ImportSecretService.self,
+        ErrorCommand.self, ImportSecretService.self, SyncCommand.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name
@@ -176,7 +176,7 @@ enum SecurityTool {
     }
 
     /// The commands of this `security` that macOS's has not, matched after macOS's names.
-    static let linuxCommandNames = ["import-secret-service"]
+    static let linuxCommandNames = ["import-secret-service", "sync"]
 
     /// Runs one command line.
     static func execute(_ arguments: [String], session: Session) -> Int32 {

@@ -1,0 +1,229 @@
+import Foundation
+import GRDB
+import KeychainCore
+
+/// What a device keeps about its zone, in its keychain file beside the items: the settings
+/// (in the clear: identifiers the server knows anyway), the secrets (sealed by the keychain
+/// under its this-device-only class key), the mirror of the server's records and the
+/// conflict log (each loser sealed as a record).
+///
+/// Everything a pull applies (items, mirror rows, the cursor) is written in one SQLite
+/// transaction with the items (``KeychainDatabase/withSyncTransaction(_:)``).
+struct LocalSyncStore {
+    /// Creates the sync tables (idempotent).
+    static func createTables(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS sync_state(
+                    name TEXT PRIMARY KEY NOT NULL,
+                    value BLOB NOT NULL
+                ) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS sync_mirror(
+                    record_id BLOB PRIMARY KEY NOT NULL,
+                    seq INTEGER NOT NULL,
+                    hlc INTEGER NOT NULL,
+                    author BLOB NOT NULL,
+                    tombstone INTEGER NOT NULL,
+                    blob_hash BLOB NOT NULL,
+                    item INTEGER,
+                    primary_key BLOB
+                ) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS sync_mirror_item ON sync_mirror(item);
+                CREATE TABLE IF NOT EXISTS sync_conflicts(
+                    id INTEGER PRIMARY KEY,
+                    at REAL NOT NULL,
+                    record_id BLOB NOT NULL,
+                    winner_hlc INTEGER NOT NULL,
+                    winner_author BLOB NOT NULL,
+                    loser BLOB NOT NULL
+                );
+                """)
+    }
+
+    /// Drops the sync tables (leaving sync).
+    static func dropTables(_ db: Database) throws {
+        try db.execute(
+            sql: "DROP TABLE IF EXISTS sync_state; DROP TABLE IF EXISTS sync_mirror; DROP TABLE IF EXISTS sync_conflicts;")
+    }
+
+    /// Whether the sync tables exist (sync was ever set up in this keychain).
+    static func tableExists(_ db: Database) throws -> Bool {
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'") == 1
+    }
+
+    // MARK: Named values
+
+    static func value(_ name: String, _ db: Database) throws -> Data? {
+        try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE name = ?", arguments: [name])
+    }
+
+    static func setValue(_ name: String, _ value: Data, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO sync_state(name, value) VALUES (?, ?)", arguments: [name, value])
+    }
+
+    static func configuration(_ db: Database) throws -> SyncSettings? {
+        guard let bytes = try value("settings", db) else { return nil }
+        return try JSONDecoder().decode(SyncSettings.self, from: bytes)
+    }
+
+    static func setConfiguration(_ settings: SyncSettings, _ db: Database) throws {
+        try setValue("settings", try JSONEncoder().encode(settings), db)
+    }
+
+    static func cursor(_ db: Database) throws -> SyncCursor {
+        guard let bytes = try value("cursor", db) else { return SyncCursor(seq: 0, headHash: nil) }
+        return try JSONDecoder().decode(SyncCursor.self, from: bytes)
+    }
+
+    static func setCursor(_ cursor: SyncCursor, _ db: Database) throws {
+        try setValue("cursor", try JSONEncoder().encode(cursor), db)
+    }
+
+    static func roster(_ db: Database) throws -> [LocalRosterEntry] {
+        guard let bytes = try value("roster", db) else { return [] }
+        return try JSONDecoder().decode([LocalRosterEntry].self, from: bytes)
+    }
+
+    static func setRoster(_ roster: [LocalRosterEntry], _ db: Database) throws {
+        try setValue("roster", try JSONEncoder().encode(roster), db)
+    }
+
+    // MARK: Mirror
+
+    static func mirror(recordID: RecordID, _ db: Database) throws -> MirrorRow? {
+        try MirrorRow.fetch(db, "WHERE record_id = ?", [recordID.bytes]).first
+    }
+
+    static func mirror(item: Int64, _ db: Database) throws -> [MirrorRow] {
+        try MirrorRow.fetch(db, "WHERE item = ?", [item])
+    }
+
+    static func liveMirror(_ db: Database) throws -> [RecordID: Data] {
+        var live: [RecordID: Data] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT record_id, blob_hash FROM sync_mirror WHERE tombstone = 0") {
+            if let id = RecordID(row[0]) { live[id] = row[1] }
+        }
+        return live
+    }
+
+    static func setMirror(_ row: MirrorRow, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO sync_mirror(record_id, seq, hlc, author, tombstone, blob_hash, item, primary_key)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                row.recordID.bytes, row.seq, Int64(bitPattern: row.hlc.rawValue), row.author.bytes, row.tombstone,
+                row.blobHash, row.item, row.sealedPrimaryKey,
+            ])
+    }
+
+    // MARK: Conflicts
+
+    static func logConflict(
+        recordID: RecordID, winner: (HybridLogicalClock, DeviceID), loser: Data, _ db: Database
+    ) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO sync_conflicts(at, record_id, winner_hlc, winner_author, loser) VALUES (?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                Date().timeIntervalSince1970, recordID.bytes, Int64(bitPattern: winner.0.rawValue), winner.1.bytes, loser,
+            ])
+        // The log keeps 30 days.
+        try db.execute(
+            sql: "DELETE FROM sync_conflicts WHERE at < ?", arguments: [Date().timeIntervalSince1970 - 30 * 86_400])
+    }
+
+    static func conflicts(_ db: Database) throws -> [(at: Date, recordID: RecordID, winner: HybridLogicalClock, loser: Data)] {
+        try Row.fetchAll(db, sql: "SELECT at, record_id, winner_hlc, loser FROM sync_conflicts ORDER BY id").compactMap {
+            row in
+            guard let id = RecordID(row[1]) else { return nil }
+            let hlc: Int64 = row[2]
+            return (Date(timeIntervalSince1970: row[0]), id, HybridLogicalClock(rawValue: UInt64(bitPattern: hlc)), row[3])
+        }
+    }
+}
+
+/// A device's settings for its zone: identifiers and the server's address (never a password).
+struct SyncSettings: Codable, Sendable, Equatable {
+    /// The server, as a `postgresql://` URL without a password.
+    var server: String
+    /// The login role of this device.
+    var role: String
+    var zone: UUID
+    var device: UUID
+    var deviceName: String
+    /// The roster epoch and key epoch this device holds keys for.
+    var rosterEpoch: Int64
+    var keyEpoch: Int64
+    /// The last successful push and pull.
+    var lastPush: Date? = nil
+    var lastPull: Date? = nil
+    /// For a device that joined: the inviting device and its signing key (the key whose
+    /// fingerprint the code carried), the only key it trusts until it holds the roster.
+    var sponsor: UUID? = nil
+    var sponsorKey: Data? = nil
+
+    var zoneID: ZoneID { ZoneID(zone) }
+    var deviceID: DeviceID { DeviceID(device) }
+}
+
+/// A device of the zone's verified roster, as this device keeps it.
+struct LocalRosterEntry: Codable, Sendable, Equatable {
+    var device: UUID
+    var name: String
+    var signingKey: Data
+    var agreementKey: Data
+    var addedAt: Date
+
+    var deviceID: DeviceID { DeviceID(device) }
+}
+
+/// How far a device has verified and applied its zone's log.
+struct SyncCursor: Codable, Sendable, Equatable {
+    var seq: Int64
+    var headHash: Data?
+}
+
+/// The device's view of one server record.
+struct MirrorRow: Sendable, Equatable {
+    var recordID: RecordID
+    var seq: Int64
+    var hlc: HybridLogicalClock
+    var author: DeviceID
+    var tombstone: Bool
+    var blobHash: Data
+    /// The local item row the record is applied to.
+    var item: Int64?
+    /// The record's primary key (class and primary-key attributes, as an item's sync payload),
+    /// sealed by the keychain: what a later deletion of the record sends.
+    var sealedPrimaryKey: Data?
+
+    static func fetch(_ db: Database, _ clause: String, _ arguments: StatementArguments) throws -> [MirrorRow] {
+        try Row.fetchAll(
+            db, sql: "SELECT record_id, seq, hlc, author, tombstone, blob_hash, item, primary_key FROM sync_mirror \(clause)",
+            arguments: arguments
+        ).compactMap { row in
+            guard let id = RecordID(row[0]), let author = DeviceID(bytes: row[3]) else { return nil }
+            let hlc: Int64 = row[2]
+            return MirrorRow(
+                recordID: id, seq: row[1], hlc: HybridLogicalClock(rawValue: UInt64(bitPattern: hlc)), author: author,
+                tombstone: row[4], blobHash: row[5], item: row[6], sealedPrimaryKey: row[7])
+        }
+    }
+}
+
+extension DeviceID {
+    /// The identifier's 16 bytes.
+    var bytes: Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
+
+    /// Reads 16 bytes.
+    init?(bytes: Data) {
+        guard bytes.count == 16 else { return nil }
+        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: bytes) }
+        self.init(UUID(uuid: raw))
+    }
+}

@@ -1,0 +1,381 @@
+import Crypto
+import Foundation
+import GRDB
+import KeychainCore
+
+/// One device's sync of a keychain with its zone: pull (verify the signed log, then apply
+/// what other devices wrote) and push (seal the journaled changes and append them to the log).
+///
+/// Each record is a last-writer-wins register ordered by (hybrid clock, author): a change that
+/// loses is kept in the conflict log, never dropped silently. Everything a pull applies lands in
+/// one SQLite transaction with the cursor, so a process killed at any point either applied a
+/// batch whole or not at all; a push removes its journal entries only after the server
+/// committed, and a retried push after a crash finds its own commit on the next pull.
+public final class SyncEngine: Sendable {
+    /// The keychain being synced.
+    public let keychain: KeychainDatabase
+    let server: any SyncServer
+    /// How many journal entries one commit carries at most.
+    let batchSize: Int
+
+    /// Creates the engine of a keychain that is set up for sync (see ``SyncSetup``).
+    /// - Parameters:
+    ///   - keychain: The keychain, open.
+    ///   - server: The zone's shared store.
+    ///   - batchSize: The most changes one commit carries.
+    public init(keychain: KeychainDatabase, server: any SyncServer, batchSize: Int = 500) {
+        self.keychain = keychain
+        self.server = server
+        self.batchSize = batchSize
+    }
+
+    // MARK: Context
+
+    /// What one pull or push works from: settings, secrets, the roster and the cursor, read in one
+    /// snapshot.
+    struct Context {
+        var settings: SyncSettings
+        var secrets: SyncSecrets
+        var roster: [DeviceID: LocalRosterEntry]
+        var cursor: SyncCursor
+
+        var signers: [DeviceID: Curve25519.Signing.PublicKey] {
+            roster.compactMapValues { try? Curve25519.Signing.PublicKey(rawRepresentation: $0.signingKey) }
+        }
+    }
+
+    func context() throws -> Context {
+        let (settings, sealed, roster, cursor) = try keychain.readSyncTables { db in
+            guard try LocalSyncStore.tableExists(db) else {
+                throw SyncError(.notEnrolled, "this keychain is not set up for sync")
+            }
+            return (
+                try LocalSyncStore.configuration(db), try LocalSyncStore.value(SyncSecrets.name, db),
+                try LocalSyncStore.roster(db), try LocalSyncStore.cursor(db)
+            )
+        }
+        guard let settings, let sealed else { throw SyncError(.notEnrolled, "this keychain is not set up for sync") }
+        let secrets = try SyncSecrets.load(keychain, sealed: sealed)
+        return Context(
+            settings: settings, secrets: secrets, roster: Dictionary(uniqueKeysWithValues: roster.map { ($0.deviceID, $0) }),
+            cursor: cursor)
+    }
+
+    // MARK: Pull
+
+    /// Verifies and applies everything written to the zone since this device's cursor.
+    /// - Returns: How many records were applied.
+    /// - Throws: ``SyncError`` `.tampered`, `.forked` or `.rolledBack` when the server's log fails
+    ///   verification (nothing is applied, the cursor stays), `.server` on transport errors.
+    @discardableResult
+    public func pull() async throws -> Int {
+        var context = try context()
+        if context.settings.rosterEpoch == 0 {
+            // Just joined: the first keys and roster come with the inviting device's approval.
+            try await refreshMembership(context: &context, neededEpoch: 1)
+        }
+        let batch = try await server.pull(context.settings.zoneID, after: context.cursor.seq)
+        guard batch.headSeq != context.cursor.seq else {
+            try recordPull(at: Date())
+            return 0
+        }
+        guard batch.headSeq > context.cursor.seq else {
+            throw SyncError(
+                .rolledBack,
+                "the server's log ends at \(batch.headSeq), before this device's verified head \(context.cursor.seq)")
+        }
+        let heads = try await verifiedHeads(batch, context: &context)
+        let opened = try openRecords(batch.records, heads: heads, context: context)
+        try checkDigest(opened, against: heads[heads.count - 1].head, context: context)
+        let last = heads[heads.count - 1]
+        try keychain.withSyncTransaction { transaction in
+            for record in opened { try apply(record, transaction: transaction, context: context) }
+            try LocalSyncStore.setCursor(SyncCursor(seq: last.head.seq, headHash: last.hash), transaction.database)
+            var settings = context.settings
+            settings.lastPull = Date()
+            try LocalSyncStore.setConfiguration(settings, transaction.database)
+        }
+        return opened.count
+    }
+
+    /// The batch's heads, decoded and checked: consecutive from the cursor, each chained to the
+    /// one before and signed by a device of the roster.
+    private func verifiedHeads(_ batch: PullBatch, context: inout Context) async throws -> [SignedHead] {
+        let heads = try batch.heads.map { try SignedHead(decoding: $0, zone: context.settings.zoneID) }
+        if let epoch = heads.map(\.head.rosterEpoch).max(), epoch > context.settings.rosterEpoch {
+            try await refreshMembership(context: &context, neededEpoch: epoch)
+        }
+        guard heads.count == batch.headSeq - context.cursor.seq, heads.last?.head.seq == batch.headSeq else {
+            throw SyncError(.tampered, "the server left out heads between \(context.cursor.seq) and \(batch.headSeq)")
+        }
+        let from = context.cursor.headHash.map { (seq: context.cursor.seq, hash: $0) }
+        try SignedHead.verifyChain(from: from, heads: heads, signers: context.signers)
+        return heads
+    }
+
+    /// A record opened and checked against the head that wrote it.
+    struct OpenedRecord {
+        var record: ServerRecord
+        var header: RecordHeader
+        /// The item (for a deletion: its class and primary-key attributes only).
+        var item: Item
+    }
+
+    private func openRecords(_ records: [ServerRecord], heads: [SignedHead], context: Context) throws -> [OpenedRecord] {
+        let authors = Dictionary(heads.map { ($0.head.seq, $0.head.author) }, uniquingKeysWith: { first, _ in first })
+        var seen = Set<RecordID>()
+        return try records.map { record in
+            guard let author = authors[record.seq] else {
+                throw SyncError(.tampered, "a record claims a commit outside the pulled range")
+            }
+            guard seen.insert(record.recordID).inserted else {
+                throw SyncError(.tampered, "a record was served twice")
+            }
+            let (header, payload) = try RecordCodec.open(
+                record, zone: context.settings.zoneID, classKeys: context.secrets.classKeysByID)
+            // A record is written by the device that signed its commit.
+            guard header.author == author else { throw SyncError(.tampered, "a record's author did not sign its commit") }
+            let item: Item
+            do {
+                item = try Item(syncPayload: payload)
+            } catch {
+                throw SyncError(.tampered, "a record's payload is malformed")
+            }
+            if !record.tombstone {
+                guard item.belongsInSyncSet else {
+                    throw SyncError(.tampered, "a record holds an item that does not sync")
+                }
+            }
+            let expected = try context.secrets.currentZoneKeys().recordID(
+                itemClass: item.itemClass.rawValue, primaryKey: item.syncPrimaryKey)
+            guard expected == record.recordID else {
+                throw SyncError(.tampered, "a record's identity does not match its item")
+            }
+            return OpenedRecord(record: record, header: header, item: item)
+        }
+    }
+
+    /// Checks that the mirror with the batch applied is exactly the live set the last head signs.
+    private func checkDigest(_ opened: [OpenedRecord], against head: Head, context: Context) throws {
+        var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
+        for record in opened {
+            live[record.record.recordID] = record.record.tombstone ? nil : RecordCodec.blobHash(record.record.blob)
+        }
+        guard StateDigest.compute(live) == head.stateDigest else {
+            throw SyncError(.tampered, "the zone's records do not match the state its head signs")
+        }
+    }
+
+    /// Applies one record under the last-writer-wins rule.
+    private func apply(_ opened: OpenedRecord, transaction: SyncTransaction, context: Context) throws {
+        let me = context.settings.deviceID
+        let incoming = (opened.header.hlc, opened.header.author)
+        let local = try transaction.row(withPrimaryKeyOf: opened.item)
+        var mirror = MirrorRow(
+            recordID: opened.record.recordID, seq: opened.record.seq, hlc: opened.header.hlc,
+            author: opened.header.author, tombstone: opened.record.tombstone,
+            blobHash: RecordCodec.blobHash(opened.record.blob), item: local?.row,
+            sealedPrimaryKey: try sealedPrimaryKey(of: opened.item, transaction: transaction))
+        try transaction.observe(clock: opened.header.hlc.rawValue)
+        if let local, let pending = local.pendingClock {
+            let mine = (HybridLogicalClock(rawValue: pending), me)
+            if mine == incoming {
+                // This device's own commit (a push that committed but was not recorded here).
+                try transaction.removeJournalEntry(row: local.row, clock: pending)
+                try LocalSyncStore.setMirror(mirror, transaction.database)
+                return
+            }
+            if mine > incoming {
+                // The local change is later: it stays, and will be pushed over this one.
+                try LocalSyncStore.logConflict(
+                    recordID: opened.record.recordID, winner: mine, loser: opened.record.blob, transaction.database)
+                try LocalSyncStore.setMirror(mirror, transaction.database)
+                return
+            }
+            // The remote change is later: the local one is the loser.
+            let loser = try sealLoser(local.item, clock: mine.0, context: context, recordID: opened.record.recordID)
+            try LocalSyncStore.logConflict(
+                recordID: opened.record.recordID, winner: incoming, loser: loser, transaction.database)
+            try transaction.dropJournalEntry(row: local.row)
+        }
+        if opened.record.tombstone {
+            if let local { try transaction.applyRemoteDeletion(row: local.row) }
+        } else {
+            mirror.item = try transaction.applyRemote(opened.item)
+        }
+        try LocalSyncStore.setMirror(mirror, transaction.database)
+    }
+
+    /// A losing local version, sealed as a record so the conflict log keeps it encrypted.
+    private func sealLoser(_ item: Item, clock: HybridLogicalClock, context: Context, recordID: RecordID) throws -> Data {
+        let keys = try context.secrets.currentZoneKeys()
+        let classKey = try keys.classKey(for: item)
+        let header = RecordHeader(
+            zone: context.settings.zoneID, recordID: recordID, keyID: classKey.id,
+            tombstone: item.attributes[.tombstone] != nil, hlc: clock, author: context.settings.deviceID)
+        return try RecordCodec.seal(payload: item.syncPayload, header: header, classKey: classKey.key)
+    }
+
+    private func sealedPrimaryKey(of item: Item, transaction: SyncTransaction) throws -> Data {
+        try transaction.sealSyncSecret(Self.primaryKeyItem(item).syncPayload, name: "sync.primary-key")
+    }
+
+    /// The item reduced to its class and primary-key attributes: what a deletion record carries.
+    static func primaryKeyItem(_ item: Item) -> Item {
+        let names = Set(ItemSchema.of(item.itemClass).primaryKey)
+        var attributes = item.attributes.filter { names.contains($0.key) }
+        attributes[.tombstone] = nil
+        return Item(class: item.itemClass, attributes: attributes)
+    }
+
+    private func recordPull(at date: Date) throws {
+        try keychain.withSyncTransaction { transaction in
+            guard var settings = try LocalSyncStore.configuration(transaction.database) else { return }
+            settings.lastPull = date
+            try LocalSyncStore.setConfiguration(settings, transaction.database)
+        }
+    }
+
+    // MARK: Push
+
+    /// Pulls, then pushes every journaled change, one commit per batch, retrying when another
+    /// device committed first.
+    /// - Returns: How many records were pushed.
+    @discardableResult
+    public func push() async throws -> Int {
+        var pushed = 0
+        var attempts = 0
+        while true {
+            try await pull()
+            let entries = try keychain.syncJournal(limit: batchSize).filter { !$0.isLocked }
+            guard !entries.isEmpty else { break }
+            let context = try context()
+            let prepared = try prepareCommit(entries, context: context)
+            if prepared.records.isEmpty {
+                try finish(prepared, context: context, head: nil)
+                continue
+            }
+            switch try await server.push(prepared.commit) {
+            case .committed, .alreadyCommitted:
+                try finish(prepared, context: context, head: prepared.head)
+                pushed += prepared.records.count
+                attempts = 0
+            case .staleHead:
+                attempts += 1
+                guard attempts < 20 else { throw SyncError(.conflict, "the zone kept moving; try again later") }
+                try await Task.sleep(nanoseconds: UInt64.random(in: 5_000_000...50_000_000) * UInt64(attempts))
+            }
+        }
+        try keychain.withSyncTransaction { transaction in
+            guard var settings = try LocalSyncStore.configuration(transaction.database) else { return }
+            settings.lastPush = Date()
+            try LocalSyncStore.setConfiguration(settings, transaction.database)
+        }
+        return pushed
+    }
+
+    /// A commit built from journal entries, with what to record locally once it lands.
+    struct PreparedCommit {
+        var commit: Commit
+        var head: SignedHead
+        var records: [ServerRecord]
+        var mirror: [MirrorRow]
+        var done: [(row: Int64, clock: UInt64)]
+    }
+
+    private func prepareCommit(_ entries: [SyncJournalEntry], context: Context) throws -> PreparedCommit {
+        let keys = try context.secrets.currentZoneKeys()
+        var records: [RecordID: (ServerRecord, MirrorRow)] = [:]
+        var done: [(row: Int64, clock: UInt64)] = []
+        for entry in entries {
+            done.append((entry.row, entry.clock))
+            let clock = HybridLogicalClock(rawValue: entry.clock)
+            let mirrored = try keychain.readSyncTables { try LocalSyncStore.mirror(item: entry.row, $0) }
+            var keep: RecordID?
+            if let item = entry.item, item.belongsInSyncSet {
+                let id = keys.recordID(itemClass: item.itemClass.rawValue, primaryKey: item.syncPrimaryKey)
+                records[id] = try seal(item, recordID: id, tombstone: false, clock: clock, row: entry.row, keys: keys, context: context)
+                keep = id
+            }
+            // Every record this row stood for that it no longer matches is deleted (a primary
+            // key change, leaving the sync set, a deletion).
+            for old in mirrored where old.recordID != keep && !old.tombstone && records[old.recordID] == nil {
+                guard let primaryKey = try primaryKeyItem(of: old, entry: entry) else { continue }
+                records[old.recordID] = try seal(
+                    primaryKey, recordID: old.recordID, tombstone: true, clock: clock, row: nil, keys: keys, context: context)
+            }
+        }
+        var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
+        for (id, (record, _)) in records { live[id] = record.tombstone ? nil : RecordCodec.blobHash(record.blob) }
+        let head = Head(
+            zone: context.settings.zoneID, seq: context.cursor.seq + 1,
+            previousHash: context.cursor.headHash ?? Data(count: 32), stateDigest: StateDigest.compute(live),
+            rosterEpoch: context.settings.rosterEpoch, keyEpoch: keys.epoch, commitID: UUID(),
+            author: context.settings.deviceID, time: HybridLogicalClock.wallClock())
+        let signed = try SignedHead.sign(head, with: try context.secrets.signing)
+        let sorted = records.values.sorted { $0.0.recordID < $1.0.recordID }
+        let commit = Commit(
+            zone: context.settings.zoneID, expectedSeq: context.cursor.seq, head: signed.serverHead,
+            records: sorted.map(\.0))
+        return PreparedCommit(
+            commit: commit, head: signed, records: sorted.map(\.0),
+            mirror: sorted.map { var row = $0.1; row.seq = head.seq; return row }, done: done)
+    }
+
+    /// The primary key a deletion of `old` sends: the row's own tombstone when it has one,
+    /// else the sealed copy the mirror kept.
+    private func primaryKeyItem(of old: MirrorRow, entry: SyncJournalEntry) throws -> Item? {
+        if let item = entry.item, item.attributes[.tombstone] != nil { return Self.primaryKeyItem(item) }
+        guard let sealed = old.sealedPrimaryKey else { return nil }
+        return try Item(syncPayload: try keychain.openSyncSecret(sealed, name: "sync.primary-key"))
+    }
+
+    private func seal(
+        _ item: Item, recordID: RecordID, tombstone: Bool, clock: HybridLogicalClock, row: Int64?, keys: ZoneKeys,
+        context: Context
+    ) throws -> (ServerRecord, MirrorRow) {
+        let classKey = try keys.classKey(for: tombstone ? nil : item)
+        let header = RecordHeader(
+            zone: context.settings.zoneID, recordID: recordID, keyID: classKey.id, tombstone: tombstone,
+            hlc: clock, author: context.settings.deviceID)
+        let payload = tombstone ? Self.primaryKeyItem(item).syncPayload : item.syncPayload
+        let blob = try RecordCodec.seal(payload: payload, header: header, classKey: classKey.key)
+        let record = ServerRecord(recordID: recordID, seq: 0, keyID: classKey.id, tombstone: tombstone, blob: blob)
+        let mirror = MirrorRow(
+            recordID: recordID, seq: 0, hlc: clock, author: context.settings.deviceID, tombstone: tombstone,
+            blobHash: RecordCodec.blobHash(blob), item: row,
+            sealedPrimaryKey: try keychain.sealSyncSecret(Self.primaryKeyItem(item).syncPayload, name: "sync.primary-key"))
+        return (record, mirror)
+    }
+
+    /// Records a landed commit: the mirror, the cursor, and the journal entries it carried.
+    private func finish(_ prepared: PreparedCommit, context: Context, head: SignedHead?) throws {
+        try keychain.withSyncTransaction { transaction in
+            for row in prepared.mirror { try LocalSyncStore.setMirror(row, transaction.database) }
+            for entry in prepared.done { try transaction.removeJournalEntry(row: entry.row, clock: entry.clock) }
+            if let head {
+                try LocalSyncStore.setCursor(SyncCursor(seq: head.head.seq, headHash: head.hash), transaction.database)
+            }
+        }
+    }
+
+    // MARK: Both
+
+    /// One push and pull: what `security sync now` does.
+    /// - Returns: How many records were pushed and pulled.
+    public func syncNow() async throws -> (pushed: Int, pulled: Int) {
+        let pulled = try await pull()
+        let pushed = try await push()
+        return (pushed, pulled)
+    }
+}
+
+extension ZoneKeys {
+    /// The class key an item's record is sealed under: class A for when-unlocked items, class C
+    /// for the rest (and for deletions, which carry no secret).
+    func classKey(for item: Item?) throws -> ClassKey {
+        let keyClass: KeyClass = item?.accessibility?.protectionClass == .whenUnlocked ? .a : .c
+        guard let key = classKeys[keyClass] else { throw SyncError(.unknownKey, "the zone has no class \(keyClass) key") }
+        return key
+    }
+}

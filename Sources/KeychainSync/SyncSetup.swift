@@ -1,0 +1,194 @@
+import Crypto
+import Foundation
+import GRDB
+import KeychainCore
+
+/// Setting a keychain up for sync, and the questions a user asks about it: the commands
+/// behind `security sync init|invite|join|approve|devices|remove|status|conflicts`.
+public enum SyncSetup {
+    /// What `init` made.
+    public struct Initialized: Sendable {
+        /// The new zone.
+        public var zone: ZoneID
+        /// This device.
+        public var device: DeviceID
+        /// This device's fingerprint, for comparing out of band.
+        public var fingerprint: String
+        /// The recovery key: shown once, kept by the user; it opens the zone's escrow.
+        public var recoveryKey: String
+    }
+
+    /// Sets up sync for a keychain as the first device of a new zone.
+    ///
+    /// Connects with `adminURL` (a role that may create roles: the server's owner), installs
+    /// or upgrades the server schema, creates this device's own login role (its password is
+    /// random, kept sealed in the keychain; the server stores only a SCRAM verifier), then
+    /// creates the zone with its first commit: the zone's keys wrapped under a fresh zone key,
+    /// the roster holding this device, this device's share of the zone key and the recovery
+    /// escrow. Every synchronizable item already in the keychain is queued for the first push.
+    /// - Parameters:
+    ///   - keychain: The keychain (unlocked).
+    ///   - adminURL: `postgresql://user:password@host:port/database`.
+    ///   - deviceName: A name for this device, sealed on the server.
+    public static func initialize(
+        keychain: KeychainDatabase, adminURL: String, deviceName: String
+    ) async throws -> Initialized {
+        guard try keychain.readSyncTables({ try LocalSyncStore.tableExists($0) ? LocalSyncStore.configuration($0) : nil }) == nil
+        else { throw SyncError(.conflict, "this keychain is already set up for sync") }
+        let admin = try SyncServerAddress(url: adminURL)
+        let zone = ZoneID.random()
+        let device = DeviceID.random()
+        let signing = Curve25519.Signing.PrivateKey()
+        let agreement = Curve25519.KeyAgreement.PrivateKey()
+        let role = PostgresSyncServer.deviceRoleName(for: device)
+        let password = ScramVerifier.randomPassword()
+        try await PostgresSyncServer.bootstrap(
+            adminURL: adminURL, account: UUID(), device: device, role: role, password: password)
+        let keys = ZoneKeys.generate()
+        let card = DeviceCard(
+            id: device, name: deviceName, signingKey: signing.publicKey, agreementKey: agreement.publicKey,
+            addedAt: Date())
+        let roster = Roster(zone: zone, epoch: 1, devices: [card], signer: device)
+        let recovery = RecoveryKey.generate()
+        var secrets = SyncSecrets(
+            signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
+            zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
+        secrets.install(keys)
+        let head = Head(
+            zone: zone, seq: 1, previousHash: Data(count: 32), stateDigest: StateDigest.compute([:]), rosterEpoch: 1,
+            keyEpoch: keys.epoch, commitID: UUID(), author: device, time: .wallClock())
+        let signed = try SignedHead.sign(head, with: signing)
+        let commit = Commit(
+            zone: zone, expectedSeq: 0, head: signed.serverHead, keys: try keys.wrappedRows(zone: zone),
+            roster: (1, try roster.seal(zoneKey: keys.zoneKey, signingKey: signing)),
+            shares: [
+                try ZoneKeyShare.seal(
+                    zoneKey: keys.zoneKey, epoch: keys.epoch, zone: zone, to: card, from: device, signingKey: signing)
+            ],
+            escrow: (keys.epoch, try recovery.sealEscrow(escrowPayload(keys, signing: signing), zone: zone, epoch: keys.epoch)))
+        let connection = PostgresSyncServer(address: admin.with(username: role, password: password))
+        do {
+            try await connection.createZone(commit, notifyChannel: PostgresSyncServer.makeNotifyChannel())
+            await connection.shutdown()
+        } catch {
+            await connection.shutdown()
+            throw error
+        }
+        let settings = SyncSettings(
+            server: "postgresql://\(admin.host):\(admin.port)/\(admin.database)", role: role, zone: zone.uuid, device: device.uuid, deviceName: deviceName,
+            rosterEpoch: 1, keyEpoch: keys.epoch)
+        try keychain.startSyncJournal()
+        try keychain.withSyncTransaction { transaction in
+            let db = transaction.database
+            try LocalSyncStore.createTables(db)
+            try LocalSyncStore.setConfiguration(settings, db)
+            try LocalSyncStore.setValue(SyncSecrets.name, try secrets.sealed(in: transaction), db)
+            try LocalSyncStore.setRoster([LocalRosterEntry(card)], db)
+            try LocalSyncStore.setCursor(SyncCursor(seq: 1, headHash: signed.hash), db)
+        }
+        return Initialized(zone: zone, device: device, fingerprint: card.fingerprint, recoveryKey: recovery.displayString)
+    }
+
+    /// What the escrow keeps: the zone key and this device's signing key, so a recovered device
+    /// can open the zone and sign itself into the roster.
+    static func escrowPayload(_ keys: ZoneKeys, signing: Curve25519.Signing.PrivateKey) -> Data {
+        var payload = Data()
+        payload.append(contentsOf: withUnsafeBytes(of: keys.epoch.bigEndian) { Array($0) })
+        keys.zoneKey.withUnsafeBytes { payload.append(contentsOf: $0) }
+        payload.append(signing.rawRepresentation)
+        return payload
+    }
+
+    /// One pull and push for the keychain, connecting as this device: `security sync now`.
+    /// - Returns: How many records were pushed and pulled.
+    public static func syncNow(keychain: KeychainDatabase) async throws -> (pushed: Int, pulled: Int) {
+        let context = try SyncEngine(keychain: keychain, server: NoServer()).context()
+        return try await withServer(context) { server in
+            try await SyncEngine(keychain: keychain, server: server).syncNow()
+        }
+    }
+
+    // MARK: Questions
+
+    /// What `security sync status` prints.
+    public struct Status: Sendable {
+        /// The zone and this device.
+        public var zone: ZoneID
+        public var device: DeviceID
+        public var deviceName: String
+        /// The server, without a password.
+        public var server: String
+        /// The last verified head: sequence number and hash (compare it out of band to detect a fork).
+        public var headSeq: Int64
+        public var headHash: Data?
+        /// The last push and pull.
+        public var lastPush: Date?
+        public var lastPull: Date?
+        /// Changes not pushed yet.
+        public var pendingChanges: Int
+        /// Entries in the conflict log.
+        public var conflicts: Int
+    }
+
+    /// The keychain's sync status, read locally (no server round trip).
+    public static func status(of keychain: KeychainDatabase) throws -> Status {
+        let (settings, cursor, conflicts) = try keychain.readSyncTables { db in
+            guard try LocalSyncStore.tableExists(db), let settings = try LocalSyncStore.configuration(db) else {
+                throw SyncError(.notEnrolled, "this keychain is not set up for sync")
+            }
+            return (settings, try LocalSyncStore.cursor(db), try LocalSyncStore.conflicts(db).count)
+        }
+        return Status(
+            zone: settings.zoneID, device: settings.deviceID, deviceName: settings.deviceName, server: settings.server,
+            headSeq: cursor.seq, headHash: cursor.headHash, lastPush: settings.lastPush, lastPull: settings.lastPull,
+            pendingChanges: try keychain.syncJournal(limit: Int(Int32.max)).count, conflicts: conflicts)
+    }
+
+    /// One entry of the conflict log, opened.
+    public struct Conflict: Sendable {
+        /// When the conflict was decided.
+        public var decidedAt: Date
+        /// The record both versions were of.
+        public var recordID: RecordID
+        /// The version that lost (its class and attributes; its secret, when it had one).
+        public var loser: Item
+        /// The clock of the losing and of the winning version.
+        public var loserClock: HybridLogicalClock
+        public var winnerClock: HybridLogicalClock
+    }
+
+    /// The conflict log (30 days), oldest first.
+    public static func conflicts(of keychain: KeychainDatabase) throws -> [Conflict] {
+        let context = try SyncEngine(keychain: keychain, server: NoServer()).context()
+        let entries = try keychain.readSyncTables { try LocalSyncStore.conflicts($0) }
+        return try entries.map { entry in
+            let record = ServerRecord(
+                recordID: entry.recordID, seq: 0, keyID: try RecordCodec.header(of: entry.loser).keyID,
+                tombstone: try RecordCodec.header(of: entry.loser).tombstone, blob: entry.loser)
+            let (header, payload) = try RecordCodec.open(
+                record, zone: context.settings.zoneID, classKeys: context.secrets.classKeysByID)
+            return Conflict(
+                decidedAt: entry.at, recordID: entry.recordID, loser: try Item(syncPayload: payload),
+                loserClock: header.hlc, winnerClock: entry.winner)
+        }
+    }
+}
+
+/// A server that refuses everything: what reading local state needs no connection for.
+struct NoServer: SyncServer {
+    private func refuse() -> SyncError { SyncError(.server, "not connected") }
+    func createZone(_ commit: Commit, notifyChannel: String) async throws { throw refuse() }
+    func push(_ commit: Commit) async throws -> PushOutcome { throw refuse() }
+    func pull(_ zone: ZoneID, after seq: Int64) async throws -> PullBatch { throw refuse() }
+    func zoneState(_ zone: ZoneID) async throws -> ZoneState { throw refuse() }
+    func shares(_ zone: ZoneID, for device: DeviceID) async throws -> [ServerShare] { throw refuse() }
+    func recordIndex(_ zone: ZoneID) async throws -> [RecordID: Int64] { throw refuse() }
+}
+
+extension LocalRosterEntry {
+    init(_ card: DeviceCard) {
+        self.init(
+            device: card.id.uuid, name: card.name, signingKey: card.signingKey.rawRepresentation,
+            agreementKey: card.agreementKey.rawRepresentation, addedAt: card.addedAt)
+    }
+}

@@ -1,0 +1,222 @@
+import ArgumentParser
+import Foundation
+import KeychainCore
+import KeychainSync
+
+/// `security sync`: sync of synchronizable items with the keychain's other machines, through a
+/// PostgreSQL server that holds only ciphertext (Linux only).
+struct SyncCommand: ToolCommand {
+    static let name = "sync"
+    static let configuration = CommandConfiguration(
+        commandName: Self.name,
+        _superCommandName: "security",
+        abstract: "Sync synchronizable items with other machines through PostgreSQL, end-to-end encrypted (Linux only).",
+        usage: """
+            security sync init --server postgresql://USER:PASSWORD@HOST:PORT/DB [--name NAME] [-k keychain]
+                   security sync invite [-k keychain]
+                   security sync join CODE [--name NAME] [-k keychain]
+                   security sync approve [DEVICE] [-k keychain]
+                   security sync now | status | devices | conflicts [-k keychain]
+                   security sync remove DEVICE [-k keychain]
+            """,
+        discussion: HelpText.wrapped(
+            """
+            Items added with kSecAttrSynchronizable (security add-generic-password -S … is not \
+            needed: any SecItem code that sets the attribute) are sealed on this machine and \
+            pushed to a zone on the server; the server stores ciphertext, opaque identifiers and \
+            ordering only. Items bound to this device (…ThisDeviceOnly) and items that are not \
+            synchronizable never leave the machine.
+
+            init       make this keychain the first device of a new zone; prints the recovery \
+            key once (keep it)
+            invite     print a one-time code (valid 15 minutes) for a new machine, as the last line
+            join       register this machine with a code from `invite`
+            approve    on the inviting machine: admit the machines that joined (all pending when \
+            none is named)
+            now        one pull and push
+            status     the zone, the last push and pull, pending changes, conflicts, the head hash
+            devices    the zone's machines and their fingerprints
+            remove     take a machine out: its login is refused and the keys roll
+            conflicts  the changes that lost to a later one (30 days)
+
+            The keychain is the default keychain unless -k names another.
+            """))
+
+    @Argument(help: "init, invite, join, approve, now, status, devices, remove or conflicts.")
+    var action: String
+
+    @Argument(help: "The code (join) or the device (approve, remove).")
+    var operand: String?
+
+    @Option(name: .customLong("server"), help: "The server (init): postgresql://USER:PASSWORD@HOST:PORT/DB.")
+    var server: String?
+
+    @Option(name: .customLong("name"), help: "This machine's name (init, join); default: the host name.")
+    var deviceName: String?
+
+    @Option(
+        name: .customShort("k", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The keychain (default: the default keychain).", valueName: "keychain"))
+    var keychain: String?
+
+    func execute(in session: Session) throws -> Int32 {
+        let database = try openEngine(session)
+        switch action {
+        case "init": return try initialize(database)
+        case "invite": return try invite(database)
+        case "join": return try join(database)
+        case "approve": return try approve(database)
+        case "devices": return try devices(database)
+        case "remove": return try remove(database)
+        case "now": return try now(database)
+        case "status": return try status(database)
+        case "conflicts": return try conflicts(database)
+        default:
+            throw CommandFailure.usage("sync: unknown action \"\(action)\"")
+        }
+    }
+
+    /// The keychain, opened on the engine in this process (sync reads and writes the keychain
+    /// file itself, beside the agent if one runs).
+    private func openEngine(_ session: Session) throws -> KeychainDatabase {
+        let path = try keychain.map(session.resolve) ?? session.defaultKeychainPath()
+        let database: KeychainDatabase
+        if keychain == nil, path == session.absolute(session.engineDefaultKeychain), !session.fileExists(path) {
+            database = try KeychainDatabase.create(at: path, password: nil as Data?, configuration: session.configuration)
+        } else {
+            database = try KeychainDatabase.open(at: path, configuration: session.configuration)
+        }
+        if database.isLocked, database.hasPassword {
+            guard let password = session.environmentPassword else {
+                throw CommandFailure.failure(
+                    "sync: the keychain is locked; set \(Session.passwordVariable) for this command")
+            }
+            try database.unlock(password: password)
+        }
+        return database
+    }
+
+    private var machineName: String {
+        deviceName ?? ProcessInfo.processInfo.hostName
+    }
+
+    private func initialize(_ database: KeychainDatabase) throws -> Int32 {
+        guard let server else { throw CommandFailure.usage("sync init: --server is required") }
+        let name = machineName
+        let made = try run { try await SyncSetup.initialize(keychain: database, adminURL: server, deviceName: name) }
+        Console.out(
+            """
+            zone \(made.zone)
+            device \(made.device) (\(name)), fingerprint \(made.fingerprint)
+            Recovery key (shown once; keep it somewhere safe, it opens the zone if every machine is lost):
+            \(made.recoveryKey)
+
+            """)
+        return 0
+    }
+
+    private func invite(_ database: KeychainDatabase) throws -> Int32 {
+        let code = try run { try await SyncSetup.invite(keychain: database) }
+        Console.out(
+            """
+            On the new machine, within 15 minutes, run `security sync join CODE`, then run \
+            `security sync approve` here and compare the fingerprint it shows.
+            \(code)
+
+            """)
+        return 0
+    }
+
+    private func join(_ database: KeychainDatabase) throws -> Int32 {
+        guard let code = operand else { throw CommandFailure.usage("sync join: the invitation code is required") }
+        let name = machineName
+        let joined = try run { try await SyncSetup.join(keychain: database, code: code, deviceName: name) }
+        Console.out(
+            """
+            registered as \(joined.device) (\(name)) in zone \(joined.zone)
+            fingerprint \(joined.fingerprint): run `security sync approve` on the inviting machine, \
+            then `security sync now` here.
+
+            """)
+        return 0
+    }
+
+    private func approve(_ database: KeychainDatabase) throws -> Int32 {
+        let only = operand
+        let admitted = try run { try await SyncSetup.approve(keychain: database, only: only) }
+        for device in admitted {
+            Console.out("approved \(device.id) (\(device.name)), fingerprint \(device.fingerprint)\n")
+        }
+        if admitted.isEmpty { Console.out("no device is waiting for approval\n") }
+        return admitted.isEmpty && only != nil ? 1 : 0
+    }
+
+    private func devices(_ database: KeychainDatabase) throws -> Int32 {
+        for device in try wrap({ try SyncSetup.devices(of: database) }) {
+            Console.out(
+                "\(device.id) \(device.fingerprint) \(device.name)\(device.isThisDevice ? " (this machine)" : "")\n")
+        }
+        return 0
+    }
+
+    private func remove(_ database: KeychainDatabase) throws -> Int32 {
+        guard let device = operand else { throw CommandFailure.usage("sync remove: the device is required") }
+        let removed = try run { try await SyncSetup.remove(keychain: database, device: device) }
+        Console.out(
+            "removed \(removed.id) (\(removed.name)): its login is refused and it opens nothing written from now on\n")
+        return 0
+    }
+
+    private func now(_ database: KeychainDatabase) throws -> Int32 {
+        let (pushed, pulled) = try run { try await SyncSetup.syncNow(keychain: database) }
+        Console.out("pushed \(pushed), pulled \(pulled)\n")
+        return 0
+    }
+
+    private func status(_ database: KeychainDatabase) throws -> Int32 {
+        let status = try wrap { try SyncSetup.status(of: database) }
+        func time(_ date: Date?) -> String { date.map { ISO8601DateFormatter().string(from: $0) } ?? "never" }
+        Console.out(
+            """
+            zone: \(status.zone)
+            device: \(status.device) (\(status.deviceName))
+            server: \(status.server)
+            head: \(status.headSeq) \(status.headHash.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "-")
+            last push: \(time(status.lastPush))
+            last pull: \(time(status.lastPull))
+            pending changes: \(status.pendingChanges)
+            conflicts: \(status.conflicts)
+
+            """)
+        return 0
+    }
+
+    private func conflicts(_ database: KeychainDatabase) throws -> Int32 {
+        let conflicts = try wrap { try SyncSetup.conflicts(of: database) }
+        for conflict in conflicts {
+            let attributes = conflict.loser.attributes
+            let service = attributes[.service]?.stringValue ?? attributes[.server]?.stringValue ?? ""
+            let account = attributes[.account]?.stringValue ?? ""
+            Console.out(
+                "\(ISO8601DateFormatter().string(from: conflict.decidedAt)) \(conflict.loser.itemClass) "
+                    + "service \"\(service)\" account \"\(account)\": lost to a change at "
+                    + "\(ISO8601DateFormatter().string(from: conflict.winnerClock.date))\n")
+        }
+        if conflicts.isEmpty { Console.out("no conflicts\n") }
+        return 0
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        try wrap { try waitFor(body) }
+    }
+
+    /// Reports a sync error as `security: sync ACTION: message` (never a secret: sync errors
+    /// carry none).
+    private func wrap<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SyncError {
+            throw CommandFailure.failure("sync \(action): \(error)")
+        }
+    }
+}
