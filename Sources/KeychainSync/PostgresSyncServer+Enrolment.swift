@@ -38,7 +38,9 @@ extension PostgresSyncServer {
     ///   - role: the invitation login's name, `kc_inv_` and 1 to 48 of `[0-9a-z_]`.
     ///   - password: the invitation login's password (derived from J by the caller).
     ///   - expires: at most 7 days ahead.
-    public func createInvitation(zone: ZoneID, tokenHash: Data, role: String, password: String, expires: Date) async throws {
+    public func createInvitation(zone: ZoneID, tokenHash: Data, role: String, password: String, expires: Date)
+        async throws
+    {
         let verifier = try ScramVerifier(password: password).encoded
         try await withConnection { connection in
             try await connection.run(
@@ -63,7 +65,8 @@ extension PostgresSyncServer {
         role: String, password: String, request: Data, logger: Logger = Logger(label: "keychain.sync")
     ) async throws {
         let verifier = try ScramVerifier(password: password).encoded
-        let address = try SyncServerAddress(url: serverURL, requiresUser: false).with(username: invitationRole, password: invitationPassword)
+        let address = try SyncServerAddress(url: serverURL, requiresUser: false).with(
+            username: invitationRole, password: invitationPassword)
         try await withSingleConnection(to: address, logger: logger) { connection in
             try await connection.run(
                 """

@@ -19,14 +19,18 @@ public final class PostgresSyncServer: SyncServer {
     /// - Parameters:
     ///   - maximumConnections: the pool's size (concurrent calls beyond it wait).
     ///   - logger: where postgres-nio and this transport log (never a password or a blob).
-    public init(address: SyncServerAddress, maximumConnections: Int = 4, logger: Logger = Logger(label: "keychain.sync")) {
+    public init(
+        address: SyncServerAddress, maximumConnections: Int = 4, logger: Logger = Logger(label: "keychain.sync")
+    ) {
         self.address = address
         self.logger = logger
         self.pool = ConnectionPool(address: address, maximum: maximumConnections, logger: logger)
     }
 
     /// Connects lazily to a `postgresql://user:password@host:port/db` URL.
-    public convenience init(url: String, maximumConnections: Int = 4, logger: Logger = Logger(label: "keychain.sync")) throws {
+    public convenience init(url: String, maximumConnections: Int = 4, logger: Logger = Logger(label: "keychain.sync"))
+        throws
+    {
         self.init(address: try SyncServerAddress(url: url), maximumConnections: maximumConnections, logger: logger)
     }
 
@@ -98,7 +102,9 @@ public final class PostgresSyncServer: SyncServer {
     // MARK: SyncServer
 
     public func createZone(_ commit: Commit, notifyChannel: String) async throws {
-        guard commit.expectedSeq == 0 else { throw SyncServerError(.invalidArgument, "a zone's first commit builds on 0") }
+        guard commit.expectedSeq == 0 else {
+            throw SyncServerError(.invalidArgument, "a zone's first commit builds on 0")
+        }
         try Self.check(commit)
         guard Self.isValidNotifyChannel(notifyChannel) else {
             throw SyncServerError(.invalidArgument, "a notify channel is a letter and 32 lowercase hex digits")
@@ -354,7 +360,9 @@ extension PostgresSyncServer {
     }
 
     /// The highest epoch's blob of `rosters` or `escrow`.
-    func latest(_ table: String, _ zone: ZoneID, on connection: PostgresConnection) async throws -> (epoch: Int64, blob: Data)? {
+    func latest(_ table: String, _ zone: ZoneID, on connection: PostgresConnection) async throws -> (
+        epoch: Int64, blob: Data
+    )? {
         let rows = try await connection.query(
             """
             SELECT epoch, blob FROM keychain_sync.\(unescaped: table)

@@ -43,7 +43,7 @@ public enum ServerSchema {
             try await connection.run("COMMIT", logger: logger)
             return version
         } catch {
-            try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.query("ROLLBACK", logger: logger)
             throw SyncServerError(postgres: error)
         }
     }
@@ -408,18 +408,22 @@ public enum ServerSchema {
         ]
 
     /// The tables whose rows belong to a zone (their policy goes through `zones`' policy).
-    static let zoneTables = ["keys", "records", "commits", "rosters", "shares", "escrow", "invitations", "join_requests"]
+    static let zoneTables = [
+        "keys", "records", "commits", "rosters", "shares", "escrow", "invitations", "join_requests",
+    ]
 
     static let policies: [String] =
         ["accounts", "devices", "zones", "invitations", "join_requests"].map { table in
             "CREATE POLICY kc_admin_all ON keychain_sync.\(table) TO kc_admin USING (true) WITH CHECK (true)"
-        } + ["accounts", "devices", "zones"].map { table in
+        }
+        + ["accounts", "devices", "zones"].map { table in
             """
             CREATE POLICY kc_device_account ON keychain_sync.\(table) TO kc_device
                 USING (account_id = keychain_sync.kc_current_account())
                 WITH CHECK (account_id = keychain_sync.kc_current_account())
             """
-        } + zoneTables.map { table in
+        }
+        + zoneTables.map { table in
             """
             CREATE POLICY kc_device_zone ON keychain_sync.\(table) TO kc_device
                 USING (zone_id IN (SELECT z.zone_id FROM keychain_sync.zones z))

@@ -52,7 +52,8 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
         try Self.checkQuery(parts.queryItems ?? [])
         let path = parts.path.hasPrefix("/") ? String(parts.path.dropFirst()) : parts.path
         self.init(
-            host: host, port: parts.port ?? 5432, database: path.isEmpty ? (user.isEmpty ? "postgres" : user) : path, username: user,
+            host: host, port: parts.port ?? 5432, database: path.isEmpty ? (user.isEmpty ? "postgres" : user) : path,
+            username: user,
             password: parts.password)
     }
 

@@ -6,7 +6,7 @@ import Synchronization
 @testable import KeychainSync
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real PostgreSQL 15 server for one test (or one suite): its own temporary data directory,
@@ -64,7 +64,8 @@ final class PostgresCluster: Sendable {
     init(logStatements: Bool = false) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/initdb") else {
             throw Failure(
-                description: "PostgreSQL 15 is not installed (no \(Self.binaries)/initdb): apt-get install -y postgresql")
+                description:
+                    "PostgreSQL 15 is not installed (no \(Self.binaries)/initdb): apt-get install -y postgresql")
         }
         directory = try Self.makeDirectory()
         superuserPassword = Self.randomPassword()
@@ -126,8 +127,10 @@ final class PostgresCluster: Sendable {
     func sql(_ statement: String) throws -> String {
         let result = try Self.run(
             Self.binaries + "/psql",
-            ["-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", database, "-X", "-q", "-A", "-t",
-             "-v", "ON_ERROR_STOP=1", "-f", "-"],
+            [
+                "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-d", database, "-X", "-q", "-A", "-t",
+                "-v", "ON_ERROR_STOP=1", "-f", "-",
+            ],
             input: Data(statement.utf8), environment: ["PGPASSWORD": superuserPassword, "PGCONNECT_TIMEOUT": "10"])
         guard result.status == 0 else { throw Failure(description: "psql failed: \(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -137,7 +140,8 @@ final class PostgresCluster: Sendable {
     func withConnection<T>(
         user: String? = nil, password: String? = nil, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let target = user.map { address(user: $0, password: password) }
+        let target =
+            user.map { address(user: $0, password: password) }
             ?? address(user: "postgres", password: superuserPassword)
         let connection = try await target.connect(id: 1, logger: Logger(label: "test.postgres"))
         do {
@@ -167,16 +171,19 @@ final class PostgresCluster: Sendable {
 
     private func initdb() throws {
         let passwordFile = directory.appendingPathComponent("pwfile")
-        guard FileManager.default.createFile(
-            atPath: passwordFile.path, contents: Data((superuserPassword + "\n").utf8),
-            attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: passwordFile.path, contents: Data((superuserPassword + "\n").utf8),
+                attributes: [.posixPermissions: 0o600])
         else { throw Failure(description: "cannot write the password file") }
         defer { try? FileManager.default.removeItem(at: passwordFile) }
         if let user = getpwnam("postgres") { chown(passwordFile.path, user.pointee.pw_uid, user.pointee.pw_gid) }
         let result = try Self.run(
             Self.runuser,
-            ["-u", "postgres", "--", Self.binaries + "/initdb", "-D", dataDirectory.path, "-U", "postgres",
-             "-A", "scram-sha-256", "--pwfile=" + passwordFile.path, "-E", "UTF8", "--locale=C", "--no-sync"])
+            [
+                "-u", "postgres", "--", Self.binaries + "/initdb", "-D", dataDirectory.path, "-U", "postgres",
+                "-A", "scram-sha-256", "--pwfile=" + passwordFile.path, "-E", "UTF8", "--locale=C", "--no-sync",
+            ])
         guard result.status == 0 else { throw Failure(description: "initdb failed: \(result.output)") }
     }
 
@@ -252,7 +259,9 @@ final class PostgresCluster: Sendable {
             unlink(outputPath)
             unlink(inputPath)
         }
-        guard FileManager.default.createFile(atPath: inputPath, contents: input ?? Data(), attributes: [.posixPermissions: 0o600])
+        guard
+            FileManager.default.createFile(
+                atPath: inputPath, contents: input ?? Data(), attributes: [.posixPermissions: 0o600])
         else { throw Failure(description: "cannot write \(inputPath)") }
         let pid = try spawn(executable, arguments, input: inputPath, output: outputPath, environment: environment)
         var status: Int32 = 0

@@ -62,7 +62,8 @@ struct TestDevice {
 
     /// Another transport (another pool) for the same login.
     func anotherServer(_ cluster: PostgresCluster, maximumConnections: Int = 1) -> PostgresSyncServer {
-        PostgresSyncServer(address: cluster.address(user: role, password: password), maximumConnections: maximumConnections)
+        PostgresSyncServer(
+            address: cluster.address(user: role, password: password), maximumConnections: maximumConnections)
     }
 }
 
@@ -86,7 +87,8 @@ struct TestZone {
     /// A commit on `expectedSeq` writing `records` new random records.
     func commit(expectedSeq: Int64, author: DeviceID, records: Int = 1, commitID: UUID = UUID()) -> Commit {
         let rows = (0..<records).map { _ in
-            ServerRecord(recordID: RecordID(randomBytes(16))!, seq: 0, keyID: keyID, tombstone: false, blob: randomBytes(200))
+            ServerRecord(
+                recordID: RecordID(randomBytes(16))!, seq: 0, keyID: keyID, tombstone: false, blob: randomBytes(200))
         }
         let head = ServerHead(seq: expectedSeq + 1, commitID: commitID, author: author, bytes: randomBytes(100))
         return Commit(zone: zone, expectedSeq: expectedSeq, head: head, records: rows)
@@ -169,7 +171,8 @@ struct PostgresServerTests {
             #expect(first == ServerSchema.latestVersion)
             #expect(second == ServerSchema.latestVersion)
         }
-        #expect(try cluster.sql("SELECT count(*) FROM keychain_sync.kc_schema_version") == "\(ServerSchema.latestVersion)")
+        #expect(
+            try cluster.sql("SELECT count(*) FROM keychain_sync.kc_schema_version") == "\(ServerSchema.latestVersion)")
         let forced = try cluster.sql(
             """
             SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -219,20 +222,39 @@ struct PostgresServerTests {
         #expect(try await alice.server.recordIndex(zone.zone)[second.records[0].recordID] == 3)
     }
 
-    @Test func aRecordNamingAnUnknownKeyIsRefused() async throws {
+    @Test func rowsBreakingServerChecksAreRefused() async throws {
         let alice = try await TestDevice.bootstrap(cluster)
         defer { Task { await alice.server.shutdown() } }
         let zone = try await TestZone.create(by: alice)
         var commit = zone.commit(expectedSeq: 1, author: alice.device)
         commit.records[0].keyID = UUID()
-        await #expect(throws: SyncServerError.self) { try await alice.server.push(commit) }
+        do {
+            _ = try await alice.server.push(commit)
+            Issue.record("a record under an unknown key was accepted")
+        } catch let error as SyncServerError {
+            #expect(error.code == .invalidArgument && error.sqlState == "23503")
+        }
+        var oversized = zone.commit(expectedSeq: 1, author: alice.device)
+        oversized.records[0].blob = randomBytes(ServerSchema.maximumBlobSize + 1)
+        do {
+            _ = try await alice.server.push(oversized)
+            Issue.record("an oversized blob was accepted")
+        } catch let error as SyncServerError {
+            #expect(error.code == .invalidArgument && error.sqlState == "23514")
+        }
+        // Both rolled back whole: the head did not move.
         #expect(try await alice.server.pull(zone.zone, after: 0).headSeq == 1)
+        #expect(try await alice.server.push(zone.commit(expectedSeq: 1, author: alice.device)) == .committed)
     }
 
     @Test func concurrentPushesOnOneHeadCommitExactlyOnce() async throws {
         let alice = try await TestDevice.bootstrap(cluster)
         let other = alice.anotherServer(cluster)
-        defer { Task { await alice.server.shutdown(); await other.shutdown() } }
+        defer {
+            Task {
+                await alice.server.shutdown(); await other.shutdown()
+            }
+        }
         let zone = try await TestZone.create(by: alice)
         async let first = alice.server.push(zone.commit(expectedSeq: 1, author: alice.device))
         async let second = other.push(zone.commit(expectedSeq: 1, author: alice.device))
@@ -250,13 +272,18 @@ struct PostgresServerTests {
         #expect(try await alice.server.push(commit) == .alreadyCommitted)
         #expect(try await alice.server.push(zone.commit(expectedSeq: 2, author: alice.device)) == .committed)
         #expect(try await alice.server.push(commit) == .alreadyCommitted)
-        #expect(try await alice.server.push(zone.commit(expectedSeq: 1, author: alice.device)) == .staleHead(currentSeq: 3))
+        #expect(
+            try await alice.server.push(zone.commit(expectedSeq: 1, author: alice.device)) == .staleHead(currentSeq: 3))
     }
 
     @Test func sequenceNumbersAreGaplessUnderConcurrentPushes() async throws {
         let alice = try await TestDevice.bootstrap(cluster)
         let servers = (0..<4).map { _ in alice.anotherServer(cluster, maximumConnections: 1) }
-        defer { Task { await alice.server.shutdown(); for server in servers { await server.shutdown() } } }
+        defer {
+            Task {
+                await alice.server.shutdown(); for server in servers { await server.shutdown() }
+            }
+        }
         let zone = try await TestZone.create(by: alice)
         let commitIDs = try await withThrowingTaskGroup(of: UUID.self) { group in
             for index in 0..<50 {
@@ -277,7 +304,11 @@ struct PostgresServerTests {
     @Test func anotherAccountSeesNoRowsAndCannotPush() async throws {
         let alice = try await TestDevice.bootstrap(cluster)
         let mallory = try await TestDevice.bootstrap(cluster)
-        defer { Task { await alice.server.shutdown(); await mallory.server.shutdown() } }
+        defer {
+            Task {
+                await alice.server.shutdown(); await mallory.server.shutdown()
+            }
+        }
         let zone = try await TestZone.create(by: alice)
         #expect(try await alice.server.push(zone.commit(expectedSeq: 1, author: alice.device)) == .committed)
 
@@ -293,7 +324,8 @@ struct PostgresServerTests {
             var counts: [Int64] = []
             for table in ServerSchema.tableNames {
                 let byAccount = table == "accounts" || table == "devices"
-                let filter = byAccount
+                let filter =
+                    byAccount
                     ? "account_id = '\(alice.account.uuidString)'" : "zone_id = '\(zone.zone.uuid.uuidString)'"
                 let rows = try await connection.query(
                     PostgresQuery(unsafeSQL: "SELECT count(*) FROM keychain_sync.\(table) WHERE \(filter)"),
@@ -370,7 +402,8 @@ struct PostgresServerTests {
         let zone = try await TestZone.create(by: alice)
         let invitation = try await ServerTestInvitation.create(by: alice, zone: zone)
         try cluster.sql(
-            "UPDATE keychain_sync.invitations SET expires_at = now() - interval '1 second' WHERE role_name = '\(invitation.role)'")
+            "UPDATE keychain_sync.invitations SET expires_at = now() - interval '1 second' WHERE role_name = '\(invitation.role)'"
+        )
         do {
             _ = try await invitation.join(cluster)
             Issue.record("an expired invitation was accepted")
@@ -430,7 +463,11 @@ struct PostgresServerTests {
     @Test func listenReceivesTheSeqOfAPushFromAnotherConnection() async throws {
         let alice = try await TestDevice.bootstrap(cluster)
         let listener = alice.anotherServer(cluster)
-        defer { Task { await alice.server.shutdown(); await listener.shutdown() } }
+        defer {
+            Task {
+                await alice.server.shutdown(); await listener.shutdown()
+            }
+        }
         let zone = try await TestZone.create(by: alice)
         let (events, continuation) = AsyncStream.makeStream(of: Int64.self)
         let task = Task {
