@@ -20,6 +20,7 @@ import PackageDescription
 //   SecretService           the freedesktop Secret Service (org.freedesktop.secrets) on the agent's keychains
 //   keychaind               the session agent's executable
 //   KeychainSync            sync of synchronizable items through PostgreSQL, end-to-end encrypted
+//   PostgresScratchServer   a throw-away PostgreSQL server (initdb, pg_ctl) for the sync tests and benchmark
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -124,6 +125,9 @@ let package = Package(
                 // waited for on the benchmark's threads), and the keychain attributes the provider
                 // gives a D-Bus item (to seed its keychain as it would).
                 "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "SecretService",
+                // KeychainSync and PostgresScratchServer: the sync rows, on a private PostgreSQL.
+                "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -268,10 +272,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(name: "PostgresScratchServer"),
         .testTarget(
             name: "KeychainSyncTests",
             dependencies: [
-                "KeychainSync", "KeychainCore", "SeededRandom", .product(name: "PostgresNIO", package: "postgres-nio"),
+                // SecurityTool: the `security sync` tests run the built executable.
+                "KeychainSync", "KeychainCore", "SeededRandom", "SecurityTool", "PostgresScratchServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),

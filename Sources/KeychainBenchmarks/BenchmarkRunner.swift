@@ -38,6 +38,13 @@ struct BenchmarkRunner {
                 keyDerivation: lifecycle.keyDerivation.description, openRepetitions: options.openRepetitions,
                 processRepetitions: options.processRepetitions,
                 keyDerivationRepetitions: options.keyDerivationRepetitions))
+        if options.syncOnly {
+            report.sync = syncComparison()
+            report.machine.loadAtEnd = Machine.loadAverage()
+            report.notes = notes(report)
+            report.evaluateTargets()
+            return report
+        }
         if options.secretServiceOnly {
             report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
             report.machine.loadAtEnd = Machine.loadAverage()
@@ -119,6 +126,7 @@ struct BenchmarkRunner {
         }
         if !options.agentOnly {
             report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
+            report.sync = syncComparison()
         }
         // Last: filling keychains with thousands of processes leaves the disk and the page
         // cache busy enough to slow the in-process timings above when they come after it.
@@ -127,6 +135,13 @@ struct BenchmarkRunner {
         report.notes = notes(report)
         report.evaluateTargets()
         return report
+    }
+
+    /// The sync rows (``SyncComparison``), unless `--sync-items 0`.
+    func syncComparison() -> SyncResult? {
+        guard options.syncItems > 0 else { return nil }
+        progress("sync: two machines through a private PostgreSQL, \(Format.count(options.syncItems)) items")
+        return SyncComparison(options: options, progress: progress).run()
     }
 
     /// The Secret Service rows (``SecretServiceComparison``), unless `--secret-service-items 0`.

@@ -46,6 +46,12 @@ struct BenchmarkOptions: Sendable {
     var gnomeLoginItems = 300
     /// Only the Secret Service rows (`--only secret-service`).
     var secretServiceOnly = false
+    /// Adds pushed by one machine and pulled by another in the sync rows (0: no sync rows).
+    var syncItems = 1_000
+    /// One-item propagations timed in the sync rows.
+    var syncPropagations = 50
+    /// Only the sync rows (`--only sync`).
+    var syncOnly = false
     /// Progress lines on standard error.
     var progress = true
     /// The executable that runs the fresh-process probes (memory, the Swift process floor):
@@ -76,6 +82,10 @@ struct BenchmarkOptions: Sendable {
           --only secret-service
                              only the Secret Service rows: keychaind --secret-service
                              against GNOME Keyring, each on a private bus
+          --only sync        only the sync rows: two machines in one zone on a private
+                             PostgreSQL (push, pull, one item's propagation, and the
+                             plain INSERT and SELECT floor)
+          --sync-items N     adds pushed and pulled in the sync rows (default 1000; 0: none)
           --secret-service-items N
                              items served by each Secret Service for those rows
                              (default 10000; 0 for none)
@@ -158,9 +168,13 @@ struct BenchmarkOptions: Sendable {
                 switch text {
                 case "agent": options.agentOnly = true
                 case "secret-service": options.secretServiceOnly = true
+                case "sync": options.syncOnly = true
                 default:
-                    throw BenchmarkFailure("--only: \"agent\" or \"secret-service\", not \(text)")
+                    throw BenchmarkFailure("--only: \"agent\", \"secret-service\" or \"sync\", not \(text)")
                 }
+            case "--sync-items":
+                let text = try value(argument)
+                options.syncItems = text == "0" ? 0 : try positive(text, argument)
             case "--secret-service-items":
                 let text = try value(argument)
                 options.secretServiceItems = text == "0" ? 0 : try positive(text, argument)

@@ -22,6 +22,8 @@ struct BenchmarkReport: Codable, Sendable {
     var agentLookups: AgentLookupResult?
     /// `keychaind --secret-service` against GNOME Keyring, each on a private bus.
     var secretService: SecretServiceResult?
+    /// The sync rows.
+    var sync: SyncResult?
     var targets: [TargetResult] = []
     var notes: [String] = []
 

@@ -37,6 +37,10 @@ enum TableRenderer {
             out.append(secretServiceTable(secretService))
             out.append("")
         }
+        if let sync = report.sync {
+            out.append(syncTable(sync))
+            out.append("")
+        }
         if !report.scripts.isEmpty {
             out.append(scriptsTable(report.scripts))
             out.append("")
@@ -300,6 +304,30 @@ enum TableRenderer {
             }
         }
         return columns(rows, right: [1, 2, 3, 4, 5])
+    }
+
+    /// Two machines in one zone on a private PostgreSQL: push, pull, propagation, and the floor.
+    private static func syncTable(_ result: SyncResult) -> String {
+        let items = Format.count(result.items)
+        var rows: [[String]] = [["Sync (private PostgreSQL, loopback)", "Items", "Time", "Per item", "Against the floor"]]
+        if let note = result.note { rows.append(["sync", items, "—", "", note]) }
+        func row(_ title: String, _ seconds: Double?, floor: Double?, floorTitle: String) {
+            guard let seconds else { return }
+            let ratio = floor.map { String(format: "%.2f× %@ (%@)", seconds / $0, floorTitle, Format.duration($0 * 1e6)) }
+            rows.append([
+                title, items, Format.duration(seconds * 1e6),
+                Format.duration(seconds * 1e6 / Double(max(1, result.items))), ratio ?? "",
+            ])
+        }
+        row("push (seal, commit)", result.pushSeconds, floor: result.floorInsertSeconds, floorTitle: "plain INSERT")
+        row("pull (verify, open, apply)", result.pullSeconds, floor: result.floorSelectSeconds, floorTitle: "plain SELECT")
+        if let propagation = result.propagation {
+            rows.append([
+                "one item, add to the other machine (p99 \(Format.duration(propagation.p99Microseconds)))", "1",
+                Format.duration(propagation.medianMicroseconds), "", "",
+            ])
+        }
+        return columns(rows, right: [1, 2, 3])
     }
 
     /// `keychaind --secret-service` against GNOME Keyring, each on a private bus, interleaved.

@@ -43,12 +43,15 @@ struct LocalSyncStore {
     /// Drops the sync tables (leaving sync).
     static func dropTables(_ db: Database) throws {
         try db.execute(
-            sql: "DROP TABLE IF EXISTS sync_state; DROP TABLE IF EXISTS sync_mirror; DROP TABLE IF EXISTS sync_conflicts;")
+            sql:
+                "DROP TABLE IF EXISTS sync_state; DROP TABLE IF EXISTS sync_mirror; DROP TABLE IF EXISTS sync_conflicts;"
+        )
     }
 
     /// Whether the sync tables exist (sync was ever set up in this keychain).
     static func tableExists(_ db: Database) throws -> Bool {
-        try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'") == 1
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'")
+            == 1
     }
 
     // MARK: Named values
@@ -129,19 +132,25 @@ struct LocalSyncStore {
                 INSERT INTO sync_conflicts(at, record_id, winner_hlc, winner_author, loser) VALUES (?, ?, ?, ?, ?)
                 """,
             arguments: [
-                Date().timeIntervalSince1970, recordID.bytes, Int64(bitPattern: winner.0.rawValue), winner.1.bytes, loser,
+                Date().timeIntervalSince1970, recordID.bytes, Int64(bitPattern: winner.0.rawValue), winner.1.bytes,
+                loser,
             ])
         // The log keeps 30 days.
         try db.execute(
             sql: "DELETE FROM sync_conflicts WHERE at < ?", arguments: [Date().timeIntervalSince1970 - 30 * 86_400])
     }
 
-    static func conflicts(_ db: Database) throws -> [(at: Date, recordID: RecordID, winner: HybridLogicalClock, loser: Data)] {
-        try Row.fetchAll(db, sql: "SELECT at, record_id, winner_hlc, loser FROM sync_conflicts ORDER BY id").compactMap {
+    static func conflicts(_ db: Database) throws -> [(
+        at: Date, recordID: RecordID, winner: HybridLogicalClock, loser: Data
+    )] {
+        try Row.fetchAll(db, sql: "SELECT at, record_id, winner_hlc, loser FROM sync_conflicts ORDER BY id").compactMap
+        {
             row in
             guard let id = RecordID(row[1]) else { return nil }
             let hlc: Int64 = row[2]
-            return (Date(timeIntervalSince1970: row[0]), id, HybridLogicalClock(rawValue: UInt64(bitPattern: hlc)), row[3])
+            return (
+                Date(timeIntervalSince1970: row[0]), id, HybridLogicalClock(rawValue: UInt64(bitPattern: hlc)), row[3]
+            )
         }
     }
 }
@@ -203,7 +212,9 @@ struct MirrorRow: Sendable, Equatable {
 
     static func fetch(_ db: Database, _ clause: String, _ arguments: StatementArguments) throws -> [MirrorRow] {
         try Row.fetchAll(
-            db, sql: "SELECT record_id, seq, hlc, author, tombstone, blob_hash, item, primary_key FROM sync_mirror \(clause)",
+            db,
+            sql:
+                "SELECT record_id, seq, hlc, author, tombstone, blob_hash, item, primary_key FROM sync_mirror \(clause)",
             arguments: arguments
         ).compactMap { row in
             guard let id = RecordID(row[0]), let author = DeviceID(bytes: row[3]) else { return nil }

@@ -57,7 +57,8 @@ public final class SyncEngine: Sendable {
         guard let settings, let sealed else { throw SyncError(.notEnrolled, "this keychain is not set up for sync") }
         let secrets = try SyncSecrets.load(keychain, sealed: sealed)
         return Context(
-            settings: settings, secrets: secrets, roster: Dictionary(uniqueKeysWithValues: roster.map { ($0.deviceID, $0) }),
+            settings: settings, secrets: secrets,
+            roster: Dictionary(uniqueKeysWithValues: roster.map { ($0.deviceID, $0) }),
             cursor: cursor)
     }
 
@@ -121,7 +122,8 @@ public final class SyncEngine: Sendable {
         var item: Item
     }
 
-    private func openRecords(_ records: [ServerRecord], heads: [SignedHead], context: Context) throws -> [OpenedRecord] {
+    private func openRecords(_ records: [ServerRecord], heads: [SignedHead], context: Context) throws -> [OpenedRecord]
+    {
         let authors = Dictionary(heads.map { ($0.head.seq, $0.head.author) }, uniquingKeysWith: { first, _ in first })
         var seen = Set<RecordID>()
         return try records.map { record in
@@ -134,7 +136,9 @@ public final class SyncEngine: Sendable {
             let (header, payload) = try RecordCodec.open(
                 record, zone: context.settings.zoneID, classKeys: context.secrets.classKeysByID)
             // A record is written by the device that signed its commit.
-            guard header.author == author else { throw SyncError(.tampered, "a record's author did not sign its commit") }
+            guard header.author == author else {
+                throw SyncError(.tampered, "a record's author did not sign its commit")
+            }
             let item: Item
             do {
                 item = try Item(syncPayload: payload)
@@ -207,7 +211,8 @@ public final class SyncEngine: Sendable {
     }
 
     /// A losing local version, sealed as a record so the conflict log keeps it encrypted.
-    private func sealLoser(_ item: Item, clock: HybridLogicalClock, context: Context, recordID: RecordID) throws -> Data {
+    private func sealLoser(_ item: Item, clock: HybridLogicalClock, context: Context, recordID: RecordID) throws -> Data
+    {
         let keys = try context.secrets.currentZoneKeys()
         let classKey = try keys.classKey(for: item)
         let header = RecordHeader(
@@ -294,7 +299,8 @@ public final class SyncEngine: Sendable {
             var keep: RecordID?
             if let item = entry.item, item.belongsInSyncSet {
                 let id = keys.recordID(itemClass: item.itemClass.rawValue, primaryKey: item.syncPrimaryKey)
-                records[id] = try seal(item, recordID: id, tombstone: false, clock: clock, row: entry.row, keys: keys, context: context)
+                records[id] = try seal(
+                    item, recordID: id, tombstone: false, clock: clock, row: entry.row, keys: keys, context: context)
                 keep = id
             }
             // Every record this row stood for that it no longer matches is deleted (a primary
@@ -302,7 +308,8 @@ public final class SyncEngine: Sendable {
             for old in mirrored where old.recordID != keep && !old.tombstone && records[old.recordID] == nil {
                 guard let primaryKey = try primaryKeyItem(of: old, entry: entry) else { continue }
                 records[old.recordID] = try seal(
-                    primaryKey, recordID: old.recordID, tombstone: true, clock: clock, row: nil, keys: keys, context: context)
+                    primaryKey, recordID: old.recordID, tombstone: true, clock: clock, row: nil, keys: keys,
+                    context: context)
             }
         }
         var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
@@ -319,7 +326,9 @@ public final class SyncEngine: Sendable {
             records: sorted.map(\.0))
         return PreparedCommit(
             commit: commit, head: signed, records: sorted.map(\.0),
-            mirror: sorted.map { var row = $0.1; row.seq = head.seq; return row }, done: done)
+            mirror: sorted.map {
+                var row = $0.1; row.seq = head.seq; return row
+            }, done: done)
     }
 
     /// The primary key a deletion of `old` sends: the row's own tombstone when it has one,
@@ -344,7 +353,8 @@ public final class SyncEngine: Sendable {
         let mirror = MirrorRow(
             recordID: recordID, seq: 0, hlc: clock, author: context.settings.deviceID, tombstone: tombstone,
             blobHash: RecordCodec.blobHash(blob), item: row,
-            sealedPrimaryKey: try keychain.sealSyncSecret(Self.primaryKeyItem(item).syncPayload, name: "sync.primary-key"))
+            sealedPrimaryKey: try keychain.sealSyncSecret(
+                Self.primaryKeyItem(item).syncPayload, name: "sync.primary-key"))
         return (record, mirror)
     }
 
@@ -375,7 +385,9 @@ extension ZoneKeys {
     /// for the rest (and for deletions, which carry no secret).
     func classKey(for item: Item?) throws -> ClassKey {
         let keyClass: KeyClass = item?.accessibility?.protectionClass == .whenUnlocked ? .a : .c
-        guard let key = classKeys[keyClass] else { throw SyncError(.unknownKey, "the zone has no class \(keyClass) key") }
+        guard let key = classKeys[keyClass] else {
+            throw SyncError(.unknownKey, "the zone has no class \(keyClass) key")
+        }
         return key
     }
 }

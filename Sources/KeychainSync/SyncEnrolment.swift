@@ -109,7 +109,9 @@ extension SyncSetup {
             let requests = try await server.joinRequests(zone: context.settings.zoneID)
             var admitted: [DeviceCard] = []
             for request in requests where context.roster[request.device] == nil {
-                guard let card = invitations.lazy.compactMap({ try? JoinRequest.open(request.blob, invitation: $0) }).first?.card,
+                guard
+                    let card = invitations.lazy.compactMap({ try? JoinRequest.open(request.blob, invitation: $0) })
+                        .first?.card,
                     card.id == request.device
                 else { continue }
                 if let only, !(card.id.description.hasPrefix(only.lowercased()) || card.name == only) { continue }
@@ -144,7 +146,8 @@ extension SyncSetup {
             $0.deviceID.description.hasPrefix(device.lowercased()) || $0.name == device
         }
         guard matches.count == 1, let target = matches.first else {
-            throw SyncError(.invitation, matches.isEmpty ? "no device \(device) in the zone" : "\(device) names several devices")
+            throw SyncError(
+                .invitation, matches.isEmpty ? "no device \(device) in the zone" : "\(device) names several devices")
         }
         guard target.deviceID != context.settings.deviceID else {
             throw SyncError(.conflict, "a device cannot remove itself; run remove on another device")
@@ -193,7 +196,9 @@ extension SyncSetup {
 
 extension SyncSetup.DeviceInfo {
     init(_ card: DeviceCard, me: DeviceID) {
-        self.init(id: card.id, name: card.name, fingerprint: card.fingerprint, addedAt: card.addedAt, isThisDevice: card.id == me)
+        self.init(
+            id: card.id, name: card.name, fingerprint: card.fingerprint, addedAt: card.addedAt,
+            isThisDevice: card.id == me)
     }
 }
 
@@ -217,7 +222,8 @@ extension SyncEngine {
             cards.removeAll { removing.contains($0.id) }
             cards += adding.filter { card in !cards.contains { $0.id == card.id } }
             let epoch = context.settings.rosterEpoch + 1
-            let roster = Roster(zone: context.settings.zoneID, epoch: epoch, devices: cards, signer: context.settings.deviceID)
+            let roster = Roster(
+                zone: context.settings.zoneID, epoch: epoch, devices: cards, signer: context.settings.deviceID)
             let recipients = removing.isEmpty ? adding : cards
             let shares = try recipients.map {
                 try ZoneKeyShare.seal(
@@ -282,14 +288,17 @@ extension SyncEngine {
         let agreement = try context.secrets.agreement
         var newest: (epoch: Int64, key: SymmetricKey)?
         for share in shares.sorted(by: { $0.epoch < $1.epoch }) {
-            guard let opened = try? ZoneKeyShare.open(
-                share, zone: zone, recipientKey: agreement, recipient: context.settings.deviceID,
-                sponsorKey: { trusted[$0] })
+            guard
+                let opened = try? ZoneKeyShare.open(
+                    share, zone: zone, recipientKey: agreement, recipient: context.settings.deviceID,
+                    sponsorKey: { trusted[$0] })
             else { continue }
             newest = (share.epoch, opened.zoneKey)
         }
         guard let newest else {
-            throw SyncError(.notEnrolled, "this device has not been approved yet (run `security sync approve` on the inviting machine)")
+            throw SyncError(
+                .notEnrolled,
+                "this device has not been approved yet (run `security sync approve` on the inviting machine)")
         }
         let keys = try ZoneKeys.unwrap(rows: state.keys, zoneKey: newest.key, epoch: newest.epoch, zone: zone)
         let opened = try Roster.open(roster.blob, zone: zone, epoch: roster.epoch, zoneKey: newest.key) { trusted[$0] }
@@ -301,7 +310,8 @@ extension SyncEngine {
         let older = chain.values.sorted { $0.epoch < $1.epoch }
         try keychain.withSyncTransaction { transaction in
             let db = transaction.database
-            guard var settings = try LocalSyncStore.configuration(db), let sealed = try LocalSyncStore.value(SyncSecrets.name, db)
+            guard var settings = try LocalSyncStore.configuration(db),
+                let sealed = try LocalSyncStore.value(SyncSecrets.name, db)
             else { return }
             var secrets = try SyncSecrets.load(keychain, sealed: sealed)
             for keys in older { secrets.install(keys) }

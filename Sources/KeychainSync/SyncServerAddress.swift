@@ -88,7 +88,8 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Opens one connection.
-    func connect(id: Int, logger: Logger) async throws -> PostgresConnection {
+    /// Opens one connection to the address (TLS off: loopback and private networks only).
+    public func connect(id: Int, logger: Logger) async throws -> PostgresConnection {
         do {
             return try await PostgresConnection.connect(configuration: connectionConfiguration, id: id, logger: logger)
         } catch {

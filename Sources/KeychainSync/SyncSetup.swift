@@ -33,7 +33,9 @@ public enum SyncSetup {
     public static func initialize(
         keychain: KeychainDatabase, adminURL: String, deviceName: String
     ) async throws -> Initialized {
-        guard try keychain.readSyncTables({ try LocalSyncStore.tableExists($0) ? LocalSyncStore.configuration($0) : nil }) == nil
+        guard
+            try keychain.readSyncTables({ try LocalSyncStore.tableExists($0) ? LocalSyncStore.configuration($0) : nil })
+                == nil
         else { throw SyncError(.conflict, "this keychain is already set up for sync") }
         let admin = try SyncServerAddress(url: adminURL)
         let zone = ZoneID.random()
@@ -65,7 +67,10 @@ public enum SyncSetup {
                 try ZoneKeyShare.seal(
                     zoneKey: keys.zoneKey, epoch: keys.epoch, zone: zone, to: card, from: device, signingKey: signing)
             ],
-            escrow: (keys.epoch, try recovery.sealEscrow(escrowPayload(keys, signing: signing), zone: zone, epoch: keys.epoch)))
+            escrow: (
+                keys.epoch,
+                try recovery.sealEscrow(escrowPayload(keys, signing: signing), zone: zone, epoch: keys.epoch)
+            ))
         let connection = PostgresSyncServer(address: admin.with(username: role, password: password))
         do {
             try await connection.createZone(commit, notifyChannel: PostgresSyncServer.makeNotifyChannel())
@@ -75,7 +80,8 @@ public enum SyncSetup {
             throw error
         }
         let settings = SyncSettings(
-            server: "postgresql://\(admin.host):\(admin.port)/\(admin.database)", role: role, zone: zone.uuid, device: device.uuid, deviceName: deviceName,
+            server: "postgresql://\(admin.host):\(admin.port)/\(admin.database)", role: role, zone: zone.uuid,
+            device: device.uuid, deviceName: deviceName,
             rosterEpoch: 1, keyEpoch: keys.epoch)
         try keychain.startSyncJournal()
         try keychain.withSyncTransaction { transaction in
@@ -86,7 +92,8 @@ public enum SyncSetup {
             try LocalSyncStore.setRoster([LocalRosterEntry(card)], db)
             try LocalSyncStore.setCursor(SyncCursor(seq: 1, headHash: signed.hash), db)
         }
-        return Initialized(zone: zone, device: device, fingerprint: card.fingerprint, recoveryKey: recovery.displayString)
+        return Initialized(
+            zone: zone, device: device, fingerprint: card.fingerprint, recoveryKey: recovery.displayString)
     }
 
     /// What the escrow keeps: the zone key and this device's signing key, so a recovered device

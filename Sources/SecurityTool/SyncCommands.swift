@@ -10,11 +10,12 @@ struct SyncCommand: ToolCommand {
     static let configuration = CommandConfiguration(
         commandName: Self.name,
         _superCommandName: "security",
-        abstract: "Sync synchronizable items with other machines through PostgreSQL, end-to-end encrypted (Linux only).",
+        abstract:
+            "Sync synchronizable items with other machines through PostgreSQL, end-to-end encrypted (Linux only).",
         usage: """
             security sync init --server postgresql://USER:PASSWORD@HOST:PORT/DB [--name NAME] [-k keychain]
                    security sync invite [-k keychain]
-                   security sync join CODE [--name NAME] [-k keychain]
+                   security sync join CODE|- [--name NAME] [-k keychain]
                    security sync approve [DEVICE] [-k keychain]
                    security sync now | status | devices | conflicts [-k keychain]
                    security sync remove DEVICE [-k keychain]
@@ -39,7 +40,9 @@ struct SyncCommand: ToolCommand {
             remove     take a machine out: its login is refused and the keys roll
             conflicts  the changes that lost to a later one (30 days)
 
-            The keychain is the default keychain unless -k names another.
+            The keychain is the default keychain unless -k names another. For init, give the \
+            server's administrator password in PGPASSWORD rather than in the URL; for join, `-` \
+            reads the code from standard input (both keep secrets out of the process arguments).
             """))
 
     @Argument(help: "init, invite, join, approve, now, status, devices, remove or conflicts.")
@@ -62,9 +65,9 @@ struct SyncCommand: ToolCommand {
     func execute(in session: Session) throws -> Int32 {
         let database = try openEngine(session)
         switch action {
-        case "init": return try initialize(database)
+        case "init": return try initialize(database, session: session)
         case "invite": return try invite(database)
-        case "join": return try join(database)
+        case "join": return try join(database, session: session)
         case "approve": return try approve(database)
         case "devices": return try devices(database)
         case "remove": return try remove(database)
@@ -82,7 +85,8 @@ struct SyncCommand: ToolCommand {
         let path = try keychain.map(session.resolve) ?? session.defaultKeychainPath()
         let database: KeychainDatabase
         if keychain == nil, path == session.absolute(session.engineDefaultKeychain), !session.fileExists(path) {
-            database = try KeychainDatabase.create(at: path, password: nil as Data?, configuration: session.configuration)
+            database = try KeychainDatabase.create(
+                at: path, password: nil as Data?, configuration: session.configuration)
         } else {
             database = try KeychainDatabase.open(at: path, configuration: session.configuration)
         }
@@ -100,10 +104,22 @@ struct SyncCommand: ToolCommand {
         deviceName ?? ProcessInfo.processInfo.hostName
     }
 
-    private func initialize(_ database: KeychainDatabase) throws -> Int32 {
-        guard let server else { throw CommandFailure.usage("sync init: --server is required") }
+    private func initialize(_ database: KeychainDatabase, session: Session) throws -> Int32 {
+        guard var server else { throw CommandFailure.usage("sync init: --server is required") }
+        // The administrator's password: PGPASSWORD, as PostgreSQL's own tools read it, rather
+        // than in the URL, where other processes can read it in this one's arguments.
+        if var components = URLComponents(string: server) {
+            if components.password != nil {
+                Console.err(
+                    "security: sync init: the password in --server is visible to other processes; prefer PGPASSWORD\n")
+            } else if let password = session.environment["PGPASSWORD"], !password.isEmpty {
+                components.password = password
+                server = components.string ?? server
+            }
+        }
+        let adminURL = server
         let name = machineName
-        let made = try run { try await SyncSetup.initialize(keychain: database, adminURL: server, deviceName: name) }
+        let made = try run { try await SyncSetup.initialize(keychain: database, adminURL: adminURL, deviceName: name) }
         Console.out(
             """
             zone \(made.zone)
@@ -127,10 +143,18 @@ struct SyncCommand: ToolCommand {
         return 0
     }
 
-    private func join(_ database: KeychainDatabase) throws -> Int32 {
-        guard let code = operand else { throw CommandFailure.usage("sync join: the invitation code is required") }
+    private func join(_ database: KeychainDatabase, session: Session) throws -> Int32 {
+        guard var code = operand else { throw CommandFailure.usage("sync join: the invitation code is required") }
+        if code == "-" {
+            // The code on standard input keeps its one-time secret out of the process arguments.
+            guard let line = try session.input.readLine() else {
+                throw CommandFailure.usage("sync join: no code on standard input")
+            }
+            code = String(decoding: line, as: UTF8.self)
+        }
         let name = machineName
-        let joined = try run { try await SyncSetup.join(keychain: database, code: code, deviceName: name) }
+        let typed = code
+        let joined = try run { try await SyncSetup.join(keychain: database, code: typed, deviceName: name) }
         Console.out(
             """
             registered as \(joined.device) (\(name)) in zone \(joined.zone)
@@ -216,7 +240,9 @@ struct SyncCommand: ToolCommand {
         do {
             return try body()
         } catch let error as SyncError {
-            throw CommandFailure.failure("sync \(action): \(error)")
+            throw CommandFailure.failure("sync \(action): \(error.message.isEmpty ? "\(error.code)" : error.message)")
+        } catch let error as SyncServerError {
+            throw CommandFailure.failure("sync \(action): the server: \(error.message)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresScratchServer
 import KeychainCore
 import Testing
 
@@ -155,7 +156,9 @@ struct ZeroKnowledgeTests {
         let canary = "CANARY\(UInt32.random(in: 100_000...999_999))"
         var canaries: [String] = []
         for (index, machine) in machines.enumerated() {
-            let values = ["\(canary)svc\(index)", "\(canary)acct\(index)", "\(canary)secret\(index)", "\(canary)label\(index)"]
+            let values = [
+                "\(canary)svc\(index)", "\(canary)acct\(index)", "\(canary)secret\(index)", "\(canary)label\(index)",
+            ]
             canaries += values
             try machine.keychain.add(
                 Item(
@@ -165,7 +168,8 @@ struct ZeroKnowledgeTests {
                         .synchronizable: .number(1),
                     ], data: Data(values[2].utf8)))
             // A this-device-only item: not even a row.
-            try machine.add(service: "\(canary)local\(index)", account: "x", secret: "\(canary)local", accessible: "aku")
+            try machine.add(
+                service: "\(canary)local\(index)", account: "x", secret: "\(canary)local", accessible: "aku")
             _ = try await machine.syncNow()
         }
         for machine in machines { _ = try await machine.syncNow() }
@@ -197,7 +201,8 @@ struct ZeroKnowledgeTests {
         let utf8 = Data(value.utf8)
         return [
             utf8, value.data(using: .utf16LittleEndian)!, value.data(using: .utf16BigEndian)!,
-            Data(utf8.map { String(format: "%02x", $0) }.joined().utf8), Data(utf8.base64EncodedString().dropLast(4).utf8),
+            Data(utf8.map { String(format: "%02x", $0) }.joined().utf8),
+            Data(utf8.base64EncodedString().dropLast(4).utf8),
         ]
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PostgresScratchServer
 import Logging
 import PostgresNIO
 import Synchronization

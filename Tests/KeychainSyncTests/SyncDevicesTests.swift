@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PostgresScratchServer
 import KeychainCore
 import Testing
 
@@ -85,7 +86,9 @@ struct SyncDevicesTests {
         try b.keychain.update(b.query(service: "deploy", account: "ci"), attributes: [.label: .string("from b")])
         _ = try await b.syncNow()
         _ = try await a.syncNow()
-        #expect(try a.keychain.find(a.query(service: "deploy", account: "ci")).first?.attributes[.label] == .string("from b"))
+        #expect(
+            try a.keychain.find(a.query(service: "deploy", account: "ci")).first?.attributes[.label]
+                == .string("from b"))
 
         try b.keychain.delete(b.query(service: "deploy", account: "ci"))
         #expect(try await b.syncNow().pushed == 1)
@@ -108,7 +111,8 @@ struct SyncDevicesTests {
         _ = try await a.syncNow()
         _ = try await b.syncNow()
         #expect(try b.syncedItems().isEmpty)
-        #expect(try a.keychain.find(ItemQuery(class: .genericPassword, attributes: [.service: .string("s")])).count == 1)
+        #expect(
+            try a.keychain.find(ItemQuery(class: .genericPassword, attributes: [.service: .string("s")])).count == 1)
     }
 
     @Test("the same primary key added on two machines offline ends as one item; the loser is in the conflict log")
@@ -169,7 +173,8 @@ struct SyncDevicesTests {
         let cluster = try SharedCluster.get()
         let zoneID = try SyncSetup.status(of: a.keychain).zone.description
         let blobs = try cluster.sql(
-            "SELECT encode(blob, 'hex') FROM keychain_sync.records WHERE zone_id = '\(zoneID)' ORDER BY seq DESC LIMIT 1")
+            "SELECT encode(blob, 'hex') FROM keychain_sync.records WHERE zone_id = '\(zoneID)' ORDER BY seq DESC LIMIT 1"
+        )
         let secretsOfC = try SyncEngine(keychain: c.keychain, server: NoServer()).context().secrets
         let newest = try #require(Data(hexString: blobs.trimmingCharacters(in: .whitespacesAndNewlines)))
         let header = try RecordCodec.header(of: newest)

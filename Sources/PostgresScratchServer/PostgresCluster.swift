@@ -1,15 +1,11 @@
 import Foundation
-import Logging
-import PostgresNIO
 import Synchronization
-
-@testable import KeychainSync
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A real PostgreSQL 15 server for one test (or one suite): its own temporary data directory,
+/// A real, throw-away PostgreSQL 15 server for tests and benchmarks (one test, one suite, one run): its own temporary data directory,
 /// SCRAM-SHA-256 authentication, 127.0.0.1 on a free port, a Unix socket inside the temporary
 /// directory, `fsync=on` and `max_connections=200`.
 ///
@@ -17,51 +13,47 @@ import Synchronization
 /// and `PGPASSWORD` in `psql`'s environment. The server stops in ``stop()``, in `deinit`, and —
 /// if the test process dies first — through a watchdog process that waits for the test
 /// process to end.
-final class PostgresCluster: Sendable {
+public final class PostgresCluster: Sendable {
     /// How ``restart(mode:)`` shuts the server down (`pg_ctl -m`).
-    enum ShutdownMode: String, Sendable {
+    public enum ShutdownMode: String, Sendable {
         case smart, fast, immediate
     }
 
     /// A failure to start or drive the server, with the tool's output (never the password).
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+        public init(description: String) { self.description = description }
     }
 
-    static let binaries = "/usr/lib/postgresql/15/bin"
-    static let runuser = "/usr/sbin/runuser"
+    public static let binaries = "/usr/lib/postgresql/15/bin"
+    public static let runuser = "/usr/sbin/runuser"
 
     /// The server's TCP port on 127.0.0.1.
-    let port: Int
+    public let port: Int
     /// The temporary directory holding the data directory, the socket and the log.
-    let directory: URL
+    public let directory: URL
     /// The data directory (`PGDATA`).
-    var dataDirectory: URL { directory.appendingPathComponent("data") }
+    public var dataDirectory: URL { directory.appendingPathComponent("data") }
     /// The server's log (every statement when started with `logStatements`).
-    var logFile: URL { directory.appendingPathComponent("postgresql.log") }
+    public var logFile: URL { directory.appendingPathComponent("postgresql.log") }
     /// The superuser's password.
-    let superuserPassword: String
+    public let superuserPassword: String
     /// The database the URLs name.
-    let database = "postgres"
+    public let database = "postgres"
 
     private let state = Mutex<(stopped: Bool, watchdog: Int32?)>((false, nil))
 
     /// `postgresql://postgres:…@127.0.0.1:port/postgres`.
-    var superuserURL: String { "postgresql://postgres:\(superuserPassword)@127.0.0.1:\(port)/\(database)" }
-
-    /// The address of `user` with `password` on this server.
-    func address(user: String, password: String?) -> SyncServerAddress {
-        SyncServerAddress(host: "127.0.0.1", port: port, database: database, username: user, password: password)
-    }
+    public var superuserURL: String { "postgresql://postgres:\(superuserPassword)@127.0.0.1:\(port)/\(database)" }
 
     /// The server's `postgresql://127.0.0.1:port/postgres` URL without a login.
-    var serverURL: String { "postgresql://127.0.0.1:\(port)/\(database)" }
+    public var serverURL: String { "postgresql://127.0.0.1:\(port)/\(database)" }
 
     /// Creates the cluster (`initdb`) and starts it.
     ///
     /// - Parameter logStatements: `log_statement=all` into ``logFile``.
     /// - Throws: ``Failure`` when PostgreSQL 15 is not installed (never a skip) or a step fails.
-    init(logStatements: Bool = false) throws {
+    public init(logStatements: Bool = false) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/initdb") else {
             throw Failure(
                 description:
@@ -88,7 +80,7 @@ final class PostgresCluster: Sendable {
 
     /// Stops the server at once (`pg_ctl stop -m immediate`, then SIGKILL to the postmaster if
     /// it is still there) and removes the temporary directory. Later calls do nothing.
-    func stop() {
+    public func stop() {
         let watchdog: Int32?? = state.withLock { state in
             if state.stopped { return nil }
             state.stopped = true
@@ -107,12 +99,12 @@ final class PostgresCluster: Sendable {
     }
 
     /// Stops the server with `mode` and starts it again with the same options.
-    func restart(mode: ShutdownMode) throws {
+    public func restart(mode: ShutdownMode) throws {
         try pgCtl(["restart", "-m", mode.rawValue, "-w", "-t", "60", "-l", logFile.path])
     }
 
     /// The postmaster's process id (first line of `postmaster.pid`), while it runs.
-    func postmasterPID() -> pid_t? {
+    public func postmasterPID() -> pid_t? {
         let file = dataDirectory.appendingPathComponent("postmaster.pid")
         guard let text = try? String(contentsOf: file, encoding: .utf8),
             let first = text.split(separator: "\n").first
@@ -124,7 +116,7 @@ final class PostgresCluster: Sendable {
 
     /// Runs SQL as the superuser through `psql` and returns its unaligned, tuples-only output.
     @discardableResult
-    func sql(_ statement: String) throws -> String {
+    public func sql(_ statement: String) throws -> String {
         let result = try Self.run(
             Self.binaries + "/psql",
             [
@@ -134,24 +126,6 @@ final class PostgresCluster: Sendable {
             input: Data(statement.utf8), environment: ["PGPASSWORD": superuserPassword, "PGCONNECT_TIMEOUT": "10"])
         guard result.status == 0 else { throw Failure(description: "psql failed: \(result.output)") }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// Opens a postgres-nio connection as `user` (the superuser when `nil`) for `body`.
-    func withConnection<T>(
-        user: String? = nil, password: String? = nil, _ body: (PostgresConnection) async throws -> T
-    ) async throws -> T {
-        let target =
-            user.map { address(user: $0, password: password) }
-            ?? address(user: "postgres", password: superuserPassword)
-        let connection = try await target.connect(id: 1, logger: Logger(label: "test.postgres"))
-        do {
-            let result = try await body(connection)
-            try? await connection.close()
-            return result
-        } catch {
-            try? await connection.close()
-            throw error
-        }
     }
 
     // MARK: Steps
@@ -249,7 +223,7 @@ final class PostgresCluster: Sendable {
     ///
     /// posix_spawn and waitpid, not Foundation's `Process`: `pg_ctl start` leaves a postmaster
     /// behind that inherits `Process`'s internal descriptors, and `waitUntilExit` then never returns.
-    static func run(
+    public static func run(
         _ executable: String, _ arguments: [String], input: Data? = nil, environment: [String: String] = [:]
     ) throws -> (status: Int32, output: String) {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("kc-pg-\(UUID().uuidString)")
