@@ -242,7 +242,9 @@ let package = Package(
             ]),
         .executableTarget(
             name: "keychaind",
-            dependencies: ["KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "SecretService"]
+            dependencies: [
+                "KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "SecretService", "KeychainSync",
+            ]
         ),
         .testTarget(
             name: "SecretServiceTests",
@@ -276,8 +278,8 @@ let package = Package(
         .testTarget(
             name: "KeychainSyncTests",
             dependencies: [
-                // SecurityTool: the `security sync` tests run the built executable.
-                "KeychainSync", "KeychainCore", "SeededRandom", "SecurityTool", "PostgresScratchServer",
+                // SecurityTool, keychaind: the `security sync` tests run the built executables.
+                "KeychainSync", "KeychainCore", "SeededRandom", "SecurityTool", "keychaind", "PostgresScratchServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
             ]

@@ -1,6 +1,7 @@
 import DBusWire
 import Dispatch
 import Foundation
+import Synchronization
 import KeychainAgentProtocol
 import KeychainCore
 
@@ -41,6 +42,8 @@ public final class AgentService: Sendable {
     private let work = DispatchQueue(label: "keychain-agent.engine", attributes: .concurrent)
     /// Locks password keychains left unused for their settings' lock interval.
     let idle = IdleLock()
+    /// Told of each keychain the service opens (keychaind starts its sync there).
+    private let openedObserver = Mutex<(@Sendable (String, KeychainDatabase) -> Void)?>(nil)
 
     /// Who the callers are, when they are identified once per connection
     /// (``init(configuration:paths:callers:)``); else ``groups`` of each call's credentials.
@@ -384,13 +387,26 @@ public final class AgentService: Sendable {
             name.isEmpty
             ? try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
             : try KeychainDatabase.open(at: path, configuration: configuration)
-        let keychain = open.withLock {
-            if let existing = keychains[path] { return existing }
+        let (keychain, isNew) = open.withLock {
+            if let existing = keychains[path] { return (existing, false) }
             keychains[path] = opened
-            return opened
+            return (opened, true)
         }
         remember(name, as: path)
+        if isNew, let observer = openedObserver.withLock({ $0 }) { observer(path, keychain) }
         return keychain
+    }
+
+    /// Calls `observer` with each keychain the service opens from now on, by absolute path.
+    public func whenKeychainOpens(_ observer: @escaping @Sendable (String, KeychainDatabase) -> Void) {
+        openedObserver.withLock { $0 = observer }
+    }
+
+    /// Opens the default keychain now when its file exists (nothing is created), so that what
+    /// ``whenKeychainOpens(_:)`` starts for it runs before any client asks.
+    public func openDefaultKeychainIfPresent() {
+        guard FileManager.default.fileExists(atPath: paths.defaultKeychain) else { return }
+        _ = try? keychain("")
     }
 
     /// Whether the keychain named `name` is open in this agent under that very name, so that a

@@ -62,6 +62,11 @@ extension KeychainDatabase {
         }
     }
 
+    /// How many changes wait to be pushed (a cheap count: nothing is decrypted).
+    package func pendingSyncChanges() throws -> Int {
+        try Self.run { try writer.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM sync_journal") ?? 0 } }
+    }
+
     /// The oldest journal entries, up to `limit`, with their rows read (secrets included).
     package func syncJournal(limit: Int = 1000) throws -> [SyncJournalEntry] {
         try keys.read { state in

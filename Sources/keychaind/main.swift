@@ -19,11 +19,30 @@ import Foundation
 import KeychainAgent
 import KeychainAgentProtocol
 import KeychainCore
+import KeychainSync
 import SecretService
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
+
+/// The sync runners of the keychains this agent keeps open, by path: one per keychain set up
+/// for sync.
+final class SyncRunners: Sendable {
+    private let running = Mutex<[String: SyncRunner]>([:])
+
+    func startIfSetUp(_ path: String, _ keychain: KeychainDatabase) {
+        guard SyncRunner.isSetUp(keychain) else { return }
+        let runner = SyncRunner(keychain: keychain)
+        let isNew = running.withLock { running in
+            guard running[path] == nil else { return false }
+            running[path] = runner
+            return true
+        }
+        if isNew { runner.start() }
+    }
+}
 
 /// Writes one line to standard error (never a secret: nothing here handles one).
 func complain(_ text: String) {
@@ -246,6 +265,13 @@ func run() async throws -> Never {
         listeningSocket: listening, unixPath: location.socketPath, objects: objects, configuration: configuration,
         group: DBusServer.eventLoopGroup(minimumThreads: 4))
 
+    // Keep each keychain set up for sync in sync while the agent runs (KEYCHAIN_SYNC=off: not).
+    let runners = SyncRunners()
+    if environment["KEYCHAIN_SYNC"] != "off" {
+        service.whenKeychainOpens { path, keychain in runners.startIfSetUp(path, keychain) }
+        service.openDefaultKeychainIfPresent()
+    }
+
     // Lock the keychains with lock-on-sleep when logind says the machine sleeps or the session
     // locks, where a system bus exists; without one, nothing (a line with KEYCHAIND_DEBUG=1).
     let debug = environment["KEYCHAIND_DEBUG"] == "1"
@@ -279,7 +305,7 @@ func run() async throws -> Never {
             complain("\(location.socketPath) was removed or replaced; exiting")
             exit(0)
         }
-        withExtendedLifetime((listener, server, sources, sleepLock, secretService)) {}
+        withExtendedLifetime((listener, server, sources, sleepLock, secretService, runners)) {}
     }
 }
 

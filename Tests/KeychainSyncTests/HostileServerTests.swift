@@ -8,202 +8,213 @@ import Testing
 /// What a malicious or careless server can do to a zone, done for real as the superuser of the
 /// suite's PostgreSQL, and what the devices make of it: every change is refused (nothing
 /// applied, the cursor kept), and the zone syncs again once the rows are put back.
-@Suite("A hostile server is caught", .serialized)
-struct HostileServerTests {
-    /// Two machines with `count` synced items, all pulled by B; then A adds one more, pushed.
-    private func zoneWithPendingPull(count: Int = 3) async throws -> (a: TestMachine, b: TestMachine, zone: String) {
-        let machines = try await makeZone(machines: 2)
-        let (a, b) = (machines[0], machines[1])
-        for index in 0..<count { try a.add(service: "svc", account: "acct\(index)", secret: "secret \(index)") }
-        _ = try await a.syncNow()
-        _ = try await b.syncNow()
-        try a.add(service: "svc", account: "late", secret: "late secret")
-        _ = try await a.syncNow()
-        return (a, b, try SyncSetup.status(of: a.keychain).zone.description)
-    }
-
-    /// B's pull fails with a sync error of one of `codes`, and B's cursor and items stay as they were.
-    private func expectRefused(_ b: TestMachine, codes: Set<SyncError.Code>) async throws {
-        let before = try SyncSetup.status(of: b.keychain).headSeq
-        let items = try b.syncedItems()
-        do {
+extension SyncIntegration {
+    @Suite("A hostile server is caught", .serialized, .timeLimit(.minutes(3)))
+    struct HostileServerTests {
+        /// Two machines with `count` synced items, all pulled by B; then A adds one more, pushed.
+        private func zoneWithPendingPull(count: Int = 3) async throws -> (a: TestMachine, b: TestMachine, zone: String)
+        {
+            let machines = try await makeZone(machines: 2)
+            let (a, b) = (machines[0], machines[1])
+            for index in 0..<count { try a.add(service: "svc", account: "acct\(index)", secret: "secret \(index)") }
+            _ = try await a.syncNow()
             _ = try await b.syncNow()
-            Issue.record("the pull was accepted")
-        } catch let error as SyncError {
-            #expect(codes.contains(error.code), "\(error)")
+            try a.add(service: "svc", account: "late", secret: "late secret")
+            _ = try await a.syncNow()
+            return (a, b, try SyncSetup.status(of: a.keychain).zone.description)
         }
-        #expect(try SyncSetup.status(of: b.keychain).headSeq == before)
-        #expect(try b.syncedItems() == items)
-    }
 
-    @Test("a flipped byte in a record's blob is refused, and the zone syncs once it is restored")
-    func flippedBlobByte() async throws {
-        let (_, b, zone) = try await zoneWithPendingPull()
-        let cluster = try SharedCluster.get()
-        let original = try cluster.sql(
-            "SELECT encode(blob, 'hex') FROM keychain_sync.records WHERE zone_id = '\(zone)' ORDER BY seq DESC LIMIT 1")
-        try cluster.sql(
-            """
-            UPDATE keychain_sync.records SET blob = set_byte(blob, 200, get_byte(blob, 200) # 1)
-            WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
-            """)
-        try await expectRefused(b, codes: [.tampered])
-        try cluster.sql(
-            """
-            UPDATE keychain_sync.records SET blob = decode('\(original)', 'hex')
-            WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
-            """)
-        _ = try await b.syncNow()
-        #expect(try b.syncedItems().contains("svc|late|late secret"))
-    }
+        /// B's pull fails with a sync error of one of `codes`, and B's cursor and items stay as they were.
+        private func expectRefused(_ b: TestMachine, codes: Set<SyncError.Code>) async throws {
+            let before = try SyncSetup.status(of: b.keychain).headSeq
+            let items = try b.syncedItems()
+            do {
+                _ = try await b.syncNow()
+                Issue.record("the pull was accepted")
+            } catch let error as SyncError {
+                #expect(codes.contains(error.code), "\(error)")
+            }
+            #expect(try SyncSetup.status(of: b.keychain).headSeq == before)
+            #expect(try b.syncedItems() == items)
+        }
 
-    @Test("a record's blob swapped with another record's is refused")
-    func swappedBlobs() async throws {
-        let (_, b, zone) = try await zoneWithPendingPull()
-        let cluster = try SharedCluster.get()
-        // The newest record gets an older record's blob (a valid blob, of another record).
-        try cluster.sql(
-            """
-            UPDATE keychain_sync.records r SET blob = o.blob
-            FROM (SELECT blob FROM keychain_sync.records WHERE zone_id = '\(zone)' ORDER BY seq ASC LIMIT 1) o
-            WHERE r.zone_id = '\(zone)' AND r.seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
-            """)
-        try await expectRefused(b, codes: [.tampered])
-    }
+        @Test("a flipped byte in a record's blob is refused, and the zone syncs once it is restored")
+        func flippedBlobByte() async throws {
+            let (_, b, zone) = try await zoneWithPendingPull()
+            let cluster = try SharedCluster.get()
+            let original = try cluster.sql(
+                "SELECT encode(blob, 'hex') FROM keychain_sync.records WHERE zone_id = '\(zone)' ORDER BY seq DESC LIMIT 1"
+            )
+            try cluster.sql(
+                """
+                UPDATE keychain_sync.records SET blob = set_byte(blob, 200, get_byte(blob, 200) # 1)
+                WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
+                """)
+            try await expectRefused(b, codes: [.tampered])
+            try cluster.sql(
+                """
+                UPDATE keychain_sync.records SET blob = decode('\(original)', 'hex')
+                WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
+                """)
+            _ = try await b.syncNow()
+            #expect(try b.syncedItems().contains("svc|late|late secret"))
+        }
 
-    @Test("a dropped record is caught by the signed state digest")
-    func droppedRecord() async throws {
-        let (_, b, zone) = try await zoneWithPendingPull()
-        let cluster = try SharedCluster.get()
-        try cluster.sql(
-            """
-            DELETE FROM keychain_sync.records
-            WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
-            """)
-        try await expectRefused(b, codes: [.tampered])
-    }
+        @Test("a record's blob swapped with another record's is refused")
+        func swappedBlobs() async throws {
+            let (_, b, zone) = try await zoneWithPendingPull()
+            let cluster = try SharedCluster.get()
+            // The newest record gets an older record's blob (a valid blob, of another record).
+            try cluster.sql(
+                """
+                UPDATE keychain_sync.records r SET blob = o.blob
+                FROM (SELECT blob FROM keychain_sync.records WHERE zone_id = '\(zone)' ORDER BY seq ASC LIMIT 1) o
+                WHERE r.zone_id = '\(zone)' AND r.seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
+                """)
+            try await expectRefused(b, codes: [.tampered])
+        }
 
-    @Test("a replayed older version of a record is caught")
-    func replayedRecord() async throws {
-        let machines = try await makeZone(machines: 2)
-        let (a, b) = (machines[0], machines[1])
-        try a.add(service: "svc", account: "x", secret: "v1")
-        _ = try await a.syncNow()
-        let zone = try SyncSetup.status(of: a.keychain).zone.description
-        let cluster = try SharedCluster.get()
-        let old = try cluster.sql(
-            "SELECT encode(blob, 'hex') FROM keychain_sync.records WHERE zone_id = '\(zone)'")
-        try a.keychain.update(a.query(service: "svc", account: "x"), attributes: [:], data: Data("v2".utf8))
-        _ = try await a.syncNow()
-        try cluster.sql("UPDATE keychain_sync.records SET blob = decode('\(old)', 'hex') WHERE zone_id = '\(zone)'")
-        try await expectRefused(b, codes: [.tampered])
-    }
+        @Test("a dropped record is caught by the signed state digest")
+        func droppedRecord() async throws {
+            let (_, b, zone) = try await zoneWithPendingPull()
+            let cluster = try SharedCluster.get()
+            try cluster.sql(
+                """
+                DELETE FROM keychain_sync.records
+                WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.records WHERE zone_id = '\(zone)')
+                """)
+            try await expectRefused(b, codes: [.tampered])
+        }
 
-    @Test("a head whose signature does not verify, or a rewritten chain, is refused")
-    func forgedHead() async throws {
-        let (_, b, zone) = try await zoneWithPendingPull()
-        let cluster = try SharedCluster.get()
-        try cluster.sql(
-            """
-            UPDATE keychain_sync.commits SET head = set_byte(head, length(head) - 1, get_byte(head, length(head) - 1) # 1)
-            WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.commits WHERE zone_id = '\(zone)')
-            """)
-        try await expectRefused(b, codes: [.tampered, .forked])
-    }
+        @Test("a replayed older version of a record is caught")
+        func replayedRecord() async throws {
+            let machines = try await makeZone(machines: 2)
+            let (a, b) = (machines[0], machines[1])
+            try a.add(service: "svc", account: "x", secret: "v1")
+            _ = try await a.syncNow()
+            let zone = try SyncSetup.status(of: a.keychain).zone.description
+            let cluster = try SharedCluster.get()
+            let old = try cluster.sql(
+                "SELECT encode(blob, 'hex') FROM keychain_sync.records WHERE zone_id = '\(zone)'")
+            try a.keychain.update(a.query(service: "svc", account: "x"), attributes: [:], data: Data("v2".utf8))
+            _ = try await a.syncNow()
+            try cluster.sql("UPDATE keychain_sync.records SET blob = decode('\(old)', 'hex') WHERE zone_id = '\(zone)'")
+            try await expectRefused(b, codes: [.tampered])
+        }
 
-    @Test("a roster the server rewrites is refused by the members and by a machine that just joined")
-    func forgedRosterIsRefused() async throws {
-        let machines = try await makeZone(machines: 2)
-        let (a, b) = (machines[0], machines[1])
-        try a.add(service: "svc", account: "y", secret: "shared")
-        _ = try await a.syncNow()
-        _ = try await b.syncNow()
-        let newcomer = try TestMachine()
-        let code = try await SyncSetup.invite(keychain: a.keychain)
-        _ = try await SyncSetup.join(keychain: newcomer.keychain, code: code, deviceName: "late")
-        #expect(try await SyncSetup.approve(keychain: a.keychain).count == 1)
-        let zone = try SyncSetup.status(of: a.keychain).zone.description
-        let cluster = try SharedCluster.get()
-        let latest = "(SELECT max(epoch) FROM keychain_sync.rosters WHERE zone_id = '\(zone)')"
-        let original = try cluster.sql(
-            "SELECT encode(blob, 'hex') FROM keychain_sync.rosters WHERE zone_id = '\(zone)' AND epoch = \(latest)")
-        try cluster.sql(
-            """
-            UPDATE keychain_sync.rosters SET blob = set_byte(blob, 40, get_byte(blob, 40) # 1)
-            WHERE zone_id = '\(zone)' AND epoch = \(latest)
-            """)
-        await #expect(throws: SyncError.self) { _ = try await newcomer.syncNow() }
-        #expect(try newcomer.syncedItems().isEmpty)
-        try await expectRefused(b, codes: [.tampered, .malformed])
-        try cluster.sql(
-            """
-            UPDATE keychain_sync.rosters SET blob = decode('\(original)', 'hex')
-            WHERE zone_id = '\(zone)' AND epoch = \(latest)
-            """)
-        _ = try await newcomer.syncNow()
-        _ = try await b.syncNow()
-        #expect(try newcomer.syncedItems() == ["svc|y|shared"])
-        #expect(try SyncSetup.devices(of: b.keychain).count == 3)
+        @Test("a head whose signature does not verify, or a rewritten chain, is refused")
+        func forgedHead() async throws {
+            let (_, b, zone) = try await zoneWithPendingPull()
+            let cluster = try SharedCluster.get()
+            try cluster.sql(
+                """
+                UPDATE keychain_sync.commits SET head = set_byte(head, length(head) - 1, get_byte(head, length(head) - 1) # 1)
+                WHERE zone_id = '\(zone)' AND seq = (SELECT max(seq) FROM keychain_sync.commits WHERE zone_id = '\(zone)')
+                """)
+            try await expectRefused(b, codes: [.tampered, .forked])
+        }
+
+        @Test("a roster the server rewrites is refused by the members and by a machine that just joined")
+        func forgedRosterIsRefused() async throws {
+            let machines = try await makeZone(machines: 2)
+            let (a, b) = (machines[0], machines[1])
+            try a.add(service: "svc", account: "y", secret: "shared")
+            _ = try await a.syncNow()
+            _ = try await b.syncNow()
+            let newcomer = try TestMachine()
+            let code = try await SyncSetup.invite(keychain: a.keychain)
+            _ = try await SyncSetup.join(keychain: newcomer.keychain, code: code, deviceName: "late")
+            #expect(try await SyncSetup.approve(keychain: a.keychain).count == 1)
+            let zone = try SyncSetup.status(of: a.keychain).zone.description
+            let cluster = try SharedCluster.get()
+            let latest = "(SELECT max(epoch) FROM keychain_sync.rosters WHERE zone_id = '\(zone)')"
+            let original = try cluster.sql(
+                "SELECT encode(blob, 'hex') FROM keychain_sync.rosters WHERE zone_id = '\(zone)' AND epoch = \(latest)")
+            try cluster.sql(
+                """
+                UPDATE keychain_sync.rosters SET blob = set_byte(blob, 40, get_byte(blob, 40) # 1)
+                WHERE zone_id = '\(zone)' AND epoch = \(latest)
+                """)
+            await #expect(throws: SyncError.self) { _ = try await newcomer.syncNow() }
+            #expect(try newcomer.syncedItems().isEmpty)
+            try await expectRefused(b, codes: [.tampered, .malformed])
+            try cluster.sql(
+                """
+                UPDATE keychain_sync.rosters SET blob = decode('\(original)', 'hex')
+                WHERE zone_id = '\(zone)' AND epoch = \(latest)
+                """)
+            _ = try await newcomer.syncNow()
+            _ = try await b.syncNow()
+            #expect(try newcomer.syncedItems() == ["svc|y|shared"])
+            #expect(try SyncSetup.devices(of: b.keychain).count == 3)
+        }
     }
 }
 
 /// Test 2 of the design's plan: the server never holds a secret or an attribute value.
-@Suite("Zero knowledge: the server's files, WAL, dump and statement log hold no canary", .serialized)
-struct ZeroKnowledgeTests {
-    @Test("canary secrets and attributes of three machines appear nowhere on the server")
-    func noCanaryOnTheServer() async throws {
-        let machines = try await makeZone(machines: 3)
-        let canary = "CANARY\(UInt32.random(in: 100_000...999_999))"
-        var canaries: [String] = []
-        for (index, machine) in machines.enumerated() {
-            let values = [
-                "\(canary)svc\(index)", "\(canary)acct\(index)", "\(canary)secret\(index)", "\(canary)label\(index)",
-            ]
-            canaries += values
-            try machine.keychain.add(
-                Item(
-                    class: .genericPassword,
-                    attributes: [
-                        .service: .string(values[0]), .account: .string(values[1]), .label: .string(values[3]),
-                        .synchronizable: .number(1),
-                    ], data: Data(values[2].utf8)))
-            // A this-device-only item: not even a row.
-            try machine.add(
-                service: "\(canary)local\(index)", account: "x", secret: "\(canary)local", accessible: "aku")
-            _ = try await machine.syncNow()
-        }
-        for machine in machines { _ = try await machine.syncNow() }
-        #expect(try machines[2].syncedItems().count == 3 + 1)
-        let cluster = try SharedCluster.get()
-        try cluster.sql("CHECKPOINT")
-        var haystacks: [(String, Data)] = []
-        for directory in ["base", "pg_wal", "global"] {
-            let root = cluster.dataDirectory.appendingPathComponent(directory)
-            let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
-            while let file = files?.nextObject() as? URL {
-                if let data = try? Data(contentsOf: file) { haystacks.append((file.path, data)) }
+extension SyncIntegration {
+    @Suite(
+        "Zero knowledge: the server's files, WAL, dump and statement log hold no canary", .serialized,
+        .timeLimit(.minutes(3)))
+    struct ZeroKnowledgeTests {
+        @Test("canary secrets and attributes of three machines appear nowhere on the server")
+        func noCanaryOnTheServer() async throws {
+            let machines = try await makeZone(machines: 3)
+            let canary = "CANARY\(UInt32.random(in: 100_000...999_999))"
+            var canaries: [String] = []
+            for (index, machine) in machines.enumerated() {
+                let values = [
+                    "\(canary)svc\(index)", "\(canary)acct\(index)", "\(canary)secret\(index)",
+                    "\(canary)label\(index)",
+                ]
+                canaries += values
+                try machine.keychain.add(
+                    Item(
+                        class: .genericPassword,
+                        attributes: [
+                            .service: .string(values[0]), .account: .string(values[1]), .label: .string(values[3]),
+                            .synchronizable: .number(1),
+                        ], data: Data(values[2].utf8)))
+                // A this-device-only item: not even a row.
+                try machine.add(
+                    service: "\(canary)local\(index)", account: "x", secret: "\(canary)local", accessible: "aku")
+                _ = try await machine.syncNow()
             }
-        }
-        haystacks.append(("statement log", try Data(contentsOf: cluster.logFile)))
-        haystacks.append(("pg_dump", Data(try cluster.dump().utf8)))
-        #expect(haystacks.count > 10)
-        var hits: [String] = []
-        for needle in canaries + ["\(canary)local"] {
-            for form in encodings(of: needle) {
-                for (name, data) in haystacks where data.range(of: form) != nil { hits.append("\(needle) in \(name)") }
+            for machine in machines { _ = try await machine.syncNow() }
+            #expect(try machines[2].syncedItems().count == 3 + 1)
+            let cluster = try SharedCluster.get()
+            try cluster.sql("CHECKPOINT")
+            var haystacks: [(String, Data)] = []
+            for directory in ["base", "pg_wal", "global"] {
+                let root = cluster.dataDirectory.appendingPathComponent(directory)
+                let files = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
+                while let file = files?.nextObject() as? URL {
+                    if let data = try? Data(contentsOf: file) { haystacks.append((file.path, data)) }
+                }
             }
+            haystacks.append(("statement log", try Data(contentsOf: cluster.logFile)))
+            haystacks.append(("pg_dump", Data(try cluster.dump().utf8)))
+            #expect(haystacks.count > 10)
+            var hits: [String] = []
+            for needle in canaries + ["\(canary)local"] {
+                for form in encodings(of: needle) {
+                    for (name, data) in haystacks where data.range(of: form) != nil {
+                        hits.append("\(needle) in \(name)")
+                    }
+                }
+            }
+            #expect(hits.isEmpty, "\(hits.prefix(5))")
         }
-        #expect(hits.isEmpty, "\(hits.prefix(5))")
-    }
 
-    /// A value as raw UTF-8, UTF-16 (both byte orders), hex and base64.
-    private func encodings(of value: String) -> [Data] {
-        let utf8 = Data(value.utf8)
-        return [
-            utf8, value.data(using: .utf16LittleEndian)!, value.data(using: .utf16BigEndian)!,
-            Data(utf8.map { String(format: "%02x", $0) }.joined().utf8),
-            Data(utf8.base64EncodedString().dropLast(4).utf8),
-        ]
+        /// A value as raw UTF-8, UTF-16 (both byte orders), hex and base64.
+        private func encodings(of value: String) -> [Data] {
+            let utf8 = Data(value.utf8)
+            return [
+                utf8, value.data(using: .utf16LittleEndian)!, value.data(using: .utf16BigEndian)!,
+                Data(utf8.map { String(format: "%02x", $0) }.joined().utf8),
+                Data(utf8.base64EncodedString().dropLast(4).utf8),
+            ]
+        }
     }
 }
 

@@ -8,169 +8,210 @@ import Testing
 
 /// `security sync` as a person uses it: two homes (two machines), real `security` processes, the
 /// suite's real PostgreSQL; and `security sync now` killed with SIGKILL at random points.
-@Suite("security sync on the command line", .serialized)
-struct SyncCommandTests {
-    /// One machine: a private HOME and XDG directories, its login keychain made by `security`.
-    final class Home: @unchecked Sendable {
-        let root = FileManager.default.temporaryDirectory.path + "/kc-sync-cli-\(UUID().uuidString)"
+extension SyncIntegration {
+    @Suite("security sync on the command line", .serialized, .timeLimit(.minutes(3)))
+    struct SyncCommandTests {
+        /// One machine: a private HOME and XDG directories, its login keychain made by `security`.
+        final class Home: @unchecked Sendable {
+            let root = FileManager.default.temporaryDirectory.path + "/kc-sync-cli-\(UUID().uuidString)"
 
-        deinit { try? FileManager.default.removeItem(atPath: root) }
+            deinit { try? FileManager.default.removeItem(atPath: root) }
 
-        var environment: [String: String] {
-            var environment = ProcessInfo.processInfo.environment.filter {
-                !$0.key.hasPrefix("KEYCHAIN_") && !$0.key.hasPrefix("XDG_") && $0.key != "PGPASSWORD"
+            var environment: [String: String] {
+                var environment = ProcessInfo.processInfo.environment.filter {
+                    !$0.key.hasPrefix("KEYCHAIN_") && !$0.key.hasPrefix("XDG_") && $0.key != "PGPASSWORD"
+                }
+                environment["HOME"] = root + "/home"
+                environment["XDG_DATA_HOME"] = root + "/data"
+                environment["XDG_CONFIG_HOME"] = root + "/config"
+                environment["KEYCHAIN_AGENT"] = "off"
+                return environment
             }
-            environment["HOME"] = root + "/home"
-            environment["XDG_DATA_HOME"] = root + "/data"
-            environment["XDG_CONFIG_HOME"] = root + "/config"
-            environment["KEYCHAIN_AGENT"] = "off"
-            return environment
+
+            /// The login keychain, opened in this process with the machine's device key.
+            func keychain() throws -> KeychainDatabase {
+                try KeychainDatabase.open(
+                    at: root + "/data/keychains/login.keychain-db",
+                    configuration: KeychainConfiguration(deviceKey: .file(at: root + "/config/keychain/device-key")))
+            }
+
+            /// Starts `security` with arguments.
+            func start(_ arguments: [String], stdin: String? = nil, extra: [String: String] = [:]) throws -> (
+                Process, Pipe, Pipe
+            ) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: SyncCommandTests.securityExecutable)
+                process.arguments = arguments
+                process.environment = environment.merging(extra) { $1 }
+                let (out, err) = (Pipe(), Pipe())
+                process.standardOutput = out
+                process.standardError = err
+                let input = Pipe()
+                process.standardInput = input
+                try process.run()
+                if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+                try input.fileHandleForWriting.close()
+                return (process, out, err)
+            }
+
+            /// Runs `security` to the end.
+            func run(_ arguments: [String], stdin: String? = nil, extra: [String: String] = [:]) throws -> (
+                status: Int32, out: String, err: String
+            ) {
+                let (process, out, err) = try start(arguments, stdin: stdin, extra: extra)
+                let output = out.fileHandleForReading.readDataToEndOfFile()
+                let error = err.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                return (
+                    process.terminationStatus, String(decoding: output, as: UTF8.self),
+                    String(decoding: error, as: UTF8.self)
+                )
+            }
         }
 
-        /// The login keychain, opened in this process with the machine's device key.
-        func keychain() throws -> KeychainDatabase {
-            try KeychainDatabase.open(
-                at: root + "/data/keychains/login.keychain-db",
-                configuration: KeychainConfiguration(deviceKey: .file(at: root + "/config/keychain/device-key")))
+        static var securityExecutable: String {
+            let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            for candidate in [directory, directory.deletingLastPathComponent()] {
+                let path = candidate.appendingPathComponent("security").path
+                if FileManager.default.isExecutableFile(atPath: path) { return path }
+            }
+            let linked = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map {
+                URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent("security").path
+            }
+            return linked ?? directory.appendingPathComponent("security").path
         }
 
-        /// Starts `security` with arguments.
-        func start(_ arguments: [String], stdin: String? = nil, extra: [String: String] = [:]) throws -> (
-            Process, Pipe, Pipe
-        ) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: SyncCommandTests.securityExecutable)
-            process.arguments = arguments
-            process.environment = environment.merging(extra) { $1 }
-            let (out, err) = (Pipe(), Pipe())
-            process.standardOutput = out
-            process.standardError = err
-            let input = Pipe()
-            process.standardInput = input
-            try process.run()
-            if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-            try input.fileHandleForWriting.close()
-            return (process, out, err)
+        private func addSynced(_ home: Home, count: Int, prefix: String) throws {
+            let keychain = try home.keychain()
+            try keychain.add(
+                contentsOf: (0..<count).map { index in
+                    Item(
+                        class: .genericPassword,
+                        attributes: [
+                            .service: .string("cli"), .account: .string("\(prefix)\(index)"),
+                            .synchronizable: .number(1),
+                        ], data: Data("secret \(prefix)\(index)".utf8))
+                })
         }
 
-        /// Runs `security` to the end.
-        func run(_ arguments: [String], stdin: String? = nil, extra: [String: String] = [:]) throws -> (
-            status: Int32, out: String, err: String
-        ) {
-            let (process, out, err) = try start(arguments, stdin: stdin, extra: extra)
-            let output = out.fileHandleForReading.readDataToEndOfFile()
-            let error = err.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (
-                process.terminationStatus, String(decoding: output, as: UTF8.self),
-                String(decoding: error, as: UTF8.self)
+        private func syncedCount(_ home: Home) throws -> Int {
+            try home.keychain().find(ItemQuery(class: .genericPassword, synchronizable: .yes)).count
+        }
+
+        /// Two machines set up with the commands a person types; the admin password in PGPASSWORD.
+        private func setUpTwoMachines() throws -> (a: Home, b: Home) {
+            let cluster = try SharedCluster.get()
+            let (a, b) = (Home(), Home())
+            let admin = "postgresql://postgres@127.0.0.1:\(cluster.port)/postgres"
+            let initialized = try a.run(
+                ["sync", "init", "--server", admin, "--name", "alpha"], extra: ["PGPASSWORD": cluster.superuserPassword]
             )
+            #expect(initialized.status == 0, "\(initialized.err)")
+            #expect(initialized.out.contains("Recovery key"))
+            #expect(!initialized.err.contains("visible to other processes"))
+            let invited = try a.run(["sync", "invite"])
+            #expect(invited.status == 0, "\(invited.err)")
+            let code = try #require(invited.out.split(separator: "\n").last.map(String.init))
+            #expect(code.hasPrefix("kcsync1-"))
+            let joined = try b.run(["sync", "join", "-", "--name", "beta"], stdin: code + "\n")
+            #expect(joined.status == 0, "\(joined.err)")
+            let approved = try a.run(["sync", "approve"])
+            #expect(approved.status == 0, "\(approved.err)")
+            #expect(approved.out.contains("beta"))
+            return (a, b)
         }
-    }
 
-    static var securityExecutable: String {
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [directory, directory.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("security").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        @Test("init, invite, join, approve, now, status, devices and conflicts work as typed")
+        func commandsAsTyped() throws {
+            let (a, b) = try setUpTwoMachines()
+            try addSynced(a, count: 3, prefix: "x")
+            let pushed = try a.run(["sync", "now"])
+            #expect(pushed.status == 0, "\(pushed.err)")
+            #expect(pushed.out.contains("pushed 3"))
+            let pulled = try b.run(["sync", "now"])
+            #expect(pulled.out.contains("pulled 3"), "\(pulled)")
+            #expect(try syncedCount(b) == 3)
+            let status = try b.run(["sync", "status"])
+            #expect(status.out.contains("pending changes: 0"))
+            #expect(status.out.contains("conflicts: 0"))
+            let devices = try b.run(["sync", "devices"])
+            #expect(devices.out.contains("alpha"))
+            #expect(devices.out.contains("beta (this machine)"))
+            #expect(try b.run(["sync", "conflicts"]).out.contains("no conflicts"))
+            // A wrong code is refused with a clear error and registers nothing.
+            let stranger = Home()
+            let refused = try stranger.run(["sync", "join", "kcsync1-AAAA"])
+            #expect(refused.status != 0)
+            #expect(refused.err.contains("sync join"))
         }
-        let linked = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map {
-            URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent("security").path
+
+        @Test("keychaind keeps the default keychain in sync by itself: pulls on NOTIFY, pushes local writes")
+        func agentSyncsInTheBackground() async throws {
+            let (a, b) = try setUpTwoMachines()
+            let runtime = a.root + "/run"
+            try FileManager.default.createDirectory(
+                atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let agent = Process()
+            agent.executableURL = URL(
+                fileURLWithPath: (SyncCommandTests.securityExecutable as NSString).deletingLastPathComponent
+                    + "/keychaind")
+            agent.environment = a.environment.merging(["XDG_RUNTIME_DIR": runtime]) { $1 }
+            agent.standardOutput = FileHandle.nullDevice
+            agent.standardError = FileHandle.nullDevice
+            try agent.run()
+            defer {
+                agent.terminate()
+                agent.waitUntilExit()
+            }
+            func eventually(_ condition: () throws -> Bool) async throws -> Bool {
+                for _ in 0..<400 {
+                    if try condition() { return true }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                return false
+            }
+            // B's change, pushed by `security sync now` there, lands in A's keychain with no command on A.
+            try addSynced(b, count: 2, prefix: "from-b-")
+            #expect(try b.run(["sync", "now"]).status == 0)
+            #expect(try await eventually { try syncedCount(a) == 2 })
+            // A's write (by another process, straight into the file) is pushed by A's agent.
+            try addSynced(a, count: 3, prefix: "from-a-")
+            #expect(try await eventually { try SyncSetup.status(of: a.keychain()).pendingChanges == 0 })
+            #expect(try b.run(["sync", "now"]).out.contains("pulled 3"))
+            #expect(try syncedCount(b) == 5)
         }
-        return linked ?? directory.appendingPathComponent("security").path
-    }
 
-    private func addSynced(_ home: Home, count: Int, prefix: String) throws {
-        let keychain = try home.keychain()
-        try keychain.add(
-            contentsOf: (0..<count).map { index in
-                Item(
-                    class: .genericPassword,
-                    attributes: [
-                        .service: .string("cli"), .account: .string("\(prefix)\(index)"), .synchronizable: .number(1),
-                    ], data: Data("secret \(prefix)\(index)".utf8))
-            })
-    }
-
-    private func syncedCount(_ home: Home) throws -> Int {
-        try home.keychain().find(ItemQuery(class: .genericPassword, synchronizable: .yes)).count
-    }
-
-    /// Two machines set up with the commands a person types; the admin password in PGPASSWORD.
-    private func setUpTwoMachines() throws -> (a: Home, b: Home) {
-        let cluster = try SharedCluster.get()
-        let (a, b) = (Home(), Home())
-        let admin = "postgresql://postgres@127.0.0.1:\(cluster.port)/postgres"
-        let initialized = try a.run(
-            ["sync", "init", "--server", admin, "--name", "alpha"], extra: ["PGPASSWORD": cluster.superuserPassword])
-        #expect(initialized.status == 0, "\(initialized.err)")
-        #expect(initialized.out.contains("Recovery key"))
-        #expect(!initialized.err.contains("visible to other processes"))
-        let invited = try a.run(["sync", "invite"])
-        #expect(invited.status == 0, "\(invited.err)")
-        let code = try #require(invited.out.split(separator: "\n").last.map(String.init))
-        #expect(code.hasPrefix("kcsync1-"))
-        let joined = try b.run(["sync", "join", "-", "--name", "beta"], stdin: code + "\n")
-        #expect(joined.status == 0, "\(joined.err)")
-        let approved = try a.run(["sync", "approve"])
-        #expect(approved.status == 0, "\(approved.err)")
-        #expect(approved.out.contains("beta"))
-        return (a, b)
-    }
-
-    @Test("init, invite, join, approve, now, status, devices and conflicts work as typed")
-    func commandsAsTyped() throws {
-        let (a, b) = try setUpTwoMachines()
-        try addSynced(a, count: 3, prefix: "x")
-        let pushed = try a.run(["sync", "now"])
-        #expect(pushed.status == 0, "\(pushed.err)")
-        #expect(pushed.out.contains("pushed 3"))
-        let pulled = try b.run(["sync", "now"])
-        #expect(pulled.out.contains("pulled 3"), "\(pulled)")
-        #expect(try syncedCount(b) == 3)
-        let status = try b.run(["sync", "status"])
-        #expect(status.out.contains("pending changes: 0"))
-        #expect(status.out.contains("conflicts: 0"))
-        let devices = try b.run(["sync", "devices"])
-        #expect(devices.out.contains("alpha"))
-        #expect(devices.out.contains("beta (this machine)"))
-        #expect(try b.run(["sync", "conflicts"]).out.contains("no conflicts"))
-        // A wrong code is refused with a clear error and registers nothing.
-        let stranger = Home()
-        let refused = try stranger.run(["sync", "join", "kcsync1-AAAA"])
-        #expect(refused.status != 0)
-        #expect(refused.err.contains("sync join"))
-    }
-
-    @Test("security sync now killed with SIGKILL at random points loses nothing and commits nothing twice")
-    func killedPushesLoseNothing() async throws {
-        let (a, b) = try setUpTwoMachines()
-        try addSynced(a, count: 300, prefix: "k")
-        var generator = SystemRandomNumberGenerator()
-        for round in 0..<12 {
-            let (process, _, _) = try a.start(["sync", "now"])
-            let delay = UInt64.random(in: 0...400_000_000, using: &generator)
-            try await Task.sleep(nanoseconds: delay)
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            // Writes keep landing between the crashes.
-            try addSynced(a, count: 5, prefix: "r\(round)-")
+        @Test("security sync now killed with SIGKILL at random points loses nothing and commits nothing twice")
+        func killedPushesLoseNothing() async throws {
+            let (a, b) = try setUpTwoMachines()
+            try addSynced(a, count: 300, prefix: "k")
+            var generator = SystemRandomNumberGenerator()
+            for round in 0..<12 {
+                let (process, _, _) = try a.start(["sync", "now"])
+                let delay = UInt64.random(in: 0...400_000_000, using: &generator)
+                try await Task.sleep(nanoseconds: delay)
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                // Writes keep landing between the crashes.
+                try addSynced(a, count: 5, prefix: "r\(round)-")
+            }
+            let finished = try a.run(["sync", "now"])
+            #expect(finished.status == 0, "\(finished.err)")
+            #expect(try b.run(["sync", "now"]).status == 0)
+            let expected = 300 + 12 * 5
+            #expect(try syncedCount(a) == expected)
+            #expect(try syncedCount(b) == expected)
+            #expect(try SyncSetup.status(of: a.keychain()).pendingChanges == 0)
+            // The server holds one record per item and a gapless log.
+            let zone = try SyncSetup.status(of: a.keychain()).zone.description
+            let cluster = try SharedCluster.get()
+            #expect(
+                try cluster.sql("SELECT count(*) FROM keychain_sync.records WHERE zone_id = '\(zone)'") == "\(expected)"
+            )
+            #expect(
+                try cluster.sql(
+                    "SELECT max(seq) = count(*) FROM keychain_sync.commits WHERE zone_id = '\(zone)'") == "t")
+            #expect(try a.keychain().readSyncTables { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
         }
-        let finished = try a.run(["sync", "now"])
-        #expect(finished.status == 0, "\(finished.err)")
-        #expect(try b.run(["sync", "now"]).status == 0)
-        let expected = 300 + 12 * 5
-        #expect(try syncedCount(a) == expected)
-        #expect(try syncedCount(b) == expected)
-        #expect(try SyncSetup.status(of: a.keychain()).pendingChanges == 0)
-        // The server holds one record per item and a gapless log.
-        let zone = try SyncSetup.status(of: a.keychain()).zone.description
-        let cluster = try SharedCluster.get()
-        #expect(
-            try cluster.sql("SELECT count(*) FROM keychain_sync.records WHERE zone_id = '\(zone)'") == "\(expected)")
-        #expect(
-            try cluster.sql(
-                "SELECT max(seq) = count(*) FROM keychain_sync.commits WHERE zone_id = '\(zone)'") == "t")
-        #expect(try a.keychain().readSyncTables { try String.fetchOne($0, sql: "PRAGMA integrity_check") } == "ok")
     }
 }

@@ -1,0 +1,162 @@
+import Foundation
+import KeychainCore
+import Logging
+import Synchronization
+
+/// Keeps one keychain in sync while it runs: what `keychaind` does for each keychain set up for
+/// sync.
+///
+/// It pushes soon after a local change (it watches the keychain's sync journal, so writes from
+/// any process count), pulls as soon as the server notifies the zone's channel (`LISTEN`), and
+/// syncs every ``pollInterval`` (± 10 %) in case a notification was lost while disconnected. A
+/// lost connection is retried after 1 s, doubling to 30 s; every (re)connection starts with a
+/// full push and pull, since notifications sent meanwhile are gone.
+public final class SyncRunner: Sendable {
+    /// The keychain kept in sync.
+    public let keychain: KeychainDatabase
+    /// How often it syncs without a notification.
+    public let pollInterval: Duration
+    /// How often it looks at the journal for local changes.
+    public let journalInterval: Duration
+    private let logger: Logger
+    private let state = Mutex<State>(State())
+
+    struct State {
+        var task: Task<Void, Never>?
+        var lastError: String?
+        var rounds = 0
+    }
+
+    /// Creates a runner (it starts with ``start()``).
+    /// - Parameters:
+    ///   - keychain: A keychain set up for sync.
+    ///   - pollInterval: How often to sync without a notification.
+    ///   - journalInterval: How often to look for local changes.
+    public init(
+        keychain: KeychainDatabase, pollInterval: Duration = .seconds(60),
+        journalInterval: Duration = .milliseconds(200),
+        logger: Logger = Logger(label: "keychain.sync")
+    ) {
+        self.keychain = keychain
+        self.pollInterval = pollInterval
+        self.journalInterval = journalInterval
+        self.logger = logger
+    }
+
+    /// Whether `keychain` is set up for sync (a runner has something to do).
+    public static func isSetUp(_ keychain: KeychainDatabase) -> Bool {
+        (try? keychain.readSyncTables { try LocalSyncStore.tableExists($0) && LocalSyncStore.configuration($0) != nil })
+            == true
+    }
+
+    /// Starts syncing in the background (again: nothing changes).
+    public func start() {
+        state.withLock { state in
+            guard state.task == nil else { return }
+            state.task = Task { [self] in await run() }
+        }
+    }
+
+    /// Stops syncing and waits until the last round has ended.
+    public func stop() async {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+        await task?.value
+    }
+
+    /// The last round's error (a message with no secret), or `nil` after a successful round.
+    public var lastError: String? { state.withLock { $0.lastError } }
+
+    /// How many sync rounds have run.
+    public var rounds: Int { state.withLock { $0.rounds } }
+
+    // MARK: The loop
+
+    private func run() async {
+        var backoff = Duration.seconds(1)
+        while !Task.isCancelled {
+            do {
+                try await connected()
+                backoff = .seconds(1)
+            } catch {
+                if Task.isCancelled || error is CancellationError { break }
+                record(error)
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(30))
+            }
+        }
+    }
+
+    /// One connection's life: a listener, a journal watcher and a timer feed one stream of
+    /// "sync now" requests, served one at a time (requests arriving meanwhile coalesce).
+    private func connected() async throws {
+        let context = try SyncEngine(keychain: keychain, server: NoServer()).context()
+        let address = try SyncServerAddress(url: context.settings.server, requiresUser: false).with(
+            username: context.settings.role, password: context.secrets.password)
+        let server = PostgresSyncServer(address: address, maximumConnections: 2, logger: logger)
+        let engine = SyncEngine(keychain: keychain, server: server)
+        let (requests, request) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        do {
+            let channel = try await server.zoneState(context.settings.zoneID).notifyChannel
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await server.listen(zone: context.settings.zoneID, channel: channel) { _ in request.yield() }
+                }
+                group.addTask { [keychain, journalInterval] in
+                    while !Task.isCancelled {
+                        if (try? keychain.pendingSyncChanges()) ?? 0 > 0 { request.yield() }
+                        try await Task.sleep(for: journalInterval)
+                    }
+                }
+                group.addTask { [pollInterval] in
+                    while !Task.isCancelled {
+                        let jitter = Double.random(in: 0.9...1.1)
+                        try await Task.sleep(for: pollInterval * jitter)
+                        request.yield()
+                    }
+                }
+                group.addTask { [self] in
+                    request.yield()  // a first round: notifications sent before now are gone
+                    for await _ in requests {
+                        try Task.checkCancellation()
+                        do {
+                            _ = try await engine.syncNow()
+                            state.withLock {
+                                $0.lastError = nil
+                                $0.rounds += 1
+                            }
+                        } catch let error as SyncServerError {
+                            throw error  // the connection: reconnect
+                        } catch let error as CancellationError {
+                            throw error
+                        } catch {
+                            // The data (a refused server row, a locked keychain): not again at
+                            // once, whatever the journal says.
+                            record(error)
+                            try await Task.sleep(for: .seconds(5))
+                        }
+                    }
+                }
+                // The first task to end (the listener losing its connection) ends them all.
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch {
+            request.finish()
+            await server.shutdown()
+            throw error
+        }
+        request.finish()
+        await server.shutdown()
+    }
+
+    private func record(_ error: any Error) {
+        let message =
+            (error as? SyncError)?.description ?? (error as? SyncServerError)?.description ?? "\(type(of: error))"
+        state.withLock { $0.lastError = message }
+        logger.notice("sync round failed", metadata: ["error": "\(message)"])
+    }
+}
