@@ -49,10 +49,7 @@ extension SyncSetup {
     /// its keys. It receives the zone's keys once the inviting machine approves it (its next
     /// `sync now` then pulls everything).
     public static func join(keychain: KeychainDatabase, code: String, deviceName: String) async throws -> Joined {
-        guard
-            try keychain.readSyncTables({ try LocalSyncStore.tableExists($0) ? LocalSyncStore.configuration($0) : nil })
-                == nil
-        else { throw SyncError(.conflict, "this keychain is already set up for sync") }
+        try ensureNotSetUp(keychain)
         let invitation = try Invitation(code: code)
         let device = DeviceID.random()
         let signing = Curve25519.Signing.PrivateKey()
@@ -73,14 +70,7 @@ extension SyncSetup {
         let secrets = SyncSecrets(
             signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
             zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
-        try keychain.startSyncJournal()
-        try keychain.withSyncTransaction { transaction in
-            let db = transaction.database
-            try LocalSyncStore.createTables(db)
-            try LocalSyncStore.setConfiguration(settings, db)
-            try LocalSyncStore.setValue(SyncSecrets.name, try secrets.sealed(in: transaction), db)
-            try LocalSyncStore.setRoster([LocalRosterEntry(card)], db)
-        }
+        try storeEnrolment(keychain, settings: settings, secrets: secrets, card: card, cursor: nil)
         return Joined(zone: invitation.zone, device: device, fingerprint: card.fingerprint)
     }
 

@@ -31,7 +31,9 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible 
     public var description: String { uuid.uuidString.lowercased() }
     /// Orders devices by their identifier's bytes (the tie-break of equal clocks).
     public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool {
-        withUnsafeBytes(of: lhs.uuid.uuid) { l in withUnsafeBytes(of: rhs.uuid.uuid) { r in l.lexicographicallyPrecedes(r) } }
+        withUnsafeBytes(of: lhs.uuid.uuid) { l in
+            withUnsafeBytes(of: rhs.uuid.uuid) { r in l.lexicographicallyPrecedes(r) }
+        }
     }
 }
 

@@ -123,7 +123,7 @@ public final class SyncRunner: Sendable {
                     for await _ in requests {
                         try Task.checkCancellation()
                         do {
-                            _ = try await engine.syncNow()
+                            _ = try await withSyncDeadline(.seconds(30)) { try await engine.syncNow() }
                             state.withLock {
                                 $0.lastError = nil
                                 $0.rounds += 1

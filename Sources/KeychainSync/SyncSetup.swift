@@ -33,10 +33,7 @@ public enum SyncSetup {
     public static func initialize(
         keychain: KeychainDatabase, adminURL: String, deviceName: String
     ) async throws -> Initialized {
-        guard
-            try keychain.readSyncTables({ try LocalSyncStore.tableExists($0) ? LocalSyncStore.configuration($0) : nil })
-                == nil
-        else { throw SyncError(.conflict, "this keychain is already set up for sync") }
+        try ensureNotSetUp(keychain)
         let admin = try SyncServerAddress(url: adminURL)
         let zone = ZoneID.random()
         let device = DeviceID.random()
@@ -83,6 +80,27 @@ public enum SyncSetup {
             server: "postgresql://\(admin.host):\(admin.port)/\(admin.database)", role: role, zone: zone.uuid,
             device: device.uuid, deviceName: deviceName,
             rosterEpoch: 1, keyEpoch: keys.epoch)
+        try storeEnrolment(
+            keychain, settings: settings, secrets: secrets, card: card,
+            cursor: SyncCursor(seq: 1, headHash: signed.hash))
+        return Initialized(
+            zone: zone, device: device, fingerprint: card.fingerprint, recoveryKey: recovery.displayString)
+    }
+
+    /// Refuses a keychain that is already set up for sync.
+    static func ensureNotSetUp(_ keychain: KeychainDatabase) throws {
+        let settings = try keychain.readSyncTables {
+            try LocalSyncStore.tableExists($0) ? LocalSyncStore.configuration($0) : nil
+        }
+        guard settings == nil else { throw SyncError(.conflict, "this keychain is already set up for sync") }
+    }
+
+    /// Records a device's enrolment in the keychain: the journal on, the sync tables with its
+    /// settings, sealed secrets, first roster and cursor, in one transaction.
+    static func storeEnrolment(
+        _ keychain: KeychainDatabase, settings: SyncSettings, secrets: SyncSecrets, card: DeviceCard,
+        cursor: SyncCursor?
+    ) throws {
         try keychain.startSyncJournal()
         try keychain.withSyncTransaction { transaction in
             let db = transaction.database
@@ -90,10 +108,8 @@ public enum SyncSetup {
             try LocalSyncStore.setConfiguration(settings, db)
             try LocalSyncStore.setValue(SyncSecrets.name, try secrets.sealed(in: transaction), db)
             try LocalSyncStore.setRoster([LocalRosterEntry(card)], db)
-            try LocalSyncStore.setCursor(SyncCursor(seq: 1, headHash: signed.hash), db)
+            if let cursor { try LocalSyncStore.setCursor(cursor, db) }
         }
-        return Initialized(
-            zone: zone, device: device, fingerprint: card.fingerprint, recoveryKey: recovery.displayString)
     }
 
     /// What the escrow keeps: the zone key and this device's signing key, so a recovered device

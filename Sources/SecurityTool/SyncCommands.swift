@@ -230,8 +230,10 @@ struct SyncCommand: ToolCommand {
         return 0
     }
 
+    /// Runs a sync operation, giving up after two minutes without an answer (see
+    /// `withSyncDeadline`): a command never hangs on a dead connection.
     private func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        try wrap { try waitFor(body) }
+        try wrap { try waitFor { try await withSyncDeadline(.seconds(120), body) } }
     }
 
     /// Reports a sync error as `security: sync ACTION: message` (never a secret: sync errors

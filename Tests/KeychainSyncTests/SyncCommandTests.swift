@@ -36,11 +36,14 @@ extension SyncIntegration {
             }
 
             /// Starts `security` with arguments.
-            func start(_ arguments: [String], stdin: String? = nil, extra: [String: String] = [:]) throws -> (
+            func start(
+                _ arguments: [String], stdin: String? = nil, extra: [String: String] = [:],
+                executable: String = SyncCommandTests.securityExecutable
+            ) throws -> (
                 Process, Pipe, Pipe
             ) {
                 let process = Process()
-                process.executableURL = URL(fileURLWithPath: SyncCommandTests.securityExecutable)
+                process.executableURL = URL(fileURLWithPath: executable)
                 process.arguments = arguments
                 process.environment = environment.merging(extra) { $1 }
                 let (out, err) = (Pipe(), Pipe())
@@ -54,11 +57,28 @@ extension SyncIntegration {
                 return (process, out, err)
             }
 
+            /// Runs `security` to the end on a Dispatch thread, so that waiting for it never holds
+            /// one of the test process's two cooperative-pool threads.
+            func run(
+                _ arguments: [String], stdin: String? = nil, extra: [String: String] = [:],
+                executable: String = SyncCommandTests.securityExecutable
+            ) async throws -> (status: Int32, out: String, err: String) {
+                try await withCheckedThrowingContinuation { continuation in
+                    DispatchQueue.global().async {
+                        continuation.resume(
+                            with: Result {
+                                try self.runBlocking(arguments, stdin: stdin, extra: extra, executable: executable)
+                            })
+                    }
+                }
+            }
+
             /// Runs `security` to the end.
-            func run(_ arguments: [String], stdin: String? = nil, extra: [String: String] = [:]) throws -> (
-                status: Int32, out: String, err: String
-            ) {
-                let (process, out, err) = try start(arguments, stdin: stdin, extra: extra)
+            func runBlocking(
+                _ arguments: [String], stdin: String? = nil, extra: [String: String] = [:],
+                executable: String = SyncCommandTests.securityExecutable
+            ) throws -> (status: Int32, out: String, err: String) {
+                let (process, out, err) = try start(arguments, stdin: stdin, extra: extra, executable: executable)
                 let output = out.fileHandleForReading.readDataToEndOfFile()
                 let error = err.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
@@ -99,55 +119,55 @@ extension SyncIntegration {
         }
 
         /// Two machines set up with the commands a person types; the admin password in PGPASSWORD.
-        private func setUpTwoMachines() throws -> (a: Home, b: Home) {
+        private func setUpTwoMachines() async throws -> (a: Home, b: Home) {
             let cluster = try SharedCluster.get()
             let (a, b) = (Home(), Home())
             let admin = "postgresql://postgres@127.0.0.1:\(cluster.port)/postgres"
-            let initialized = try a.run(
+            let initialized = try await a.run(
                 ["sync", "init", "--server", admin, "--name", "alpha"], extra: ["PGPASSWORD": cluster.superuserPassword]
             )
             #expect(initialized.status == 0, "\(initialized.err)")
             #expect(initialized.out.contains("Recovery key"))
             #expect(!initialized.err.contains("visible to other processes"))
-            let invited = try a.run(["sync", "invite"])
+            let invited = try await a.run(["sync", "invite"])
             #expect(invited.status == 0, "\(invited.err)")
             let code = try #require(invited.out.split(separator: "\n").last.map(String.init))
             #expect(code.hasPrefix("kcsync1-"))
-            let joined = try b.run(["sync", "join", "-", "--name", "beta"], stdin: code + "\n")
+            let joined = try await b.run(["sync", "join", "-", "--name", "beta"], stdin: code + "\n")
             #expect(joined.status == 0, "\(joined.err)")
-            let approved = try a.run(["sync", "approve"])
+            let approved = try await a.run(["sync", "approve"])
             #expect(approved.status == 0, "\(approved.err)")
             #expect(approved.out.contains("beta"))
             return (a, b)
         }
 
         @Test("init, invite, join, approve, now, status, devices and conflicts work as typed")
-        func commandsAsTyped() throws {
-            let (a, b) = try setUpTwoMachines()
+        func commandsAsTyped() async throws {
+            let (a, b) = try await setUpTwoMachines()
             try addSynced(a, count: 3, prefix: "x")
-            let pushed = try a.run(["sync", "now"])
+            let pushed = try await a.run(["sync", "now"])
             #expect(pushed.status == 0, "\(pushed.err)")
             #expect(pushed.out.contains("pushed 3"))
-            let pulled = try b.run(["sync", "now"])
+            let pulled = try await b.run(["sync", "now"])
             #expect(pulled.out.contains("pulled 3"), "\(pulled)")
             #expect(try syncedCount(b) == 3)
-            let status = try b.run(["sync", "status"])
+            let status = try await b.run(["sync", "status"])
             #expect(status.out.contains("pending changes: 0"))
             #expect(status.out.contains("conflicts: 0"))
-            let devices = try b.run(["sync", "devices"])
+            let devices = try await b.run(["sync", "devices"])
             #expect(devices.out.contains("alpha"))
             #expect(devices.out.contains("beta (this machine)"))
-            #expect(try b.run(["sync", "conflicts"]).out.contains("no conflicts"))
+            #expect(try await b.run(["sync", "conflicts"]).out.contains("no conflicts"))
             // A wrong code is refused with a clear error and registers nothing.
             let stranger = Home()
-            let refused = try stranger.run(["sync", "join", "kcsync1-AAAA"])
+            let refused = try await stranger.run(["sync", "join", "kcsync1-AAAA"])
             #expect(refused.status != 0)
             #expect(refused.err.contains("sync join"))
         }
 
         @Test("keychaind keeps the default keychain in sync by itself: pulls on NOTIFY, pushes local writes")
         func agentSyncsInTheBackground() async throws {
-            let (a, b) = try setUpTwoMachines()
+            let (a, b) = try await setUpTwoMachines()
             let runtime = a.root + "/run"
             try FileManager.default.createDirectory(
                 atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -172,18 +192,30 @@ extension SyncIntegration {
             }
             // B's change, pushed by `security sync now` there, lands in A's keychain with no command on A.
             try addSynced(b, count: 2, prefix: "from-b-")
-            #expect(try b.run(["sync", "now"]).status == 0)
+            #expect(try await b.run(["sync", "now"]).status == 0)
             #expect(try await eventually { try syncedCount(a) == 2 })
             // A's write (by another process, straight into the file) is pushed by A's agent.
             try addSynced(a, count: 3, prefix: "from-a-")
             #expect(try await eventually { try SyncSetup.status(of: a.keychain()).pendingChanges == 0 })
-            #expect(try b.run(["sync", "now"]).out.contains("pulled 3"))
+            #expect(try await b.run(["sync", "now"]).out.contains("pulled 3"))
             #expect(try syncedCount(b) == 5)
+        }
+
+        @Test("keychain-bench --only sync prints the push, pull and propagation rows against their floor")
+        func benchmarkRows() async throws {
+            let home = Home()
+            let bench = (SyncCommandTests.securityExecutable as NSString).deletingLastPathComponent + "/keychain-bench"
+            let result = try await home.run(["--only", "sync", "--sync-items", "40", "--quiet"], executable: bench)
+            #expect(result.status == 0, "\(result.err)")
+            #expect(result.out.contains("push (seal, commit)"), "\(result.out)")
+            #expect(result.out.contains("× plain INSERT"))
+            #expect(result.out.contains("× plain SELECT"))
+            #expect(result.out.contains("one item, add to the other machine"))
         }
 
         @Test("security sync now killed with SIGKILL at random points loses nothing and commits nothing twice")
         func killedPushesLoseNothing() async throws {
-            let (a, b) = try setUpTwoMachines()
+            let (a, b) = try await setUpTwoMachines()
             try addSynced(a, count: 300, prefix: "k")
             var generator = SystemRandomNumberGenerator()
             for round in 0..<12 {
@@ -195,9 +227,9 @@ extension SyncIntegration {
                 // Writes keep landing between the crashes.
                 try addSynced(a, count: 5, prefix: "r\(round)-")
             }
-            let finished = try a.run(["sync", "now"])
+            let finished = try await a.run(["sync", "now"])
             #expect(finished.status == 0, "\(finished.err)")
-            #expect(try b.run(["sync", "now"]).status == 0)
+            #expect(try await b.run(["sync", "now"]).status == 0)
             let expected = 300 + 12 * 5
             #expect(try syncedCount(a) == expected)
             #expect(try syncedCount(b) == expected)
