@@ -228,13 +228,12 @@ struct MirrorRow: Sendable, Equatable {
 
 extension DeviceID {
     /// The identifier's 16 bytes.
-    var bytes: Data { withUnsafeBytes(of: uuid.uuid) { Data($0) } }
+    var bytes: Data { uuid.syncBytes }
 
     /// Reads 16 bytes.
     init?(bytes: Data) {
-        guard bytes.count == 16 else { return nil }
-        var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: bytes) }
-        self.init(UUID(uuid: raw))
+        var reader = SyncReader(bytes, what: "device")
+        guard bytes.count == 16, let uuid = try? reader.uuid() else { return nil }
+        self.init(uuid)
     }
 }

@@ -39,6 +39,12 @@ public final class SyncEngine: Sendable {
         var roster: [DeviceID: LocalRosterEntry]
         var cursor: SyncCursor
 
+        /// The server's address with this device's login.
+        func serverAddress() throws -> SyncServerAddress {
+            try SyncServerAddress(url: settings.server, requiresUser: false).with(
+                username: settings.role, password: secrets.password)
+        }
+
         var signers: [DeviceID: Curve25519.Signing.PublicKey] {
             roster.compactMapValues { try? Curve25519.Signing.PublicKey(rawRepresentation: $0.signingKey) }
         }
@@ -126,6 +132,9 @@ public final class SyncEngine: Sendable {
     {
         let authors = Dictionary(heads.map { ($0.head.seq, $0.head.author) }, uniquingKeysWith: { first, _ in first })
         var seen = Set<RecordID>()
+        // Built once per batch: every record is opened and identified with the same keys.
+        let classKeys = context.secrets.classKeysByID
+        let keys = try context.secrets.currentZoneKeys()
         return try records.map { record in
             guard let author = authors[record.seq] else {
                 throw SyncError(.tampered, "a record claims a commit outside the pulled range")
@@ -134,7 +143,7 @@ public final class SyncEngine: Sendable {
                 throw SyncError(.tampered, "a record was served twice")
             }
             let (header, payload) = try RecordCodec.open(
-                record, zone: context.settings.zoneID, classKeys: context.secrets.classKeysByID)
+                record, zone: context.settings.zoneID, classKeys: classKeys)
             // A record is written by the device that signed its commit.
             guard header.author == author else {
                 throw SyncError(.tampered, "a record's author did not sign its commit")
@@ -150,7 +159,7 @@ public final class SyncEngine: Sendable {
                     throw SyncError(.tampered, "a record holds an item that does not sync")
                 }
             }
-            let expected = try context.secrets.currentZoneKeys().recordID(
+            let expected = keys.recordID(
                 itemClass: item.itemClass.rawValue, primaryKey: item.syncPrimaryKey)
             guard expected == record.recordID else {
                 throw SyncError(.tampered, "a record's identity does not match its item")

@@ -156,11 +156,17 @@ extension SyncSetup {
 
     // MARK: Helpers
 
+    /// Runs `body` connected as this device, and closes the connections after.
     static func withServer<T: Sendable>(
         _ context: SyncEngine.Context, _ body: (PostgresSyncServer) async throws -> T
     ) async throws -> T {
-        let address = try SyncServerAddress(url: context.settings.server, requiresUser: false).with(
-            username: context.settings.role, password: context.secrets.password)
+        try await withServer(at: try context.serverAddress(), body)
+    }
+
+    /// Runs `body` connected to `address`, and closes the connections after, whatever happens.
+    static func withServer<T: Sendable>(
+        at address: SyncServerAddress, _ body: (PostgresSyncServer) async throws -> T
+    ) async throws -> T {
         let server = PostgresSyncServer(address: address)
         do {
             let result = try await body(server)

@@ -94,9 +94,7 @@ public final class SyncRunner: Sendable {
     /// "sync now" requests, served one at a time (requests arriving meanwhile coalesce).
     private func connected() async throws {
         let context = try SyncEngine(keychain: keychain, server: NoServer()).context()
-        let address = try SyncServerAddress(url: context.settings.server, requiresUser: false).with(
-            username: context.settings.role, password: context.secrets.password)
-        let server = PostgresSyncServer(address: address, maximumConnections: 2, logger: logger)
+        let server = PostgresSyncServer(address: try context.serverAddress(), maximumConnections: 2, logger: logger)
         let engine = SyncEngine(keychain: keychain, server: server)
         let (requests, request) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         do {

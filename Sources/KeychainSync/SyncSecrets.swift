@@ -77,11 +77,11 @@ struct SyncSecrets: Codable, Sendable, CustomStringConvertible {
 
     /// Adds a zone epoch's keys.
     mutating func install(_ keys: ZoneKeys) {
-        zoneKeys[keys.epoch] = keys.zoneKey.withUnsafeBytes { Data($0) }
-        recordIDKey = keys.recordIDKey.withUnsafeBytes { Data($0) }
+        zoneKeys[keys.epoch] = keys.zoneKey.syncKeyBytes
+        recordIDKey = keys.recordIDKey.syncKeyBytes
         for (keyClass, classKey) in keys.classKeys {
             classKeys[classKey.id] = StoredClassKey(
-                keyClass: keyClass.rawValue, epoch: keys.epoch, key: classKey.key.withUnsafeBytes { Data($0) })
+                keyClass: keyClass.rawValue, epoch: keys.epoch, key: classKey.key.syncKeyBytes)
         }
     }
 }

@@ -68,13 +68,8 @@ public enum SyncSetup {
                 keys.epoch,
                 try recovery.sealEscrow(escrowPayload(keys, signing: signing), zone: zone, epoch: keys.epoch)
             ))
-        let connection = PostgresSyncServer(address: admin.with(username: role, password: password))
-        do {
+        try await withServer(at: admin.with(username: role, password: password)) { connection in
             try await connection.createZone(commit, notifyChannel: PostgresSyncServer.makeNotifyChannel())
-            await connection.shutdown()
-        } catch {
-            await connection.shutdown()
-            throw error
         }
         let settings = SyncSettings(
             server: "postgresql://\(admin.host):\(admin.port)/\(admin.database)", role: role, zone: zone.uuid,
@@ -164,7 +159,7 @@ public enum SyncSetup {
         return Status(
             zone: settings.zoneID, device: settings.deviceID, deviceName: settings.deviceName, server: settings.server,
             headSeq: cursor.seq, headHash: cursor.headHash, lastPush: settings.lastPush, lastPull: settings.lastPull,
-            pendingChanges: try keychain.syncJournal(limit: Int(Int32.max)).count, conflicts: conflicts)
+            pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts)
     }
 
     /// One entry of the conflict log, opened.

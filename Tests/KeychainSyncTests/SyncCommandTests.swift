@@ -183,20 +183,13 @@ extension SyncIntegration {
                 agent.terminate()
                 agent.waitUntilExit()
             }
-            func eventually(_ condition: () throws -> Bool) async throws -> Bool {
-                for _ in 0..<400 {
-                    if try condition() { return true }
-                    try await Task.sleep(for: .milliseconds(50))
-                }
-                return false
-            }
             // B's change, pushed by `security sync now` there, lands in A's keychain with no command on A.
             try addSynced(b, count: 2, prefix: "from-b-")
             #expect(try await b.run(["sync", "now"]).status == 0)
-            #expect(try await eventually { try syncedCount(a) == 2 })
+            #expect(try await eventually(20) { try syncedCount(a) == 2 })
             // A's write (by another process, straight into the file) is pushed by A's agent.
             try addSynced(a, count: 3, prefix: "from-a-")
-            #expect(try await eventually { try SyncSetup.status(of: a.keychain()).pendingChanges == 0 })
+            #expect(try await eventually(20) { try SyncSetup.status(of: a.keychain()).pendingChanges == 0 })
             #expect(try await b.run(["sync", "now"]).out.contains("pulled 3"))
             #expect(try syncedCount(b) == 5)
         }
