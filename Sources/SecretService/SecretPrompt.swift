@@ -30,6 +30,7 @@ extension SecretServiceProvider {
         }
         let path = try registerUnlockPrompt(
             objects: requested, groups: groups, owner: owner, connection: call.connection)
+        await dismissIfGone(owner, on: call.connection)
         return [Self.paths([]), .objectPath(path)]
     }
 
@@ -106,6 +107,16 @@ extension SecretServiceProvider {
         }
         state.expiry.withLock { $0 = expiry }
         return path
+    }
+
+    /// Dismisses `owner`'s prompts if it already left the bus: its `NameOwnerChanged` may have
+    /// been handled before the prompt existed.
+    func dismissIfGone(_ owner: String, on connection: DBusConnection) async {
+        guard watching.load(ordering: .relaxed),
+            let reply = try? await connection.callBus("NameHasOwner", [.string(owner)]),
+            reply.body.first == .boolean(false)
+        else { return }
+        await dismissPrompts(of: owner, on: connection)
     }
 
     /// Ends the prompts of a caller that left the bus.

@@ -94,6 +94,10 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
         let bus = try await DBusConnection.connect(
             to: try DBusAddress.sessionBus(environment: environment), objects: provider.objects)
         try await bus.hello()
+        // Subscribed before the name is ours: a caller queued for the name (the one whose call
+        // activated us) may leave right after its first call, and its sessions and prompts must
+        // still go with it.
+        let watcher = try await provider.watchSessions(on: bus)
         // DO_NOT_QUEUE (4); --replace adds ALLOW_REPLACEMENT (1) and REPLACE_EXISTING (2).
         let flags: UInt32 = replace ? 7 : 4
         let reply = try await bus.callBus(
@@ -102,10 +106,10 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
             complain(
                 "\(SecretServiceProvider.busName) is owned by another program (gnome-keyring?); "
                     + "serving the private socket only (--replace takes the name if its owner allows)")
+            watcher.cancel()
             await bus.close()
             return nil
         }
-        _ = try await provider.watchSessions(on: bus)
         return bus
     } catch {
         complain("no Secret Service: the session bus could not be used (\(error))")
