@@ -79,3 +79,16 @@ enum OID {
         "1.2.840.113549.1.5.6", "1.2.840.113549.1.5.10", "1.2.840.113549.1.5.11",
     ]
 }
+
+extension OID {
+    /// The dotted text of the OIDs a trust evaluation compares for every signature and key,
+    /// spelled out once (spelling an OID out allocates and joins strings).
+    enum Dotted {
+        static let p256 = OID.p256.description
+        static let p384 = OID.p384.description
+        static let p521 = OID.p521.description
+        static let rsaEncryption = OID.rsaEncryption.description
+        static let rsaPSS = OID.rsaPSS.description
+        static let ecPublicKey = OID.ecPublicKey.description
+    }
+}

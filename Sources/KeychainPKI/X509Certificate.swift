@@ -40,13 +40,18 @@ public struct SubjectPublicKeyInfo: Hashable, Sendable {
     /// The key type derived from the algorithm OID and parameters.
     public var keyType: KeyType {
         switch algorithm.oid {
-        case OID.rsaEncryption.description, OID.rsaPSS.description: return .rsa
-        case OID.ecPublicKey.description:
+        case OID.Dotted.rsaEncryption, OID.Dotted.rsaPSS: return .rsa
+        case OID.Dotted.ecPublicKey:
             if let parameters = algorithm.parameters,
                 let node = try? DER.parse(parameters),
                 let curve = try? objectIdentifier(node, "curve")
             {
-                return .ec(curveOID: curve.description)
+                switch curve {
+                case OID.p256: return .ec(curveOID: OID.Dotted.p256)
+                case OID.p384: return .ec(curveOID: OID.Dotted.p384)
+                case OID.p521: return .ec(curveOID: OID.Dotted.p521)
+                default: return .ec(curveOID: curve.description)
+                }
             }
             return .other(oid: algorithm.oid)
         default: return .other(oid: algorithm.oid)

@@ -27,20 +27,27 @@ public enum CertificateSignatureAlgorithm: Hashable, Sendable {
     /// - Throws: ``PKIError`` `.unsupportedAlgorithm` for anything else (including PSS with
     ///   other parameters), `.malformed` for unparsable PSS parameters.
     public init(_ identifier: AlgorithmIdentifier) throws {
-        switch identifier.oid {
-        case OID.sha1WithRSA.description: self = .rsaPKCS1(.sha1)
-        case OID.sha256WithRSA.description: self = .rsaPKCS1(.sha256)
-        case OID.sha384WithRSA.description: self = .rsaPKCS1(.sha384)
-        case OID.sha512WithRSA.description: self = .rsaPKCS1(.sha512)
-        case OID.ecdsaWithSHA1.description: self = .ecdsa(.sha1)
-        case OID.ecdsaWithSHA256.description: self = .ecdsa(.sha256)
-        case OID.ecdsaWithSHA384.description: self = .ecdsa(.sha384)
-        case OID.ecdsaWithSHA512.description: self = .ecdsa(.sha512)
-        case OID.rsaPSS.description: self = .rsaPSS(try Self.pssDigest(identifier.parameters))
-        default:
+        if let known = Self.byOID[identifier.oid] {
+            self = known
+        } else if identifier.oid == OID.Dotted.rsaPSS {
+            self = .rsaPSS(try Self.pssDigest(identifier.parameters))
+        } else {
             throw PKIError(.unsupportedAlgorithm, "signature algorithm \(identifier.oid) is not supported")
         }
     }
+
+    /// The algorithms without parameters, by dotted OID: built once, because spelling an OID out
+    /// costs more than the rest of reading the algorithm (it runs for every signature checked).
+    private static let byOID: [String: CertificateSignatureAlgorithm] = [
+        OID.sha1WithRSA.description: .rsaPKCS1(.sha1),
+        OID.sha256WithRSA.description: .rsaPKCS1(.sha256),
+        OID.sha384WithRSA.description: .rsaPKCS1(.sha384),
+        OID.sha512WithRSA.description: .rsaPKCS1(.sha512),
+        OID.ecdsaWithSHA1.description: .ecdsa(.sha1),
+        OID.ecdsaWithSHA256.description: .ecdsa(.sha256),
+        OID.ecdsaWithSHA384.description: .ecdsa(.sha384),
+        OID.ecdsaWithSHA512.description: .ecdsa(.sha512),
+    ]
 
     private static func digest(oid: String) throws -> DigestAlgorithm {
         switch oid {
@@ -167,19 +174,19 @@ extension X509Certificate {
     private func verifyECDSA(_ key: SubjectPublicKeyInfo, _ curve: String, _ digest: some Digest) throws -> Bool {
         do {
             switch curve {
-            case OID.p256.description:
+            case OID.Dotted.p256:
                 let publicKey = try P256.Signing.PublicKey(derRepresentation: key.derBytes)
                 guard let signature = try? P256.Signing.ECDSASignature(derRepresentation: signature) else {
                     return false
                 }
                 return publicKey.isValidSignature(signature, for: digest)
-            case OID.p384.description:
+            case OID.Dotted.p384:
                 let publicKey = try P384.Signing.PublicKey(derRepresentation: key.derBytes)
                 guard let signature = try? P384.Signing.ECDSASignature(derRepresentation: signature) else {
                     return false
                 }
                 return publicKey.isValidSignature(signature, for: digest)
-            case OID.p521.description:
+            case OID.Dotted.p521:
                 let publicKey = try P521.Signing.PublicKey(derRepresentation: key.derBytes)
                 guard let signature = try? P521.Signing.ECDSASignature(derRepresentation: signature) else {
                     return false

@@ -203,15 +203,15 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
             let result = decision($0)
             return result == .trustAsRoot || (result == .trustRoot && isSelfSigned($0))
         }
-        let anchorDER = Set(anchors.map(\.certificate.derBytes))
-        let userAnchorDER = Set(userAnchors.map(\.certificate.derBytes))
+        let anchorDER = Set(anchors.map { CertificateDER($0.certificate.derBytes) })
+        let userAnchorDER = Set(userAnchors.map { CertificateDER($0.certificate.derBytes) })
         // Certificates with any setting serve as issuers (a denied root is found, and denies).
         let pool = anchors + state.certificates.dropFirst() + userAnchors + settings.flatMap { $0.parsed.values }
         var chain = [leaf]
         /// Whether the chain ends at the certificate just added: an anchor, or a denied certificate.
         func ends(_ certificate: SecCertificate) -> (trusted: Bool, denied: Bool) {
             if !settings.isEmpty && decision(certificate) == .deny { return (false, true) }
-            let der = certificate.certificate.derBytes
+            let der = CertificateDER(certificate.certificate.derBytes)
             return (anchorDER.contains(der) || userAnchorDER.contains(der), false)
         }
         var (trusted, denied) = ends(leaf)
@@ -233,7 +233,7 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
         guard trusted else { return (chain, errSecNotTrusted, .recoverableTrustFailure) }
         let status = check(chain.map(\.certificate), state)
         guard status == errSecSuccess else { return (chain, status, .recoverableTrustFailure) }
-        let byUser = userAnchorDER.contains(chain[chain.count - 1].certificate.derBytes)
+        let byUser = userAnchorDER.contains(CertificateDER(chain[chain.count - 1].certificate.derBytes))
         return (chain, status, byUser ? .proceed : .unspecified)
     }
 
@@ -456,4 +456,19 @@ public func SecTrustCopyCertificateChain(_ trust: SecTrust) -> CFArray? {
 /// - Returns: The count.
 public func SecTrustGetCertificateCount(_ trust: SecTrust) -> CFIndex {
     trust.verdict().chain.count
+}
+
+/// A certificate's DER as a set element: hashed by its length and its last 32 bytes (the end of
+/// its signature, different in every certificate) rather than byte by byte, compared whole.
+private struct CertificateDER: Hashable {
+    let bytes: [UInt8]
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.count)
+        bytes.suffix(32).withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.bytes == rhs.bytes }
 }

@@ -44,8 +44,11 @@ struct ExecutorTests {
             for _ in 0..<width {
                 group.addTask {
                     started.value.add(1, ordering: .releasing)
-                    // Blocks this pool thread until the reply came (or, failing, for 20 s).
-                    return answered.wait(timeout: .now() + 20) == .success
+                    // Blocks this pool thread until the reply came (or, failing, for 90 s). Long,
+                    // because another test may hold a pool thread so that the blockers run one
+                    // after another: the caller then starts after its 30 s wait, and the first
+                    // blocker must still be waiting when the reply comes.
+                    return answered.wait(timeout: .now() + 90) == .success
                 }
             }
             return await group.reduce(into: [Bool]()) { $0.append($1) }
