@@ -137,6 +137,22 @@ import Testing
         }
     }
 
+    /// The system roots export as Apple's property list that the importer reads back whole.
+    @Test func theSystemRootsExportAndParseBack() throws {
+        var data: CFData?
+        #expect(SecTrustSettingsCreateExternalRepresentation(.system, &data) == errSecSuccess)
+        let exported = try #require(data as Data?)
+        var roots: CFArray?
+        #expect(SecTrustSettingsCopyCertificates(.system, &roots) == errSecSuccess)
+        let entries = try TrustSettingsImporter.parse(exported)
+        #expect(
+            entries.count
+                == Set((roots as? [SecCertificate] ?? []).map { Self.sha1(SecCertificateCopyData($0) as Data) })
+                .count)
+        #expect(entries.allSatisfy { $0.certificate != nil })
+        #expect(entries.map(\.sha1) == entries.map(\.sha1).sorted())
+    }
+
     @Test func theSystemDomainIsReadOnly() throws {
         let der = try CertificateFixtures.get().ca.der
         let data = try Self.representation(der: der, sha1: Self.sha1(der))
