@@ -17,6 +17,7 @@
 //       "certificates" : {
 //         "<SHA-256 of the DER, lowercase hex>" : {
 //           "certificate" : "<DER, base64>",
+//           "modDate" : "2026-11-27T04:00:00Z",
 //           "trustSettings" : [ { "policy" : "ssl", "result" : 3 } ]
 //         }
 //       },
@@ -25,10 +26,12 @@
 //
 // An empty `trustSettings` array means "trust as a root for every policy" (Apple's empty array).
 // `policy` is one of the names `security add-trusted-cert -p` takes (basic, ssl, smime, codeSign, …);
-// `result` is a `SecTrustSettingsResult` (absent means trustRoot). A file that cannot be read or
-// parsed, or whose keys do not match its certificates, is corrupt: evaluations that consult user trust
-// settings then fail with errSecInvalidTrustSettings (nothing is trusted, or silently not denied, through
-// it), and changes are refused until it is fixed or removed.
+// `result` is a `SecTrustSettingsResult` (absent means trustRoot). `modDate` (ISO 8601, optional:
+// files written before it was kept have none) is when the entry last changed, Apple's `modDate`,
+// exported by `SecTrustSettingsCreateExternalRepresentation` (SecTrustSettingsExternal.swift). A file
+// that cannot be read or parsed, or whose keys do not match its certificates, is corrupt: evaluations
+// that consult user trust settings then fail with errSecInvalidTrustSettings (nothing is trusted, or
+// silently not denied, through it), and changes are refused until it is fixed or removed.
 
 import Crypto
 import Foundation
@@ -92,6 +95,7 @@ struct TrustSettingsFile: Codable, Equatable {
 
     struct Entry: Codable, Equatable {
         var certificate: String
+        var modDate: String?
         var trustSettings: [Constraint]
     }
 
@@ -118,9 +122,11 @@ struct TrustSettingsSnapshot {
 }
 
 /// A failure to read or write a trust settings file, with the status the API returns.
-struct TrustSettingsError: Error {
-    var status: OSStatus
-    var message: String
+package struct TrustSettingsError: Error {
+    /// The status the API returns.
+    package var status: OSStatus
+    /// Why, for the user.
+    package var message: String
 }
 
 /// Reads and writes the trust settings files of the user and admin domains.
@@ -191,6 +197,7 @@ package enum TrustSettingsStore {
             guard let der = Data(base64Encoded: entry.certificate),
                 let certificate = SecCertificateCreateWithData(nil, der as CFData),
                 Self.key(certificate) == key,
+                entry.modDate.map({ modDate(from: $0) != nil }) ?? true,
                 entry.trustSettings.allSatisfy({
                     ($0.policy.map(policyNames.contains) ?? true) && ($0.result.map { (1...4).contains($0) } ?? true)
                 })
@@ -201,13 +208,14 @@ package enum TrustSettingsStore {
     }
 
     /// Reads a domain's settings, lets `change` edit them and writes them back when changed, under an
-    /// exclusive lock on `<file>.lock`.
+    /// exclusive lock on `<file>.lock`. With `replacing`, the current file is not read (a corrupt one
+    /// is replaced too): `change` starts from empty settings and its result is written.
     /// - Throws: ``TrustSettingsError``: errSecInvalidTrustSettings for a corrupt file (left as it is),
     ///   errSecWrPerm when the file cannot be written (the admin domain by anyone but root),
     ///   errSecDataNotModifiable for the system domain, or what `change` throws.
-    static func update<T>(_ domain: SecTrustSettingsDomain, _ change: (inout TrustSettingsFile) throws -> T) throws
-        -> T
-    {
+    static func update<T>(
+        _ domain: SecTrustSettingsDomain, replacing: Bool = false, _ change: (inout TrustSettingsFile) throws -> T
+    ) throws -> T {
         guard let path = path(domain) else {
             throw TrustSettingsError(
                 status: errSecDataNotModifiable, message: "the system trust settings are read only")
@@ -232,10 +240,10 @@ package enum TrustSettingsStore {
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else { throw writeError("lock") }
         }
-        var file = try load(domain).file
+        var file = replacing ? TrustSettingsFile() : try load(domain).file
         let before = file
         let result = try change(&file)
-        guard file != before else { return result }
+        guard file != before || replacing else { return result }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(file) ?? Data()) ?? Data()
@@ -417,7 +425,8 @@ public func SecTrustSettingsSetTrustSettings(
     do {
         try TrustSettingsStore.update(domain) { file in
             file.certificates[TrustSettingsStore.key(certRef)] = TrustSettingsFile.Entry(
-                certificate: Data(certRef.certificate.derBytes).base64EncodedString(), trustSettings: constraints)
+                certificate: Data(certRef.certificate.derBytes).base64EncodedString(),
+                modDate: TrustSettingsStore.modDateString(Date()), trustSettings: constraints)
         }
         return errSecSuccess
     } catch let error as TrustSettingsError {

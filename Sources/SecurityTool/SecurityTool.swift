@@ -45,7 +45,8 @@ enum SecurityTool {
         SetInternetPasswordPartitionList.self, FindKey.self, SetKeyPartitionList.self, FindCertificate.self,
         FindIdentity.self,
         DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, AddTrustedCert.self,
-        RemoveTrustedCert.self, DumpTrustSettings.self, VerifyCert.self,
+        RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
+        VerifyCert.self,
         ErrorCommand.self, ImportSecretService.self, SyncCommand.self,
     ].map { Command(type: $0) }
 
@@ -135,7 +136,9 @@ enum SecurityTool {
                 case "h": showHelp = true
                 case "i": interactive = true
                 case "l", "R": break
-                case "q": quiet = true
+                case "q":
+                    quiet = true
+                    session.quiet = true
                 case "v": session.verbose = true
                 case "p":
                     interactive = true

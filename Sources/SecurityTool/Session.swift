@@ -44,6 +44,8 @@ final class Session {
     let input = StandardInput()
     var interactive = false
     var verbose = false
+    /// `security -q`: commands leave out their success messages, as macOS's `do_quiet`.
+    var quiet = false
     private var handles: [String: any KeychainHandle] = [:]
     private var prefetched: KeychainPrefetch?
     private var cachedPreferences: KeychainPreferences?

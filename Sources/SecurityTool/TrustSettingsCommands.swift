@@ -3,6 +3,12 @@ import Foundation
 import KeychainCore
 import Security
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// Where the trust settings of each domain are kept, for the commands' help.
 private let trustSettingsLocations = """
     User trust settings are kept in ${XDG_CONFIG_HOME:-$HOME/.config}/keychain/trust-settings.json \
@@ -298,5 +304,151 @@ struct DumpTrustSettings: ToolCommand {
         }
         Console.out(out)
         return 0
+    }
+}
+
+// MARK: - trust-settings-export / trust-settings-import
+
+/// Writes `data` to `path` as macOS's `writeFile` does (created 0600, truncated).
+/// - Returns: 0, or the `errno` of the failure (macOS's result for the command).
+private func writeSettingsFile(_ path: String, _ data: Data) -> Int32 {
+    let fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return errno }
+    defer { close(fd) }
+    var written = 0
+    while written < data.count {
+        let count = data[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        guard count > 0 else { return count < 0 ? errno : EIO }
+        written += count
+    }
+    return 0
+}
+
+/// Reads the whole file at `path` (at most 64 MiB), as macOS's `readFileSizet` does.
+/// - Returns: The bytes, or `nil` and the `errno` of the failure.
+private func readSettingsFile(_ path: String) -> (data: Data?, error: Int32) {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return (nil, errno) }
+    defer { close(fd) }
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        if count < 0 && errno == EINTR { continue }
+        guard count >= 0 else { return (nil, errno) }
+        if count == 0 { return (data, 0) }
+        data.append(contentsOf: buffer[..<count])
+        guard data.count <= 64 << 20 else { return (nil, EFBIG) }
+    }
+}
+
+/// `security trust-settings-export`: writes a domain's trust settings to a file.
+struct TrustSettingsExport: ToolCommand {
+    static let name = "trust-settings-export"
+    static let configuration = CommandConfiguration(
+        commandName: Self.name,
+        _superCommandName: "security",
+        abstract: "Export trust settings.",
+        usage: "security trust-settings-export [-s] [-d] settings_file",
+        discussion: HelpText.wrapped(
+            """
+            Writes the user's trust settings, the admin's with -d, or the system's roots with -s, to \
+            settings_file (mode 0600) as macOS's property list (trustVersion, trustList keyed by each \
+            certificate's SHA-1), each entry also carrying its certificate so that \
+            trust-settings-import restores it on another machine; prints "...Trust Settings exported \
+            successfully." (not with security -q). A domain without settings prints \
+            "SecTrustSettingsCreateExternalRepresentation: No Trust Settings were found." and exits 1.
+
+            Example (copy one machine's trust settings to another):
+              security trust-settings-export trust.plist
+              security trust-settings-import trust.plist      (on the other machine)
+
+            \(trustSettingsLocations)
+            """))
+
+    @Flag(name: .customShort("s"), help: "Export the system's trusted roots (default is user).")
+    var system = false
+
+    @Flag(name: .customShort("d"), help: "Export the admin trust settings (default is user).")
+    var admin = false
+
+    @Argument(help: ArgumentHelp("The file to write.", valueName: "settings_file"))
+    var files: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        guard files.count == 1, let file = files.first else {
+            throw CommandFailure(result: 2, messages: [], showsUsage: true)
+        }
+        let domain: SecTrustSettingsDomain = admin ? .admin : system ? .system : .user
+        var data: CFData?
+        let status = SecTrustSettingsCreateExternalRepresentation(domain, &data)
+        guard status == errSecSuccess, let data else {
+            throw trustSettingsFailure("SecTrustSettingsCreateExternalRepresentation", status, domain: domain)
+        }
+        let result = writeSettingsFile(file, data as Data)
+        guard result == 0 else {
+            throw CommandFailure(result: result, messages: [], rawLines: ["Error (\(result)) writing \(file)."])
+        }
+        if !session.quiet { Console.out("...Trust Settings exported successfully.\n") }
+        return 0
+    }
+}
+
+/// `security trust-settings-import`: replaces a domain's trust settings with those of a file.
+struct TrustSettingsImport: ToolCommand {
+    static let name = "trust-settings-import"
+    static let configuration = CommandConfiguration(
+        commandName: Self.name,
+        _superCommandName: "security",
+        abstract: "Import trust settings.",
+        usage: "security trust-settings-import [-d] settings_file",
+        discussion: HelpText.wrapped(
+            """
+            Replaces the user's trust settings, or with -d the admin's (root only), with those of \
+            settings_file, written by trust-settings-export here or on a Mac; prints "...Trust \
+            Settings imported successfully." (not with security -q). An entry without its \
+            certificate (a Mac's export) is matched by SHA-1 against the certificates of the \
+            keychain search list and the system roots. Nothing changes when the file is not valid, \
+            an entry's certificate does not match its SHA-1, a certificate is found nowhere (each \
+            is named), or a setting uses what Linux does not support (application, policy string, \
+            key usage, allowed error, another policy); the command then exits 1.
+
+            \(trustSettingsLocations)
+            """))
+
+    @Flag(name: .customShort("d"), help: "Import the admin trust settings (root only; default is user).")
+    var admin = false
+
+    @Argument(help: ArgumentHelp("The file to read.", valueName: "settings_file"))
+    var files: [String] = []
+
+    func execute(in session: Session) throws -> Int32 {
+        guard files.count == 1, let file = files.first else {
+            throw CommandFailure(result: 2, messages: [], showsUsage: true)
+        }
+        let (contents, error) = readSettingsFile(file)
+        guard let data = contents else {
+            throw CommandFailure(result: 1, messages: [], rawLines: ["Error (\(error)) reading \(file)."])
+        }
+        let domain: SecTrustSettingsDomain = admin ? .admin : .user
+        do {
+            try TrustSettingsImporter.importRepresentation(data, into: domain)
+        } catch let error as TrustSettingsError {
+            throw importFailure(error, domain: domain)
+        }
+        if !session.quiet { Console.out("...Trust Settings imported successfully.\n") }
+        return 0
+    }
+
+    /// macOS's `cssmPerror` line, then why (which certificates are missing, what is not valid, that only
+    /// root can change the admin trust settings).
+    private func importFailure(_ error: TrustSettingsError, domain: SecTrustSettingsDomain) -> CommandFailure {
+        CommandFailure(
+            result: 1, messages: [],
+            rawLines: [
+                "SecTrustSettingsImportExternalRepresentation: \(statusMessage(error.status))",
+                "security: \(error.message)",
+            ])
     }
 }

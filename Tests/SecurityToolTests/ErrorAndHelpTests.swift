@@ -10,7 +10,8 @@ import Testing
         "delete-generic-password", "set-generic-password-partition-list", "find-internet-password",
         "delete-internet-password", "set-internet-password-partition-list", "set-key-partition-list",
         "add-certificates", "find-certificate", "find-identity", "delete-certificate", "delete-identity", "export",
-        "import", "add-trusted-cert", "remove-trusted-cert", "dump-trust-settings", "verify-cert", "find-key",
+        "import", "add-trusted-cert", "remove-trusted-cert", "dump-trust-settings", "trust-settings-export",
+        "trust-settings-import", "verify-cert", "find-key",
         "create-keypair", "error",
     ]
 
