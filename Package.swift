@@ -274,7 +274,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "PostgresScratchServer"),
+        .target(
+            name: "PostgresScratchServer",
+            // CKeychainAgent: posix_spawn's closefrom, so a postmaster started from a process (a
+            // test runner) holds none of its descriptors open.
+            dependencies: ["CKeychainAgent"]
+        ),
         .testTarget(
             name: "KeychainSyncTests",
             dependencies: [

@@ -1,3 +1,4 @@
+import CKeychainAgent
 import Foundation
 import Synchronization
 
@@ -257,6 +258,9 @@ public final class PostgresCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else the caller has open: the postmaster and the watchdog outlive this call,
+        // and a socket they inherited (a test's D-Bus connection, say) would never close.
+        _ = ck_spawn_add_closefrom(&actions, 3)
         let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
