@@ -66,11 +66,21 @@ public enum SleepLock {
     public static func run(
         service: AgentService, environment: [String: String], log: @escaping @Sendable (String) -> Void = { _ in }
     ) async {
+        await run(environment: environment, log: log) { await service.lockKeychainsThatLockOnSleep() }
+    }
+
+    /// ``run(service:environment:log:)`` with the locking given: `lock` locks and returns how
+    /// many keychains it locked. On `PrepareForSleep(true)` the inhibitor is released only once
+    /// `lock` has returned.
+    static func run(
+        environment: [String: String], log: @escaping @Sendable (String) -> Void,
+        lock: @escaping @Sendable () async -> Int
+    ) async {
         let inhibitor = SleepInhibitor(environment: environment, log: log)
         await keepWatching(environment: environment, log: log, onSubscribed: { await inhibitor.take() }) { event in
             switch event {
             case .sleep, .sessionLock:
-                let locked = await service.lockKeychainsThatLockOnSleep()
+                let locked = await lock()
                 log("\(event == .sleep ? "PrepareForSleep" : "Session.Lock"): locked \(locked) keychain(s)")
                 // Locked: now the machine may sleep.
                 if event == .sleep { inhibitor.release() }
@@ -276,6 +286,11 @@ final class SleepInhibitor: Sendable {
     init(environment: [String: String], log: @escaping @Sendable (String) -> Void) {
         self.environment = environment
         self.log = log
+    }
+
+    deinit {
+        let held = descriptor.withLock { $0 }
+        if held >= 0 { close(held) }
     }
 
     /// Whether a descriptor is held.

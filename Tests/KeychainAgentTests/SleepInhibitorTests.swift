@@ -3,6 +3,7 @@ import Foundation
 import KeychainAgentProtocol
 import KeychainClient
 import KeychainCore
+import Synchronization
 import Testing
 
 @testable import DBusWire
@@ -234,8 +235,40 @@ struct SleepInhibitorTests {
         #expect(AgentConnection.isAnswering(at: daemon.socket))
     }
 
+    @Test("On PrepareForSleep(true) the inhibitor is held until locking has finished, then released")
+    func holdsInhibitorUntilLockingFinishes() async throws {
+        let bus = try SleepLockTests.SystemBus()
+        defer { bus.stop() }
+        let standIn = try Login1StandIn(bus: bus.address)
+        defer { standIn.stop() }
+        try await standIn.waitUntilOwner()
+        // Locking that lasts until the test lets it finish.
+        let locking = Mutex<(entered: Bool, mayFinish: Bool)>((false, false))
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        let running = Task {
+            await SleepLock.run(environment: environment, log: { _ in }) {
+                locking.withLock { $0.entered = true }
+                while !locking.withLock({ $0.mayFinish }) { try? await Task.sleep(for: .milliseconds(20)) }
+                return 1
+            }
+        }
+        #expect(try await standIn.line(startingWith: "inhibit 1 ") != nil, "\(standIn.lines)")
+        try standIn.send("sleep true")
+        for _ in 0..<600 where !locking.withLock({ $0.entered }) { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(locking.withLock { $0.entered }, "PrepareForSleep(true) started locking")
+        // Released before locking finished would show within milliseconds; a second is ample.
+        try await Task.sleep(for: .seconds(1))
+        #expect(!standIn.lines.contains { $0.hasPrefix("released") }, "held while locking: \(standIn.lines)")
+        locking.withLock { $0.mayFinish = true }
+        #expect(try await standIn.line(startingWith: "released 1") != nil, "released once locked")
+        running.cancel()
+        bus.stop()
+        await running.value
+    }
+
     @Test(
-        "PrepareForSleep(true) locks the lock-on-sleep keychain before the inhibitor is released; resume takes another")
+        "keychaind: PrepareForSleep(true) locks the lock-on-sleep keychain, then releases the inhibitor; resume takes another"
+    )
     func locksBeforeReleasingAndRetakesOnResume() async throws {
         let bus = try SleepLockTests.SystemBus()
         defer { bus.stop() }
