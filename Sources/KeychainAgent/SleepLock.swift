@@ -1,5 +1,6 @@
 import DBusWire
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -15,8 +16,13 @@ import Foundation
 /// from an unattended machine, so `Session.Lock` locks the same keychains: locking is the safe
 /// side (a keychain locked once too often costs a password; one left unlocked exposes its
 /// secrets), and a keychain without `-l` (a build machine's, say) stays unlocked through both.
-/// `Session.Unlock` and `PrepareForSleep(false)` do nothing: unlocking a keychain takes its
-/// password, which logind does not have.
+/// `Session.Unlock` unlocks nothing, nor does `PrepareForSleep(false)`: unlocking a keychain
+/// takes its password, which logind does not have.
+///
+/// So that the machine does not suspend before the keychains are locked, the agent holds a
+/// logind *delay inhibitor* for sleep (``SleepInhibitor``): taken once subscribed, released
+/// (its descriptor closed) right after `PrepareForSleep(true)` has locked, taken again on
+/// `PrepareForSleep(false)`. Without logind, or when `Inhibit` fails, it carries on without one.
 ///
 /// Signals count only when their sender is the connection that owns `org.freedesktop.login1`
 /// now (`GetNameOwner`, then the bus's `NameOwnerChanged`): the bus stamps every message's
@@ -45,6 +51,8 @@ public enum SleepLock {
         case sleep
         /// `Session.Lock` for the agent's session: the screen is being locked.
         case sessionLock
+        /// `PrepareForSleep(false)`: the machine has resumed.
+        case resume
     }
 
     /// Connects to the system bus and locks `service`'s keychains with `locksOnSleep` on each
@@ -58,9 +66,27 @@ public enum SleepLock {
     public static func run(
         service: AgentService, environment: [String: String], log: @escaping @Sendable (String) -> Void = { _ in }
     ) async {
-        await keepWatching(environment: environment, log: log) { event in
-            let locked = await service.lockKeychainsThatLockOnSleep()
-            log("\(event == .sleep ? "PrepareForSleep" : "Session.Lock"): locked \(locked) keychain(s)")
+        await run(environment: environment, log: log) { await service.lockKeychainsThatLockOnSleep() }
+    }
+
+    /// ``run(service:environment:log:)`` with the locking given: `lock` locks and returns how
+    /// many keychains it locked. On `PrepareForSleep(true)` the inhibitor is released only once
+    /// `lock` has returned.
+    static func run(
+        environment: [String: String], log: @escaping @Sendable (String) -> Void,
+        lock: @escaping @Sendable () async -> Int
+    ) async {
+        let inhibitor = SleepInhibitor(environment: environment, log: log)
+        await keepWatching(environment: environment, log: log, onSubscribed: { await inhibitor.take() }) { event in
+            switch event {
+            case .sleep, .sessionLock:
+                let locked = await lock()
+                log("\(event == .sleep ? "PrepareForSleep" : "Session.Lock"): locked \(locked) keychain(s)")
+                // Locked: now the machine may sleep.
+                if event == .sleep { inhibitor.release() }
+            case .resume:
+                await inhibitor.take()
+            }
         }
     }
 
@@ -73,22 +99,27 @@ public enum SleepLock {
     static func keepWatching(
         environment: [String: String],
         log: @escaping @Sendable (String) -> Void,
+        onSubscribed: @escaping @Sendable () async -> Void = {},
         onEvent: @escaping @Sendable (Event) async -> Void
     ) async {
         var delay: Duration = .seconds(1)
         while !Task.isCancelled {
-            if await watch(environment: environment, log: log, onEvent: onEvent) { delay = .seconds(1) }
+            if await watch(environment: environment, log: log, onSubscribed: onSubscribed, onEvent: onEvent) {
+                delay = .seconds(1)
+            }
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, longestRetryDelay)
         }
     }
 
-    /// The signal loop of ``run(service:environment:log:)``, with the action on each event.
+    /// The signal loop of ``run(service:environment:log:)``, with the action once subscribed
+    /// and on each event.
     /// - Returns: Whether it subscribed (and then watched until the connection closed).
     @discardableResult
     static func watch(
         environment: [String: String],
         log: @escaping @Sendable (String) -> Void,
+        onSubscribed: @escaping @Sendable () async -> Void = {},
         onEvent: @escaping @Sendable (Event) async -> Void
     ) async -> Bool {
         let connection: DBusConnection
@@ -109,6 +140,7 @@ public enum SleepLock {
             await connection.close()
             return false
         }
+        await onSubscribed()
         for await signal in connection.signals {
             if let event = await watcher.handle(signal) { await onEvent(event) }
         }
@@ -151,7 +183,7 @@ public enum SleepLock {
         }
 
         /// What `signal` asks, or `nil` for anything else: a signal of another sender than
-        /// logind's owner, `PrepareForSleep(false)`, another session's `Lock`.
+        /// logind's owner, another session's `Lock`.
         mutating func handle(_ signal: DBusMessage) async -> Event? {
             if Self.ownerChanged.matches(signal) {
                 guard signal.body.count == 3, case .string(let newOwner) = signal.body[2] else { return nil }
@@ -161,7 +193,11 @@ public enum SleepLock {
                 return nil
             }
             if Self.prepareForSleep.matches(signal, senderOwner: owner) {
-                return signal.body == [.boolean(true)] ? .sleep : nil
+                switch signal.body {
+                case [.boolean(true)]: return .sleep
+                case [.boolean(false)]: return .resume
+                default: return nil
+                }
             }
             if let sessionPath, Self.sessionLock(sessionPath).matches(signal, senderOwner: owner) {
                 return .sessionLock
@@ -228,5 +264,84 @@ public enum SleepLock {
                 .methodCall(path: path, interface: interface, member: member, destination: login1, body: arguments)
             ).body
         }
+    }
+}
+
+/// logind's delay inhibitor for sleep: while its descriptor is open, logind holds a suspend back
+/// (for at most `InhibitDelayMaxSec`, 5 s by default) after announcing it with
+/// `PrepareForSleep(true)`; closing the descriptor lets the machine sleep.
+///
+/// The descriptor comes from `org.freedesktop.login1.Manager.Inhibit("sleep", who, why,
+/// "delay")` through ``DBusWire/DBusFDCall`` (a blocking call, made here on a Dispatch queue,
+/// off the Swift concurrency pool), on a connection of its own that closes right after the
+/// reply: logind tracks the descriptor, not the connection ("Inhibitor Locks": the lock is
+/// released when the descriptor is closed).
+final class SleepInhibitor: Sendable {
+    /// The held descriptor, or -1.
+    private let descriptor = Mutex<Int32>(-1)
+    private let environment: [String: String]
+    private let log: @Sendable (String) -> Void
+    private static let queue = DispatchQueue(label: "keychaind.sleep-inhibitor")
+
+    init(environment: [String: String], log: @escaping @Sendable (String) -> Void) {
+        self.environment = environment
+        self.log = log
+    }
+
+    deinit {
+        let held = descriptor.withLock { $0 }
+        if held >= 0 { close(held) }
+    }
+
+    /// Whether a descriptor is held.
+    var isHeld: Bool { descriptor.withLock { $0 >= 0 } }
+
+    /// Takes an inhibitor unless one is held; without one (no logind, `Inhibit` refused) logs a
+    /// line and carries on.
+    func take() async {
+        guard !isHeld else { return }
+        let environment = environment
+        let result: Result<Int32, any Error> = await withCheckedContinuation { continuation in
+            Self.queue.async { continuation.resume(returning: Result { try Self.inhibit(environment: environment) }) }
+        }
+        switch result {
+        case .success(let taken):
+            let previous = descriptor.withLock { held in
+                defer { held = taken }
+                return held
+            }
+            if previous >= 0 { close(previous) }
+            log("holding logind's delay inhibitor for sleep")
+        case .failure(let error):
+            log("no delay inhibitor for sleep (\(error)): the machine may sleep before the keychains lock")
+        }
+    }
+
+    /// Closes the held descriptor, if any: logind may now suspend.
+    func release() {
+        let held = descriptor.withLock { held in
+            defer { held = -1 }
+            return held
+        }
+        guard held >= 0 else { return }
+        close(held)
+        log("released logind's delay inhibitor for sleep")
+    }
+
+    /// `Inhibit("sleep", "keychaind", …, "delay")` on the system bus: the descriptor (blocking).
+    static func inhibit(environment: [String: String]) throws -> Int32 {
+        let call = DBusMessage.methodCall(
+            path: SleepLock.managerPath, interface: SleepLock.managerInterface, member: "Inhibit",
+            destination: SleepLock.login1,
+            body: [
+                .string("sleep"), .string("keychaind"), .string("Lock keychains set to lock on sleep"),
+                .string("delay"),
+            ])
+        let reply = try DBusFDCall.call(call, addresses: try DBusAddress.systemBus(environment: environment))
+        guard reply.message.body.count == 1, let taken = reply.fileDescriptor(reply.message.body[0]) else {
+            for unused in reply.fileDescriptors where unused >= 0 { close(unused) }
+            throw DBusError(.typeMismatch, "Inhibit did not answer with one descriptor")
+        }
+        return taken
     }
 }
