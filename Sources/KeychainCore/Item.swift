@@ -175,10 +175,24 @@ public struct AccessGroups: Sendable, Hashable {
         guard let value = (environment ?? ProcessEnvironment.current())[environmentVariable] else {
             return .standard
         }
-        let groups = value.split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }.filter { !$0.isEmpty }
+        let groups = value.split(separator: ",").map(trimmingBlanks).filter { !$0.isEmpty }
         return AccessGroups(groups)
+    }
+
+    /// `text` without the blanks at either end: what Foundation's
+    /// `trimmingCharacters(in: .whitespaces)` removes (tab, the space separators of Unicode's
+    /// category Zs, and the zero-width space Foundation's set still counts), without loading
+    /// Foundation's character sets in every short process.
+    static func trimmingBlanks(_ text: Substring) -> String {
+        func isBlank(_ scalar: Unicode.Scalar) -> Bool {
+            if scalar.isASCII { return scalar == " " || scalar == "\t" }
+            return scalar == "\u{200B}" || scalar.properties.generalCategory == .spaceSeparator
+        }
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }),
+            let last = scalars.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(scalars[first...last])
     }
 
     static let token = "com.apple.token"

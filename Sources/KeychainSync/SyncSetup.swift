@@ -118,13 +118,19 @@ public enum SyncSetup {
     }
 
     /// One pull and push for the keychain, connecting as this device: `security sync now`.
+    /// Gives up with `.connectionFailed` after ``roundLimit`` (see ``withSyncDeadline(_:_:)``).
     /// - Returns: How many records were pushed and pulled.
     public static func syncNow(keychain: KeychainDatabase) async throws -> (pushed: Int, pulled: Int) {
         let context = try SyncEngine(keychain: keychain, server: NoServer()).context()
-        return try await withServer(context) { server in
-            try await SyncEngine(keychain: keychain, server: server).syncNow()
+        return try await withSyncDeadline(roundLimit) {
+            try await withServer(context) { server in
+                try await SyncEngine(keychain: keychain, server: server).syncNow()
+            }
         }
     }
+
+    /// How long one ``syncNow(keychain:)`` may take before it gives up.
+    public static let roundLimit: Duration = .seconds(30)
 
     // MARK: Questions
 

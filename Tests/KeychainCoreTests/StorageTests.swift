@@ -379,6 +379,20 @@ struct StorageTests {
         #expect(AccessGroups.fromEnvironment([:]) == .standard)
     }
 
+    @Test("access groups are trimmed of the blanks Foundation's whitespace set names, no more")
+    func accessGroupTrimmingMatchesFoundation() {
+        let samples = [
+            "", " ", "\t", " a ", "\ta b\t", "\u{00A0}x\u{3000}", "\u{2003}\u{202F}y", "\nz\n", "\r w",
+            "e\u{301} ", " \u{301}e", "\u{200B}v", "\u{85}u", "*", "\u{1680}com.example\u{205F}",
+        ]
+        for sample in samples {
+            let expected = sample.trimmingCharacters(in: .whitespaces)
+            #expect(AccessGroups.trimmingBlanks(Substring(sample)) == expected, "\(sample.unicodeScalars.map(\.value))")
+        }
+        #expect(
+            AccessGroups.fromEnvironment(["KEYCHAIN_ACCESS_GROUPS": "\u{3000}a ,\t, b\u{00A0}"]).groups == ["a", "b"])
+    }
+
     @Test("groups limit what a file keychain shows to each process")
     func groupsAcrossHandles() throws {
         let temporary = try TemporaryKeychain()

@@ -21,7 +21,8 @@ extension SyncIntegration {
         /// A write as the oracle keeps it: the key's value, or nil for a deletion.
         typealias Oracle = [Int: String?]
 
-        @Test("5 machines, 2,000 random writes on 50 shared primary keys under random partitions end equal to the oracle")
+        @Test(
+            "5 machines, 2,000 random writes on 50 shared primary keys under random partitions end equal to the oracle")
         func randomPartitionsConverge() async throws {
             let seed = UInt64(ProcessInfo.processInfo.environment["KEYCHAIN_SYNC_SEED"] ?? "") ?? 0x5eed_3003
             var random = SplitMix64(seed: seed)
@@ -54,8 +55,9 @@ extension SyncIntegration {
             }
             #expect(rounds == Self.operations / Self.operationsPerRound)
             #expect(expected.count > 0 && expected.count < Self.keys, "the run deletes some keys and keeps others")
-            print("sync: \(Self.operations) writes on \(Self.machines) machines in \(rounds) partitioned rounds; "
-                + "\(expected.count) keys live; healed in \(healed) (two passes of sync now)")
+            print(
+                "sync: \(Self.operations) writes on \(Self.machines) machines in \(rounds) partitioned rounds; "
+                    + "\(expected.count) keys live; healed in \(healed) (two passes of sync now)")
         }
 
         /// One random write of `key` on `machine`: an update or a deletion when the machine holds

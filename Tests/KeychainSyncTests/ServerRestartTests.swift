@@ -78,7 +78,8 @@ extension SyncIntegration {
         {
             var pushed = Pushed()
             while !stop.value.load(ordering: .relaxed) {
-                try machine.add(service: "load\(index)", account: "n\(pushed.written)", secret: "secret-\(pushed.written)")
+                try machine.add(
+                    service: "load\(index)", account: "n\(pushed.written)", secret: "secret-\(pushed.written)")
                 pushed.written += 1
                 do {
                     _ = try await machine.syncNow()
