@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 
 #if canImport(Glibc)
     import Glibc
@@ -189,9 +190,10 @@ final class BenchAgent: Sendable {
         client["KEYCHAIN_AGENT"] = "required"
         client["KEYCHAIN_AGENT_SOCK"] = socket
         let agent = BenchAgent(pid: started.pid, clientEnvironment: client)
-        // A wait for the agent to listen (at most ten seconds), not part of any measurement.
+        // A wait for the agent to accept connections (at most ten seconds), not part of any
+        // measurement: its socket file exists between bind and listen, when a connect is refused.
         for _ in 0..<1_000 {
-            if FileManager.default.fileExists(atPath: socket) { return agent }
+            if AgentConnection.isAnswering(at: socket) { return agent }
             usleep(10_000)
         }
         throw BenchmarkFailure("keychaind did not listen on \(socket)")

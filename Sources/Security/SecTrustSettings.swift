@@ -127,6 +127,18 @@ package struct TrustSettingsError: Error {
     package var status: OSStatus
     /// Why, for the user.
     package var message: String
+
+    /// Runs `body`: the one place trust settings failures become the API's `OSStatus`, a
+    /// ``TrustSettingsError`` its own status and anything else `otherwise`.
+    static func status(otherwise: OSStatus = errSecInvalidTrustSettings, _ body: () throws -> OSStatus) -> OSStatus {
+        do {
+            return try body()
+        } catch let error as TrustSettingsError {
+            return error.status
+        } catch {
+            return otherwise
+        }
+    }
 }
 
 /// Reads and writes the trust settings files of the user and admin domains.
@@ -340,7 +352,7 @@ public func SecTrustSettingsCopyTrustSettings(
         trustSettings.pointee = NSArray()
         return errSecSuccess
     }
-    do {
+    return TrustSettingsError.status {
         let snapshot = try TrustSettingsStore.load(domain)
         guard let entry = snapshot.file.certificates[TrustSettingsStore.key(certRef)] else {
             return errSecItemNotFound
@@ -355,10 +367,6 @@ public func SecTrustSettingsCopyTrustSettings(
         }
         trustSettings.pointee = NSArray(array: dictionaries)
         return errSecSuccess
-    } catch let error as TrustSettingsError {
-        return error.status
-    } catch {
-        return errSecInvalidTrustSettings
     }
 }
 
@@ -422,17 +430,13 @@ public func SecTrustSettingsSetTrustSettings(
     }
     let trustsAsRoot = constraints.isEmpty || constraints.contains { ($0.result ?? 1) == 1 }
     if trustsAsRoot && !isSelfSigned(certRef) { return errSecParam }
-    do {
+    return TrustSettingsError.status {
         try TrustSettingsStore.update(domain) { file in
             file.certificates[TrustSettingsStore.key(certRef)] = TrustSettingsFile.Entry(
                 certificate: Data(certRef.certificate.derBytes).base64EncodedString(),
                 modDate: TrustSettingsStore.modDateString(Date()), trustSettings: constraints)
         }
         return errSecSuccess
-    } catch let error as TrustSettingsError {
-        return error.status
-    } catch {
-        return errSecInvalidTrustSettings
     }
 }
 
@@ -444,15 +448,11 @@ public func SecTrustSettingsSetTrustSettings(
 public func SecTrustSettingsRemoveTrustSettings(_ certRef: SecCertificate, _ domain: SecTrustSettingsDomain)
     -> OSStatus
 {
-    do {
-        return try TrustSettingsStore.update(domain) { file in
+    TrustSettingsError.status {
+        try TrustSettingsStore.update(domain) { file in
             file.certificates.removeValue(forKey: TrustSettingsStore.key(certRef)) == nil
                 ? errSecItemNotFound : errSecSuccess
         }
-    } catch let error as TrustSettingsError {
-        return error.status
-    } catch {
-        return errSecInvalidTrustSettings
     }
 }
 
@@ -467,22 +467,18 @@ public func SecTrustSettingsRemoveTrustSettings(_ certRef: SecCertificate, _ dom
 public func SecTrustSettingsCopyCertificates(
     _ domain: SecTrustSettingsDomain, _ certArray: UnsafeMutablePointer<CFArray?>?
 ) -> OSStatus {
-    var certificates: [SecCertificate]
-    if domain == .system {
-        certificates = systemAnchors
-    } else {
-        do {
+    TrustSettingsError.status {
+        var certificates: [SecCertificate]
+        if domain == .system {
+            certificates = systemAnchors
+        } else {
             let snapshot = try TrustSettingsStore.load(domain)
             certificates = snapshot.file.certificates.keys.sorted().compactMap { snapshot.parsed[$0] }
             let summaries = certificates.map { $0.certificate.subjectSummary ?? "" }
             certificates = zip(summaries, certificates).sorted { $0.0 < $1.0 }.map(\.1)
-        } catch let error as TrustSettingsError {
-            return error.status
-        } catch {
-            return errSecInvalidTrustSettings
         }
+        guard !certificates.isEmpty else { return errSecNoTrustSettings }
+        certArray?.pointee = NSArray(array: certificates)
+        return errSecSuccess
     }
-    guard !certificates.isEmpty else { return errSecNoTrustSettings }
-    certArray?.pointee = NSArray(array: certificates)
-    return errSecSuccess
 }

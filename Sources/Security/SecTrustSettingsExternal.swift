@@ -369,13 +369,9 @@ package enum TrustSettingsImporter {
 public func SecTrustSettingsCreateExternalRepresentation(
     _ domain: SecTrustSettingsDomain, _ trustSettings: UnsafeMutablePointer<CFData?>
 ) -> OSStatus {
-    do {
+    TrustSettingsError.status(otherwise: errSecInternalComponent) {
         trustSettings.pointee = try TrustSettingsExporter.export(domain) as NSData
         return errSecSuccess
-    } catch let error as TrustSettingsError {
-        return error.status
-    } catch {
-        return errSecInternalComponent
     }
 }
 
@@ -397,12 +393,8 @@ public func SecTrustSettingsCreateExternalRepresentation(
 public func SecTrustSettingsImportExternalRepresentation(_ domain: SecTrustSettingsDomain, _ trustSettings: CFData)
     -> OSStatus
 {
-    do {
+    TrustSettingsError.status {
         try TrustSettingsImporter.importRepresentation(trustSettings as Data, into: domain)
         return errSecSuccess
-    } catch let error as TrustSettingsError {
-        return error.status
-    } catch {
-        return errSecInvalidTrustSettings
     }
 }

@@ -199,16 +199,14 @@ extension SyncIntegration {
             let needles = (canaries + ["\(canary)local"]).flatMap { needle in encodings(of: needle).map { (needle, $0) }
             }
             let searched = haystacks
-            let hits = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    var hits: [String] = []
-                    for (needle, form) in needles {
-                        for (name, data) in searched where data.range(of: form) != nil {
-                            hits.append("\(needle) in \(name)")
-                        }
+            let hits = try await onDispatchThread {
+                var hits: [String] = []
+                for (needle, form) in needles {
+                    for (name, data) in searched where data.range(of: form) != nil {
+                        hits.append("\(needle) in \(name)")
                     }
-                    continuation.resume(returning: hits)
                 }
+                return hits
             }
             #expect(hits.isEmpty, "\(hits.prefix(5))")
             // The scan finds what is there: the zone's id is on the server in the clear.

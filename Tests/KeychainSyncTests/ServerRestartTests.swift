@@ -100,9 +100,10 @@ final class StopFlag: Sendable {
     let value = Atomic<Bool>(false)
 }
 
-/// Runs `work` (which waits for a process) on a Dispatch thread, leaving the test pool's threads free.
-func onDispatchThread(_ work: @escaping @Sendable () throws -> Void) async throws {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+/// Runs `work` (CPU-heavy, or waiting for a process) on a Dispatch thread, leaving the test
+/// pool's two threads free.
+func onDispatchThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
         DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
 }

@@ -63,13 +63,8 @@ extension SyncIntegration {
                 _ arguments: [String], stdin: String? = nil, extra: [String: String] = [:],
                 executable: String = SyncCommandTests.securityExecutable
             ) async throws -> (status: Int32, out: String, err: String) {
-                try await withCheckedThrowingContinuation { continuation in
-                    DispatchQueue.global().async {
-                        continuation.resume(
-                            with: Result {
-                                try self.runBlocking(arguments, stdin: stdin, extra: extra, executable: executable)
-                            })
-                    }
+                try await onDispatchThread {
+                    try self.runBlocking(arguments, stdin: stdin, extra: extra, executable: executable)
                 }
             }
 
