@@ -172,11 +172,42 @@ public final class AgentService: Sendable {
     public func withDefaultKeychain<T: Sendable>(
         for groups: AccessGroups, _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
+        try await withKeychain(named: "", for: groups, body)
+    }
+
+    /// Runs `body` on the keychain `name` (`""`: the default keychain; else an absolute path),
+    /// acting for `groups`, on the engine's work queue, as ``withDefaultKeychain(for:_:)`` does.
+    /// - Throws: ``KeychainCore/KeychainError`` `.missingEntitlement` without groups,
+    ///   `.noSuchKeychain` when there is no such file, or what `body` throws.
+    public func withKeychain<T: Sendable>(
+        named name: String, for groups: AccessGroups, _ body: @escaping @Sendable (any KeychainHandle) throws -> T
+    ) async throws -> T {
         guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
         return try await onWorkQueue { [self] in
-            let keychain = try keychain("")
+            let keychain = try keychain(name)
             return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
         }
+    }
+
+    /// Forgets which file the default keychain is, so that the next request for it reads the
+    /// user's preferences again (after the default was changed, as the Secret Service's
+    /// `SetAlias` does).
+    public func defaultKeychainChanged() {
+        open.withLock { spellings[""] = nil }
+    }
+
+    /// Creates a password-less keychain at the absolute `path`, as `security create-keychain`
+    /// without a password does through the agent: only for the user's own programs (`*`).
+    public func createKeychain(at path: String, for groups: AccessGroups) async throws {
+        _ = try await onWorkQueue { [self] in
+            try perform(.create, [.string(path), .boolean(false), .bytes([])], groups: groups)
+        }
+    }
+
+    /// Deletes the keychain at the absolute `path` (its file, log and settings), as `security
+    /// delete-keychain` does through the agent: only for the user's own programs (`*`).
+    public func deleteKeychain(at path: String, for groups: AccessGroups) async throws {
+        _ = try await onWorkQueue { [self] in try perform(.deleteKeychain, [.string(path)], groups: groups) }
     }
 
     private func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

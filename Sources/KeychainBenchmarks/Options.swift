@@ -41,9 +41,6 @@ struct BenchmarkOptions: Sendable {
     /// Items in the default keychain served by `keychaind --secret-service` and in GNOME
     /// Keyring's `session` collection for the Secret Service rows (0: no such rows).
     var secretServiceItems = 10_000
-    /// Items in GNOME Keyring's persistent `login` collection when its `CreateItem` is timed:
-    /// that collection rewrites its whole file on every add, so it cannot be filled to 10,000.
-    var gnomeLoginItems = 300
     /// Only the Secret Service rows (`--only secret-service`).
     var secretServiceOnly = false
     /// Adds pushed by one machine and pulled by another in the sync rows (0: no sync rows).
@@ -89,9 +86,6 @@ struct BenchmarkOptions: Sendable {
           --secret-service-items N
                              items served by each Secret Service for those rows
                              (default 10000; 0 for none)
-          --gnome-login-items N
-                             items in GNOME Keyring's login collection when its
-                             CreateItem is timed (default 300)
           --agent-memory-items N
                              the keychain size keychaind's memory is read on (default 100000)
           --agent-connections N
@@ -178,7 +172,6 @@ struct BenchmarkOptions: Sendable {
             case "--secret-service-items":
                 let text = try value(argument)
                 options.secretServiceItems = text == "0" ? 0 : try positive(text, argument)
-            case "--gnome-login-items": options.gnomeLoginItems = try positive(try value(argument), argument)
             case "--profile": profiled = try value(argument)
             case "--against": against = try value(argument)
             case "--help", "-h": return .help

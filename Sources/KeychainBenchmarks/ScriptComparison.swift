@@ -1,5 +1,7 @@
+import DBusWire
 import Foundation
 import KeychainClient
+import SecretService
 
 #if canImport(Glibc)
     import Glibc
@@ -287,9 +289,15 @@ final class GnomeKeyring: Sendable {
         ["/usr/bin/", "/bin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Starts the bus and the keyring in `directory`.
+    /// The password of the benchmark's GNOME `login` collection.
+    static let password = "keychain-bench"
+
+    /// Starts the bus and the keyring in `directory`. With `login` items, its `login` collection
+    /// holds them, encrypted on disk with ``password`` as a user's does (see ``writeLogin(_:in:)``).
     /// - Returns: `nil` when GNOME Keyring or the D-Bus tools are not installed.
-    static func start(in directory: String) throws -> GnomeKeyring? {
+    static func start(
+        in directory: String, login items: [(service: String, account: String, secret: String)]? = nil
+    ) throws -> GnomeKeyring? {
         guard let daemon = find("gnome-keyring-daemon"), let secretTool = find("secret-tool"),
             let bus = find("dbus-daemon"), let send = find("dbus-send")
         else { return nil }
@@ -303,14 +311,16 @@ final class GnomeKeyring: Sendable {
             "XDG_DATA_HOME": directory + "/home/.local/share", "XDG_RUNTIME_DIR": directory + "/run",
             "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
         ]
+        if let items { try writeLogin(items, in: directory + "/home/.local/share/keyrings") }
         let started = try ChildProcess.startSessionBus(bus, environment: environment)
         let address = started.address
         environment["DBUS_SESSION_BUS_ADDRESS"] = address
         let keyring: (pid: pid_t, output: Int32)
         do {
+            // A password-less `login` written by ``writeLogin(_:in:)`` is opened with an empty one.
             keyring = try ChildProcess.start(
                 daemon, ["--foreground", "--unlock", "--components=secrets"], environment: environment,
-                input: Data("keychain-bench".utf8))
+                input: Data((items == nil ? password : "").utf8))
             close(keyring.output)
         } catch {
             ChildProcess.stop(started.pid)
@@ -319,7 +329,62 @@ final class GnomeKeyring: Sendable {
         let gnome = GnomeKeyring(
             secretTool: secretTool, environment: environment, bus: started.pid, keyring: keyring.pid)
         try gnome.waitForService(send: send)
+        if items != nil { try gnome.encryptLogin(directory + "/home/.local/share/keyrings/login.keyring") }
         return gnome
+    }
+
+    /// Writes `items` as GNOME Keyring's password-less `login` collection: its textual format
+    /// (`gkm-secret-textual.c`: a `[keyring]` group, then `[N]` per item with `[N:attributeI]`
+    /// groups), which the daemon loads at start. Filling `login` by `CreateItem` instead costs a
+    /// rewrite of the whole encrypted file per item: hours at 10,000.
+    static func writeLogin(_ items: [(service: String, account: String, secret: String)], in directory: String)
+        throws
+    {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var text = "[keyring]\ndisplay-name=Login\nctime=0\nmtime=0\nlock-on-idle=false\nlock-after=false\n"
+        for (index, item) in items.enumerated() {
+            let values = [item.service, item.account, item.secret]
+            guard values.allSatisfy({ !$0.contains(where: { $0 == "\n" || $0 == "\\" || $0 == "[" }) }) else {
+                throw BenchmarkFailure("an item GNOME Keyring's textual format would need to escape")
+            }
+            let id = index + 1
+            text += "\n[\(id)]\nitem-type=0\ndisplay-name=\(item.service) \(item.account)\nsecret=\(item.secret)\n"
+            text += "mtime=0\nctime=0\n"
+            text += "\n[\(id):attribute0]\nname=account\ntype=string\nvalue=\(item.account)\n"
+            text += "\n[\(id):attribute1]\nname=service\ntype=string\nvalue=\(item.service)\n"
+        }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/login.keyring"))
+        try Data("login".utf8).write(to: URL(fileURLWithPath: directory + "/default"))
+    }
+
+    /// Unlocks the password-less `login` collection and gives it ``password`` (GNOME Keyring's
+    /// `UnlockWithMasterPassword` and `ChangeWithMasterPassword`), so the daemon rewrites it in its
+    /// encrypted binary format, as a user's `login` is kept; checked by the file's magic. The
+    /// first call waits for the daemon to load the textual file (about ten seconds at 10,000
+    /// items: its parser is quadratic).
+    private func encryptLogin(_ file: String) throws {
+        let client = try SecretServiceClient.open(environment: environment)
+        defer { client.connection.closeSoon() }
+        func secret(_ text: String) -> DBusValue {
+            .structure([.objectPath(client.session), .bytes([]), .bytes(Array(text.utf8)), .string("text/plain")])
+        }
+        for (member, secrets) in [
+            ("UnlockWithMasterPassword", [secret("")]),
+            ("ChangeWithMasterPassword", [secret(""), secret(Self.password)]),
+        ] {
+            _ = try client.call(
+                .methodCall(
+                    path: SecretServiceClient.service,
+                    interface: "org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface", member: member,
+                    destination: SecretServiceProvider.busName,
+                    body: [.objectPath(SecretServiceClient.loginCollection)] + secrets),
+                timeout: .seconds(600))
+        }
+        let magic = Data("GnomeKeyring\n\r\0\n".utf8)
+        guard let handle = FileHandle(forReadingAtPath: file), (try? handle.read(upToCount: magic.count)) == magic
+        else { throw BenchmarkFailure("GNOME Keyring did not re-encrypt its login collection") }
+        try? handle.close()
     }
 
     private init(secretTool: String, environment: [String: String], bus: pid_t, keyring: pid_t) {

@@ -14,16 +14,13 @@ import SecretService
 /// - `secret-tool lookup` processes against each, interleaved.
 /// - `SearchItems` + `GetSecrets` from this process, one connection to each bus kept open, a
 ///   plain session on each, interleaved.
-/// - `CreateItem` over that connection: ours into the default (login) keychain at
-///   ``BenchmarkOptions/secretServiceItems`` items; GNOME Keyring's into its persistent `login`
-///   collection at ``BenchmarkOptions/gnomeLoginItems`` items, because that collection rewrites
-///   its whole file on every add (about 0.9 s per add at 10,000 items) and cannot be filled to
-///   10,000 items in a run. The lookups use GNOME Keyring's in-memory `session` collection,
-///   which fills fast and is answered from memory as `login` is.
+/// - `CreateItem` over that connection: ours into the default (login) keychain, GNOME Keyring's
+///   into its `login` collection, encrypted on disk with a password as a user's is. It rewrites
+///   that whole file on every add.
 ///
 /// Our keychain is seeded in this process (`add(contentsOf:)`) with the keychain attributes the
 /// provider itself gives a D-Bus item (``SecretAttributes/keychainAttributes(for:label:clearing:)``);
-/// GNOME Keyring's `session` collection is filled by `CreateItem` calls over one connection.
+/// GNOME Keyring starts with the same items in `login` (``GnomeKeyring/start(in:login:)``).
 struct SecretServiceComparison {
     let options: BenchmarkOptions
     let lifecycle: Lifecycle
@@ -32,7 +29,7 @@ struct SecretServiceComparison {
 
     func run() -> SecretServiceResult {
         let size = options.secretServiceItems
-        var result = SecretServiceResult(items: size, gnomeLoginItems: options.gnomeLoginItems)
+        var result = SecretServiceResult(items: size)
         let directory = scratch + "/secret-service"
         do {
             try FileManager.default.createDirectory(
@@ -48,9 +45,17 @@ struct SecretServiceComparison {
                 environment: lifecycle.childEnvironment(keychain: path))
             defer { withExtendedLifetime(ours) {} }
             var gnome: GnomeKeyring?
+            var gnomeClient: SecretServiceClient?
             do {
-                gnome = try GnomeKeyring.start(in: directory + "/gnome")
-                if gnome == nil { result.gnomeNote = GnomeKeyring.missingNote }
+                progress("  starting GNOME Keyring with the same items in its login collection")
+                let start = Clock.now()
+                gnome = try GnomeKeyring.start(in: directory + "/gnome", login: (0..<size).map(ScriptComparison.item))
+                result.gnomeFillSeconds = Double(Clock.now() - start) / 1e9
+                if let gnome {
+                    gnomeClient = try SecretServiceClient.open(environment: gnome.environment)
+                } else {
+                    result.gnomeNote = GnomeKeyring.missingNote
+                }
             } catch {
                 result.gnomeNote = "not available: \(error)"
             }
@@ -60,24 +65,6 @@ struct SecretServiceComparison {
 
             let ourClient = try SecretServiceClient.open(environment: ours.environment)
             defer { ourClient.connection.closeSoon() }
-            var gnomeClient: SecretServiceClient?
-            if let gnome {
-                do {
-                    let client = try SecretServiceClient.open(environment: gnome.environment)
-                    progress("  filling GNOME Keyring's session collection with the same items (CreateItem)")
-                    let start = Clock.now()
-                    for index in 0..<size {
-                        let (service, account, secret) = ScriptComparison.item(index)
-                        try client.create(
-                            in: SecretServiceClient.sessionCollection, service: service, account: account,
-                            secret: secret)
-                    }
-                    result.gnomeFillSeconds = Double(Clock.now() - start) / 1e9
-                    gnomeClient = client
-                } catch {
-                    result.gnomeNote = "not available: \(error)"
-                }
-            }
             // Every client is checked once to return the secret before anything is timed.
             let probe = ScriptComparison.item(size / 2)
             guard try ourClient.lookup(service: probe.service, account: probe.account) == Data(probe.secret.utf8)
@@ -121,28 +108,7 @@ struct SecretServiceComparison {
             }
             result.lookupOurs = Summary(nanoseconds: lookups.ours)
             result.lookupGnome = lookups.theirs.isEmpty ? nil : Summary(nanoseconds: lookups.theirs)
-            if let client = gnomeClient, options.gnomeLoginItems > 0 {
-                progress(
-                    "  filling GNOME Keyring's login collection to \(Format.count(options.gnomeLoginItems)) items "
-                        + "(CreateItem)")
-                let count = options.gnomeLoginItems
-                do {
-                    let start = Clock.now()
-                    for index in 0..<count {
-                        let (service, account, secret) = ScriptComparison.item(index)
-                        try client.create(
-                            in: SecretServiceClient.loginCollection, service: service, account: account,
-                            secret: secret)
-                    }
-                    result.gnomeLoginFillSeconds = Double(Clock.now() - start) / 1e9
-                } catch {
-                    result.gnomeLoginNote = "not available: \(error)"
-                }
-            } else if result.gnomeNote == nil {
-                result.gnomeLoginNote = "not measured: --gnome-login-items 0"
-            }
             progress("  CreateItem over the same connections, interleaved")
-            let loginClient = result.gnomeLoginFillSeconds != nil ? gnomeClient : nil
             let creates: PairedSamples
             do {
                 var ourSamples: [UInt64] = []
@@ -155,9 +121,9 @@ struct SecretServiceComparison {
                         in: SecretServiceClient.loginCollection, service: service, account: "created", secret: secret)
                     let here = Clock.now() - start
                     if round > 0 { ourSamples.append(here) }
-                    if let loginClient {
+                    if let gnomeClient {
                         start = Clock.now()
-                        try loginClient.create(
+                        try gnomeClient.create(
                             in: SecretServiceClient.loginCollection, service: service, account: "created",
                             secret: secret)
                         let there = Clock.now() - start
@@ -313,7 +279,6 @@ struct SecretServiceClient: Sendable {
 
     static let service = "/org/freedesktop/secrets"
     static let loginCollection = "/org/freedesktop/secrets/collection/login"
-    static let sessionCollection = "/org/freedesktop/secrets/collection/session"
     static let serviceInterface = "org.freedesktop.Secret.Service"
     static let itemInterface = "org.freedesktop.Secret.Item"
 
@@ -334,7 +299,9 @@ struct SecretServiceClient: Sendable {
     }
 
     /// One call, its reply waited for on this thread.
-    func call(_ message: DBusMessage) throws -> DBusMessage { try connection.callFuture(message).wait() }
+    func call(_ message: DBusMessage, timeout: Duration? = nil) throws -> DBusMessage {
+        try connection.callFuture(message, timeout: timeout).wait()
+    }
 
     static func open(environment: [String: String]) throws -> SecretServiceClient {
         let connection = try connect(environment: environment)
@@ -404,35 +371,27 @@ struct PairedSamples: Sendable {
 
 /// ``SecretServiceComparison``'s figures; durations in microseconds.
 struct SecretServiceResult: Codable, Sendable {
-    /// Items in our default keychain and in GNOME Keyring's `session` collection.
+    /// Items in our default keychain and in GNOME Keyring's `login` collection.
     var items: Int
-    /// Items in GNOME Keyring's `login` collection when its CreateItem is timed.
-    var gnomeLoginItems: Int
     /// `secret-tool lookup` processes.
     var secretToolOurs: Summary?
     var secretToolGnome: Summary?
     /// `SearchItems` + `GetSecrets` in this process over one connection, plain session.
     var lookupOurs: Summary?
     var lookupGnome: Summary?
-    /// `CreateItem` over the same connection: ours at ``items``, GNOME's `login` at ``gnomeLoginItems``.
+    /// `CreateItem` over the same connection, both at ``items``.
     var createOurs: Summary?
     var createGnomeLogin: Summary?
-    /// Seconds to fill GNOME Keyring's `session` and `login` collections by CreateItem calls.
+    /// Seconds to start GNOME Keyring with ``items`` items in `login` and have it encrypt them.
     var gnomeFillSeconds: Double?
-    var gnomeLoginFillSeconds: Double?
     /// Why our rows are missing.
     var note: String?
     /// Why GNOME Keyring's rows are missing.
     var gnomeNote: String?
-    /// Why the GNOME `login` CreateItem row is missing.
-    var gnomeLoginNote: String?
     /// Why the `secret-tool` rows are missing.
     var secretToolNote: String?
 
-    init(items: Int, gnomeLoginItems: Int) {
-        self.items = items
-        self.gnomeLoginItems = gnomeLoginItems
-    }
+    init(items: Int) { self.items = items }
 
     /// `secret-tool lookup` on ours ÷ on GNOME Keyring (target ≤ 1).
     var secretToolOursOverGnome: Double? {

@@ -309,18 +309,24 @@ enum TableRenderer {
     /// Two machines in one zone on a private PostgreSQL: push, pull, propagation, and the floor.
     private static func syncTable(_ result: SyncResult) -> String {
         let items = Format.count(result.items)
-        var rows: [[String]] = [["Sync (private PostgreSQL, loopback)", "Items", "Time", "Per item", "Against the floor"]]
+        var rows: [[String]] = [
+            ["Sync (private PostgreSQL, loopback)", "Items", "Time", "Per item", "Against the floor"]
+        ]
         if let note = result.note { rows.append(["sync", items, "—", "", note]) }
         func row(_ title: String, _ seconds: Double?, floor: Double?, floorTitle: String) {
             guard let seconds else { return }
-            let ratio = floor.map { String(format: "%.2f× %@ (%@)", seconds / $0, floorTitle, Format.duration($0 * 1e6)) }
+            let ratio = floor.map {
+                String(format: "%.2f× %@ (%@)", seconds / $0, floorTitle, Format.duration($0 * 1e6))
+            }
             rows.append([
                 title, items, Format.duration(seconds * 1e6),
                 Format.duration(seconds * 1e6 / Double(max(1, result.items))), ratio ?? "",
             ])
         }
         row("push (seal, commit)", result.pushSeconds, floor: result.floorInsertSeconds, floorTitle: "plain INSERT")
-        row("pull (verify, open, apply)", result.pullSeconds, floor: result.floorSelectSeconds, floorTitle: "plain SELECT")
+        row(
+            "pull (verify, open, apply)", result.pullSeconds, floor: result.floorSelectSeconds,
+            floorTitle: "plain SELECT")
         if let propagation = result.propagation {
             rows.append([
                 "one item, add to the other machine (p99 \(Format.duration(propagation.p99Microseconds)))", "1",
@@ -364,26 +370,21 @@ enum TableRenderer {
         }
         pair(
             "secret-tool lookup process", ours: result.secretToolOurs, theirs: result.secretToolGnome,
-            theirTitle: "GNOME Keyring (session collection)", theirItems: items,
+            theirTitle: "GNOME Keyring (login collection)", theirItems: items,
             ratio: result.secretToolOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) },
             note: result.secretToolNote)
         pair(
             "SearchItems + GetSecrets in process (one connection, plain session)", ours: result.lookupOurs,
-            theirs: result.lookupGnome, theirTitle: "GNOME Keyring (session collection)", theirItems: items,
+            theirs: result.lookupGnome, theirTitle: "GNOME Keyring (login collection)", theirItems: items,
             ratio: result.lookupGnomeOverOurs.map { "GNOME ÷ ours " + Format.ratio($0) }, note: nil)
         pair(
             "CreateItem (same connection)", ours: result.createOurs, theirs: result.createGnomeLogin,
-            theirTitle: "GNOME Keyring (login collection, on disk)", theirItems: Format.count(result.gnomeLoginItems),
-            ratio: result.createGnomeOverOurs.map { "GNOME ÷ ours " + Format.ratio($0) },
-            note: result.gnomeLoginNote)
+            theirTitle: "GNOME Keyring (login collection, encrypted on disk)", theirItems: items,
+            ratio: result.createGnomeOverOurs.map { "GNOME ÷ ours " + Format.ratio($0) }, note: nil)
         if let fill = result.gnomeFillSeconds {
-            var line =
-                "GNOME Keyring filled by CreateItem over one connection: session collection in "
+            let line =
+                "GNOME Keyring started with the items in its login collection and encrypted them in "
                 + String(format: "%.1f s", fill)
-            if let login = result.gnomeLoginFillSeconds {
-                line += String(
-                    format: ", login collection (%@ items) in %.1f s", Format.count(result.gnomeLoginItems), login)
-            }
             rows.append([line, "", "", "", ""])
         }
         return columns(rows, right: [1, 2, 3])

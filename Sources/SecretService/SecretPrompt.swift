@@ -24,38 +24,62 @@ extension SecretServiceProvider {
     func unlock(_ call: DBusMethodCall) async throws -> [DBusValue] {
         let requested = (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue)
         let groups = try await groups(call.message, call.connection)
-        let locked = try await isLocked(groups)
-        guard locked, !requested.isEmpty, let owner = call.message.sender else {
+        let collections = Set(requested.compactMap { resolve($0)?.collection })
+        let locked = try await lockedCollections(collections, groups)
+        guard !locked.isEmpty, let owner = call.message.sender else {
             return [Self.paths(requested), .objectPath("/")]
         }
         let path = try registerUnlockPrompt(
-            objects: requested, groups: groups, owner: owner, connection: call.connection)
+            objects: requested, collections: locked, groups: groups, owner: owner, connection: call.connection)
         await dismissIfGone(owner, on: call.connection)
         return [Self.paths([]), .objectPath(path)]
     }
 
+    /// Locks the password keychains of the collections asked for (and so every item in them),
+    /// for every process; a password-less keychain has nothing to lock it with.
     func lock(_ call: DBusMethodCall) async throws -> [DBusValue] {
         let requested = (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue)
-        let locked = try await withKeychain(call.message, call.connection) { keychain -> Bool in
-            guard keychain.hasPassword else { return false }  // nothing to lock it with
-            keychain.lock()
-            return true
+        let groups = try await groups(call.message, call.connection)
+        var locked: [String] = []
+        for path in requested {
+            guard let name = resolve(path)?.collection.keychainName else { continue }
+            do {
+                let done = try await agent.withKeychain(named: name, for: groups) { keychain -> Bool in
+                    guard keychain.hasPassword else { return false }
+                    keychain.lock()
+                    return true
+                }
+                if done { locked.append(path) }
+            } catch let error as KeychainError {
+                throw SecretServiceError.dbusError(error)
+            }
         }
-        return [Self.paths(locked ? requested : []), .objectPath("/")]
+        return [Self.paths(locked), .objectPath("/")]
     }
 
-    func isLocked(_ groups: AccessGroups) async throws -> Bool {
-        do {
-            return try await agent.withDefaultKeychain(for: groups) { $0.isLocked }
-        } catch let error as KeychainError {
-            throw SecretServiceError.dbusError(error)
+    /// Those of `collections` whose keychains are locked.
+    func lockedCollections(_ collections: Set<SecretCollection>, _ groups: AccessGroups) async throws
+        -> [SecretCollection]
+    {
+        var locked: [SecretCollection] = []
+        for collection in collections {
+            guard let name = collection.keychainName else { continue }
+            do {
+                if try await agent.withKeychain(named: name, for: groups, { $0.isLocked }) { locked.append(collection) }
+            } catch let error as KeychainError where error.code == .noSuchKeychain {
+                continue
+            } catch let error as KeychainError {
+                throw SecretServiceError.dbusError(error)
+            }
         }
+        return locked
     }
 
-    /// Registers a prompt that unlocks `objects` for `owner` once the keychain is unlocked.
-    /// The prompt is dismissed after ``promptLifetime`` if the keychain stays locked.
+    /// Registers a prompt that unlocks `objects` for `owner` once the keychains of `collections`
+    /// are unlocked. The prompt is dismissed after ``promptLifetime`` if one stays locked.
     func registerUnlockPrompt(
-        objects requested: [String], groups: AccessGroups, owner: String, connection: DBusConnection
+        objects requested: [String], collections: [SecretCollection], groups: AccessGroups, owner: String,
+        connection: DBusConnection
     ) throws -> String {
         let path = Self.promptPrefix + "u" + String(nextSession.add(1, ordering: .relaxed).oldValue)
         let state = PromptState()
@@ -80,7 +104,7 @@ extension SecretServiceProvider {
                         let connection = call.connection
                         let task = Task {
                             while !Task.isCancelled && !state.finished.load(ordering: .relaxed) {
-                                if (try? await isLocked(groups)) == false {
+                                if (try? await lockedCollections(Set(collections), groups))?.isEmpty == true {
                                     await complete(connection, false)
                                     return
                                 }

@@ -17,12 +17,14 @@ extension SecretServiceProvider {
                     "CreateCollection",
                     inputs: [.init("properties", .dictionary(key: .string, value: .variant)), .init("alias", .string)],
                     outputs: [.init("collection", .objectPath), .init("prompt", .objectPath)]
-                ) { _ in throw SecretServiceError.notSupported("only the login collection exists") },
+                ) { [self] call in try await createCollection(call) },
                 DBusMethod(
                     "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
                     outputs: [.init("unlocked", .array(.objectPath)), .init("locked", .array(.objectPath))]
                 ) { [self] call in
-                    let paths = try await search(Self.stringMap(call.arguments.first), call.message, call.connection)
+                    let paths = try await search(
+                        Self.stringMap(call.arguments.first), in: collections().collections, call.message,
+                        call.connection)
                     return [Self.paths(paths), Self.paths([])]
                 },
                 DBusMethod(
@@ -38,16 +40,18 @@ extension SecretServiceProvider {
                     outputs: [.init("secrets", .dictionary(key: .objectPath, value: Self.secretType))]
                 ) { [self] call in try await getSecrets(call) },
                 DBusMethod("ReadAlias", inputs: [.init("name", .string)], outputs: [.init("collection", .objectPath)]) {
-                    call in
+                    [self] call in
                     let alias = call.arguments.first?.stringValue ?? ""
-                    return [.objectPath(["default", "login"].contains(alias) ? Self.collectionPath : "/")]
+                    return [.objectPath(collections().collection(alias: alias)?.path ?? "/")]
                 },
-                DBusMethod("SetAlias", inputs: [.init("name", .string), .init("collection", .objectPath)]) { _ in
-                    throw SecretServiceError.notSupported("aliases cannot be changed yet")
+                DBusMethod("SetAlias", inputs: [.init("name", .string), .init("collection", .objectPath)]) {
+                    [self] call in try await setAlias(call)
                 },
             ],
             properties: [
-                DBusProperty("Collections", type: .array(.objectPath)) { _ in Self.paths([Self.collectionPath]) }
+                DBusProperty("Collections", type: .array(.objectPath)) { [self] _ in
+                    Self.paths(collections().collections.map(\.path))
+                }
             ],
             signals: ["CollectionCreated", "CollectionDeleted", "CollectionChanged"].map {
                 DBusSignalDescription($0, arguments: [.init("collection", .objectPath)])
@@ -110,7 +114,9 @@ extension SecretServiceProvider {
 
     // MARK: Collection
 
-    var collectionObject: DBusInterface {
+    /// A collection's object; `collection` says which collection it is at each call (an alias
+    /// follows the default keychain).
+    func collectionObject(_ collection: @escaping @Sendable () throws -> SecretCollection) -> DBusInterface {
         DBusInterface(
             Self.collectionInterface,
             methods: [
@@ -118,7 +124,8 @@ extension SecretServiceProvider {
                     "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
                     outputs: [.init("results", .array(.objectPath))]
                 ) { [self] call in
-                    [Self.paths(try await search(Self.stringMap(call.arguments.first), call.message, call.connection))]
+                    let query = Self.stringMap(call.arguments.first)
+                    return [Self.paths(try await search(query, in: [try collection()], call.message, call.connection))]
                 },
                 DBusMethod(
                     "CreateItem",
@@ -128,18 +135,18 @@ extension SecretServiceProvider {
                         .init("replace", .boolean),
                     ],
                     outputs: [.init("item", .objectPath), .init("prompt", .objectPath)]
-                ) { [self] call in try await createItem(call) },
-                DBusMethod("Delete", outputs: [.init("prompt", .objectPath)]) { _ in
-                    throw SecretServiceError.notSupported("the login collection cannot be deleted")
+                ) { [self] call in try await createItem(in: try collection(), call) },
+                DBusMethod("Delete", outputs: [.init("prompt", .objectPath)]) { [self] call in
+                    try await deleteCollection(try collection(), call)
                 },
             ],
             properties: [
-                DBusProperty("Label", type: .string) { _ in .string("Login") },
+                DBusProperty("Label", type: .string) { _ in .string(try collection().label) },
                 DBusProperty("Items", type: .array(.objectPath)) { [self] connection in
-                    Self.paths(try await search([:], DBusCurrentCall.message, connection))
+                    Self.paths(try await search([:], in: [try collection()], DBusCurrentCall.message, connection))
                 },
                 DBusProperty("Locked", type: .boolean) { [self] connection in
-                    .boolean(try await withKeychain(DBusCurrentCall.message, connection) { $0.isLocked })
+                    .boolean(try await isLocked(try collection(), DBusCurrentCall.message, connection))
                 },
                 DBusProperty("Created", type: .uint64) { _ in .uint64(0) },
                 DBusProperty("Modified", type: .uint64) { _ in .uint64(0) },
@@ -149,7 +156,18 @@ extension SecretServiceProvider {
             })
     }
 
-    func createItem(_ call: DBusMethodCall) async throws -> [DBusValue] {
+    /// Whether `collection`'s keychain is locked for the caller (one that is gone is not).
+    func isLocked(_ collection: SecretCollection, _ message: DBusMessage?, _ connection: DBusConnection)
+        async throws -> Bool
+    {
+        do {
+            return try await withKeychain(collection, message, connection) { $0.isLocked }
+        } catch let error as DBusError where error.errorName == SecretServiceError.noSuchObjectName {
+            return false
+        }
+    }
+
+    func createItem(in collection: SecretCollection, _ call: DBusMethodCall) async throws -> [DBusValue] {
         let properties = call.arguments.first?.stringKeyedEntries ?? [:]
         let label = Self.unwrap(properties[Self.itemInterface + ".Label"])?.stringValue ?? ""
         let attributes = Self.stringMap(Self.unwrap(properties[Self.itemInterface + ".Attributes"]))
@@ -159,7 +177,7 @@ extension SecretServiceProvider {
         let data = try receivedSecret(call.arguments[1], caller: call.message.sender)
         let replace = call.arguments[2] == .boolean(true)
         let stored = SecretAttributes.keychainAttributes(for: attributes, label: label)
-        let (item, added) = try await withKeychain(call.message, call.connection) { keychain in
+        let (item, added) = try await withKeychain(collection, call.message, call.connection) { keychain in
             // Replace the item with these attributes, or the SecItem-made item with the same
             // service and account (Apple's primary key: it is the same item through the other door).
             let candidates =
@@ -180,12 +198,12 @@ extension SecretServiceProvider {
             }
             return (try keychain.add(Item(class: .genericPassword, attributes: stored, data: data)), true)
         }
-        guard let path = Self.itemPath(item) else { throw SecretServiceError.noSuchObject }
+        guard let path = Self.itemPath(item, in: collection) else { throw SecretServiceError.noSuchObject }
         try registerItem(at: path)
         await emit(
-            added ? "ItemCreated" : "ItemChanged", interface: Self.collectionInterface, path: Self.collectionPath,
+            added ? "ItemCreated" : "ItemChanged", interface: Self.collectionInterface, path: collection.path,
             [.objectPath(path)], on: call.connection)
-        if added { await emitItemsChanged(on: call.connection) }
+        if added { await emitItemsChanged(collection, on: call.connection) }
         return [.objectPath(path), .objectPath("/")]
     }
 
@@ -246,7 +264,8 @@ extension SecretServiceProvider {
                         }
                     }),
                 DBusProperty("Locked", type: .boolean) { [self] connection in
-                    .boolean(try await withKeychain(DBusCurrentCall.message, connection) { $0.isLocked })
+                    guard let (collection, _) = resolve(path) else { throw SecretServiceError.noSuchObject }
+                    return .boolean(try await isLocked(collection, DBusCurrentCall.message, connection))
                 },
                 DBusProperty("Created", type: .uint64) { [self] connection in
                     Self.seconds(try await currentItem(path, connection).attributes[.creationDate])
@@ -262,15 +281,15 @@ extension SecretServiceProvider {
     func change(
         _ path: String, _ connection: DBusConnection, _ body: @escaping @Sendable (Item) -> Attributes
     ) async throws {
-        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
-        let changed = try await withKeychain(DBusCurrentCall.message, connection) { keychain in
+        guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
+        let changed = try await withKeychain(collection, DBusCurrentCall.message, connection) { keychain in
             let query = ItemQuery(class: .genericPassword, persistentID: id)
             guard let item = try keychain.findFirst(query, includeData: false) else { return 0 }
             return try keychain.update(query, attributes: body(item), data: nil)
         }
         guard changed > 0 else { throw SecretServiceError.noSuchObject }
         await emit(
-            "ItemChanged", interface: Self.collectionInterface, path: Self.collectionPath, [.objectPath(path)],
+            "ItemChanged", interface: Self.collectionInterface, path: collection.path, [.objectPath(path)],
             on: connection)
     }
 
@@ -280,29 +299,29 @@ extension SecretServiceProvider {
 
     func setSecret(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
         let value = try receivedSecret(call.arguments.first, caller: call.message.sender)
-        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
-        let changed = try await withKeychain(call.message, call.connection) { keychain in
+        guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
+        let changed = try await withKeychain(collection, call.message, call.connection) { keychain in
             try keychain.update(
                 ItemQuery(class: .genericPassword, persistentID: id), attributes: [:], data: value)
         }
         guard changed > 0 else { throw SecretServiceError.noSuchObject }
         await emit(
-            "ItemChanged", interface: Self.collectionInterface, path: Self.collectionPath, [.objectPath(path)],
+            "ItemChanged", interface: Self.collectionInterface, path: collection.path, [.objectPath(path)],
             on: call.connection)
         return []
     }
 
     func delete(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
-        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
-        let deleted = try await withKeychain(call.message, call.connection) { keychain in
+        guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
+        let deleted = try await withKeychain(collection, call.message, call.connection) { keychain in
             try keychain.delete(ItemQuery(class: .genericPassword, persistentID: id))
         }
         guard deleted > 0 else { throw SecretServiceError.noSuchObject }
         objects.unregister(path: path)
         await emit(
-            "ItemDeleted", interface: Self.collectionInterface, path: Self.collectionPath, [.objectPath(path)],
+            "ItemDeleted", interface: Self.collectionInterface, path: collection.path, [.objectPath(path)],
             on: call.connection)
-        await emitItemsChanged(on: call.connection)
+        await emitItemsChanged(collection, on: call.connection)
         return [.objectPath("/")]
     }
 

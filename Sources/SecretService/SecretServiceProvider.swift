@@ -4,10 +4,11 @@ import KeychainAgent
 import KeychainCore
 import Synchronization
 
-/// The freedesktop Secret Service (`org.freedesktop.secrets`) on the agent's default keychain:
-/// the Service, one collection (`login`, also at the alias `default`), its items, and `plain` and
-/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` sessions. Each caller is identified through the bus (`GetConnectionCredentials`) and sees
-/// only its access groups, as through the agent's socket.
+/// The freedesktop Secret Service (`org.freedesktop.secrets`) on the agent's keychains: the
+/// Service, a collection per keychain (the default one also at the alias `default`), the
+/// in-memory `session` collection, their items, and `plain` and
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` sessions. Each caller is identified through the bus
+/// (`GetConnectionCredentials`) and sees only its access groups, as through the agent's socket.
 ///
 /// ```swift
 /// let provider = SecretServiceProvider(agent: service, directory: directory)
@@ -19,8 +20,8 @@ public final class SecretServiceProvider: Sendable {
     /// The well-known bus name.
     public static let busName = "org.freedesktop.secrets"
     static let servicePath = "/org/freedesktop/secrets"
-    static let collectionPath = "/org/freedesktop/secrets/collection/login"
-    static let aliasPath = "/org/freedesktop/secrets/aliases/default"
+    static let collectionPrefix = "/org/freedesktop/secrets/collection/"
+    static let aliasPrefix = "/org/freedesktop/secrets/aliases/"
     static let sessionPrefix = "/org/freedesktop/secrets/session/"
 
     static let serviceInterface = "org.freedesktop.Secret.Service"
@@ -30,6 +31,10 @@ public final class SecretServiceProvider: Sendable {
 
     /// The secret struct `(oayays)`: session, parameters, value, content type.
     static let secretType = DBusType.structure([.objectPath, .array(.byte), .array(.byte), .string])
+
+    /// How long the list of collections is kept before the keychains directory and the default
+    /// keychain's preference are read again (a keychain made by `security` shows up after it).
+    static let collectionListLifetime: Duration = .seconds(1)
 
     /// The objects to export on the bus connection.
     public let objects = DBusObjectTree()
@@ -46,14 +51,21 @@ public final class SecretServiceProvider: Sendable {
     let watching = Atomic<Bool>(false)
     /// Open prompts by path (a completed one is removed).
     let prompts = Mutex<[String: OpenPrompt]>([:])
+    /// The collections as last read (``collections()``).
+    let collectionList = Mutex<SecretCollectionList?>(nil)
+    /// The `session` collection's keychain, in memory, made on first use.
+    let sessionKeychain = Mutex<KeychainDatabase?>(nil)
 
-    /// A provider that serves `agent`'s default keychain to callers identified by `directory`.
+    /// A provider that serves `agent`'s keychains to callers identified by `directory`.
     public init(agent: AgentService, directory: CallerDirectory) throws {
         self.agent = agent
         self.directory = directory
         try objects.register(serviceObject, at: Self.servicePath)
-        try objects.register(collectionObject, at: Self.collectionPath)
-        try objects.register(collectionObject, at: Self.aliasPath)
+        for alias in ["default", "session"] {
+            try objects.register(
+                collectionObject { [self] in try collection(alias: alias) }, at: Self.aliasPrefix + alias)
+        }
+        _ = collections()
     }
 
     /// The number of open sessions (for tests and diagnostics).
@@ -109,17 +121,84 @@ public final class SecretServiceProvider: Sendable {
         return groups
     }
 
-    /// Runs `body` on the default keychain for the caller of `message`; engine errors become
+    // MARK: Collections
+
+    /// The collections now (read again after ``collectionListLifetime``); each has its object.
+    func collections() -> SecretCollectionList {
+        if let list = collectionList.withLock({ $0 }), ContinuousClock.now - list.read < Self.collectionListLifetime {
+            return list
+        }
+        let list = SecretCollectionList(paths: agent.paths, session: true)
+        collectionList.withLock { $0 = list }
+        for collection in list.collections where objects.interfaces(at: collection.path) == nil {
+            let name = collection.name
+            try? objects.register(
+                collectionObject { [self] in
+                    guard let current = collections().collection(named: name) else {
+                        throw SecretServiceError.noSuchCollection
+                    }
+                    return current
+                }, at: collection.path)
+        }
+        return list
+    }
+
+    /// Reads the collections again at the next ``collections()``.
+    func collectionsChanged() { collectionList.withLock { $0 = nil } }
+
+    /// The collection an alias names.
+    func collection(alias: String) throws -> SecretCollection {
+        guard let collection = collections().collection(alias: alias) else { throw SecretServiceError.noSuchCollection }
+        return collection
+    }
+
+    /// The collection of a collection's, alias's or item's object path, and the item's id.
+    func resolve(_ path: String) -> (collection: SecretCollection, item: UUID?)? {
+        let list = collections()
+        let rest: Substring
+        let found: SecretCollection?
+        if path.hasPrefix(Self.collectionPrefix) {
+            rest = path.dropFirst(Self.collectionPrefix.count)
+            found = list.collection(named: String(rest.prefix { $0 != "/" }))
+        } else if path.hasPrefix(Self.aliasPrefix) {
+            rest = path.dropFirst(Self.aliasPrefix.count)
+            found = list.collection(alias: String(rest.prefix { $0 != "/" }))
+        } else {
+            return nil
+        }
+        guard let found else { return nil }
+        let tail = rest.drop { $0 != "/" }.dropFirst()
+        if tail.isEmpty { return (found, nil) }
+        guard let id = Self.itemID(String(tail)) else { return nil }
+        return (found, id)
+    }
+
+    /// Runs `body` on `collection`'s keychain for the caller of `message`; engine errors become
     /// D-Bus errors without secrets.
     func withKeychain<T: Sendable>(
-        _ message: DBusMessage?, _ connection: DBusConnection,
+        _ collection: SecretCollection, _ message: DBusMessage?, _ connection: DBusConnection,
         _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
         let groups = try await groups(message, connection)
         do {
-            return try await agent.withDefaultKeychain(for: groups, body)
+            guard let name = collection.keychainName else {
+                guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "no access group") }
+                return try body(try session().acting(for: groups))
+            }
+            return try await agent.withKeychain(named: name, for: groups, body)
         } catch let error as KeychainError {
             throw SecretServiceError.dbusError(error)
+        }
+    }
+
+    /// The `session` collection's in-memory keychain (a random device key: nothing of it is
+    /// ever written anywhere).
+    func session() throws -> KeychainDatabase {
+        try sessionKeychain.withLock { keychain in
+            if let keychain { return keychain }
+            let made = try KeychainDatabase.inMemory(password: nil, configuration: agent.configuration)
+            keychain = made
+            return made
         }
     }
 
@@ -134,34 +213,43 @@ public final class SecretServiceProvider: Sendable {
 
     // MARK: Items
 
-    static func itemPath(_ item: Item) -> String? {
+    static func itemPath(_ item: Item, in collection: SecretCollection) -> String? {
         guard let id = item.persistentID else { return nil }
-        return collectionPath + "/" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        return collection.path + "/" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
     }
 
-    static func itemID(_ path: String) -> UUID? {
-        for prefix in [collectionPath + "/", aliasPath + "/"] where path.hasPrefix(prefix) {
-            let hex = Array(path.dropFirst(prefix.count))
-            guard hex.count == 32 else { return nil }
-            var text = ""
-            for (index, character) in hex.enumerated() {
-                if [8, 12, 16, 20].contains(index) { text.append("-") }
-                text.append(character)
+    /// The id of an item path's last element (32 hex digits).
+    static func itemID(_ element: String) -> UUID? {
+        let hex = Array(element)
+        guard hex.count == 32 else { return nil }
+        var text = ""
+        for (index, character) in hex.enumerated() {
+            if [8, 12, 16, 20].contains(index) { text.append("-") }
+            text.append(character)
+        }
+        return UUID(uuidString: text)
+    }
+
+    /// The caller's items in `collections` that match `query`, registered as objects; a locked
+    /// collection's items cannot be searched and are left out.
+    func search(
+        _ query: [String: String], in collections: [SecretCollection], _ message: DBusMessage?,
+        _ connection: DBusConnection
+    ) async throws -> [String] {
+        var paths: [String] = []
+        for collection in collections {
+            let found: [Item]
+            do {
+                found = try await withKeychain(collection, message, connection) { keychain in
+                    try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false)
+                }
+            } catch let error as DBusError where SecretServiceError.meansUnavailable(error) {
+                continue
             }
-            return UUID(uuidString: text)
+            paths += found.filter { SecretAttributes.matches($0, query) }.compactMap {
+                Self.itemPath($0, in: collection)
+            }
         }
-        return nil
-    }
-
-    /// The caller's items that match `query`, registered as objects.
-    func search(_ query: [String: String], _ message: DBusMessage?, _ connection: DBusConnection) async throws
-        -> [String]
-    {
-        let found = try await withKeychain(message, connection) { keychain in
-            try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false)
-        }
-        let paths = found.filter { SecretAttributes.matches($0, query) }
-            .compactMap(Self.itemPath)
         for path in paths { try registerItem(at: path) }
         return paths
     }
@@ -170,8 +258,8 @@ public final class SecretServiceProvider: Sendable {
     func item(at path: String, includeData: Bool, _ message: DBusMessage?, _ connection: DBusConnection)
         async throws -> Item
     {
-        guard let id = Self.itemID(path) else { throw SecretServiceError.noSuchObject }
-        let found = try await withKeychain(message, connection) { keychain in
+        guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
+        let found = try await withKeychain(collection, message, connection) { keychain in
             try keychain.findFirst(ItemQuery(class: .genericPassword, persistentID: id), includeData: includeData)
         }
         guard let found else { throw SecretServiceError.noSuchObject }
@@ -207,12 +295,12 @@ public final class SecretServiceProvider: Sendable {
         try? await connection.send(.signal(path: path, interface: interface, member: member, body: body))
     }
 
-    /// `PropertiesChanged` for the collection's `Items`, invalidated rather than sent: each
+    /// `PropertiesChanged` for a collection's `Items`, invalidated rather than sent: each
     /// caller sees only its groups' items, so each reads the list again for itself.
-    func emitItemsChanged(on connection: DBusConnection) async {
+    func emitItemsChanged(_ collection: SecretCollection, on connection: DBusConnection) async {
         try? await connection.send(
             .propertiesChanged(
-                path: Self.collectionPath, interface: Self.collectionInterface, changed: [:], invalidated: ["Items"]))
+                path: collection.path, interface: Self.collectionInterface, changed: [:], invalidated: ["Items"]))
     }
 }
 
@@ -224,6 +312,13 @@ enum SecretServiceError {
     static let alreadyExists = "org.freedesktop.Secret.Error.AlreadyExists"
 
     static var noSuchObject: DBusError { .method(noSuchObjectName, "no such item") }
+    static var noSuchCollection: DBusError { .method(noSuchObjectName, "no such collection") }
+
+    /// Whether `error` says a collection is locked or gone: a search across collections
+    /// leaves it out.
+    static func meansUnavailable(_ error: DBusError) -> Bool {
+        error.errorName == isLocked || error.errorName == noSuchObjectName
+    }
     static var refused: DBusError {
         .method("org.freedesktop.DBus.Error.AccessDenied", "the caller could not be identified")
     }
@@ -233,6 +328,7 @@ enum SecretServiceError {
         switch error.code {
         case .interactionNotAllowed, .authFailed: .method(isLocked, "the keychain is locked")
         case .itemNotFound: noSuchObject
+        case .noSuchKeychain: noSuchCollection
         case .duplicateItem: .method(alreadyExists, "an item with this service and account exists")
         case .missingEntitlement: refused
         default: .method(DBusErrorName.failed, "the keychain refused: \(error.code)")

@@ -24,7 +24,6 @@ struct BenchmarkTests {
         options.agentMemoryItems = 90
         options.agentConnections = 24
         options.secretServiceItems = 20
-        options.gnomeLoginItems = 4
         // The sync rows wait for their async work on the calling thread: in this process that is
         // a thread of the test pool, so they run as their own process (KeychainSyncTests).
         options.syncItems = 0
@@ -113,10 +112,9 @@ struct BenchmarkTests {
     /// installs), each timed, with the three ratios numeric and their targets evaluated.
     static func expectSecretService(_ report: BenchmarkReport) {
         let result = report.secretService
-        #expect(result?.items == 20 && result?.gnomeLoginItems == 4)
+        #expect(result?.items == 20)
         #expect(result?.note == nil, "\(result?.note ?? "no Secret Service rows")")
         #expect(result?.gnomeNote == nil, "\(result?.gnomeNote ?? "")")
-        #expect(result?.gnomeLoginNote == nil, "\(result?.gnomeLoginNote ?? "")")
         #expect(result?.secretToolNote == nil, "\(result?.secretToolNote ?? "")")
         for (summary, what) in [
             (result?.secretToolOurs, "secret-tool on keychaind"), (result?.secretToolGnome, "secret-tool on GNOME"),
@@ -325,15 +323,15 @@ struct BenchmarkTests {
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--bogus"]) }
         guard
             case .run(let secretService) = try BenchmarkOptions.parse([
-                "--only", "secret-service", "--secret-service-items", "500", "--gnome-login-items", "50",
+                "--only", "secret-service", "--secret-service-items", "500",
             ])
         else {
             Issue.record("not a run")
             return
         }
         #expect(secretService.secretServiceOnly && !secretService.agentOnly)
-        #expect(secretService.secretServiceItems == 500 && secretService.gnomeLoginItems == 50)
-        #expect(defaults.secretServiceItems == 10_000 && defaults.gnomeLoginItems == 300)
+        #expect(secretService.secretServiceItems == 500)
+        #expect(defaults.secretServiceItems == 10_000)
         #expect(throws: BenchmarkFailure.self) { try BenchmarkOptions.parse(["--only", "nothing"]) }
 
         guard

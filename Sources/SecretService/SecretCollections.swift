@@ -1,0 +1,220 @@
+import DBusWire
+import Foundation
+import KeychainCore
+
+/// One Secret Service collection: a keychain.
+///
+/// - The default keychain (`security default-keychain`) is the collection named after its file
+///   (`login` for `login.keychain-db`), also at the alias `default`.
+/// - Every other keychain in the keychains directory is a collection named after its file.
+/// - `session` is an in-memory keychain of the running provider: what is stored there is gone
+///   when `keychaind` ends, as the specification asks of that alias.
+struct SecretCollection: Sendable, Hashable {
+    /// Where the collection's items are kept.
+    enum Store: Sendable, Hashable {
+        /// The agent's default keychain, whichever file that is now.
+        case defaultKeychain
+        /// The keychain at this absolute path.
+        case file(String)
+        /// The provider's in-memory keychain.
+        case session
+    }
+
+    /// The last element of its object path (`[A-Za-z0-9_]`).
+    let name: String
+    let store: Store
+    /// What clients show (Seahorse lists collections by label).
+    let label: String
+
+    var path: String { SecretServiceProvider.collectionPrefix + name }
+
+    /// The agent's name of the keychain (`""`: the default one), or `nil` for the session.
+    var keychainName: String? {
+        switch store {
+        case .defaultKeychain: ""
+        case .file(let path): path
+        case .session: nil
+        }
+    }
+
+    /// A path element for `text`: letters, digits and `_`, every other character an `_`.
+    static func identifier(_ text: String) -> String {
+        let mapped = String(
+            text.unicodeScalars.map { scalar in
+                scalar.isASCII && CharacterSet.alphanumerics.contains(scalar) ? Character(scalar) : "_"
+            })
+        return mapped.isEmpty ? "keychain" : mapped
+    }
+
+    /// The stem of a keychain file's name (`work` for `…/work.keychain-db`).
+    static func stem(_ path: String) -> String {
+        var name = (path as NSString).lastPathComponent
+        for suffix in [".keychain-db", ".keychain"] where name.hasSuffix(suffix) {
+            name.removeLast(suffix.count)
+            break
+        }
+        return name
+    }
+}
+
+/// The collections as they are now: the default keychain, the other keychains in the
+/// keychains directory, the session.
+struct SecretCollectionList: Sendable {
+    var collections: [SecretCollection]
+    /// When the list was read (it is read again after ``SecretServiceProvider/collectionListLifetime``,
+    /// so a keychain made or made the default by `security` shows up).
+    var read: ContinuousClock.Instant
+
+    /// Reads the list: the keychains directory and the default keychain's preference.
+    init(paths: KeychainPaths, session: Bool) {
+        var taken: Set<String> = session ? ["session"] : []
+        func unique(_ base: String) -> String {
+            var name = SecretCollection.identifier(base)
+            var counter = 2
+            while taken.contains(name) {
+                name = SecretCollection.identifier(base) + "_\(counter)"
+                counter += 1
+            }
+            taken.insert(name)
+            return name
+        }
+        let defaultPath = URL(fileURLWithPath: paths.defaultKeychain).standardizedFileURL.path
+        let defaultStem = SecretCollection.stem(defaultPath)
+        var list = [
+            SecretCollection(
+                name: unique(defaultStem), store: .defaultKeychain,
+                label: defaultStem == "login" ? "Login" : defaultStem)
+        ]
+        let directory = paths.keychainsDirectory
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasSuffix(".keychain-db")
+        }.sorted()
+        for file in files {
+            let path = URL(fileURLWithPath: directory + "/" + file).standardizedFileURL.path
+            guard path != defaultPath else { continue }
+            let stem = SecretCollection.stem(path)
+            list.append(SecretCollection(name: unique(stem), store: .file(path), label: stem))
+        }
+        if session { list.append(SecretCollection(name: "session", store: .session, label: "Session")) }
+        collections = list
+        read = .now
+    }
+
+    /// The collection whose path ends in `name`.
+    func collection(named name: String) -> SecretCollection? {
+        collections.first { $0.name == name }
+    }
+
+    /// The default keychain's collection (always the first).
+    var defaultCollection: SecretCollection { collections[0] }
+
+    /// The collection an alias names: `default`, `session`, or a collection's own name.
+    func collection(alias: String) -> SecretCollection? {
+        alias == "default" ? defaultCollection : collection(named: alias)
+    }
+}
+
+extension SecretServiceProvider {
+    static let collectionLabelProperty = "org.freedesktop.Secret.Collection.Label"
+
+    /// `CreateCollection`: a new password-less keychain in the keychains directory, named after
+    /// the label (letters, digits and `_`); with an alias that names a collection already, that
+    /// collection. Only the user's own programs (access group `*`) make keychains, as through
+    /// `security create-keychain`. A password can be given later (`security set-keychain-password`).
+    func createCollection(_ call: DBusMethodCall) async throws -> [DBusValue] {
+        let properties = call.arguments.first?.stringKeyedEntries ?? [:]
+        let alias = call.arguments.count > 1 ? call.arguments[1].stringValue ?? "" : ""
+        if !alias.isEmpty, let existing = collections().collection(alias: alias) {
+            return [.objectPath(existing.path), .objectPath("/")]
+        }
+        let label = Self.unwrap(properties[Self.collectionLabelProperty])?.stringValue ?? ""
+        let stem = SecretCollection.identifier(label.isEmpty ? "Untitled" : label)
+        let directory = agent.paths.keychainsDirectory
+        var file = directory + "/" + stem + ".keychain-db"
+        var counter = 2
+        while FileManager.default.fileExists(atPath: file) {
+            file = directory + "/" + stem + "_\(counter).keychain-db"
+            counter += 1
+        }
+        let groups = try await groups(call.message, call.connection)
+        do {
+            try await agent.createKeychain(at: file, for: groups)
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
+        collectionsChanged()
+        if alias == "default" { try await makeDefault(file, groups: groups) }
+        let standardized = URL(fileURLWithPath: file).standardizedFileURL.path
+        let list = collections()
+        guard
+            let made = alias == "default"
+                ? list.defaultCollection : list.collections.first(where: { $0.store == .file(standardized) })
+        else { throw SecretServiceError.noSuchCollection }
+        await emitCollections("CollectionCreated", made.path, on: call.connection)
+        return [.objectPath(made.path), .objectPath("/")]
+    }
+
+    /// `Collection.Delete`: deletes the keychain (as `security delete-keychain`), for the user's
+    /// own programs. The default keychain and the session are refused: make another keychain
+    /// the default first.
+    func deleteCollection(_ collection: SecretCollection, _ call: DBusMethodCall) async throws -> [DBusValue] {
+        guard case .file(let file) = collection.store else {
+            throw SecretServiceError.notSupported(
+                "the default keychain and the session collection cannot be deleted; make another keychain the default first"
+            )
+        }
+        let groups = try await groups(call.message, call.connection)
+        do {
+            try await agent.deleteKeychain(at: file, for: groups)
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
+        objects.unregister(path: collection.path)
+        collectionsChanged()
+        await emitCollections("CollectionDeleted", collection.path, on: call.connection)
+        return [.objectPath("/")]
+    }
+
+    /// `SetAlias("default", collection)`: makes the collection's keychain the default one, as
+    /// `security default-keychain -s` does (kept in the user's preferences; `KEYCHAIN_DEFAULT_PATH`
+    /// still wins). Other aliases are not kept.
+    func setAlias(_ call: DBusMethodCall) async throws -> [DBusValue] {
+        guard call.arguments.count == 2, call.arguments[0].stringValue == "default",
+            let target = call.arguments[1].objectPathValue
+        else { throw SecretServiceError.notSupported("only the default alias can be set, to a collection") }
+        guard let (collection, item) = resolve(target), item == nil else { throw SecretServiceError.noSuchCollection }
+        let groups = try await groups(call.message, call.connection)
+        switch collection.store {
+        case .defaultKeychain: return []
+        case .session: throw SecretServiceError.notSupported("the session collection cannot be the default")
+        case .file(let file):
+            try await makeDefault(file, groups: groups)
+            collectionsChanged()
+            await emitCollections("CollectionChanged", collection.path, on: call.connection)
+            return []
+        }
+    }
+
+    private func makeDefault(_ file: String, groups: AccessGroups) async throws {
+        guard groups.groups.contains("*") else {
+            throw SecretServiceError.dbusError(
+                KeychainError(.missingEntitlement, "only the user's own programs choose the default keychain"))
+        }
+        let preferences = agent.paths.preferencesFile
+        do {
+            try KeychainPreferences.update(at: preferences) { $0.defaultKeychain = file }
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
+        agent.defaultKeychainChanged()
+    }
+
+    /// A collection signal on the service, and the service's `Collections` invalidated.
+    func emitCollections(_ member: String, _ path: String, on connection: DBusConnection) async {
+        await emit(
+            member, interface: Self.serviceInterface, path: Self.servicePath, [.objectPath(path)], on: connection)
+        try? await connection.send(
+            .propertiesChanged(
+                path: Self.servicePath, interface: Self.serviceInterface, changed: [:], invalidated: ["Collections"]))
+    }
+}
