@@ -189,6 +189,16 @@ public final class AgentService: Sendable {
         }
     }
 
+    /// Unlocks the keychain `name` (`""`: the default one) with `password`, as a client's
+    /// `Unlock` does: counted in the back-off after wrong passwords.
+    /// - Throws: ``KeychainCore/KeychainError`` `.authFailed` for a wrong password, or while the
+    ///   back-off lasts.
+    public func unlock(keychainNamed name: String, password: Data, for groups: AccessGroups) async throws {
+        _ = try await onWorkQueue { [self] in
+            try perform(.unlock, [.string(name), .boolean(true), .bytes(Array(password))], groups: groups)
+        }
+    }
+
     /// Forgets which file the default keychain is, so that the next request for it reads the
     /// user's preferences again (after the default was changed, as the Secret Service's
     /// `SetAlias` does).

@@ -1,5 +1,6 @@
 import DBusWire
 import Foundation
+import KeychainAgent
 import KeychainCore
 import Synchronization
 
@@ -85,6 +86,7 @@ extension SecretServiceProvider {
         let state = PromptState()
         let complete: @Sendable (DBusConnection, Bool) async -> Void = { [self] connection, dismissed in
             guard !state.finished.exchange(true, ordering: .relaxed) else { return }
+            state.dialog.withLock { $0?.cancel() }
             state.waiting.withLock { $0?.cancel() }
             state.expiry.withLock { $0?.cancel() }
             objects.unregister(path: path)
@@ -112,6 +114,18 @@ extension SecretServiceProvider {
                             }
                         }
                         state.waiting.withLock { $0 = task }
+                        if let pinentry, let sender = call.message.sender {
+                            let caller = try? await credentials(of: sender, connection).pid
+                            Task {
+                                let outcome = await askForPasswords(
+                                    pinentry, caller: caller, collections: collections, groups: groups, state: state)
+                                switch outcome {
+                                case .unlocked: await complete(connection, false)
+                                case .cancelled: await complete(connection, true)
+                                case .noOneToAsk: break  // the prompt waits for an unlock by another path
+                                }
+                            }
+                        }
                         return []
                     },
                     DBusMethod("Dismiss") { call in
@@ -131,6 +145,80 @@ extension SecretServiceProvider {
         }
         state.expiry.withLock { $0 = expiry }
         return path
+    }
+
+    /// What asking through pinentry came to.
+    enum PinentryOutcome {
+        /// Every keychain is unlocked.
+        case unlocked
+        /// The person cancelled, or gave a wrong password three times for one keychain.
+        case cancelled
+        /// No terminal and no display to ask on, or no program that runs.
+        case noOneToAsk
+    }
+
+    /// Asks for the password of each of `collections` still locked, through `pinentry` on the
+    /// caller's terminal or the agent's display, and unlocks it in the agent (so for every
+    /// process, with the agent's back-off after wrong passwords); three tries a keychain.
+    func askForPasswords(
+        _ pinentry: Pinentry, caller: Int32?, collections: [SecretCollection], groups: AccessGroups,
+        state: PromptState
+    ) async -> PinentryOutcome {
+        let screen = caller.map { PinentryScreen(callerPID: $0) } ?? PinentryScreen(terminal: nil)
+        let program = caller.flatMap(Self.programName) ?? "A program"
+        let environment = environment
+        for collection in collections {
+            guard !state.finished.load(ordering: .relaxed) else { return .cancelled }
+            guard let name = collection.keychainName,
+                (try? await lockedCollections([collection], groups))?.isEmpty == false
+            else { continue }
+            let opened = await Self.offThePool { try pinentry.open(on: screen, environment: environment) }
+            guard case .success(let dialog?) = opened else { return .noOneToAsk }
+            state.dialog.withLock { $0 = dialog }
+            defer {
+                state.dialog.withLock { $0 = nil }
+                dialog.close()
+            }
+            let description =
+                "The keychain \"\(collection.label)\" is locked.\n\n\(program)\(caller.map { " (pid \($0))" } ?? "") "
+                + "wants to use it. Enter the keychain's password to unlock it."
+            var error: String?
+            var unlocked = false
+            for _ in 0..<3 where !unlocked {
+                let shown = error
+                let answer = await Self.offThePool {
+                    try dialog.askPassword(description: description, error: shown)
+                }
+                guard case .success(let password?) = answer, !state.finished.load(ordering: .relaxed) else {
+                    return .cancelled
+                }
+                do {
+                    try await agent.unlock(keychainNamed: name, password: password, for: groups)
+                    unlocked = true
+                } catch let failure as KeychainError where failure.code == .authFailed {
+                    error = failure.message.contains("wait") ? failure.message : "Wrong password. Try again."
+                } catch {
+                    return .cancelled
+                }
+            }
+            if !unlocked { return .cancelled }
+        }
+        return .unlocked
+    }
+
+    /// The name of process `pid` (`/proc/PID/comm`).
+    static func programName(_ pid: Int32) -> String? {
+        guard let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return nil }
+        let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+        return name.isEmpty ? nil : name
+    }
+
+    /// Runs blocking work (a dialog waiting for a person) on a thread of its own, never on
+    /// the cooperative pool that serves the bus.
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async -> Result<T, any Error> {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Result(catching: body)) }
+        }
     }
 
     /// Dismisses `owner`'s prompts if it already left the bus: its `NameOwnerChanged` may have
@@ -157,6 +245,8 @@ final class PromptState: Sendable {
     /// The task that dismisses the prompt after ``SecretServiceProvider/promptLifetime``.
     let expiry = Mutex<Task<Void, Never>?>(nil)
     let finished = Atomic<Bool>(false)
+    /// The pinentry dialog on screen, taken off when the prompt completes another way.
+    let dialog = Mutex<PinentryDialog?>(nil)
 }
 
 /// An unlock prompt not yet completed: the caller it was made for, and how to dismiss it.

@@ -56,10 +56,23 @@ public final class SecretServiceProvider: Sendable {
     /// The `session` collection's keychain, in memory, made on first use.
     let sessionKeychain = Mutex<KeychainDatabase?>(nil)
 
-    /// A provider that serves `agent`'s keychains to callers identified by `directory`.
-    public init(agent: AgentService, directory: CallerDirectory) throws {
+    /// Who is asked for a locked keychain's password when a client's unlock prompt runs, or
+    /// `nil`: the prompt then waits for an unlock by another path.
+    let pinentry: Pinentry?
+    /// The agent's environment (a pinentry dialog's display and language come from it).
+    let environment: [String: String]
+
+    /// A provider that serves `agent`'s keychains to callers identified by `directory`; with
+    /// `pinentry`, an unlock prompt asks for the password on the caller's terminal or the
+    /// display of `environment`.
+    public init(
+        agent: AgentService, directory: CallerDirectory, pinentry: Pinentry? = nil,
+        environment: [String: String] = [:]
+    ) throws {
         self.agent = agent
         self.directory = directory
+        self.pinentry = pinentry
+        self.environment = environment
         try objects.register(serviceObject, at: Self.servicePath)
         for alias in ["default", "session"] {
             try objects.register(
@@ -104,12 +117,7 @@ public final class SecretServiceProvider: Sendable {
     func groups(_ message: DBusMessage?, _ connection: DBusConnection) async throws -> AccessGroups {
         guard let sender = message?.sender else { throw SecretServiceError.refused }
         if let known = callers.withLock({ $0[sender] }) { return known }
-        let reply = try await connection.callBus("GetConnectionCredentials", [.string(sender)])
-        guard let entries = reply.body.first?.stringKeyedEntries,
-            let pid = (entries["ProcessID"]?.variantValue ?? entries["ProcessID"])?.uint32Value,
-            let uid = (entries["UnixUserID"]?.variantValue ?? entries["UnixUserID"])?.uint32Value
-        else { throw SecretServiceError.refused }
-        let credentials = DBusPeerCredentials(uid: uid, gid: getgid(), pid: Int32(bitPattern: pid))
+        let credentials = try await credentials(of: sender, connection)
         let groups: AccessGroups
         do {
             groups = try directory.accessGroups(for: credentials)
@@ -171,6 +179,16 @@ public final class SecretServiceProvider: Sendable {
         if tail.isEmpty { return (found, nil) }
         guard let id = Self.itemID(String(tail)) else { return nil }
         return (found, id)
+    }
+
+    /// Who `sender` is, as the bus daemon saw it connect (`GetConnectionCredentials`).
+    func credentials(of sender: String, _ connection: DBusConnection) async throws -> DBusPeerCredentials {
+        let reply = try await connection.callBus("GetConnectionCredentials", [.string(sender)])
+        guard let entries = reply.body.first?.stringKeyedEntries,
+            let pid = (entries["ProcessID"]?.variantValue ?? entries["ProcessID"])?.uint32Value,
+            let uid = (entries["UnixUserID"]?.variantValue ?? entries["UnixUserID"])?.uint32Value
+        else { throw SecretServiceError.refused }
+        return DBusPeerCredentials(uid: uid, gid: getgid(), pid: Int32(bitPattern: pid))
     }
 
     /// Runs `body` on `collection`'s keychain for the caller of `message`; engine errors become
@@ -237,7 +255,8 @@ public final class SecretServiceProvider: Sendable {
         _ connection: DBusConnection
     ) async throws -> [String] {
         var paths: [String] = []
-        for collection in collections {
+        // The session collection holds nothing until something is stored there.
+        for collection in collections where collection.store != .session || sessionKeychain.withLock({ $0 != nil }) {
             let found: [Item]
             do {
                 found = try await withKeychain(collection, message, connection) { keychain in

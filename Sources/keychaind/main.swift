@@ -256,7 +256,9 @@ func run() async throws -> Never {
     let objects = DBusObjectTree()
     try objects.register(service.interface, at: AgentInterface.objectPath)
     let secretService = SecretServiceHost(
-        provider: try SecretServiceProvider(agent: service, directory: directory), environment: environment)
+        provider: try SecretServiceProvider(
+            agent: service, directory: directory, pinentry: Pinentry(environment: environment),
+            environment: environment), environment: environment)
     try objects.register(
         SecretServiceHandoff.serving(secretService, directory: directory), at: AgentInterface.objectPath)
     var configuration = DBusServer.Configuration()

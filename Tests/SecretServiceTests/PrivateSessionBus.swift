@@ -123,6 +123,8 @@ func runToolAsync(
 final class PrivateSessionBus: @unchecked Sendable {
     let root: String
     let daemon: Process
+    /// What the test adds to the environment of the daemon, the provider and the clients.
+    let extraEnvironment: [String: String]
     private(set) var address = ""
 
     var home: String { root + "/home" }
@@ -140,13 +142,17 @@ final class PrivateSessionBus: @unchecked Sendable {
         environment["KEYCHAIN_UNSAFE_TEST_KDF"] = "1"
         environment["KEYCHAIN_AGENT_SOCK"] = socket
         environment["KEYCHAIN_AGENT"] = "required"
+        // No dialog unless a test asks for one (a desktop's pinentry would wait for a person).
+        environment["KEYCHAIN_PINENTRY"] = "off"
+        environment.merge(extraEnvironment) { $1 }
         if !address.isEmpty { environment["DBUS_SESSION_BUS_ADDRESS"] = address }
         return environment
     }
 
     /// Starts the bus; `serviceFile` is the repository's activation file, whose `Exec` is
     /// pointed at the built `keychaind`.
-    init(serviceFile: String, keychaind: String) throws {
+    init(serviceFile: String, keychaind: String, environment extra: [String: String] = [:]) throws {
+        extraEnvironment = extra
         root = FileManager.default.temporaryDirectory.path + "/secret-service-\(UUID().uuidString.prefix(8))"
         for directory in ["home", "data", "config", "run", "services", "bus"] {
             try FileManager.default.createDirectory(
