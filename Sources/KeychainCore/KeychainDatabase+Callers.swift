@@ -62,6 +62,7 @@ final class CallerKeychain: KeychainHandle {
     func findFirst(_ query: ItemQuery, includeData: Bool) throws -> Item? {
         try run { try database.findFirst(query, includeData: includeData) }
     }
+    func lockedMatches(_ query: ItemQuery) throws -> [UUID] { try run { try database.lockedMatches(query) } }
     func findReadable(_ query: ItemQuery, includeData: Bool) throws -> ReadableItems {
         try run { try database.findReadable(query, includeData: includeData) }
     }

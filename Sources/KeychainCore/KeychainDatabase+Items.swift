@@ -363,6 +363,41 @@ extension KeychainDatabase {
         }
     }
 
+    /// The persistent ids of the generic passwords that match `query` and cannot be read now
+    /// because their protection class is locked: what a locked keychain can say of a search
+    /// without opening an item (the Secret Service lists them as locked results, to be
+    /// unlocked, as GNOME Keyring lists the items of a locked collection).
+    ///
+    /// Only the service, the account and the primary-key discriminator are matched, by the
+    /// keyed-hash index (its key is unwrapped by the device key, so it is there while the
+    /// keychain is locked); the ids are stored in the clear. Nothing here is authenticated: an
+    /// item is checked as every item is when it is read after the unlock.
+    ///
+    /// - Parameter query: A generic-password query on `svce`, `acct` and `pkdx` only.
+    /// - Throws: `.parameter` for any other query.
+    public func lockedMatches(_ query: ItemQuery) throws -> [UUID] {
+        let allowed: Set<AttributeName> = [.service, .account, .primaryKeyDiscriminator]
+        guard query.itemClass == .genericPassword, query.attributes.keys.allSatisfy(allowed.contains),
+            query.persistentID == nil
+        else { throw KeychainError.parameter("a locked keychain is searched by service and account only") }
+        let plan = try prepare(query, writing: false)
+        guard !plan.hasResidualFilters(.genericPassword) else {
+            throw KeychainError.parameter("a locked keychain is searched by its index only")
+        }
+        return try keys.read { state in
+            let tagger = try Self.tagger(state)
+            let rows = try Self.run {
+                try writer.read { db in
+                    try plan.fetch(
+                        db, tagger: tagger, includeData: false, statements: searchStatements, malformed: nil)
+                }
+            }
+            return rows.filter { state.classKeys[$0.protection] == nil && !$0.tombstone }.compactMap {
+                UUID(bytes: $0.uuid)
+            }
+        }
+    }
+
     /// Finds the items that can be read, and reports the matching rows that cannot.
     ///
     /// ``find(_:includeData:)`` fails as a whole when one matching row fails authentication:

@@ -66,9 +66,16 @@ public protocol KeychainHandle: AnyObject, Sendable {
     func rotateKeys(password: Data?, newPassword: Data?) throws
     /// Ends this handle's use of the keychain: later operations fail with `.notAvailable`.
     func close() throws
+    /// The persistent ids of the generic passwords that match `query`'s service and account
+    /// and cannot be read now because their protection class is locked (see
+    /// ``KeychainDatabase/lockedMatches(_:)``).
+    func lockedMatches(_ query: ItemQuery) throws -> [UUID]
 }
 
 extension KeychainHandle {
+    /// A handle that cannot tell which locked items match finds none.
+    public func lockedMatches(_ query: ItemQuery) throws -> [UUID] { [] }
+
     /// The items that match `query`, without their secrets.
     public func find(_ query: ItemQuery) throws -> [Item] { try find(query, includeData: false) }
 

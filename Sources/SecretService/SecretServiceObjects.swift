@@ -22,10 +22,10 @@ extension SecretServiceProvider {
                     "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
                     outputs: [.init("unlocked", .array(.objectPath)), .init("locked", .array(.objectPath))]
                 ) { [self] call in
-                    let paths = try await search(
+                    let found = try await search(
                         Self.stringMap(call.arguments.first), in: collections().collections, call.message,
                         call.connection)
-                    return [Self.paths(paths), Self.paths([])]
+                    return [Self.paths(found.unlocked), Self.paths(found.locked)]
                 },
                 DBusMethod(
                     "Unlock", inputs: [.init("objects", .array(.objectPath))],
@@ -125,7 +125,8 @@ extension SecretServiceProvider {
                     outputs: [.init("results", .array(.objectPath))]
                 ) { [self] call in
                     let query = Self.stringMap(call.arguments.first)
-                    return [Self.paths(try await search(query, in: [try collection()], call.message, call.connection))]
+                    let found = try await search(query, in: [try collection()], call.message, call.connection)
+                    return [Self.paths(found.unlocked + found.locked)]
                 },
                 DBusMethod(
                     "CreateItem",
@@ -143,7 +144,8 @@ extension SecretServiceProvider {
             properties: [
                 DBusProperty("Label", type: .string) { _ in .string(try collection().label) },
                 DBusProperty("Items", type: .array(.objectPath)) { [self] connection in
-                    Self.paths(try await search([:], in: [try collection()], DBusCurrentCall.message, connection))
+                    let found = try await search([:], in: [try collection()], DBusCurrentCall.message, connection)
+                    return Self.paths(found.unlocked + found.locked)
                 },
                 DBusProperty("Locked", type: .boolean) { [self] connection in
                     .boolean(try await isLocked(try collection(), DBusCurrentCall.message, connection))

@@ -232,8 +232,11 @@ public final class SecretServiceProvider: Sendable {
     // MARK: Items
 
     static func itemPath(_ item: Item, in collection: SecretCollection) -> String? {
-        guard let id = item.persistentID else { return nil }
-        return collection.path + "/" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        item.persistentID.map { itemPath($0, in: collection) }
+    }
+
+    static func itemPath(_ id: UUID, in collection: SecretCollection) -> String {
+        collection.path + "/" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
     }
 
     /// The id of an item path's last element (32 hex digits).
@@ -248,29 +251,56 @@ public final class SecretServiceProvider: Sendable {
         return UUID(uuidString: text)
     }
 
-    /// The caller's items in `collections` that match `query`, registered as objects; a locked
-    /// collection's items cannot be searched and are left out.
+    /// The caller's items in `collections` that match `query`, registered as objects: those
+    /// that can be read, and those of locked keychains (``lockedPaths(_:in:_:)``).
     func search(
         _ query: [String: String], in collections: [SecretCollection], _ message: DBusMessage?,
         _ connection: DBusConnection
-    ) async throws -> [String] {
-        var paths: [String] = []
+    ) async throws -> (unlocked: [String], locked: [String]) {
+        var unlocked: [String] = []
+        var locked: [String] = []
         // The session collection holds nothing until something is stored there.
         for collection in collections where collection.store != .session || sessionKeychain.withLock({ $0 != nil }) {
-            let found: [Item]
+            let found: (items: [Item], locked: [UUID])
             do {
                 found = try await withKeychain(collection, message, connection) { keychain in
-                    try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false)
+                    do {
+                        return (try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false), [])
+                    } catch let error as KeychainError where error.code == .interactionNotAllowed {
+                        guard let locked = Self.lockedQuery(for: query) else { throw error }
+                        return ([], try keychain.lockedMatches(locked))
+                    }
                 }
             } catch let error as DBusError where SecretServiceError.meansUnavailable(error) {
                 continue
             }
-            paths += found.filter { SecretAttributes.matches($0, query) }.compactMap {
+            unlocked += found.items.filter { SecretAttributes.matches($0, query) }.compactMap {
                 Self.itemPath($0, in: collection)
             }
+            locked += found.locked.map { Self.itemPath($0, in: collection) }
         }
-        for path in paths { try registerItem(at: path) }
-        return paths
+        for path in unlocked + locked { try registerItem(at: path) }
+        return (unlocked, locked)
+    }
+
+    /// The query a locked keychain answers for `query` exactly as an open one would, by its
+    /// index alone, or `nil` when it cannot:
+    /// - a query on `service` and `account` only: `svce` and `acct` (an item's `svce` is its
+    ///   `service`; its `acct` its `account`, else its `username` or `user`, which a query on
+    ///   `account` falls back to when the item has no `account`);
+    /// - any other query that is more than a service and an account: the items whose whole
+    ///   attribute map is the query, by `svce`, `acct` and the map's digest `pkdx` (what git's
+    ///   credential helper and most libsecret schemas look up: the attributes they stored).
+    ///   An item with more attributes than the query is not found until the unlock.
+    static func lockedQuery(for query: [String: String]) -> ItemQuery? {
+        if query.keys.allSatisfy({ $0 == "service" || $0 == "account" }) {
+            return SecretAttributes.engineQuery(for: query)
+        }
+        guard !SecretAttributes.isPlain(query) else { return nil }
+        let stored = SecretAttributes.keychainAttributes(for: query, label: "")
+        var attributes: Attributes = [:]
+        for name in [AttributeName.service, .account, .primaryKeyDiscriminator] { attributes[name] = stored[name] }
+        return ItemQuery(class: .genericPassword, attributes: attributes)
     }
 
     /// The caller's item at `path`, with its secret when `includeData`.

@@ -54,6 +54,58 @@ struct PinentryTests {
         #expect(found.out == secret + "\n", "\(found)")
     }
 
+    @Test(
+        "secret-tool lookup of a locked keychain's item finds it among the locked results, asks on its terminal, prints the secret"
+    )
+    func secretToolUnlocksThroughPinentry() throws {
+        let python = try requireTool(PythonClientTests.python)
+        let pinentry = try requireTool("/usr/bin/pinentry-curses")
+        let secretTool = try requireTool("/usr/bin/secret-tool")
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"),
+            environment: ["KEYCHAIN_PINENTRY": pinentry, "TERM": "xterm"])
+        defer { bus.stop() }
+        let security = try requireTool(productsDirectory + "/security")
+        let keychain = bus.root + "/data/keychains/login.keychain-db"
+        let password = "pin-\(UUID().uuidString.prefix(8))"
+        let secret = "kept-\(UUID().uuidString.prefix(8))"
+        #expect(
+            try runTool(security, ["create-keychain", "-p", password, keychain], environment: bus.environment).status
+                == 0)
+        let stored = try runTool(
+            secretTool, ["store", "--label=Locked later", "service", "pin", "account", "x"], stdin: Data(secret.utf8),
+            environment: bus.environment)
+        #expect(stored.status == 0, "\(stored)")
+        #expect(try runTool(security, ["lock-keychain", keychain], environment: bus.environment).status == 0)
+
+        // Locked: the item is listed as a locked result (by the index), never as an unlocked one.
+        let search = try runTool(
+            try requireTool("/usr/bin/gdbus"),
+            [
+                "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
+                "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.SearchItems", "{'service': 'pin', 'account': 'x'}",
+            ], environment: bus.environment)
+        #expect(
+            search.out.hasPrefix("(@ao [], [objectpath '/org/freedesktop/secrets/collection/login/"), "\(search.out)")
+        let other = try runTool(
+            try requireTool("/usr/bin/gdbus"),
+            [
+                "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
+                "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.SearchItems", "{'service': 'nothing', 'account': 'x'}",
+            ], environment: bus.environment)
+        #expect(other.out.contains("(@ao [], @ao [])"), "\(other.out)")
+
+        // secret-tool unlocks what it found: the dialog on its terminal, then the secret.
+        let run = try runTool(
+            python, [Self.clients + "terminal.py", secretTool, "lookup", "service", "pin", "account", "x"],
+            stdin: Data("keychain\t\(password)\n".utf8), environment: bus.environment, deadline: 180)
+        #expect(run.status == 0 && run.out.contains(secret), "\(run)\n\(run.out)")
+        #expect(run.out.contains("secret-tool"), "the dialog names the program: \(run.out)")
+    }
+
     @Test("Cancelling the pinentry dialog dismisses the prompt; the keychain stays locked")
     func cancelDismisses() throws {
         let python = try requireTool(PythonClientTests.python)
