@@ -252,13 +252,15 @@ public final class SecretServiceProvider: Sendable {
     }
 
     /// The caller's items in `collections` that match `query`, registered as objects: those
-    /// that can be read, and those of locked keychains (``lockedPaths(_:in:_:)``).
+    /// that can be read, and those a locked keychain's index finds (``lockedQuery(for:)``).
+    /// When nothing is found and a locked keychain could not answer, `IsLocked`.
     func search(
         _ query: [String: String], in collections: [SecretCollection], _ message: DBusMessage?,
         _ connection: DBusConnection
     ) async throws -> (unlocked: [String], locked: [String]) {
         var unlocked: [String] = []
         var locked: [String] = []
+        var unanswered: DBusError?
         // The session collection holds nothing until something is stored there.
         for collection in collections where collection.store != .session || sessionKeychain.withLock({ $0 != nil }) {
             let found: (items: [Item], locked: [UUID])
@@ -268,17 +270,25 @@ public final class SecretServiceProvider: Sendable {
                         return (try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false), [])
                     } catch let error as KeychainError where error.code == .interactionNotAllowed {
                         guard let locked = Self.lockedQuery(for: query) else { throw error }
-                        return ([], try keychain.lockedMatches(locked))
+                        let ids = try keychain.lockedMatches(locked.query)
+                        // No item with exactly this map says nothing of items with more attributes.
+                        if ids.isEmpty && !locked.isComplete { throw error }
+                        return ([], ids)
                     }
                 }
-            } catch let error as DBusError where SecretServiceError.meansUnavailable(error) {
+            } catch let error as DBusError where error.errorName == SecretServiceError.isLocked {
+                unanswered = error
                 continue
+            } catch let error as DBusError where error.errorName == SecretServiceError.noSuchObjectName {
+                continue  // a keychain deleted since the list was read
             }
             unlocked += found.items.filter { SecretAttributes.matches($0, query) }.compactMap {
                 Self.itemPath($0, in: collection)
             }
             locked += found.locked.map { Self.itemPath($0, in: collection) }
         }
+        // A locked keychain that could not say what matches: "nothing found" would be untrue.
+        if let unanswered, unlocked.isEmpty && locked.isEmpty { throw unanswered }
         for path in unlocked + locked { try registerItem(at: path) }
         return (unlocked, locked)
     }
@@ -292,15 +302,17 @@ public final class SecretServiceProvider: Sendable {
     ///   attribute map is the query, by `svce`, `acct` and the map's digest `pkdx` (what git's
     ///   credential helper and most libsecret schemas look up: the attributes they stored).
     ///   An item with more attributes than the query is not found until the unlock.
-    static func lockedQuery(for query: [String: String]) -> ItemQuery? {
+    /// `isComplete` when the query finds every match (the first case); in the second, items
+    /// with more attributes may match too, so finding none leaves the keychain locked.
+    static func lockedQuery(for query: [String: String]) -> (query: ItemQuery, isComplete: Bool)? {
         if query.keys.allSatisfy({ $0 == "service" || $0 == "account" }) {
-            return SecretAttributes.engineQuery(for: query)
+            return (SecretAttributes.engineQuery(for: query), true)
         }
         guard !SecretAttributes.isPlain(query) else { return nil }
         let stored = SecretAttributes.keychainAttributes(for: query, label: "")
         var attributes: Attributes = [:]
         for name in [AttributeName.service, .account, .primaryKeyDiscriminator] { attributes[name] = stored[name] }
-        return ItemQuery(class: .genericPassword, attributes: attributes)
+        return (ItemQuery(class: .genericPassword, attributes: attributes), false)
     }
 
     /// The caller's item at `path`, with its secret when `includeData`.
@@ -363,11 +375,6 @@ enum SecretServiceError {
     static var noSuchObject: DBusError { .method(noSuchObjectName, "no such item") }
     static var noSuchCollection: DBusError { .method(noSuchObjectName, "no such collection") }
 
-    /// Whether `error` says a collection is locked or gone: a search across collections
-    /// leaves it out.
-    static func meansUnavailable(_ error: DBusError) -> Bool {
-        error.errorName == isLocked || error.errorName == noSuchObjectName
-    }
     static var refused: DBusError {
         .method("org.freedesktop.DBus.Error.AccessDenied", "the caller could not be identified")
     }

@@ -168,9 +168,10 @@ struct GitCredentialTests {
 
     /// A password keychain that is the default and locked. The helper's `get` searches with
     /// `SECRET_SEARCH_UNLOCK`, but libsecret asks to unlock only what `SearchItems` lists as
-    /// locked, and the provider cannot search a locked keychain (its attributes are sealed): it
-    /// answers `IsLocked`, so `get` fails at once without the secret, and git asks the user
-    /// instead (docs/secret-service.md, "Not yet"). `store` goes through `CreateItem`, whose
+    /// locked, and a locked keychain lists only what its index can match exactly (a service and
+    /// an account, or an item's whole attribute map): git's `get` names a host without the user
+    /// the item also has, so the provider answers `IsLocked`, `get` fails at once without the
+    /// secret, and git asks the user instead (docs/secret-service.md, "Not yet"). `store` goes through `CreateItem`, whose
     /// `IsLocked` libsecret answers by unlocking the collection: the provider's prompt completes
     /// when `security unlock-keychain` unlocks it, and the store then finishes.
     @Test("A locked keychain: get fails without the secret; store waits on the Unlock prompt until security unlocks")
