@@ -151,6 +151,12 @@ let package = Package(
             dependencies: ["KeychainClient", "KeychainCore", "DBusWire", "CKeychainAgent", "CKeychainTestSupport"],
             path: "Tests/KeychainTestSupport"
         ),
+        // An application that calls SecItemAdd in its own process (SecretServiceTests' Seahorse test).
+        .executableTarget(
+            name: "keychain-secitem-worker",
+            dependencies: ["Security"],
+            path: "Tests/SecItemWorker"
+        ),
         .executableTarget(
             name: "keychain-test-worker",
             dependencies: ["KeychainCore"],
@@ -250,6 +256,7 @@ let package = Package(
             name: "SecretServiceTests",
             dependencies: [
                 "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire", "SeededRandom",
+                "keychain-secitem-worker",
             ],
             exclude: ["Clients"]
         ),

@@ -1,0 +1,236 @@
+import CKeychainAgent
+import Foundation
+import SecretService
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A daemon of a test (Xvfb, Seahorse), its output going to files, stopped by pid. Started with
+/// posix_spawn rather than Foundation's `Process`, whose children inherit the test process's
+/// blocked signals: SIGTERM would never reach them, and Xvfb killed with SIGKILL leaves its lock
+/// file and socket behind. Nothing else this process has open is inherited.
+final class TestDaemon {
+    let pid: pid_t
+    let directory = FileManager.default.temporaryDirectory.path + "/daemon-\(UUID().uuidString.prefix(8))"
+    private var exited = false
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, directory + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, directory + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = ck_spawn_add_closefrom(&actions, 3)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard spawned == 0 else { throw ToolMissing(description: "cannot start \(executable): errno \(spawned)") }
+        self.pid = pid
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Whether it still runs (once it has ended, it is reaped).
+    var isRunning: Bool {
+        guard !exited else { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) != 0 { exited = true }
+        return !exited
+    }
+
+    /// What it has written to standard output and standard error so far.
+    var output: String {
+        String(decoding: FileManager.default.contents(atPath: directory + "/out") ?? Data(), as: UTF8.self)
+    }
+    var errors: String {
+        String(decoding: FileManager.default.contents(atPath: directory + "/err") ?? Data(), as: UTF8.self)
+    }
+
+    /// SIGTERM, then SIGKILL after 5 s; reaped.
+    func stop() {
+        guard isRunning else { return }
+        kill(pid, SIGTERM)
+        let end = Date().addingTimeInterval(5)
+        while isRunning && Date() < end { usleep(10_000) }
+        guard isRunning else { return }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        exited = true
+    }
+}
+
+/// A person's view: Debian's Seahorse ("Passwords and Keys"), in a real window on Xvfb, on a
+/// private bus that activates the built `keychaind`, shows the keychain's collection and an item
+/// an application stored with `SecItemAdd`. What the window shows is read back by OCR
+/// (`tesseract`) from a screenshot (`import`), which is kept under `.build/test-artifacts`.
+@Suite("Seahorse shows the keychain")
+struct SeahorseTests {
+    /// Where the screenshot and the text read from it are kept for a reader of the test output.
+    static let artifacts = SecretToolTests.repository + "/.build/test-artifacts"
+
+    /// Lower case, whitespace removed: OCR may join or split words, never change their letters
+    /// (when it does, the assertion fails, as it should).
+    static func normalized(_ text: String) -> String {
+        String(text.lowercased().unicodeScalars.filter { !CharacterSet.whitespacesAndNewlines.contains($0) })
+    }
+
+    /// A word that tesseract found in a screenshot, with the centre of its box.
+    struct Word {
+        var text: String
+        var x: Int
+        var y: Int
+    }
+
+    /// The words of `tesseract … tsv` output (level 5 rows).
+    static func words(_ tsv: String) -> [Word] {
+        tsv.split(separator: "\n").compactMap { line in
+            let columns = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard columns.count >= 12, columns[0] == "5", let left = Int(columns[6]), let top = Int(columns[7]),
+                let width = Int(columns[8]), let height = Int(columns[9])
+            else { return nil }
+            let text = columns[11].trimmingCharacters(in: .whitespaces)
+            return text.isEmpty ? nil : Word(text: text, x: left + width / 2, y: top + height / 2)
+        }
+    }
+
+    @Test(
+        "Seahorse, under Xvfb, shows the Login collection and the label of an item SecItemAdd stored: read by OCR from a kept screenshot"
+    )
+    func seahorseShowsTheKeychain() throws {
+        let xvfb = try requireTool("/usr/bin/Xvfb")
+        let seahorse = try requireTool("/usr/bin/seahorse")
+        let tesseract = try requireTool("/usr/bin/tesseract")
+        let screenshot = try requireTool("/usr/bin/import")
+        let xdotool = try requireTool("/usr/bin/xdotool")
+        let gdbus = try requireTool("/usr/bin/gdbus")
+        let worker = try requireTool(productsDirectory + "/keychain-secitem-worker")
+
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+
+        // The collection's label, as the provider gives it to any client (this activates it).
+        let collection = "/org/freedesktop/secrets/collection/login"
+        let got = try runTool(
+            gdbus,
+            [
+                "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path", collection,
+                "--method", "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection", "Label",
+            ], environment: bus.environment)
+        let collectionLabel = got.out.components(separatedBy: "'").dropFirst().first ?? ""
+        try #require(got.status == 0 && !collectionLabel.isEmpty, "\(got) \(got.out)")
+
+        // An application stores a password through SecItemAdd, in its own process; the secret
+        // goes through standard input.
+        let itemLabel = "Harbor Lighthouse Password"
+        let added = try runTool(
+            worker, ["add", "harbor.example", "keeper", itemLabel], stdin: Data("lantern-\(UUID().uuidString)".utf8),
+            environment: bus.environment)
+        try #require(added.status == 0 && added.out == "ok\n", "\(added) \(added.out)")
+
+        // A private X server on a display it chooses (-displayfd), then Seahorse on it.
+        let server = try TestDaemon(
+            xvfb, ["-displayfd", "1", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], environment: bus.environment)
+        defer { server.stop() }
+        var display = ""
+        let started = Date().addingTimeInterval(30)
+        while display.isEmpty && Date() < started && server.isRunning {
+            usleep(20_000)
+            let printed = server.output
+            if printed.hasSuffix("\n") { display = printed.trimmingCharacters(in: .whitespacesAndNewlines) }
+        }
+        try #require(Int(display) != nil, "Xvfb gave no display: \(server.output) \(server.errors)")
+        var environment = bus.environment
+        environment["DISPLAY"] = ":" + display
+        environment["GDK_BACKEND"] = "x11"
+        environment["GSETTINGS_BACKEND"] = "memory"
+        environment["NO_AT_BRIDGE"] = "1"
+        let manager = try TestDaemon(seahorse, [], environment: environment)
+        defer { manager.stop() }
+
+        // As a person would: wait for the window, make it wide enough for its sidebar, click
+        // the collection there, read what the window shows. Until the item's label shows, or
+        // 90 s.
+        try FileManager.default.createDirectory(atPath: Self.artifacts, withIntermediateDirectories: true)
+        let shot = Self.artifacts + "/seahorse.png"
+        let textFile = Self.artifacts + "/seahorse.txt"
+        try? FileManager.default.removeItem(atPath: shot)
+        try? FileManager.default.removeItem(atPath: textFile)
+        var resized = false
+        var text = ""
+        let end = Date().addingTimeInterval(90)
+        while Date() < end && manager.isRunning {
+            if !resized {
+                let window = try runTool(
+                    xdotool, ["search", "--onlyvisible", "--class", "seahorse"], environment: environment,
+                    deadline: 30)
+                if let id = window.out.split(separator: "\n").first {
+                    resized =
+                        try runTool(
+                            xdotool, ["windowsize", String(id), "1200", "750"], environment: environment, deadline: 30
+                        ).status == 0
+                }
+                if !resized {
+                    usleep(500_000)
+                    continue
+                }
+                usleep(500_000)
+            }
+            let taken = try runTool(screenshot, ["-window", "root", shot], environment: environment, deadline: 30)
+            guard taken.status == 0 else {
+                usleep(500_000)
+                continue
+            }
+            let read = try runTool(tesseract, [shot, "-", "tsv"], environment: environment, deadline: 60)
+            let words = Self.words(read.out)
+            text = words.map(\.text).joined(separator: " ")
+            if Self.normalized(text).contains(Self.normalized(itemLabel)) { break }
+            // The collection in the sidebar (the first place its label shows) is clicked.
+            if let word = words.first(where: { Self.normalized($0.text) == Self.normalized(collectionLabel) }) {
+                _ = try runTool(
+                    xdotool, ["mousemove", String(word.x), String(word.y), "click", "1"], environment: environment,
+                    deadline: 30)
+            }
+            usleep(1_000_000)
+        }
+        try? text.write(toFile: textFile, atomically: true, encoding: .utf8)
+        print("Seahorse's window: \(shot) (the text read from it: \(textFile))")
+
+        let seen = Self.normalized(text)
+        #expect(
+            seen.contains(Self.normalized(itemLabel)),
+            "the item's label in Seahorse's window (screenshot: \(shot)); read: \(text); seahorse said: \(manager.errors)"
+        )
+        #expect(
+            seen.contains(Self.normalized(collectionLabel)),
+            "the collection's label '\(collectionLabel)' in Seahorse's window (screenshot: \(shot)); read: \(text)")
+        // A negative control: a label no one stored is not read.
+        #expect(
+            !seen.contains(Self.normalized("Meadow Unicorn Password")),
+            "a label never stored is not in Seahorse's window (screenshot: \(shot)); read: \(text)")
+        #expect(manager.isRunning, "Seahorse still runs")
+    }
+}
