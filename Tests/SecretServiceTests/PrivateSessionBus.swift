@@ -1,3 +1,4 @@
+import CKeychainAgent
 import Foundation
 
 #if canImport(Glibc)
@@ -122,7 +123,7 @@ func runToolAsync(
 /// the built `keychaind --secret-service`, with a temporary home; stopped by pid.
 final class PrivateSessionBus: @unchecked Sendable {
     let root: String
-    let daemon: Process
+    let daemon: TestDaemon
     /// What the test adds to the environment of the daemon, the provider and the clients.
     let extraEnvironment: [String: String]
     private(set) var address = ""
@@ -131,20 +132,22 @@ final class PrivateSessionBus: @unchecked Sendable {
     var socket: String { root + "/run/agent.sock" }
 
     /// The environment of the daemon, the provider it activates and the clients.
-    var environment: [String: String] {
+    var environment: [String: String] { Self.environment(root: root, extra: extraEnvironment, address: address) }
+
+    static func environment(root: String, extra: [String: String], address: String) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment.filter {
             !$0.key.hasPrefix("KEYCHAIN_") && !$0.key.hasPrefix("XDG_") && !$0.key.hasPrefix("DBUS_")
         }
-        environment["HOME"] = home
+        environment["HOME"] = root + "/home"
         environment["XDG_DATA_HOME"] = root + "/data"
         environment["XDG_CONFIG_HOME"] = root + "/config"
         environment["XDG_RUNTIME_DIR"] = root + "/run"
         environment["KEYCHAIN_UNSAFE_TEST_KDF"] = "1"
-        environment["KEYCHAIN_AGENT_SOCK"] = socket
+        environment["KEYCHAIN_AGENT_SOCK"] = root + "/run/agent.sock"
         environment["KEYCHAIN_AGENT"] = "required"
         // No dialog unless a test asks for one (a desktop's pinentry would wait for a person).
         environment["KEYCHAIN_PINENTRY"] = "off"
-        environment.merge(extraEnvironment) { $1 }
+        environment.merge(extra) { $1 }
         if !address.isEmpty { environment["DBUS_SESSION_BUS_ADDRESS"] = address }
         return environment
     }
@@ -181,24 +184,19 @@ final class PrivateSessionBus: @unchecked Sendable {
             """
         try config.write(toFile: root + "/session.conf", atomically: true, encoding: .utf8)
 
-        daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: try requireTool("/usr/bin/dbus-daemon"))
-        daemon.arguments = ["--config-file=\(root)/session.conf", "--nofork", "--print-address"]
-        let addressFile = root + "/address"
-        _ = FileManager.default.createFile(atPath: addressFile, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: addressFile))
-        defer { try? output.close() }
-        daemon.standardOutput = output
-        daemon.standardInput = FileHandle.nullDevice
-        daemon.environment = environment
-        try daemon.run()
-        var line = Data()
+        // Started with no signal blocked: a child of this process inherits its blocked SIGTERM
+        // through Foundation's Process, and would then stop only when killed.
+        daemon = try TestDaemon(
+            try requireTool("/usr/bin/dbus-daemon"),
+            ["--config-file=\(root)/session.conf", "--nofork", "--print-address"],
+            environment: Self.environment(root: root, extra: extra, address: ""))
+        var line = ""
         let end = Date().addingTimeInterval(60)
-        while !line.contains(UInt8(ascii: "\n")) && Date() < end {
+        while !line.contains("\n") && Date() < end {
             usleep(10_000)
-            line = FileManager.default.contents(atPath: addressFile) ?? Data()
+            line = daemon.output
         }
-        let printed = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let printed = line.trimmingCharacters(in: .whitespacesAndNewlines)
         guard printed.hasPrefix("unix:") else { throw ToolMissing(description: "dbus-daemon printed no address") }
         address = printed
     }
@@ -219,10 +217,81 @@ final class PrivateSessionBus: @unchecked Sendable {
     func stop() {
         // The activated keychaind; never this process (a test may own the name itself).
         if let pid = try? ownerPID(of: "org.freedesktop.secrets"), pid != getpid() { kill(pid, SIGTERM) }
-        kill(daemon.processIdentifier, SIGTERM)
-        let end = Date().addingTimeInterval(10)
-        while daemon.isRunning && Date() < end { usleep(10_000) }
-        if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+        daemon.stop()
         try? FileManager.default.removeItem(atPath: root)
+    }
+}
+
+/// A daemon of a test (Xvfb, Seahorse), its output going to files, stopped by pid. Started with
+/// posix_spawn rather than Foundation's `Process`, whose children inherit the test process's
+/// blocked signals: SIGTERM would never reach them, and Xvfb killed with SIGKILL leaves its lock
+/// file and socket behind. Nothing else this process has open is inherited.
+final class TestDaemon {
+    let pid: pid_t
+    let directory = FileManager.default.temporaryDirectory.path + "/daemon-\(UUID().uuidString.prefix(8))"
+    private var exited = false
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, directory + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, directory + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = ck_spawn_add_closefrom(&actions, 3)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard spawned == 0 else { throw ToolMissing(description: "cannot start \(executable): errno \(spawned)") }
+        self.pid = pid
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Whether it still runs (once it has ended, it is reaped).
+    var isRunning: Bool {
+        guard !exited else { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) != 0 { exited = true }
+        return !exited
+    }
+
+    /// What it has written to standard output and standard error so far.
+    var output: String {
+        String(decoding: FileManager.default.contents(atPath: directory + "/out") ?? Data(), as: UTF8.self)
+    }
+    var errors: String {
+        String(decoding: FileManager.default.contents(atPath: directory + "/err") ?? Data(), as: UTF8.self)
+    }
+
+    /// SIGTERM, then SIGKILL after 5 s; reaped.
+    func stop() {
+        guard isRunning else { return }
+        kill(pid, SIGTERM)
+        let end = Date().addingTimeInterval(5)
+        while isRunning && Date() < end { usleep(10_000) }
+        guard isRunning else { return }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        exited = true
     }
 }
