@@ -206,6 +206,19 @@ public final class AgentService: Sendable {
         open.withLock { spellings[""] = nil }
     }
 
+    /// Runs `body` on the keychain `name` right here, on the calling thread, when this agent
+    /// has it open already (no file is opened or created); `nil` when it does not. For quick
+    /// reads answered on an event loop, as the agent's own lookups are; anything that may take
+    /// long goes through ``withKeychain(named:for:_:)``.
+    public func withOpenKeychain<T>(
+        named name: String, for groups: AccessGroups, _ body: (any KeychainHandle) throws -> T
+    ) throws -> T? {
+        guard !groups.groups.isEmpty,
+            let keychain = open.withLock({ spellings[name].flatMap { keychains[$0] } })
+        else { return nil }
+        return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
+    }
+
     /// Creates a password-less keychain at the absolute `path`, as `security create-keychain`
     /// without a password does through the agent: only for the user's own programs (`*`).
     public func createKeychain(at path: String, for groups: AccessGroups) async throws {

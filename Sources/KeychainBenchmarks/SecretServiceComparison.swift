@@ -87,10 +87,15 @@ struct SecretServiceComparison {
             do {
                 var ourSamples: [UInt64] = []
                 var theirSamples: [UInt64] = []
+                var floorSamples: [UInt64] = []
                 var random = SystemRandomNumberGenerator()
                 for round in 0..<rounds {
                     let wanted = ScriptComparison.item(Int.random(in: 0..<size, using: &random))
+                    // The bus's floor: two calls keychaind answers with nothing (Peer.Ping).
                     var start = Clock.now()
+                    for _ in 0..<2 { try ourClient.ping() }
+                    if round >= warmup { floorSamples.append(Clock.now() - start) }
+                    start = Clock.now()
                     guard try ourClient.lookup(service: wanted.service, account: wanted.account) != nil else {
                         throw BenchmarkFailure("keychaind did not find an item")
                     }
@@ -105,6 +110,7 @@ struct SecretServiceComparison {
                     }
                 }
                 lookups = PairedSamples(ours: ourSamples, theirs: theirSamples)
+                result.lookupFloor = Summary(nanoseconds: floorSamples)
             }
             result.lookupOurs = Summary(nanoseconds: lookups.ours)
             result.lookupGnome = lookups.theirs.isEmpty ? nil : Summary(nanoseconds: lookups.theirs)
@@ -342,6 +348,15 @@ struct SecretServiceClient: Sendable {
         return Data(bytes)
     }
 
+    /// `org.freedesktop.DBus.Peer.Ping` to the provider: a round trip through the bus that the
+    /// provider answers with nothing.
+    func ping() throws {
+        _ = try call(
+            .methodCall(
+                path: Self.service, interface: "org.freedesktop.DBus.Peer", member: "Ping",
+                destination: SecretServiceProvider.busName))
+    }
+
     /// `CreateItem` in `collection` (never replacing); a prompt counts as a failure.
     func create(in collection: String, service: String, account: String, secret: String) throws {
         let properties = DBusValue.stringVariantDictionary([
@@ -379,6 +394,9 @@ struct SecretServiceResult: Codable, Sendable {
     /// `SearchItems` + `GetSecrets` in this process over one connection, plain session.
     var lookupOurs: Summary?
     var lookupGnome: Summary?
+    /// Two `Peer.Ping` round trips to keychaind over the same connection, in the same rounds:
+    /// what the bus and this client cost before any work.
+    var lookupFloor: Summary?
     /// `CreateItem` over the same connection, both at ``items``.
     var createOurs: Summary?
     var createGnomeLogin: Summary?
@@ -403,6 +421,12 @@ struct SecretServiceResult: Codable, Sendable {
     var lookupGnomeOverOurs: Double? {
         guard let ours = lookupOurs, let theirs = lookupGnome else { return nil }
         return theirs.medianMicroseconds / ours.medianMicroseconds
+    }
+
+    /// Our SearchItems + GetSecrets ÷ two Peer.Ping round trips.
+    var lookupOverFloor: Double? {
+        guard let ours = lookupOurs, let floor = lookupFloor else { return nil }
+        return ours.medianMicroseconds / floor.medianMicroseconds
     }
 
     /// GNOME Keyring's CreateItem into `login` ÷ ours (target ≥ 100).

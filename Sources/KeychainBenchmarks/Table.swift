@@ -377,6 +377,13 @@ enum TableRenderer {
             "SearchItems + GetSecrets in process (one connection, plain session)", ours: result.lookupOurs,
             theirs: result.lookupGnome, theirTitle: "GNOME Keyring (login collection)", theirItems: items,
             ratio: result.lookupGnomeOverOurs.map { "GNOME ÷ ours " + Format.ratio($0) }, note: nil)
+        if let floor = result.lookupFloor {
+            rows.append([
+                "two Peer.Ping round trips to keychaind (the bus's floor, same rounds)", items,
+                Format.duration(floor.medianMicroseconds), Format.duration(floor.p99Microseconds),
+                result.lookupOverFloor.map { "SearchItems + GetSecrets ÷ floor " + Format.ratio($0) } ?? "",
+            ])
+        }
         pair(
             "CreateItem (same connection)", ours: result.createOurs, theirs: result.createGnomeLogin,
             theirTitle: "GNOME Keyring (login collection, encrypted on disk)", theirItems: items,

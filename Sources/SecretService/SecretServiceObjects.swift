@@ -20,7 +20,10 @@ extension SecretServiceProvider {
                 ) { [self] call in try await createCollection(call) },
                 DBusMethod(
                     "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
-                    outputs: [.init("unlocked", .array(.objectPath)), .init("locked", .array(.objectPath))]
+                    outputs: [.init("unlocked", .array(.objectPath)), .init("locked", .array(.objectPath))],
+                    immediateHandler: { [self] call in
+                        try searchImmediately(call, in: \.collections).map { [Self.paths($0), Self.paths([])] }
+                    }
                 ) { [self] call in
                     let found = try await search(
                         Self.stringMap(call.arguments.first), in: collections().collections, call.message,
@@ -37,7 +40,8 @@ extension SecretServiceProvider {
                 ) { [self] call in try await lock(call) },
                 DBusMethod(
                     "GetSecrets", inputs: [.init("items", .array(.objectPath)), .init("session", .objectPath)],
-                    outputs: [.init("secrets", .dictionary(key: .objectPath, value: Self.secretType))]
+                    outputs: [.init("secrets", .dictionary(key: .objectPath, value: Self.secretType))],
+                    immediateHandler: { [self] call in try getSecretsImmediately(call) }
                 ) { [self] call in try await getSecrets(call) },
                 DBusMethod("ReadAlias", inputs: [.init("name", .string)], outputs: [.init("collection", .objectPath)]) {
                     [self] call in

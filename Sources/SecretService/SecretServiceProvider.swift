@@ -162,7 +162,11 @@ public final class SecretServiceProvider: Sendable {
 
     /// The collection of a collection's, alias's or item's object path, and the item's id.
     func resolve(_ path: String) -> (collection: SecretCollection, item: UUID?)? {
-        let list = collections()
+        resolve(path, in: collections())
+    }
+
+    /// The collection of `path` in `list`, and the item's id.
+    func resolve(_ path: String, in list: SecretCollectionList) -> (collection: SecretCollection, item: UUID?)? {
         let rest: Substring
         let found: SecretCollection?
         if path.hasPrefix(Self.collectionPrefix) {
