@@ -242,7 +242,11 @@ func run() async throws -> Never {
         }
     }
 
-    let directory = CallerDirectory(resolver: IdentityResolver(defaultGroups: .fromEnvironment(environment)))
+    // KEYCHAIN_APP_MANIFESTS names another manifest directory (tests, a package's staging
+    // tree); it counts only when root owns it as it owns the system one.
+    let manifests = ManifestDirectory(path: environment["KEYCHAIN_APP_MANIFESTS"] ?? ManifestDirectory.systemPath)
+    let directory = CallerDirectory(
+        resolver: IdentityResolver(manifests: manifests, defaultGroups: .fromEnvironment(environment)))
     var keychains = KeychainConfiguration()
     if environment["KEYCHAIN_UNSAFE_TEST_KDF"] == "1" {
         // Tests only, as in the `security` tool: cheap password keys, and keychains made with

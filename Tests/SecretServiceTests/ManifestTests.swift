@@ -1,0 +1,75 @@
+import Foundation
+import SecretService
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The Secret Service enforces access groups from who the D-Bus caller is: a program bound by
+/// a root-owned manifest (here a copy of `secret-tool` named in `apps.d/mail.toml`) keeps its
+/// items in its own group, and an unidentified client (the system's `secret-tool`, `security`)
+/// with the user's default groups neither finds nor reads them.
+@Suite("Secret Service access groups from manifests")
+struct ManifestTests {
+    @Test("A manifest-bound client's items are invisible to an unidentified client, and the reverse")
+    func manifestBoundClientIsFenced() throws {
+        var template = Array("/tmp/keychain-manifest-tests.XXXXXX".utf8CString)
+        let made = try #require(mkdtemp(&template))
+        let root = String(cString: made)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        for directory in ["", "/bin", "/apps.d"] {
+            if !directory.isEmpty { #expect(mkdir(root + directory, 0o755) == 0) }
+            #expect(chmod(root + directory, 0o755) == 0)
+        }
+        // The manifest binds a copy of secret-tool: the caller's executable, as /proc/PID/exe shows it.
+        let mailTool = root + "/bin/secret-tool-mail"
+        try FileManager.default.copyItem(atPath: try requireTool("/usr/bin/secret-tool"), toPath: mailTool)
+        #expect(chmod(mailTool, 0o755) == 0)
+        let manifest = """
+            app-id = "com.example.mail"
+            access-groups = ["com.example.mail"]
+
+            [[executable]]
+            path = "\(mailTool)"
+            """
+        try manifest.write(toFile: root + "/apps.d/mail.toml", atomically: false, encoding: .utf8)
+        #expect(chmod(root + "/apps.d/mail.toml", 0o644) == 0)
+        #expect(getuid() == 0, "manifests count only when root owns them: the test writes them as root")
+
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"),
+            environment: ["KEYCHAIN_APP_MANIFESTS": root + "/apps.d", "KEYCHAIN_ACCESS_GROUPS": "default"])
+        defer { bus.stop() }
+        let secretTool = try requireTool("/usr/bin/secret-tool")
+        func run(_ tool: String, _ arguments: [String], stdin: String? = nil) throws -> ToolResult {
+            try runTool(tool, arguments, stdin: stdin.map { Data($0.utf8) }, environment: bus.environment)
+        }
+
+        // The bound program stores and finds its item.
+        #expect(
+            try run(mailTool, ["store", "--label=Mail", "service", "mail", "account", "a"], stdin: "mail-secret").status
+                == 0)
+        let own = try run(mailTool, ["lookup", "service", "mail", "account", "a"])
+        #expect(own.status == 0 && own.out == "mail-secret", "\(own)")
+
+        // An unidentified client sees nothing of it: not by lookup, not by listing.
+        let lookup = try run(secretTool, ["lookup", "service", "mail", "account", "a"])
+        #expect(lookup.status != 0 && lookup.stdout.isEmpty, "\(lookup)")
+        let listed = try run(secretTool, ["search", "--all", "service", "mail"])
+        #expect(!(listed.out + String(decoding: listed.stderr, as: UTF8.self)).contains("mail-secret"), "\(listed)")
+        #expect(!listed.out.contains("label = Mail"), "\(listed.out)")
+        let security = try run(
+            try requireTool(productsDirectory + "/security"), ["find-generic-password", "-s", "mail", "-a", "a", "-w"])
+        #expect(security.status != 0, "\(security)")
+
+        // The reverse: the unidentified client's item is not the bound program's.
+        #expect(
+            try run(secretTool, ["store", "--label=Other", "service", "other", "account", "b"], stdin: "other-secret")
+                .status == 0)
+        #expect(try run(secretTool, ["lookup", "service", "other", "account", "b"]).out == "other-secret")
+        let crossed = try run(mailTool, ["lookup", "service", "other", "account", "b"])
+        #expect(crossed.status != 0 && crossed.stdout.isEmpty, "\(crossed)")
+    }
+}
