@@ -53,9 +53,7 @@ struct CollectionTests {
         "The session collection keeps items in memory only; CreateCollection makes a keychain; SetAlias makes it the default; Delete removes it"
     )
     func collectionsAreKeychains() throws {
-        let bus = try PrivateSessionBus(
-            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
-            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        let bus = try PrivateSessionBus.activatingKeychaind()
         defer { bus.stop() }
         let keychains = bus.root + "/data/keychains"
         func files() -> Set<String> {

@@ -54,9 +54,7 @@ struct GitCredentialTests {
     }
 
     static func bus() throws -> PrivateSessionBus {
-        try PrivateSessionBus(
-            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
-            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        try PrivateSessionBus.activatingKeychaind()
     }
 
     /// What `secret-tool search --all` lists for `attributes` (it writes part to standard error).

@@ -37,10 +37,9 @@ struct ManifestTests {
         #expect(chmod(root + "/apps.d/mail.toml", 0o644) == 0)
         #expect(getuid() == 0, "manifests count only when root owns them: the test writes them as root")
 
-        let bus = try PrivateSessionBus(
-            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
-            keychaind: try requireTool(productsDirectory + "/keychaind"),
-            environment: ["KEYCHAIN_APP_MANIFESTS": root + "/apps.d", "KEYCHAIN_ACCESS_GROUPS": "default"])
+        let bus = try PrivateSessionBus.activatingKeychaind(environment: [
+            "KEYCHAIN_APP_MANIFESTS": root + "/apps.d", "KEYCHAIN_ACCESS_GROUPS": "default",
+        ])
         defer { bus.stop() }
         let secretTool = try requireTool("/usr/bin/secret-tool")
         func run(_ tool: String, _ arguments: [String], stdin: String? = nil) throws -> ToolResult {

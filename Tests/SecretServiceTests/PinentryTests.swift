@@ -8,6 +8,40 @@ import Testing
 
 /// An unlock prompt answered by a real pinentry (`pinentry-curses`) on the caller's own
 /// terminal, typed into by a stand-in for a person (`Clients/terminal.py`, a pseudo-terminal).
+/// A bus whose keychaind asks through `pinentry-curses`, with a password keychain, just made
+/// (so unlocked), as the default; stopped when released.
+final class PinentryFixture {
+    let bus: PrivateSessionBus
+    let python: String
+    let securityTool: String
+    let keychain: String
+    let password = "pin-\(UUID().uuidString.prefix(8))"
+
+    init() throws {
+        python = try requireTool(PythonClientTests.python)
+        bus = try PrivateSessionBus.activatingKeychaind(environment: [
+            "KEYCHAIN_PINENTRY": try requireTool("/usr/bin/pinentry-curses"), "TERM": "xterm",
+        ])
+        securityTool = try requireTool(productsDirectory + "/security")
+        keychain = bus.root + "/data/keychains/login.keychain-db"
+        let created = try security(["create-keychain", "-p", password, keychain])
+        guard created.status == 0 else { throw ToolMissing(description: "create-keychain: \(created)") }
+    }
+
+    deinit { bus.stop() }
+
+    func security(_ arguments: [String]) throws -> ToolResult {
+        try runTool(securityTool, arguments, environment: bus.environment)
+    }
+
+    /// Runs `arguments` on a pseudo-terminal where `Clients/terminal.py` types `typed`.
+    func onTerminal(_ arguments: [String], typing typed: String) throws -> ToolResult {
+        try runTool(
+            python, [PinentryTests.clients + "terminal.py"] + arguments, stdin: Data(typed.utf8),
+            environment: bus.environment, deadline: 180)
+    }
+}
+
 @Suite("Secret Service unlock through pinentry")
 struct PinentryTests {
     static let clients = SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/"
@@ -16,41 +50,24 @@ struct PinentryTests {
         "Unlock asks on the caller's terminal through pinentry: a wrong password is refused and asked again, the right one unlocks for every process"
     )
     func pinentryOnTheCallersTerminal() throws {
-        let python = try requireTool(PythonClientTests.python)
-        let pinentry = try requireTool("/usr/bin/pinentry-curses")
-        let bus = try PrivateSessionBus(
-            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
-            keychaind: try requireTool(productsDirectory + "/keychaind"),
-            environment: ["KEYCHAIN_PINENTRY": pinentry, "TERM": "xterm"])
-        defer { bus.stop() }
-        let security = try requireTool(productsDirectory + "/security")
-        let keychain = bus.root + "/data/keychains/login.keychain-db"
-        let password = "pin-\(UUID().uuidString.prefix(8))"
+        let fixture = try PinentryFixture()
         let secret = "kept-\(UUID().uuidString.prefix(8))"
+        let keychain = fixture.keychain
         #expect(
-            try runTool(security, ["create-keychain", "-p", password, keychain], environment: bus.environment).status
-                == 0)
-        #expect(
-            try runTool(
-                security, ["add-generic-password", "-s", "pin", "-a", "x", "-w", secret, keychain],
-                environment: bus.environment
-            )
-            .status == 0)
-        #expect(try runTool(security, ["lock-keychain", keychain], environment: bus.environment).status == 0)
+            try fixture.security(["add-generic-password", "-s", "pin", "-a", "x", "-w", secret, keychain]).status == 0)
+        #expect(try fixture.security(["lock-keychain", keychain]).status == 0)
 
         // The person sees the dialog, types a wrong password, sees it refused, types the right one.
-        let typed = "keychain\twrong-password\nWrong password\t\(password)\n"
-        let run = try runTool(
-            python, [Self.clients + "terminal.py", python, Self.clients + "pinentry_client.py"],
-            stdin: Data(typed.utf8), environment: bus.environment, deadline: 180)
+        let run = try fixture.onTerminal(
+            [fixture.python, Self.clients + "pinentry_client.py"],
+            typing: "keychain\twrong-password\nWrong password\t\(fixture.password)\n")
         let screen = run.out
         #expect(run.status == 0, "\(run)\n\(screen)")
         #expect(screen.contains("unlocked") && screen.contains("secret=" + secret), "\(screen)")
         #expect(screen.contains("python3"), "the dialog names the program that asks: \(screen)")
 
         // Unlocked in the agent: another process reads without a password.
-        let found = try runTool(
-            security, ["find-generic-password", "-s", "pin", "-a", "x", "-w", keychain], environment: bus.environment)
+        let found = try fixture.security(["find-generic-password", "-s", "pin", "-a", "x", "-w", keychain])
         #expect(found.out == secret + "\n", "\(found)")
     }
 
@@ -58,77 +75,52 @@ struct PinentryTests {
         "secret-tool lookup of a locked keychain's item finds it among the locked results, asks on its terminal, prints the secret"
     )
     func secretToolUnlocksThroughPinentry() throws {
-        let python = try requireTool(PythonClientTests.python)
-        let pinentry = try requireTool("/usr/bin/pinentry-curses")
+        let fixture = try PinentryFixture()
         let secretTool = try requireTool("/usr/bin/secret-tool")
-        let bus = try PrivateSessionBus(
-            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
-            keychaind: try requireTool(productsDirectory + "/keychaind"),
-            environment: ["KEYCHAIN_PINENTRY": pinentry, "TERM": "xterm"])
-        defer { bus.stop() }
-        let security = try requireTool(productsDirectory + "/security")
-        let keychain = bus.root + "/data/keychains/login.keychain-db"
-        let password = "pin-\(UUID().uuidString.prefix(8))"
+        let gdbus = try requireTool("/usr/bin/gdbus")
+        let environment = fixture.bus.environment
         let secret = "kept-\(UUID().uuidString.prefix(8))"
-        #expect(
-            try runTool(security, ["create-keychain", "-p", password, keychain], environment: bus.environment).status
-                == 0)
         let stored = try runTool(
             secretTool, ["store", "--label=Locked later", "service", "pin", "account", "x"], stdin: Data(secret.utf8),
-            environment: bus.environment)
+            environment: environment)
         #expect(stored.status == 0, "\(stored)")
-        #expect(try runTool(security, ["lock-keychain", keychain], environment: bus.environment).status == 0)
+        #expect(try fixture.security(["lock-keychain", fixture.keychain]).status == 0)
 
         // Locked: the item is listed as a locked result (by the index), never as an unlocked one.
-        let search = try runTool(
-            try requireTool("/usr/bin/gdbus"),
-            [
-                "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
-                "/org/freedesktop/secrets",
-                "--method", "org.freedesktop.Secret.Service.SearchItems", "{'service': 'pin', 'account': 'x'}",
-            ], environment: bus.environment)
-        #expect(
-            search.out.hasPrefix("(@ao [], [objectpath '/org/freedesktop/secrets/collection/login/"), "\(search.out)")
-        let other = try runTool(
-            try requireTool("/usr/bin/gdbus"),
-            [
-                "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
-                "/org/freedesktop/secrets",
-                "--method", "org.freedesktop.Secret.Service.SearchItems", "{'service': 'nothing', 'account': 'x'}",
-            ], environment: bus.environment)
-        #expect(other.out.contains("(@ao [], @ao [])"), "\(other.out)")
+        func search(_ query: String) throws -> String {
+            try runTool(
+                gdbus,
+                [
+                    "call", "--session", "--dest", SecretServiceProvider.busName, "--object-path",
+                    "/org/freedesktop/secrets", "--method", "org.freedesktop.Secret.Service.SearchItems", query,
+                ], environment: environment
+            ).out
+        }
+        let found = try search("{'service': 'pin', 'account': 'x'}")
+        #expect(found.hasPrefix("(@ao [], [objectpath '/org/freedesktop/secrets/collection/login/"), "\(found)")
+        let other = try search("{'service': 'nothing', 'account': 'x'}")
+        #expect(other.contains("(@ao [], @ao [])"), "\(other)")
 
         // secret-tool unlocks what it found: the dialog on its terminal, then the secret.
-        let run = try runTool(
-            python, [Self.clients + "terminal.py", secretTool, "lookup", "service", "pin", "account", "x"],
-            stdin: Data("keychain\t\(password)\n".utf8), environment: bus.environment, deadline: 180)
+        let run = try fixture.onTerminal(
+            [secretTool, "lookup", "service", "pin", "account", "x"], typing: "keychain\t\(fixture.password)\n")
         #expect(run.status == 0 && run.out.contains(secret), "\(run)\n\(run.out)")
         #expect(run.out.contains("secret-tool"), "the dialog names the program: \(run.out)")
     }
 
     @Test("Cancelling the pinentry dialog dismisses the prompt; the keychain stays locked")
     func cancelDismisses() throws {
-        let python = try requireTool(PythonClientTests.python)
-        let pinentry = try requireTool("/usr/bin/pinentry-curses")
-        let bus = try PrivateSessionBus(
-            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
-            keychaind: try requireTool(productsDirectory + "/keychaind"),
-            environment: ["KEYCHAIN_PINENTRY": pinentry, "TERM": "xterm"])
-        defer { bus.stop() }
-        let security = try requireTool(productsDirectory + "/security")
-        let keychain = bus.root + "/data/keychains/login.keychain-db"
+        let fixture = try PinentryFixture()
         #expect(
-            try runTool(security, ["create-keychain", "-p", "pw", keychain], environment: bus.environment).status == 0)
-        #expect(try runTool(security, ["lock-keychain", keychain], environment: bus.environment).status == 0)
+            try fixture.security(["add-generic-password", "-s", "pin", "-a", "x", "-w", "s", fixture.keychain]).status
+                == 0)
+        #expect(try fixture.security(["lock-keychain", fixture.keychain]).status == 0)
 
         // Escape cancels pinentry-curses.
-        let run = try runTool(
-            python, [Self.clients + "terminal.py", python, Self.clients + "pinentry_client.py"],
-            stdin: Data("keychain\t\u{1b}\n".utf8), environment: bus.environment, deadline: 180)
+        let run = try fixture.onTerminal(
+            [fixture.python, Self.clients + "pinentry_client.py"], typing: "keychain\t\u{1b}\n")
         #expect(run.status == 0 && run.out.contains("dismissed"), "\(run)\n\(run.out)")
-        let status = try runTool(security, ["show-keychain-info", keychain], environment: bus.environment)
-        let locked = try runTool(
-            security, ["find-generic-password", "-s", "pin", keychain], environment: bus.environment)
-        #expect(locked.status != 0, "still locked: \(locked) \(status)")
+        let locked = try fixture.security(["find-generic-password", "-s", "pin", "-w", fixture.keychain])
+        #expect(locked.status != 0, "still locked: \(locked)")
     }
 }

@@ -201,6 +201,14 @@ final class PrivateSessionBus: @unchecked Sendable {
         address = printed
     }
 
+    /// A bus that activates the built `keychaind` from the repository's service file, with
+    /// `environment` added to the standard one.
+    static func activatingKeychaind(environment extra: [String: String] = [:]) throws -> PrivateSessionBus {
+        try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"), environment: extra)
+    }
+
     /// The pid of the owner of `name` on this bus, or `nil`.
     func ownerPID(of name: String) throws -> Int32? {
         let result = try runTool(

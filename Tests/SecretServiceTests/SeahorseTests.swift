@@ -53,9 +53,7 @@ struct SeahorseTests {
         let gdbus = try requireTool("/usr/bin/gdbus")
         let worker = try requireTool(productsDirectory + "/keychain-secitem-worker")
 
-        let bus = try PrivateSessionBus(
-            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
-            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        let bus = try PrivateSessionBus.activatingKeychaind()
         defer { bus.stop() }
 
         // The collection's label, as the provider gives it to any client (this activates it).
