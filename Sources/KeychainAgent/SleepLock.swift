@@ -22,7 +22,8 @@ import Synchronization
 /// So that the machine does not suspend before the keychains are locked, the agent holds a
 /// logind *delay inhibitor* for sleep (``SleepInhibitor``): taken once subscribed, released
 /// (its descriptor closed) right after `PrepareForSleep(true)` has locked, taken again on
-/// `PrepareForSleep(false)`. Without logind, or when `Inhibit` fails, it carries on without one.
+/// `PrepareForSleep(false)`, and taken from the new logind when logind restarts. Without logind,
+/// or when `Inhibit` fails, it carries on without one.
 ///
 /// Signals count only when their sender is the connection that owns `org.freedesktop.login1`
 /// now (`GetNameOwner`, then the bus's `NameOwnerChanged`): the bus stamps every message's
@@ -53,6 +54,9 @@ public enum SleepLock {
         case sessionLock
         /// `PrepareForSleep(false)`: the machine has resumed.
         case resume
+        /// Another process owns logind's name now (logind restarted), or none: an inhibitor
+        /// taken from the previous one means nothing any more.
+        case logindChanged(running: Bool)
     }
 
     /// Connects to the system bus and locks `service`'s keychains with `locksOnSleep` on each
@@ -86,6 +90,10 @@ public enum SleepLock {
                 if event == .sleep { inhibitor.release() }
             case .resume:
                 await inhibitor.take()
+            case .logindChanged(let running):
+                // The old logind's inhibitor died with it: hold one of the new logind's.
+                inhibitor.release()
+                if running { await inhibitor.take() }
             }
         }
     }
@@ -187,10 +195,11 @@ public enum SleepLock {
         mutating func handle(_ signal: DBusMessage) async -> Event? {
             if Self.ownerChanged.matches(signal) {
                 guard signal.body.count == 3, case .string(let newOwner) = signal.body[2] else { return nil }
+                let previous = owner
                 owner = newOwner.isEmpty ? nil : newOwner
                 log("\(login1) is now owned by \(owner ?? "nobody")")
                 await findSession()
-                return nil
+                return owner == previous ? nil : .logindChanged(running: owner != nil)
             }
             if Self.prepareForSleep.matches(signal, senderOwner: owner) {
                 switch signal.body {

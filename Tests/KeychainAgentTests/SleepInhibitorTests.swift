@@ -302,6 +302,32 @@ struct SleepInhibitorTests {
         #expect(!standIn.lines.contains { $0.hasPrefix("released 2") }, "and it is held")
     }
 
+    @Test("When logind restarts (a new owner of its name), the agent takes a delay inhibitor from the new one")
+    func retakesInhibitorWhenLogindRestarts() async throws {
+        let bus = try SleepLockTests.SystemBus()
+        defer { bus.stop() }
+        let first = try Login1StandIn(bus: bus.address)
+        defer { first.stop() }
+        try await first.waitUntilOwner()
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
+        let running = Task { await SleepLock.run(environment: environment, log: { _ in }) { 0 } }
+        #expect(try await first.line(startingWith: "inhibit 1 ") != nil, "\(first.lines)")
+
+        // logind dies and another takes its name: its inhibitor list starts empty.
+        first.stop()
+        let second = try Login1StandIn(bus: bus.address)
+        defer { second.stop() }
+        try await second.waitUntilOwner()
+        #expect(
+            try await second.line(startingWith: "inhibit 1 ") == "inhibit 1 what=sleep who=keychaind mode=delay",
+            "the restarted logind holds the agent's inhibitor: \(second.lines)")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!second.lines.contains { $0.hasPrefix("released") }, "and it is held: \(second.lines)")
+        running.cancel()
+        bus.stop()
+        await running.value
+    }
+
     /// The stand-in's source (written to a temporary file for each run).
     static let standInScript = #"""
         # A logind stand-in for keychaind's tests: owns org.freedesktop.login1 on the bus given as
