@@ -216,8 +216,11 @@ public struct ItemSchema: Sendable {
             a("atyp", .blob, bytes: true, default: .string("")),
             a("port", .number, default: .number(0)),
             a("path", .blob, bytes: true, default: .string("")),
+            // A Secret Service item's attribute map and its digest (see the generic password's).
+            a("gena", .blob, bytes: true),
+            countedOnlyWhenSet(a("pkdx", .blob, bytes: true)),
         ],
-        primaryKey: ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"], lookupKeys: ["srvr", "acct"])
+        primaryKey: ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "pkdx"], lookupKeys: ["srvr", "acct"])
 
     private static let certificateSpecs: [AttributeSpec] = [
         a("ctyp", .number, default: .number(0)), a("cenc", .number),

@@ -23,9 +23,67 @@ public enum SecretAttributes {
     public static func attributes(of item: Item) -> [String: String] {
         if let data = item.attributes[.generic]?.dataValue, let map = decode(data) { return current(map, of: item) }
         var attributes: [String: String] = [:]
-        if let service = item.attributes[.service]?.stringValue, !service.isEmpty { attributes["service"] = service }
-        if let account = item.attributes[.account]?.stringValue, !account.isEmpty { attributes["account"] = account }
+        func put(_ key: String, _ name: AttributeName) {
+            if let value = item.attributes[name]?.stringValue, !value.isEmpty { attributes[key] = value }
+        }
+        guard item.itemClass == .internetPassword else {
+            put("service", .service)
+            put("account", .account)
+            return attributes
+        }
+        // An internet password made through SecItem or `security`: libsecret's network schema.
+        put("server", .server)
+        put("user", .account)
+        put("object", .path)
+        put("domain", .securityDomain)
+        if let code = item.attributes[.protocol]?.stringValue, let name = protocolNames[code] {
+            attributes["protocol"] = name
+        }
+        if let port = item.attributes[.port]?.numberValue, port > 0 { attributes["port"] = String(port) }
         return attributes
+    }
+
+    /// The keychain class of a D-Bus item: an internet password when its map names a `server`
+    /// and no `service` (libsecret's network schema, git's credential helper: what Apple's
+    /// clients keep as internet passwords), else a generic password.
+    public static func itemClass(for attributes: [String: String]) -> ItemClass {
+        attributes["server"] != nil && attributes["service"] == nil ? .internetPassword : .genericPassword
+    }
+
+    /// libsecret's protocol names and Apple's four-character codes (`kSecAttrProtocolHTTPS` is
+    /// `htps`, …), for the protocols both know.
+    static let protocolCodes: [String: String] = [
+        "http": "http", "https": "htps", "ftp": "ftp ", "ftps": "ftps", "ssh": "ssh ", "smtp": "smtp",
+        "imap": "imap", "imaps": "imps", "pop3": "pop3", "pop3s": "pops", "ldap": "ldap", "ldaps": "ldps",
+        "smb": "smb ", "afp": "afp ", "telnet": "teln", "irc": "irc ", "nntp": "nntp", "socks": "sox ",
+    ]
+    static let protocolNames = Dictionary(uniqueKeysWithValues: protocolCodes.map { ($0.value, $0.key) })
+
+    /// The keychain attributes an internet password takes from a network-schema map, with the
+    /// keys they use up; a protocol or port Apple has no value for stays in the map only.
+    static func internetAttributes(_ attributes: [String: String]) -> (Attributes, used: Set<String>) {
+        var stored: Attributes = [:]
+        var used: Set<String> = ["server"]
+        stored[.server] = .string(attributes["server"] ?? "")
+        if let name = attributes["protocol"], let code = protocolCodes[name] {
+            stored[.protocol] = .string(code)
+            used.insert("protocol")
+        }
+        if let port = attributes["port"], let number = Int64(port), String(number) == port,
+            (1...65_535).contains(number)
+        {
+            stored[.port] = .number(number)
+            used.insert("port")
+        }
+        if let object = attributes["object"] {
+            stored[.path] = .string(object)
+            used.insert("object")
+        }
+        if let domain = attributes["domain"] {
+            stored[.securityDomain] = .string(domain)
+            used.insert("domain")
+        }
+        return (stored, used)
     }
 
     /// The keychain attributes of a D-Bus item: `svce`, `acct`, `labl`, `gena`, and, unless the
@@ -38,11 +96,15 @@ public enum SecretAttributes {
     ) -> Attributes {
         let map = encode(attributes)
         var stored: Attributes = [
-            .service: .string(attributes["service"] ?? ""),
             .account: .string(attributes["account"] ?? attributes["username"] ?? attributes["user"] ?? ""),
             .label: .string(label),
             .generic: .data(map),
         ]
+        if itemClass(for: attributes) == .internetPassword {
+            stored.merge(internetAttributes(attributes).0) { $1 }
+        } else {
+            stored[.service] = .string(attributes["service"] ?? "")
+        }
         if !isPlain(attributes) {
             stored[.primaryKeyDiscriminator] = .data(Data(SHA256.hash(data: map)))
         } else if clearing {
@@ -56,8 +118,38 @@ public enum SecretAttributes {
     /// the one `security add-generic-password -s S -a A` makes.
     public static func isPlain(_ attributes: [String: String]) -> Bool {
         let accounts = Set(["account", "username", "user"].compactMap { attributes[$0] })
-        return accounts.count <= 1
-            && attributes.keys.allSatisfy { ["service", "account", "username", "user"].contains($0) }
+        guard accounts.count <= 1 else { return false }
+        let keys: Set<String> =
+            itemClass(for: attributes) == .internetPassword
+            ? internetAttributes(attributes).used : ["service"]
+        return attributes.keys.allSatisfy { keys.contains($0) || ["account", "username", "user"].contains($0) }
+    }
+
+    /// The engine queries that narrow a search by indexed attributes, one per class an item
+    /// matching `query` can be: a query with a `service` finds generic passwords only (an
+    /// internet password's map never has one).
+    public static func engineQueries(for query: [String: String]) -> [ItemQuery] {
+        var queries = [engineQuery(for: query)]
+        if query["service"] == nil {
+            var attributes: Attributes = [:]
+            if let server = query["server"] { attributes[.server] = .string(server) }
+            if let account = query["account"] { attributes[.account] = .string(account) }
+            queries.append(ItemQuery(class: .internetPassword, attributes: attributes))
+        }
+        return queries
+    }
+
+    /// Whether two items of one class have the same primary key as Apple defines it (without
+    /// the discriminator `pkdx`): the keychain's own item with a D-Bus item's service and account.
+    static func sameApplePrimaryKey(_ a: Attributes, _ b: Attributes, class itemClass: ItemClass) -> Bool {
+        let names: [AttributeName] =
+            itemClass == .internetPassword
+            ? [.account, .server, .protocol, .port, .path, .securityDomain] : [.service, .account]
+        return names.allSatisfy { name in
+            let left = a[name]?.stringValue ?? a[name]?.numberValue.map(String.init) ?? ""
+            let right = b[name]?.stringValue ?? b[name]?.numberValue.map(String.init) ?? ""
+            return left == right || (left.isEmpty && right == "0") || (left == "0" && right.isEmpty)
+        }
     }
 
     /// The engine query that narrows a search by the indexed primary-key attributes: `svce` for
@@ -80,6 +172,7 @@ public enum SecretAttributes {
     static func current(_ map: [String: String], of item: Item) -> [String: String] {
         var map = map
         if map["service"] != nil, let service = item.attributes[.service]?.stringValue { map["service"] = service }
+        if map["server"] != nil, let server = item.attributes[.server]?.stringValue { map["server"] = server }
         if let key = ["account", "username", "user"].first(where: { map[$0] != nil }),
             let account = item.attributes[.account]?.stringValue
         {
@@ -97,11 +190,14 @@ public enum SecretAttributes {
     public static func matches(_ item: Item, _ query: [String: String]) -> Bool {
         let map = item.attributes[.generic]?.dataValue.flatMap(decode).map { current($0, of: item) } ?? [:]
         let service = item.attributes[.service]?.stringValue ?? ""
+        let server = item.attributes[.server]?.stringValue ?? ""
         let account = item.attributes[.account]?.stringValue ?? ""
+        let shown = map.isEmpty ? attributes(of: item) : [:]
         return query.allSatisfy { key, value in
-            if let mapped = map[key] { return mapped == value }
+            if let mapped = map[key] ?? shown[key] { return mapped == value }
             switch key {
             case "service": return !service.isEmpty && value == service
+            case "server": return !server.isEmpty && value == server
             case "account", "username", "user": return !account.isEmpty && value == account
             default: return false
             }

@@ -86,18 +86,19 @@ public enum SecretServiceImport {
     /// Stores `item` in `keychain` as the provider stores a D-Bus item.
     public static func store(_ item: ForeignSecretItem, in keychain: any KeychainHandle) throws -> Outcome {
         let stored = SecretAttributes.keychainAttributes(for: item.attributes, label: item.label)
-        let candidates = try keychain.find(SecretAttributes.engineQuery(for: item.attributes), includeData: true)
+        let itemClass = SecretAttributes.itemClass(for: item.attributes)
+        let candidates = try SecretAttributes.engineQueries(for: item.attributes).filter { $0.itemClass == itemClass }
+            .flatMap { try keychain.find($0, includeData: true) }
         if let same = candidates.first(where: { SecretAttributes.attributes(of: $0) == item.attributes }),
             let id = same.persistentID
         {
             if same.data == item.secret && same.attributes[.label] == stored[.label] { return .unchanged }
             _ = try keychain.update(
-                ItemQuery(class: .genericPassword, persistentID: id), attributes: [.label: stored[.label]!],
-                data: item.secret)
+                ItemQuery(class: itemClass, persistentID: id), attributes: [.label: stored[.label]!], data: item.secret)
             return .updated
         }
         do {
-            _ = try keychain.add(Item(class: .genericPassword, attributes: stored, data: item.secret))
+            _ = try keychain.add(Item(class: itemClass, attributes: stored, data: item.secret))
             return .added
         } catch let error as KeychainError where error.code == .duplicateItem {
             return .collides

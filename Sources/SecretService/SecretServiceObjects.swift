@@ -183,14 +183,18 @@ extension SecretServiceProvider {
         let data = try receivedSecret(call.arguments[1], caller: call.message.sender)
         let replace = call.arguments[2] == .boolean(true)
         let stored = SecretAttributes.keychainAttributes(for: attributes, label: label)
+        let itemClass = SecretAttributes.itemClass(for: attributes)
         let (item, added) = try await withKeychain(collection, call.message, call.connection) { keychain in
             // Replace the item with these attributes, or the SecItem-made item with the same
-            // service and account (Apple's primary key: it is the same item through the other door).
+            // primary key as Apple defines it (the same item through the other door).
             let candidates =
-                replace ? try keychain.find(SecretAttributes.engineQuery(for: attributes), includeData: false) : []
+                replace
+                ? try SecretAttributes.engineQueries(for: attributes).filter { $0.itemClass == itemClass }.flatMap {
+                    try keychain.find($0, includeData: false)
+                } : []
             let keychainMade = candidates.first { item in
                 SecretAttributes.isKeychainMade(item)
-                    && item.attributes[.service] == stored[.service] && item.attributes[.account] == stored[.account]
+                    && SecretAttributes.sameApplePrimaryKey(item.attributes, stored, class: itemClass)
             }
             let sameMap = candidates.first { SecretAttributes.matches(SecretAttributes.attributes(of: $0), attributes) }
             if let existing = sameMap ?? keychainMade, let id = existing.persistentID {
@@ -198,11 +202,10 @@ extension SecretServiceProvider {
                 // The keychain's own item keeps Apple's primary key (no discriminator), so that
                 // `security add-generic-password -s S -a A` still finds it a duplicate.
                 if sameMap == nil { changes[.primaryKeyDiscriminator] = .data(Data()) }
-                _ = try keychain.update(
-                    ItemQuery(class: .genericPassword, persistentID: id), attributes: changes, data: data)
+                _ = try keychain.update(ItemQuery(class: itemClass, persistentID: id), attributes: changes, data: data)
                 return (existing, false)
             }
-            return (try keychain.add(Item(class: .genericPassword, attributes: stored, data: data)), true)
+            return (try keychain.add(Item(class: itemClass, attributes: stored, data: data)), true)
         }
         guard let path = Self.itemPath(item, in: collection) else { throw SecretServiceError.noSuchObject }
         try registerItem(at: path)
@@ -262,6 +265,11 @@ extension SecretServiceProvider {
                             throw DBusError.method(DBusErrorName.invalidArgs, "expected a{ss}")
                         }
                         let attributes = Self.stringMap(Self.unwrap(value))
+                        let current = try await currentItem(path, connection)
+                        guard SecretAttributes.itemClass(for: attributes) == current.itemClass else {
+                            throw SecretServiceError.notSupported(
+                                "these attributes would make it another kind of item: store a new one instead")
+                        }
                         try await change(path, connection) { item in
                             var stored = SecretAttributes.keychainAttributes(
                                 for: attributes, label: item.attributes[.label]?.stringValue ?? "", clearing: true)
@@ -289,9 +297,9 @@ extension SecretServiceProvider {
     ) async throws {
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let changed = try await withKeychain(collection, DBusCurrentCall.message, connection) { keychain in
-            let query = ItemQuery(class: .genericPassword, persistentID: id)
-            guard let item = try keychain.findFirst(query, includeData: false) else { return 0 }
-            return try keychain.update(query, attributes: body(item), data: nil)
+            try Self.withPasswordQuery(id, in: keychain) { query, item in
+                try keychain.update(query, attributes: body(item), data: nil)
+            }
         }
         guard changed > 0 else { throw SecretServiceError.noSuchObject }
         await emit(
@@ -307,8 +315,9 @@ extension SecretServiceProvider {
         let value = try receivedSecret(call.arguments.first, caller: call.message.sender)
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let changed = try await withKeychain(collection, call.message, call.connection) { keychain in
-            try keychain.update(
-                ItemQuery(class: .genericPassword, persistentID: id), attributes: [:], data: value)
+            try Self.withPasswordQuery(id, in: keychain) { query, _ in
+                try keychain.update(query, attributes: [:], data: value)
+            }
         }
         guard changed > 0 else { throw SecretServiceError.noSuchObject }
         await emit(
@@ -320,7 +329,7 @@ extension SecretServiceProvider {
     func delete(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let deleted = try await withKeychain(collection, call.message, call.connection) { keychain in
-            try keychain.delete(ItemQuery(class: .genericPassword, persistentID: id))
+            try Self.withPasswordQuery(id, in: keychain) { query, _ in try keychain.delete(query) }
         }
         guard deleted > 0 else { throw SecretServiceError.noSuchObject }
         objects.unregister(path: path)

@@ -270,15 +270,7 @@ public final class SecretServiceProvider: Sendable {
             let found: (items: [Item], locked: [UUID])
             do {
                 found = try await withKeychain(collection, message, connection) { keychain in
-                    do {
-                        return (try keychain.find(SecretAttributes.engineQuery(for: query), includeData: false), [])
-                    } catch let error as KeychainError where error.code == .interactionNotAllowed {
-                        guard let locked = Self.lockedQuery(for: query) else { throw error }
-                        let ids = try keychain.lockedMatches(locked.query)
-                        // No item with exactly this map says nothing of items with more attributes.
-                        if ids.isEmpty && !locked.isComplete { throw error }
-                        return ([], ids)
-                    }
+                    try Self.find(query, in: keychain)
                 }
             } catch let error as DBusError where error.errorName == SecretServiceError.isLocked {
                 unanswered = error
@@ -295,6 +287,58 @@ public final class SecretServiceProvider: Sendable {
         if let unanswered, unlocked.isEmpty && locked.isEmpty { throw unanswered }
         for path in unlocked + locked { try registerItem(at: path) }
         return (unlocked, locked)
+    }
+
+    /// The items of `keychain` that may match `query` (to be checked with
+    /// ``SecretAttributes/matches(_:_:)-(Item,_)``), and the ids a locked keychain's index finds.
+    /// - Throws: `.interactionNotAllowed` when the keychain is locked and cannot say what matches.
+    static func find(_ query: [String: String], in keychain: any KeychainHandle) throws -> (
+        items: [Item], locked: [UUID]
+    ) {
+        var items: [Item] = []
+        var locked: [UUID] = []
+        for engineQuery in SecretAttributes.engineQueries(for: query) {
+            do {
+                items += try keychain.find(engineQuery, includeData: false)
+            } catch let error as KeychainError where error.code == .interactionNotAllowed {
+                guard engineQuery.itemClass == .genericPassword else {
+                    // Internet passwords are not searched while locked: a query on a server
+                    // cannot be answered; any other query is answered by the generic passwords.
+                    if query["server"] != nil { throw error }
+                    continue
+                }
+                guard let lockedQuery = Self.lockedQuery(for: query) else { throw error }
+                let ids = try keychain.lockedMatches(lockedQuery.query)
+                // No item with exactly this map says nothing of items with more attributes.
+                if ids.isEmpty && !lockedQuery.isComplete { throw error }
+                locked += ids
+            }
+        }
+        return (items, locked)
+    }
+
+    /// The password classes a D-Bus item can be.
+    static let passwordClasses: [ItemClass] = [.genericPassword, .internetPassword]
+
+    /// The item with persistent id `id` when it is a password (never a key or a certificate).
+    static func findPassword(_ id: UUID, in keychain: any KeychainHandle, includeData: Bool) throws -> Item? {
+        for itemClass in passwordClasses {
+            if let item = try keychain.findFirst(
+                ItemQuery(class: itemClass, persistentID: id), includeData: includeData)
+            {
+                return item
+            }
+        }
+        return nil
+    }
+
+    /// `body` with the query of the password whose persistent id is `id` (its class found
+    /// first); `0` when there is none.
+    static func withPasswordQuery(
+        _ id: UUID, in keychain: any KeychainHandle, _ body: (ItemQuery, Item) throws -> Int
+    ) throws -> Int {
+        guard let item = try findPassword(id, in: keychain, includeData: false) else { return 0 }
+        return try body(ItemQuery(class: item.itemClass, persistentID: id), item)
     }
 
     /// The query a locked keychain answers for `query` exactly as an open one would, by its
@@ -325,7 +369,7 @@ public final class SecretServiceProvider: Sendable {
     {
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let found = try await withKeychain(collection, message, connection) { keychain in
-            try keychain.findFirst(ItemQuery(class: .genericPassword, persistentID: id), includeData: includeData)
+            try Self.findPassword(id, in: keychain, includeData: includeData)
         }
         guard let found else { throw SecretServiceError.noSuchObject }
         return found

@@ -51,13 +51,18 @@ extension SecretServiceProvider {
     {
         guard let groups = knownGroups(call.message), let list = recentCollections() else { return nil }
         let query = Self.stringMap(call.arguments.first)
-        var engineQuery = SecretAttributes.engineQuery(for: query)
-        engineQuery.limit = Self.quickLimit + 1
+        let engineQueries = SecretAttributes.engineQueries(for: query).map { engineQuery in
+            var limited = engineQuery
+            limited.limit = Self.quickLimit + 1
+            return limited
+        }
         var paths: [String] = []
         for collection in collections(list) {
             if collection.store == .session && sessionKeychain.withLock({ $0 == nil }) { continue }
             guard
-                let found = try withOpenKeychain(collection, groups, { try $0.find(engineQuery, includeData: false) }),
+                let found = try withOpenKeychain(
+                    collection, groups,
+                    { keychain in try engineQueries.flatMap { try keychain.find($0, includeData: false) } }),
                 found.count <= Self.quickLimit
             else { return nil }
             paths += found.filter { SecretAttributes.matches($0, query) }.compactMap {
@@ -80,10 +85,11 @@ extension SecretServiceProvider {
         var entries: [DBusDictEntry] = []
         for path in paths {
             guard let (collection, id) = resolve(path, in: list), let id else { continue }
-            let query = ItemQuery(class: .genericPassword, persistentID: id)
             let found: Item??
             do {
-                found = try withOpenKeychain(collection, groups) { try $0.findFirst(query, includeData: true) }
+                found = try withOpenKeychain(collection, groups) {
+                    try Self.findPassword(id, in: $0, includeData: true)
+                }
             } catch {
                 continue
             }

@@ -42,7 +42,8 @@ struct DuplicateTests {
         let common: Set = ["agrp", "sync", "vwht", "tkid", "ggrp"]
         // `pkdx` is Linux's: it counts only when set (Secret Service items of other schemas).
         #expect(names(.genericPassword) == common.union(["acct", "svce", "pkdx"]))
-        #expect(names(.internetPassword) == common.union(["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path"]))
+        #expect(
+            names(.internetPassword) == common.union(["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "pkdx"]))
         #expect(names(.certificate) == common.union(["ctyp", "issr", "slnr"]))
         #expect(
             names(.key) == common.union(["kcls", "klbl", "atag", "crtr", "type", "bsiz", "esiz", "sdat", "edat"]))

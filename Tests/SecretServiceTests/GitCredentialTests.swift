@@ -84,23 +84,22 @@ struct GitCredentialTests {
         let got = try git("get", site)
         #expect(got.status == 0 && got.out == "username=alice\npassword=\(first)\n", "\(got) \(got.out)")
 
-        // The item is a generic password: acct from `user`, the helper's label; not an internet password.
-        let generic = try runTool(
-            security, ["find-generic-password", "-a", "alice", "-l", "Git: https://example.com/", "-w"],
-            environment: bus.environment)
-        #expect(generic.status == 0 && generic.out == first + "\n", "\(generic)")
+        // The item is an internet password, as macOS's git helper keeps one: srvr, acct from
+        // `user`, ptcl htps; the whole map in gena. It is not a generic password.
         let internet = try runTool(
             security, ["find-internet-password", "-s", "example.com", "-a", "alice", "-w"], environment: bus.environment
         )
-        #expect(internet.status == 44 && internet.stdout.isEmpty, "\(internet)")
-        let block = try runTool(security, ["find-generic-password", "-a", "alice"], environment: bus.environment)
+        #expect(internet.status == 0 && internet.out == first + "\n", "\(internet)")
+        let generic = try runTool(
+            security, ["find-generic-password", "-a", "alice", "-l", "Git: https://example.com/", "-w"],
+            environment: bus.environment)
+        #expect(generic.status == 44 && generic.stdout.isEmpty, "\(generic)")
+        let block = try runTool(
+            security, ["find-internet-password", "-s", "example.com", "-a", "alice"], environment: bus.environment)
         #expect(
-            block.out.contains("\"svce\"<blob>=<NULL>") && block.out.contains("\"acct\"<blob>=\"alice\""),
-            "\(block.out)")
-        #expect(
-            block.out.contains(
-                "\"gena\"<blob>=\"{\"org.freedesktop.Secret.Attributes\":{\"protocol\":\"https\",\"server\":\"example.com\","
-                    + "\"user\":\"alice\",\"xdg:schema\":\"org.gnome.keyring.NetworkPassword\"}}\""), "\(block.out)")
+            block.out.contains("\"srvr\"<blob>=\"example.com\"") && block.out.contains("\"acct\"<blob>=\"alice\"")
+                && block.out.contains("\"ptcl\"<uint32>=\"htps\""), "\(block.out)")
+        #expect(block.out.contains("class: \"inet\""), "\(block.out)")
 
         // secret-tool lists it with the attributes the helper gave.
         var listed = try Self.search(bus, ["protocol", "https"])

@@ -84,6 +84,48 @@ struct SecretToolTests {
         #expect(introspection.status == 0 && introspection.out.contains("OpenSession"), "\(introspection)")
     }
 
+    @Test(
+        "Internet passwords cross both ways: security's is found by server and user, secret-tool's network item by find-internet-password"
+    )
+    func internetPasswords() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let added = try security(
+            bus,
+            [
+                "add-internet-password", "-s", "host.example", "-a", "carol", "-r", "htps", "-P", "8443", "-w",
+                "from-security",
+            ])
+        #expect(added.status == 0, "\(added)")
+        let found = try secretTool(bus, ["lookup", "server", "host.example", "user", "carol"])
+        #expect(found.status == 0 && found.stdout == Data("from-security".utf8), "\(found)")
+        let listed = try secretTool(bus, ["search", "--all", "server", "host.example"])
+        let shown = listed.out + String(decoding: listed.stderr, as: UTF8.self)
+        #expect(
+            shown.contains("attribute.protocol = https") && shown.contains("attribute.port = 8443")
+                && shown.contains("attribute.user = carol"), "\(shown)")
+
+        // A network-schema item stored by secret-tool is an internet password for security.
+        #expect(
+            try secretTool(
+                bus, ["store", "--label=FTP", "server", "files.example", "protocol", "ftp", "user", "dave"],
+                stdin: Data("from-dbus".utf8)
+            ).status == 0)
+        let back = try security(bus, ["find-internet-password", "-s", "files.example", "-a", "dave", "-w"])
+        #expect(back.status == 0 && back.out == "from-dbus\n", "\(back)")
+        #expect(try security(bus, ["find-generic-password", "-a", "dave"]).status != 0, "not a generic password")
+        // Replacing by the same attributes updates that one item.
+        #expect(
+            try secretTool(
+                bus, ["store", "--label=FTP", "server", "files.example", "protocol", "ftp", "user", "dave"],
+                stdin: Data("second".utf8)
+            ).status == 0)
+        #expect(
+            try security(bus, ["find-internet-password", "-s", "files.example", "-a", "dave", "-w"]).out == "second\n")
+        #expect(try secretTool(bus, ["clear", "server", "files.example"]).status == 0)
+        #expect(try security(bus, ["find-internet-password", "-s", "files.example"]).status != 0, "cleared")
+    }
+
     func gdbus(
         _ bus: PrivateSessionBus, _ method: String, _ arguments: [String], path: String = "/org/freedesktop/secrets"
     )
