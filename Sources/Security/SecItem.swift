@@ -198,6 +198,8 @@ private func appendAttributes(of item: Item, housekeeping: Bool, to builder: ino
             if let control = SecAccessControl(serialized: data) { builder.append(key, control) }
         case (.tombstone, _), (.multiUser, _), (.primaryKeyDiscriminator, _):
             continue
+        case (.generic, _) where item.itemClass == .internetPassword:
+            continue  // the Secret Service's attribute map: Apple's internet passwords have none
         case (_, .string(let string)): builder.append(key, string: string)
         case (_, .data(let data)): builder.append(key, data: data)
         case (_, .number(let number)): builder.append(key, number: Int(number))
@@ -294,7 +296,7 @@ private func parseChanges(_ dictionary: CFDictionary, itemClass: ItemClass) thro
         }
         if key == "nleg" || key == "musr" || key == "mdat" { continue }
         if key == "ggrp" { throw SecError(errSecParam) }
-        guard key.utf8.count == 4, let spec = schema.spec(for: AttributeName(rawValue: key)) else {
+        guard key.utf8.count == 4, let spec = schema.applesSpec(for: AttributeName(rawValue: key)) else {
             throw SecError(errSecNoSuchAttr)
         }
         switch spec.kind {

@@ -218,7 +218,7 @@ struct QueryParser {
         _ name: AttributeName, _ value: Any, schema: ItemSchema, into query: inout ParsedQuery
     ) throws {
         if name.rawValue == "nleg" { return }
-        guard let spec = schema.spec(for: name) else { throw SecError(errSecNoSuchAttr) }
+        guard let spec = schema.applesSpec(for: name) else { throw SecError(errSecNoSuchAttr) }
         switch spec.kind {
         case .accessControl:
             guard let accessControl = value as? SecAccessControl else { throw SecError(errSecParam) }
@@ -370,4 +370,17 @@ func secretData(_ value: Any, limit: Int = KeychainConfiguration.defaultMaximumD
         return data
     }
     return nil
+}
+
+extension ItemSchema {
+    /// The attributes the engine keeps for the Secret Service on internet passwords (the D-Bus
+    /// attribute map and its digest): not Apple's (its internet passwords have no `gena`), so
+    /// `SecItem*` refuses them there with `errSecNoSuchAttr`, as Apple's does.
+    static let secretServiceOnly: [ItemClass: Set<AttributeName>] = [.internetPassword: ["gena", "pkdx"]]
+
+    /// The specification of `name` when Apple's class has that attribute.
+    func applesSpec(for name: AttributeName) -> AttributeSpec? {
+        if Self.secretServiceOnly[itemClass]?.contains(name) == true { return nil }
+        return spec(for: name)
+    }
 }

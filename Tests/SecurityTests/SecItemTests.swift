@@ -349,9 +349,14 @@ struct SecItemBadInputTests {
         ("bad limit", [kSecClass: kSecClassGenericPassword, kSecMatchLimit: "many"], errSecParam),
         ("persistref key", [kSecClass: kSecClassGenericPassword, "persistref" as CFString: Data()], errSecParam),
         ("port as text", [kSecClass: kSecClassInternetPassword, kSecAttrPort: Data([1])], errSecParam),
+        // The engine keeps a Secret Service map on internet passwords; Apple's have no `gena`.
+        (
+            "generic on an internet password", [kSecClass: kSecClassInternetPassword, kSecAttrGeneric: Data([1])],
+            errSecNoSuchAttr
+        ),
     ]
 
-    @Test("wrong types and unknown keys give Apple's codes, never a trap", arguments: KeychainBackend.allCases, 0..<16)
+    @Test("wrong types and unknown keys give Apple's codes, never a trap", arguments: KeychainBackend.allCases, 0..<17)
     func badInput(backend: KeychainBackend, index: Int) throws {
         let (_, query, expected) = Self.cases[index]
         try withKeychain(backend) { _ in
