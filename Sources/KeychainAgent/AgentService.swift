@@ -199,11 +199,21 @@ public final class AgentService: Sendable {
         }
     }
 
-    /// Forgets which file the default keychain is, so that the next request for it reads the
-    /// user's preferences again (after the default was changed, as the Secret Service's
-    /// `SetAlias` does).
-    public func defaultKeychainChanged() {
+    /// Makes the keychain at the absolute `path` the user's default, as `security
+    /// default-keychain -s` does (kept in the preferences file): only for the user's own
+    /// programs (`*`). The next request for the default keychain opens that one.
+    public func setDefaultKeychain(_ path: String, for groups: AccessGroups) throws {
+        try Self.requireUserProgram(groups)
+        try KeychainPreferences.update(at: paths.preferencesFile) { $0.defaultKeychain = path }
         open.withLock { spellings[""] = nil }
+    }
+
+    /// Creating, deleting, choosing and re-keying keychains is for the user's own programs:
+    /// callers whose groups include `*`.
+    private static func requireUserProgram(_ groups: AccessGroups) throws {
+        guard groups.groups.contains("*") else {
+            throw KeychainError(.missingEntitlement, "only the user's own programs manage keychains")
+        }
     }
 
     /// Runs `body` on the keychain `name` right here, on the calling thread, when this agent
@@ -285,9 +295,7 @@ public final class AgentService: Sendable {
         _ method: AgentInterface.Method, _ arguments: [DBusValue], groups: AccessGroups
     ) throws -> [DBusValue] {
         guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
-        if Self.administration.contains(method), !groups.groups.contains("*") {
-            throw KeychainError(.missingEntitlement, "only the user's own programs manage keychains")
-        }
+        if Self.administration.contains(method) { try Self.requireUserProgram(groups) }
         let name = method == .lockAll ? "" : try string(arguments, 0)
         switch method {
         case .create:

@@ -119,8 +119,18 @@ public struct ItemSchema: Sendable {
 
     /// Whether two attribute sets have the same primary key: equal values (or defaults) for
     /// every primary-key attribute, as the primary-key tag compares them.
-    func hasSamePrimaryKey(_ a: Attributes, _ b: Attributes) -> Bool {
-        primaryKey.allSatisfy { name in
+    func hasSamePrimaryKey(_ a: Attributes, _ b: Attributes) -> Bool { agree(a, b, on: primaryKey) }
+
+    /// The class's own primary-key attributes, as Apple defines them: without the ones every
+    /// class shares (access group, synchronizable, …) and without Linux's discriminator `pkdx`.
+    package var ownPrimaryKey: [AttributeName] {
+        primaryKey.filter { !Self.commonPrimaryKey.contains($0) && $0 != .primaryKeyDiscriminator }
+    }
+
+    /// Whether `a` and `b` have equal values (or defaults) for each of `names`, as the
+    /// primary-key tag compares them.
+    package func agree(_ a: Attributes, _ b: Attributes, on names: [AttributeName]) -> Bool {
+        names.allSatisfy { name in
             guard let spec = spec(for: name) else { return true }
             if spec.isLeftOutOfPrimaryKey(a[name]) && spec.isLeftOutOfPrimaryKey(b[name]) { return true }
             switch (a[name] ?? spec.defaultValue, b[name] ?? spec.defaultValue) {

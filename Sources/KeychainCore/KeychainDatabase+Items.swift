@@ -368,18 +368,17 @@ extension KeychainDatabase {
     /// without opening an item (the Secret Service lists them as locked results, to be
     /// unlocked, as GNOME Keyring lists the items of a locked collection).
     ///
-    /// Only the service, the account and the primary-key discriminator are matched, by the
-    /// keyed-hash index (its key is unwrapped by the device key, so it is there while the
-    /// keychain is locked); the ids are stored in the clear. Nothing here is authenticated: an
-    /// item is checked as every item is when it is read after the unlock.
+    /// Only attributes the keyed-hash index holds are matched (its key is unwrapped by the device
+    /// key, so it is there while the keychain is locked); the ids are stored in the clear.
+    /// Nothing here is authenticated: an item is checked as every item is when it is read after
+    /// the unlock.
     ///
-    /// - Parameter query: A generic-password query on `svce`, `acct` and `pkdx` only.
-    /// - Throws: `.parameter` for any other query.
+    /// - Parameter query: A generic-password query on indexed attributes (`svce`, `acct`, `pkdx`).
+    /// - Throws: `.parameter` for any other query: one with a filter only decryption can check.
     public func lockedMatches(_ query: ItemQuery) throws -> [UUID] {
-        let allowed: Set<AttributeName> = [.service, .account, .primaryKeyDiscriminator]
-        guard query.itemClass == .genericPassword, query.attributes.keys.allSatisfy(allowed.contains),
-            query.persistentID == nil
-        else { throw KeychainError.parameter("a locked keychain is searched by service and account only") }
+        guard query.itemClass == .genericPassword, query.persistentID == nil else {
+            throw KeychainError.parameter("a locked keychain is searched for generic passwords only")
+        }
         let plan = try prepare(query, writing: false)
         guard !plan.hasResidualFilters(.genericPassword) else {
             throw KeychainError.parameter("a locked keychain is searched by its index only")

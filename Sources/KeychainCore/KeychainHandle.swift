@@ -66,15 +66,17 @@ public protocol KeychainHandle: AnyObject, Sendable {
     func rotateKeys(password: Data?, newPassword: Data?) throws
     /// Ends this handle's use of the keychain: later operations fail with `.notAvailable`.
     func close() throws
-    /// The persistent ids of the generic passwords that match `query`'s service and account
+    /// The persistent ids of the generic passwords that match `query` by the keychain's index
     /// and cannot be read now because their protection class is locked (see
     /// ``KeychainDatabase/lockedMatches(_:)``).
     func lockedMatches(_ query: ItemQuery) throws -> [UUID]
 }
 
 extension KeychainHandle {
-    /// A handle that cannot tell which locked items match finds none.
-    public func lockedMatches(_ query: ItemQuery) throws -> [UUID] { [] }
+    /// A handle that cannot search a locked keychain by its index says so rather than find none.
+    public func lockedMatches(_ query: ItemQuery) throws -> [UUID] {
+        throw KeychainError(.interactionNotAllowed, "this handle cannot search a locked keychain")
+    }
 
     /// The items that match `query`, without their secrets.
     public func find(_ query: ItemQuery) throws -> [Item] { try find(query, includeData: false) }

@@ -140,16 +140,10 @@ public enum SecretAttributes {
     }
 
     /// Whether two items of one class have the same primary key as Apple defines it (without
-    /// the discriminator `pkdx`): the keychain's own item with a D-Bus item's service and account.
+    /// the discriminator `pkdx`): the keychain's own item with a D-Bus item's attributes.
     static func sameApplePrimaryKey(_ a: Attributes, _ b: Attributes, class itemClass: ItemClass) -> Bool {
-        let names: [AttributeName] =
-            itemClass == .internetPassword
-            ? [.account, .server, .protocol, .port, .path, .securityDomain] : [.service, .account]
-        return names.allSatisfy { name in
-            let left = a[name]?.stringValue ?? a[name]?.numberValue.map(String.init) ?? ""
-            let right = b[name]?.stringValue ?? b[name]?.numberValue.map(String.init) ?? ""
-            return left == right || (left.isEmpty && right == "0") || (left == "0" && right.isEmpty)
-        }
+        let schema = ItemSchema.of(itemClass)
+        return schema.agree(a, b, on: schema.ownPrimaryKey)
     }
 
     /// The engine query that narrows a search by the indexed primary-key attributes: `svce` for

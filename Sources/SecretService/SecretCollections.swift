@@ -143,7 +143,7 @@ extension SecretServiceProvider {
             throw SecretServiceError.dbusError(error)
         }
         collectionsChanged()
-        if alias == "default" { try await makeDefault(file, groups: groups) }
+        if alias == "default" { try makeDefault(file, groups: groups) }
         let standardized = URL(fileURLWithPath: file).standardizedFileURL.path
         let list = collections()
         guard
@@ -188,25 +188,19 @@ extension SecretServiceProvider {
         case .defaultKeychain: return []
         case .session: throw SecretServiceError.notSupported("the session collection cannot be the default")
         case .file(let file):
-            try await makeDefault(file, groups: groups)
+            try makeDefault(file, groups: groups)
             collectionsChanged()
             await emitCollections("CollectionChanged", collection.path, on: call.connection)
             return []
         }
     }
 
-    private func makeDefault(_ file: String, groups: AccessGroups) async throws {
-        guard groups.groups.contains("*") else {
-            throw SecretServiceError.dbusError(
-                KeychainError(.missingEntitlement, "only the user's own programs choose the default keychain"))
-        }
-        let preferences = agent.paths.preferencesFile
+    private func makeDefault(_ file: String, groups: AccessGroups) throws {
         do {
-            try KeychainPreferences.update(at: preferences) { $0.defaultKeychain = file }
+            try agent.setDefaultKeychain(file, for: groups)
         } catch let error as KeychainError {
             throw SecretServiceError.dbusError(error)
         }
-        agent.defaultKeychainChanged()
     }
 
     /// A collection signal on the service, and the service's `Collections` invalidated.

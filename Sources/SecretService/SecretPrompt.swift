@@ -43,17 +43,13 @@ extension SecretServiceProvider {
         let groups = try await groups(call.message, call.connection)
         var locked: [String] = []
         for path in requested {
-            guard let name = resolve(path)?.collection.keychainName else { continue }
-            do {
-                let done = try await agent.withKeychain(named: name, for: groups) { keychain -> Bool in
-                    guard keychain.hasPassword else { return false }
-                    keychain.lock()
-                    return true
-                }
-                if done { locked.append(path) }
-            } catch let error as KeychainError {
-                throw SecretServiceError.dbusError(error)
+            guard let collection = resolve(path)?.collection, collection.keychainName != nil else { continue }
+            let done = try await withKeychain(collection, for: groups) { keychain -> Bool in
+                guard keychain.hasPassword else { return false }
+                keychain.lock()
+                return true
             }
+            if done { locked.append(path) }
         }
         return [Self.paths(locked), .objectPath("/")]
     }
@@ -63,14 +59,11 @@ extension SecretServiceProvider {
         -> [SecretCollection]
     {
         var locked: [SecretCollection] = []
-        for collection in collections {
-            guard let name = collection.keychainName else { continue }
+        for collection in collections where collection.keychainName != nil {
             do {
-                if try await agent.withKeychain(named: name, for: groups, { $0.isLocked }) { locked.append(collection) }
-            } catch let error as KeychainError where error.code == .noSuchKeychain {
-                continue
-            } catch let error as KeychainError {
-                throw SecretServiceError.dbusError(error)
+                if try await withKeychain(collection, for: groups, { $0.isLocked }) { locked.append(collection) }
+            } catch let error as DBusError where error.errorName == SecretServiceError.noSuchObjectName {
+                continue  // deleted meanwhile
             }
         }
         return locked
@@ -196,7 +189,9 @@ extension SecretServiceProvider {
                     try await agent.unlock(keychainNamed: name, password: password, for: groups)
                     unlocked = true
                 } catch let failure as KeychainError where failure.code == .authFailed {
-                    error = failure.message.contains("wait") ? failure.message : "Wrong password. Try again."
+                    error = "Wrong password. Try again."
+                } catch let failure as AgentError where failure.code == .throttled {
+                    error = failure.message  // too many wrong passwords: when to try again
                 } catch {
                     return .cancelled
                 }

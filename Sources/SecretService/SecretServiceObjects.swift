@@ -265,12 +265,11 @@ extension SecretServiceProvider {
                             throw DBusError.method(DBusErrorName.invalidArgs, "expected a{ss}")
                         }
                         let attributes = Self.stringMap(Self.unwrap(value))
-                        let current = try await currentItem(path, connection)
-                        guard SecretAttributes.itemClass(for: attributes) == current.itemClass else {
-                            throw SecretServiceError.notSupported(
-                                "these attributes would make it another kind of item: store a new one instead")
-                        }
                         try await change(path, connection) { item in
+                            guard SecretAttributes.itemClass(for: attributes) == item.itemClass else {
+                                throw SecretServiceError.notSupported(
+                                    "these attributes would make it another kind of item: store a new one instead")
+                            }
                             var stored = SecretAttributes.keychainAttributes(
                                 for: attributes, label: item.attributes[.label]?.stringValue ?? "", clearing: true)
                             stored[.label] = nil
@@ -293,13 +292,13 @@ extension SecretServiceProvider {
     /// Changes the attributes of the caller's item at `path` to what `body` makes of it, and
     /// says so with `ItemChanged`.
     func change(
-        _ path: String, _ connection: DBusConnection, _ body: @escaping @Sendable (Item) -> Attributes
+        _ path: String, _ connection: DBusConnection, _ body: @escaping @Sendable (Item) throws -> Attributes
     ) async throws {
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let changed = try await withKeychain(collection, DBusCurrentCall.message, connection) { keychain in
-            try Self.withPasswordQuery(id, in: keychain) { query, item in
-                try keychain.update(query, attributes: body(item), data: nil)
-            }
+            guard let item = try Self.findPassword(id, in: keychain, includeData: false) else { return 0 }
+            return try keychain.update(
+                ItemQuery(class: item.itemClass, persistentID: id), attributes: body(item), data: nil)
         }
         guard changed > 0 else { throw SecretServiceError.noSuchObject }
         await emit(
@@ -315,9 +314,7 @@ extension SecretServiceProvider {
         let value = try receivedSecret(call.arguments.first, caller: call.message.sender)
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let changed = try await withKeychain(collection, call.message, call.connection) { keychain in
-            try Self.withPasswordQuery(id, in: keychain) { query, _ in
-                try keychain.update(query, attributes: [:], data: value)
-            }
+            try Self.firstPassword(id) { try keychain.update($0, attributes: [:], data: value) }
         }
         guard changed > 0 else { throw SecretServiceError.noSuchObject }
         await emit(
@@ -329,7 +326,7 @@ extension SecretServiceProvider {
     func delete(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let deleted = try await withKeychain(collection, call.message, call.connection) { keychain in
-            try Self.withPasswordQuery(id, in: keychain) { query, _ in try keychain.delete(query) }
+            try Self.firstPassword(id) { try keychain.delete($0) }
         }
         guard deleted > 0 else { throw SecretServiceError.noSuchObject }
         objects.unregister(path: path)

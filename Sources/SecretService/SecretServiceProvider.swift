@@ -201,7 +201,15 @@ public final class SecretServiceProvider: Sendable {
         _ collection: SecretCollection, _ message: DBusMessage?, _ connection: DBusConnection,
         _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
-        let groups = try await groups(message, connection)
+        try await withKeychain(collection, for: try await groups(message, connection), body)
+    }
+
+    /// Runs `body` on `collection`'s keychain acting for `groups`; engine errors become D-Bus
+    /// errors without secrets (a keychain deleted meanwhile: `NoSuchObject`).
+    func withKeychain<T: Sendable>(
+        _ collection: SecretCollection, for groups: AccessGroups,
+        _ body: @escaping @Sendable (any KeychainHandle) throws -> T
+    ) async throws -> T {
         do {
             guard let name = collection.keychainName else {
                 guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "no access group") }
@@ -265,8 +273,7 @@ public final class SecretServiceProvider: Sendable {
         var unlocked: [String] = []
         var locked: [String] = []
         var unanswered: DBusError?
-        // The session collection holds nothing until something is stored there.
-        for collection in collections where collection.store != .session || sessionKeychain.withLock({ $0 != nil }) {
+        for collection in searched(collections) {
             let found: (items: [Item], locked: [UUID])
             do {
                 found = try await withKeychain(collection, message, connection) { keychain in
@@ -278,15 +285,25 @@ public final class SecretServiceProvider: Sendable {
             } catch let error as DBusError where error.errorName == SecretServiceError.noSuchObjectName {
                 continue  // a keychain deleted since the list was read
             }
-            unlocked += found.items.filter { SecretAttributes.matches($0, query) }.compactMap {
-                Self.itemPath($0, in: collection)
-            }
+            unlocked += Self.matchingPaths(found.items, query, in: collection)
             locked += found.locked.map { Self.itemPath($0, in: collection) }
         }
         // A locked keychain that could not say what matches: "nothing found" would be untrue.
         if let unanswered, unlocked.isEmpty && locked.isEmpty { throw unanswered }
         for path in unlocked + locked { try registerItem(at: path) }
         return (unlocked, locked)
+    }
+
+    /// `collections` without the session's while nothing was ever stored there (its keychain is
+    /// made on first use).
+    func searched(_ collections: [SecretCollection]) -> [SecretCollection] {
+        let hasSession = sessionKeychain.withLock { $0 != nil }
+        return collections.filter { $0.store != .session || hasSession }
+    }
+
+    /// The object paths of those of `collection`'s `items` that match `query`.
+    static func matchingPaths(_ items: [Item], _ query: [String: String], in collection: SecretCollection) -> [String] {
+        items.filter { SecretAttributes.matches($0, query) }.compactMap { itemPath($0, in: collection) }
     }
 
     /// The items of `keychain` that may match `query` (to be checked with
@@ -332,13 +349,19 @@ public final class SecretServiceProvider: Sendable {
         return nil
     }
 
-    /// `body` with the query of the password whose persistent id is `id` (its class found
-    /// first); `0` when there is none.
-    static func withPasswordQuery(
-        _ id: UUID, in keychain: any KeychainHandle, _ body: (ItemQuery, Item) throws -> Int
-    ) throws -> Int {
-        guard let item = try findPassword(id, in: keychain, includeData: false) else { return 0 }
-        return try body(ItemQuery(class: item.itemClass, persistentID: id), item)
+    /// `body` on the query of each password class for persistent id `id` until one changes an
+    /// item (an update or a delete by id touches one item, or none: `0` or `.itemNotFound`);
+    /// `0` when none did.
+    static func firstPassword(_ id: UUID, _ body: (ItemQuery) throws -> Int) throws -> Int {
+        for itemClass in passwordClasses {
+            do {
+                let count = try body(ItemQuery(class: itemClass, persistentID: id))
+                if count > 0 { return count }
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue  // not of this class
+            }
+        }
+        return 0
     }
 
     /// The query a locked keychain answers for `query` exactly as an open one would, by its

@@ -57,17 +57,14 @@ extension SecretServiceProvider {
             return limited
         }
         var paths: [String] = []
-        for collection in collections(list) {
-            if collection.store == .session && sessionKeychain.withLock({ $0 == nil }) { continue }
+        for collection in searched(collections(list)) {
             guard
                 let found = try withOpenKeychain(
                     collection, groups,
                     { keychain in try engineQueries.flatMap { try keychain.find($0, includeData: false) } }),
                 found.count <= Self.quickLimit
             else { return nil }
-            paths += found.filter { SecretAttributes.matches($0, query) }.compactMap {
-                Self.itemPath($0, in: collection)
-            }
+            paths += Self.matchingPaths(found, query, in: collection)
         }
         for path in paths { try registerItem(at: path) }
         return paths

@@ -373,14 +373,12 @@ func secretData(_ value: Any, limit: Int = KeychainConfiguration.defaultMaximumD
 }
 
 extension ItemSchema {
-    /// The attributes the engine keeps for the Secret Service on internet passwords (the D-Bus
-    /// attribute map and its digest): not Apple's (its internet passwords have no `gena`), so
-    /// `SecItem*` refuses them there with `errSecNoSuchAttr`, as Apple's does.
-    static let secretServiceOnly: [ItemClass: Set<AttributeName>] = [.internetPassword: ["gena", "pkdx"]]
-
-    /// The specification of `name` when Apple's class has that attribute.
+    /// The specification of `name` when Apple's class has that attribute. The engine keeps two
+    /// of its own for the Secret Service, which `SecItem*` refuses with `errSecNoSuchAttr` as
+    /// Apple's does: the discriminator `pkdx` of every password, and the D-Bus attribute map
+    /// `gena` on an internet password (Apple's have none).
     func applesSpec(for name: AttributeName) -> AttributeSpec? {
-        if Self.secretServiceOnly[itemClass]?.contains(name) == true { return nil }
+        if name == .primaryKeyDiscriminator || (itemClass == .internetPassword && name == .generic) { return nil }
         return spec(for: name)
     }
 }

@@ -68,6 +68,18 @@ struct SleepInhibitorTests {
             return lines.first(where: { $0.hasPrefix(prefix) })
         }
 
+        /// A stand-in started on `address` that owns logind's name (waited for).
+        static func owningLogind(on address: String) async throws -> Login1StandIn {
+            let standIn = try Login1StandIn(bus: address)
+            do {
+                try await standIn.waitUntilOwner()
+            } catch {
+                standIn.stop()
+                throw error
+            }
+            return standIn
+        }
+
         /// Waits until it owns logind's name; fails the test (with its output) otherwise.
         func waitUntilOwner() async throws {
             let owner = try await line(startingWith: "owner")
@@ -75,7 +87,9 @@ struct SleepInhibitorTests {
             if owner == nil { throw AgentError.testFailure("no logind stand-in") }
         }
 
+        /// Kills it once (a second call finds it ended and signals no reused pid).
         func stop() {
+            guard process.isRunning else { return }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
@@ -107,9 +121,8 @@ struct SleepInhibitorTests {
     func receivesDescriptorFromRealBus() async throws {
         let bus = try SleepLockTests.SystemBus()
         defer { bus.stop() }
-        let standIn = try Login1StandIn(bus: bus.address)
+        let standIn = try await Login1StandIn.owningLogind(on: bus.address)
         defer { standIn.stop() }
-        try await standIn.waitUntilOwner()
         let addresses = try DBusAddress.parseList(bus.address)
         let reply = try await Self.offPool { try DBusFDCall.call(Self.inhibit, addresses: addresses) }
         #expect(reply.message.signature.rawValue == "h")
@@ -222,9 +235,8 @@ struct SleepInhibitorTests {
     func takesDelayInhibitorAtStart() async throws {
         let bus = try SleepLockTests.SystemBus()
         defer { bus.stop() }
-        let standIn = try Login1StandIn(bus: bus.address)
+        let standIn = try await Login1StandIn.owningLogind(on: bus.address)
         defer { standIn.stop() }
-        try await standIn.waitUntilOwner()
         let daemon = try KeychaindTests.Daemon(environment: ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"])
         defer { daemon.stop() }
         #expect(
@@ -239,9 +251,8 @@ struct SleepInhibitorTests {
     func holdsInhibitorUntilLockingFinishes() async throws {
         let bus = try SleepLockTests.SystemBus()
         defer { bus.stop() }
-        let standIn = try Login1StandIn(bus: bus.address)
+        let standIn = try await Login1StandIn.owningLogind(on: bus.address)
         defer { standIn.stop() }
-        try await standIn.waitUntilOwner()
         // Locking that lasts until the test lets it finish.
         let locking = Mutex<(entered: Bool, mayFinish: Bool)>((false, false))
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
@@ -272,9 +283,8 @@ struct SleepInhibitorTests {
     func locksBeforeReleasingAndRetakesOnResume() async throws {
         let bus = try SleepLockTests.SystemBus()
         defer { bus.stop() }
-        let standIn = try Login1StandIn(bus: bus.address)
+        let standIn = try await Login1StandIn.owningLogind(on: bus.address)
         defer { standIn.stop() }
-        try await standIn.waitUntilOwner()
         let daemon = try KeychaindTests.Daemon(environment: ["DBUS_SYSTEM_BUS_ADDRESS=\(bus.address)"])
         defer { daemon.stop() }
         #expect(try await standIn.line(startingWith: "inhibit 1 ") != nil, "\(standIn.lines)")
@@ -306,18 +316,16 @@ struct SleepInhibitorTests {
     func retakesInhibitorWhenLogindRestarts() async throws {
         let bus = try SleepLockTests.SystemBus()
         defer { bus.stop() }
-        let first = try Login1StandIn(bus: bus.address)
+        let first = try await Login1StandIn.owningLogind(on: bus.address)
         defer { first.stop() }
-        try await first.waitUntilOwner()
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
         let running = Task { await SleepLock.run(environment: environment, log: { _ in }) { 0 } }
         #expect(try await first.line(startingWith: "inhibit 1 ") != nil, "\(first.lines)")
 
         // logind dies and another takes its name: its inhibitor list starts empty.
         first.stop()
-        let second = try Login1StandIn(bus: bus.address)
+        let second = try await Login1StandIn.owningLogind(on: bus.address)
         defer { second.stop() }
-        try await second.waitUntilOwner()
         #expect(
             try await second.line(startingWith: "inhibit 1 ") == "inhibit 1 what=sleep who=keychaind mode=delay",
             "the restarted logind holds the agent's inhibitor: \(second.lines)")
