@@ -132,6 +132,11 @@ public struct AttributeName: RawRepresentable, Hashable, Sendable, Comparable,
     /// key when set, so that two Secret Service items with the same service and account but
     /// other attributes are two items. SecItem never sets it and never returns it.
     public static let primaryKeyDiscriminator: AttributeName = "pkdx"
+    /// A password's search terms (`trms`, ``SearchTerms``), Linux only: each term has a keyed
+    /// hash of its own, so the items with given terms are found through the index (while the
+    /// keychain is locked too). The Secret Service keeps a D-Bus item's attributes there. SecItem
+    /// never sets it and never returns it.
+    public static let searchTerms: AttributeName = "trms"
     /// The tombstone flag (`tomb`) of deleted synchronizable items.
     public static let tombstone: AttributeName = "tomb"
     /// The multi-user marker (`musr`); always empty data on Linux.

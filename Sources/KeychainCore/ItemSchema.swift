@@ -20,6 +20,9 @@ public enum AttributeKind: Sendable, Hashable {
     case uuid
     /// A serialized access-control object (`accc`).
     case accessControl
+    /// A set of search terms (``SearchTerms``, stored encoded as data), each indexed on its own:
+    /// a filter on it matches the items that have every term it lists.
+    case terms
 }
 
 /// The description of one attribute of one item class.
@@ -213,6 +216,7 @@ public struct ItemSchema: Sendable {
             a("svce", .blob, bytes: true, default: .string("")),
             a("gena", .blob, bytes: true),
             countedOnlyWhenSet(a("pkdx", .blob, bytes: true)),
+            a("trms", .terms),
         ],
         primaryKey: ["acct", "svce", "pkdx"], lookupKeys: ["svce", "acct"])
 
@@ -229,6 +233,7 @@ public struct ItemSchema: Sendable {
             // A Secret Service item's attribute map and its digest (see the generic password's).
             a("gena", .blob, bytes: true),
             countedOnlyWhenSet(a("pkdx", .blob, bytes: true)),
+            a("trms", .terms),
         ],
         primaryKey: ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "pkdx"], lookupKeys: ["srvr", "acct"])
 
@@ -307,6 +312,11 @@ extension AttributeSpec {
             return value
         case (.accessControl, .data):
             return value
+        case (.terms, .data(let d)):
+            guard let terms = SearchTerms(encoded: d) else {
+                throw KeychainError.parameter("attribute \(name) needs encoded search terms")
+            }
+            return .data(terms.encoded)
         default:
             break
         }
@@ -340,6 +350,22 @@ extension AttributeSpec {
 
     /// Whether two values are equal for this attribute: the same answer as comparing their
     /// ``canonicalBytes(_:)``, without building them when both values have the same type.
+    /// Whether a stored value meets a query's filter on this attribute: equal, or, for
+    /// ``AttributeKind/terms``, holding every term of the filter.
+    /// (A filter of no terms is met by every item, with terms or without.)
+    func satisfies(_ stored: AttributeValue?, _ filter: AttributeValue) -> Bool {
+        guard kind == .terms else { return stored.map { equal($0, filter) } ?? false }
+        guard let wanted = filter.dataValue.flatMap(SearchTerms.init(encoded:)) else { return false }
+        let have = stored?.dataValue.flatMap(SearchTerms.init(encoded:))?.terms ?? []
+        return wanted.terms.isSubset(of: have)
+    }
+
+    /// The values the keyed index holds for `value`: the value itself, or each of its terms.
+    func indexedValues(_ value: AttributeValue) -> [AttributeValue] {
+        guard kind == .terms else { return [value] }
+        return value.dataValue.flatMap(SearchTerms.init(encoded:)).map { $0.sorted.map(AttributeValue.string) } ?? []
+    }
+
     func equal(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
         switch (a, b) {
         case (.string(let x), .string(let y)): return UTF8Bytes.equal(x, y)

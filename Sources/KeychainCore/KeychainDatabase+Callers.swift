@@ -63,6 +63,11 @@ final class CallerKeychain: KeychainHandle {
         try run { try database.findFirst(query, includeData: includeData) }
     }
     func lockedMatches(_ query: ItemQuery) throws -> [UUID] { try run { try database.lockedMatches(query) } }
+    /// The whole keychain's items, whatever the caller's groups: an upgrade is the keychain's
+    /// own housekeeping, and `change` is the server's code, not the caller's.
+    func upgradeItems(named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?) throws -> Int {
+        try database.upgradeItems(named: name, classes: classes, change)
+    }
     func findReadable(_ query: ItemQuery, includeData: Bool) throws -> ReadableItems {
         try run { try database.findReadable(query, includeData: includeData) }
     }

@@ -142,7 +142,7 @@ extension KeychainDatabase {
         tags.reserveCapacity(8)
         for (name, value) in item.attributes {
             guard let spec = schema.indexedAttributes[name] else { continue }
-            tags.append(AttributeTag(name: name, tag: tagger.tag(schema.itemClass, spec, value)))
+            for tag in tagger.tags(schema.itemClass, spec, value) { tags.append(AttributeTag(name: name, tag: tag)) }
         }
         let primaryKey = tagger.primaryKeyTag(schema, item.attributes, tags: tags)
         let next = try nextRow(replacing: primaryKey, db: db)
@@ -283,8 +283,10 @@ extension KeychainDatabase {
             let before = old[name]
             let after = new[name]
             if let before, let after, spec.equal(before, after) { continue }
-            if let before { removed.append(tagger.tag(itemClass, spec, before)) }
-            if let after { added.append(tagger.tag(itemClass, spec, after)) }
+            let beforeTags = before.map { tagger.tags(itemClass, spec, $0) } ?? []
+            let afterTags = after.map { tagger.tags(itemClass, spec, $0) } ?? []
+            removed += beforeTags.filter { !afterTags.contains($0) }
+            added += afterTags.filter { !beforeTags.contains($0) }
         }
         return (removed, added)
     }
@@ -363,7 +365,7 @@ extension KeychainDatabase {
         }
     }
 
-    /// The persistent ids of the generic passwords that match `query` and cannot be read now
+    /// The persistent ids of the passwords that match `query` and cannot be read now
     /// because their protection class is locked: what a locked keychain can say of a search
     /// without opening an item (the Secret Service lists them as locked results, to be
     /// unlocked, as GNOME Keyring lists the items of a locked collection).
@@ -373,14 +375,17 @@ extension KeychainDatabase {
     /// Nothing here is authenticated: an item is checked as every item is when it is read after
     /// the unlock.
     ///
-    /// - Parameter query: A generic-password query on indexed attributes (`svce`, `acct`, `pkdx`).
+    /// - Parameter query: A generic- or internet-password query on indexed attributes (`svce`,
+    ///   `srvr`, `acct`, `ptcl`, `port`, `path`, `pkdx`, the search terms `trms`, …).
     /// - Throws: `.parameter` for any other query: one with a filter only decryption can check.
     public func lockedMatches(_ query: ItemQuery) throws -> [UUID] {
-        guard query.itemClass == .genericPassword, query.persistentID == nil else {
-            throw KeychainError.parameter("a locked keychain is searched for generic passwords only")
+        guard let itemClass = query.itemClass, [.genericPassword, .internetPassword].contains(itemClass),
+            query.persistentID == nil
+        else {
+            throw KeychainError.parameter("a locked keychain is searched for passwords only")
         }
         let plan = try prepare(query, writing: false)
-        guard !plan.hasResidualFilters(.genericPassword) else {
+        guard !plan.hasResidualFilters(itemClass) else {
             throw KeychainError.parameter("a locked keychain is searched by its index only")
         }
         return try keys.read { state in

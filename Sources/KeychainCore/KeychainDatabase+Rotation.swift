@@ -73,10 +73,10 @@ extension KeychainDatabase {
         for stored in rows {
             let (attributes, data) = try reader.unseal(stored)
             let schema = ItemSchema.of(stored.itemClass)
-            let tags = attributes.compactMap { name, value in
-                schema.indexedAttributes[name].map {
-                    AttributeTag(name: name, tag: newTagger.tag(schema.itemClass, $0, value))
-                }
+            let tags = attributes.flatMap { name, value in
+                schema.indexedAttributes[name].map { spec in
+                    newTagger.tags(schema.itemClass, spec, value).map { AttributeTag(name: name, tag: $0) }
+                } ?? []
             }
             let row = try writer.seal(
                 itemClass: stored.itemClass, uuid: stored.uuid, attributes: attributes, data: data,

@@ -70,12 +70,23 @@ public protocol KeychainHandle: AnyObject, Sendable {
     /// and cannot be read now because their protection class is locked (see
     /// ``KeychainDatabase/lockedMatches(_:)``).
     func lockedMatches(_ query: ItemQuery) throws -> [UUID]
+    /// Changes, once in the keychain's life, the items of `classes` that `change` gives new
+    /// attributes, in every access group (see ``KeychainDatabase/upgradeItems(named:classes:_:)``).
+    /// - Returns: How many items changed.
+    func upgradeItems(named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?) throws -> Int
 }
 
 extension KeychainHandle {
     /// A handle that cannot search a locked keychain by its index says so rather than find none.
     public func lockedMatches(_ query: ItemQuery) throws -> [UUID] {
         throw KeychainError(.interactionNotAllowed, "this handle cannot search a locked keychain")
+    }
+
+    /// A handle that cannot upgrade a keychain's items (one served by another process) says so.
+    public func upgradeItems(
+        named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?
+    ) throws -> Int {
+        throw KeychainError(.unimplemented, "this handle cannot upgrade a keychain's items")
     }
 
     /// The items that match `query`, without their secrets.

@@ -209,7 +209,7 @@ struct QueryPlan {
         _ db: Database, itemClass: ItemClass, keyFilters: KeyFilters, tagger: IndexTagger, includeData: Bool,
         limit: Int?, statements: SearchStatements, malformed: ((Int64?) -> Void)?
     ) throws -> [StoredRow] {
-        let tags = orderedFilters(itemClass, excluding: keyFilters.names).map { tagger.tag(itemClass, $0.0, $0.1) }
+        let tags = orderedFilters(itemClass, excluding: keyFilters.names).flatMap { tagger.tags(itemClass, $0.0, $0.1) }
         var arguments: [DatabaseValue] = tags.map(\.databaseValue)
         arguments.append(itemClass.rawValue.databaseValue)
         if let persistentID {
@@ -269,7 +269,7 @@ struct QueryPlan {
         var verdict = Verdict.matches
         for (name, value) in filters {
             guard let spec = schema.spec(for: name) else { return .filteredOut }
-            if let stored = attributes[name], spec.equal(stored, value) { continue }
+            if spec.satisfies(attributes[name], value) { continue }
             if Self.isIndexed(spec) && !keyFilters(itemClass, layout: layout).names.contains(name) {
                 return .contradictsIndex
             }

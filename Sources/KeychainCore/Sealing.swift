@@ -178,6 +178,13 @@ struct IndexTagger: Sendable {
         return mac(message)
     }
 
+    /// The tags the index holds for an attribute's value: one, or one per search term
+    /// (``AttributeSpec/indexedValues(_:)``).
+    func tags(_ itemClass: ItemClass, _ spec: AttributeSpec, _ value: AttributeValue) -> [Data] {
+        guard spec.kind == .terms else { return [tag(itemClass, spec, value)] }
+        return spec.indexedValues(value).map { tag(itemClass, spec, $0) }
+    }
+
     /// The tag of a column value matched whatever the item class (access group,
     /// synchronizable flag): typed canonical bytes, no class.
     func columnTag(_ name: AttributeName, _ value: AttributeValue) -> Data {

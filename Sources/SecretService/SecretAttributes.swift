@@ -12,6 +12,7 @@ import KeychainCore
 /// | `Label` | `labl` |
 /// | the whole attribute map | `gena`, as JSON with sorted keys |
 /// | a map beyond service and account | `pkdx`: its SHA-256, part of the primary key |
+/// | each other attribute | one search term of `trms`, `name` NUL `value` |
 ///
 /// An item without that `gena` (made through SecItem or `security`) shows the attributes
 /// `service` and `account` from `svce` and `acct`.
@@ -86,7 +87,36 @@ public enum SecretAttributes {
         return (stored, used)
     }
 
-    /// The keychain attributes of a D-Bus item: `svce`, `acct`, `labl`, `gena`, and, unless the
+    /// The attributes a search on a class finds through Apple's attributes, never through
+    /// search terms: SecItem may change those attributes after the map was stored (the map
+    /// then shows their new values), and an item made through SecItem has them without a map.
+    /// A generic password's are its service and account; an internet password's its server,
+    /// account and the other attributes of libsecret's network schema.
+    static func applesKeys(_ itemClass: ItemClass) -> Set<String> {
+        itemClass == .internetPassword ? internetKeys : genericKeys
+    }
+    private static let genericKeys: Set<String> = ["service", "account", "username", "user"]
+    private static let internetKeys: Set<String> = [
+        "server", "account", "username", "user", "protocol", "port", "object", "domain",
+    ]
+
+    /// The search terms of a map for an item of `itemClass` (``KeychainCore/SearchTerms``): one
+    /// per attribute outside ``applesKeys(_:)``, its name, a NUL and its value (D-Bus strings
+    /// hold no NUL, so no two pairs give one term).
+    static func searchTerms(_ attributes: [String: String], for itemClass: ItemClass) -> SearchTerms {
+        let keys = applesKeys(itemClass)
+        return SearchTerms(attributes.lazy.filter { !keys.contains($0.key) }.map { $0.key + "\u{0}" + $0.value })
+    }
+
+    /// The changes that give an item stored before the provider kept search terms the terms
+    /// of its map (`nil` when it has no map, or its terms already).
+    static func missingSearchTerms(_ item: Item) -> Attributes? {
+        guard let data = item.attributes[.generic]?.dataValue, let map = decode(data) else { return nil }
+        let terms = AttributeValue.data(searchTerms(map, for: item.itemClass).encoded)
+        return item.attributes[.searchTerms] == terms ? nil : [.searchTerms: terms]
+    }
+
+    /// The keychain attributes of a D-Bus item: `svce`, `acct`, `labl`, `gena`, `trms` and, unless the
     /// map is only a service and an account (``isPlain(_:)``), `pkdx`: a digest of the whole
     /// map, so that items with the same service and account but other attributes (another
     /// schema) are different items on Apple's primary key. With `clearing`, a plain map's
@@ -99,6 +129,7 @@ public enum SecretAttributes {
             .account: .string(attributes["account"] ?? attributes["username"] ?? attributes["user"] ?? ""),
             .label: .string(label),
             .generic: .data(map),
+            .searchTerms: .data(searchTerms(attributes, for: itemClass(for: attributes)).encoded),
         ]
         if itemClass(for: attributes) == .internetPassword {
             stored.merge(internetAttributes(attributes).0) { $1 }
@@ -127,16 +158,52 @@ public enum SecretAttributes {
 
     /// The engine queries that narrow a search by indexed attributes, one per class an item
     /// matching `query` can be: a query with a `service` finds generic passwords only (an
-    /// internet password's map never has one).
-    public static func engineQueries(for query: [String: String]) -> [ItemQuery] {
-        var queries = [engineQuery(for: query)]
+    /// internet password's map never has one). With `usingTerms`, they narrow by the search
+    /// terms of the other attributes too, and so find D-Bus items only when the query has such
+    /// attributes (an item made through SecItem has no map and no terms).
+    public static func engineQueries(for query: [String: String], usingTerms: Bool = true) -> [ItemQuery] {
+        var queries = [engineQuery(for: query, usingTerms: usingTerms)]
         if query["service"] == nil {
             var attributes: Attributes = [:]
             if let server = query["server"] { attributes[.server] = .string(server) }
             if let account = query["account"] { attributes[.account] = .string(account) }
+            if usingTerms { attributes.merge(termFilter(query, for: .internetPassword)) { $1 } }
             queries.append(ItemQuery(class: .internetPassword, attributes: attributes))
         }
         return queries
+    }
+
+    /// The filter on `trms` for `query`'s attributes outside ``applesKeys(_:)``; none when it
+    /// has none.
+    static func termFilter(_ query: [String: String], for itemClass: ItemClass) -> Attributes {
+        let terms = searchTerms(query, for: itemClass)
+        return terms.terms.isEmpty ? [:] : [.searchTerms: .data(terms.encoded)]
+    }
+
+    /// The query a locked keychain answers for `query` in `itemClass` exactly as an open one
+    /// would, by its index alone (every filter is one the index holds: `svce`, `srvr`, `acct`,
+    /// `ptcl`, `port`, `path`, `sdmn` and the search terms), or `nil` when it cannot: the query
+    /// names `username` or `user` (which are `acct` only for an item whose map has no
+    /// `account`), or a generic password's query a `server`, … of the network schema that Apple
+    /// has no value for (an unknown protocol, a port that is not one).
+    public static func lockedQuery(for query: [String: String], class itemClass: ItemClass) -> ItemQuery? {
+        guard query["username"] == nil, query["user"] == nil else { return nil }
+        var attributes = termFilter(query, for: itemClass)
+        if let account = query["account"] { attributes[.account] = .string(account) }
+        guard itemClass == .internetPassword else {
+            if let service = query["service"] { attributes[.service] = .string(service) }
+            return ItemQuery(class: .genericPassword, attributes: attributes)
+        }
+        guard query["service"] == nil else { return nil }
+        var (network, used) = internetAttributes(query)
+        // Each of the network schema's attributes must have become Apple's (a protocol with a
+        // code, a port that is a number), and be non-empty (an empty path is not shown).
+        guard query.keys.allSatisfy({ !internetKeys.contains($0) || used.contains($0) || $0 == "account" }),
+            query.allSatisfy({ !used.contains($0.key) || !$0.value.isEmpty })
+        else { return nil }
+        if query["server"] == nil { network[.server] = nil }
+        attributes.merge(network) { $1 }
+        return ItemQuery(class: .internetPassword, attributes: attributes)
     }
 
     /// Whether two items of one class have the same primary key as Apple defines it (without
@@ -146,11 +213,12 @@ public enum SecretAttributes {
         return schema.agree(a, b, on: schema.ownPrimaryKey)
     }
 
-    /// The engine query that narrows a search by the indexed primary-key attributes: `svce` for
-    /// `service`, `acct` for `account` (never for `username` or `user`, which are `acct` only when
-    /// the item has no `account`).
-    public static func engineQuery(for query: [String: String]) -> ItemQuery {
-        var attributes: Attributes = [:]
+    /// The engine query that narrows a search of generic passwords by the indexed attributes:
+    /// `svce` for `service`, `acct` for `account` (never for `username` or `user`, which are
+    /// `acct` only when the item has no `account`) and, with `usingTerms`, the search terms of
+    /// the others.
+    public static func engineQuery(for query: [String: String], usingTerms: Bool = true) -> ItemQuery {
+        var attributes: Attributes = usingTerms ? termFilter(query, for: .genericPassword) : [:]
         if let service = query["service"] { attributes[.service] = .string(service) }
         if let account = query["account"] { attributes[.account] = .string(account) }
         return ItemQuery(class: .genericPassword, attributes: attributes)

@@ -87,8 +87,10 @@ public enum SecretServiceImport {
     public static func store(_ item: ForeignSecretItem, in keychain: any KeychainHandle) throws -> Outcome {
         let stored = SecretAttributes.keychainAttributes(for: item.attributes, label: item.label)
         let itemClass = SecretAttributes.itemClass(for: item.attributes)
-        let candidates = try SecretAttributes.engineQueries(for: item.attributes).filter { $0.itemClass == itemClass }
-            .flatMap { try keychain.find($0, includeData: true) }
+        let candidates = try SecretAttributes.engineQueries(for: item.attributes, usingTerms: false).filter {
+            $0.itemClass == itemClass
+        }
+        .flatMap { try keychain.find($0, includeData: true) }
         if let same = candidates.first(where: { SecretAttributes.attributes(of: $0) == item.attributes }),
             let id = same.persistentID
         {

@@ -189,7 +189,9 @@ extension SecretServiceProvider {
             // primary key as Apple defines it (the same item through the other door).
             let candidates =
                 replace
-                ? try SecretAttributes.engineQueries(for: attributes).filter { $0.itemClass == itemClass }.flatMap {
+                ? try SecretAttributes.engineQueries(for: attributes, usingTerms: false).filter {
+                    $0.itemClass == itemClass
+                }.flatMap {
                     try keychain.find($0, includeData: false)
                 } : []
             let keychainMade = candidates.first { item in
@@ -247,7 +249,7 @@ extension SecretServiceProvider {
                 DBusProperty(
                     "Label", type: .string,
                     get: { [self] connection in
-                        .string(try await currentItem(path, connection).attributes[.label]?.stringValue ?? "")
+                        .string(try await shownItem(path, connection).attributes[.label]?.stringValue ?? "")
                     },
                     set: { [self] value, connection in
                         guard let label = Self.unwrap(value)?.stringValue else {
@@ -258,7 +260,7 @@ extension SecretServiceProvider {
                 DBusProperty(
                     "Attributes", type: .dictionary(key: .string, value: .string),
                     get: { [self] connection in
-                        Self.stringDictionary(SecretAttributes.attributes(of: try await currentItem(path, connection)))
+                        Self.stringDictionary(SecretAttributes.attributes(of: try await shownItem(path, connection)))
                     },
                     set: { [self] value, connection in
                         guard case .dictionary(.string, .string, _)? = Self.unwrap(value) else {
@@ -281,10 +283,10 @@ extension SecretServiceProvider {
                     return .boolean(try await isLocked(collection, DBusCurrentCall.message, connection))
                 },
                 DBusProperty("Created", type: .uint64) { [self] connection in
-                    Self.seconds(try await currentItem(path, connection).attributes[.creationDate])
+                    Self.seconds(try await shownItem(path, connection).attributes[.creationDate])
                 },
                 DBusProperty("Modified", type: .uint64) { [self] connection in
-                    Self.seconds(try await currentItem(path, connection).attributes[.modificationDate])
+                    Self.seconds(try await shownItem(path, connection).attributes[.modificationDate])
                 },
             ])
     }
@@ -308,6 +310,18 @@ extension SecretServiceProvider {
 
     func currentItem(_ path: String, _ connection: DBusConnection) async throws -> Item {
         try await item(at: path, includeData: false, DBusCurrentCall.message, connection)
+    }
+
+    /// The item whose properties are shown: the current item, or, while its keychain is locked,
+    /// an item of no label, attributes or dates (its `Locked` is `true`). libsecret reads every
+    /// property of the locked items a search lists before it asks to unlock them, and takes a
+    /// failure as "no such item"; GNOME Keyring too shows a locked item without its attributes.
+    func shownItem(_ path: String, _ connection: DBusConnection) async throws -> Item {
+        do {
+            return try await currentItem(path, connection)
+        } catch let error as DBusError where error.errorName == SecretServiceError.isLocked {
+            return Item(class: .genericPassword, attributes: [:])
+        }
     }
 
     func setSecret(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {

@@ -55,6 +55,9 @@ public final class SecretServiceProvider: Sendable {
     let collectionList = Mutex<SecretCollectionList?>(nil)
     /// The `session` collection's keychain, in memory, made on first use.
     let sessionKeychain = Mutex<KeychainDatabase?>(nil)
+    /// The keychains (by path) whose D-Bus items have their search terms
+    /// (``upgradeSearchTerms(of:)``).
+    let upgradedKeychains = Mutex<Set<String>>([])
 
     /// Who is asked for a locked keychain's password when a client's unlock prompt runs, or
     /// `nil`: the prompt then waits for an unlock by another path.
@@ -264,7 +267,8 @@ public final class SecretServiceProvider: Sendable {
     }
 
     /// The caller's items in `collections` that match `query`, registered as objects: those
-    /// that can be read, and those a locked keychain's index finds (``lockedQuery(for:)``).
+    /// that can be read, and those a locked keychain's index finds
+    /// (``SecretAttributes/lockedQuery(for:class:)``).
     /// When nothing is found and a locked keychain could not answer, `IsLocked`.
     func search(
         _ query: [String: String], in collections: [SecretCollection], _ message: DBusMessage?,
@@ -276,8 +280,9 @@ public final class SecretServiceProvider: Sendable {
         for collection in searched(collections) {
             let found: (items: [Item], locked: [UUID])
             do {
-                found = try await withKeychain(collection, message, connection) { keychain in
-                    try Self.find(query, in: keychain)
+                found = try await withKeychain(collection, message, connection) { [self] keychain in
+                    upgradeSearchTerms(of: keychain)
+                    return try Self.find(query, in: keychain)
                 }
             } catch let error as DBusError where error.errorName == SecretServiceError.isLocked {
                 unanswered = error
@@ -318,20 +323,45 @@ public final class SecretServiceProvider: Sendable {
             do {
                 items += try keychain.find(engineQuery, includeData: false)
             } catch let error as KeychainError where error.code == .interactionNotAllowed {
-                guard engineQuery.itemClass == .genericPassword else {
-                    // Internet passwords are not searched while locked: a query on a server
-                    // cannot be answered; any other query is answered by the generic passwords.
-                    if query["server"] != nil { throw error }
-                    continue
+                let itemClass = engineQuery.itemClass ?? .genericPassword
+                if let lockedQuery = SecretAttributes.lockedQuery(for: query, class: itemClass) {
+                    locked += try keychain.lockedMatches(lockedQuery)
+                } else if itemClass == .genericPassword, let digestQuery = Self.digestQuery(for: query) {
+                    let ids = try keychain.lockedMatches(digestQuery)
+                    // No item with exactly this map says nothing of items with more attributes.
+                    if ids.isEmpty { throw error }
+                    locked += ids
+                } else {
+                    throw error
                 }
-                guard let lockedQuery = Self.lockedQuery(for: query) else { throw error }
-                let ids = try keychain.lockedMatches(lockedQuery.query)
-                // No item with exactly this map says nothing of items with more attributes.
-                if ids.isEmpty && !lockedQuery.isComplete { throw error }
-                locked += ids
             }
         }
         return (items, locked)
+    }
+
+    /// The name under which a keychain records that its D-Bus items have their search terms
+    /// (``KeychainCore/KeychainDatabase/upgradeItems(named:classes:_:)``).
+    static let searchTermsUpgrade = "secret-service.search-terms"
+
+    /// Gives the D-Bus items that `keychain` holds from before the provider kept search terms
+    /// their terms, once per keychain (then recorded in its header) and once per run of the
+    /// provider (then remembered here). A locked keychain is upgraded at a later search, after
+    /// its unlock; until then its index cannot find those older items by their terms.
+    func upgradeSearchTerms(of keychain: any KeychainHandle) {
+        guard let path = keychain.path, !upgradedKeychains.withLock({ $0.contains(path) }) else { return }
+        do {
+            try keychain.upgradeItems(
+                named: Self.searchTermsUpgrade, classes: Self.passwordClasses, SecretAttributes.missingSearchTerms)
+            upgradedKeychains.withLock { _ = $0.insert(path) }
+        } catch {
+            // Locked, read-only or damaged: the searches go on without the older items' terms,
+            // and the next search tries again.
+        }
+    }
+
+    /// Whether `keychain`'s D-Bus items all have their search terms, as far as this run knows.
+    func hasSearchTerms(_ keychain: any KeychainHandle) -> Bool {
+        keychain.path.map { path in upgradedKeychains.withLock { $0.contains(path) } } ?? true
     }
 
     /// The password classes a D-Bus item can be.
@@ -364,26 +394,18 @@ public final class SecretServiceProvider: Sendable {
         return 0
     }
 
-    /// The query a locked keychain answers for `query` exactly as an open one would, by its
-    /// index alone, or `nil` when it cannot:
-    /// - a query on `service` and `account` only: `svce` and `acct` (an item's `svce` is its
-    ///   `service`; its `acct` its `account`, else its `username` or `user`, which a query on
-    ///   `account` falls back to when the item has no `account`);
-    /// - any other query that is more than a service and an account: the items whose whole
-    ///   attribute map is the query, by `svce`, `acct` and the map's digest `pkdx` (what git's
-    ///   credential helper and most libsecret schemas look up: the attributes they stored).
-    ///   An item with more attributes than the query is not found until the unlock.
-    /// `isComplete` when the query finds every match (the first case); in the second, items
-    /// with more attributes may match too, so finding none leaves the keychain locked.
-    static func lockedQuery(for query: [String: String]) -> (query: ItemQuery, isComplete: Bool)? {
-        if query.keys.allSatisfy({ $0 == "service" || $0 == "account" }) {
-            return (SecretAttributes.engineQuery(for: query), true)
-        }
+    /// For a query a locked keychain's index cannot answer whole
+    /// (``SecretAttributes/lockedQuery(for:class:)`` is `nil`: it names `username` or `user`),
+    /// the generic passwords whose whole attribute map is the query, by `svce`, `acct` and the
+    /// map's digest `pkdx`: what most clients look up, the attributes they stored. An item with
+    /// more attributes than the query is not found until the unlock, so finding none leaves the
+    /// keychain locked. `nil` for a plain service and account, which has no digest.
+    static func digestQuery(for query: [String: String]) -> ItemQuery? {
         guard !SecretAttributes.isPlain(query) else { return nil }
         let stored = SecretAttributes.keychainAttributes(for: query, label: "")
         var attributes: Attributes = [:]
         for name in [AttributeName.service, .account, .primaryKeyDiscriminator] { attributes[name] = stored[name] }
-        return (ItemQuery(class: .genericPassword, attributes: attributes), false)
+        return ItemQuery(class: .genericPassword, attributes: attributes)
     }
 
     /// The caller's item at `path`, with its secret when `includeData`.

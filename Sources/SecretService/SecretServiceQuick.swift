@@ -61,7 +61,11 @@ extension SecretServiceProvider {
             guard
                 let found = try withOpenKeychain(
                     collection, groups,
-                    { keychain in try engineQueries.flatMap { try keychain.find($0, includeData: false) } }),
+                    { keychain -> [Item]? in
+                        // A keychain not yet upgraded is searched where the upgrade may run.
+                        guard hasSearchTerms(keychain) else { return nil }
+                        return try engineQueries.flatMap { try keychain.find($0, includeData: false) }
+                    }) ?? nil,
                 found.count <= Self.quickLimit
             else { return nil }
             paths += Self.matchingPaths(found, query, in: collection)

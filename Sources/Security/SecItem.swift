@@ -196,7 +196,7 @@ private func appendAttributes(of item: Item, housekeeping: Bool, to builder: ino
         switch (name, value) {
         case (.accessControl, .data(let data)):
             if let control = SecAccessControl(serialized: data) { builder.append(key, control) }
-        case (.tombstone, _), (.multiUser, _), (.primaryKeyDiscriminator, _):
+        case (.tombstone, _), (.multiUser, _), (.primaryKeyDiscriminator, _), (.searchTerms, _):
             continue
         case (.generic, _) where item.itemClass == .internetPassword:
             continue  // the Secret Service's attribute map: Apple's internet passwords have none

@@ -375,10 +375,14 @@ func secretData(_ value: Any, limit: Int = KeychainConfiguration.defaultMaximumD
 extension ItemSchema {
     /// The specification of `name` when Apple's class has that attribute. The engine keeps two
     /// of its own for the Secret Service, which `SecItem*` refuses with `errSecNoSuchAttr` as
-    /// Apple's does: the discriminator `pkdx` of every password, and the D-Bus attribute map
-    /// `gena` on an internet password (Apple's have none).
+    /// Apple's does: the discriminator `pkdx` and the search terms `trms` of every password, and
+    /// the D-Bus attribute map `gena` on an internet password (Apple's have none).
     func applesSpec(for name: AttributeName) -> AttributeSpec? {
-        if name == .primaryKeyDiscriminator || (itemClass == .internetPassword && name == .generic) { return nil }
+        if name == .primaryKeyDiscriminator || name == .searchTerms
+            || (itemClass == .internetPassword && name == .generic)
+        {
+            return nil
+        }
         return spec(for: name)
     }
 }

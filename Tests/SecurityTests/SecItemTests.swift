@@ -354,9 +354,12 @@ struct SecItemBadInputTests {
             "generic on an internet password", [kSecClass: kSecClassInternetPassword, kSecAttrGeneric: Data([1])],
             errSecNoSuchAttr
         ),
+        // Linux's own: the Secret Service's search terms and primary-key discriminator.
+        ("search terms", [kSecClass: kSecClassGenericPassword, "trms" as CFString: Data()], errSecNoSuchAttr),
+        ("discriminator", [kSecClass: kSecClassInternetPassword, "pkdx" as CFString: Data([1])], errSecNoSuchAttr),
     ]
 
-    @Test("wrong types and unknown keys give Apple's codes, never a trap", arguments: KeychainBackend.allCases, 0..<17)
+    @Test("wrong types and unknown keys give Apple's codes, never a trap", arguments: KeychainBackend.allCases, 0..<19)
     func badInput(backend: KeychainBackend, index: Int) throws {
         let (_, query, expected) = Self.cases[index]
         try withKeychain(backend) { _ in
