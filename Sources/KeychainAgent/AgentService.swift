@@ -208,9 +208,10 @@ public final class AgentService: Sendable {
         open.withLock { spellings[""] = nil }
     }
 
-    /// Creating, deleting, choosing and re-keying keychains is for the user's own programs:
-    /// callers whose groups include `*`.
-    private static func requireUserProgram(_ groups: AccessGroups) throws {
+    /// Creating, deleting, choosing, naming and re-keying keychains is for the user's own
+    /// programs: callers whose groups include `*`.
+    /// - Throws: `.missingEntitlement` for any other caller.
+    public static func requireUserProgram(_ groups: AccessGroups) throws {
         guard groups.groups.contains("*") else {
             throw KeychainError(.missingEntitlement, "only the user's own programs manage keychains")
         }

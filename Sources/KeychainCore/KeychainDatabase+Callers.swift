@@ -47,6 +47,8 @@ final class CallerKeychain: KeychainHandle {
     func lock() { database.lock() }
     func changePassword(old: Data?, new: Data) throws { try database.changePassword(old: old, new: new) }
     var settings: KeychainSettings { get throws { try database.settings } }
+    var displayName: String? { get throws { try database.displayName } }
+    func setDisplayName(_ name: String?) throws { try database.setDisplayName(name) }
     func setSettings(_ settings: KeychainSettings) throws { try database.setSettings(settings) }
     func rotateKeys(password: Data?, newPassword: Data?) throws {
         try database.rotateKeys(password: password, newPassword: newPassword)

@@ -74,6 +74,11 @@ public protocol KeychainHandle: AnyObject, Sendable {
     /// attributes, in every access group (see ``KeychainDatabase/upgradeItems(named:classes:_:)``).
     /// - Returns: How many items changed.
     func upgradeItems(named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?) throws -> Int
+    /// The name people see for the keychain, or `nil` when none was set
+    /// (``KeychainDatabase/displayName``).
+    var displayName: String? { get throws }
+    /// Sets the name people see for the keychain, or removes it (`nil`).
+    func setDisplayName(_ name: String?) throws
 }
 
 extension KeychainHandle {
@@ -87,6 +92,14 @@ extension KeychainHandle {
         named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?
     ) throws -> Int {
         throw KeychainError(.unimplemented, "this handle cannot upgrade a keychain's items")
+    }
+
+    /// A handle without display names (one served by another process) has none.
+    public var displayName: String? { get throws { nil } }
+
+    /// A handle without display names (one served by another process) says so.
+    public func setDisplayName(_ name: String?) throws {
+        throw KeychainError(.unimplemented, "this handle cannot name a keychain")
     }
 
     /// The items that match `query`, without their secrets.

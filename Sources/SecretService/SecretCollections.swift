@@ -1,5 +1,6 @@
 import DBusWire
 import Foundation
+import KeychainAgent
 import KeychainCore
 
 /// One Secret Service collection: a keychain.
@@ -139,6 +140,11 @@ extension SecretServiceProvider {
         let groups = try await groups(call.message, call.connection)
         do {
             try await agent.createKeychain(at: file, for: groups)
+            // The file is named after the label in letters, digits and `_`; the label itself
+            // is kept as the keychain's display name.
+            if !label.isEmpty && label != SecretCollection.stem(file) {
+                try await agent.withKeychain(named: file, for: groups) { try $0.setDisplayName(label) }
+            }
         } catch let error as KeychainError {
             throw SecretServiceError.dbusError(error)
         }
@@ -193,6 +199,58 @@ extension SecretServiceProvider {
             await emitCollections("CollectionChanged", collection.path, on: call.connection)
             return []
         }
+    }
+
+    /// A collection's `Label`: its keychain's display name
+    /// (``KeychainCore/KeychainDatabase/displayName``), else the name made from its file.
+    func collectionLabel(_ collection: SecretCollection, _ message: DBusMessage?, _ connection: DBusConnection)
+        async throws -> String
+    {
+        guard collection.store != .session else { return collection.label }
+        return try await withKeychain(collection, message, connection) { try $0.displayName } ?? collection.label
+    }
+
+    /// Sets a collection's `Label`: its keychain's display name, kept in the keychain's file.
+    /// Only the user's own programs (`*`) name keychains; the session collection keeps its name.
+    func setCollectionLabel(
+        _ collection: SecretCollection, _ label: String, _ message: DBusMessage?, _ connection: DBusConnection
+    ) async throws {
+        guard collection.store != .session else {
+            throw SecretServiceError.notSupported("the session collection keeps its name")
+        }
+        let groups = try await groups(message, connection)
+        do {
+            try AgentService.requireUserProgram(groups)
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
+        try await withKeychain(collection, for: groups) { try $0.setDisplayName(label) }
+        try? await connection.send(
+            .propertiesChanged(
+                path: collection.path, interface: Self.collectionInterface, changed: ["Label": .string(label)]))
+        await emit(
+            "CollectionChanged", interface: Self.serviceInterface, path: Self.servicePath,
+            [.objectPath(collection.path)], on: connection)
+    }
+
+    /// A collection's `Created` and `Modified`, in seconds since 1970: when its keychain's file
+    /// was made (its last change when the file system does not record that) and last written
+    /// (the file's or its write-ahead log's, whichever is later); 0 for the session.
+    func fileTimes(_ collection: SecretCollection) -> (created: UInt64, modified: UInt64) {
+        let file: String
+        switch collection.store {
+        case .session: return (0, 0)
+        case .file(let path): file = path
+        case .defaultKeychain: file = agent.paths.defaultKeychain
+        }
+        func times(_ path: String) -> (created: Date?, modified: Date?) {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+            return (attributes?[.creationDate] as? Date, attributes?[.modificationDate] as? Date)
+        }
+        let main = times(file)
+        let modified = [main.modified, times(file + "-wal").modified].compactMap { $0 }.max()
+        func seconds(_ date: Date?) -> UInt64 { UInt64(max(0, date?.timeIntervalSince1970 ?? 0)) }
+        return (seconds(main.created ?? main.modified), seconds(modified))
     }
 
     private func makeDefault(_ file: String, groups: AccessGroups) throws {

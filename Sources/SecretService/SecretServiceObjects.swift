@@ -146,7 +146,17 @@ extension SecretServiceProvider {
                 },
             ],
             properties: [
-                DBusProperty("Label", type: .string) { _ in .string(try collection().label) },
+                DBusProperty(
+                    "Label", type: .string,
+                    get: { [self] connection in
+                        .string(try await collectionLabel(try collection(), DBusCurrentCall.message, connection))
+                    },
+                    set: { [self] value, connection in
+                        guard let label = Self.unwrap(value)?.stringValue else {
+                            throw DBusError.method(DBusErrorName.invalidArgs, "expected a string")
+                        }
+                        try await setCollectionLabel(try collection(), label, DBusCurrentCall.message, connection)
+                    }),
                 DBusProperty("Items", type: .array(.objectPath)) { [self] connection in
                     let found = try await search([:], in: [try collection()], DBusCurrentCall.message, connection)
                     return Self.paths(found.unlocked + found.locked)
@@ -154,8 +164,8 @@ extension SecretServiceProvider {
                 DBusProperty("Locked", type: .boolean) { [self] connection in
                     .boolean(try await isLocked(try collection(), DBusCurrentCall.message, connection))
                 },
-                DBusProperty("Created", type: .uint64) { _ in .uint64(0) },
-                DBusProperty("Modified", type: .uint64) { _ in .uint64(0) },
+                DBusProperty("Created", type: .uint64) { [self] _ in .uint64(fileTimes(try collection()).created) },
+                DBusProperty("Modified", type: .uint64) { [self] _ in .uint64(fileTimes(try collection()).modified) },
             ],
             signals: ["ItemCreated", "ItemDeleted", "ItemChanged"].map {
                 DBusSignalDescription($0, arguments: [.init("item", .objectPath)])

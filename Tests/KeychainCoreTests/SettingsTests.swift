@@ -15,6 +15,22 @@ struct SettingsTests {
         #expect(settings.description == "no-timeout")
     }
 
+    @Test("a display name is set while locked, read back after reopening, removed by nil; a long one is refused")
+    func displayName() throws {
+        let temporary = try TemporaryKeychain(password: "pw")
+        #expect(try temporary.keychain.displayName == nil)
+        try temporary.keychain.setDisplayName("Work — 2026")
+        try temporary.keychain.close()
+        let reopened = try KeychainDatabase.open(at: temporary.path, configuration: temporary.keychain.configuration)
+        #expect(reopened.isLocked)
+        #expect(try reopened.displayName == "Work — 2026")
+        let long = String(repeating: "é", count: KeychainDatabase.maximumDisplayNameLength / 2 + 1)
+        #expect(errorCode { try reopened.setDisplayName(long) } == .parameter)
+        #expect(try reopened.displayName == "Work — 2026")
+        try reopened.setDisplayName(nil)
+        #expect(try reopened.displayName == nil)
+    }
+
     @Test("settings set on an unlocked keychain are read back, and survive closing and reopening")
     func settingsSurviveReopening() throws {
         let temporary = try TemporaryKeychain(password: "pw")

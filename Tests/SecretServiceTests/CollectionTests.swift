@@ -50,6 +50,53 @@ struct CollectionTests {
     }
 
     @Test(
+        "A collection's Label is its keychain's name, kept in the file and settable; Created and Modified are the file's"
+    )
+    func collectionProperties() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let collection = "org.freedesktop.Secret.Collection"
+        let created = try gdbus(
+            bus, "/org/freedesktop/secrets", "org.freedesktop.Secret.Service.CreateCollection",
+            ["{'org.freedesktop.Secret.Collection.Label': <'Work Stuff'>}", "''"])
+        #expect(created.status == 0, "\(created)")
+        let work = Self.prefix + "Work_Stuff"
+        #expect(try property(bus, work, collection, "Label").contains("'Work Stuff'"), "the label, not the file's name")
+        #expect(try property(bus, Self.prefix + "login", collection, "Label").contains("'Login'"))
+
+        let set = try gdbus(
+            bus, work, "org.freedesktop.DBus.Properties.Set", [collection, "Label", "<'Projects, 2026'>"])
+        #expect(set.status == 0, "\(set)")
+        #expect(try property(bus, work, collection, "Label").contains("'Projects, 2026'"))
+        let keychainFile = bus.root + "/data/keychains/Work_Stuff.keychain-db"
+        let deviceKey = DeviceKeySource.file(at: bus.root + "/config/keychain/device-key")
+        let kept = try KeychainDatabase.open(at: keychainFile, configuration: .testing(deviceKey: deviceKey))
+            .displayName
+        #expect(kept == "Projects, 2026", "kept in the keychain's file")
+        let renamed = try gdbus(
+            bus, Self.prefix + "session", "org.freedesktop.DBus.Properties.Set", [collection, "Label", "<'x'>"])
+        #expect(renamed.status != 0 && "\(renamed)".contains("NotSupported"), "the session keeps its name: \(renamed)")
+
+        func seconds(_ name: String) throws -> UInt64 {
+            let text = try property(bus, work, collection, name)
+            // `(<uint64 1795770000>,)`: the number after the type.
+            let value = text.components(separatedBy: "uint64 ").last ?? ""
+            return UInt64(value.prefix { $0.isNumber }) ?? 0
+        }
+        let made = try seconds("Created")
+        let now = UInt64(Date().timeIntervalSince1970)
+        #expect(made > 0 && made <= now + 1 && made + 120 >= now, "\(made) \(now)")
+        let before = try seconds("Modified")
+        #expect(before >= made)
+        #expect(
+            try secretTool(
+                bus, ["store", "--collection=\(work)", "--label=W", "service", "w", "account", "b"],
+                stdin: Data("work-secret".utf8)
+            ).status == 0)
+        #expect(try seconds("Modified") >= before)
+    }
+
+    @Test(
         "The session collection keeps items in memory only; CreateCollection makes a keychain; SetAlias makes it the default; Delete removes it"
     )
     func collectionsAreKeychains() throws {
