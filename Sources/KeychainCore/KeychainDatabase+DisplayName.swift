@@ -17,14 +17,7 @@ extension KeychainDatabase {
     ///   name is not UTF-8.
     public var displayName: String? {
         get throws {
-            guard keys.read({ !$0.isClosed }) else { throw KeychainError(.notAvailable, "the keychain was closed") }
-            let stored = try Self.run {
-                try writer.read { db in
-                    try Data.fetchOne(
-                        db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [Self.displayNameMeta])
-                }
-            }
-            guard let stored else { return nil }
+            guard let stored = try headerEntry(Self.displayNameMeta) else { return nil }
             guard let name = String(validating: stored, as: UTF8.self) else {
                 throw KeychainError.decode("the keychain's display name is damaged")
             }

@@ -33,7 +33,7 @@ extension KeychainDatabase {
         named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?
     ) throws -> Int {
         let metaName = "upgrade." + name
-        if try hasMeta(metaName) { return 0 }
+        if try headerEntry(metaName) != nil { return 0 }
         return try withWriteTransaction { db, state in
             let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
             var changed = 0
@@ -60,15 +60,6 @@ extension KeychainDatabase {
             }
             try Storage.setMeta(db, metaName, Data([1]))
             return changed
-        }
-    }
-
-    /// Whether the header has an entry `name`.
-    private func hasMeta(_ name: String) throws -> Bool {
-        try Self.run {
-            try writer.read { db in
-                try Int.fetchOne(db, sql: "SELECT count(*) FROM meta WHERE name = ?", arguments: [name]) == 1
-            }
         }
     }
 }

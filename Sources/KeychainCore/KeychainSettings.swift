@@ -104,14 +104,18 @@ extension KeychainDatabase {
     ///   stored settings are damaged, `.wrongVersion` when a later version wrote them.
     public var settings: KeychainSettings {
         get throws {
-            guard keys.read({ !$0.isClosed }) else { throw KeychainError(.notAvailable, "the keychain was closed") }
-            let stored = try Self.run {
-                try writer.read { db in
-                    try Data.fetchOne(
-                        db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [KeychainSettings.metaName])
-                }
+            try KeychainSettings(stored: headerEntry(KeychainSettings.metaName))
+        }
+    }
+
+    /// The header entry `name` (settings, display name, upgrades), or `nil`.
+    /// - Throws: `.notAvailable` after ``close()``.
+    func headerEntry(_ name: String) throws -> Data? {
+        guard keys.read({ !$0.isClosed }) else { throw KeychainError(.notAvailable, "the keychain was closed") }
+        return try Self.run {
+            try writer.read { db in
+                try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [name])
             }
-            return try KeychainSettings(stored: stored)
         }
     }
 
