@@ -16,9 +16,10 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
 
     /// Decodes one message if a whole one is buffered.
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard let header = buffer.getBytes(at: buffer.readerIndex, length: min(buffer.readableBytes, 16)),
-            let length = try DBusMessage.frameLength(header: header, maximumLength: maximumMessageSize)
-        else { return .needMoreData }
+        guard buffer.readableBytes >= DBusMessage.fixedHeaderLength else { return .needMoreData }
+        let length = try buffer.withUnsafeReadableBytes { [maximumMessageSize] header in
+            try DBusMessage.frameLength(fixedHeader: header, maximumLength: maximumMessageSize)
+        }
         guard buffer.readableBytes >= length, let bytes = buffer.readBytes(length: length) else { return .needMoreData }
         let message = try DBusMessage(decoding: bytes, maximumLength: maximumMessageSize)
         context.fireChannelRead(Self.wrapInboundOut(message))

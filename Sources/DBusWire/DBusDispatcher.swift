@@ -34,7 +34,7 @@ struct DBusDispatcher: Sendable {
         guard let name = call.interface, name != Self.peer, name != Self.introspectable, name != Self.properties,
             let member = call.member, let interface = objects.interfaces(at: call.path ?? "/")?[name],
             let method = interface.methods.first(where: { $0.name == member }),
-            let immediate = method.immediateHandler, call.signature == method.inputSignature
+            let immediate = method.immediateHandler, DBusValue.have(call.body, typesOf: method.inputs)
         else { return nil }
         let result: [DBusValue]
         do {
@@ -43,7 +43,7 @@ struct DBusDispatcher: Sendable {
         } catch {
             return .answered(Self.reply(to: call, .failure(error)))
         }
-        guard result.map(\.type) == method.outputs.map(\.type) else {
+        guard DBusValue.have(result, typesOf: method.outputs) else {
             let error = DBusError.method(DBusErrorName.failed, "the method returned values of the wrong types")
             return .answered(Self.reply(to: call, .failure(error)))
         }
@@ -123,14 +123,12 @@ struct DBusDispatcher: Sendable {
     private func invoke(_ method: DBusMethod, _ call: DBusMessage, _ connection: DBusConnection) async throws
         -> [DBusValue]
     {
-        let expected = method.inputSignature
-        guard call.signature == expected else {
+        guard DBusValue.have(call.body, typesOf: method.inputs) else {
             throw DBusError.method(
-                DBusErrorName.invalidArgs, "expected arguments (\(expected)), got (\(call.signature))")
+                DBusErrorName.invalidArgs, "expected arguments (\(method.inputSignature)), got (\(call.signature))")
         }
         let result = try await method.handler(DBusMethodCall(message: call, connection: connection))
-        let declared = method.outputs.map(\.type)
-        guard result.map(\.type) == declared else {
+        guard DBusValue.have(result, typesOf: method.outputs) else {
             throw DBusError.method(DBusErrorName.failed, "the method returned values of the wrong types")
         }
         return result

@@ -174,16 +174,26 @@ extension DBusMessage {
         maximumLength: Int = DBusLimits.maximumMessageLength
     ) throws -> Int? {
         guard header.count >= fixedHeaderLength else { return nil }
-        let bytes = Array(header.prefix(fixedHeaderLength))
-        guard let order = DBusByteOrder(rawValue: bytes[0]) else {
+        // The 16 bytes on the stack, not in an array: every message received is framed here.
+        var fixed: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &fixed) { raw in
+            for (index, byte) in header.prefix(fixedHeaderLength).enumerated() { raw[index] = byte }
+        }
+        return try withUnsafeBytes(of: fixed) { try frameLength(fixedHeader: $0, maximumLength: maximumLength) }
+    }
+
+    /// ``frameLength(header:maximumLength:)`` of the first 16 bytes of `header` (at least 16).
+    static func frameLength(fixedHeader header: UnsafeRawBufferPointer, maximumLength: Int) throws -> Int {
+        guard let order = DBusByteOrder(rawValue: header[0]) else {
             throw DBusError(.malformedMessage, "unknown byte order mark")
         }
-        guard bytes[3] == 1 else { throw DBusError(.malformedMessage, "unsupported protocol version") }
-        var reader = DBusReader(bytes: bytes, byteOrder: order)
-        reader.offset = 4
-        let bodyLength = Int(try reader.read(UInt32.self))
-        _ = try reader.read(UInt32.self)
-        let fieldsLength = Int(try reader.read(UInt32.self))
+        guard header[3] == 1 else { throw DBusError(.malformedMessage, "unsupported protocol version") }
+        func integer(at offset: Int) -> Int {
+            let raw = header.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+            return Int(order == .littleEndian ? UInt32(littleEndian: raw) : UInt32(bigEndian: raw))
+        }
+        let bodyLength = integer(at: 4)
+        let fieldsLength = integer(at: 12)
         guard fieldsLength <= DBusLimits.maximumArrayLength else {
             throw DBusError(.limitExceeded, "header field array exceeds the array limit")
         }
@@ -202,19 +212,83 @@ extension DBusMessage {
     ///   the message exceeds 128 MiB.
     public func encoded(byteOrder: DBusByteOrder = .native) throws -> [UInt8] {
         try validateFields()
-        let signature = self.signature
         var body = DBusWriter(byteOrder: byteOrder)
-        for value in self.body { try body.write(value, as: value.type) }
-        var header = DBusWriter(byteOrder: byteOrder)
-        header.bytes = [byteOrder.rawValue, type.rawValue, flags.rawValue, 1]
+        var signature: [UInt8] = []
+        var plainSignature = true
+        for value in self.body {
+            let type = value.type
+            try body.write(value, as: type)
+            type.appendSignature(to: &signature)
+            plainSignature = plainSignature && type.isPlainlyValid(depth: 0)
+        }
         guard body.bytes.count <= DBusLimits.maximumMessageLength else {
             throw DBusError(.limitExceeded, "body of \(body.bytes.count) bytes exceeds the message limit")
         }
+        // A signature this module built is taken as it is when plainly within the limits;
+        // anything else is parsed, which throws `.invalidSignature` as it always did.
+        if !plainSignature || signature.count > DBusSignature.maximumLength {
+            _ = try DBusSignature(String(decoding: signature, as: UTF8.self))
+        }
+        // The header fields are written as they are, not built as `(yv)` values first, and the
+        // body is appended to the header's own buffer: one array for the whole message.
+        var header = DBusWriter(byteOrder: byteOrder)
+        let names =
+            (path?.utf8.count ?? 0) + (interface?.utf8.count ?? 0) + (member?.utf8.count ?? 0)
+            + (errorName?.utf8.count ?? 0) + (destination?.utf8.count ?? 0) + (sender?.utf8.count ?? 0)
+        header.bytes.reserveCapacity(96 + names + signature.count + body.bytes.count)
+        header.bytes.append(byteOrder.rawValue)
+        header.bytes.append(type.rawValue)
+        header.bytes.append(flags.rawValue)
+        header.bytes.append(1)
         header.write(UInt32(body.bytes.count))
         header.write(serial)
         try header.writeArray(elementAlignment: 8) { writer in
-            for (code, value) in headerFields(signature: signature) {
-                try writer.writeStruct([.byte(code), .variant(value)], as: [.byte, .variant], depth: 0)
+            // Each field is a `(yv)` structure: its code, then a variant of one basic type.
+            func field(_ code: UInt8, _ type: Character) {
+                writer.pad(to: 8)
+                writer.bytes.append(code)
+                writer.bytes.append(1)
+                writer.bytes.append(type.asciiValue!)
+                writer.bytes.append(0)
+            }
+            // The names were checked by validateFields().
+            if let path {
+                field(1, "o")
+                try writer.writeString(path)
+            }
+            if let interface {
+                field(2, "s")
+                try writer.writeString(interface)
+            }
+            if let member {
+                field(3, "s")
+                try writer.writeString(member)
+            }
+            if let errorName {
+                field(4, "s")
+                try writer.writeString(errorName)
+            }
+            if let replySerial {
+                field(5, "u")
+                writer.write(replySerial)
+            }
+            if let destination {
+                field(6, "s")
+                try writer.writeString(destination)
+            }
+            if let sender {
+                field(7, "s")
+                try writer.writeString(sender)
+            }
+            if !self.body.isEmpty {
+                field(8, "g")
+                writer.bytes.append(UInt8(signature.count))
+                writer.bytes.append(contentsOf: signature)
+                writer.bytes.append(0)
+            }
+            if let unixFDs {
+                field(9, "u")
+                writer.write(unixFDs)
             }
         }
         header.pad(to: 8)
@@ -222,21 +296,8 @@ extension DBusMessage {
         guard total <= DBusLimits.maximumMessageLength else {
             throw DBusError(.limitExceeded, "message of \(total) bytes exceeds the limit")
         }
-        return header.bytes + body.bytes
-    }
-
-    private func headerFields(signature: DBusSignature) -> [(UInt8, DBusValue)] {
-        var fields: [(UInt8, DBusValue)] = []
-        if let path { fields.append((1, .objectPath(path))) }
-        if let interface { fields.append((2, .string(interface))) }
-        if let member { fields.append((3, .string(member))) }
-        if let errorName { fields.append((4, .string(errorName))) }
-        if let replySerial { fields.append((5, .uint32(replySerial))) }
-        if let destination { fields.append((6, .string(destination))) }
-        if let sender { fields.append((7, .string(sender))) }
-        if !body.isEmpty { fields.append((8, .signature(signature.rawValue))) }
-        if let unixFDs { fields.append((9, .uint32(unixFDs))) }
-        return fields
+        header.bytes.append(contentsOf: body.bytes)
+        return header.bytes
     }
 
     /// Checks the fields the message type requires and the validity of each name.
@@ -282,9 +343,10 @@ extension DBusMessage {
     /// - Throws: ``DBusError`` for any malformed, truncated or oversized input; never traps and
     ///   never allocates more than a constant multiple of `bytes.count`.
     public init(decoding bytes: [UInt8], maximumLength: Int = DBusLimits.maximumMessageLength) throws {
-        guard let total = try Self.frameLength(header: bytes, maximumLength: maximumLength) else {
+        guard bytes.count >= Self.fixedHeaderLength else {
             throw DBusError(.malformedMessage, "shorter than the fixed header")
         }
+        let total = try bytes.withUnsafeBytes { try Self.frameLength(fixedHeader: $0, maximumLength: maximumLength) }
         guard total == bytes.count else {
             throw DBusError(.malformedMessage, "length \(bytes.count), header says \(total)")
         }
@@ -311,7 +373,9 @@ extension DBusMessage {
         signature: DBusSignature,
         byteOrder: DBusByteOrder
     ) throws -> [DBusValue] {
-        var reader = DBusReader(bytes: Array(bytes[start...]), byteOrder: byteOrder)
+        // The same array from the body's start (8-aligned, so alignment is unchanged): no copy.
+        var reader = DBusReader(bytes: bytes, byteOrder: byteOrder)
+        reader.offset = start
         if signature.types.isEmpty, reader.remaining > 0 {
             throw DBusError(.malformedMessage, "body present without SIGNATURE")
         }
@@ -329,7 +393,7 @@ extension DBusMessage {
         while reader.offset < end {
             try reader.align(to: 8)
             let code = try reader.readByte()
-            guard case .variant(let value) = try reader.readVariant(depth: 1) else { continue }
+            let value = try reader.readVariantContents(depth: 1)
             if let parsed = try apply(field: code, value: value) { signature = parsed }
             guard reader.offset <= end else { throw DBusError(.malformedMessage, "header field overruns array") }
         }

@@ -6,7 +6,8 @@ public enum DBusNames {
     /// Whether `path` is a valid object path: `/`, or `/`-separated non-empty elements of
     /// `[A-Za-z0-9_]`, with no trailing `/`.
     public static func isValidObjectPath(_ path: String) -> Bool {
-        let bytes = Array(path.utf8)
+        // Over the UTF-8 view directly: every message checks several names, so no copies.
+        let bytes = path.utf8
         guard bytes.first == UInt8(ascii: "/") else { return false }
         if bytes.count == 1 { return true }
         guard bytes.last != UInt8(ascii: "/") else { return false }
@@ -26,11 +27,22 @@ public enum DBusNames {
     /// Whether `name` is a valid interface name (also the rule for error names): at least two
     /// `.`-separated elements of `[A-Za-z0-9_]`, none starting with a digit, at most 255 bytes.
     public static func isValidInterfaceName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
+        let bytes = name.utf8
         guard !bytes.isEmpty, bytes.count <= maximumNameLength else { return false }
-        let elements = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard elements.count >= 2 else { return false }
-        return elements.allSatisfy(isValidElement)
+        var elements = 1
+        var elementStart = true
+        for byte in bytes {
+            if byte == UInt8(ascii: ".") {
+                // An empty element (a leading, trailing or doubled dot).
+                if elementStart { return false }
+                elements += 1
+                elementStart = true
+            } else {
+                guard isNameCharacter(byte), !(elementStart && isDigit(byte)) else { return false }
+                elementStart = false
+            }
+        }
+        return elements >= 2 && !elementStart
     }
 
     /// Whether `name` is a valid error name (the same rule as interface names).
@@ -38,30 +50,33 @@ public enum DBusNames {
 
     /// Whether `name` is a valid member (method or signal) name: `[A-Za-z_][A-Za-z0-9_]*`, at most 255 bytes.
     public static func isValidMemberName(_ name: String) -> Bool {
-        let bytes = Array(name.utf8)
-        guard !bytes.isEmpty, bytes.count <= maximumNameLength else { return false }
-        return isValidElement(bytes[...])
+        let bytes = name.utf8
+        guard let first = bytes.first, bytes.count <= maximumNameLength, !isDigit(first) else { return false }
+        return bytes.allSatisfy(isNameCharacter)
     }
 
     /// Whether `name` is a valid bus name: a unique name (`:1.42`) or a well-known name
     /// (`org.example.Service`), at most 255 bytes.
     public static func isValidBusName(_ name: String) -> Bool {
-        var bytes = Array(name.utf8)
-        guard !bytes.isEmpty, bytes.count <= maximumNameLength else { return false }
-        let unique = bytes.first == UInt8(ascii: ":")
-        if unique { bytes.removeFirst() }
-        let elements = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard elements.count >= 2 else { return false }
-        return elements.allSatisfy { element in
-            guard !element.isEmpty else { return false }
-            if !unique, let first = element.first, isDigit(first) { return false }
-            return element.allSatisfy { isNameCharacter($0) || $0 == UInt8(ascii: "-") }
+        let all = name.utf8
+        guard !all.isEmpty, all.count <= maximumNameLength else { return false }
+        let unique = all.first == UInt8(ascii: ":")
+        let bytes = unique ? all.dropFirst() : all[...]
+        var elements = 1
+        var elementStart = true
+        for byte in bytes {
+            if byte == UInt8(ascii: ".") {
+                if elementStart { return false }
+                elements += 1
+                elementStart = true
+            } else {
+                guard isNameCharacter(byte) || byte == UInt8(ascii: "-") else { return false }
+                // Only a unique name's elements may start with a digit.
+                if !unique, elementStart, isDigit(byte) { return false }
+                elementStart = false
+            }
         }
-    }
-
-    private static func isValidElement(_ element: ArraySlice<UInt8>) -> Bool {
-        guard let first = element.first, !isDigit(first) else { return false }
-        return element.allSatisfy(isNameCharacter)
+        return elements >= 2 && !elementStart
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }

@@ -64,6 +64,44 @@ public indirect enum DBusType: Hashable, Sendable, CustomStringConvertible {
     /// The signature, as in `a{sv}`.
     public var description: String { signature }
 
+    /// Appends the type's signature to `bytes` (``signature`` without building strings).
+    func appendSignature(to bytes: inout [UInt8]) {
+        switch self {
+        case .array(let element):
+            bytes.append(UInt8(ascii: "a"))
+            element.appendSignature(to: &bytes)
+        case .dictionary(let key, let value):
+            bytes.append(UInt8(ascii: "a"))
+            bytes.append(UInt8(ascii: "{"))
+            key.appendSignature(to: &bytes)
+            value.appendSignature(to: &bytes)
+            bytes.append(UInt8(ascii: "}"))
+        case .structure(let fields):
+            bytes.append(UInt8(ascii: "("))
+            for field in fields { field.appendSignature(to: &bytes) }
+            bytes.append(UInt8(ascii: ")"))
+        default:
+            bytes.append(signature.utf8.first!)
+        }
+    }
+
+    /// Whether the type's signature is certainly valid: containers nested at most 32 deep in
+    /// all (`depth` enclosing this one), no empty structure, basic dictionary keys. `false`
+    /// means only "not certainly": ``DBusSignature/init(_:)`` decides.
+    func isPlainlyValid(depth: Int) -> Bool {
+        switch self {
+        case .array(let element):
+            return depth < DBusSignature.maximumContainerDepth && element.isPlainlyValid(depth: depth + 1)
+        case .dictionary(let key, let value):
+            return depth < DBusSignature.maximumContainerDepth && key.isBasic && value.isPlainlyValid(depth: depth + 1)
+        case .structure(let fields):
+            return depth < DBusSignature.maximumContainerDepth && !fields.isEmpty
+                && fields.allSatisfy { $0.isPlainlyValid(depth: depth + 1) }
+        default:
+            return true
+        }
+    }
+
     /// Whether the type is basic (may be a dictionary key): every type but `v`, arrays and structures.
     public var isBasic: Bool {
         switch self {

@@ -71,6 +71,28 @@ public enum DBusValue: Hashable, Sendable {
     }
 }
 
+extension DBusValue {
+    /// Whether the value has type `type` (`self.type == type`, without building the type of
+    /// a container).
+    func hasType(_ type: DBusType) -> Bool {
+        switch (self, type) {
+        case (.array(let element, _), .array(let expected)): element == expected
+        case (.bytes, .array(.byte)): true
+        case (.dictionary(let key, let value, _), .dictionary(let expectedKey, let expectedValue)):
+            key == expectedKey && value == expectedValue
+        case (.structure(let fields), .structure(let types)):
+            fields.count == types.count && zip(fields, types).allSatisfy { $0.hasType($1) }
+        case (.array, _), (.bytes, _), (.dictionary, _), (.structure, _): false
+        default: self.type == type
+        }
+    }
+
+    /// Whether `values` have the types of `arguments`, one for one.
+    static func have(_ values: [DBusValue], typesOf arguments: [DBusArgument]) -> Bool {
+        values.count == arguments.count && zip(values, arguments).allSatisfy { $0.hasType($1.type) }
+    }
+}
+
 /// One entry of a D-Bus dictionary (`{kv}`).
 public struct DBusDictEntry: Hashable, Sendable {
     /// The key, of a basic type.

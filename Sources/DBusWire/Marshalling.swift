@@ -39,7 +39,7 @@ struct DBusWriter {
     }
 
     mutating func writeString(_ string: String) throws {
-        let utf8 = Array(string.utf8)
+        let utf8 = string.utf8
         guard !utf8.contains(0) else { throw DBusError(.typeMismatch, "string contains a NUL byte") }
         guard utf8.count < UInt32.max else { throw DBusError(.limitExceeded, "string too long") }
         write(UInt32(utf8.count))
@@ -80,10 +80,12 @@ struct DBusWriter {
             // The signature of a type this module built: valid by construction, so it is not
             // parsed again (only its length, which a type nested deep enough could exceed).
             let type = inner.type
-            let signature = type.signature.utf8
-            guard signature.count <= 255 else { throw DBusError(.limitExceeded, "variant signature too long") }
-            bytes.append(UInt8(signature.count))
-            bytes.append(contentsOf: signature)
+            let lengthOffset = bytes.count
+            bytes.append(0)
+            type.appendSignature(to: &bytes)
+            let length = bytes.count - lengthOffset - 1
+            guard length <= 255 else { throw DBusError(.limitExceeded, "variant signature too long") }
+            bytes[lengthOffset] = UInt8(length)
             bytes.append(0)
             try write(inner, as: type, depth: depth + 1)
         case (.structure(let types), .structure(let fields)):
@@ -259,24 +261,29 @@ struct DBusReader {
     }
 
     mutating func readVariant(depth: Int) throws -> DBusValue {
+        .variant(try readVariantContents(depth: depth))
+    }
+
+    /// The value inside a variant (its signature, then the value).
+    mutating func readVariantContents(depth: Int) throws -> DBusValue {
         // The signatures of nearly every variant (one simple type, or `ay`) without parsing a string.
         if remaining >= 3, bytes[offset] == 1, bytes[offset + 2] == 0,
             let basic = DBusType.simpleType(bytes[offset + 1])
         {
             offset += 3
-            return .variant(try read(basic, depth: depth + 1))
+            return try read(basic, depth: depth + 1)
         }
         if remaining >= 4, bytes[offset] == 2, bytes[offset + 1] == UInt8(ascii: "a"),
             bytes[offset + 2] == UInt8(ascii: "y"), bytes[offset + 3] == 0
         {
             offset += 4
-            return .variant(try read(.array(.byte), depth: depth + 1))
+            return try read(.array(.byte), depth: depth + 1)
         }
         let signature = try readSignature()
         guard signature.types.count == 1 else {
             throw DBusError(.malformedMessage, "variant signature must hold one complete type")
         }
-        return .variant(try read(signature.types[0], depth: depth + 1))
+        return try read(signature.types[0], depth: depth + 1)
     }
 
     /// Reads an array's length and padding; returns the offset where its contents end.

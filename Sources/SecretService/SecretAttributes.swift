@@ -279,7 +279,148 @@ public enum SecretAttributes {
         return (try? encoder.encode([marker: attributes])) ?? Data()
     }
 
+    /// The map kept in `gena` by ``encode(_:)``, or `nil` when `data` is not such a map. The
+    /// usual form, one object holding one object of strings, is read here without Foundation's
+    /// decoder (each search reads the map of every item it finds); anything else, or anything
+    /// this reader is unsure of, is left to `JSONDecoder`, which has the last word.
     static func decode(_ data: Data) -> [String: String]? {
-        (try? JSONDecoder().decode([String: [String: String]].self, from: data))?[marker]
+        if let map = data.withUnsafeBytes({ AttributeMapReader.read($0) }) { return map }
+        return (try? JSONDecoder().decode([String: [String: String]].self, from: data))?[marker]
+    }
+}
+
+/// Reads `{"org.freedesktop.Secret.Attributes":{"k":"v",…}}` (any JSON whitespace, any JSON
+/// escapes) into its inner map, or answers `nil` for anything else: another outer key, a value
+/// that is not a string, a repeated key, a lone surrogate, invalid UTF-8, invalid JSON. `nil`
+/// means "not sure", never "not a map": the caller then asks `JSONDecoder`.
+struct AttributeMapReader {
+    private let bytes: UnsafeRawBufferPointer
+    private var index = 0
+
+    private init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    static func read(_ bytes: UnsafeRawBufferPointer) -> [String: String]? {
+        var reader = AttributeMapReader(bytes)
+        guard reader.take(UInt8(ascii: "{")), reader.string() == SecretAttributes.marker,
+            reader.take(UInt8(ascii: ":")), let map = reader.object(), reader.take(UInt8(ascii: "}"))
+        else { return nil }
+        reader.skipSpace()
+        return reader.index == bytes.count ? map : nil
+    }
+
+    private mutating func skipSpace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    /// Skips whitespace, then takes `byte` if it is next.
+    private mutating func take(_ byte: UInt8) -> Bool {
+        skipSpace()
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    /// An object of string values, without repeated keys.
+    private mutating func object() -> [String: String]? {
+        guard take(UInt8(ascii: "{")) else { return nil }
+        var map: [String: String] = [:]
+        if take(UInt8(ascii: "}")) { return map }
+        repeat {
+            guard let key = string(), take(UInt8(ascii: ":")), let value = string(), map[key] == nil else {
+                return nil
+            }
+            map[key] = value
+        } while take(UInt8(ascii: ","))
+        return take(UInt8(ascii: "}")) ? map : nil
+    }
+
+    /// A JSON string (after whitespace), its escapes resolved.
+    private mutating func string() -> String? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        // The common case: no escapes, the bytes up to the closing quote are the string.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                defer { index += 1 }
+                return String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            guard byte >= 0x20 else { return nil }
+            index += 1
+        }
+        guard index < bytes.count,
+            var text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        else { return nil }
+        var run = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                guard let part = String(validating: UnsafeRawBufferPointer(rebasing: bytes[run..<index]), as: UTF8.self)
+                else { return nil }
+                text += part
+                index += 1
+                if byte == UInt8(ascii: "\"") { return text }
+                guard let scalar = escape() else { return nil }
+                text.unicodeScalars.append(scalar)
+                run = index
+            } else {
+                guard byte >= 0x20 else { return nil }
+                index += 1
+            }
+        }
+        return nil
+    }
+
+    /// The character of the escape after a backslash.
+    private mutating func escape() -> Unicode.Scalar? {
+        guard index < bytes.count else { return nil }
+        let byte = bytes[index]
+        index += 1
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): return Unicode.Scalar(byte)
+        case UInt8(ascii: "b"): return "\u{08}"
+        case UInt8(ascii: "f"): return "\u{0C}"
+        case UInt8(ascii: "n"): return "\n"
+        case UInt8(ascii: "r"): return "\r"
+        case UInt8(ascii: "t"): return "\t"
+        case UInt8(ascii: "u"):
+            guard let unit = hex4() else { return nil }
+            switch unit {
+            case 0xD800...0xDBFF:
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                else { return nil }
+                index += 2
+                guard let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
+                return Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+            case 0xDC00...0xDFFF: return nil
+            default: return Unicode.Scalar(unit)
+            }
+        default: return nil
+        }
+    }
+
+    /// Four hex digits.
+    private mutating func hex4() -> UInt32? {
+        guard index + 4 <= bytes.count else { return nil }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            value = value << 4 | UInt32(digit)
+            index += 1
+        }
+        return value
     }
 }

@@ -251,19 +251,50 @@ public final class SecretServiceProvider: Sendable {
     }
 
     static func itemPath(_ id: UUID, in collection: SecretCollection) -> String {
-        collection.path + "/" + id.uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        collection.path + "/" + hexDigits(id)
     }
 
-    /// The id of an item path's last element (32 hex digits).
-    static func itemID(_ element: String) -> UUID? {
-        let hex = Array(element)
-        guard hex.count == 32 else { return nil }
-        var text = ""
-        for (index, character) in hex.enumerated() {
-            if [8, 12, 16, 20].contains(index) { text.append("-") }
-            text.append(character)
+    /// The 32 lowercase hex digits of `id` (its `uuidString` without the dashes), made without
+    /// Foundation's string functions: every search result is named so.
+    static func hexDigits(_ id: UUID) -> String {
+        let digits: [UInt8] = Array("0123456789abcdef".utf8)
+        return withUnsafeBytes(of: id.uuid) { bytes in
+            String(unsafeUninitializedCapacity: 32) { buffer in
+                for (index, byte) in bytes.enumerated() {
+                    buffer[2 * index] = digits[Int(byte >> 4)]
+                    buffer[2 * index + 1] = digits[Int(byte & 0x0F)]
+                }
+                return 32
+            }
         }
-        return UUID(uuidString: text)
+    }
+
+    /// The id of an item path's last element (32 hex digits, in either case).
+    static func itemID(_ element: String) -> UUID? {
+        var element = element
+        return element.withUTF8 { hex -> UUID? in
+            guard hex.count == 32 else { return nil }
+            var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            let parsed = withUnsafeMutableBytes(of: &bytes) { id in
+                for index in 0..<16 {
+                    guard let high = hexValue(hex[2 * index]), let low = hexValue(hex[2 * index + 1]) else {
+                        return false
+                    }
+                    id[index] = high << 4 | low
+                }
+                return true
+            }
+            return parsed ? UUID(uuid: bytes) : nil
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// The caller's items in `collections` that match `query`, registered as objects: those

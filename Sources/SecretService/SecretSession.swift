@@ -15,9 +15,11 @@ struct SecretSession: Sendable {
     /// The session key, or nil for `plain`.
     let key: SymmetricKey?
 
-    /// The `(parameters, value)` of a secret sent to the session's owner.
-    func seal(_ secret: Data, iv: AES._CBC.IV = AES._CBC.IV()) throws -> (parameters: [UInt8], value: [UInt8]) {
+    /// The `(parameters, value)` of a secret sent to the session's owner; an encrypted session
+    /// uses `iv`, or a fresh random one (a plain session draws none).
+    func seal(_ secret: Data, iv: AES._CBC.IV? = nil) throws -> (parameters: [UInt8], value: [UInt8]) {
         guard let key else { return ([], Array(secret)) }
+        let iv = iv ?? AES._CBC.IV()
         return (Array(iv), Array(try AES._CBC.encrypt(secret, using: key, iv: iv)))
     }
 
