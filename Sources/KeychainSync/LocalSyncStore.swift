@@ -10,8 +10,45 @@ import KeychainCore
 /// Everything a pull applies (items, mirror rows, the cursor) is written in one SQLite
 /// transaction with the items (``KeychainDatabase/withSyncTransaction(_:)``).
 struct LocalSyncStore {
-    /// Creates the sync tables (idempotent).
+    /// The layout of the sync tables this build writes, kept in `sync_state` as `store-version`
+    /// (absent: 1, the first layout). 2 added `sync_waiting`.
+    static let storeVersion = 2
+
+    /// Creates the sync tables, or brings older ones to ``storeVersion`` (idempotent; in a
+    /// write transaction).
     static func createTables(_ db: Database) throws {
+        try createFirstTables(db)
+        try migrate(db)
+    }
+
+    /// Brings the sync tables of an older build to ``storeVersion``, each step once: a keychain
+    /// enrolled before a step gets it on its next write (a pull runs this first).
+    static func migrate(_ db: Database) throws {
+        var version = try value("store-version", db).flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 1
+        guard version < storeVersion else { return }
+        if version < 2 {
+            // Records that arrived while the keychain was locked and cannot be applied before
+            // it unlocks, still sealed, in server order (the commit's sequence number); with
+            // the device that signed their commit, checked again once they are opened.
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS sync_waiting(
+                        seq INTEGER NOT NULL,
+                        record_id BLOB NOT NULL,
+                        key_id BLOB NOT NULL,
+                        tombstone INTEGER NOT NULL,
+                        blob BLOB NOT NULL,
+                        author BLOB NOT NULL,
+                        PRIMARY KEY (seq, record_id)
+                    ) WITHOUT ROWID;
+                    """)
+            version = 2
+        }
+        try setValue("store-version", Data(String(version).utf8), db)
+    }
+
+    /// The tables of the first layout (store version 1).
+    private static func createFirstTables(_ db: Database) throws {
         try db.execute(
             sql: """
                 CREATE TABLE IF NOT EXISTS sync_state(
@@ -44,7 +81,8 @@ struct LocalSyncStore {
     static func dropTables(_ db: Database) throws {
         try db.execute(
             sql:
-                "DROP TABLE IF EXISTS sync_state; DROP TABLE IF EXISTS sync_mirror; DROP TABLE IF EXISTS sync_conflicts;"
+                "DROP TABLE IF EXISTS sync_state; DROP TABLE IF EXISTS sync_mirror; DROP TABLE IF EXISTS sync_conflicts; "
+                + "DROP TABLE IF EXISTS sync_waiting;"
         )
     }
 
@@ -122,6 +160,61 @@ struct LocalSyncStore {
             ])
     }
 
+    // MARK: Waiting for unlock
+
+    /// Keeps a record that cannot be applied while the keychain is locked, sealed as it came.
+    static func addWaiting(_ record: WaitingRecord, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO sync_waiting(seq, record_id, key_id, tombstone, blob, author)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                record.record.seq, record.record.recordID.bytes, record.record.keyID.syncBytes,
+                record.record.tombstone, record.record.blob, record.author.bytes,
+            ])
+    }
+
+    /// The records waiting for an unlock, in server order.
+    static func waiting(_ db: Database) throws -> [WaitingRecord] {
+        guard try waitingTableExists(db) else { return [] }
+        return try Row.fetchAll(
+            db, sql: "SELECT seq, record_id, key_id, tombstone, blob, author FROM sync_waiting ORDER BY seq, record_id"
+        ).map { row in
+            let keyBytes: Data = row[2]
+            var keyReader = SyncReader(keyBytes, what: "key id")
+            guard let id = RecordID(row[1]), let author = DeviceID(bytes: row[5]), let keyID = try? keyReader.uuid()
+            else { throw SyncError(.tampered, "a record waiting for an unlock is malformed") }
+            return WaitingRecord(
+                record: ServerRecord(recordID: id, seq: row[0], keyID: keyID, tombstone: row[3], blob: row[4]),
+                author: author)
+        }
+    }
+
+    /// The identities of the records waiting for an unlock.
+    static func waitingRecordIDs(_ db: Database) throws -> Set<RecordID> {
+        guard try waitingTableExists(db) else { return [] }
+        return Set(try Data.fetchAll(db, sql: "SELECT record_id FROM sync_waiting").compactMap { RecordID($0) })
+    }
+
+    /// How many records wait for an unlock (nothing is opened).
+    static func waitingCount(_ db: Database) throws -> Int {
+        guard try waitingTableExists(db) else { return 0 }
+        return try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_waiting") ?? 0
+    }
+
+    /// Forgets a waiting record once it is applied (or found superseded).
+    static func removeWaiting(_ record: WaitingRecord, _ db: Database) throws {
+        try db.execute(
+            sql: "DELETE FROM sync_waiting WHERE seq = ? AND record_id = ?",
+            arguments: [record.record.seq, record.record.recordID.bytes])
+    }
+
+    private static func waitingTableExists(_ db: Database) throws -> Bool {
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_waiting'")
+            == 1
+    }
+
     // MARK: Conflicts
 
     static func logConflict(
@@ -194,6 +287,17 @@ struct LocalRosterEntry: Codable, Sendable, Equatable {
 struct SyncCursor: Codable, Sendable, Equatable {
     var seq: Int64
     var headHash: Data?
+}
+
+/// A record pulled while the keychain was locked that cannot be applied before it unlocks: a
+/// when-unlocked (class A) record, kept unopened, or one whose local item is when-unlocked.
+/// Its commit's head, signature and state digest were verified when it arrived; opening it
+/// (authentication, identity) waits for the unlock.
+struct WaitingRecord: Sendable, Equatable {
+    /// The row as the server returned it.
+    var record: ServerRecord
+    /// The device that signed the commit that wrote it (the record's author must be it).
+    var author: DeviceID
 }
 
 /// The device's view of one server record.

@@ -124,6 +124,24 @@ public enum RecordCodec {
         return try RecordHeader(reading: &reader)
     }
 
+    /// A record's header, checked against its row and `zone` but not authenticated: what a
+    /// device can check of a record it cannot open yet (its class key is locked away). Nothing
+    /// in it may be trusted beyond that until ``open(_:zone:classKeys:)`` succeeds.
+    ///
+    /// - Throws: `.tampered` if the header's zone, record id, key id or tombstone flag disagrees
+    ///   with the row or `zone`; `.malformed` if it cannot be parsed.
+    public static func header(of record: ServerRecord, zone: ZoneID) throws -> RecordHeader {
+        let header = try header(of: record.blob)
+        try check(header, of: record, zone: zone)
+        return header
+    }
+
+    private static func check(_ header: RecordHeader, of record: ServerRecord, zone: ZoneID) throws {
+        guard header.zone == zone, header.recordID == record.recordID, header.keyID == record.keyID,
+            header.tombstone == record.tombstone
+        else { throw SyncError(.tampered, "record \(record.recordID)'s header disagrees with its row") }
+    }
+
     /// Opens a record: checks its header against the row and the zone, then authenticates and
     /// decrypts it and strips the padding.
     ///
@@ -139,9 +157,7 @@ public enum RecordCodec {
     {
         var reader = SyncReader(record.blob, what: "record blob")
         let header = try RecordHeader(reading: &reader)
-        guard header.zone == zone, header.recordID == record.recordID, header.keyID == record.keyID,
-            header.tombstone == record.tombstone
-        else { throw SyncError(.tampered, "record \(record.recordID)'s header disagrees with its row") }
+        try check(header, of: record, zone: zone)
         guard let classKey = classKeys[header.keyID] else {
             throw SyncError(
                 .unknownKey,

@@ -71,12 +71,21 @@ public final class SyncEngine: Sendable {
     // MARK: Pull
 
     /// Verifies and applies everything written to the zone since this device's cursor.
-    /// - Returns: How many records were applied.
+    ///
+    /// While the keychain is locked, the log is verified as always (heads, signatures, the state
+    /// digest: none needs a class key of the keychain), every record that can be applied is,
+    /// and each one that cannot (a when-unlocked record, which is not even opened, or one whose
+    /// local item is when-unlocked) is kept sealed in the keychain file with the cursor, to be
+    /// applied by the first pull after an unlock, before anything newer, under the same
+    /// last-writer-wins rule.
+    /// - Returns: How many records were applied (waiting ones included once they are).
     /// - Throws: ``SyncError`` `.tampered`, `.forked` or `.rolledBack` when the server's log fails
-    ///   verification (nothing is applied, the cursor stays), `.server` on transport errors.
+    ///   verification, or a waiting record fails authentication (nothing is applied, the cursor
+    ///   stays, the waiting records stay), `.server` on transport errors.
     @discardableResult
     public func pull() async throws -> Int {
         var context = try context()
+        let released = try applyWaiting(context: context)
         if context.settings.rosterEpoch == 0 {
             // Just joined: the first keys and roster come with the inviting device's approval.
             try await refreshMembership(context: &context, neededEpoch: 1)
@@ -84,7 +93,7 @@ public final class SyncEngine: Sendable {
         let batch = try await server.pull(context.settings.zoneID, after: context.cursor.seq)
         guard batch.headSeq != context.cursor.seq else {
             try recordPull(at: Date())
-            return 0
+            return released
         }
         guard batch.headSeq > context.cursor.seq else {
             throw SyncError(
@@ -92,17 +101,100 @@ public final class SyncEngine: Sendable {
                 "the server's log ends at \(batch.headSeq), before this device's verified head \(context.cursor.seq)")
         }
         let heads = try await verifiedHeads(batch, context: &context)
-        let opened = try openRecords(batch.records, heads: heads, context: context)
-        try checkDigest(opened, against: heads[heads.count - 1].head, context: context)
+        let incoming = try openRecords(
+            batch.records, heads: heads, context: context, unlocked: !keychain.isLocked)
+        try checkDigest(incoming.map(\.record), against: heads[heads.count - 1].head, context: context)
         let last = heads[heads.count - 1]
-        try keychain.withSyncTransaction { transaction in
-            for record in opened { try apply(record, transaction: transaction, context: context) }
+        let applied = try keychain.withSyncTransaction { transaction in
+            try LocalSyncStore.migrate(transaction.database)
+            var applied = 0
+            for record in incoming {
+                switch record {
+                case .opened(let opened):
+                    do {
+                        // One record at a time: a record the lock stops rolls back alone.
+                        try transaction.database.inSavepoint {
+                            try apply(opened, transaction: transaction, context: context)
+                            return .commit
+                        }
+                        applied += 1
+                    } catch let error as KeychainError where error.code == .interactionNotAllowed {
+                        try wait(
+                            WaitingRecord(record: opened.record, author: opened.header.author),
+                            header: opened.header, transaction: transaction)
+                    }
+                case .sealed(let waiting, let header):
+                    try wait(waiting, header: header, transaction: transaction)
+                }
+            }
             try LocalSyncStore.setCursor(SyncCursor(seq: last.head.seq, headHash: last.hash), transaction.database)
             var settings = context.settings
             settings.lastPull = Date()
             try LocalSyncStore.setConfiguration(settings, transaction.database)
+            return applied
         }
-        return opened.count
+        return released + applied
+    }
+
+    /// Keeps a record for the next unlock: in the waiting table, and in the mirror as the
+    /// server's current version of its record (the state digest covers it already; the local
+    /// item it maps to, and its sealed primary key, stay as they were until it is applied).
+    private func wait(_ waiting: WaitingRecord, header: RecordHeader, transaction: SyncTransaction) throws {
+        let db = transaction.database
+        try LocalSyncStore.addWaiting(waiting, db)
+        let known = try LocalSyncStore.mirror(recordID: waiting.record.recordID, db)
+        try LocalSyncStore.setMirror(
+            MirrorRow(
+                recordID: waiting.record.recordID, seq: waiting.record.seq, hlc: header.hlc, author: header.author,
+                tombstone: waiting.record.tombstone, blobHash: RecordCodec.blobHash(waiting.record.blob),
+                item: known?.item, sealedPrimaryKey: known?.sealedPrimaryKey), db)
+        // As if it had been applied: a local change made from now on is stamped after it.
+        try transaction.observe(clock: header.hlc.rawValue)
+    }
+
+    /// Applies the records that waited for an unlock, oldest first, when the keychain is
+    /// unlocked: each is opened and checked as a fresh one is, then applied under the
+    /// last-writer-wins rule against the local item as it is now, unless a later version of
+    /// the same record was applied meanwhile (the mirror holds a later commit). One
+    /// transaction: a crash leaves them all waiting or all applied.
+    /// - Returns: How many were applied.
+    /// - Throws: `.tampered` when one fails authentication (all stay waiting).
+    private func applyWaiting(context: Context) throws -> Int {
+        guard !keychain.isLocked,
+            try keychain.readSyncTables({ try LocalSyncStore.waitingCount($0) }) > 0
+        else { return 0 }
+        let classKeys = context.secrets.classKeysByID
+        let keys = try context.secrets.currentZoneKeys()
+        // A refusal leaves the transaction with nothing written, and is thrown outside it (the
+        // keychain would report an error of another module as an internal failure).
+        let outcome = try keychain.withSyncTransaction { transaction -> Result<Int, SyncError> in
+            let db = transaction.database
+            var opened: [(WaitingRecord, OpenedRecord)] = []
+            do {
+                for waiting in try LocalSyncStore.waiting(db) {
+                    let record = try open(
+                        waiting.record, author: waiting.author, classKeys: classKeys, keys: keys, context: context)
+                    opened.append((waiting, record))
+                }
+            } catch let error as SyncError {
+                return .failure(error)
+            }
+            var applied = 0
+            for (waiting, record) in opened {
+                if let mirror = try LocalSyncStore.mirror(recordID: waiting.record.recordID, db),
+                    mirror.seq > waiting.record.seq
+                {
+                    // Superseded: the zone has a later version, which this device applied or wrote.
+                    try LocalSyncStore.removeWaiting(waiting, db)
+                    continue
+                }
+                try apply(record, transaction: transaction, context: context)
+                try LocalSyncStore.removeWaiting(waiting, db)
+                applied += 1
+            }
+            return .success(applied)
+        }
+        return try outcome.get()
     }
 
     /// The batch's heads, decoded and checked: consecutive from the cursor, each chained to the
@@ -128,13 +220,32 @@ public final class SyncEngine: Sendable {
         var item: Item
     }
 
-    private func openRecords(_ records: [ServerRecord], heads: [SignedHead], context: Context) throws -> [OpenedRecord]
+    /// A pulled record: opened, or kept sealed until the keychain unlocks.
+    enum IncomingRecord {
+        case opened(OpenedRecord)
+        /// A when-unlocked record pulled while the keychain is locked: only its clear header
+        /// is read (and checked against its row and its commit's signer).
+        case sealed(WaitingRecord, RecordHeader)
+
+        var record: ServerRecord {
+            switch self {
+            case .opened(let opened): opened.record
+            case .sealed(let waiting, _): waiting.record
+            }
+        }
+    }
+
+    /// Opens and checks a batch's records; with `unlocked` false, the when-unlocked ones are
+    /// left sealed (never decrypted while the keychain is locked).
+    private func openRecords(_ records: [ServerRecord], heads: [SignedHead], context: Context, unlocked: Bool) throws
+        -> [IncomingRecord]
     {
         let authors = Dictionary(heads.map { ($0.head.seq, $0.head.author) }, uniquingKeysWith: { first, _ in first })
         var seen = Set<RecordID>()
         // Built once per batch: every record is opened and identified with the same keys.
         let classKeys = context.secrets.classKeysByID
         let keys = try context.secrets.currentZoneKeys()
+        let whenUnlocked = context.secrets.whenUnlockedKeyIDs
         return try records.map { record in
             guard let author = authors[record.seq] else {
                 throw SyncError(.tampered, "a record claims a commit outside the pulled range")
@@ -142,37 +253,50 @@ public final class SyncEngine: Sendable {
             guard seen.insert(record.recordID).inserted else {
                 throw SyncError(.tampered, "a record was served twice")
             }
-            let (header, payload) = try RecordCodec.open(
-                record, zone: context.settings.zoneID, classKeys: classKeys)
-            // A record is written by the device that signed its commit.
-            guard header.author == author else {
-                throw SyncError(.tampered, "a record's author did not sign its commit")
-            }
-            let item: Item
-            do {
-                item = try Item(syncPayload: payload)
-            } catch {
-                throw SyncError(.tampered, "a record's payload is malformed")
-            }
-            if !record.tombstone {
-                guard item.belongsInSyncSet else {
-                    throw SyncError(.tampered, "a record holds an item that does not sync")
+            if !unlocked && whenUnlocked.contains(record.keyID) {
+                let header = try RecordCodec.header(of: record, zone: context.settings.zoneID)
+                guard header.author == author else {
+                    throw SyncError(.tampered, "a record's author did not sign its commit")
                 }
+                return .sealed(WaitingRecord(record: record, author: author), header)
             }
-            let expected = keys.recordID(
-                itemClass: item.itemClass.rawValue, primaryKey: item.syncPrimaryKey)
-            guard expected == record.recordID else {
-                throw SyncError(.tampered, "a record's identity does not match its item")
-            }
-            return OpenedRecord(record: record, header: header, item: item)
+            return .opened(try open(record, author: author, classKeys: classKeys, keys: keys, context: context))
         }
     }
 
+    /// Opens one record and checks it: its author signed its commit, its payload is an item of
+    /// the sync set, and its identity is its item's.
+    private func open(
+        _ record: ServerRecord, author: DeviceID, classKeys: [UUID: SymmetricKey], keys: ZoneKeys, context: Context
+    ) throws -> OpenedRecord {
+        let (header, payload) = try RecordCodec.open(record, zone: context.settings.zoneID, classKeys: classKeys)
+        // A record is written by the device that signed its commit.
+        guard header.author == author else {
+            throw SyncError(.tampered, "a record's author did not sign its commit")
+        }
+        let item: Item
+        do {
+            item = try Item(syncPayload: payload)
+        } catch {
+            throw SyncError(.tampered, "a record's payload is malformed")
+        }
+        if !record.tombstone {
+            guard item.belongsInSyncSet else {
+                throw SyncError(.tampered, "a record holds an item that does not sync")
+            }
+        }
+        let expected = keys.recordID(itemClass: item.itemClass.rawValue, primaryKey: item.syncPrimaryKey)
+        guard expected == record.recordID else {
+            throw SyncError(.tampered, "a record's identity does not match its item")
+        }
+        return OpenedRecord(record: record, header: header, item: item)
+    }
+
     /// Checks that the mirror with the batch applied is exactly the live set the last head signs.
-    private func checkDigest(_ opened: [OpenedRecord], against head: Head, context: Context) throws {
+    private func checkDigest(_ records: [ServerRecord], against head: Head, context: Context) throws {
         var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
-        for record in opened {
-            live[record.record.recordID] = record.record.tombstone ? nil : RecordCodec.blobHash(record.record.blob)
+        for record in records {
+            live[record.recordID] = record.tombstone ? nil : RecordCodec.blobHash(record.blob)
         }
         guard StateDigest.compute(live) == head.stateDigest else {
             throw SyncError(.tampered, "the zone's records do not match the state its head signs")
@@ -261,9 +385,10 @@ public final class SyncEngine: Sendable {
         var attempts = 0
         while true {
             try await pull()
-            let entries = try keychain.syncJournal(limit: batchSize).filter { !$0.isLocked }
-            guard !entries.isEmpty else { break }
             let context = try context()
+            let entries = try heldBack(
+                try keychain.syncJournal(limit: batchSize).filter { !$0.isLocked }, context: context)
+            guard !entries.isEmpty else { break }
             let prepared = try prepareCommit(entries, context: context)
             if prepared.records.isEmpty {
                 try finish(prepared, context: context, head: nil)
@@ -286,6 +411,24 @@ public final class SyncEngine: Sendable {
             try LocalSyncStore.setConfiguration(settings, transaction.database)
         }
         return pushed
+    }
+
+    /// The entries that can be pushed now: those of a record that waits for an unlock stay in
+    /// the journal until it is applied, so that the local change and the waiting one are
+    /// decided by their clocks, as they would have been had the record been applied at once.
+    private func heldBack(_ entries: [SyncJournalEntry], context: Context) throws -> [SyncJournalEntry] {
+        let waiting = try keychain.readSyncTables { try LocalSyncStore.waitingRecordIDs($0) }
+        guard !waiting.isEmpty else { return entries }
+        let keys = try context.secrets.currentZoneKeys()
+        return try entries.filter { entry in
+            if let item = entry.item, item.belongsInSyncSet,
+                waiting.contains(keys.recordID(itemClass: item.itemClass.rawValue, primaryKey: item.syncPrimaryKey))
+            {
+                return false
+            }
+            let mirrored = try keychain.readSyncTables { try LocalSyncStore.mirror(item: entry.row, $0) }
+            return !mirrored.contains { waiting.contains($0.recordID) }
+        }
     }
 
     /// A commit built from journal entries, with what to record locally once it lands.

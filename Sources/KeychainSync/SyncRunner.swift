@@ -8,7 +8,9 @@ import Synchronization
 ///
 /// It pushes soon after a local change (it watches the keychain's sync journal, so writes from
 /// any process count), pulls as soon as the server notifies the zone's channel (`LISTEN`), and
-/// syncs every ``pollInterval`` (± 10 %) in case a notification was lost while disconnected. A
+/// syncs every ``pollInterval`` (± 10 %) in case a notification was lost while disconnected, and
+/// at once when the keychain is unlocked (records that arrived while it was locked wait for that,
+/// see ``SyncEngine/pull()``). A
 /// lost connection is retried after 1 s, doubling to 30 s; every (re)connection starts with a
 /// full push and pull, since notifications sent meanwhile are gone.
 public final class SyncRunner: Sendable {
@@ -84,7 +86,7 @@ public final class SyncRunner: Sendable {
             } catch {
                 if Task.isCancelled || error is CancellationError { break }
                 record(error)
-                try? await Task.sleep(for: backoff)
+                try? await pause(backoff, endingOnUnlock: keychain.isLocked)
                 backoff = min(backoff * 2, .seconds(30))
             }
         }
@@ -104,8 +106,14 @@ public final class SyncRunner: Sendable {
                     try await server.listen(zone: context.settings.zoneID, channel: channel) { _ in request.yield() }
                 }
                 group.addTask { [keychain, journalInterval] in
+                    var wasLocked = keychain.isLocked
                     while !Task.isCancelled {
-                        if (try? keychain.pendingSyncChanges()) ?? 0 > 0 { request.yield() }
+                        let isLocked = keychain.isLocked
+                        // An unlock: the records that waited for it are applied at once.
+                        if (try? keychain.pendingSyncChanges()) ?? 0 > 0 || (wasLocked && !isLocked) {
+                            request.yield()
+                        }
+                        wasLocked = isLocked
                         try await Task.sleep(for: journalInterval)
                     }
                 }
@@ -132,9 +140,9 @@ public final class SyncRunner: Sendable {
                             throw error
                         } catch {
                             // The data (a refused server row, a locked keychain): not again at
-                            // once, whatever the journal says.
+                            // once, whatever the journal says; but at once after an unlock.
                             record(error)
-                            try await Task.sleep(for: .seconds(5))
+                            try await pause(.seconds(5), endingOnUnlock: keychain.isLocked)
                         }
                     }
                 }
@@ -149,6 +157,16 @@ public final class SyncRunner: Sendable {
         }
         request.finish()
         await server.shutdown()
+    }
+
+    /// Sleeps for `duration`, in steps of ``journalInterval``; when `locked`, it ends early once
+    /// the keychain is unlocked.
+    private func pause(_ duration: Duration, endingOnUnlock locked: Bool) async throws {
+        let end = ContinuousClock.now + duration
+        while ContinuousClock.now < end {
+            try await Task.sleep(for: min(journalInterval, end - ContinuousClock.now))
+            if locked && !keychain.isLocked { return }
+        }
     }
 
     private func record(_ error: any Error) {

@@ -75,6 +75,12 @@ struct SyncSecrets: Codable, Sendable, CustomStringConvertible {
     /// Every class key this device holds, by id (older epochs' too, so older records open).
     var classKeysByID: [UUID: SymmetricKey] { classKeys.mapValues { SymmetricKey(data: $0.key) } }
 
+    /// The ids of the when-unlocked (class A) keys of every epoch: records sealed under them are
+    /// not opened while the keychain is locked.
+    var whenUnlockedKeyIDs: Set<UUID> {
+        Set(classKeys.filter { $0.value.keyClass == KeyClass.a.rawValue }.keys)
+    }
+
     /// Adds a zone epoch's keys.
     mutating func install(_ keys: ZoneKeys) {
         zoneKeys[keys.epoch] = keys.zoneKey.syncKeyBytes

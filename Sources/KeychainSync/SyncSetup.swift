@@ -152,20 +152,25 @@ public enum SyncSetup {
         public var pendingChanges: Int
         /// Entries in the conflict log.
         public var conflicts: Int
+        /// Records pulled while the keychain was locked that wait, still sealed, for it to unlock.
+        public var waitingForUnlock: Int
     }
 
     /// The keychain's sync status, read locally (no server round trip).
     public static func status(of keychain: KeychainDatabase) throws -> Status {
-        let (settings, cursor, conflicts) = try keychain.readSyncTables { db in
+        let (settings, cursor, conflicts, waiting) = try keychain.readSyncTables { db in
             guard try LocalSyncStore.tableExists(db), let settings = try LocalSyncStore.configuration(db) else {
                 throw SyncError(.notEnrolled, "this keychain is not set up for sync")
             }
-            return (settings, try LocalSyncStore.cursor(db), try LocalSyncStore.conflicts(db).count)
+            return (
+                settings, try LocalSyncStore.cursor(db), try LocalSyncStore.conflicts(db).count,
+                try LocalSyncStore.waitingCount(db)
+            )
         }
         return Status(
             zone: settings.zoneID, device: settings.deviceID, deviceName: settings.deviceName, server: settings.server,
             headSeq: cursor.seq, headHash: cursor.headHash, lastPush: settings.lastPush, lastPull: settings.lastPull,
-            pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts)
+            pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts, waitingForUnlock: waiting)
     }
 
     /// One entry of the conflict log, opened.

@@ -209,6 +209,7 @@ struct SyncCommand: ToolCommand {
             last push: \(time(status.lastPush))
             last pull: \(time(status.lastPull))
             pending changes: \(status.pendingChanges)
+            waiting for unlock: \(status.waitingForUnlock)
             conflicts: \(status.conflicts)
 
             """)

@@ -148,6 +148,7 @@ extension SyncIntegration {
             #expect(try syncedCount(b) == 3)
             let status = try await b.run(["sync", "status"])
             #expect(status.out.contains("pending changes: 0"))
+            #expect(status.out.contains("waiting for unlock: 0"))
             #expect(status.out.contains("conflicts: 0"))
             let devices = try await b.run(["sync", "devices"])
             #expect(devices.out.contains("alpha"))

@@ -12,8 +12,9 @@ final class TestMachine: Sendable {
     let temporary: TemporaryKeychain
     var keychain: KeychainDatabase { temporary.keychain }
 
-    init() throws {
-        temporary = try TemporaryKeychain(configuration: .testing())
+    /// A machine whose keychain has `password` (it starts locked), or none.
+    init(password: String? = nil) throws {
+        temporary = try TemporaryKeychain(password: password, configuration: .testing())
     }
 
     func syncNow() async throws -> (pushed: Int, pulled: Int) {
