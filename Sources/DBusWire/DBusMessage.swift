@@ -251,35 +251,22 @@ extension DBusMessage {
                 writer.bytes.append(type.asciiValue!)
                 writer.bytes.append(0)
             }
+            func stringField(_ code: UInt8, _ type: Character, _ value: String?) throws {
+                guard let value else { return }
+                field(code, type)
+                try writer.writeString(value)
+            }
             // The names were checked by validateFields().
-            if let path {
-                field(1, "o")
-                try writer.writeString(path)
-            }
-            if let interface {
-                field(2, "s")
-                try writer.writeString(interface)
-            }
-            if let member {
-                field(3, "s")
-                try writer.writeString(member)
-            }
-            if let errorName {
-                field(4, "s")
-                try writer.writeString(errorName)
-            }
+            try stringField(1, "o", path)
+            try stringField(2, "s", interface)
+            try stringField(3, "s", member)
+            try stringField(4, "s", errorName)
             if let replySerial {
                 field(5, "u")
                 writer.write(replySerial)
             }
-            if let destination {
-                field(6, "s")
-                try writer.writeString(destination)
-            }
-            if let sender {
-                field(7, "s")
-                try writer.writeString(sender)
-            }
+            try stringField(6, "s", destination)
+            try stringField(7, "s", sender)
             if !self.body.isEmpty {
                 field(8, "g")
                 writer.bytes.append(UInt8(signature.count))

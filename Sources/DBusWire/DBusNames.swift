@@ -28,17 +28,26 @@ public enum DBusNames {
     /// `.`-separated elements of `[A-Za-z0-9_]`, none starting with a digit, at most 255 bytes.
     public static func isValidInterfaceName(_ name: String) -> Bool {
         let bytes = name.utf8
-        guard !bytes.isEmpty, bytes.count <= maximumNameLength else { return false }
+        guard bytes.count <= maximumNameLength else { return false }
+        return isDottedName(bytes) { byte, startsElement in
+            isNameCharacter(byte) && !(startsElement && isDigit(byte))
+        }
+    }
+
+    /// Whether `bytes` are two or more `.`-separated elements, none empty (no leading, trailing
+    /// or doubled dot), each byte of which `allows` (told whether the byte starts its element).
+    private static func isDottedName<Bytes: Collection<UInt8>>(
+        _ bytes: Bytes, allows: (UInt8, Bool) -> Bool
+    ) -> Bool {
         var elements = 1
         var elementStart = true
         for byte in bytes {
             if byte == UInt8(ascii: ".") {
-                // An empty element (a leading, trailing or doubled dot).
                 if elementStart { return false }
                 elements += 1
                 elementStart = true
             } else {
-                guard isNameCharacter(byte), !(elementStart && isDigit(byte)) else { return false }
+                guard allows(byte, elementStart) else { return false }
                 elementStart = false
             }
         }
@@ -62,21 +71,10 @@ public enum DBusNames {
         guard !all.isEmpty, all.count <= maximumNameLength else { return false }
         let unique = all.first == UInt8(ascii: ":")
         let bytes = unique ? all.dropFirst() : all[...]
-        var elements = 1
-        var elementStart = true
-        for byte in bytes {
-            if byte == UInt8(ascii: ".") {
-                if elementStart { return false }
-                elements += 1
-                elementStart = true
-            } else {
-                guard isNameCharacter(byte) || byte == UInt8(ascii: "-") else { return false }
-                // Only a unique name's elements may start with a digit.
-                if !unique, elementStart, isDigit(byte) { return false }
-                elementStart = false
-            }
+        return isDottedName(bytes) { byte, startsElement in
+            // Only a unique name's elements may start with a digit.
+            (isNameCharacter(byte) || byte == UInt8(ascii: "-")) && (unique || !startsElement || !isDigit(byte))
         }
-        return elements >= 2 && !elementStart
     }
 
     private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }

@@ -142,7 +142,7 @@ extension KeychainDatabase {
         tags.reserveCapacity(8)
         for (name, value) in item.attributes {
             guard let spec = schema.indexedAttributes[name] else { continue }
-            for tag in tagger.tags(schema.itemClass, spec, value) { tags.append(AttributeTag(name: name, tag: tag)) }
+            tagger.forEachTag(schema.itemClass, spec, value) { tags.append(AttributeTag(name: name, tag: $0)) }
         }
         let primaryKey = tagger.primaryKeyTag(schema, item.attributes, tags: tags)
         let next = try nextRow(replacing: primaryKey, db: db)

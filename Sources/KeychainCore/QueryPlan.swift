@@ -209,7 +209,10 @@ struct QueryPlan {
         _ db: Database, itemClass: ItemClass, keyFilters: KeyFilters, tagger: IndexTagger, includeData: Bool,
         limit: Int?, statements: SearchStatements, malformed: ((Int64?) -> Void)?
     ) throws -> [StoredRow] {
-        let tags = orderedFilters(itemClass, excluding: keyFilters.names).flatMap { tagger.tags(itemClass, $0.0, $0.1) }
+        var tags: [Data] = []
+        for (spec, value) in orderedFilters(itemClass, excluding: keyFilters.names) {
+            tagger.forEachTag(itemClass, spec, value) { tags.append($0) }
+        }
         var arguments: [DatabaseValue] = tags.map(\.databaseValue)
         arguments.append(itemClass.rawValue.databaseValue)
         if let persistentID {

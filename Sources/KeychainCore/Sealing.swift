@@ -181,8 +181,16 @@ struct IndexTagger: Sendable {
     /// The tags the index holds for an attribute's value: one, or one per search term
     /// (``AttributeSpec/indexedValues(_:)``).
     func tags(_ itemClass: ItemClass, _ spec: AttributeSpec, _ value: AttributeValue) -> [Data] {
-        guard spec.kind == .terms else { return [tag(itemClass, spec, value)] }
-        return spec.indexedValues(value).map { tag(itemClass, spec, $0) }
+        var tags: [Data] = []
+        forEachTag(itemClass, spec, value) { tags.append($0) }
+        return tags
+    }
+
+    /// ``tags(_:_:_:)`` one by one, with no array for the usual single tag (adds and lookups
+    /// compute one per indexed attribute).
+    func forEachTag(_ itemClass: ItemClass, _ spec: AttributeSpec, _ value: AttributeValue, _ body: (Data) -> Void) {
+        guard spec.kind == .terms else { return body(tag(itemClass, spec, value)) }
+        for term in spec.indexedValues(value) { body(tag(itemClass, spec, term)) }
     }
 
     /// The tag of a column value matched whatever the item class (access group,

@@ -88,8 +88,7 @@ struct LocalSyncStore {
 
     /// Whether the sync tables exist (sync was ever set up in this keychain).
     static func tableExists(_ db: Database) throws -> Bool {
-        try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'")
-            == 1
+        try db.tableExists("sync_state")
     }
 
     // MARK: Named values
@@ -211,8 +210,7 @@ struct LocalSyncStore {
     }
 
     private static func waitingTableExists(_ db: Database) throws -> Bool {
-        try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sync_waiting'")
-            == 1
+        try db.tableExists("sync_waiting")
     }
 
     // MARK: Conflicts

@@ -385,9 +385,10 @@ public final class SyncEngine: Sendable {
         var attempts = 0
         while true {
             try await pull()
+            let journal = try keychain.syncJournal(limit: batchSize).filter { !$0.isLocked }
+            guard !journal.isEmpty else { break }
             let context = try context()
-            let entries = try heldBack(
-                try keychain.syncJournal(limit: batchSize).filter { !$0.isLocked }, context: context)
+            let entries = try heldBack(journal, context: context)
             guard !entries.isEmpty else { break }
             let prepared = try prepareCommit(entries, context: context)
             if prepared.records.isEmpty {

@@ -383,14 +383,16 @@ public final class SecretServiceProvider: Sendable {
         do {
             try keychain.upgradeItems(
                 named: Self.searchTermsUpgrade, classes: Self.passwordClasses, SecretAttributes.missingSearchTerms)
-            upgradedKeychains.withLock { _ = $0.insert(path) }
+        } catch let error as KeychainError where error.code == .interactionNotAllowed {
+            return  // locked: the first search after the unlock upgrades it
         } catch {
-            // Locked, read-only or damaged: the searches go on without the older items' terms,
-            // and the next search tries again.
+            // Read-only or damaged: the searches go on without the older items' terms, and this
+            // run does not read every item again on each search to try once more.
         }
+        upgradedKeychains.withLock { _ = $0.insert(path) }
     }
 
-    /// Whether `keychain`'s D-Bus items all have their search terms, as far as this run knows.
+    /// Whether this run has upgraded `keychain` (or given up on it: see ``upgradeSearchTerms(of:)``).
     func hasSearchTerms(_ keychain: any KeychainHandle) -> Bool {
         keychain.path.map { path in upgradedKeychains.withLock { $0.contains(path) } } ?? true
     }

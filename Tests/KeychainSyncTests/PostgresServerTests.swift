@@ -96,14 +96,20 @@ struct TestZone {
     }
 }
 
+/// How long until `condition` holds, checking every 20 ms, or `nil` when it does not within
+/// `limit`.
+func timeUntil(within limit: Duration, _ condition: () async throws -> Bool) async throws -> Duration? {
+    let start = ContinuousClock.now
+    while ContinuousClock.now - start < limit {
+        if try await condition() { return ContinuousClock.now - start }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition() ? ContinuousClock.now - start : nil
+}
+
 /// Waits until `condition` holds (polling), for at most `seconds`.
 func eventually(_ seconds: Double = 5, _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    return try await condition()
+    try await timeUntil(within: .milliseconds(Int(seconds * 1000)), condition) != nil
 }
 
 /// How many backends a role has open (as the superuser sees them).

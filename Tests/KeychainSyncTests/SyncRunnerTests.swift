@@ -10,15 +10,6 @@ import Testing
 extension SyncIntegration {
     @Suite("Background sync (LISTEN, journal watch, reconnect)", .serialized, .timeLimit(.minutes(3)))
     struct SyncRunnerTests {
-        /// Waits until `condition` holds, checking every 20 ms, for at most `limit`.
-        private func eventually(within limit: Duration, _ condition: () throws -> Bool) async throws -> Duration? {
-            let start = ContinuousClock.now
-            while ContinuousClock.now - start < limit {
-                if try condition() { return ContinuousClock.now - start }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            return nil
-        }
 
         @Test("adds on one machine reach the other by themselves, 20 times in a row")
         func changesArriveWithoutSyncNow() async throws {
@@ -29,7 +20,7 @@ extension SyncIntegration {
             var times: [Duration] = []
             for round in 0..<20 {
                 try a.add(service: "live", account: "r\(round)", secret: "v\(round)")
-                let arrived = try await eventually(within: .seconds(20)) {
+                let arrived = try await timeUntil(within: .seconds(20)) {
                     try b.syncedItems().contains("live|r\(round)|v\(round)")
                 }
                 #expect(arrived != nil, "round \(round) did not arrive; \(runners[1].lastError ?? "no error")")
@@ -38,7 +29,7 @@ extension SyncIntegration {
             // And back: B's change reaches A.
             try b.keychain.update(b.query(service: "live", account: "r0"), attributes: [:], data: Data("from b".utf8))
             #expect(
-                try await eventually(within: .seconds(20)) { try a.syncedItems().contains("live|r0|from b") } != nil)
+                try await timeUntil(within: .seconds(20)) { try a.syncedItems().contains("live|r0|from b") } != nil)
             for runner in runners { await runner.stop() }
             #expect(runners.allSatisfy { $0.lastError == nil })
             let sorted = times.sorted()
@@ -56,10 +47,10 @@ extension SyncIntegration {
             let runners = [a, b].map { SyncRunner(keychain: $0.keychain, pollInterval: .seconds(600)) }
             for runner in runners { runner.start() }
             try a.add(service: "before", account: "x", secret: "1")
-            #expect(try await eventually(within: .seconds(20)) { try b.syncedItems().count == 1 } != nil)
+            #expect(try await timeUntil(within: .seconds(20)) { try b.syncedItems().count == 1 } != nil)
             try cluster.restart(mode: .immediate)
             try a.add(service: "after", account: "x", secret: "2")
-            #expect(try await eventually(within: .seconds(60)) { try b.syncedItems().count == 2 } != nil)
+            #expect(try await timeUntil(within: .seconds(60)) { try b.syncedItems().count == 2 } != nil)
             for runner in runners { await runner.stop() }
         }
     }
