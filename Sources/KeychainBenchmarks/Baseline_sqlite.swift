@@ -13,7 +13,9 @@ import KeychainCore
 /// as the engine's are. The table has the columns a keychain needs and a unique index on
 /// (service, account), so a lookup is one index probe and one row read. Statements are
 /// prepared once per connection (`cachedStatement`), as any SQLite program on a hot path
-/// does: the floor is the least an indexed store can cost.
+/// does, and reads are single statements on a read-only connection of their own, outside
+/// the pool and without `BEGIN`/`COMMIT` (as the engine's one-class searches run): the floor
+/// is the least an indexed store can cost.
 ///
 /// With ``Indexes/keychain``, the table has instead the indexes the keychain keeps for the
 /// same lookups: the unique (service, account) index, as the engine's primary-key index
@@ -42,6 +44,8 @@ final class SQLiteBaseline {
     }
 
     let pool: DatabasePool
+    /// The connection reads run on.
+    let reader: DatabaseQueue
 
     /// Mirrors `Storage.configuration(busyTimeout:)` in KeychainCore (internal there).
     static func configuration() -> Configuration {
@@ -61,6 +65,9 @@ final class SQLiteBaseline {
     /// transaction (the floor's seeding is not measured).
     init(path: String, workload: Workload, indexes: Indexes = .plain) throws {
         pool = try DatabasePool(path: path, configuration: Self.configuration())
+        var readOnly = Self.configuration()
+        readOnly.readonly = true
+        reader = try DatabaseQueue(path: path, configuration: readOnly)
         // GRDB's DatabasePool sets `synchronous = NORMAL` on its writer after
         // `prepareDatabase` runs (Database.setUpWALMode), so the FULL asked for above does not
         // hold on the connection that writes. The floor is defined with FULL: its writer (a
@@ -135,7 +142,7 @@ final class SQLiteBaseline {
 
     /// A point select by the unique index: the row's label and data, or `nil`.
     func select(service: String, account: String) throws -> (label: String, data: Data)? {
-        try pool.read { db in
+        try reader.unsafeRead { db in
             guard
                 let row = try Row.fetchOne(
                     db.cachedStatement(sql: "SELECT label, data FROM items WHERE service = ? AND account = ?"),
@@ -148,7 +155,7 @@ final class SQLiteBaseline {
 
     /// The accounts and labels of one service (an index range scan).
     func accounts(service: String) throws -> [(account: String, label: String)] {
-        try pool.read { db in
+        try reader.unsafeRead { db in
             try Row.fetchAll(
                 db.cachedStatement(sql: "SELECT account, label FROM items WHERE service = ? ORDER BY id"),
                 arguments: [service]

@@ -557,8 +557,9 @@ struct BenchmarkRunner {
         var notes = [
             "Floors are measured in the same run, interleaved with the operations in rounds of 25 iterations: "
                 + "plain SQLite through GRDB with the engine's configuration (DatabasePool/WAL, synchronous=FULL, "
-                + "secure_delete=ON, one immediate transaction per write) on unencrypted rows with a unique "
-                + "(service, account) index, and AES-256-GCM on the 100-byte secret.",
+                + "secure_delete=ON, one immediate transaction per write; each read one statement on a read-only "
+                + "connection of its own, as the engine's) on unencrypted rows with a unique (service, account) index, "
+                + "and AES-256-GCM on the 100-byte secret.",
             "Reads are compared with select + one AES open; writes with the plain SQLite write alone. "
                 + "The floor's writer connection is checked to run synchronous=FULL (GRDB's DatabasePool sets NORMAL "
                 + "on its writer after prepareDatabase, so the floor sets FULL again after opening).",

@@ -32,6 +32,8 @@ public final class KeychainDatabase: Sendable {
     let deviceKey: SymmetricKey
     let keys: KeyRing
     let searchStatements = SearchStatements()
+    /// Connections of their own for one-`SELECT` searches of a pooled file (``QuickReaders``).
+    let quickReaders: QuickReaders?
     let header: Mutex<Header>
     /// The file this handle keeps open, counted in ``OpenKeychainFiles`` while the handle lives.
     private let openFile: OpenKeychainFiles.FileID?
@@ -48,6 +50,8 @@ public final class KeychainDatabase: Sendable {
         self.path = path
         self.writer = writer
         self.configuration = configuration
+        quickReaders =
+            writer is DatabasePool ? path.map { QuickReaders(path: $0, busyTimeout: configuration.busyTimeout) } : nil
         let meta = try Self.run { try writer.read { try Storage.meta($0) } }
         guard let id = meta["id"], id.count == 16 else {
             throw KeychainError.invalidKeychain("the keychain header is missing")
@@ -68,6 +72,7 @@ public final class KeychainDatabase: Sendable {
     }
 
     deinit {
+        quickReaders?.close()
         if let openFile { OpenKeychainFiles.release(openFile) }
     }
 
