@@ -73,8 +73,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 @discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
-        let query = try identityReference(query).map { try identityQuery($0, query) } ?? query
-        let parsed = try QueryParser(operation: .copyMatching).parse(expandingReference(query, adding: false))
+        let parsed = try parsedSearch(query, for: .copyMatching)
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if let reference = parsed.persistentRef, reference.identity != nil,
             !parsed.attributes.isEmpty || parsed.synchronizableAny
@@ -103,8 +102,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     status {
-        let query = try identityReference(query).map { try identityQuery($0, query) } ?? query
-        let parsed = try QueryParser(operation: .update).parse(expandingReference(query, adding: false))
+        let parsed = try parsedSearch(query, for: .update)
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if parsed.hasValueRef { throw SecError(errSecParam) }
         let (changes, data) = try parseChanges(attributesToUpdate, itemClass: itemClass)
@@ -125,7 +123,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     if let identity = identityReference(query) { return deleteIdentity(identity, query) }
     return status {
-        let parsed = try QueryParser(operation: .delete).parse(expandingReference(query, adding: false))
+        let parsed = try parsedSearch(query, for: .delete)
         guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
         if parsed.hasValueRef { throw SecError(errSecParam) }
         let database = try targetDatabase(parsed)
@@ -135,6 +133,23 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
 }
 
 // MARK: - Internals
+
+/// A search, update or delete query parsed for `operation`, with a `kSecValueRef` (a key, a
+/// certificate, an identity) or an issuer replaced by the attributes it stands for.
+///
+/// Most queries hold neither: they are read into Swift once and parsed from there, since every
+/// look-up in the caller's `NSDictionary` (its keys are bridged objects) costs about a
+/// microsecond and a half, and the reference checks made four of them before the parse read the
+/// dictionary again. A dictionary that holds either, or whose keys or values cannot be read
+/// (`errSecParam`, `errSecNoSuchAttr`), takes the full way, so that its errors are the same, in
+/// the same order.
+private func parsedSearch(_ query: CFDictionary, for operation: SecOperation) throws -> ParsedQuery {
+    if let entries = try? QueryParser.entries(query), entries["v_Ref"] == nil, entries["issr"] == nil {
+        return try QueryParser(operation: operation).parse(entries: entries)
+    }
+    let query = try identityReference(query).map { try identityQuery($0, query) } ?? query
+    return try QueryParser(operation: operation).parse(expandingReference(query, adding: false))
+}
 
 private func isPassword(_ itemClass: ItemClass) -> Bool {
     itemClass == .genericPassword || itemClass == .internetPassword

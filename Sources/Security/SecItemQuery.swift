@@ -129,7 +129,11 @@ struct QueryParser {
     }
 
     func parse(_ dictionary: CFDictionary) throws -> ParsedQuery {
-        let all = try Self.entries(dictionary)
+        try parse(entries: Self.entries(dictionary))
+    }
+
+    /// Parses a dictionary already read by ``entries(_:)``.
+    func parse(entries all: [String: Any]) throws -> ParsedQuery {
         var query = ParsedQuery()
         if operation != .copyMatching { query.limit = nil }
         query.keychains = try keychains(all)
