@@ -154,6 +154,9 @@ public enum SyncSetup {
         public var conflicts: Int
         /// Records pulled while the keychain was locked that wait, still sealed, for it to unlock.
         public var waitingForUnlock: Int
+        /// How many times the server's log was found rewound (a restored backup, a failover to
+        /// a lagging replica) and this device wrote back what it had lost.
+        public var rollbacksRepaired: Int
     }
 
     /// The keychain's sync status, read locally (no server round trip).
@@ -170,7 +173,8 @@ public enum SyncSetup {
         return Status(
             zone: settings.zoneID, device: settings.deviceID, deviceName: settings.deviceName, server: settings.server,
             headSeq: cursor.seq, headHash: cursor.headHash, lastPush: settings.lastPush, lastPull: settings.lastPull,
-            pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts, waitingForUnlock: waiting)
+            pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts, waitingForUnlock: waiting,
+            rollbacksRepaired: settings.rollbacksRepaired ?? 0)
     }
 
     /// One entry of the conflict log, opened.

@@ -40,6 +40,12 @@ struct SyncCommand: ToolCommand {
             remove     take a machine out: its login is refused and the keys roll
             conflicts  the changes that lost to a later one (30 days)
 
+            Deleted items leave tombstones on the server; the server drops them once older \
+            than the zone's retention (30 days unless the administrator changes \
+            keychain_sync.zones.tombstone_retention) and seen by every machine heard from within \
+            it. A machine away for longer catches up with a full comparison and keeps the \
+            changes it made meanwhile.
+
             The keychain is the default keychain unless -k names another. For init, give the \
             server's administrator password in PGPASSWORD rather than in the URL; for join, `-` \
             reads the code from standard input (both keep secrets out of the process arguments).
@@ -211,6 +217,7 @@ struct SyncCommand: ToolCommand {
             pending changes: \(status.pendingChanges)
             waiting for unlock: \(status.waitingForUnlock)
             conflicts: \(status.conflicts)
+            server rollbacks repaired: \(status.rollbacksRepaired)
 
             """)
         return 0
