@@ -449,8 +449,8 @@ extension ServerSchema {
     public static let defaultTombstoneRetention = "30 days"
 
     /// Version 2: when each record was last written, each zone's tombstone retention, each
-    /// device's acknowledged cursor, and the functions that record an acknowledgement and purge
-    /// what no active device needs any more.
+    /// device's acknowledged cursor, the functions that record an acknowledgement and purge
+    /// what no active device needs any more, and `kc_add_device` (recovery).
     ///
     /// - A tombstone is purged once it is older than the zone's retention R and at or below the
     ///   acknowledged cursor of every *active* device of the zone's account (not revoked, and
@@ -557,6 +557,28 @@ extension ServerSchema {
         END
         $fn$
         """,
+        // Recovery (`security sync recover`, run with the administrator's URL): a new device
+        // login in the account of an existing zone. Only a superuser may call it.
+        """
+        CREATE FUNCTION keychain_sync.kc_add_device(p_zone uuid, p_device uuid, p_role name, p_verifier text)
+        RETURNS void
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $fn$
+        DECLARE
+            v_account uuid;
+        BEGIN
+            SELECT z.account_id INTO v_account FROM keychain_sync.zones z WHERE z.zone_id = p_zone;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'no such zone' USING ERRCODE = 'no_data_found';
+            END IF;
+            PERFORM keychain_sync.kc_check_login(p_role, p_verifier, 'kc_dev_');
+            EXECUTE format('CREATE ROLE %I LOGIN PASSWORD %L IN ROLE kc_device', p_role, p_verifier);
+            INSERT INTO keychain_sync.devices (device_id, account_id, role_name) VALUES (p_device, v_account, p_role);
+        END
+        $fn$
+        """,
+        "ALTER FUNCTION keychain_sync.kc_add_device(uuid, uuid, name, text) OWNER TO kc_admin",
+        "REVOKE EXECUTE ON FUNCTION keychain_sync.kc_add_device(uuid, uuid, name, text) FROM PUBLIC",
         "ALTER FUNCTION keychain_sync.kc_collect_garbage(uuid) OWNER TO kc_admin",
         "ALTER FUNCTION keychain_sync.kc_acknowledge(uuid, bigint) OWNER TO kc_admin",
         "REVOKE EXECUTE ON FUNCTION keychain_sync.kc_collect_garbage(uuid) FROM PUBLIC",
