@@ -78,8 +78,13 @@ public final class SyncEngine: Sendable {
     /// local item is when-unlocked) is kept sealed in the keychain file with the cursor, to be
     /// applied by the first pull after an unlock, before anything newer, under the same
     /// last-writer-wins rule.
+    ///
+    /// Deletions whose tombstones the server collected are found by a reconcile of record ids
+    /// (see ``acknowledge()``); a log that no longer holds this device's last verified head (a
+    /// restored backup) is verified from scratch and repaired: what the server lost is
+    /// journaled again for the next push.
     /// - Returns: How many records were applied (waiting ones included once they are).
-    /// - Throws: ``SyncError`` `.tampered`, `.forked` or `.rolledBack` when the server's log fails
+    /// - Throws: ``SyncError`` `.tampered` or `.forked` when the server's log fails
     ///   verification, or a waiting record fails authentication (nothing is applied, the cursor
     ///   stays, the waiting records stay), `.server` on transport errors.
     @discardableResult
