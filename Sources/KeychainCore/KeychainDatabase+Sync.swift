@@ -167,6 +167,14 @@ package struct SyncTransaction {
             [row.databaseValue, Int64(bitPattern: clock).databaseValue])
     }
 
+    /// Journals a row again at `clock`, unless a change to it already waits to be pushed (which
+    /// is newer): the server lost the row's last pushed version, and this machine writes it back.
+    package func rejournal(row: Int64, clock: UInt64) throws {
+        try database.run(
+            "INSERT OR IGNORE INTO sync_journal(item, hlc) VALUES (?, ?)",
+            [row.databaseValue, Int64(bitPattern: clock).databaseValue])
+    }
+
     /// Removes a row's journal entry, whatever its clock (its change lost to another machine's).
     package func dropJournalEntry(row: Int64) throws {
         try database.run("DELETE FROM sync_journal WHERE item = ?", [row.databaseValue])
@@ -310,7 +318,9 @@ extension Item {
             else { throw KeychainError.decode("a sync payload is malformed") }
             var data: Data?
             if hasData == 1 {
-                guard let bytes = reader.readLengthPrefixed() else { throw KeychainError.decode("a sync payload is malformed") }
+                guard let bytes = reader.readLengthPrefixed() else {
+                    throw KeychainError.decode("a sync payload is malformed")
+                }
                 data = Data(bytes)
             }
             guard reader.isAtEnd else { throw KeychainError.decode("a sync payload has trailing bytes") }

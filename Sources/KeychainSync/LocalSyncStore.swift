@@ -139,6 +139,11 @@ struct LocalSyncStore {
         try MirrorRow.fetch(db, "WHERE item = ?", [item])
     }
 
+    /// Every mirror row, by record.
+    static func allMirror(_ db: Database) throws -> [RecordID: MirrorRow] {
+        Dictionary(try MirrorRow.fetch(db, "", []).map { ($0.recordID, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
     static func liveMirror(_ db: Database) throws -> [RecordID: Data] {
         var live: [RecordID: Data] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT record_id, blob_hash FROM sync_mirror WHERE tombstone = 0") {
@@ -265,6 +270,8 @@ struct SyncSettings: Codable, Sendable, Equatable {
     /// fingerprint the code carried), the only key it trusts until it holds the roster.
     var sponsor: UUID? = nil
     var sponsorKey: Data? = nil
+    /// How many times the server's log was found rewound (a restored backup) and repaired.
+    var rollbacksRepaired: Int? = nil
 
     var zoneID: ZoneID { ZoneID(zone) }
     var deviceID: DeviceID { DeviceID(device) }

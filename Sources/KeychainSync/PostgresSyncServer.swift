@@ -138,12 +138,14 @@ public final class PostgresSyncServer: SyncServer {
 
     public func pull(_ zone: ZoneID, after seq: Int64) async throws -> PullBatch {
         try await transaction("ISOLATION LEVEL REPEATABLE READ READ ONLY") { connection -> PullBatch? in
-            guard let head = try await headSeq(zone, on: connection) else {
-                throw SyncServerError(.notFound, "no such zone")
-            }
+            let rows = try await connection.query(
+                "SELECT head_seq, head_hash FROM keychain_sync.zones WHERE zone_id = \(zone.uuid)", logger: logger)
+            var found: (Int64, Data?)?
+            for try await row in rows.decode((Int64, Data?).self) { found = row }
+            guard let (head, headHash) = found else { throw SyncServerError(.notFound, "no such zone") }
             let heads = try await heads(zone, after: seq, on: connection)
             let records = try await records(zone, after: seq, on: connection)
-            return PullBatch(headSeq: head, heads: heads, records: records)
+            return PullBatch(headSeq: head, heads: heads, records: records, headHash: headHash)
         }!
     }
 
@@ -173,6 +175,16 @@ public final class PostgresSyncServer: SyncServer {
                 shares.append(ServerShare(epoch: epoch, recipient: device, blob: blob))
             }
             return shares
+        }
+    }
+
+    public func acknowledge(_ zone: ZoneID, seq: Int64) async throws -> Int {
+        try await withConnection { connection in
+            let rows = try await connection.query(
+                "SELECT keychain_sync.kc_acknowledge(\(zone.uuid), \(seq))", logger: logger)
+            var purged: Int64 = 0
+            for try await value in rows.decode(Int64.self) { purged = value }
+            return Int(purged)
         }
     }
 
@@ -308,7 +320,8 @@ extension PostgresSyncServer {
                         \(records.map(\.keyID))::uuid[], \(records.map(\.tombstone))::bool[],
                         \(records.map { ByteBuffer(bytes: $0.blob) })::bytea[]) AS r(record_id, key_id, tombstone, blob)
             ON CONFLICT (zone_id, record_id) DO UPDATE
-            SET seq = excluded.seq, key_id = excluded.key_id, tombstone = excluded.tombstone, blob = excluded.blob
+            SET seq = excluded.seq, key_id = excluded.key_id, tombstone = excluded.tombstone, blob = excluded.blob,
+                written_at = now()
             """, logger: logger)
     }
 

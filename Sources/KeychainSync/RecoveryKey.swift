@@ -118,6 +118,33 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
         return try Curve25519.Signing.PrivateKey(rawRepresentation: seed.syncKeyBytes)
     }
 
+    /// The recovery peer's X25519 key-agreement key for `zone`, derived from RK: every zone key
+    /// is shared with it (it is in the roster), so the recovery key opens the newest zone key
+    /// even after keys rolled.
+    public func recoveryAgreementKey(zone: ZoneID) throws -> Curve25519.KeyAgreement.PrivateKey {
+        let seed = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.syncBytes,
+            info: Data("kcsync-recovery-peer-agreement-v1".utf8), outputByteCount: 32)
+        return try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: seed.syncKeyBytes)
+    }
+
+    /// The recovery peer's device identity in `zone` (derived from the zone alone: every member
+    /// recognises it).
+    public static func peerDeviceID(zone: ZoneID) -> DeviceID {
+        DeviceID(ZoneKeys.derivedKeyID("kcsync-recovery-peer-id-v1", zone: zone, epoch: 0))
+    }
+
+    /// The name the recovery peer has in the roster.
+    public static let peerName = "recovery key"
+
+    /// The recovery peer's roster card for `zone`: a member whose keys only RK derives.
+    public func peerCard(zone: ZoneID, addedAt: Date = Date()) throws -> DeviceCard {
+        DeviceCard(
+            id: Self.peerDeviceID(zone: zone), name: Self.peerName,
+            signingKey: try recoverySigningKey(zone: zone).publicKey,
+            agreementKey: try recoveryAgreementKey(zone: zone).publicKey, addedAt: addedAt)
+    }
+
     private func escrowKey(zone: ZoneID) -> SymmetricKey {
         HKDF<SHA256>.deriveKey(
             inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.syncBytes, info: Data("kcsync-escrow-v1".utf8),

@@ -185,6 +185,30 @@ public struct Roster: Equatable, Sendable {
         return roster
     }
 
+    /// Opens a sealed roster with the zone key as the only anchor (recovery, where the recovery
+    /// key's share gave the zone key and no member is known yet): the seal shows it was written
+    /// by a holder of the zone key, and the signature is checked against the signer's own card
+    /// in it.
+    ///
+    /// - Throws: as ``open(_:zone:epoch:zoneKey:trusting:)``; `.tampered` also when the signer
+    ///   is not in the roster it signed.
+    static func open(_ blob: Data, zone: ZoneID, epoch: Int64, zoneKey: SymmetricKey) throws -> Roster {
+        var reader = SyncReader(blob, what: "roster")
+        guard try reader.u8() == version else { throw SyncError(.malformed, "roster version is not supported") }
+        let signer = DeviceID(try reader.uuid())
+        let sealed = try reader.bytes()
+        let plain: Data
+        do {
+            plain = try AES.GCM._SIV.open(
+                try AES.GCM._SIV.SealedBox(combined: sealed), using: zoneKey,
+                authenticating: authenticatedData(zone: zone, epoch: epoch, signer: signer))
+        } catch {
+            throw SyncError(.tampered, "roster \(epoch) does not open under the zone key")
+        }
+        let unverified = try decode(plain)
+        return try open(blob, zone: zone, epoch: epoch, zoneKey: zoneKey) { unverified.device($0)?.signingKey }
+    }
+
     var plaintext: Data {
         var writer = SyncWriter()
         writer.u8(Self.version)

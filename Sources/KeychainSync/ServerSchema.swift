@@ -87,7 +87,10 @@ public enum ServerSchema {
 
     /// The migrations, in order; migration `i` (0-based) takes the database to version `i + 1`.
     /// Each is a list of single statements (the extended query protocol runs one at a time).
-    static let migrations: [[String]] = [roles + tables + ownership + functions + grants + policies]
+    static let migrations: [[String]] = [
+        roles + tables + ownership + functions + grants + policies,
+        garbageCollection,
+    ]
 
     // MARK: Version 1
 
@@ -430,6 +433,171 @@ public enum ServerSchema {
                 WITH CHECK (zone_id IN (SELECT z.zone_id FROM keychain_sync.zones z))
             """
         }
+}
+
+// MARK: Version 2: tombstone and head garbage collection (design §2.6)
+
+extension ServerSchema {
+    /// The tables added after version 1 (each has RLS forced and `kc_owner` as owner).
+    static let laterTableNames = ["cursors"]
+
+    /// Every data table.
+    static var allTableNames: [String] { tableNames + laterTableNames }
+
+    /// The default time a tombstone stays on the server (`zones.tombstone_retention`, R in the
+    /// design): an operator may change it per zone with SQL.
+    public static let defaultTombstoneRetention = "30 days"
+
+    /// Version 2: when each record was last written, each zone's tombstone retention, each
+    /// device's acknowledged cursor, the functions that record an acknowledgement and purge
+    /// what no active device needs any more, and `kc_add_device` (recovery).
+    ///
+    /// - A tombstone is purged once it is older than the zone's retention R and at or below the
+    ///   acknowledged cursor of every *active* device of the zone's account (not revoked, and
+    ///   acknowledged, or enrolled, within R). A device offline longer than R finds deletions
+    ///   missing; the signed state digest covers live records only, so it reconciles against
+    ///   the list of record ids (``SyncServer/recordIndex(_:)``) and applies them.
+    /// - A head (`commits` row) is purged once it is below the acknowledged cursor of *every*
+    ///   device of the account that is not revoked, however long offline (a device that never
+    ///   acknowledged counts as 0): each device still finds the chain from its last verified
+    ///   head. The zone's newest head always stays.
+    static let garbageCollection: [String] = [
+        "ALTER TABLE keychain_sync.records ADD COLUMN written_at timestamptz NOT NULL DEFAULT now()",
+        "CREATE INDEX records_tombstones ON keychain_sync.records (zone_id, written_at) WHERE tombstone",
+        """
+        ALTER TABLE keychain_sync.zones
+            ADD COLUMN tombstone_retention interval NOT NULL DEFAULT interval '\(defaultTombstoneRetention)'
+            CHECK (tombstone_retention >= interval '0')
+        """,
+        """
+        CREATE TABLE keychain_sync.cursors (
+            zone_id uuid NOT NULL REFERENCES keychain_sync.zones,
+            device uuid NOT NULL REFERENCES keychain_sync.devices,
+            acked_seq bigint NOT NULL CHECK (acked_seq >= 0),
+            acked_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (zone_id, device)
+        )
+        """,
+        "ALTER TABLE keychain_sync.cursors OWNER TO kc_owner",
+        "ALTER TABLE keychain_sync.cursors ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE keychain_sync.cursors FORCE ROW LEVEL SECURITY",
+        "REVOKE ALL ON keychain_sync.cursors FROM PUBLIC",
+        // Purges what no device needs any more; run by kc_acknowledge, or by a superuser (a
+        // cron job). Returns how many tombstones went.
+        """
+        CREATE FUNCTION keychain_sync.kc_collect_garbage(p_zone uuid) RETURNS bigint
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $fn$
+        DECLARE
+            v_account uuid;
+            v_head bigint;
+            v_retention interval;
+            v_tombstone_floor bigint;
+            v_head_floor bigint;
+            v_purged bigint;
+        BEGIN
+            SELECT z.account_id, z.head_seq, z.tombstone_retention INTO v_account, v_head, v_retention
+                FROM keychain_sync.zones z WHERE z.zone_id = p_zone;
+            IF NOT FOUND OR (
+                v_account IS DISTINCT FROM keychain_sync.kc_current_account()
+                AND NOT coalesce((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname = session_user), false)
+            ) THEN
+                RAISE EXCEPTION 'no such zone' USING ERRCODE = 'no_data_found';
+            END IF;
+            -- Active devices: not revoked, and heard from (or enrolled) within the retention.
+            SELECT coalesce(min(coalesce(c.acked_seq, 0)), v_head) INTO v_tombstone_floor
+                FROM keychain_sync.devices d
+                LEFT JOIN keychain_sync.cursors c ON c.zone_id = p_zone AND c.device = d.device_id
+                WHERE d.account_id = v_account AND NOT d.revoked
+                  AND coalesce(c.acked_at, d.enrolled_at) > now() - v_retention;
+            DELETE FROM keychain_sync.records r
+                WHERE r.zone_id = p_zone AND r.tombstone AND r.written_at < now() - v_retention
+                  AND r.seq <= v_tombstone_floor;
+            GET DIAGNOSTICS v_purged = ROW_COUNT;
+            -- Heads: every device that is not revoked, however long offline.
+            SELECT coalesce(min(coalesce(c.acked_seq, 0)), v_head) INTO v_head_floor
+                FROM keychain_sync.devices d
+                LEFT JOIN keychain_sync.cursors c ON c.zone_id = p_zone AND c.device = d.device_id
+                WHERE d.account_id = v_account AND NOT d.revoked;
+            DELETE FROM keychain_sync.commits h
+                WHERE h.zone_id = p_zone AND h.seq < least(v_head_floor, v_head);
+            RETURN v_purged;
+        END
+        $fn$
+        """,
+        // A device records how far it has verified and applied the zone's log, then collects
+        // garbage. Returns how many tombstones went.
+        """
+        CREATE FUNCTION keychain_sync.kc_acknowledge(p_zone uuid, p_seq bigint) RETURNS bigint
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $fn$
+        DECLARE
+            v_device uuid;
+            v_account uuid;
+            v_head bigint;
+        BEGIN
+            SELECT d.device_id, d.account_id INTO v_device, v_account
+                FROM keychain_sync.devices d WHERE d.role_name = session_user AND NOT d.revoked;
+            IF v_device IS NULL THEN
+                RAISE EXCEPTION 'not an enrolled device' USING ERRCODE = 'insufficient_privilege';
+            END IF;
+            SELECT z.head_seq INTO v_head FROM keychain_sync.zones z
+                WHERE z.zone_id = p_zone AND z.account_id = v_account;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'no such zone' USING ERRCODE = 'no_data_found';
+            END IF;
+            IF p_seq IS NULL OR p_seq < 0 OR p_seq > v_head THEN
+                RAISE EXCEPTION 'an acknowledged sequence number is within the log'
+                    USING ERRCODE = 'invalid_parameter_value';
+            END IF;
+            INSERT INTO keychain_sync.cursors (zone_id, device, acked_seq, acked_at)
+                VALUES (p_zone, v_device, p_seq, now())
+                ON CONFLICT (zone_id, device) DO UPDATE SET acked_seq = excluded.acked_seq, acked_at = excluded.acked_at;
+            RETURN keychain_sync.kc_collect_garbage(p_zone);
+        END
+        $fn$
+        """,
+        // Recovery (`security sync recover`, run with the administrator's URL): a new device
+        // login in the account of an existing zone. Only a superuser may call it.
+        """
+        CREATE FUNCTION keychain_sync.kc_add_device(p_zone uuid, p_device uuid, p_role name, p_verifier text)
+        RETURNS void
+        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $fn$
+        DECLARE
+            v_account uuid;
+        BEGIN
+            SELECT z.account_id INTO v_account FROM keychain_sync.zones z WHERE z.zone_id = p_zone;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'no such zone' USING ERRCODE = 'no_data_found';
+            END IF;
+            PERFORM keychain_sync.kc_check_login(p_role, p_verifier, 'kc_dev_');
+            EXECUTE format('CREATE ROLE %I LOGIN PASSWORD %L IN ROLE kc_device', p_role, p_verifier);
+            INSERT INTO keychain_sync.devices (device_id, account_id, role_name) VALUES (p_device, v_account, p_role);
+        END
+        $fn$
+        """,
+        "ALTER FUNCTION keychain_sync.kc_add_device(uuid, uuid, name, text) OWNER TO kc_admin",
+        "REVOKE EXECUTE ON FUNCTION keychain_sync.kc_add_device(uuid, uuid, name, text) FROM PUBLIC",
+        "ALTER FUNCTION keychain_sync.kc_collect_garbage(uuid) OWNER TO kc_admin",
+        "ALTER FUNCTION keychain_sync.kc_acknowledge(uuid, bigint) OWNER TO kc_admin",
+        "REVOKE EXECUTE ON FUNCTION keychain_sync.kc_collect_garbage(uuid) FROM PUBLIC",
+        "REVOKE EXECUTE ON FUNCTION keychain_sync.kc_acknowledge(uuid, bigint) FROM PUBLIC",
+        "GRANT EXECUTE ON FUNCTION keychain_sync.kc_collect_garbage(uuid) TO kc_device",
+        "GRANT EXECUTE ON FUNCTION keychain_sync.kc_acknowledge(uuid, bigint) TO kc_device",
+        // What the functions' owner touches.
+        "GRANT SELECT, INSERT, UPDATE ON keychain_sync.cursors TO kc_admin",
+        "GRANT SELECT, DELETE ON keychain_sync.records, keychain_sync.commits TO kc_admin",
+        "CREATE POLICY kc_admin_all ON keychain_sync.cursors TO kc_admin USING (true) WITH CHECK (true)",
+        "CREATE POLICY kc_admin_all ON keychain_sync.records TO kc_admin USING (true) WITH CHECK (true)",
+        "CREATE POLICY kc_admin_all ON keychain_sync.commits TO kc_admin USING (true) WITH CHECK (true)",
+        // A device reads its zones' cursors; it writes its own only through kc_acknowledge.
+        "GRANT SELECT ON keychain_sync.cursors TO kc_device",
+        """
+        CREATE POLICY kc_device_zone ON keychain_sync.cursors TO kc_device
+            USING (zone_id IN (SELECT z.zone_id FROM keychain_sync.zones z))
+        """,
+    ]
 }
 
 extension PostgresConnection {

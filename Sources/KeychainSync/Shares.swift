@@ -88,6 +88,30 @@ public enum ZoneKeyShare {
         return (try symmetricKey256(plain, what: "a shared zone key"), sponsor)
     }
 
+    /// The zone key and sponsor of a share, its signature not checked yet: recovery learns the
+    /// sponsor's key from the roster this zone key opens, then checks the share with
+    /// ``open(_:zone:recipientKey:recipient:sponsorKey:)``.
+    static func openUnverified(
+        _ share: ServerShare, zone: ZoneID, recipientKey: Curve25519.KeyAgreement.PrivateKey, recipient: DeviceID
+    ) throws -> (zoneKey: SymmetricKey, sponsor: DeviceID) {
+        var reader = SyncReader(share.blob, what: "share")
+        guard try reader.u8() == version else { throw SyncError(.malformed, "share version is not supported") }
+        let sponsor = DeviceID(try reader.uuid())
+        let encapsulatedKey = try reader.raw(Int(try reader.u16()))
+        let ciphertext = try reader.bytes(limit: 1024)
+        let plain: Data
+        do {
+            var receiver = try HPKE.Recipient(
+                privateKey: recipientKey, ciphersuite: ciphersuite,
+                info: info(zone: zone, epoch: share.epoch, recipient: recipient, sponsor: sponsor),
+                encapsulatedKey: encapsulatedKey)
+            plain = try receiver.open(ciphertext)
+        } catch {
+            throw SyncError(.tampered, "share \(share.epoch) does not open with this device's key")
+        }
+        return (try symmetricKey256(plain, what: "a shared zone key"), sponsor)
+    }
+
     static func info(zone: ZoneID, epoch: Int64, recipient: DeviceID, sponsor: DeviceID) -> Data {
         var writer = SyncWriter(prefix: "kcsync-share-v1")
         writer.uuid(zone.uuid)

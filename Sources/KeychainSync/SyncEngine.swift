@@ -78,8 +78,13 @@ public final class SyncEngine: Sendable {
     /// local item is when-unlocked) is kept sealed in the keychain file with the cursor, to be
     /// applied by the first pull after an unlock, before anything newer, under the same
     /// last-writer-wins rule.
+    ///
+    /// Deletions whose tombstones the server collected are found by a reconcile of record ids
+    /// (see ``acknowledge()``); a log that no longer holds this device's last verified head (a
+    /// restored backup) is verified from scratch and repaired: what the server lost is
+    /// journaled again for the next push.
     /// - Returns: How many records were applied (waiting ones included once they are).
-    /// - Throws: ``SyncError`` `.tampered`, `.forked` or `.rolledBack` when the server's log fails
+    /// - Throws: ``SyncError`` `.tampered` or `.forked` when the server's log fails
     ///   verification, or a waiting record fails authentication (nothing is applied, the cursor
     ///   stays, the waiting records stay), `.server` on transport errors.
     @discardableResult
@@ -91,42 +96,22 @@ public final class SyncEngine: Sendable {
             try await refreshMembership(context: &context, neededEpoch: 1)
         }
         let batch = try await server.pull(context.settings.zoneID, after: context.cursor.seq)
+        if isRewound(batch, context: context) {
+            return released + (try await repairRegression(context: &context))
+        }
         guard batch.headSeq != context.cursor.seq else {
             try recordPull(at: Date())
             return released
         }
-        guard batch.headSeq > context.cursor.seq else {
-            throw SyncError(
-                .rolledBack,
-                "the server's log ends at \(batch.headSeq), before this device's verified head \(context.cursor.seq)")
-        }
         let heads = try await verifiedHeads(batch, context: &context)
         let incoming = try openRecords(
             batch.records, heads: heads, context: context, unlocked: !keychain.isLocked)
-        try checkDigest(incoming.map(\.record), against: heads[heads.count - 1].head, context: context)
         let last = heads[heads.count - 1]
+        let purged = try await checkDigest(incoming.map(\.record), against: last.head, context: context)
         let applied = try keychain.withSyncTransaction { transaction in
             try LocalSyncStore.migrate(transaction.database)
-            var applied = 0
-            for record in incoming {
-                switch record {
-                case .opened(let opened):
-                    do {
-                        // One record at a time: a record the lock stops rolls back alone.
-                        try transaction.database.inSavepoint {
-                            try apply(opened, transaction: transaction, context: context)
-                            return .commit
-                        }
-                        applied += 1
-                    } catch let error as KeychainError where error.code == .interactionNotAllowed {
-                        try wait(
-                            WaitingRecord(record: opened.record, author: opened.header.author),
-                            header: opened.header, transaction: transaction)
-                    }
-                case .sealed(let waiting, let header):
-                    try wait(waiting, header: header, transaction: transaction)
-                }
-            }
+            let applied = try applyIncoming(incoming, transaction: transaction, context: context)
+            try applyPurgedDeletions(purged, transaction: transaction)
             try LocalSyncStore.setCursor(SyncCursor(seq: last.head.seq, headHash: last.hash), transaction.database)
             var settings = context.settings
             settings.lastPull = Date()
@@ -134,6 +119,35 @@ public final class SyncEngine: Sendable {
             return applied
         }
         return released + applied
+    }
+
+    /// Applies opened records under the last-writer-wins rule, one savepoint each; the ones the
+    /// lock stops, and the sealed ones, wait for the unlock.
+    /// - Returns: How many were applied.
+    private func applyIncoming(_ incoming: [IncomingRecord], transaction: SyncTransaction, context: Context) throws
+        -> Int
+    {
+        var applied = 0
+        for record in incoming {
+            switch record {
+            case .opened(let opened):
+                do {
+                    // One record at a time: a record the lock stops rolls back alone.
+                    try transaction.database.inSavepoint {
+                        try apply(opened, transaction: transaction, context: context)
+                        return .commit
+                    }
+                    applied += 1
+                } catch let error as KeychainError where error.code == .interactionNotAllowed {
+                    try wait(
+                        WaitingRecord(record: opened.record, author: opened.header.author),
+                        header: opened.header, transaction: transaction)
+                }
+            case .sealed(let waiting, let header):
+                try wait(waiting, header: header, transaction: transaction)
+            }
+        }
+        return applied
     }
 
     /// Keeps a record for the next unlock: in the waiting table, and in the mirror as the
@@ -204,7 +218,12 @@ public final class SyncEngine: Sendable {
         if let epoch = heads.map(\.head.rosterEpoch).max(), epoch > context.settings.rosterEpoch {
             try await refreshMembership(context: &context, neededEpoch: epoch)
         }
-        guard heads.count == batch.headSeq - context.cursor.seq, heads.last?.head.seq == batch.headSeq else {
+        // A device that has verified no head yet (it just joined) starts at the oldest head the
+        // server keeps (older ones may have been collected, design §2.6); any other continues
+        // from its own last verified head.
+        let complete =
+            context.cursor.headHash == nil ? !heads.isEmpty : heads.count == batch.headSeq - context.cursor.seq
+        guard complete, heads.last?.head.seq == batch.headSeq else {
             throw SyncError(.tampered, "the server left out heads between \(context.cursor.seq) and \(batch.headSeq)")
         }
         let from = context.cursor.headHash.map { (seq: context.cursor.seq, hash: $0) }
@@ -241,13 +260,22 @@ public final class SyncEngine: Sendable {
         -> [IncomingRecord]
     {
         let authors = Dictionary(heads.map { ($0.head.seq, $0.head.author) }, uniquingKeysWith: { first, _ in first })
+        // Records written before the oldest head the server still keeps (a full pull after heads
+        // were collected): their commit's signer is gone, so their own sealed header names the
+        // author; the signed state digest still covers every live one.
+        let oldestHead = heads.first?.head.seq ?? 0
         var seen = Set<RecordID>()
         // Built once per batch: every record is opened and identified with the same keys.
         let classKeys = context.secrets.classKeysByID
         let keys = try context.secrets.currentZoneKeys()
         let whenUnlocked = context.secrets.whenUnlockedKeyIDs
         return try records.map { record in
-            guard let author = authors[record.seq] else {
+            let author: DeviceID
+            if let signer = authors[record.seq] {
+                author = signer
+            } else if record.seq > 0, record.seq < oldestHead {
+                author = try RecordCodec.header(of: record, zone: context.settings.zoneID).author
+            } else {
                 throw SyncError(.tampered, "a record claims a commit outside the pulled range")
             }
             guard seen.insert(record.recordID).inserted else {
@@ -293,13 +321,49 @@ public final class SyncEngine: Sendable {
     }
 
     /// Checks that the mirror with the batch applied is exactly the live set the last head signs.
-    private func checkDigest(_ records: [ServerRecord], against head: Head, context: Context) throws {
+    ///
+    /// When it is not, tombstones may have been collected (design §2.6: the server purges them
+    /// once older than its retention, so a device offline longer misses deletions): the zone's
+    /// record ids are listed, and a record the mirror holds live that the server no longer
+    /// holds at all is taken as deleted, provided the live set then matches the signed digest.
+    /// - Returns: The mirror rows of the records so found deleted.
+    /// - Throws: `.tampered` when the live set does not match either way.
+    private func checkDigest(_ records: [ServerRecord], against head: Head, context: Context) async throws
+        -> [MirrorRow]
+    {
         var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
         for record in records {
             live[record.recordID] = record.tombstone ? nil : RecordCodec.blobHash(record.blob)
         }
-        guard StateDigest.compute(live) == head.stateDigest else {
+        if StateDigest.compute(live) == head.stateDigest { return [] }
+        let index = try await server.recordIndex(context.settings.zoneID)
+        let gone = live.keys.filter { index[$0] == nil }
+        for id in gone { live[id] = nil }
+        guard !gone.isEmpty, StateDigest.compute(live) == head.stateDigest else {
             throw SyncError(.tampered, "the zone's records do not match the state its head signs")
+        }
+        return try keychain.readSyncTables { db in try gone.compactMap { try LocalSyncStore.mirror(recordID: $0, db) } }
+    }
+
+    /// Applies deletions whose tombstones were collected: the local item is deleted, unless a
+    /// local change to it waits to be pushed; then it stays and is pushed again (resurrection
+    /// over loss, design §2.6). A when-unlocked item that cannot be deleted while the keychain
+    /// is locked keeps its mirror row live, so a later pull finds it again.
+    private func applyPurgedDeletions(_ rows: [MirrorRow], transaction: SyncTransaction) throws {
+        for row in rows {
+            do {
+                try transaction.database.inSavepoint {
+                    if let item = row.item, try transaction.pendingClock(row: item) == nil {
+                        try transaction.applyRemoteDeletion(row: item)
+                    }
+                    var mirror = row
+                    mirror.tombstone = true
+                    try LocalSyncStore.setMirror(mirror, transaction.database)
+                    return .commit
+                }
+            } catch let error as KeychainError where error.code == .interactionNotAllowed {
+                continue
+            }
         }
     }
 
@@ -529,7 +593,18 @@ public final class SyncEngine: Sendable {
     public func syncNow() async throws -> (pushed: Int, pulled: Int) {
         let pulled = try await pull()
         let pushed = try await push()
+        try await acknowledge()
         return (pushed, pulled)
+    }
+
+    /// Tells the server how far this device has verified and applied the log, which lets it
+    /// collect the tombstones and heads no device needs any more (design §2.6).
+    /// - Returns: How many tombstones the server purged.
+    @discardableResult
+    public func acknowledge() async throws -> Int {
+        let context = try context()
+        guard context.cursor.headHash != nil else { return 0 }
+        return try await server.acknowledge(context.settings.zoneID, seq: context.cursor.seq)
     }
 }
 
@@ -542,5 +617,118 @@ extension ZoneKeys {
             throw SyncError(.unknownKey, "the zone has no class \(keyClass) key")
         }
         return key
+    }
+}
+
+// MARK: - Head regression
+
+extension SyncEngine {
+    /// Whether the server's log no longer holds this device's last verified head (design
+    /// §2.10, "head regression"): it ends before it, ends at its sequence number with another
+    /// head, or goes on from a head that does not chain from it (the log was rewound, then
+    /// written again by a device that repaired it first).
+    func isRewound(_ batch: PullBatch, context: Context) -> Bool {
+        guard let verified = context.cursor.headHash else { return false }
+        if batch.headSeq < context.cursor.seq { return true }
+        if batch.headSeq == context.cursor.seq { return batch.headHash.map { $0 != verified } ?? false }
+        guard let first = batch.heads.first, first.seq == context.cursor.seq + 1,
+            let head = try? SignedHead(decoding: first, zone: context.settings.zoneID)
+        else { return false }
+        return head.head.previousHash != verified
+    }
+
+    /// Repairs a head regression: the server lost the end of the log (a restored backup, a
+    /// failover to a replica that lagged). Verifies the server's log and live set from scratch
+    /// (every head signed by a device of the roster, chained, the live set matching the last
+    /// head's signed digest), then record by record:
+    /// - what the server holds newer than this device's mirror (or the same clock: a version
+    ///   another device wrote back first) is applied as a pull applies it;
+    /// - what this device had seen newer than the server now holds (or the server lost) is
+    ///   journaled again at the clock it had, so the next push writes it back, sealed by this
+    ///   device, from the local item;
+    /// and the cursor moves to the server's head. The mirror then is the server's live set, so
+    /// the next push's digest is the server's.
+    /// - Returns: How many records were applied.
+    /// - Throws: `.tampered` or `.forked` when the server's log fails verification.
+    func repairRegression(context: inout Context) async throws -> Int {
+        let zone = context.settings.zoneID
+        let batch = try await server.pull(zone, after: 0)
+        let heads = try batch.heads.map { try SignedHead(decoding: $0, zone: zone) }
+        if let epoch = heads.map(\.head.rosterEpoch).max(), epoch > context.settings.rosterEpoch {
+            try await refreshMembership(context: &context, neededEpoch: epoch)
+        }
+        guard let last = heads.last, last.head.seq == batch.headSeq else {
+            throw SyncError(.tampered, "the server's log does not end at its head")
+        }
+        try SignedHead.verifyChain(from: nil, heads: heads, signers: context.signers)
+        var serverLive: [RecordID: Data] = [:]
+        for record in batch.records where !record.tombstone {
+            serverLive[record.recordID] = RecordCodec.blobHash(record.blob)
+        }
+        guard StateDigest.compute(serverLive) == last.head.stateDigest else {
+            throw SyncError(.tampered, "the zone's records do not match the state its head signs")
+        }
+        let mirror = try keychain.readSyncTables { try LocalSyncStore.allMirror($0) }
+        var take: [ServerRecord] = []
+        var same: [(ServerRecord, MirrorRow)] = []
+        var writeBack: [(server: (ServerRecord, RecordHeader)?, known: MirrorRow)] = []
+        for record in batch.records {
+            guard let known = mirror[record.recordID] else {
+                take.append(record)
+                continue
+            }
+            let header = try RecordCodec.header(of: record, zone: zone)
+            if RecordCodec.blobHash(record.blob) == known.blobHash {
+                same.append((record, known))
+            } else if header.hlc < known.hlc, known.item != nil {
+                writeBack.append(((record, header), known))
+            } else {
+                take.append(record)
+            }
+        }
+        let onServer = Set(batch.records.map(\.recordID))
+        var lost: [MirrorRow] = []
+        for known in mirror.values where !known.tombstone && !onServer.contains(known.recordID) {
+            if known.item != nil { writeBack.append((nil, known)) } else { lost.append(known) }
+        }
+        let incoming = try openRecords(take, heads: heads, context: context, unlocked: !keychain.isLocked)
+        let applied = try keychain.withSyncTransaction { transaction in
+            let db = transaction.database
+            try LocalSyncStore.migrate(db)
+            for (record, known) in same {
+                var row = known
+                row.seq = record.seq
+                try LocalSyncStore.setMirror(row, db)
+            }
+            for (current, known) in writeBack {
+                // The mirror says what the server holds now; the journal, what to write back.
+                var row = known
+                if let current {
+                    let (record, header) = current
+                    row = MirrorRow(
+                        recordID: known.recordID, seq: record.seq, hlc: header.hlc, author: header.author,
+                        tombstone: record.tombstone, blobHash: RecordCodec.blobHash(record.blob), item: known.item,
+                        sealedPrimaryKey: known.sealedPrimaryKey)
+                } else {
+                    row.tombstone = true
+                }
+                try LocalSyncStore.setMirror(row, db)
+                if let item = known.item { try transaction.rejournal(row: item, clock: known.hlc.rawValue) }
+            }
+            for known in lost {
+                var row = known
+                row.tombstone = true
+                try LocalSyncStore.setMirror(row, db)
+            }
+            let applied = try applyIncoming(incoming, transaction: transaction, context: context)
+            try LocalSyncStore.setCursor(SyncCursor(seq: last.head.seq, headHash: last.hash), db)
+            var settings = try LocalSyncStore.configuration(db) ?? context.settings
+            settings.lastPull = Date()
+            settings.rollbacksRepaired = (settings.rollbacksRepaired ?? 0) + 1
+            try LocalSyncStore.setConfiguration(settings, db)
+            return applied
+        }
+        context = try self.context()
+        return applied
     }
 }

@@ -70,7 +70,7 @@ extension SyncSetup {
         let secrets = SyncSecrets(
             signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
             zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
-        try storeEnrolment(keychain, settings: settings, secrets: secrets, card: card, cursor: nil)
+        try storeEnrolment(keychain, settings: settings, secrets: secrets, roster: [card], cursor: nil)
         return Joined(zone: invitation.zone, device: device, fingerprint: card.fingerprint)
     }
 
@@ -117,7 +117,9 @@ extension SyncSetup {
     /// The zone's devices, from this machine's verified roster.
     public static func devices(of keychain: KeychainDatabase) throws -> [DeviceInfo] {
         let context = try SyncEngine(keychain: keychain, server: NoServer()).context()
-        return context.roster.values.sorted { $0.addedAt < $1.addedAt }.map { entry in
+        let peer = RecoveryKey.peerDeviceID(zone: context.settings.zoneID)
+        // The recovery peer is a member, not a machine.
+        return context.roster.values.filter { $0.deviceID != peer }.sorted { $0.addedAt < $1.addedAt }.map { entry in
             DeviceInfo(
                 id: entry.deviceID, name: entry.name,
                 fingerprint: (try? Curve25519.Signing.PublicKey(rawRepresentation: entry.signingKey))
@@ -141,6 +143,9 @@ extension SyncSetup {
         }
         guard target.deviceID != context.settings.deviceID else {
             throw SyncError(.conflict, "a device cannot remove itself; run remove on another device")
+        }
+        guard target.deviceID != RecoveryKey.peerDeviceID(zone: context.settings.zoneID) else {
+            throw SyncError(.conflict, "the recovery key is not a machine; it stays in the zone")
         }
         return try await withServer(context) { server in
             let sync = SyncEngine(keychain: keychain, server: server)
@@ -202,7 +207,12 @@ extension SyncEngine {
     /// Commits a new roster epoch: devices added (each gets a share of the current zone key) or
     /// removed (the zone and class keys roll first: the remaining devices get shares of the new
     /// zone key, which also wraps the old one so older records still open).
-    func commitRoster(adding: [DeviceCard], removing: [DeviceID], context: inout Context) async throws {
+    /// - Parameter sponsor: the member that signs the roster and the new shares, when it is not
+    ///   this device (recovery: the recovery peer admits the recovered device).
+    func commitRoster(
+        adding: [DeviceCard], removing: [DeviceID], context: inout Context,
+        sponsor: (id: DeviceID, key: Curve25519.Signing.PrivateKey)? = nil
+    ) async throws {
         for _ in 0..<20 {
             try await pull()
             context = try self.context()
@@ -218,13 +228,13 @@ extension SyncEngine {
             cards.removeAll { removing.contains($0.id) }
             cards += adding.filter { card in !cards.contains { $0.id == card.id } }
             let epoch = context.settings.rosterEpoch + 1
-            let roster = Roster(
-                zone: context.settings.zoneID, epoch: epoch, devices: cards, signer: context.settings.deviceID)
+            let signer = sponsor ?? (context.settings.deviceID, signing)
+            let roster = Roster(zone: context.settings.zoneID, epoch: epoch, devices: cards, signer: signer.id)
             let recipients = removing.isEmpty ? adding : cards
             let shares = try recipients.map {
                 try ZoneKeyShare.seal(
                     zoneKey: keys.zoneKey, epoch: keys.epoch, zone: context.settings.zoneID, to: $0,
-                    from: context.settings.deviceID, signingKey: signing)
+                    from: signer.id, signingKey: signer.key)
             }
             let live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
             let head = Head(
@@ -235,7 +245,7 @@ extension SyncEngine {
             let signed = try SignedHead.sign(head, with: signing)
             let commit = Commit(
                 zone: context.settings.zoneID, expectedSeq: context.cursor.seq, head: signed.serverHead, keys: keyRows,
-                roster: (epoch, try roster.seal(zoneKey: keys.zoneKey, signingKey: signing)), shares: shares)
+                roster: (epoch, try roster.seal(zoneKey: keys.zoneKey, signingKey: signer.key)), shares: shares)
             switch try await server.push(commit) {
             case .committed, .alreadyCommitted:
                 let newKeys = keys

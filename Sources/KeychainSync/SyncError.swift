@@ -27,6 +27,8 @@ public struct SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case forked
         /// The server returned a head older than one already verified.
         case rolledBack
+        /// A recovery key that opens no zone on the server.
+        case recovery
     }
 
     /// The kind of failure.

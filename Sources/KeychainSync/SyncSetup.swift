@@ -47,8 +47,11 @@ public enum SyncSetup {
         let card = DeviceCard(
             id: device, name: deviceName, signingKey: signing.publicKey, agreementKey: agreement.publicKey,
             addedAt: Date())
-        let roster = Roster(zone: zone, epoch: 1, devices: [card], signer: device)
         let recovery = RecoveryKey.generate()
+        // The recovery peer is a member whose keys only the recovery key derives: every zone key
+        // is shared with it, so `recover` opens the zone whatever keys rolled since.
+        let peer = try recovery.peerCard(zone: zone)
+        let roster = Roster(zone: zone, epoch: 1, devices: [card, peer], signer: device)
         var secrets = SyncSecrets(
             signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
             zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
@@ -60,10 +63,10 @@ public enum SyncSetup {
         let commit = Commit(
             zone: zone, expectedSeq: 0, head: signed.serverHead, keys: try keys.wrappedRows(zone: zone),
             roster: (1, try roster.seal(zoneKey: keys.zoneKey, signingKey: signing)),
-            shares: [
+            shares: try [card, peer].map {
                 try ZoneKeyShare.seal(
-                    zoneKey: keys.zoneKey, epoch: keys.epoch, zone: zone, to: card, from: device, signingKey: signing)
-            ],
+                    zoneKey: keys.zoneKey, epoch: keys.epoch, zone: zone, to: $0, from: device, signingKey: signing)
+            },
             escrow: (
                 keys.epoch,
                 try recovery.sealEscrow(escrowPayload(keys, signing: signing), zone: zone, epoch: keys.epoch)
@@ -76,7 +79,7 @@ public enum SyncSetup {
             device: device.uuid, deviceName: deviceName,
             rosterEpoch: 1, keyEpoch: keys.epoch)
         try storeEnrolment(
-            keychain, settings: settings, secrets: secrets, card: card,
+            keychain, settings: settings, secrets: secrets, roster: [card, peer],
             cursor: SyncCursor(seq: 1, headHash: signed.hash))
         return Initialized(
             zone: zone, device: device, fingerprint: card.fingerprint, recoveryKey: recovery.displayString)
@@ -93,7 +96,7 @@ public enum SyncSetup {
     /// Records a device's enrolment in the keychain: the journal on, the sync tables with its
     /// settings, sealed secrets, first roster and cursor, in one transaction.
     static func storeEnrolment(
-        _ keychain: KeychainDatabase, settings: SyncSettings, secrets: SyncSecrets, card: DeviceCard,
+        _ keychain: KeychainDatabase, settings: SyncSettings, secrets: SyncSecrets, roster: [DeviceCard],
         cursor: SyncCursor?
     ) throws {
         try keychain.startSyncJournal()
@@ -102,7 +105,7 @@ public enum SyncSetup {
             try LocalSyncStore.createTables(db)
             try LocalSyncStore.setConfiguration(settings, db)
             try LocalSyncStore.setValue(SyncSecrets.name, try secrets.sealed(in: transaction), db)
-            try LocalSyncStore.setRoster([LocalRosterEntry(card)], db)
+            try LocalSyncStore.setRoster(roster.map(LocalRosterEntry.init), db)
             if let cursor { try LocalSyncStore.setCursor(cursor, db) }
         }
     }
@@ -154,6 +157,9 @@ public enum SyncSetup {
         public var conflicts: Int
         /// Records pulled while the keychain was locked that wait, still sealed, for it to unlock.
         public var waitingForUnlock: Int
+        /// How many times the server's log was found rewound (a restored backup, a failover to
+        /// a lagging replica) and this device wrote back what it had lost.
+        public var rollbacksRepaired: Int
     }
 
     /// The keychain's sync status, read locally (no server round trip).
@@ -170,7 +176,8 @@ public enum SyncSetup {
         return Status(
             zone: settings.zoneID, device: settings.deviceID, deviceName: settings.deviceName, server: settings.server,
             headSeq: cursor.seq, headHash: cursor.headHash, lastPush: settings.lastPush, lastPull: settings.lastPull,
-            pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts, waitingForUnlock: waiting)
+            pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts, waitingForUnlock: waiting,
+            rollbacksRepaired: settings.rollbacksRepaired ?? 0)
     }
 
     /// One entry of the conflict log, opened.

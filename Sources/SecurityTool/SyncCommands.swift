@@ -19,6 +19,7 @@ struct SyncCommand: ToolCommand {
                    security sync approve [DEVICE] [-k keychain]
                    security sync now | status | devices | conflicts [-k keychain]
                    security sync remove DEVICE [-k keychain]
+                   security sync recover --server postgresql://USER@HOST:PORT/DB [--zone ZONE] [--name NAME] [-k keychain] < KEY
             """,
         discussion: HelpText.wrapped(
             """
@@ -39,13 +40,21 @@ struct SyncCommand: ToolCommand {
             devices    the zone's machines and their fingerprints
             remove     take a machine out: its login is refused and the keys roll
             conflicts  the changes that lost to a later one (30 days)
+            recover    every machine lost: join this keychain to the zone with the recovery \
+            key `init` printed, read from standard input, and pull every item
+
+            Deleted items leave tombstones on the server; the server drops them once older \
+            than the zone's retention (30 days unless the administrator changes \
+            keychain_sync.zones.tombstone_retention) and seen by every machine heard from within \
+            it. A machine away for longer catches up with a full comparison and keeps the \
+            changes it made meanwhile.
 
             The keychain is the default keychain unless -k names another. For init, give the \
             server's administrator password in PGPASSWORD rather than in the URL; for join, `-` \
             reads the code from standard input (both keep secrets out of the process arguments).
             """))
 
-    @Argument(help: "init, invite, join, approve, now, status, devices, remove or conflicts.")
+    @Argument(help: "init, invite, join, approve, now, status, devices, remove, conflicts or recover.")
     var action: String
 
     @Argument(help: "The code (join) or the device (approve, remove).")
@@ -54,7 +63,10 @@ struct SyncCommand: ToolCommand {
     @Option(name: .customLong("server"), help: "The server (init): postgresql://USER:PASSWORD@HOST:PORT/DB.")
     var server: String?
 
-    @Option(name: .customLong("name"), help: "This machine's name (init, join); default: the host name.")
+    @Option(name: .customLong("zone"), help: "The zone to recover (recover); default: the one the key opens.")
+    var zone: String?
+
+    @Option(name: .customLong("name"), help: "This machine's name (init, join, recover); default: the host name.")
     var deviceName: String?
 
     @Option(
@@ -74,6 +86,7 @@ struct SyncCommand: ToolCommand {
         case "now": return try now(database)
         case "status": return try status(database)
         case "conflicts": return try conflicts(database)
+        case "recover": return try recover(database, session: session)
         default:
             throw CommandFailure.usage("sync: unknown action \"\(action)\"")
         }
@@ -104,20 +117,56 @@ struct SyncCommand: ToolCommand {
         deviceName ?? ProcessInfo.processInfo.hostName
     }
 
-    private func initialize(_ database: KeychainDatabase, session: Session) throws -> Int32 {
-        guard var server else { throw CommandFailure.usage("sync init: --server is required") }
-        // The administrator's password: PGPASSWORD, as PostgreSQL's own tools read it, rather
-        // than in the URL, where other processes can read it in this one's arguments.
+    /// The administrator's URL: `--server`, with the password from PGPASSWORD, as PostgreSQL's
+    /// own tools read it, rather than in the URL, where other processes can read it in this
+    /// one's arguments.
+    private func adminURL(session: Session) throws -> String {
+        guard var server else { throw CommandFailure.usage("sync \(action): --server is required") }
         if var components = URLComponents(string: server) {
             if components.password != nil {
                 Console.err(
-                    "security: sync init: the password in --server is visible to other processes; prefer PGPASSWORD\n")
+                    "security: sync \(action): the password in --server is visible to other processes; prefer PGPASSWORD\n"
+                )
             } else if let password = session.environment["PGPASSWORD"], !password.isEmpty {
                 components.password = password
                 server = components.string ?? server
             }
         }
-        let adminURL = server
+        return server
+    }
+
+    private func recover(_ database: KeychainDatabase, session: Session) throws -> Int32 {
+        let adminURL = try adminURL(session: session)
+        // The key on standard input: never in the process arguments.
+        guard let line = try session.input.readLine(), !line.isEmpty else {
+            throw CommandFailure.usage("sync recover: give the recovery key on standard input")
+        }
+        let key = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        var zoneID: ZoneID?
+        if let zone {
+            guard let uuid = UUID(uuidString: zone) else {
+                throw CommandFailure.usage("sync recover: --zone is a UUID")
+            }
+            zoneID = ZoneID(uuid)
+        }
+        let name = machineName
+        let requested = zoneID
+        let recovered = try run {
+            try await SyncSetup.recover(
+                keychain: database, adminURL: adminURL, recoveryKey: key, zone: requested, deviceName: name)
+        }
+        Console.out(
+            """
+            recovered zone \(recovered.zone)
+            device \(recovered.device) (\(name)), fingerprint \(recovered.fingerprint)
+            pulled \(recovered.pulled)
+
+            """)
+        return 0
+    }
+
+    private func initialize(_ database: KeychainDatabase, session: Session) throws -> Int32 {
+        let adminURL = try adminURL(session: session)
         let name = machineName
         let made = try run { try await SyncSetup.initialize(keychain: database, adminURL: adminURL, deviceName: name) }
         Console.out(
@@ -211,6 +260,7 @@ struct SyncCommand: ToolCommand {
             pending changes: \(status.pendingChanges)
             waiting for unlock: \(status.waitingForUnlock)
             conflicts: \(status.conflicts)
+            server rollbacks repaired: \(status.rollbacksRepaired)
 
             """)
         return 0

@@ -86,6 +86,37 @@ extension SyncIntegration {
             try await expectRefused(b, codes: [.tampered])
         }
 
+        @Test("a live record dropped with a collected tombstone is not taken for a deletion")
+        func droppedRecordIsNotACollectedTombstone() async throws {
+            let machines = try await makeZone(machines: 2)
+            let (a, b) = (machines[0], machines[1])
+            try a.add(service: "svc", account: "x", secret: "deleted")
+            try a.add(service: "svc", account: "y", secret: "kept")
+            _ = try await a.syncNow()
+            _ = try await b.syncNow()
+            try a.keychain.delete(a.query(service: "svc", account: "x"))
+            _ = try await a.syncNow()
+            let zone = try SyncSetup.status(of: a.keychain).zone.description
+            let cluster = try SharedCluster.get()
+            // x's tombstone goes as a collection would take it; y, live, goes with it.
+            let kept = try cluster.sql(
+                """
+                SELECT encode(record_id, 'hex') || ' ' || seq || ' ' || key_id || ' ' || encode(blob, 'hex')
+                FROM keychain_sync.records WHERE zone_id = '\(zone)' AND NOT tombstone
+                """
+            ).split(separator: " ").map(String.init)
+            try cluster.sql("DELETE FROM keychain_sync.records WHERE zone_id = '\(zone)'")
+            try await expectRefused(b, codes: [.tampered])
+            // With y back, the missing tombstone alone is a collected one: B deletes x, keeps y.
+            try cluster.sql(
+                """
+                INSERT INTO keychain_sync.records (zone_id, record_id, seq, key_id, tombstone, blob)
+                VALUES ('\(zone)', decode('\(kept[0])', 'hex'), \(kept[1]), '\(kept[2])', false, decode('\(kept[3])', 'hex'))
+                """)
+            _ = try await b.syncNow()
+            #expect(try b.syncedItems() == ["svc|y|kept"])
+        }
+
         @Test("a replayed older version of a record is caught")
         func replayedRecord() async throws {
             let machines = try await makeZone(machines: 2)

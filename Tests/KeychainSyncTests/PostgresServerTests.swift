@@ -190,7 +190,7 @@ extension SyncIntegration {
                 WHERE n.nspname = 'keychain_sync' AND c.relkind = 'r' AND c.relrowsecurity AND c.relforcerowsecurity
                   AND pg_get_userbyid(c.relowner) = 'kc_owner'
                 """)
-            #expect(forced == "\(ServerSchema.tableNames.count)")
+            #expect(forced == "\(ServerSchema.allTableNames.count)")
             #expect(
                 try cluster.sql("SELECT rolcreaterole, rolcanlogin FROM pg_roles WHERE rolname = 'kc_admin'") == "t|f")
         }
@@ -337,7 +337,7 @@ extension SyncIntegration {
             let counts = try await cluster.withConnection(user: mallory.role, password: mallory.password) {
                 connection in
                 var counts: [Int64] = []
-                for table in ServerSchema.tableNames {
+                for table in ServerSchema.allTableNames {
                     let byAccount = table == "accounts" || table == "devices"
                     let filter =
                         byAccount
@@ -349,8 +349,33 @@ extension SyncIntegration {
                 }
                 return counts
             }
-            #expect(counts == Array(repeating: 0, count: ServerSchema.tableNames.count))
+            #expect(counts == Array(repeating: 0, count: ServerSchema.allTableNames.count))
             #expect(try await alice.server.pull(zone.zone, after: 0).headSeq == 2)
+            // Garbage collection: only the zone's own devices acknowledge and collect, and no
+            // device deletes a row itself.
+            await #expect(throws: SyncServerError.self) { try await mallory.server.acknowledge(zone.zone, seq: 2) }
+            await #expect(throws: SyncServerError.self) { try await alice.server.acknowledge(zone.zone, seq: 3) }
+            for statement in [
+                "SELECT keychain_sync.kc_collect_garbage('\(zone.zone)')",
+                "DELETE FROM keychain_sync.records WHERE zone_id = '\(zone.zone)'",
+            ] {
+                await #expect(throws: (any Error).self) {
+                    try await cluster.withConnection(user: mallory.role, password: mallory.password) {
+                        try await $0.run(PostgresQuery(unsafeSQL: statement), logger: Logger(label: "t"))
+                    }
+                }
+            }
+            await #expect(throws: (any Error).self) {
+                try await cluster.withConnection(user: alice.role, password: alice.password) {
+                    try await $0.run(
+                        PostgresQuery(unsafeSQL: "DELETE FROM keychain_sync.commits WHERE zone_id = '\(zone.zone)'"),
+                        logger: Logger(label: "t"))
+                }
+            }
+            #expect(try await alice.server.pull(zone.zone, after: 0).heads.count == 2)
+            // Alice, the account's only device, has passed head 1: it goes; the newest stays.
+            #expect(try await alice.server.acknowledge(zone.zone, seq: 2) == 0)
+            #expect(try await alice.server.pull(zone.zone, after: 0).heads.map(\.seq) == [2])
         }
 
         @Test func aRoleWithoutGrantsCannotReadRecords() async throws {
