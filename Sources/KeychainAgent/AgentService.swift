@@ -136,8 +136,7 @@ public final class AgentService: Sendable {
         let arguments = call.arguments
         guard case .string(let name)? = arguments.first, isOpen(name) else { return nil }
         if method == .find || method == .findReadable {
-            guard arguments.count > 1, let query = try? AgentCodec.decodeQuery(arguments[1]),
-                let limit = query.limit, limit <= Self.quickLimit
+            guard arguments.count > 1, let limit = AgentCodec.queryLimit(arguments[1]), limit <= Self.quickLimit
             else { return nil }
         }
         do {

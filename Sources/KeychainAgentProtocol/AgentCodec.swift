@@ -148,6 +148,21 @@ public enum AgentCodec {
         return query
     }
 
+    /// The `limit` of a query as the agent protocol encodes it, read without decoding the
+    /// rest: `nil` when it has none, or is not a query. (The agent checks it on every lookup to
+    /// choose where to answer; ``decodeQuery(_:)`` then checks the whole query.)
+    public static func queryLimit(_ value: DBusValue) -> Int? {
+        guard case .dictionary(key: .string, value: .variant, let pairs) = value else { return nil }
+        for pair in pairs {
+            if case .string(Key.limit) = pair.key, case .variant(.int64(let limit)) = pair.value,
+                limit >= 0, limit <= Int64(Int32.max)
+            {
+                return Int(limit)
+            }
+        }
+        return nil
+    }
+
     // MARK: Settings
 
     /// Lock settings as `a{sv}`: `lockInterval` (`u`, seconds; 0 for no timeout) and

@@ -122,6 +122,8 @@ struct AgentCodecTests {
         #expect(back.hostOrSubdomain == "example.com")
         let defaults = try AgentCodec.decodeQuery(AgentCodec.encode(ItemQuery(class: .genericPassword)))
         #expect(defaults.synchronizable == .no && defaults.limit == nil && defaults.authenticationUI == .ignore)
+        #expect(AgentCodec.queryLimit(AgentCodec.encode(query)) == 7)
+        #expect(AgentCodec.queryLimit(AgentCodec.encode(ItemQuery(class: .genericPassword))) == nil)
     }
 
     @Test("a keychain error keeps its status, message and set-up flag; its D-Bus name says what it is")
@@ -224,6 +226,8 @@ struct AgentCodecTests {
                     #expect(error.code == .parameter)
                 } catch { Issue.record("\(error)") }
             }
+            // The agent's quick look at the limit agrees with the whole decoding.
+            if let query = try? AgentCodec.decodeQuery(input) { #expect(AgentCodec.queryLimit(input) == query.limit) }
         }
     }
 
