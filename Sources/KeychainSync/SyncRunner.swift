@@ -12,7 +12,9 @@ import Synchronization
 /// at once when the keychain is unlocked (records that arrived while it was locked wait for that,
 /// see ``SyncEngine/pull()``). A
 /// lost connection is retried after 1 s, doubling to 30 s; every (re)connection starts with a
-/// full push and pull, since notifications sent meanwhile are gone.
+/// full push and pull, since notifications sent meanwhile are gone. A silent link (half-open:
+/// the connection stays up, no byte comes back) counts as lost once a round trip exceeds
+/// ``roundLimit``; opening a connection gives up after 10 s, login included.
 public final class SyncRunner: Sendable {
     /// The keychain kept in sync.
     public let keychain: KeychainDatabase
@@ -20,6 +22,9 @@ public final class SyncRunner: Sendable {
     public let pollInterval: Duration
     /// How often it looks at the journal for local changes.
     public let journalInterval: Duration
+    /// How long one server round trip of the runner (a sync round, the zone's state on
+    /// connecting) may take before the connection is taken for dead and made again.
+    public let roundLimit: Duration
     private let logger: Logger
     private let state = Mutex<State>(State())
 
@@ -34,14 +39,16 @@ public final class SyncRunner: Sendable {
     ///   - keychain: A keychain set up for sync.
     ///   - pollInterval: How often to sync without a notification.
     ///   - journalInterval: How often to look for local changes.
+    ///   - roundLimit: How long a round may wait for the server before the runner reconnects.
     public init(
         keychain: KeychainDatabase, pollInterval: Duration = .seconds(60),
-        journalInterval: Duration = .milliseconds(200),
+        journalInterval: Duration = .milliseconds(200), roundLimit: Duration = .seconds(30),
         logger: Logger = Logger(label: "keychain.sync")
     ) {
         self.keychain = keychain
         self.pollInterval = pollInterval
         self.journalInterval = journalInterval
+        self.roundLimit = roundLimit
         self.logger = logger
     }
 
@@ -100,7 +107,9 @@ public final class SyncRunner: Sendable {
         let engine = SyncEngine(keychain: keychain, server: server)
         let (requests, request) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         do {
-            let channel = try await server.zoneState(context.settings.zoneID).notifyChannel
+            // A link that went silent (half-open) answers nothing: every round trip has a limit.
+            let zone = context.settings.zoneID
+            let channel = try await withSyncDeadline(roundLimit) { try await server.zoneState(zone).notifyChannel }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     try await server.listen(zone: context.settings.zoneID, channel: channel) { _ in request.yield() }
@@ -129,7 +138,7 @@ public final class SyncRunner: Sendable {
                     for await _ in requests {
                         try Task.checkCancellation()
                         do {
-                            _ = try await withSyncDeadline(.seconds(30)) { try await engine.syncNow() }
+                            _ = try await withSyncDeadline(roundLimit) { try await engine.syncNow() }
                             state.withLock {
                                 $0.lastError = nil
                                 $0.rounds += 1

@@ -83,11 +83,12 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
     var connectionConfiguration: PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
             host: host, port: port, username: username, password: password, database: database, tls: .disable)
+        // postgres-nio bounds the whole opening with it, startup and login included: a peer that
+        // accepts the connection and then says nothing (a half-open link) fails it after 10 s.
         configuration.options.connectTimeout = .seconds(10)
         return configuration
     }
 
-    /// Opens one connection.
     /// Opens one connection to the address (TLS off: loopback and private networks only).
     public func connect(id: Int, logger: Logger) async throws -> PostgresConnection {
         do {
