@@ -83,11 +83,61 @@ struct SyncComparison {
             samples.append(DispatchTime.now().uptimeNanoseconds - start)
         }
         result.propagation = Summary(nanoseconds: samples)
+        result.concurrentPushes = try await concurrentPushes(joining: a, b, scratch: scratch)
 
         let blobSize = try averageBlobSize(cluster)
         (result.floorInsertSeconds, result.floorSelectSeconds) = try await floor(
             cluster, count: options.syncItems, blobSize: blobSize)
         return result
+    }
+
+    /// How long the concurrent pushers run.
+    static let concurrentPushSeconds = 3.0
+
+    /// Single-item pushes per second by ``SyncResult/pushers`` machines at once, each adding one
+    /// item and syncing (pull, seal, commit) in a loop on connections it keeps open, as
+    /// keychaind's runner does: the load the design's restart
+    /// test puts on the server (design test 8 asks for 200 pushes a second). Every commit is a
+    /// compare-and-swap on the zone's one head, so machines that lose it pull and push again.
+    private static func concurrentPushes(joining a: KeychainDatabase, _ b: KeychainDatabase, scratch: String)
+        async throws -> ConcurrentPushes
+    {
+        var machines = [a, b]
+        for index in machines.count..<SyncResult.pushers {
+            let machine = try KeychainDatabase.create(
+                at: scratch + "/m\(index).keychain-db", password: nil as Data?, configuration: .testing())
+            _ = try await SyncSetup.join(
+                keychain: machine, code: try await SyncSetup.invite(keychain: a), deviceName: "m\(index)")
+            _ = try await SyncSetup.approve(keychain: a)
+            machines.append(machine)
+        }
+        for machine in machines { _ = try await SyncSetup.syncNow(keychain: machine) }
+        let start = DispatchTime.now().uptimeNanoseconds
+        let deadline = start + UInt64(concurrentPushSeconds * 1e9)
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for (index, machine) in machines.enumerated() {
+                group.addTask {
+                    try await SyncSetup.withEngine(keychain: machine) { engine in
+                        var pushes = 0
+                        while DispatchTime.now().uptimeNanoseconds < deadline {
+                            try machine.add(
+                                Item(
+                                    class: .genericPassword,
+                                    attributes: [
+                                        .service: .string("load\(index)"), .account: .string("n\(pushes)"),
+                                        .synchronizable: .number(1),
+                                    ], data: Data("secret".utf8)))
+                            _ = try await engine.syncNow()
+                            pushes += 1
+                        }
+                        return pushes
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return ConcurrentPushes(pushes: counts, seconds: elapsed)
     }
 
     private static func seconds(_ body: () async throws -> Void) async throws -> Double {
@@ -144,8 +194,22 @@ struct SyncResult: Codable, Sendable {
     var floorSelectSeconds: Double?
     /// One item from one machine's add to the other machine having it (push, then pull).
     var propagation: Summary?
+    /// Single-item pushes by ``pushers`` machines at once.
+    var concurrentPushes: ConcurrentPushes?
+    /// The machines pushing at once in ``concurrentPushes``.
+    static let pushers = 4
     /// Why rows are missing.
     var note: String?
 
     init(items: Int) { self.items = items }
+}
+
+/// Pushes made by several machines at once, each one item and a `sync now` at a time.
+struct ConcurrentPushes: Codable, Sendable {
+    /// Acknowledged pushes, all machines together.
+    var pushes: Int
+    /// How long they took.
+    var seconds: Double
+    /// Pushes per second.
+    var perSecond: Double { Double(pushes) / max(seconds, 1e-9) }
 }

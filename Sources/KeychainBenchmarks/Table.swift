@@ -333,6 +333,14 @@ enum TableRenderer {
                 Format.duration(propagation.medianMicroseconds), "", "",
             ])
         }
+        if let pushes = result.concurrentPushes {
+            rows.append([
+                "\(SyncResult.pushers) machines at once, one add and one round each", Format.count(pushes.pushes),
+                Format.duration(pushes.seconds * 1e6),
+                Format.duration(pushes.seconds * 1e6 / Double(max(1, pushes.pushes))),
+                String(format: "%.0f pushes/s (design test 8 loads 200/s)", pushes.perSecond),
+            ])
+        }
         return columns(rows, right: [1, 2, 3])
     }
 

@@ -132,6 +132,18 @@ public enum SyncSetup {
         }
     }
 
+    /// Runs `body` with an engine for `keychain` whose server connections stay open until it
+    /// returns, as keychaind's runner keeps them: many rounds without a login each.
+    /// - Throws: ``SyncError`` `.notEnrolled` for a keychain not set up for sync, or what `body`
+    ///   throws.
+    public static func withEngine<T: Sendable>(
+        keychain: KeychainDatabase, _ body: (SyncEngine) async throws -> T
+    ) async throws -> T {
+        let context = try SyncEngine(keychain: keychain, server: NoServer()).context()
+        return try await withServer(context) { server in try await body(SyncEngine(keychain: keychain, server: server))
+        }
+    }
+
     /// How long one ``syncNow(keychain:)`` may take before it gives up.
     public static let roundLimit: Duration = .seconds(30)
 

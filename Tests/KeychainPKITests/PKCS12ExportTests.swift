@@ -82,8 +82,13 @@ import Testing
         let ciphertext = try octetStringBytes(fields.next(), ber: false, "test")
         let plaintext = try reader.decrypt(algorithm, ciphertext)
         #expect(PKCS12Tests.digest(plaintext) == PKCS12Tests.digest(fixture.pkcs8))
+        // A wrong passphrase never gives the key back. CBC's padding check refuses it about 255
+        // times in 256; otherwise it decrypts to noise (in a .p12 file the MAC, checked before any
+        // decryption, refuses the passphrase first). OpenSSL draws a new salt each run, so which
+        // of the two happens was random: this test failed once in CI when the padding passed.
         var wrong = PKCS12Reader(passphrase: "nope")
-        #expect(throws: PKIError.self) { try wrong.decrypt(algorithm, ciphertext) }
+        let wrongPlaintext = try? wrong.decrypt(algorithm, ciphertext)
+        #expect(wrongPlaintext.map { PKCS12Tests.digest($0) != PKCS12Tests.digest(fixture.pkcs8) } ?? true)
     }
 
     /// macOS MACs an empty passphrase over zero bytes, OpenSSL over 00 00: both are accepted.

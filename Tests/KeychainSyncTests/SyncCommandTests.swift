@@ -247,7 +247,7 @@ extension SyncIntegration {
             #expect(try syncedCount(b) == 5)
         }
 
-        @Test("keychain-bench --only sync prints the push, pull and propagation rows against their floor")
+        @Test("keychain-bench --only sync prints the push, pull, propagation and concurrent-push rows against their floor")
         func benchmarkRows() async throws {
             let home = Home()
             let bench = (SyncCommandTests.securityExecutable as NSString).deletingLastPathComponent + "/keychain-bench"
@@ -257,6 +257,8 @@ extension SyncIntegration {
             #expect(result.out.contains("× plain INSERT"))
             #expect(result.out.contains("× plain SELECT"))
             #expect(result.out.contains("one item, add to the other machine"))
+            #expect(result.out.contains("4 machines at once, one add and one round each"))
+            #expect(result.out.contains(" pushes/s"))
         }
 
         @Test("security sync now killed with SIGKILL at random points loses nothing and commits nothing twice")
