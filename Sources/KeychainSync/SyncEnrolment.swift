@@ -51,14 +51,8 @@ extension SyncSetup {
     public static func join(keychain: KeychainDatabase, code: String, deviceName: String) async throws -> Joined {
         try ensureNotSetUp(keychain)
         let invitation = try Invitation(code: code)
-        let device = DeviceID.random()
-        let signing = Curve25519.Signing.PrivateKey()
-        let agreement = Curve25519.KeyAgreement.PrivateKey()
-        let role = PostgresSyncServer.deviceRoleName(for: device)
-        let password = ScramVerifier.randomPassword()
-        let card = DeviceCard(
-            id: device, name: deviceName, signingKey: signing.publicKey, agreementKey: agreement.publicKey,
-            addedAt: Date())
+        let enrolling = NewDevice(name: deviceName)
+        let (device, role, password, card) = (enrolling.id, enrolling.role, enrolling.password, enrolling.card)
         try await PostgresSyncServer.join(
             serverURL: invitation.server, invitationRole: invitation.loginRole,
             invitationPassword: invitation.loginPassword, token: invitation.secret, device: device, role: role,
@@ -67,10 +61,7 @@ extension SyncSetup {
             server: invitation.server, role: role, zone: invitation.zone.uuid, device: device.uuid,
             deviceName: deviceName, rosterEpoch: 0, keyEpoch: 0, sponsor: invitation.sponsor.uuid,
             sponsorKey: invitation.sponsorKey.rawRepresentation)
-        let secrets = SyncSecrets(
-            signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
-            zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
-        try storeEnrolment(keychain, settings: settings, secrets: secrets, roster: [card], cursor: nil)
+        try storeEnrolment(keychain, settings: settings, secrets: enrolling.secrets, roster: [card], cursor: nil)
         return Joined(zone: invitation.zone, device: device, fingerprint: card.fingerprint)
     }
 
@@ -339,5 +330,31 @@ extension DeviceCard {
             signingKey: try Curve25519.Signing.PublicKey(rawRepresentation: entry.signingKey),
             agreementKey: try Curve25519.KeyAgreement.PublicKey(rawRepresentation: entry.agreementKey),
             addedAt: entry.addedAt)
+    }
+}
+
+/// A machine's new identity as it enrols (`init`, `join`, `recover`): its id, its signing and
+/// key-agreement keys, its login and the card the roster lists it by.
+struct NewDevice {
+    let id = DeviceID.random()
+    let signing = Curve25519.Signing.PrivateKey()
+    let agreement = Curve25519.KeyAgreement.PrivateKey()
+    /// Its login's random password (the server keeps only a SCRAM verifier).
+    let password = ScramVerifier.randomPassword()
+    let card: DeviceCard
+
+    init(name: String) {
+        card = DeviceCard(
+            id: id, name: name, signingKey: signing.publicKey, agreementKey: agreement.publicKey, addedAt: Date())
+    }
+
+    /// Its login name on the server.
+    var role: String { PostgresSyncServer.deviceRoleName(for: id) }
+
+    /// Its secrets before it holds any zone key.
+    var secrets: SyncSecrets {
+        SyncSecrets(
+            signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
+            zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
     }
 }

@@ -82,23 +82,15 @@ extension SyncSetup {
         }
 
         // A new device, admitted by the recovery peer.
-        let device = DeviceID.random()
-        let signing = Curve25519.Signing.PrivateKey()
-        let agreement = Curve25519.KeyAgreement.PrivateKey()
-        let role = PostgresSyncServer.deviceRoleName(for: device)
-        let password = ScramVerifier.randomPassword()
+        let enrolling = NewDevice(name: deviceName)
+        let (device, role, password, card) = (enrolling.id, enrolling.role, enrolling.password, enrolling.card)
         try await PostgresSyncServer.addDevice(
             adminURL: adminURL, zone: opened.zone, device: device, role: role, password: password)
-        let card = DeviceCard(
-            id: device, name: deviceName, signingKey: signing.publicKey, agreementKey: agreement.publicKey,
-            addedAt: Date())
-        var secrets = SyncSecrets(
-            signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
-            zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
+        var secrets = enrolling.secrets
         for keys in opened.older { secrets.install(keys) }
         secrets.install(opened.keys)
         let settings = SyncSettings(
-            server: "postgresql://\(admin.host):\(admin.port)/\(admin.database)", role: role, zone: opened.zone.uuid,
+            server: admin.serverURL, role: role, zone: opened.zone.uuid,
             device: device.uuid, deviceName: deviceName, rosterEpoch: opened.roster.epoch,
             keyEpoch: opened.keys.epoch)
         // Until the roster that admits it lands, this device trusts the members the key showed.

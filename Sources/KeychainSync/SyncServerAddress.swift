@@ -79,6 +79,9 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
     /// `postgresql://user@host:port/database`, without the password.
     public var description: String { "postgresql://\(username)@\(host):\(port)/\(database)" }
 
+    /// The server alone, without a login: what a device keeps to reach it with its own.
+    var serverURL: String { "postgresql://\(host):\(port)/\(database)" }
+
     /// The configuration of one postgres-nio connection (TLS disabled).
     var connectionConfiguration: PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(

@@ -36,25 +36,19 @@ public enum SyncSetup {
         try ensureNotSetUp(keychain)
         let admin = try SyncServerAddress(url: adminURL)
         let zone = ZoneID.random()
-        let device = DeviceID.random()
-        let signing = Curve25519.Signing.PrivateKey()
-        let agreement = Curve25519.KeyAgreement.PrivateKey()
-        let role = PostgresSyncServer.deviceRoleName(for: device)
-        let password = ScramVerifier.randomPassword()
+        let enrolling = NewDevice(name: deviceName)
+        let (device, signing, role, password, card) = (
+            enrolling.id, enrolling.signing, enrolling.role, enrolling.password, enrolling.card
+        )
         try await PostgresSyncServer.bootstrap(
             adminURL: adminURL, account: UUID(), device: device, role: role, password: password)
         let keys = ZoneKeys.generate()
-        let card = DeviceCard(
-            id: device, name: deviceName, signingKey: signing.publicKey, agreementKey: agreement.publicKey,
-            addedAt: Date())
         let recovery = RecoveryKey.generate()
         // The recovery peer is a member whose keys only the recovery key derives: every zone key
         // is shared with it, so `recover` opens the zone whatever keys rolled since.
         let peer = try recovery.peerCard(zone: zone)
         let roster = Roster(zone: zone, epoch: 1, devices: [card, peer], signer: device)
-        var secrets = SyncSecrets(
-            signingKey: signing.rawRepresentation, agreementKey: agreement.rawRepresentation, password: password,
-            zoneKeys: [:], recordIDKey: Data(), classKeys: [:])
+        var secrets = enrolling.secrets
         secrets.install(keys)
         let head = Head(
             zone: zone, seq: 1, previousHash: Data(count: 32), stateDigest: StateDigest.compute([:]), rosterEpoch: 1,
@@ -75,7 +69,7 @@ public enum SyncSetup {
             try await connection.createZone(commit, notifyChannel: PostgresSyncServer.makeNotifyChannel())
         }
         let settings = SyncSettings(
-            server: "postgresql://\(admin.host):\(admin.port)/\(admin.database)", role: role, zone: zone.uuid,
+            server: admin.serverURL, role: role, zone: zone.uuid,
             device: device.uuid, deviceName: deviceName,
             rosterEpoch: 1, keyEpoch: keys.epoch)
         try storeEnrolment(
