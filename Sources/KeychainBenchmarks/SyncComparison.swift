@@ -83,7 +83,17 @@ struct SyncComparison {
             samples.append(DispatchTime.now().uptimeNanoseconds - start)
         }
         result.propagation = Summary(nanoseconds: samples)
-        result.concurrentPushes = try await concurrentPushes(joining: a, b, scratch: scratch)
+        var machines = [a, b]
+        result.singlePushes = try await concurrentPushes(by: [a])
+        for index in machines.count..<SyncResult.pushers {
+            let machine = try KeychainDatabase.create(
+                at: scratch + "/m\(index).keychain-db", password: nil as Data?, configuration: .testing())
+            _ = try await SyncSetup.join(
+                keychain: machine, code: try await SyncSetup.invite(keychain: a), deviceName: "m\(index)")
+            _ = try await SyncSetup.approve(keychain: a)
+            machines.append(machine)
+        }
+        result.concurrentPushes = try await concurrentPushes(by: machines)
 
         let blobSize = try averageBlobSize(cluster)
         (result.floorInsertSeconds, result.floorSelectSeconds) = try await floor(
@@ -94,23 +104,12 @@ struct SyncComparison {
     /// How long the concurrent pushers run.
     static let concurrentPushSeconds = 3.0
 
-    /// Single-item pushes per second by ``SyncResult/pushers`` machines at once, each adding one
-    /// item and syncing (pull, seal, commit) in a loop on connections it keeps open, as
-    /// keychaind's runner does: the load the design's restart
-    /// test puts on the server (design test 8 asks for 200 pushes a second). Every commit is a
-    /// compare-and-swap on the zone's one head, so machines that lose it pull and push again.
-    private static func concurrentPushes(joining a: KeychainDatabase, _ b: KeychainDatabase, scratch: String)
-        async throws -> ConcurrentPushes
-    {
-        var machines = [a, b]
-        for index in machines.count..<SyncResult.pushers {
-            let machine = try KeychainDatabase.create(
-                at: scratch + "/m\(index).keychain-db", password: nil as Data?, configuration: .testing())
-            _ = try await SyncSetup.join(
-                keychain: machine, code: try await SyncSetup.invite(keychain: a), deviceName: "m\(index)")
-            _ = try await SyncSetup.approve(keychain: a)
-            machines.append(machine)
-        }
+    /// Single-item pushes per second by `machines` at once, each adding one item and syncing
+    /// (pull, seal, commit) in a loop on connections it keeps open, as keychaind's runner
+    /// does: the load the design's restart test puts on the server (design test 8 asks for 200
+    /// pushes a second). Every commit is a compare-and-swap on the zone's one head; a machine
+    /// that loses it waits for its turn (``SyncServer/withPushTurn(_:_:)``).
+    private static func concurrentPushes(by machines: [KeychainDatabase]) async throws -> ConcurrentPushes {
         for machine in machines { _ = try await SyncSetup.syncNow(keychain: machine) }
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(concurrentPushSeconds * 1e9)
@@ -124,7 +123,7 @@ struct SyncComparison {
                                 Item(
                                     class: .genericPassword,
                                     attributes: [
-                                        .service: .string("load\(index)"), .account: .string("n\(pushes)"),
+                                        .service: .string("load\(machines.count)-\(index)"), .account: .string("n\(pushes)"),
                                         .synchronizable: .number(1),
                                     ], data: Data("secret".utf8)))
                             _ = try await engine.syncNow()
@@ -196,6 +195,8 @@ struct SyncResult: Codable, Sendable {
     var propagation: Summary?
     /// Single-item pushes by ``pushers`` machines at once.
     var concurrentPushes: ConcurrentPushes?
+    /// Single-item pushes by one machine alone: the round without contention.
+    var singlePushes: ConcurrentPushes?
     /// The machines pushing at once in ``concurrentPushes``.
     static let pushers = 4
     /// Why rows are missing.

@@ -333,10 +333,13 @@ enum TableRenderer {
                 Format.duration(propagation.medianMicroseconds), "", "",
             ])
         }
-        if let pushes = result.concurrentPushes {
+        for (title, pushes) in [
+            ("1 machine alone, one add and one round at a time", result.singlePushes),
+            ("\(SyncResult.pushers) machines at once, one add and one round each", result.concurrentPushes),
+        ] {
+            guard let pushes else { continue }
             rows.append([
-                "\(SyncResult.pushers) machines at once, one add and one round each", Format.count(pushes.pushes),
-                Format.duration(pushes.seconds * 1e6),
+                title, Format.count(pushes.pushes), Format.duration(pushes.seconds * 1e6),
                 Format.duration(pushes.seconds * 1e6 / Double(max(1, pushes.pushes))),
                 String(format: "%.0f pushes/s (design test 8 loads 200/s)", pushes.perSecond),
             ])

@@ -382,11 +382,20 @@ enum Storage {
 /// The current row of a statement being stepped, read by column index through SQLite's C
 /// API: no row object, no column-name table. Values are read by their storage class and
 /// never converted, so a value of the wrong type reads as `nil`.
-struct RawRow {
+package struct RawRow {
     fileprivate let statement: SQLiteStatement
 
     func integer(_ index: Int32) -> Int64? {
         sqlite3_column_type(statement, index) == SQLITE_INTEGER ? sqlite3_column_int64(statement, index) : nil
+    }
+
+    /// Calls `body` with a blob column's bytes in place (valid only during the call), or
+    /// returns `nil` when the column is not a blob.
+    package func withBlob<T>(_ index: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T? {
+        guard sqlite3_column_type(statement, index) == SQLITE_BLOB else { return nil }
+        let bytes = sqlite3_column_blob(statement, index)
+        let count = Int(sqlite3_column_bytes(statement, index))
+        return try body(UnsafeRawBufferPointer(start: count > 0 ? bytes : nil, count: count))
     }
 
     func blob(_ index: Int32) -> Data? {
@@ -418,7 +427,7 @@ extension Database {
 
     /// Calls `body` with each result row of a statement; the statement is reset afterwards,
     /// even when `body` throws.
-    func forEachRow(_ sql: String, _ values: [DatabaseValue], _ body: (RawRow) throws -> Void) throws {
+    package func forEachRow(_ sql: String, _ values: [DatabaseValue], _ body: (RawRow) throws -> Void) throws {
         let cached = try cachedStatement(sql: sql)
         try withExtendedLifetime(cached) { try Self.step(cached.sqliteStatement, values, connection: self, body) }
     }

@@ -9,7 +9,7 @@ import PostgresNIO
 /// learn it at once; so a connection is made on demand and a refused login fails the call.
 actor ConnectionPool {
     private let address: SyncServerAddress
-    private let maximum: Int
+    let maximum: Int
     private let logger: Logger
     private var idle: [PostgresConnection] = []
     private var waiters: [CheckedContinuation<Void, Never>] = []

@@ -226,12 +226,30 @@ public enum StateDigest {
     ///
     /// - Parameter live: the blob hash (``RecordCodec/blobHash(_:)``) of every live record.
     public static func compute(_ live: [RecordID: Data]) -> Data {
-        var hasher = SHA256()
-        hasher.update(data: Data("kcsync-state-v1".utf8))
-        for id in live.keys.sorted() {
-            hasher.update(data: id.bytes)
-            hasher.update(data: live[id] ?? Data())
+        var builder = Builder()
+        for id in live.keys.sorted() { builder.add(id, blobHash: live[id] ?? Data()) }
+        return builder.finalize()
+    }
+
+    /// The same digest built from records given one at a time in ascending record-id order
+    /// (as a keychain's mirror table stores them), with no dictionary and no sort. The bytes
+    /// are gathered and hashed once: a thousand small hash updates cost more than the hash.
+    struct Builder {
+        private var bytes = Array("kcsync-state-v1".utf8)
+
+        /// Adds the next live record; ids must ascend.
+        mutating func add(_ id: RecordID, blobHash: Data) {
+            // Through raw buffers: Data's own iterator goes byte by byte.
+            id.bytes.withUnsafeBytes { id in blobHash.withUnsafeBytes { add(id: id, blobHash: $0) } }
         }
-        return Data(hasher.finalize())
+
+        /// Adds the next live record from its raw id bytes (16); ids must ascend.
+        mutating func add(id: UnsafeRawBufferPointer, blobHash: UnsafeRawBufferPointer) {
+            bytes.append(contentsOf: id)
+            bytes.append(contentsOf: blobHash)
+        }
+
+        /// The digest.
+        func finalize() -> Data { Data(SHA256.hash(data: bytes)) }
     }
 }

@@ -110,43 +110,73 @@ public final class PostgresSyncServer: SyncServer {
             throw SyncServerError(.invalidArgument, "a notify channel is a letter and 32 lowercase hex digits")
         }
         _ = try await transaction("ISOLATION LEVEL READ COMMITTED") { connection -> Bool? in
+            // An empty zone, then its first commit as any later one lands (head 0 → 1).
             try await connection.run(
                 """
                 INSERT INTO keychain_sync.zones (zone_id, account_id, head_seq, head_hash, notify_channel)
-                VALUES (\(commit.zone.uuid), keychain_sync.kc_current_account(), 1,
-                        \(ByteBuffer(bytes: Self.headHash(commit))), \(notifyChannel))
+                VALUES (\(commit.zone.uuid), keychain_sync.kc_current_account(), 0, NULL, \(notifyChannel))
                 """, logger: logger)
-            try await write(commit, seq: 1, channel: notifyChannel, on: connection)
+            guard try await land(commit, on: connection) else {
+                throw SyncServerError(.server, "a new zone's first commit did not land")
+            }
             return true
         }
     }
 
     public func push(_ commit: Commit) async throws -> PushOutcome {
         try Self.check(commit)
-        do {
-            let committed = try await transaction("ISOLATION LEVEL READ COMMITTED") { connection -> Bool? in
-                guard let channel = try await advanceHead(commit, on: connection) else { return nil }
-                try await write(commit, seq: commit.expectedSeq + 1, channel: channel, on: connection)
-                return true
-            }
-            if committed != nil { return .committed }
-        } catch let error as SyncServerError where error.code == .serializationFailure {
-            // At READ COMMITTED the loser waits and sees 0 rows; a stricter level raises 40001.
-        }
+        // One statement, so one round trip and its own transaction: at READ COMMITTED the
+        // loser of a race for the head waits for the winner's row lock, then matches 0 rows.
+        if try await withConnection({ try await land(commit, on: $0) }) { return .committed }
         return try await outcomeOfLostRace(commit)
     }
 
     public func pull(_ zone: ZoneID, after seq: Int64) async throws -> PullBatch {
-        try await transaction("ISOLATION LEVEL REPEATABLE READ READ ONLY") { connection -> PullBatch? in
+        try await withConnection { connection in
+            // One statement reads one snapshot: the head, the heads after `seq` and the records
+            // after `seq` agree without a transaction (and its two extra round trips).
             let rows = try await connection.query(
-                "SELECT head_seq, head_hash FROM keychain_sync.zones WHERE zone_id = \(zone.uuid)", logger: logger)
-            var found: (Int64, Data?)?
-            for try await row in rows.decode((Int64, Data?).self) { found = row }
-            guard let (head, headHash) = found else { throw SyncServerError(.notFound, "no such zone") }
-            let heads = try await heads(zone, after: seq, on: connection)
-            let records = try await records(zone, after: seq, on: connection)
-            return PullBatch(headSeq: head, heads: heads, records: records, headHash: headHash)
-        }!
+                """
+                SELECT 0::int8, z.head_seq, z.head_hash, NULL::uuid, NULL::uuid, NULL::bytea, NULL::bool
+                    FROM keychain_sync.zones z WHERE z.zone_id = \(zone.uuid)
+                UNION ALL
+                SELECT 1, c.seq, c.head, c.commit_id, c.author, NULL, NULL
+                    FROM keychain_sync.commits c WHERE c.zone_id = \(zone.uuid) AND c.seq > \(seq)
+                UNION ALL
+                SELECT 2, r.seq, r.blob, r.key_id, NULL, r.record_id, r.tombstone
+                    FROM keychain_sync.records r WHERE r.zone_id = \(zone.uuid) AND r.seq > \(seq)
+                ORDER BY 1, 2, 6
+                """, logger: logger)
+            var batch: PullBatch?
+            for try await row in rows.decode((Int64, Int64, Data?, UUID?, UUID?, Data?, Bool?).self) {
+                try Self.add(row, to: &batch)
+            }
+            guard let batch else { throw SyncServerError(.notFound, "no such zone") }
+            return batch
+        }
+    }
+
+    /// Adds one row of ``pull(_:after:)``'s statement to the batch: kind 0 is the zone's head
+    /// (always first), 1 a head, 2 a record.
+    private static func add(
+        _ row: (kind: Int64, seq: Int64, bytes: Data?, id: UUID?, author: UUID?, recordID: Data?, tombstone: Bool?),
+        to batch: inout PullBatch?
+    ) throws {
+        switch row.kind {
+        case 0:
+            batch = PullBatch(headSeq: row.seq, heads: [], records: [], headHash: row.bytes)
+        case 1:
+            guard let bytes = row.bytes, let commitID = row.id, let author = row.author, batch != nil else {
+                throw SyncServerError(.server, "malformed head row")
+            }
+            batch?.heads.append(ServerHead(seq: row.seq, commitID: commitID, author: DeviceID(author), bytes: bytes))
+        default:
+            guard let blob = row.bytes, let keyID = row.id, let tombstone = row.tombstone,
+                let recordID = row.recordID.flatMap(RecordID.init), batch != nil
+            else { throw SyncServerError(.server, "malformed record row") }
+            batch?.records.append(
+                ServerRecord(recordID: recordID, seq: row.seq, keyID: keyID, tombstone: tombstone, blob: blob))
+        }
     }
 
     public func zoneState(_ zone: ZoneID) async throws -> ZoneState {
@@ -176,6 +206,56 @@ public final class PostgresSyncServer: SyncServer {
             }
             return shares
         }
+    }
+
+    /// A turn is a transaction holding the zone's advisory lock on a connection of its own,
+    /// released with the transaction, or by the server when the connection drops or stays idle
+    /// for a minute. A commit made out of turn takes the same lock for its own statement, so it
+    /// fails while a device holds the turn, and its device queues too. A device that waits
+    /// 10 s for a turn runs `body` without one.
+    public func withPushTurn<T: Sendable>(_ zone: ZoneID, _ body: () async throws -> T) async throws -> T {
+        guard pool.maximum > 1 else { return try await body() }  // body needs a connection too
+        let connection: PostgresConnection
+        do { connection = try await pool.lease() } catch { throw SyncServerError(postgres: error) }
+        do {
+            try await connection.run("BEGIN", logger: logger)
+            try await connection.run(
+                """
+                SELECT set_config('lock_timeout', '10s', true),
+                       set_config('idle_in_transaction_session_timeout', '60s', true),
+                       pg_advisory_xact_lock(\(Self.turnLockKey(zone)))
+                """, logger: logger)
+        } catch {
+            await pool.release(connection, reusable: false)
+            if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "55P03" { return try await body() }
+            throw SyncServerError(postgres: error)
+        }
+        let result: T
+        do {
+            result = try await Self.$holdsTurn.withValue(true) { try await body() }
+        } catch {
+            await pool.release(connection, reusable: false)
+            throw error
+        }
+        do {
+            try await connection.run("ROLLBACK", logger: logger)
+            await pool.release(connection, reusable: true)
+        } catch {
+            await pool.release(connection, reusable: false)
+        }
+        return result
+    }
+
+    /// Whether this task runs in a push turn: its commits do not yield to a turn.
+    @TaskLocal static var holdsTurn = false
+
+    /// The advisory lock key of a zone's write turn: 64 bits of a hash of its id (a collision
+    /// only makes two zones take turns together).
+    static func turnLockKey(_ zone: ZoneID) -> Int64 {
+        var hasher = SHA256()
+        hasher.update(data: Data("kcsync-push-turn".utf8))
+        withUnsafeBytes(of: zone.uuid.uuid) { hasher.update(bufferPointer: $0) }
+        return Array(hasher.finalize()).prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
     }
 
     public func acknowledge(_ zone: ZoneID, seq: Int64) async throws -> Int {
@@ -220,17 +300,63 @@ extension PostgresSyncServer {
         Data(SHA256.hash(data: commit.head.bytes))
     }
 
-    /// The compare-and-swap: the zone's notify channel when the head moved to `expectedSeq + 1`.
-    func advanceHead(_ commit: Commit, on connection: PostgresConnection) async throws -> String? {
+    /// Lands a commit in one statement: the compare-and-swap of the zone's head from
+    /// `expectedSeq` to `expectedSeq + 1` and, only when it matched, everything the commit
+    /// writes, then the notification of the zone's channel (sent when the statement commits).
+    /// - Returns: Whether the head moved (`false`: another commit came first, or this one did).
+    func land(_ commit: Commit, on connection: PostgresConnection) async throws -> Bool {
+        let zone = commit.zone.uuid
+        let seq = commit.expectedSeq + 1
+        let head = commit.head
+        let records = commit.records
         let rows = try await connection.query(
             """
-            UPDATE keychain_sync.zones SET head_seq = head_seq + 1, head_hash = \(ByteBuffer(bytes: Self.headHash(commit)))
-            WHERE zone_id = \(commit.zone.uuid) AND head_seq = \(commit.expectedSeq)
-            RETURNING notify_channel
+            WITH moved AS (
+                UPDATE keychain_sync.zones SET head_seq = head_seq + 1, head_hash = \(ByteBuffer(bytes: Self.headHash(commit)))
+                WHERE zone_id = \(zone) AND head_seq = \(commit.expectedSeq)
+                  -- Out of turn, a commit yields while another device holds the turn.
+                  AND (\(Self.holdsTurn) OR pg_try_advisory_xact_lock(\(Self.turnLockKey(commit.zone))))
+                RETURNING notify_channel
+            ), new_keys AS (
+                INSERT INTO keychain_sync.keys (zone_id, key_id, epoch, wrapped)
+                SELECT \(zone), k.key_id, k.epoch, k.wrapped
+                FROM moved, unnest(\(commit.keys.map(\.keyID))::uuid[], \(commit.keys.map(\.epoch))::int8[],
+                                   \(commit.keys.map { ByteBuffer(bytes: $0.wrapped) })::bytea[]) AS k(key_id, epoch, wrapped)
+            ), new_roster AS (
+                INSERT INTO keychain_sync.rosters (zone_id, epoch, blob)
+                SELECT \(zone), r.epoch, r.blob
+                FROM moved, unnest(\(commit.roster.map { [$0.epoch] } ?? [])::int8[],
+                                   \(commit.roster.map { [ByteBuffer(bytes: $0.blob)] } ?? [])::bytea[]) AS r(epoch, blob)
+            ), new_shares AS (
+                INSERT INTO keychain_sync.shares (zone_id, epoch, recipient, blob)
+                SELECT \(zone), s.epoch, s.recipient, s.blob
+                FROM moved, unnest(\(commit.shares.map(\.epoch))::int8[], \(commit.shares.map(\.recipient.uuid))::uuid[],
+                                   \(commit.shares.map { ByteBuffer(bytes: $0.blob) })::bytea[]) AS s(epoch, recipient, blob)
+                ON CONFLICT (zone_id, epoch, recipient) DO UPDATE SET blob = excluded.blob
+            ), new_escrow AS (
+                INSERT INTO keychain_sync.escrow (zone_id, epoch, blob)
+                SELECT \(zone), e.epoch, e.blob
+                FROM moved, unnest(\(commit.escrow.map { [$0.epoch] } ?? [])::int8[],
+                                   \(commit.escrow.map { [ByteBuffer(bytes: $0.blob)] } ?? [])::bytea[]) AS e(epoch, blob)
+                ON CONFLICT (zone_id, epoch) DO UPDATE SET blob = excluded.blob
+            ), new_records AS (
+                INSERT INTO keychain_sync.records (zone_id, record_id, seq, key_id, tombstone, blob)
+                SELECT \(zone), r.record_id, \(seq), r.key_id, r.tombstone, r.blob
+                FROM moved, unnest(\(records.map { ByteBuffer(bytes: $0.recordID.bytes) })::bytea[],
+                                   \(records.map(\.keyID))::uuid[], \(records.map(\.tombstone))::bool[],
+                                   \(records.map { ByteBuffer(bytes: $0.blob) })::bytea[]) AS r(record_id, key_id, tombstone, blob)
+                ON CONFLICT (zone_id, record_id) DO UPDATE
+                SET seq = excluded.seq, key_id = excluded.key_id, tombstone = excluded.tombstone, blob = excluded.blob,
+                    written_at = now()
+            ), new_commit AS (
+                INSERT INTO keychain_sync.commits (zone_id, seq, commit_id, author, head)
+                SELECT \(zone), \(seq), \(head.commitID), \(head.author.uuid), \(ByteBuffer(bytes: head.bytes)) FROM moved
+            )
+            SELECT 1::int8 FROM moved, pg_notify(moved.notify_channel, \(String(seq)))
             """, logger: logger)
-        var channel: String?
-        for try await value in rows.decode(String.self) { channel = value }
-        return channel
+        var landed = false
+        for try await _ in rows.decode(Int64.self) { landed = true }
+        return landed
     }
 
     /// Why a compare-and-swap failed: this commit is already in, or the head moved.
@@ -251,113 +377,12 @@ extension PostgresSyncServer {
         }
     }
 
-    /// Everything a commit writes once its head is won, then the notification.
-    func write(_ commit: Commit, seq: Int64, channel: String, on connection: PostgresConnection) async throws {
-        try await insertKeys(commit, on: connection)
-        try await insertRoster(commit, on: connection)
-        try await upsertShares(commit, on: connection)
-        try await upsertEscrow(commit, on: connection)
-        try await upsertRecords(commit, seq: seq, on: connection)
-        let head = commit.head
-        try await connection.run(
-            """
-            INSERT INTO keychain_sync.commits (zone_id, seq, commit_id, author, head)
-            VALUES (\(commit.zone.uuid), \(seq), \(head.commitID), \(head.author.uuid), \(ByteBuffer(bytes: head.bytes)))
-            """, logger: logger)
-        try await connection.run("SELECT pg_notify(\(channel), \(String(seq)))", logger: logger)
-    }
-
-    func insertKeys(_ commit: Commit, on connection: PostgresConnection) async throws {
-        guard !commit.keys.isEmpty else { return }
-        try await connection.run(
-            """
-            INSERT INTO keychain_sync.keys (zone_id, key_id, epoch, wrapped)
-            SELECT \(commit.zone.uuid), k.key_id, k.epoch, k.wrapped
-            FROM unnest(\(commit.keys.map(\.keyID))::uuid[], \(commit.keys.map(\.epoch))::int8[],
-                        \(commit.keys.map { ByteBuffer(bytes: $0.wrapped) })::bytea[]) AS k(key_id, epoch, wrapped)
-            """, logger: logger)
-    }
-
-    func insertRoster(_ commit: Commit, on connection: PostgresConnection) async throws {
-        guard let roster = commit.roster else { return }
-        try await connection.run(
-            """
-            INSERT INTO keychain_sync.rosters (zone_id, epoch, blob)
-            VALUES (\(commit.zone.uuid), \(roster.epoch), \(ByteBuffer(bytes: roster.blob)))
-            """, logger: logger)
-    }
-
-    func upsertShares(_ commit: Commit, on connection: PostgresConnection) async throws {
-        guard !commit.shares.isEmpty else { return }
-        try await connection.run(
-            """
-            INSERT INTO keychain_sync.shares (zone_id, epoch, recipient, blob)
-            SELECT \(commit.zone.uuid), s.epoch, s.recipient, s.blob
-            FROM unnest(\(commit.shares.map(\.epoch))::int8[], \(commit.shares.map(\.recipient.uuid))::uuid[],
-                        \(commit.shares.map { ByteBuffer(bytes: $0.blob) })::bytea[]) AS s(epoch, recipient, blob)
-            ON CONFLICT (zone_id, epoch, recipient) DO UPDATE SET blob = excluded.blob
-            """, logger: logger)
-    }
-
-    func upsertEscrow(_ commit: Commit, on connection: PostgresConnection) async throws {
-        guard let escrow = commit.escrow else { return }
-        try await connection.run(
-            """
-            INSERT INTO keychain_sync.escrow (zone_id, epoch, blob)
-            VALUES (\(commit.zone.uuid), \(escrow.epoch), \(ByteBuffer(bytes: escrow.blob)))
-            ON CONFLICT (zone_id, epoch) DO UPDATE SET blob = excluded.blob
-            """, logger: logger)
-    }
-
-    func upsertRecords(_ commit: Commit, seq: Int64, on connection: PostgresConnection) async throws {
-        guard !commit.records.isEmpty else { return }
-        let records = commit.records
-        try await connection.run(
-            """
-            INSERT INTO keychain_sync.records (zone_id, record_id, seq, key_id, tombstone, blob)
-            SELECT \(commit.zone.uuid), r.record_id, \(seq), r.key_id, r.tombstone, r.blob
-            FROM unnest(\(records.map { ByteBuffer(bytes: $0.recordID.bytes) })::bytea[],
-                        \(records.map(\.keyID))::uuid[], \(records.map(\.tombstone))::bool[],
-                        \(records.map { ByteBuffer(bytes: $0.blob) })::bytea[]) AS r(record_id, key_id, tombstone, blob)
-            ON CONFLICT (zone_id, record_id) DO UPDATE
-            SET seq = excluded.seq, key_id = excluded.key_id, tombstone = excluded.tombstone, blob = excluded.blob,
-                written_at = now()
-            """, logger: logger)
-    }
-
     func headSeq(_ zone: ZoneID, on connection: PostgresConnection) async throws -> Int64? {
         let rows = try await connection.query(
             "SELECT head_seq FROM keychain_sync.zones WHERE zone_id = \(zone.uuid)", logger: logger)
         var head: Int64?
         for try await value in rows.decode(Int64.self) { head = value }
         return head
-    }
-
-    func heads(_ zone: ZoneID, after seq: Int64, on connection: PostgresConnection) async throws -> [ServerHead] {
-        let rows = try await connection.query(
-            """
-            SELECT seq, commit_id, author, head FROM keychain_sync.commits
-            WHERE zone_id = \(zone.uuid) AND seq > \(seq) ORDER BY seq
-            """, logger: logger)
-        var heads: [ServerHead] = []
-        for try await (seq, commitID, author, bytes) in rows.decode((Int64, UUID, UUID, Data).self) {
-            heads.append(ServerHead(seq: seq, commitID: commitID, author: DeviceID(author), bytes: bytes))
-        }
-        return heads
-    }
-
-    func records(_ zone: ZoneID, after seq: Int64, on connection: PostgresConnection) async throws -> [ServerRecord] {
-        let rows = try await connection.query(
-            """
-            SELECT record_id, seq, key_id, tombstone, blob FROM keychain_sync.records
-            WHERE zone_id = \(zone.uuid) AND seq > \(seq) ORDER BY seq, record_id
-            """, logger: logger)
-        var records: [ServerRecord] = []
-        for try await (id, seq, keyID, tombstone, blob) in rows.decode((Data, Int64, UUID, Bool, Data).self) {
-            guard let recordID = RecordID(id) else { throw SyncServerError(.server, "malformed record id") }
-            records.append(ServerRecord(recordID: recordID, seq: seq, keyID: keyID, tombstone: tombstone, blob: blob))
-        }
-        return records
     }
 
     func keys(_ zone: ZoneID, on connection: PostgresConnection) async throws -> [ServerKey] {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import KeychainCore
+import Synchronization
 
 /// One device's sync of a keychain with its zone: pull (verify the signed log, then apply
 /// what other devices wrote) and push (seal the journaled changes and append them to the log).
@@ -17,16 +18,36 @@ public final class SyncEngine: Sendable {
     let server: any SyncServer
     /// How many journal entries one commit carries at most.
     let batchSize: Int
+    /// How long ``syncNow()`` waits between acknowledgements while the cursor moves.
+    let acknowledgementInterval: Duration
+    /// When this engine last wrote the time of a pull and of a push for `sync status`.
+    private let statusRecorded = Mutex(StatusTimes())
+    /// How stale `sync status`'s times may be while rounds change nothing.
+    static let statusInterval: Duration = .seconds(30)
+    /// The cursor this engine last acknowledged, and when.
+    private let lastAcknowledgement = Mutex<(seq: Int64, time: ContinuousClock.Instant)?>(nil)
 
     /// Creates the engine of a keychain that is set up for sync (see ``SyncSetup``).
     /// - Parameters:
     ///   - keychain: The keychain, open.
     ///   - server: The zone's shared store.
     ///   - batchSize: The most changes one commit carries.
-    public init(keychain: KeychainDatabase, server: any SyncServer, batchSize: Int = 500) {
+    ///   - acknowledgementInterval: How long ``syncNow()`` waits between two acknowledgements
+    ///     (the first sync of an engine always acknowledges).
+    public init(
+        keychain: KeychainDatabase, server: any SyncServer, batchSize: Int = 500,
+        acknowledgementInterval: Duration = .seconds(10)
+    ) {
         self.keychain = keychain
         self.server = server
         self.batchSize = batchSize
+        self.acknowledgementInterval = acknowledgementInterval
+    }
+
+    /// When the times `sync status` shows were last written.
+    struct StatusTimes {
+        var pull: ContinuousClock.Instant?
+        var push: ContinuousClock.Instant?
     }
 
     // MARK: Context
@@ -331,11 +352,16 @@ public final class SyncEngine: Sendable {
     private func checkDigest(_ records: [ServerRecord], against head: Head, context: Context) async throws
         -> [MirrorRow]
     {
-        var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
+        var changes: [RecordID: Data?] = [:]
         for record in records {
-            live[record.recordID] = record.tombstone ? nil : RecordCodec.blobHash(record.blob)
+            changes[record.recordID] = record.tombstone ? nil : RecordCodec.blobHash(record.blob)
         }
-        if StateDigest.compute(live) == head.stateDigest { return [] }
+        let digest = try keychain.readSyncTables { try LocalSyncStore.liveDigest(overlaying: changes, $0) }
+        if digest == head.stateDigest { return [] }
+        // Some live records are gone from the server: tombstones collected (or a server that
+        // dropped rows, which the digest then still catches).
+        var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
+        for (id, hash) in changes { live[id] = hash }
         let index = try await server.recordIndex(context.settings.zoneID)
         let gone = live.keys.filter { index[$0] == nil }
         for id in gone { live[id] = nil }
@@ -431,10 +457,22 @@ public final class SyncEngine: Sendable {
     }
 
     private func recordPull(at date: Date) throws {
+        guard statusIsStale(\.pull) else { return }
         try keychain.withSyncTransaction { transaction in
             guard var settings = try LocalSyncStore.configuration(transaction.database) else { return }
             settings.lastPull = date
             try LocalSyncStore.setConfiguration(settings, transaction.database)
+        }
+        statusRecorded.withLock { $0.pull = .now }
+    }
+
+    /// Whether a round that changed nothing should still write its time for `sync status`:
+    /// when this engine has not written it for ``statusInterval`` (a durable write of its own,
+    /// which a runner syncing many times a second need not make each time).
+    private func statusIsStale(_ which: KeyPath<StatusTimes, ContinuousClock.Instant?>) -> Bool {
+        statusRecorded.withLock { times in
+            guard let last = times[keyPath: which] else { return true }
+            return ContinuousClock.now - last >= Self.statusInterval
         }
     }
 
@@ -445,10 +483,40 @@ public final class SyncEngine: Sendable {
     /// - Returns: How many records were pushed.
     @discardableResult
     public func push() async throws -> Int {
+        try await push(pullingFirst: true)
+    }
+
+    /// Pushes every journaled change; pulls first only when asked (``syncNow()`` has just
+    /// pulled) and after losing the race for the head: a commit that lands leaves this device's
+    /// cursor at the head, so the next batch builds on it without asking the server. The first
+    /// commit races; after a loss the rest waits for this device's turn
+    /// (``SyncServer/withPushTurn(_:_:)``), so devices pushing at once take turns instead of
+    /// starving one another.
+    private func push(pullingFirst: Bool) async throws -> Int {
+        var (pushed, lost) = try await pushBatches(pullingFirst: pullingFirst, inTurn: false)
+        if lost {
+            let zone = try context().settings.zoneID
+            pushed += try await server.withPushTurn(zone) {
+                try await pushBatches(pullingFirst: true, inTurn: true).pushed
+            }
+        }
+        if pushed == 0, statusIsStale(\.push) {
+            try keychain.withSyncTransaction { try Self.recordPush(at: Date(), transaction: $0) }
+            statusRecorded.withLock { $0.push = .now }
+        }
+        return pushed
+    }
+
+    /// Commits journal batches until the journal is empty. Out of turn it stops at the first
+    /// lost race (`lost`); in turn it pulls and tries again, racing only first attempts of
+    /// devices not yet in the queue.
+    private func pushBatches(pullingFirst: Bool, inTurn: Bool) async throws -> (pushed: Int, lost: Bool) {
         var pushed = 0
-        var attempts = 0
+        var losses = 0
+        var needsPull = pullingFirst
         while true {
-            try await pull()
+            if needsPull { try await pull() }
+            needsPull = false
             let journal = try keychain.syncJournal(limit: batchSize).filter { !$0.isLocked }
             guard !journal.isEmpty else { break }
             let context = try context()
@@ -463,19 +531,15 @@ public final class SyncEngine: Sendable {
             case .committed, .alreadyCommitted:
                 try finish(prepared, context: context, head: prepared.head)
                 pushed += prepared.records.count
-                attempts = 0
+                losses = 0
             case .staleHead:
-                attempts += 1
-                guard attempts < 20 else { throw SyncError(.conflict, "the zone kept moving; try again later") }
-                try await Task.sleep(nanoseconds: UInt64.random(in: 5_000_000...50_000_000) * UInt64(attempts))
+                guard inTurn else { return (pushed, true) }
+                losses += 1
+                guard losses < 20 else { throw SyncError(.conflict, "the zone kept moving; try again later") }
+                needsPull = true
             }
         }
-        try keychain.withSyncTransaction { transaction in
-            guard var settings = try LocalSyncStore.configuration(transaction.database) else { return }
-            settings.lastPush = Date()
-            try LocalSyncStore.setConfiguration(settings, transaction.database)
-        }
-        return pushed
+        return (pushed, false)
     }
 
     /// The entries that can be pushed now: those of a record that waits for an unlock stay in
@@ -529,11 +593,13 @@ public final class SyncEngine: Sendable {
                     context: context)
             }
         }
-        var live = try keychain.readSyncTables { try LocalSyncStore.liveMirror($0) }
-        for (id, (record, _)) in records { live[id] = record.tombstone ? nil : RecordCodec.blobHash(record.blob) }
+        let changes = records.mapValues { entry -> Data? in
+            entry.0.tombstone ? nil : RecordCodec.blobHash(entry.0.blob)
+        }
+        let stateDigest = try keychain.readSyncTables { try LocalSyncStore.liveDigest(overlaying: changes, $0) }
         let head = Head(
             zone: context.settings.zoneID, seq: context.cursor.seq + 1,
-            previousHash: context.cursor.headHash ?? Data(count: 32), stateDigest: StateDigest.compute(live),
+            previousHash: context.cursor.headHash ?? Data(count: 32), stateDigest: stateDigest,
             rosterEpoch: context.settings.rosterEpoch, keyEpoch: keys.epoch, commitID: UUID(),
             author: context.settings.deviceID, time: HybridLogicalClock.wallClock())
         let signed = try SignedHead.sign(head, with: try context.secrets.signing)
@@ -582,19 +648,43 @@ public final class SyncEngine: Sendable {
             for entry in prepared.done { try transaction.removeJournalEntry(row: entry.row, clock: entry.clock) }
             if let head {
                 try LocalSyncStore.setCursor(SyncCursor(seq: head.head.seq, headHash: head.hash), transaction.database)
+                try Self.recordPush(at: Date(), transaction: transaction)
             }
         }
+        if head != nil { statusRecorded.withLock { $0.push = .now } }
+    }
+
+    /// Writes the time of a push for `sync status`.
+    private static func recordPush(at date: Date, transaction: SyncTransaction) throws {
+        guard var settings = try LocalSyncStore.configuration(transaction.database) else { return }
+        settings.lastPush = date
+        try LocalSyncStore.setConfiguration(settings, transaction.database)
     }
 
     // MARK: Both
 
-    /// One push and pull: what `security sync now` does.
+    /// One push and pull: what `security sync now` does, and each round of keychaind's runner.
+    ///
+    /// It ends with an acknowledgement (``acknowledge()``) the first time, and then when the
+    /// cursor moved and ``acknowledgementInterval`` has passed since the last one: the
+    /// acknowledgement is a write of its own, which a device syncing many times a second need
+    /// not make each time.
     /// - Returns: How many records were pushed and pulled.
     public func syncNow() async throws -> (pushed: Int, pulled: Int) {
         let pulled = try await pull()
-        let pushed = try await push()
-        try await acknowledge()
+        let pushed = try await push(pullingFirst: false)
+        if try acknowledgementIsDue() { try await acknowledge() }
         return (pushed, pulled)
+    }
+
+    /// Whether ``syncNow()`` should acknowledge: never yet, or the cursor moved and the
+    /// interval passed.
+    private func acknowledgementIsDue() throws -> Bool {
+        let seq = try keychain.readSyncTables { try LocalSyncStore.cursor($0) }.seq
+        return lastAcknowledgement.withLock { last in
+            guard let last else { return true }
+            return last.seq != seq && ContinuousClock.now - last.time >= acknowledgementInterval
+        }
     }
 
     /// Tells the server how far this device has verified and applied the log, which lets it
@@ -604,7 +694,9 @@ public final class SyncEngine: Sendable {
     public func acknowledge() async throws -> Int {
         let context = try context()
         guard context.cursor.headHash != nil else { return 0 }
-        return try await server.acknowledge(context.settings.zoneID, seq: context.cursor.seq)
+        let purged = try await server.acknowledge(context.settings.zoneID, seq: context.cursor.seq)
+        lastAcknowledgement.withLock { $0 = (context.cursor.seq, ContinuousClock.now) }
+        return purged
     }
 }
 

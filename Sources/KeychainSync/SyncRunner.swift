@@ -112,7 +112,11 @@ public final class SyncRunner: Sendable {
             let channel = try await withSyncDeadline(roundLimit) { try await server.zoneState(zone).notifyChannel }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    try await server.listen(zone: context.settings.zoneID, channel: channel) { _ in request.yield() }
+                    // The first round once the server listens: a commit made before then is
+                    // found by that round's pull, a later one is notified.
+                    try await server.listen(
+                        zone: context.settings.zoneID, channel: channel, onListening: { request.yield() },
+                        onNotify: { _ in request.yield() })
                 }
                 group.addTask { [keychain, journalInterval] in
                     var wasLocked = keychain.isLocked
@@ -134,7 +138,6 @@ public final class SyncRunner: Sendable {
                     }
                 }
                 group.addTask { [self] in
-                    request.yield()  // a first round: notifications sent before now are gone
                     for await _ in requests {
                         try Task.checkCancellation()
                         do {

@@ -1,0 +1,69 @@
+import Foundation
+import GRDB
+import SeededRandom
+import Testing
+
+@testable import KeychainSync
+
+/// The state digest a commit signs and a pull checks is read from the mirror table in its
+/// record-id order with the commit's changes laid over it; it must equal the digest of the same
+/// state built as a dictionary (``StateDigest/compute(_:)``), whatever the mix.
+@Suite struct StateDigestTests {
+    @Test("record ids order by their bytes, as SQLite orders the mirror's BLOB keys", arguments: [1, 2, 3])
+    func recordIDOrderIsByteOrder(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        for _ in 0..<2_000 {
+            let a = Self.randomID(&random, prefix: Int.random(in: 0...16, using: &random))
+            let b = Self.randomID(&random, prefix: 0)
+            #expect((a < b) == a.bytes.lexicographicallyPrecedes(b.bytes))
+            #expect(!(a < a))
+        }
+    }
+
+    @Test(
+        "the mirror's digest with changes laid over it equals the digest of the same state as a dictionary",
+        arguments: [11, 12, 13, 14])
+    func overlaidDigestMatchesDictionaryDigest(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        let queue = try DatabaseQueue()
+        var live: [RecordID: Data] = [:]
+        var ids: [RecordID] = []
+        try queue.write { db in
+            try LocalSyncStore.createTables(db)
+            for _ in 0..<Int.random(in: 0...300, using: &random) {
+                let id = Self.randomID(&random, prefix: 0)
+                let tombstone = Int.random(in: 0..<5, using: &random) == 0
+                let hash = Self.randomBytes(&random, count: 32)
+                try LocalSyncStore.setMirror(
+                    MirrorRow(
+                        recordID: id, seq: 1, hlc: HybridLogicalClock(rawValue: 1), author: DeviceID(UUID()),
+                        tombstone: tombstone, blobHash: hash, item: nil, sealedPrimaryKey: nil), db)
+                ids.append(id)
+                live[id] = tombstone ? nil : hash
+            }
+        }
+        var changes: [RecordID: Data?] = [:]
+        for _ in 0..<Int.random(in: 0...40, using: &random) {
+            // Existing ids (live or tombstone) and new ones; new blob hashes and deletions.
+            let id =
+                ids.isEmpty || Bool.random(using: &random)
+                ? Self.randomID(&random, prefix: 0) : ids[Int.random(in: 0..<ids.count, using: &random)]
+            changes[id] = Bool.random(using: &random) ? Self.randomBytes(&random, count: 32) : nil as Data?
+        }
+        for (id, hash) in changes { live[id] = hash }
+        let digest = try queue.read { try LocalSyncStore.liveDigest(overlaying: changes, $0) }
+        #expect(digest == StateDigest.compute(live))
+    }
+
+    static func randomBytes(_ random: inout SplitMix64, count: Int) -> Data {
+        Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &random) })
+    }
+
+    /// A random id; with a `prefix`, its first bytes are zero, so ids share prefixes of every
+    /// length.
+    static func randomID(_ random: inout SplitMix64, prefix: Int) -> RecordID {
+        var bytes = randomBytes(&random, count: RecordID.length)
+        for index in 0..<min(prefix, RecordID.length) { bytes[index] = 0 }
+        return RecordID(bytes)!
+    }
+}
