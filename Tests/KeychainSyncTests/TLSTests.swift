@@ -11,7 +11,9 @@ import Testing
 extension SyncIntegration {
     @Suite("TLS to the sync server", .serialized, .timeLimit(.minutes(3)))
     struct TLSTests {
-        @Test("init, invite, join and sync over verify-full with sslrootcert: the item arrives, every login used TLS")
+        @Test(
+            "init, invite, join and sync over verify-full with sslrootcert, then in the background: every login used TLS"
+        )
         func syncOverVerifiedTLS() async throws {
             let (pki, cluster) = (try TLSFixture.pki.get(), try TLSFixture.tlsOnly.get())
             let a = try TestMachine()
@@ -45,6 +47,15 @@ extension SyncIntegration {
             #expect(
                 try SyncSetup.status(of: b.keychain).server
                     == "postgresql://127.0.0.1:\(cluster.port)/postgres?sslmode=verify-full&sslrootcert=\(copy)")
+            // keychaind's runner connects from those settings: its LISTEN connection uses TLS too.
+            let runners = [a, b].map { SyncRunner(keychain: $0.keychain, pollInterval: .seconds(600)) }
+            for runner in runners { runner.start() }
+            try a.add(service: "tls", account: "live", secret: "by LISTEN")
+            let arrived = try await timeUntil(within: .seconds(20)) {
+                try b.syncedItems().contains("tls|live|by LISTEN")
+            }
+            for runner in runners { await runner.stop() }
+            #expect(arrived != nil, "\(runners.compactMap(\.lastError))")
             try expectEveryLoginUsedTLS(cluster)
             let admin = try SyncServerAddress(url: cluster.superuserURL(sslmode: "verify-full", root: pki.rootA))
             #expect(try await usesTLS(admin))
