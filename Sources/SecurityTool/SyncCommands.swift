@@ -65,12 +65,18 @@ struct SyncCommand: ToolCommand {
     @Argument(help: "The code (join) or the device (approve, remove).")
     var operand: String?
 
-    @Option(name: .customLong("server"), help: "The server (init): postgresql://USER:PASSWORD@HOST:PORT/DB.")
+    @Option(
+        name: .customLong("server"),
+        help:
+            "The server (init, recover): postgresql://USER:PASSWORD@HOST:PORT/DB[?sslmode=verify-full&sslrootcert=FILE]."
+    )
     var server: String?
 
     @Option(
         name: .customLong("server-root"),
-        help: "The server's root certificate, a PEM file (join; required when the code carries its SHA-256).")
+        help: ArgumentHelp(
+            "The server's root certificate, a PEM file (join; required when the code carries its SHA-256).",
+            valueName: "file"))
     var serverRoot: String?
 
     @Option(name: .customLong("zone"), help: "The zone to recover (recover); default: the one the key opens.")
