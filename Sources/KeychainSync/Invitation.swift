@@ -4,27 +4,41 @@ import Foundation
 /// An invitation to join a zone (design §2.7): what an existing device shows as a code for a
 /// new device to type or paste.
 ///
-/// It carries the server's address (never a password), the zone, the sponsoring device and its
-/// signing key (the new device's trust anchor; its fingerprint is what the two people compare),
-/// and a one-time 128-bit secret
+/// It carries the server's address (never a password) with its `sslmode`, the zone, the
+/// sponsoring device and its signing key (the new device's trust anchor; its fingerprint is
+/// what the two people compare), and a one-time 128-bit secret
 /// J. The server stores only ``tokenHash``; the login role and password the new device enrolls
 /// with, and the key that authenticates its join request, are derived from J.
+///
+/// ## The server's root certificate
+/// A root certificate file (`sslrootcert`) is a path on the inviting machine, so the code
+/// carries its SHA-256 (``serverRootFingerprint``) instead of the path: the new machine must be
+/// given a copy of the same file (`security sync join CODE --server-root FILE`), and a file
+/// whose fingerprint differs is refused before anything is sent. A server verified with the
+/// system's trust store (`verify-full` without `sslrootcert`) needs no file.
 ///
 /// ## Code
 /// `kcsync1-` followed by unpadded base64url of
 ///
-///     version (1) ‖ zone (16) ‖ sponsor (16) ‖ sponsor signing key (32) ‖ secret (16) ‖
-///     server length (2, big-endian) ‖ server (UTF-8) ‖ checksum (4)
+///     version (1 or 2) ‖ zone (16) ‖ sponsor (16) ‖ sponsor signing key (32) ‖ secret (16) ‖
+///     server length (2, big-endian) ‖ server (UTF-8) ‖ [root fingerprint (32), version 2] ‖
+///     checksum (4)
 ///
 /// where the checksum is the first 4 bytes of SHA-256 of everything before it, so a mistyped
-/// code is refused rather than tried against the server.
+/// code is refused rather than tried against the server. A code without a root fingerprint is
+/// written as version 1, as before TLS.
 public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     static let prefix = "kcsync1-"
     static let version: UInt8 = 1
+    /// The version of a code that carries ``serverRootFingerprint``.
+    static let versionWithRoot: UInt8 = 2
     static let maximumServerLength = 2048
 
-    /// The server, as a `postgresql://` URL without a password.
+    /// The server, as a `postgresql://` URL without a password or `sslrootcert`, with its `sslmode`.
     public let server: String
+    /// SHA-256 of the root certificate file the inviting machine verifies the server with (see
+    /// ``SyncServerAddress/rootFingerprint(ofFile:)``); `nil` when it has none.
+    public let serverRootFingerprint: Data?
     /// The zone to join.
     public let zone: ZoneID
     /// The device that made the invitation and will approve the join.
@@ -39,22 +53,30 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
 
     /// A new invitation with a fresh secret.
     ///
+    /// - Parameters:
+    ///   - server: the server's URL, without password or `sslrootcert`.
+    ///   - serverRootFingerprint: SHA-256 of the server's root certificate file (32 bytes), if any.
     /// - Throws: `.invitation` if `server` is not a `postgresql://` (or `postgres://`) URL, or it
-    ///   contains a password.
+    ///   contains a password or `sslrootcert`, or the fingerprint is not 32 bytes.
     public static func make(
-        server: String, zone: ZoneID, sponsor: DeviceID, sponsorSigningKey: Curve25519.Signing.PublicKey
+        server: String, serverRootFingerprint: Data? = nil, zone: ZoneID, sponsor: DeviceID,
+        sponsorSigningKey: Curve25519.Signing.PublicKey
     ) throws -> Invitation {
         try Invitation(
-            server: server, zone: zone, sponsor: sponsor, sponsorKey: sponsorSigningKey,
+            server: server, root: serverRootFingerprint, zone: zone, sponsor: sponsor, sponsorKey: sponsorSigningKey,
             secret: SymmetricKey(size: .bits128).syncKeyBytes)
     }
 
     private init(
-        server: String, zone: ZoneID, sponsor: DeviceID, sponsorKey: Curve25519.Signing.PublicKey, secret: Data
+        server: String, root: Data?, zone: ZoneID, sponsor: DeviceID, sponsorKey: Curve25519.Signing.PublicKey,
+        secret: Data
     ) throws {
         try Self.checkServer(server)
-        guard secret.count == 16 else { throw SyncError(.invitation, "invitation is malformed") }
+        guard secret.count == 16, root == nil || root?.count == 32 else {
+            throw SyncError(.invitation, "invitation is malformed")
+        }
         self.server = server
+        self.serverRootFingerprint = root
         self.zone = zone
         self.sponsor = sponsor
         self.sponsorKey = sponsorKey
@@ -64,13 +86,14 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     /// The code to show: one copy-pasteable token.
     public var code: String {
         var writer = SyncWriter()
-        writer.u8(Self.version)
+        writer.u8(serverRootFingerprint == nil ? Self.version : Self.versionWithRoot)
         writer.uuid(zone.uuid)
         writer.uuid(sponsor.uuid)
         writer.raw(sponsorKey.rawRepresentation)
         writer.raw(secret)
         writer.u16(UInt16(server.utf8.count))
         writer.raw(Array(server.utf8))
+        if let serverRootFingerprint { writer.raw(serverRootFingerprint) }
         let body = writer.data
         return Self.prefix + Self.base64url(body + SHA256.hash(data: body).prefix(4))
     }
@@ -91,7 +114,8 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         }
         do {
             var reader = SyncReader(body, what: "invitation")
-            guard try reader.u8() == Self.version else {
+            let version = try reader.u8()
+            guard version == Self.version || version == Self.versionWithRoot else {
                 throw SyncError(.invitation, "invitation version is not supported")
             }
             let zone = ZoneID(try reader.uuid())
@@ -99,11 +123,12 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
             let key = try Curve25519.Signing.PublicKey(rawRepresentation: try reader.raw(32))
             let secret = try reader.raw(16)
             let serverBytes = try reader.raw(Int(try reader.u16()))
+            let root = version == Self.versionWithRoot ? try reader.raw(32) : nil
             try reader.finish()
             guard let server = String(bytes: serverBytes, encoding: .utf8) else {
                 throw SyncError(.invitation, "bad server")
             }
-            try self.init(server: server, zone: zone, sponsor: sponsor, sponsorKey: key, secret: secret)
+            try self.init(server: server, root: root, zone: zone, sponsor: sponsor, sponsorKey: key, secret: secret)
         } catch let error as SyncError where error.code == .invitation {
             throw error
         } catch {
@@ -150,7 +175,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
 
     // MARK: Helpers
 
-    /// Refuses a server that is not a PostgreSQL URL or that carries a password.
+    /// Refuses a server that is not a PostgreSQL URL or that carries a password or a root file's path.
     static func checkServer(_ server: String) throws {
         guard server.utf8.count <= maximumServerLength, let url = URLComponents(string: server),
             let scheme = url.scheme?.lowercased(), scheme == "postgresql" || scheme == "postgres"
@@ -158,6 +183,9 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         let passwordInQuery = url.queryItems?.contains { $0.name.lowercased().contains("password") } ?? false
         guard url.password == nil, url.percentEncodedPassword == nil, !passwordInQuery else {
             throw SyncError(.invitation, "the server URL contains a password; an invitation never carries one")
+        }
+        guard !(url.queryItems?.contains { $0.name == "sslrootcert" } ?? false) else {
+            throw SyncError(.invitation, "the server URL names a root file; an invitation carries its fingerprint")
         }
     }
 

@@ -15,13 +15,19 @@ extension SyncSetup {
     public static let invitationLifetime: TimeInterval = 15 * 60
 
     /// Creates an invitation for a new machine.
+    ///
+    /// The code carries the server's URL with its `sslmode` and, when this machine verifies the
+    /// server with a root certificate file, that file's fingerprint (see ``Invitation``).
     /// - Returns: The one-time code (valid ``invitationLifetime``).
     public static func invite(keychain: KeychainDatabase) async throws -> String {
         let engine = SyncEngine(keychain: keychain, server: NoServer())
         let context = try engine.context()
+        var server = try SyncServerAddress(url: context.settings.server, requiresUser: false)
+        let root = try server.sslRootCertificate.map(SyncServerAddress.rootFingerprint(ofFile:))
+        server.sslRootCertificate = nil
         let invitation = try Invitation.make(
-            server: context.settings.server, zone: context.settings.zoneID, sponsor: context.settings.deviceID,
-            sponsorSigningKey: try context.secrets.signing.publicKey)
+            server: server.serverURL, serverRootFingerprint: root, zone: context.settings.zoneID,
+            sponsor: context.settings.deviceID, sponsorSigningKey: try context.secrets.signing.publicKey)
         let expires = Date().addingTimeInterval(invitationLifetime)
         try await withServer(context) { server in
             try await server.createInvitation(
@@ -48,21 +54,60 @@ extension SyncSetup {
     /// Registers this machine with an invitation code: creates its login on the server and posts
     /// its keys. It receives the zone's keys once the inviting machine approves it (its next
     /// `sync now` then pulls everything).
-    public static func join(keychain: KeychainDatabase, code: String, deviceName: String) async throws -> Joined {
+    ///
+    /// The server is reached with the code's `sslmode`. When the code carries a root
+    /// certificate's fingerprint, `serverRoot` must be a copy of that file on this machine; the
+    /// keychain keeps its absolute path (as `sslrootcert`) to reconnect, so leave the file there.
+    /// - Parameters:
+    ///   - serverRoot: a PEM file of the server's root certificate(s), checked against the
+    ///     code's fingerprint; it may also be given for a code without one (TLS modes only).
+    /// - Throws: `.invitation` when the code needs a root file and none is given, or the file's
+    ///   fingerprint differs.
+    public static func join(
+        keychain: KeychainDatabase, code: String, deviceName: String, serverRoot: String? = nil
+    ) async throws -> Joined {
         try ensureNotSetUp(keychain)
         let invitation = try Invitation(code: code)
+        let server = try serverURL(of: invitation, root: serverRoot)
         let enrolling = NewDevice(name: deviceName)
         let (device, role, password, card) = (enrolling.id, enrolling.role, enrolling.password, enrolling.card)
         try await PostgresSyncServer.join(
-            serverURL: invitation.server, invitationRole: invitation.loginRole,
+            serverURL: server, invitationRole: invitation.loginRole,
             invitationPassword: invitation.loginPassword, token: invitation.secret, device: device, role: role,
             password: password, request: JoinRequest(card: card).sealed(invitation: invitation))
         let settings = SyncSettings(
-            server: invitation.server, role: role, zone: invitation.zone.uuid, device: device.uuid,
+            server: server, role: role, zone: invitation.zone.uuid, device: device.uuid,
             deviceName: deviceName, rosterEpoch: 0, keyEpoch: 0, sponsor: invitation.sponsor.uuid,
             sponsorKey: invitation.sponsorKey.rawRepresentation)
         try storeEnrolment(keychain, settings: settings, secrets: enrolling.secrets, roster: [card], cursor: nil)
         return Joined(zone: invitation.zone, device: device, fingerprint: card.fingerprint)
+    }
+
+    /// The invitation's server with `root` as its `sslrootcert`, once `root` matches the
+    /// fingerprint the code carries.
+    static func serverURL(of invitation: Invitation, root: String?) throws -> String {
+        var address = try SyncServerAddress(url: invitation.server, requiresUser: false)
+        guard let root else {
+            guard let expected = invitation.serverRootFingerprint else { return address.serverURL }
+            throw SyncError(
+                .invitation,
+                "the inviting machine checks the server with its root certificate: give a copy of that file "
+                    + "(--server-root FILE, SHA-256 \(expected.syncHex))")
+        }
+        let path = URL(fileURLWithPath: root).standardizedFileURL.path
+        let fingerprint = try SyncServerAddress.rootFingerprint(ofFile: path)
+        if let expected = invitation.serverRootFingerprint, expected != fingerprint {
+            throw SyncError(
+                .invitation,
+                "the root certificate file is not the inviting machine's: SHA-256 \(fingerprint.syncHex), "
+                    + "the invitation's \(expected.syncHex)")
+        }
+        guard address.sslMode.usesTLS else {
+            throw SyncError(
+                .invitation, "the invitation's server is reached without TLS (sslmode=\(address.sslMode.rawValue))")
+        }
+        address.sslRootCertificate = path
+        return address.serverURL
     }
 
     /// A device waiting for approval, or approved.

@@ -1,7 +1,13 @@
 import Foundation
 import PostgresNIO
 
-/// Where the shared store is and which login to use: a `postgresql://` URL, parsed.
+/// Where the shared store is, which login to use and how to protect the link: a `postgresql://`
+/// URL, parsed.
+///
+/// TLS follows libpq's `sslmode` and `sslrootcert` (see ``SSLMode``), so a URL that works with
+/// `psql` works here:
+///
+///     postgresql://user@db.example.net/keychain?sslmode=verify-full&sslrootcert=/etc/keychain/root.crt
 ///
 /// The password stays out of ``description``, so an address may be logged.
 public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
@@ -15,23 +21,44 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
     public var username: String
     /// The login's password.
     public var password: String?
+    /// Whether and how the connection uses TLS (libpq's `sslmode`; `prefer` when the URL has none).
+    public var sslMode: SSLMode
+    /// The PEM file of the root certificates that vouch for the server (libpq's `sslrootcert`),
+    /// an absolute path; `nil`: the system's trust store.
+    public var sslRootCertificate: String?
 
     /// Creates an address from its parts.
-    public init(host: String, port: Int = 5432, database: String, username: String, password: String? = nil) {
+    public init(
+        host: String, port: Int = 5432, database: String, username: String, password: String? = nil,
+        sslMode: SSLMode = .prefer, sslRootCertificate: String? = nil
+    ) {
         self.host = host
         self.port = port
         self.database = database
         self.username = username
         self.password = password
+        self.sslMode = sslMode
+        self.sslRootCertificate = sslRootCertificate
     }
 
-    /// Parses `postgresql://user:password@host:port/database` (also `postgres://`).
+    /// Parses `postgresql://user:password@host:port/database` (also `postgres://`), with the
+    /// optional parameters `sslmode` and `sslrootcert`.
     ///
-    /// `sslmode` may be absent, `disable`, `allow` or `prefer`: this transport speaks TLS-less
-    /// PostgreSQL only for now (confidentiality rests on the end-to-end encryption; server
-    /// authentication will need TLS). Other query parameters are refused.
+    /// - `sslmode=disable`, `allow` or `prefer` (the default): plaintext. The records stay
+    ///   end-to-end encrypted, but the login exchange and the rows' metadata do not, and
+    ///   nothing proves the server's identity.
+    /// - `require`: TLS without checking the certificate (checking its chain, as libpq does,
+    ///   when `sslrootcert` is given).
+    /// - `verify-ca`: TLS with the certificate's chain checked against `sslrootcert` (a PEM file)
+    ///   or, without it, the system's trust store.
+    /// - `verify-full`: as `verify-ca`, and the certificate must name the host (a DNS name or
+    ///   an IP address in its subject alternative names).
+    /// - `sslrootcert=system` means the system's trust store and, as in libpq, needs `verify-full`.
+    ///   A relative path is taken from the current directory and kept absolute.
     ///
-    /// - Throws: ``SyncServerError/Code/invalidConfiguration``; the message never quotes the URL.
+    /// - Throws: ``SyncServerError/Code/invalidConfiguration`` for another parameter or value, a
+    ///   root file with a plaintext mode, or a URL without host or user; the message never
+    ///   quotes the URL.
     public init(url: String) throws {
         try self.init(url: url, requiresUser: true)
     }
@@ -49,23 +76,11 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
         guard !user.isEmpty || !requiresUser else {
             throw SyncServerError(.invalidConfiguration, "the server URL has no user name")
         }
-        try Self.checkQuery(parts.queryItems ?? [])
+        let tls = try Self.parseTLS(parts.queryItems ?? [])
         let path = parts.path.hasPrefix("/") ? String(parts.path.dropFirst()) : parts.path
         self.init(
             host: host, port: parts.port ?? 5432, database: path.isEmpty ? (user.isEmpty ? "postgres" : user) : path,
-            username: user,
-            password: parts.password)
-    }
-
-    private static func checkQuery(_ items: [URLQueryItem]) throws {
-        for item in items {
-            guard item.name == "sslmode" else {
-                throw SyncServerError(.invalidConfiguration, "unsupported URL parameter \(item.name)")
-            }
-            guard ["disable", "allow", "prefer"].contains(item.value ?? "") else {
-                throw SyncServerError(.invalidConfiguration, "TLS (sslmode=\(item.value ?? "")) is not supported yet")
-            }
-        }
+            username: user, password: parts.password, sslMode: tls.mode, sslRootCertificate: tls.root)
     }
 
     /// The same address with another login.
@@ -76,28 +91,41 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
         return copy
     }
 
-    /// `postgresql://user@host:port/database`, without the password.
-    public var description: String { "postgresql://\(username)@\(host):\(port)/\(database)" }
+    /// `postgresql://user@host:port/database?sslmode=…`, without the password.
+    public var description: String {
+        "postgresql://\(username)@\(host):\(port)/\(database)?" + Self.query(sslMode, sslRootCertificate)
+    }
 
-    /// The server alone, without a login: what a device keeps to reach it with its own.
-    var serverURL: String { "postgresql://\(host):\(port)/\(database)" }
+    /// The server alone, without a login, with its TLS parameters (none for libpq's default,
+    /// `prefer`): what a device keeps to reach it with its own.
+    var serverURL: String {
+        let query = sslMode == .prefer && sslRootCertificate == nil ? "" : "?" + Self.query(sslMode, sslRootCertificate)
+        return "postgresql://\(host):\(port)/\(database)" + query
+    }
 
-    /// The configuration of one postgres-nio connection (TLS disabled).
-    var connectionConfiguration: PostgresConnection.Configuration {
+    /// The configuration of one postgres-nio connection, its TLS context made from
+    /// ``sslMode`` and ``sslRootCertificate`` (the root file is read now).
+    func connectionConfiguration() throws -> PostgresConnection.Configuration {
         var configuration = PostgresConnection.Configuration(
-            host: host, port: port, username: username, password: password, database: database, tls: .disable)
+            host: host, port: port, username: username, password: password, database: database,
+            tls: try connectionTLS())
         // postgres-nio bounds the whole opening with it, startup and login included: a peer that
         // accepts the connection and then says nothing (a half-open link) fails it after 10 s.
         configuration.options.connectTimeout = .seconds(10)
         return configuration
     }
 
-    /// Opens one connection to the address (TLS off: loopback and private networks only).
+    /// Opens one connection to the address, with TLS as ``sslMode`` says.
+    ///
+    /// - Throws: ``SyncServerError``: `.invalidConfiguration` when the root file cannot be read,
+    ///   `.connectionFailed` when the server refuses TLS or its certificate fails the checks,
+    ///   `.authenticationFailed` when it refuses the login.
     public func connect(id: Int, logger: Logger) async throws -> PostgresConnection {
+        let configuration = try connectionConfiguration()
         do {
-            return try await PostgresConnection.connect(configuration: connectionConfiguration, id: id, logger: logger)
+            return try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
         } catch {
-            throw SyncServerError(postgres: error)
+            throw SyncServerError(postgres: error, host: host, sslMode: sslMode)
         }
     }
 }

@@ -10,6 +10,9 @@ import Synchronization
 /// SCRAM-SHA-256 authentication, 127.0.0.1 on a free port, a Unix socket inside the temporary
 /// directory, `fsync=on` and `max_connections=200`.
 ///
+/// With ``TLS-swift.struct``, the server also speaks TLS (`ssl=on`) with a certificate chain
+/// the caller made, and can refuse logins without it.
+///
 /// The superuser's password is random and travels only through a 0600 file (`initdb --pwfile`)
 /// and `PGPASSWORD` in `psql`'s environment. The server stops in ``stop()``, in `deinit`, and —
 /// if the test process dies first — through a watchdog process that waits for the test
@@ -18,6 +21,25 @@ public final class PostgresCluster: Sendable {
     /// How ``restart(mode:)`` shuts the server down (`pg_ctl -m`).
     public enum ShutdownMode: String, Sendable {
         case smart, fast, immediate
+    }
+
+    /// The server's TLS: its certificate and key, copied into the data directory (the key 0600,
+    /// both owned by the `postgres` user, as the server demands).
+    public struct TLS: Sendable {
+        /// The server's certificate, a PEM file (the certificate, then any intermediates).
+        public var certificateFile: String
+        /// The certificate's private key, a PEM file.
+        public var keyFile: String
+        /// Whether TCP logins without TLS are refused (`hostssl` lines only in `pg_hba.conf`,
+        /// and `hostnossl … reject`); otherwise both are accepted.
+        public var required: Bool
+
+        /// TLS with this certificate and key; required unless `required` is `false`.
+        public init(certificateFile: String, keyFile: String, required: Bool = true) {
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+            self.required = required
+        }
     }
 
     /// A failure to start or drive the server, with the tool's output (never the password).
@@ -52,9 +74,12 @@ public final class PostgresCluster: Sendable {
 
     /// Creates the cluster (`initdb`) and starts it.
     ///
-    /// - Parameter logStatements: `log_statement=all` into ``logFile``.
+    /// - Parameters:
+    ///   - logStatements: `log_statement=all` into ``logFile``.
+    ///   - logConnections: `log_connections=on` into ``logFile`` (each login, and whether it used TLS).
+    ///   - tls: the server's certificate and key, when it speaks TLS.
     /// - Throws: ``Failure`` when PostgreSQL 15 is not installed (never a skip) or a step fails.
-    public init(logStatements: Bool = false) throws {
+    public init(logStatements: Bool = false, logConnections: Bool = false, tls: TLS? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/initdb") else {
             throw Failure(
                 description:
@@ -65,7 +90,11 @@ public final class PostgresCluster: Sendable {
         port = try Self.freePort()
         do {
             try initdb()
-            try start(logStatements: logStatements)
+            var options: [String] = []
+            if logStatements { options.append("-c log_statement=all") }
+            if logConnections { options.append("-c log_connections=on") }
+            if let tls { options += try installTLS(tls) }
+            try start(options)
             state.withLock { $0.watchdog = try? startWatchdog() }
         } catch {
             stop()
@@ -162,13 +191,44 @@ public final class PostgresCluster: Sendable {
         guard result.status == 0 else { throw Failure(description: "initdb failed: \(result.output)") }
     }
 
-    private func start(logStatements: Bool) throws {
-        var options = [
+    private func start(_ extra: [String]) throws {
+        let options = [
             "-c listen_addresses=127.0.0.1", "-p \(port)", "-c unix_socket_directories=\(directory.path)",
             "-c max_connections=200", "-c fsync=on",
         ]
-        if logStatements { options.append("-c log_statement=all") }
-        try pgCtl(["start", "-w", "-t", "60", "-l", logFile.path, "-o", options.joined(separator: " ")])
+        try pgCtl(["start", "-w", "-t", "60", "-l", logFile.path, "-o", (options + extra).joined(separator: " ")])
+    }
+
+    /// Copies the certificate and key into the data directory, writes `pg_hba.conf` for TLS, and
+    /// returns the server options that turn it on.
+    private func installTLS(_ tls: TLS) throws -> [String] {
+        try copyForServer(tls.certificateFile, to: "server.crt", mode: 0o644)
+        try copyForServer(tls.keyFile, to: "server.key", mode: 0o600)
+        let plain = tls.required ? "hostnossl all all 127.0.0.1/32 reject" : "host all all 127.0.0.1/32 scram-sha-256"
+        let rules = """
+            local all all scram-sha-256
+            hostssl all all 127.0.0.1/32 scram-sha-256
+            \(plain)
+
+            """
+        try writeForServer(Data(rules.utf8), to: "pg_hba.conf", mode: 0o600)
+        return ["-c ssl=on", "-c ssl_cert_file=server.crt", "-c ssl_key_file=server.key"]
+    }
+
+    private func copyForServer(_ source: String, to name: String, mode: Int) throws {
+        guard let contents = FileManager.default.contents(atPath: source) else {
+            throw Failure(description: "cannot read \(source)")
+        }
+        try writeForServer(contents, to: name, mode: mode)
+    }
+
+    /// Writes a file of the data directory, owned by the `postgres` user.
+    private func writeForServer(_ contents: Data, to name: String, mode: Int) throws {
+        let path = dataDirectory.appendingPathComponent(name).path
+        try? FileManager.default.removeItem(atPath: path)
+        guard FileManager.default.createFile(atPath: path, contents: contents, attributes: [.posixPermissions: mode]),
+            let user = getpwnam("postgres"), chown(path, user.pointee.pw_uid, user.pointee.pw_gid) == 0
+        else { throw Failure(description: "cannot write \(name) for the server") }
     }
 
     private func pgCtl(_ arguments: [String]) throws {

@@ -15,7 +15,7 @@ struct SyncCommand: ToolCommand {
         usage: """
             security sync init --server postgresql://USER:PASSWORD@HOST:PORT/DB [--name NAME] [-k keychain]
                    security sync invite [-k keychain]
-                   security sync join CODE|- [--name NAME] [-k keychain]
+                   security sync join CODE|- [--server-root FILE] [--name NAME] [-k keychain]
                    security sync approve [DEVICE] [-k keychain]
                    security sync now | status | devices | conflicts [-k keychain]
                    security sync remove DEVICE [-k keychain]
@@ -49,6 +49,11 @@ struct SyncCommand: ToolCommand {
             it. A machine away for longer catches up with a full comparison and keeps the \
             changes it made meanwhile.
 
+            TLS to the server is as with psql: add sslmode=require, verify-ca or verify-full to \
+            the URL, and sslrootcert=FILE for a root certificate other than the system's. An \
+            invitation carries the sslmode and the root file's SHA-256; join then needs a copy \
+            of that file (--server-root FILE), which this machine keeps using from where it is.
+
             The keychain is the default keychain unless -k names another. For init, give the \
             server's administrator password in PGPASSWORD rather than in the URL; for join, `-` \
             reads the code from standard input (both keep secrets out of the process arguments).
@@ -60,8 +65,19 @@ struct SyncCommand: ToolCommand {
     @Argument(help: "The code (join) or the device (approve, remove).")
     var operand: String?
 
-    @Option(name: .customLong("server"), help: "The server (init): postgresql://USER:PASSWORD@HOST:PORT/DB.")
+    @Option(
+        name: .customLong("server"),
+        help:
+            "The server (init, recover): postgresql://USER:PASSWORD@HOST:PORT/DB[?sslmode=verify-full&sslrootcert=FILE]."
+    )
     var server: String?
+
+    @Option(
+        name: .customLong("server-root"),
+        help: ArgumentHelp(
+            "The server's root certificate, a PEM file (join; required when the code carries its SHA-256).",
+            valueName: "file"))
+    var serverRoot: String?
 
     @Option(name: .customLong("zone"), help: "The zone to recover (recover); default: the one the key opens.")
     var zone: String?
@@ -182,13 +198,16 @@ struct SyncCommand: ToolCommand {
 
     private func invite(_ database: KeychainDatabase) throws -> Int32 {
         let code = try run { try await SyncSetup.invite(keychain: database) }
+        let root = (try? Invitation(code: code))?.serverRootFingerprint
+        let join = root == nil ? "`security sync join CODE`" : "`security sync join CODE --server-root FILE`"
         Console.out(
-            """
-            On the new machine, within 15 minutes, run `security sync join CODE`, then run \
-            `security sync approve` here and compare the fingerprint it shows.
-            \(code)
-
-            """)
+            "On the new machine, within 15 minutes, run \(join), then run `security sync approve` here "
+                + "and compare the fingerprint it shows.\n")
+        if let root {
+            let hex = root.map { String(format: "%02x", $0) }.joined()
+            Console.out("FILE is a copy of the server's root certificate (SHA-256 \(hex)).\n")
+        }
+        Console.out("\(code)\n")
         return 0
     }
 
@@ -203,7 +222,10 @@ struct SyncCommand: ToolCommand {
         }
         let name = machineName
         let typed = code
-        let joined = try run { try await SyncSetup.join(keychain: database, code: typed, deviceName: name) }
+        let root = serverRoot.map(session.absolute)
+        let joined = try run {
+            try await SyncSetup.join(keychain: database, code: typed, deviceName: name, serverRoot: root)
+        }
         Console.out(
             """
             registered as \(joined.device) (\(name)) in zone \(joined.zone)
