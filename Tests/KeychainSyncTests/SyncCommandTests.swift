@@ -257,6 +257,7 @@ extension SyncIntegration {
             #expect(result.out.contains("× plain INSERT"))
             #expect(result.out.contains("× plain SELECT"))
             #expect(result.out.contains("one item, add to the other machine"))
+            #expect(result.out.contains("1 machine alone, one add and one round at a time"))
             #expect(result.out.contains("4 machines at once, one add and one round each"))
             #expect(result.out.contains(" pushes/s"))
         }
