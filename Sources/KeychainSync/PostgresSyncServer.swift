@@ -133,22 +133,10 @@ public final class PostgresSyncServer: SyncServer {
 
     public func pull(_ zone: ZoneID, after seq: Int64) async throws -> PullBatch {
         try await withConnection { connection in
-            // One statement reads one snapshot: the head, the heads after `seq` and the records
-            // after `seq` agree without a transaction (and its two extra round trips).
-            let rows = try await connection.query(
-                """
-                SELECT 0::int8, z.head_seq, z.head_hash, NULL::uuid, NULL::uuid, NULL::bytea, NULL::bool
-                    FROM keychain_sync.zones z WHERE z.zone_id = \(zone.uuid)
-                UNION ALL
-                SELECT 1, c.seq, c.head, c.commit_id, c.author, NULL, NULL
-                    FROM keychain_sync.commits c WHERE c.zone_id = \(zone.uuid) AND c.seq > \(seq)
-                UNION ALL
-                SELECT 2, r.seq, r.blob, r.key_id, NULL, r.record_id, r.tombstone
-                    FROM keychain_sync.records r WHERE r.zone_id = \(zone.uuid) AND r.seq > \(seq)
-                ORDER BY 1, 2, 6
-                """, logger: logger)
+            // One statement reads one snapshot: no transaction (and its two extra round trips).
+            let rows = try await connection.execute(PullStatement(zone: zone.uuid, after: seq), logger: logger)
             var batch: PullBatch?
-            for try await row in rows.decode((Int64, Int64, Data?, UUID?, UUID?, Data?, Bool?).self) {
+            for try await row in rows {
                 try Self.add(row, to: &batch)
             }
             guard let batch else { throw SyncServerError(.notFound, "no such zone") }
@@ -305,57 +293,9 @@ extension PostgresSyncServer {
     /// writes, then the notification of the zone's channel (sent when the statement commits).
     /// - Returns: Whether the head moved (`false`: another commit came first, or this one did).
     func land(_ commit: Commit, on connection: PostgresConnection) async throws -> Bool {
-        let zone = commit.zone.uuid
-        let seq = commit.expectedSeq + 1
-        let head = commit.head
-        let records = commit.records
-        let rows = try await connection.query(
-            """
-            WITH moved AS (
-                UPDATE keychain_sync.zones SET head_seq = head_seq + 1, head_hash = \(ByteBuffer(bytes: Self.headHash(commit)))
-                WHERE zone_id = \(zone) AND head_seq = \(commit.expectedSeq)
-                  -- Out of turn, a commit yields while another device holds the turn.
-                  AND (\(Self.holdsTurn) OR pg_try_advisory_xact_lock(\(Self.turnLockKey(commit.zone))))
-                RETURNING notify_channel
-            ), new_keys AS (
-                INSERT INTO keychain_sync.keys (zone_id, key_id, epoch, wrapped)
-                SELECT \(zone), k.key_id, k.epoch, k.wrapped
-                FROM moved, unnest(\(commit.keys.map(\.keyID))::uuid[], \(commit.keys.map(\.epoch))::int8[],
-                                   \(commit.keys.map { ByteBuffer(bytes: $0.wrapped) })::bytea[]) AS k(key_id, epoch, wrapped)
-            ), new_roster AS (
-                INSERT INTO keychain_sync.rosters (zone_id, epoch, blob)
-                SELECT \(zone), r.epoch, r.blob
-                FROM moved, unnest(\(commit.roster.map { [$0.epoch] } ?? [])::int8[],
-                                   \(commit.roster.map { [ByteBuffer(bytes: $0.blob)] } ?? [])::bytea[]) AS r(epoch, blob)
-            ), new_shares AS (
-                INSERT INTO keychain_sync.shares (zone_id, epoch, recipient, blob)
-                SELECT \(zone), s.epoch, s.recipient, s.blob
-                FROM moved, unnest(\(commit.shares.map(\.epoch))::int8[], \(commit.shares.map(\.recipient.uuid))::uuid[],
-                                   \(commit.shares.map { ByteBuffer(bytes: $0.blob) })::bytea[]) AS s(epoch, recipient, blob)
-                ON CONFLICT (zone_id, epoch, recipient) DO UPDATE SET blob = excluded.blob
-            ), new_escrow AS (
-                INSERT INTO keychain_sync.escrow (zone_id, epoch, blob)
-                SELECT \(zone), e.epoch, e.blob
-                FROM moved, unnest(\(commit.escrow.map { [$0.epoch] } ?? [])::int8[],
-                                   \(commit.escrow.map { [ByteBuffer(bytes: $0.blob)] } ?? [])::bytea[]) AS e(epoch, blob)
-                ON CONFLICT (zone_id, epoch) DO UPDATE SET blob = excluded.blob
-            ), new_records AS (
-                INSERT INTO keychain_sync.records (zone_id, record_id, seq, key_id, tombstone, blob)
-                SELECT \(zone), r.record_id, \(seq), r.key_id, r.tombstone, r.blob
-                FROM moved, unnest(\(records.map { ByteBuffer(bytes: $0.recordID.bytes) })::bytea[],
-                                   \(records.map(\.keyID))::uuid[], \(records.map(\.tombstone))::bool[],
-                                   \(records.map { ByteBuffer(bytes: $0.blob) })::bytea[]) AS r(record_id, key_id, tombstone, blob)
-                ON CONFLICT (zone_id, record_id) DO UPDATE
-                SET seq = excluded.seq, key_id = excluded.key_id, tombstone = excluded.tombstone, blob = excluded.blob,
-                    written_at = now()
-            ), new_commit AS (
-                INSERT INTO keychain_sync.commits (zone_id, seq, commit_id, author, head)
-                SELECT \(zone), \(seq), \(head.commitID), \(head.author.uuid), \(ByteBuffer(bytes: head.bytes)) FROM moved
-            )
-            SELECT 1::int8 FROM moved, pg_notify(moved.notify_channel, \(String(seq)))
-            """, logger: logger)
+        let rows = try await connection.execute(LandStatement(commit: commit, inTurn: Self.holdsTurn), logger: logger)
         var landed = false
-        for try await _ in rows.decode(Int64.self) { landed = true }
+        for try await _ in rows { landed = true }
         return landed
     }
 

@@ -24,6 +24,8 @@ public final class SyncEngine: Sendable {
     private let statusRecorded = Mutex(StatusTimes())
     /// How stale `sync status`'s times may be while rounds change nothing.
     static let statusInterval: Duration = .seconds(30)
+    /// When this engine last lost the race for the zone's head.
+    private let lastLoss = Mutex<ContinuousClock.Instant?>(nil)
     /// The cursor this engine last acknowledged, and when.
     private let lastAcknowledgement = Mutex<(seq: Int64, time: ContinuousClock.Instant)?>(nil)
 
@@ -491,10 +493,13 @@ public final class SyncEngine: Sendable {
     /// cursor at the head, so the next batch builds on it without asking the server. The first
     /// commit races; after a loss the rest waits for this device's turn
     /// (``SyncServer/withPushTurn(_:_:)``), so devices pushing at once take turns instead of
-    /// starving one another.
+    /// starving one another, and for a second after a loss the device waits for its turn
+    /// without racing first.
     private func push(pullingFirst: Bool) async throws -> Int {
-        var (pushed, lost) = try await pushBatches(pullingFirst: pullingFirst, inTurn: false)
-        if lost {
+        var pushed = 0
+        var lost = isContended
+        if !lost { (pushed, lost) = try await pushBatches(pullingFirst: pullingFirst, inTurn: false) }
+        if lost, try keychain.syncJournal(limit: batchSize).contains(where: { !$0.isLocked }) {
             let zone = try context().settings.zoneID
             pushed += try await server.withPushTurn(zone) {
                 try await pushBatches(pullingFirst: true, inTurn: true).pushed
@@ -505,6 +510,13 @@ public final class SyncEngine: Sendable {
             statusRecorded.withLock { $0.push = .now }
         }
         return pushed
+    }
+
+    /// Whether this engine lost the race for the head within the last second: it then waits
+    /// for its turn at once, instead of racing first (and failing while another device holds
+    /// the turn).
+    private var isContended: Bool {
+        lastLoss.withLock { last in last.map { ContinuousClock.now - $0 < .seconds(1) } ?? false }
     }
 
     /// Commits journal batches until the journal is empty. Out of turn it stops at the first
@@ -533,6 +545,7 @@ public final class SyncEngine: Sendable {
                 pushed += prepared.records.count
                 losses = 0
             case .staleHead:
+                lastLoss.withLock { $0 = .now }
                 guard inTurn else { return (pushed, true) }
                 losses += 1
                 guard losses < 20 else { throw SyncError(.conflict, "the zone kept moving; try again later") }
