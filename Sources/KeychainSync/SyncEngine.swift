@@ -24,6 +24,8 @@ public final class SyncEngine: Sendable {
     private let statusRecorded = Mutex(StatusTimes())
     /// How stale `sync status`'s times may be while rounds change nothing.
     static let statusInterval: Duration = .seconds(30)
+    /// The sync tables' values last decoded, reused while their bytes stay the same.
+    private let decoded = DecodedValues()
     /// When this engine last lost the race for the zone's head.
     private let lastLoss = Mutex<ContinuousClock.Instant?>(nil)
     /// The cursor this engine last acknowledged, and when.
@@ -79,15 +81,19 @@ public final class SyncEngine: Sendable {
                 throw SyncError(.notEnrolled, "this keychain is not set up for sync")
             }
             return (
-                try LocalSyncStore.configuration(db), try LocalSyncStore.value(SyncSecrets.name, db),
-                try LocalSyncStore.roster(db), try LocalSyncStore.cursor(db)
+                try LocalSyncStore.value("settings", db), try LocalSyncStore.value(SyncSecrets.name, db),
+                try LocalSyncStore.value("roster", db), try LocalSyncStore.cursor(db)
             )
         }
         guard let settings, let sealed else { throw SyncError(.notEnrolled, "this keychain is not set up for sync") }
-        let secrets = try SyncSecrets.load(keychain, sealed: sealed)
+        // The secrets are opened every time (a locked keychain refuses), only their decoding
+        // is reused.
+        let secrets = try decoded.value(
+            SyncSecrets.self, from: try keychain.openSyncSecret(sealed, name: SyncSecrets.name))
+        let entries = try roster.map { try decoded.value([LocalRosterEntry].self, from: $0) } ?? []
         return Context(
-            settings: settings, secrets: secrets,
-            roster: Dictionary(uniqueKeysWithValues: roster.map { ($0.deviceID, $0) }),
+            settings: try decoded.value(SyncSettings.self, from: settings), secrets: secrets,
+            roster: Dictionary(uniqueKeysWithValues: entries.map { ($0.deviceID, $0) }),
             cursor: cursor)
     }
 
@@ -835,5 +841,23 @@ extension SyncEngine {
         }
         context = try self.context()
         return applied
+    }
+}
+
+/// The last decoded value of each type, kept with the bytes it came from: a sync round reads
+/// the settings, the roster and the secrets several times, and JSON decoding them was a sixth
+/// of its CPU.
+final class DecodedValues: Sendable {
+    private let entries = Mutex<[ObjectIdentifier: (bytes: Data, value: any Sendable)]>([:])
+
+    /// `T` decoded from `bytes`, or the value decoded last time from the same bytes.
+    func value<T: Decodable & Sendable>(_ type: T.Type, from bytes: Data) throws -> T {
+        let key = ObjectIdentifier(type)
+        if let entry = entries.withLock({ $0[key] }), entry.bytes == bytes, let value = entry.value as? T {
+            return value
+        }
+        let value = try JSONDecoder().decode(T.self, from: bytes)
+        entries.withLock { $0[key] = (bytes, value) }
+        return value
     }
 }
