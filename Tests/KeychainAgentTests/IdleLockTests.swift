@@ -180,8 +180,12 @@ struct IdleLockTests {
         let agent = try await Running(groups: ["app", "*"])
         let connection = try await agent.connection()
         let path = try await Self.makeKeychain(agent, connection)
-        try await Self.setInterval(connection, path, 2)
+        // Before the request: the agent starts the interval when it serves it, so the first
+        // deadline is at least 2 s after `set` (taken after the reply, a slow reply on a loaded
+        // machine put the deadline before it, and the keychain was rightly locked before the
+        // request below).
         let set = ContinuousClock.now
+        try await Self.setInterval(connection, path, 2)
 
         try await Task.sleep(until: set + .milliseconds(1_200), clock: .continuous)
         let used = ContinuousClock.now

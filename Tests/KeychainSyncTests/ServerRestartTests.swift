@@ -11,9 +11,13 @@ extension SyncIntegration {
     /// while the server is stopped with `pg_ctl restart -m immediate` (no checkpoint, as after a
     /// power cut of the server process); every commit a push acknowledged before the restart is
     /// still there after it, and every write made during the outage arrives once the server is back.
+    /// Each machine keeps its engine and connections, as keychaind's runner does, and writes
+    /// ``itemsPerRound`` items between rounds, so the server takes the design's 200 records a
+    /// second even in a debug build (the rate is printed, not asserted).
     @Suite("A server restarted under load loses no acknowledged commit", .serialized, .timeLimit(.minutes(4)))
     struct ServerRestartTests {
         static let pushers = 4
+        static let itemsPerRound = 8
 
         /// What one pushing machine did: how many items it wrote, and how many of them a push had
         /// acknowledged (a `sync now` that returned after the item was written).
@@ -21,6 +25,7 @@ extension SyncIntegration {
             var written = 0
             var acknowledged = 0
             var pushes = 0
+            var records = 0
             var failures = 0
         }
 
@@ -38,6 +43,10 @@ extension SyncIntegration {
                     group.addTask { (index, try await Self.push(machine, index, until: stop)) }
                 }
                 try await Task.sleep(for: .seconds(3))
+                let beforeRestart = stop.records.load(ordering: .relaxed)
+                print(
+                    "sync: \(beforeRestart) records pushed in the 3 s before the restart (\(beforeRestart / 3)/s, debug build)"
+                )
                 // pg_ctl waits for the server: on a Dispatch thread, not one of the test pool's.
                 try await onDispatchThread { try cluster.restart(mode: .immediate) }
                 try await Task.sleep(for: .seconds(3))
@@ -61,43 +70,53 @@ extension SyncIntegration {
             #expect(arrived.count == results.map(\.written).reduce(0, +))
             #expect(results.map(\.failures).reduce(0, +) > 0, "some pushes met the restart")
             let pushes = results.map(\.pushes).reduce(0, +)
+            let records = results.map(\.records).reduce(0, +)
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             print(
-                "sync: \(pushes) acknowledged pushes by \(Self.pushers) machines in \(elapsed) "
-                    + "(\(Int(Double(pushes) / seconds)) pushes/s, debug build), through an immediate restart; "
-                    + "\(results.map(\.failures).reduce(0, +)) pushes failed during the outage; 0 lost")
+                "sync: \(records) records in \(pushes) acknowledged rounds by \(Self.pushers) machines in \(elapsed) "
+                    + "(\(Int(Double(records) / seconds)) records/s, \(Int(Double(pushes) / seconds)) rounds/s, "
+                    + "debug build, outage included), through an immediate restart; "
+                    + "\(results.map(\.failures).reduce(0, +)) rounds failed during the outage; 0 lost")
         }
 
         /// The item `number` of pusher `index`, as ``TestMachine/syncedItems()`` lists it.
         static func item(_ index: Int, _ number: Int) -> String { "load\(index)|n\(number)|secret-\(number)" }
 
-        /// Adds an item and pushes, again and again until `stop`; a push that fails (the server
-        /// is down) is retried with the next item after a short pause.
+        /// Adds ``itemsPerRound`` items and syncs on one engine, again and again until `stop`; a
+        /// round that fails (the server is down) is retried with the next items after a short
+        /// pause, on connections the engine opens again.
         static func push(_ machine: TestMachine, _ index: Int, until stop: StopFlag) async throws
             -> Pushed
         {
-            var pushed = Pushed()
-            while !stop.value.load(ordering: .relaxed) {
-                try machine.add(
-                    service: "load\(index)", account: "n\(pushed.written)", secret: "secret-\(pushed.written)")
-                pushed.written += 1
-                do {
-                    _ = try await machine.syncNow()
-                    pushed.acknowledged = pushed.written
-                    pushed.pushes += 1
-                } catch {
-                    pushed.failures += 1
-                    try await Task.sleep(for: .milliseconds(100))
+            try await SyncSetup.withEngine(keychain: machine.keychain) { engine in
+                var pushed = Pushed()
+                while !stop.value.load(ordering: .relaxed) {
+                    for _ in 0..<itemsPerRound {
+                        try machine.add(
+                            service: "load\(index)", account: "n\(pushed.written)", secret: "secret-\(pushed.written)")
+                        pushed.written += 1
+                    }
+                    do {
+                        let round = try await withSyncDeadline(SyncSetup.roundLimit) { try await engine.syncNow() }
+                        pushed.acknowledged = pushed.written
+                        pushed.pushes += 1
+                        pushed.records += round.pushed
+                        stop.records.add(round.pushed, ordering: .relaxed)
+                    } catch {
+                        pushed.failures += 1
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
                 }
+                return pushed
             }
-            return pushed
         }
     }
 }
 
-/// A flag that tells the pushers to stop.
+/// A flag that tells the pushers to stop, and the records they pushed so far.
 final class StopFlag: Sendable {
     let value = Atomic<Bool>(false)
+    let records = Atomic<Int>(0)
 }
 
 /// Runs `work` (CPU-heavy, or waiting for a process) on a Dispatch thread, leaving the test
