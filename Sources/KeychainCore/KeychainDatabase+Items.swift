@@ -65,8 +65,7 @@ extension KeychainDatabase {
             let plan = QueryPlan(
                 classes: [prepared.itemClass], filters: [:], groups: nil, synchronizable: nil, persistentID: nil,
                 limit: nil, includesTombstones: false)
-            let sql = "SELECT \(StoredRow.columns(includeData: true)) FROM items i WHERE i.pk = ? AND i.tomb = 0"
-            guard let existing = try StoredRow.fetchAll(db, sql, [primaryKey.databaseValue]).first else {
+            guard let existing = try StoredRow.withPrimaryKey(primaryKey, tombstone: false, db) else {
                 var stored = prepared
                 stored.persistentID = try insert(prepared, db: db, codec: codec)
                 stored.data = nil

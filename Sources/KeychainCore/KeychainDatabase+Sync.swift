@@ -184,17 +184,11 @@ package struct SyncTransaction {
     package func row(withPrimaryKeyOf item: Item) throws -> SyncLocalRow? {
         let schema = try KeychainDatabase.schema(forWriting: item.itemClass)
         let primaryKey = codec.tagger.primaryKeyTag(schema, item.attributes)
-        // The live row, else a tombstone: one query per partial index (`items_primary_key`,
-        // `items_tombstones`); a query on `pk` alone can use neither and scans every item.
-        var stored: StoredRow?
-        for tomb in 0...1 where stored == nil {
-            stored = try StoredRow.fetchAll(
-                database,
-                "SELECT \(StoredRow.columns(includeData: true)) FROM items i WHERE i.pk = ? AND i.tomb = \(tomb)",
-                [primaryKey.databaseValue]
-            ).first
-        }
-        guard let stored else { return nil }
+        // The live row, else a tombstone.
+        guard
+            let stored = try StoredRow.withPrimaryKey(primaryKey, tombstone: false, database)
+                ?? StoredRow.withPrimaryKey(primaryKey, tombstone: true, database)
+        else { return nil }
         let pending = try Int64.fetchOne(
             database, sql: "SELECT hlc FROM sync_journal WHERE item = ?", arguments: [stored.id])
         return SyncLocalRow(

@@ -69,6 +69,17 @@ struct StoredRow {
         }
         return rows
     }
+
+    /// The row with the primary-key tag `primaryKey`: the live one, or with `tombstone` a
+    /// tombstone. Each query names `tomb`, so it reads its partial index
+    /// (`items_primary_key` or `items_tombstones`); a query on `pk` alone can use neither and
+    /// scans every item.
+    static func withPrimaryKey(_ primaryKey: Data, tombstone: Bool, _ db: Database) throws -> StoredRow? {
+        try fetchAll(
+            db, "SELECT \(columns(includeData: true)) FROM items i WHERE i.pk = ? AND i.tomb = \(tombstone ? 1 : 0)",
+            [primaryKey.databaseValue]
+        ).first
+    }
 }
 
 /// A row ready to be written: sealed blobs and keyed tags.

@@ -398,12 +398,7 @@ package struct RawRow {
         return try body(UnsafeRawBufferPointer(start: count > 0 ? bytes : nil, count: count))
     }
 
-    func blob(_ index: Int32) -> Data? {
-        guard sqlite3_column_type(statement, index) == SQLITE_BLOB else { return nil }
-        let count = Int(sqlite3_column_bytes(statement, index))
-        guard count > 0, let bytes = sqlite3_column_blob(statement, index) else { return Data() }
-        return Data(bytes: bytes, count: count)
-    }
+    func blob(_ index: Int32) -> Data? { withBlob(index) { Data($0) } }
 
     func text(_ index: Int32) -> String? {
         guard sqlite3_column_type(statement, index) == SQLITE_TEXT,

@@ -113,9 +113,10 @@ struct LocalSyncStore {
             sql: "INSERT OR REPLACE INTO sync_state(name, value) VALUES (?, ?)", arguments: [name, value])
     }
 
-    static func configuration(_ db: Database) throws -> SyncSettings? {
+    /// The settings; decoded again only when they changed since `decoded` last saw them.
+    static func configuration(_ db: Database, reusing decoded: DecodedValues? = nil) throws -> SyncSettings? {
         guard let bytes = try value("settings", db) else { return nil }
-        return try JSONDecoder().decode(SyncSettings.self, from: bytes)
+        return try DecodedValues.decode(SyncSettings.self, from: bytes, reusing: decoded)
     }
 
     static func setConfiguration(_ settings: SyncSettings, _ db: Database) throws {
@@ -131,9 +132,10 @@ struct LocalSyncStore {
         try setValue("cursor", try JSONEncoder().encode(cursor), db)
     }
 
-    static func roster(_ db: Database) throws -> [LocalRosterEntry] {
+    /// The roster; decoded again only when it changed since `decoded` last saw it.
+    static func roster(_ db: Database, reusing decoded: DecodedValues? = nil) throws -> [LocalRosterEntry] {
         guard let bytes = try value("roster", db) else { return [] }
-        return try JSONDecoder().decode([LocalRosterEntry].self, from: bytes)
+        return try DecodedValues.decode([LocalRosterEntry].self, from: bytes, reusing: decoded)
     }
 
     static func setRoster(_ roster: [LocalRosterEntry], _ db: Database) throws {
@@ -170,6 +172,11 @@ struct LocalSyncStore {
         var builder = StateDigest.Builder()
         let overlay = changes.keys.sorted()
         var next = 0
+        /// Adds the next change (unless it is a deletion) and moves past it.
+        func addNextChange() {
+            if let hash = changes[overlay[next]] ?? nil { builder.add(overlay[next], blobHash: hash) }
+            next += 1
+        }
         // Read in place through SQLite's C API: a Data per column of a thousand rows cost
         // more than the hash.
         try db.forEachRow("SELECT record_id, blob_hash FROM sync_mirror WHERE tombstone = 0 ORDER BY record_id", []) {
@@ -177,28 +184,17 @@ struct LocalSyncStore {
             _ = row.withBlob(0) { id in
                 row.withBlob(1) { hash in
                     guard id.count == RecordID.length else { return }
-                    while next < overlay.count, Self.compare(overlay[next], id) < 0 {
-                        if let hash = changes[overlay[next]] ?? nil { builder.add(overlay[next], blobHash: hash) }
-                        next += 1
-                    }
-                    if next < overlay.count, Self.compare(overlay[next], id) == 0 {
-                        if let hash = changes[overlay[next]] ?? nil { builder.add(overlay[next], blobHash: hash) }
-                        next += 1
+                    while next < overlay.count, overlay[next].order(against: id) < 0 { addNextChange() }
+                    if next < overlay.count, overlay[next].order(against: id) == 0 {
+                        addNextChange()  // the change replaces the stored record
                     } else {
                         builder.add(id: id, blobHash: hash)
                     }
                 }
             }
         }
-        for id in overlay[next...] {
-            if let hash = changes[id] ?? nil { builder.add(id, blobHash: hash) }
-        }
+        while next < overlay.count { addNextChange() }
         return builder.finalize()
-    }
-
-    /// memcmp order of a record id and 16 raw bytes.
-    private static func compare(_ left: RecordID, _ right: UnsafeRawBufferPointer) -> Int32 {
-        left.bytes.withUnsafeBytes { memcmp($0.baseAddress!, right.baseAddress!, RecordID.length) }
     }
 
     static func setMirror(_ row: MirrorRow, _ db: Database) throws {

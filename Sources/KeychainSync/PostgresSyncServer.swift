@@ -146,10 +146,7 @@ public final class PostgresSyncServer: SyncServer {
 
     /// Adds one row of ``pull(_:after:)``'s statement to the batch: kind 0 is the zone's head
     /// (always first), 1 a head, 2 a record.
-    private static func add(
-        _ row: (kind: Int64, seq: Int64, bytes: Data?, id: UUID?, author: UUID?, recordID: Data?, tombstone: Bool?),
-        to batch: inout PullBatch?
-    ) throws {
+    private static func add(_ row: PullStatement.Row, to batch: inout PullBatch?) throws {
         switch row.kind {
         case 0:
             batch = PullBatch(headSeq: row.seq, heads: [], records: [], headHash: row.bytes)

@@ -81,19 +81,15 @@ public final class SyncEngine: Sendable {
                 throw SyncError(.notEnrolled, "this keychain is not set up for sync")
             }
             return (
-                try LocalSyncStore.value("settings", db), try LocalSyncStore.value(SyncSecrets.name, db),
-                try LocalSyncStore.value("roster", db), try LocalSyncStore.cursor(db)
+                try LocalSyncStore.configuration(db, reusing: decoded), try LocalSyncStore.value(SyncSecrets.name, db),
+                try LocalSyncStore.roster(db, reusing: decoded), try LocalSyncStore.cursor(db)
             )
         }
         guard let settings, let sealed else { throw SyncError(.notEnrolled, "this keychain is not set up for sync") }
-        // The secrets are opened every time (a locked keychain refuses), only their decoding
-        // is reused.
-        let secrets = try decoded.value(
-            SyncSecrets.self, from: try keychain.openSyncSecret(sealed, name: SyncSecrets.name))
-        let entries = try roster.map { try decoded.value([LocalRosterEntry].self, from: $0) } ?? []
+        let secrets = try SyncSecrets.load(keychain, sealed: sealed, reusing: decoded)
         return Context(
-            settings: try decoded.value(SyncSettings.self, from: settings), secrets: secrets,
-            roster: Dictionary(uniqueKeysWithValues: entries.map { ($0.deviceID, $0) }),
+            settings: settings, secrets: secrets,
+            roster: Dictionary(uniqueKeysWithValues: roster.map { ($0.deviceID, $0) }),
             cursor: cursor)
     }
 
@@ -147,6 +143,7 @@ public final class SyncEngine: Sendable {
             try LocalSyncStore.setConfiguration(settings, transaction.database)
             return applied
         }
+        statusRecorded.withLock { $0.pull = .now }
         return released + applied
     }
 
@@ -850,14 +847,16 @@ extension SyncEngine {
 final class DecodedValues: Sendable {
     private let entries = Mutex<[ObjectIdentifier: (bytes: Data, value: any Sendable)]>([:])
 
-    /// `T` decoded from `bytes`, or the value decoded last time from the same bytes.
-    func value<T: Decodable & Sendable>(_ type: T.Type, from bytes: Data) throws -> T {
+    /// `T` decoded from `bytes`, or the value `cache` decoded last time from the same bytes.
+    static func decode<T: Decodable & Sendable>(_ type: T.Type, from bytes: Data, reusing cache: DecodedValues?)
+        throws -> T
+    {
         let key = ObjectIdentifier(type)
-        if let entry = entries.withLock({ $0[key] }), entry.bytes == bytes, let value = entry.value as? T {
+        if let entry = cache?.entries.withLock({ $0[key] }), entry.bytes == bytes, let value = entry.value as? T {
             return value
         }
         let value = try JSONDecoder().decode(T.self, from: bytes)
-        entries.withLock { $0[key] = (bytes, value) }
+        cache?.entries.withLock { $0[key] = (bytes, value) }
         return value
     }
 }

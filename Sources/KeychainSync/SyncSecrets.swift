@@ -37,8 +37,13 @@ struct SyncSecrets: Codable, Sendable, CustomStringConvertible {
 
     static let name = "sync.secrets"
 
-    static func load(_ keychain: KeychainDatabase, sealed: Data) throws -> SyncSecrets {
-        try JSONDecoder().decode(SyncSecrets.self, from: try keychain.openSyncSecret(sealed, name: name))
+    /// Opens the sealed secrets (a locked keychain refuses, every time) and decodes them, or
+    /// reuses what `decoded` decoded from the same bytes.
+    static func load(_ keychain: KeychainDatabase, sealed: Data, reusing decoded: DecodedValues? = nil) throws
+        -> SyncSecrets
+    {
+        try DecodedValues.decode(
+            SyncSecrets.self, from: try keychain.openSyncSecret(sealed, name: name), reusing: decoded)
     }
 
     func sealed(by keychain: KeychainDatabase) throws -> Data {
