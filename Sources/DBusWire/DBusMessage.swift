@@ -174,6 +174,12 @@ extension DBusMessage {
         maximumLength: Int = DBusLimits.maximumMessageLength
     ) throws -> Int? {
         guard header.count >= fixedHeaderLength else { return nil }
+        // Contiguous bytes (an array or a slice of one, as nearly every caller has) are read in place.
+        if let framed = try header.withContiguousStorageIfAvailable({
+            try frameLength(fixedHeader: UnsafeRawBufferPointer($0), maximumLength: maximumLength)
+        }) {
+            return framed
+        }
         // The 16 bytes on the stack, not in an array: every message received is framed here.
         var fixed: (UInt64, UInt64) = (0, 0)
         withUnsafeMutableBytes(of: &fixed) { raw in
@@ -380,8 +386,13 @@ extension DBusMessage {
         while reader.offset < end {
             try reader.align(to: 8)
             let code = try reader.readByte()
-            let value = try reader.readVariantContents(depth: 1)
-            if let parsed = try apply(field: code, value: value) { signature = parsed }
+            if code == 8, reader.skipVariantSignature(of: UInt8(ascii: "g")) {
+                // The body's signature, parsed once (not read as text, rebuilt and parsed again).
+                signature = try reader.readSignature()
+            } else {
+                let value = try reader.readVariantContents(depth: 1)
+                if let parsed = try apply(field: code, value: value) { signature = parsed }
+            }
             guard reader.offset <= end else { throw DBusError(.malformedMessage, "header field overruns array") }
         }
         return signature

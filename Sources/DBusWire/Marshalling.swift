@@ -25,11 +25,19 @@ struct DBusWriter {
     var bytes: [UInt8] = []
     let byteOrder: DBusByteOrder
 
-    init(byteOrder: DBusByteOrder) { self.byteOrder = byteOrder }
+    init(byteOrder: DBusByteOrder) {
+        self.byteOrder = byteOrder
+        // Most messages are small: one allocation instead of several while the body grows.
+        bytes.reserveCapacity(256)
+    }
 
     mutating func pad(to alignment: Int) {
-        let remainder = bytes.count % alignment
-        if remainder != 0 { bytes.append(contentsOf: repeatElement(0, count: alignment - remainder)) }
+        var remainder = bytes.count % alignment
+        guard remainder != 0 else { return }
+        while remainder < alignment {
+            bytes.append(0)
+            remainder += 1
+        }
     }
 
     mutating func write<T: FixedWidthInteger>(_ value: T) {
@@ -39,11 +47,13 @@ struct DBusWriter {
     }
 
     mutating func writeString(_ string: String) throws {
-        let utf8 = string.utf8
-        guard !utf8.contains(0) else { throw DBusError(.typeMismatch, "string contains a NUL byte") }
-        guard utf8.count < UInt32.max else { throw DBusError(.limitExceeded, "string too long") }
-        write(UInt32(utf8.count))
-        bytes.append(contentsOf: utf8)
+        var string = string
+        try string.withUTF8 { utf8 in
+            guard utf8.count < UInt32.max else { throw DBusError(.limitExceeded, "string too long") }
+            guard !utf8.contains(0) else { throw DBusError(.typeMismatch, "string contains a NUL byte") }
+            write(UInt32(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
         bytes.append(0)
     }
 
@@ -183,21 +193,27 @@ struct DBusReader {
         let size = MemoryLayout<T>.size
         try align(to: size)
         guard remaining >= size else { throw DBusError(.malformedMessage, "truncated integer at \(offset)") }
-        var raw: T = 0
-        withUnsafeMutableBytes(of: &raw) { dest in
-            for i in 0..<size { dest[i] = bytes[offset + i] }
-        }
+        let raw = bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: T.self) }
         offset += size
         return byteOrder == .littleEndian ? T(littleEndian: raw) : T(bigEndian: raw)
     }
 
     mutating func readUTF8(count: Int) throws -> String {
         guard count >= 0, count < remaining else { throw DBusError(.malformedMessage, "string length exceeds message") }
-        let slice = bytes[offset..<(offset + count)]
         guard bytes[offset + count] == 0 else { throw DBusError(.malformedMessage, "string not NUL-terminated") }
-        guard !slice.contains(0) else { throw DBusError(.malformedMessage, "string contains a NUL byte") }
-        guard let string = String(validating: slice, as: UTF8.self) else {
-            throw DBusError(.malformedMessage, "string is not valid UTF-8")
+        let string = try bytes.withUnsafeBufferPointer { all in
+            let utf8 = UnsafeBufferPointer(rebasing: all[offset..<(offset + count)])
+            var ascii = true
+            for byte in utf8 {
+                guard byte != 0 else { throw DBusError(.malformedMessage, "string contains a NUL byte") }
+                ascii = ascii && byte < 0x80
+            }
+            // ASCII, nearly every name and attribute, is valid UTF-8 as it is: no second pass.
+            if ascii { return String(decoding: utf8, as: UTF8.self) }
+            guard let string = String(validating: utf8, as: UTF8.self) else {
+                throw DBusError(.malformedMessage, "string is not valid UTF-8")
+            }
+            return string
         }
         offset += count + 1
         return string
@@ -215,6 +231,14 @@ struct DBusReader {
         let length = Int(try readByte())
         let string = try readUTF8(count: length)
         return try DBusSignature(string)
+    }
+
+    /// A signature's text, checked to be a valid signature: what a `g` value holds.
+    mutating func readSignatureText() throws -> String {
+        let length = Int(try readByte())
+        let string = try readUTF8(count: length)
+        _ = try DBusSignature(string)
+        return string
     }
 
     /// Reads one value of `type`; `depth` counts enclosing containers and variants.
@@ -235,7 +259,7 @@ struct DBusReader {
         case .unixFD: return .unixFD(try read(UInt32.self))
         case .string: return .string(try readString())
         case .objectPath: return .objectPath(try readObjectPath())
-        case .signature: return .signature(try readSignature().rawValue)
+        case .signature: return .signature(try readSignatureText())
         case .variant: return try readVariant(depth: depth)
         case .structure(let types):
             try align(to: 8)
@@ -262,6 +286,16 @@ struct DBusReader {
 
     mutating func readVariant(depth: Int) throws -> DBusValue {
         .variant(try readVariantContents(depth: depth))
+    }
+
+    /// Skips a variant's signature when it is the one basic type `code`; `false`, having read
+    /// nothing, when it is anything else.
+    mutating func skipVariantSignature(of code: UInt8) -> Bool {
+        guard remaining >= 3, bytes[offset] == 1, bytes[offset + 1] == code, bytes[offset + 2] == 0 else {
+            return false
+        }
+        offset += 3
+        return true
     }
 
     /// The value inside a variant (its signature, then the value).

@@ -110,6 +110,8 @@ public struct PeerCredentials: Sendable {
     public let pidfdSource: PidfdSource
     /// The pidfd for the peer process.
     public let process: ProcessHandle
+    /// `/proc/PID/exe`, spelled once.
+    private let executableLink: String
 
     /// Where a pidfd comes from.
     public enum PidfdSource: Sendable, Hashable {
@@ -185,7 +187,8 @@ public struct PeerCredentials: Sendable {
             pidfdSource = .pidfdOpen
         }
         startTime = before
-        executable = ProcFS.executable(pid: pid)
+        executableLink = ProcFS.executableLink(pid: pid)
+        executable = ProcFS.executable(link: executableLink)
         // The pid may have been reused between SO_PEERCRED and here: the pidfd must still be alive
         // and the start time unchanged after everything was read.
         guard process.isAlive, (try? ProcFS.startTime(pid: pid)) == before else {
@@ -204,7 +207,7 @@ public struct PeerCredentials: Sendable {
     /// that process's, and reading its start time again would add nothing. An `exec` changes
     /// the executable (device and inode, or the path), so the process is identified anew.
     public func isStillTheSameProcess() -> Bool {
-        let current = ProcFS.executable(pid: pid)
+        let current = ProcFS.executable(link: executableLink)
         // Both the path and the file identity must be unchanged (or both unreadable).
         guard current == executable else { return false }
         return process.isAlive

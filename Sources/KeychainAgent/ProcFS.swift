@@ -24,17 +24,28 @@ enum ProcFS {
     /// The executable of `pid`: `stat` of `/proc/PID/exe` and its link text. `nil` when the
     /// process is not ours to inspect (non-dumpable, another user) or is gone.
     static func executable(pid: Int32) -> ExecutableIdentity? {
-        let link = "/proc/\(pid)/exe"
+        executable(link: executableLink(pid: pid))
+    }
+
+    /// `/proc/PID/exe`.
+    static func executableLink(pid: Int32) -> String { "/proc/\(pid)/exe" }
+
+    /// The executable behind `link` (``executableLink(pid:)``), as ``executable(pid:)``.
+    static func executable(link: String) -> ExecutableIdentity? {
         var info = stat()
         guard stat(link, &info) == 0, let path = readLink(link) else { return nil }
         return ExecutableIdentity(info, path: path)
     }
 
     static func readLink(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Checked on every request of a known caller: a buffer on the stack, not zeroed.
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { buffer in
+            let count = readlink(path, buffer.baseAddress!, buffer.count - 1)
+            guard count > 0 else { return nil }
+            return buffer.baseAddress!.withMemoryRebound(to: UInt8.self, capacity: count) {
+                String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+            }
+        }
     }
 
     /// The contents of a small file (at most `limit` bytes), or `nil`.

@@ -26,11 +26,21 @@ public enum AgentCodec {
     /// Attributes from `a{sv}`.
     /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for anything else.
     public static func decodeAttributes(_ value: DBusValue) throws -> Attributes {
+        let pairs = try stringVariantPairs(value, "attributes")
         var attributes: Attributes = [:]
-        for (name, inner) in try entries(value, "attributes") {
-            attributes[AttributeName(rawValue: name)] = try decodeAttributeValue(inner, name)
+        attributes.reserveCapacity(pairs.count)
+        for pair in pairs {
+            let (name, inner) = try entry(pair, "attributes")
+            try add(name, inner, to: &attributes)
         }
         return attributes
+    }
+
+    /// Adds the attribute `name` to `attributes`; a name given twice is refused.
+    private static func add(_ name: String, _ value: DBusValue, to attributes: inout Attributes) throws {
+        guard
+            attributes.updateValue(try decodeAttributeValue(value, name), forKey: AttributeName(rawValue: name)) == nil
+        else { throw parameter("\(name) appears twice") }
     }
 
     static func encode(_ value: AttributeValue) -> DBusValue {
@@ -72,20 +82,35 @@ public enum AgentCodec {
     /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for a missing or unknown class, a
     ///   wrong type, or an identity that is not 16 bytes.
     public static func decodeItem(_ value: DBusValue) throws -> Item {
-        var fields = try entries(value, "item")
-        guard case .string(let raw)? = fields.removeValue(forKey: Key.itemClass),
-            let itemClass = ItemClass(rawValue: raw)
-        else { throw parameter("an item needs a known class") }
+        // Read in one pass over the entries, without a dictionary of them first: every lookup
+        // through the agent decodes its items here.
+        let pairs = try stringVariantPairs(value, "item")
+        var itemClass: ItemClass?
         var data: Data?
-        if let secret = fields.removeValue(forKey: Key.data) {
-            guard case .bytes(let bytes) = secret else { throw parameter("an item's secret must be bytes") }
-            data = Data(bytes)
-        }
-        let identity = try fields.removeValue(forKey: Key.identity).map(decodeIdentity)
+        var identity: UUID?
         var attributes: Attributes = [:]
-        for (name, inner) in fields {
-            attributes[AttributeName(rawValue: name)] = try decodeAttributeValue(inner, name)
+        attributes.reserveCapacity(pairs.count)
+        for pair in pairs {
+            let (name, inner) = try entry(pair, "item")
+            switch name {
+            case Key.itemClass:
+                guard itemClass == nil else { throw parameter("\(name) appears twice") }
+                guard case .string(let raw) = inner, let known = ItemClass(rawValue: raw) else {
+                    throw parameter("an item needs a known class")
+                }
+                itemClass = known
+            case Key.data:
+                guard data == nil else { throw parameter("\(name) appears twice") }
+                guard case .bytes(let bytes) = inner else { throw parameter("an item's secret must be bytes") }
+                data = Data(bytes)
+            case Key.identity:
+                guard identity == nil else { throw parameter("\(name) appears twice") }
+                identity = try decodeIdentity(inner)
+            default:
+                try add(name, inner, to: &attributes)
+            }
         }
+        guard let itemClass else { throw parameter("an item needs a known class") }
         var item = Item(class: itemClass, attributes: attributes, data: data)
         item.persistentID = identity
         return item
@@ -109,25 +134,39 @@ public enum AgentCodec {
     /// A query as `a{sv}`: `class`, `attributes` (`a{sv}`), `sync` (`no`, `yes`, `any`), `uuid`,
     /// `limit` (`x`), `tombstones` (`b`), `authUI` (`ignore`, `fail`, `skip`), `host`.
     public static func encode(_ query: ItemQuery) -> DBusValue {
-        var entries: [String: DBusValue] = [
-            Key.attributes: encode(query.attributes),
-            Key.synchronizable: .string(name(of: query.synchronizable, in: synchronizableNames)),
-            Key.tombstones: .boolean(query.includesTombstones),
-            Key.authenticationUI: .string(name(of: query.authenticationUI, in: authenticationUINames)),
-        ]
-        if let itemClass = query.itemClass { entries[Key.itemClass] = .string(itemClass.rawValue) }
-        if let identity = query.persistentID { entries[Key.identity] = .bytes(bytes(of: identity)) }
-        if let limit = query.limit { entries[Key.limit] = .int64(Int64(limit)) }
-        if let host = query.hostOrSubdomain { entries[Key.host] = .string(host) }
-        return .stringVariantDictionary(entries)
+        // A field at its default is left out: the agent reads it as that default.
+        var entries: [DBusDictEntry] = []
+        entries.reserveCapacity(8)
+        func add(_ key: String, _ value: DBusValue) { entries.append(DBusDictEntry(.string(key), .variant(value))) }
+        if let itemClass = query.itemClass { add(Key.itemClass, .string(itemClass.rawValue)) }
+        if !query.attributes.isEmpty { add(Key.attributes, encode(query.attributes)) }
+        if query.synchronizable != defaultQuery.synchronizable {
+            add(Key.synchronizable, .string(name(of: query.synchronizable, in: synchronizableNames)))
+        }
+        if let identity = query.persistentID { add(Key.identity, .bytes(bytes(of: identity))) }
+        if let limit = query.limit { add(Key.limit, .int64(Int64(limit))) }
+        if query.includesTombstones != defaultQuery.includesTombstones {
+            add(Key.tombstones, .boolean(query.includesTombstones))
+        }
+        if query.authenticationUI != defaultQuery.authenticationUI {
+            add(Key.authenticationUI, .string(name(of: query.authenticationUI, in: authenticationUINames)))
+        }
+        if let host = query.hostOrSubdomain { add(Key.host, .string(host)) }
+        return .dictionary(key: .string, value: .variant, entries)
     }
+
+    /// The query every decoded query starts from: what a field left out means.
+    private static let defaultQuery = ItemQuery(class: nil)
 
     /// A query from `a{sv}`; fields left out take ``KeychainCore/ItemQuery``'s defaults.
     /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for an unknown field or value, or
     ///   a wrong type.
     public static func decodeQuery(_ value: DBusValue) throws -> ItemQuery {
-        var query = ItemQuery(class: nil)
-        for (field, inner) in try entries(value, "query") {
+        var query = defaultQuery
+        var seen: Set<String> = []
+        for pair in try stringVariantPairs(value, "query") {
+            let (field, inner) = try entry(pair, "query")
+            guard seen.insert(field).inserted else { throw parameter("\(field) appears twice") }
             switch (field, inner) {
             case (Key.itemClass, .string(let raw)):
                 guard let itemClass = ItemClass(rawValue: raw) else { throw parameter("unknown class") }
@@ -238,17 +277,28 @@ public enum AgentCodec {
 
     /// The entries of an `a{sv}`, variants unwrapped; a duplicated key is refused.
     static func entries(_ value: DBusValue, _ what: String) throws -> [String: DBusValue] {
-        guard case .dictionary(key: .string, value: .variant, let pairs) = value else {
-            throw parameter("the \(what) must be a dictionary of strings to variants")
-        }
         var result: [String: DBusValue] = [:]
-        for pair in pairs {
-            guard case .string(let key) = pair.key, case .variant(let inner) = pair.value else {
-                throw parameter("the \(what) must be a dictionary of strings to variants")
-            }
+        for pair in try stringVariantPairs(value, what) {
+            let (key, inner) = try entry(pair, what)
             guard result.updateValue(inner, forKey: key) == nil else { throw parameter("\(key) appears twice") }
         }
         return result
+    }
+
+    /// The entries of an `a{sv}` as they came, for a reader that goes through them once.
+    static func stringVariantPairs(_ value: DBusValue, _ what: String) throws -> [DBusDictEntry] {
+        guard case .dictionary(key: .string, value: .variant, let pairs) = value else {
+            throw parameter("the \(what) must be a dictionary of strings to variants")
+        }
+        return pairs
+    }
+
+    /// One entry of an `a{sv}`: its key and the value inside its variant.
+    static func entry(_ pair: DBusDictEntry, _ what: String) throws -> (String, DBusValue) {
+        guard case .string(let key) = pair.key, case .variant(let inner) = pair.value else {
+            throw parameter("the \(what) must be a dictionary of strings to variants")
+        }
+        return (key, inner)
     }
 
     static func bytes(of identity: UUID) -> [UInt8] {

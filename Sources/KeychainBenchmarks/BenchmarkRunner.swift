@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 import Security
 
@@ -226,7 +227,20 @@ struct BenchmarkRunner {
         let suite = OperationSuite(
             keychain: keychain, floor: floor, indexedFloor: indexedFloor, workload: workload, count: count,
             seed: 0x6B63_6265)
-        let operations = try suite.operations()
+        var operations = try suite.operations()
+        // `agent.find`: the engine's find served by a keychaind of its own on this keychain.
+        var agent: BenchAgent?
+        defer { withExtendedLifetime(agent) {} }
+        if names.contains("agent.find") {
+            let lifecycle = Lifecycle(
+                options: options, deviceKeyFile: scratch + "/config/keychain/device-key", scratch: scratch,
+                progress: { _ in })
+            let socket = scratch + "/agent.sock"
+            agent = try BenchAgent.start(
+                lifecycle.agentExecutable, socket: socket,
+                environment: lifecycle.childEnvironment(keychain: keychainPath))
+            operations.append(try suite.agentFind(AgentConnection(socketPath: socket).keychain(at: keychainPath)))
+        }
         let chosen = try names.map { name in
             guard let operation = operations.first(where: { $0.name == name }) else {
                 throw BenchmarkFailure(

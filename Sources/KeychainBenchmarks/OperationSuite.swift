@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeychainClient
 import KeychainCore
 import Security
 
@@ -200,6 +201,17 @@ struct OperationSuite {
         ItemQuery(
             class: .genericPassword,
             attributes: [.service: .string(name.service), .account: .string(name.account)])
+    }
+
+    /// `agent.find`: the lookup of `engine.find`, served by `keychaind` over `served`'s connection
+    /// (only under `--profile`, which starts the agent).
+    func agentFind(_ served: AgentKeychain) -> BenchmarkOperation {
+        let lookups = Inputs(workload: workload, count: count, seed: seed).lookups
+        return BenchmarkOperation(name: "agent.find") { i in
+            guard let item = try served.findFirst(Self.query(lookups[i]), includeData: true),
+                item.data?.count == Workload.secretLength
+            else { throw BenchmarkFailure("keychaind returned no secret for \(lookups[i])") }
+        }
     }
 
     private func engineOperations(_ inputs: Inputs) -> [BenchmarkOperation] {

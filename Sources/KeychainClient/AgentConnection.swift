@@ -188,8 +188,15 @@ public final class AgentConnection: Sendable {
                     throw TransportFailure(reason: "malformed answer", mayRetry: false)
                 }
                 if state.buffer.count >= length {
-                    let frame = Array(state.buffer[..<length])
-                    state.buffer.removeSubrange(..<length)
+                    let frame: [UInt8]
+                    if state.buffer.count == length {
+                        // The usual case, one answer and nothing after it: no copy.
+                        frame = state.buffer
+                        state.buffer = []
+                    } else {
+                        frame = Array(state.buffer[..<length])
+                        state.buffer.removeSubrange(..<length)
+                    }
                     guard let message = try? DBusMessage(decoding: frame) else {
                         throw TransportFailure(reason: "malformed answer", mayRetry: false)
                     }
@@ -204,14 +211,20 @@ public final class AgentConnection: Sendable {
     private func fill(_ state: inout State, mayRetry: Bool) throws {
         while true {
             var count = 0
-            let chunk = [UInt8](unsafeUninitializedCapacity: 64 * 1024) { buffer, initialized in
-                count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
-                initialized = max(0, count)
-            }
-            if count > 0 {
+            if state.buffer.isEmpty {
+                // Straight into the buffer, which the answer then becomes (see readMessage).
+                state.buffer = [UInt8](unsafeUninitializedCapacity: Self.receiveSize) { buffer, initialized in
+                    count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
+                    initialized = max(0, count)
+                }
+            } else {
+                let chunk = [UInt8](unsafeUninitializedCapacity: Self.receiveSize) { buffer, initialized in
+                    count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
+                    initialized = max(0, count)
+                }
                 state.buffer += chunk
-                return
             }
+            if count > 0 { return }
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 throw TransportFailure(reason: "no answer within \(timeout)", mayRetry: false)
@@ -220,6 +233,9 @@ public final class AgentConnection: Sendable {
             throw TransportFailure(reason: count == 0 ? "closed" : "recv: errno \(errno)", mayRetry: false)
         }
     }
+
+    /// The most one `recv` reads: a typical answer fits in one.
+    private static let receiveSize = 64 * 1024
 
     // MARK: The socket
 

@@ -205,6 +205,32 @@ struct CodecTests {
         #expect(throws: DBusError.self) { try DBusMarshal.decode(bytes, signature: DBusSignature("v")) }
     }
 
+    @Test(
+        "Strings: ASCII and other UTF-8 come back as sent; a string that is not UTF-8, or holds a NUL, is refused",
+        arguments: ["plain ascii", "", "héllo wörld ✓", "日本語のテキスト", "emoji 🔑 key", "tab\tand\u{7F}"])
+    func strings(text: String) throws {
+        let body = try DBusMarshal.encode([.string(text)], signature: DBusSignature("s"))
+        #expect(try DBusMarshal.decode(body, signature: DBusSignature("s")) == [.string(text)])
+        guard !text.isEmpty else { return }
+        // Each byte of the text in turn made invalid: 0xFF is never UTF-8, 0 is a NUL inside.
+        for index in 4..<(body.count - 1) {
+            for bad: UInt8 in [0xFF, 0] {
+                var corrupt = body
+                corrupt[index] = bad
+                #expect(throws: DBusError.self, "byte \(index) = \(bad)") {
+                    try DBusMarshal.decode(corrupt, signature: DBusSignature("s"))
+                }
+            }
+        }
+        // A lone continuation byte or a truncated sequence in otherwise ASCII text.
+        for invalid: [UInt8] in [[0x80], [0xC3], [0xE2, 0x9C], [0xED, 0xA0, 0x80]] {
+            let bytes = Array("ab".utf8) + invalid + Array("cd".utf8)
+            // The length in this machine's order, as DBusMarshal reads by default.
+            let wire = withUnsafeBytes(of: UInt32(bytes.count)) { Array($0) } + bytes + [0]
+            #expect(throws: DBusError.self) { try DBusMarshal.decode(wire, signature: DBusSignature("s")) }
+        }
+    }
+
     @Test("Errors never show payload bytes")
     func errorDescriptions() throws {
         let secret = "hunter2-secret"

@@ -166,6 +166,57 @@ struct AgentCodecTests {
         ),
     ]
 
+    /// An `a{sv}` with the entries given, in order (duplicates kept).
+    static func entries(_ pairs: [(String, DBusValue)]) -> DBusValue {
+        .dictionary(key: .string, value: .variant, pairs.map { DBusDictEntry(.string($0.0), .variant($0.1)) })
+    }
+
+    static let duplicated: [(String, DBusValue)] = [
+        ("an attribute twice", entries([("class", .string("genp")), ("svce", .string("a")), ("svce", .string("b"))])),
+        ("the secret twice", entries([("class", .string("genp")), ("v_Data", .bytes([1])), ("v_Data", .bytes([2]))])),
+        (
+            "the identity twice",
+            entries([
+                ("class", .string("genp")), ("uuid", .bytes(Array(repeating: 1, count: 16))),
+                ("uuid", .bytes(Array(repeating: 2, count: 16))),
+            ])
+        ),
+        (
+            "the class after an attribute, twice",
+            entries([("svce", .string("a")), ("class", .string("genp")), ("class", .string("inet"))])
+        ),
+    ]
+
+    @Test("an item with a key given twice is errSecParam, wherever the second one is", arguments: duplicated.indices)
+    func duplicatedItemKeys(index: Int) {
+        let (what, value) = Self.duplicated[index]
+        do {
+            _ = try AgentCodec.decodeItem(value)
+            Issue.record("accepted \(what)")
+        } catch let error as KeychainError {
+            #expect(error.code == .parameter, "\(what)")
+        } catch { Issue.record("\(what): \(error)") }
+    }
+
+    @Test("a query sends only the fields that differ from the defaults, and reads back the same")
+    func queryLeavesDefaultsOut() throws {
+        func keys(_ value: DBusValue) -> [String] {
+            guard case .dictionary(_, _, let pairs) = value else { return [] }
+            return pairs.compactMap(\.key.stringValue)
+        }
+        let plain = ItemQuery(class: .genericPassword, attributes: [.service: .string("s")])
+        #expect(keys(AgentCodec.encode(plain)) == ["class", "attributes"])
+        #expect(keys(AgentCodec.encode(ItemQuery(class: nil))) == [])
+        let back = try AgentCodec.decodeQuery(AgentCodec.encode(plain))
+        #expect(back.itemClass == .genericPassword && back.attributes == plain.attributes)
+        #expect(back.synchronizable == plain.synchronizable && back.includesTombstones == plain.includesTombstones)
+        #expect(back.authenticationUI == plain.authenticationUI && back.limit == nil)
+        var changed = plain
+        changed.synchronizable = .yes
+        #expect(keys(AgentCodec.encode(changed)).contains("sync"))
+        #expect(try AgentCodec.decodeQuery(AgentCodec.encode(changed)).synchronizable == .yes)
+    }
+
     @Test("a malformed item is errSecParam", arguments: malformed.indices)
     func malformedItems(index: Int) {
         let (what, value) = Self.malformed[index]
@@ -183,6 +234,8 @@ struct AgentCodecTests {
             .stringVariantDictionary(["authUI": .string("ask")]),
             .stringVariantDictionary(["unknown": .string("x")]),
             .stringVariantDictionary(["limit": .string("7")]),
+            entries([("limit", .int64(1)), ("limit", .int64(2))]),
+            entries([("attributes", entries([("svce", .string("a")), ("svce", .string("b"))]))]),
             .int32(1),
         ])
     func malformedQueries(value: DBusValue) {
