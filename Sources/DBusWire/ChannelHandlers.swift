@@ -3,8 +3,8 @@ import NIOCore
 /// Frames D-Bus messages: waits for the 16-byte fixed header, computes the message's length
 /// from it (refusing oversized messages before buffering them), then decodes the whole message.
 public struct DBusMessageDecoder: ByteToMessageDecoder {
-    /// Decoded messages.
-    public typealias InboundOut = DBusMessage
+    /// Decoded messages: the header, and the body still in wire form.
+    public typealias InboundOut = DBusReceivedMessage
 
     /// The largest message accepted; larger ones fail the decoder, which closes the connection.
     public let maximumMessageSize: Int
@@ -21,8 +21,8 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
             try DBusMessage.frameLength(fixedHeader: header, maximumLength: maximumMessageSize)
         }
         guard buffer.readableBytes >= length, let bytes = buffer.readBytes(length: length) else { return .needMoreData }
-        let message = try DBusMessage(decoding: bytes, maximumLength: maximumMessageSize)
-        context.fireChannelRead(Self.wrapInboundOut(message))
+        let (header, body) = try DBusMessage.decodeHeader(bytes, maximumLength: maximumMessageSize)
+        context.fireChannelRead(Self.wrapInboundOut(DBusReceivedMessage(header: header, body: body)))
         return .continue
     }
 
@@ -36,6 +36,15 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
         buffer.clear()
         return .needMoreData
     }
+}
+
+/// A message as ``DBusMessageDecoder`` frames it: its header decoded and checked, its body in
+/// wire form, read by whoever takes it (``DBusBodyReader/readAll()`` for its values).
+public struct DBusReceivedMessage: Sendable {
+    /// The message, with an empty ``DBusMessage/body``.
+    public var header: DBusMessage
+    /// The body, unread.
+    public var body: DBusBodyReader
 }
 
 /// Encodes D-Bus messages in the machine's byte order.

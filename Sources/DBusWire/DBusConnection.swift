@@ -106,7 +106,7 @@ final class DBusConnectionState: Sendable {
 
 /// Assigns serials, matches replies to calls, delivers signals and dispatches incoming calls.
 final class DBusConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = DBusMessage
+    typealias InboundIn = DBusReceivedMessage
     typealias OutboundIn = DBusOutbound
     typealias OutboundOut = DBusMessage
 
@@ -152,7 +152,28 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let message = unwrapInboundIn(data)
+        let received = unwrapInboundIn(data)
+        if received.header.type == .methodCall, let dispatcher,
+            let outcome = dispatcher.handleFromWire(
+                received.header, body: received.body, connection: DBusConnection(channel: context.channel, state: state)
+            )
+        {
+            // Answered from the arguments' wire form, or refused as malformed.
+            switch outcome {
+            case .answered(let answer): if let answer { reply(answer, context) }
+            case .malformed: context.close(promise: nil)
+            }
+            return
+        }
+        var message = received.header
+        var body = received.body
+        do {
+            message.body = try body.readAll()
+        } catch {
+            // A malformed body closes the connection, as a malformed header does.
+            context.close(promise: nil)
+            return
+        }
         switch message.type {
         case .methodReturn, .error:
             if let serial = message.replySerial, let reply = pending.removeValue(forKey: serial) {
@@ -178,10 +199,15 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
             return
         }
         let connection = DBusConnection(channel: context.channel, state: state)
-        if case .answered(let answer)? = dispatcher.handleImmediately(call, connection: connection) {
+        switch dispatcher.handleImmediately(call, connection: connection) {
+        case .answered(let answer)?:
             // Answered here, on the event loop: no task, no hand-off to another thread and back.
             if let answer { reply(answer, context) }
             return
+        case .malformed?:
+            context.close(promise: nil)
+            return
+        case nil: break
         }
         inFlight += 1
         // On the connection's event loop, not Swift's global pool: a process whose pool threads

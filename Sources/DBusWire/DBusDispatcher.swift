@@ -31,15 +31,46 @@ struct DBusDispatcher: Sendable {
     /// interface, to a registered method whose signature matches, is tried; anything else,
     /// errors included, takes the ordinary way.
     func handleImmediately(_ call: DBusMessage, connection: DBusConnection) -> ImmediateOutcome? {
-        guard let name = call.interface, name != Self.peer, name != Self.introspectable, name != Self.properties,
-            let member = call.member, let interface = objects.interfaces(at: call.path ?? "/")?[name],
-            let method = interface.methods.first(where: { $0.name == member }),
-            let immediate = method.immediateHandler, DBusValue.have(call.body, typesOf: method.inputs)
+        guard let method = immediateMethod(call), let immediate = method.immediateHandler,
+            DBusValue.have(call.body, typesOf: method.inputs)
         else { return nil }
+        return Self.outcome(of: call, method) { try immediate(DBusMethodCall(message: call, connection: connection)) }
+    }
+
+    /// What to do with `call`, whose body `body` is still in wire form, on the event loop:
+    /// `.answered(reply)` when its method's ``DBusMethod/wireHandler`` answered it there,
+    /// `.malformed` when its body is not what its signature says (the connection is closed, as
+    /// for any malformed message), `nil` when the body is to be decoded and the call handled
+    /// as usual.
+    func handleFromWire(
+        _ call: DBusMessage, body: DBusBodyReader, connection: DBusConnection
+    ) -> ImmediateOutcome? {
+        guard let method = immediateMethod(call), let wire = method.wireHandler, method.takes(body.signature)
+        else { return nil }
+        var body = body
+        let answer = Result { try wire(DBusMethodCall(message: call, connection: connection), &body) }
+        if case .failure(let error as DBusError) = answer, Self.isWireFailure(error) { return .malformed }
+        return Self.outcome(of: call, method) { try answer.get() }
+    }
+
+    /// The method `call` names when it may be answered on the event loop: one naming its
+    /// interface, registered, outside the standard interfaces.
+    private func immediateMethod(_ call: DBusMessage) -> DBusMethod? {
+        guard let name = call.interface, name != Self.peer, name != Self.introspectable, name != Self.properties,
+            let member = call.member, let interface = objects.interfaces(at: call.path ?? "/")?[name]
+        else { return nil }
+        return interface.methods.first { $0.name == member }
+    }
+
+    /// The answer of an immediate handler: its values, checked against the method's outputs, or
+    /// its error; `nil` when it declined.
+    private static func outcome(
+        of call: DBusMessage, _ method: DBusMethod, _ answer: () throws -> [DBusValue]?
+    ) -> ImmediateOutcome? {
         let result: [DBusValue]
         do {
-            guard let answer = try immediate(DBusMethodCall(message: call, connection: connection)) else { return nil }
-            result = answer
+            guard let values = try answer() else { return nil }
+            result = values
         } catch {
             return .answered(Self.reply(to: call, .failure(error)))
         }
@@ -50,9 +81,16 @@ struct DBusDispatcher: Sendable {
         return .answered(Self.reply(to: call, .success(result)))
     }
 
-    /// A call answered on the event loop, with its reply (`nil`: none was asked for).
+    /// Whether `error` says the bytes themselves are bad (not what the method thought of them).
+    static func isWireFailure(_ error: DBusError) -> Bool {
+        error.code == .malformedMessage || error.code == .limitExceeded || error.code == .invalidSignature
+    }
+
+    /// A call answered on the event loop, with its reply (`nil`: none was asked for), or one
+    /// whose body is malformed.
     enum ImmediateOutcome {
         case answered(DBusMessage?)
+        case malformed
     }
 
     /// The method return or error for `call`, or `nil` when the caller asked for no reply.

@@ -336,6 +336,23 @@ extension DBusMessage {
     /// - Throws: ``DBusError`` for any malformed, truncated or oversized input; never traps and
     ///   never allocates more than a constant multiple of `bytes.count`.
     public init(decoding bytes: [UInt8], maximumLength: Int = DBusLimits.maximumMessageLength) throws {
+        var body: DBusBodyReader
+        (self, body) = try Self.decodeHeader(bytes, maximumLength: maximumLength)
+        self.body = try body.readAll()
+    }
+
+    /// Decodes one message's header and leaves its body in wire form, for a reader that knows
+    /// the types it expects (``DBusBodyReader``): no ``DBusValue`` is built for what it reads.
+    ///
+    /// - Parameters:
+    ///   - bytes: exactly one message (see ``frameLength(header:maximumLength:)``).
+    ///   - maximumLength: The largest message accepted.
+    /// - Returns: The message with an empty ``body``, and a reader of its body.
+    /// - Throws: ``DBusError`` `.malformedMessage` or `.limitExceeded` on an invalid header, as
+    ///   ``init(decoding:maximumLength:)``; the body is checked as it is read.
+    public static func decodeHeader(
+        _ bytes: [UInt8], maximumLength: Int = DBusLimits.maximumMessageLength
+    ) throws -> (message: DBusMessage, body: DBusBodyReader) {
         guard bytes.count >= Self.fixedHeaderLength else {
             throw DBusError(.malformedMessage, "shorter than the fixed header")
         }
@@ -352,31 +369,16 @@ extension DBusMessage {
         let bodyLength = Int(try reader.read(UInt32.self))
         let serial = try reader.read(UInt32.self)
         guard serial != 0 else { throw DBusError(.malformedMessage, "serial is 0") }
-        self.init(type: type, flags: Flags(rawValue: bytes[2]), serial: serial)
-        let signature = try readHeaderFields(&reader)
+        var message = DBusMessage(type: type, flags: Flags(rawValue: bytes[2]), serial: serial)
+        let signature = try message.readHeaderFields(&reader)
         try reader.align(to: 8)
         guard reader.remaining == bodyLength else { throw DBusError(.malformedMessage, "body length mismatch") }
-        try validateFields()
-        body = try Self.decodeBody(bytes, from: reader.offset, signature: signature, byteOrder: order)
-    }
-
-    private static func decodeBody(
-        _ bytes: [UInt8],
-        from start: Int,
-        signature: DBusSignature,
-        byteOrder: DBusByteOrder
-    ) throws -> [DBusValue] {
-        // The same array from the body's start (8-aligned, so alignment is unchanged): no copy.
-        var reader = DBusReader(bytes: bytes, byteOrder: byteOrder)
-        reader.offset = start
+        try message.validateFields()
         if signature.types.isEmpty, reader.remaining > 0 {
             throw DBusError(.malformedMessage, "body present without SIGNATURE")
         }
-        let values = try signature.types.map { try reader.read($0) }
-        guard reader.remaining == 0 else {
-            throw DBusError(.malformedMessage, "\(reader.remaining) trailing body bytes")
-        }
-        return values
+        // The same array from the body's start (8-aligned, so alignment is unchanged): no copy.
+        return (message, DBusBodyReader(reader: reader, signature: signature))
     }
 
     /// Reads the `a(yv)` header fields; returns the body signature (empty when absent).

@@ -43,28 +43,45 @@ public struct DBusMethod: Sendable {
     /// answers blocks the other connections of that event loop while it runs, so it must
     /// decline anything that may take long (`nil`).
     public var immediateHandler: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)?
+    /// Answers the call at once, as ``immediateHandler`` does, reading its arguments straight
+    /// from the wire (a ``DBusBodyReader`` of the method's input signature) instead of as
+    /// ``DBusValue``s: for the few calls made so often that building their argument values
+    /// shows. `nil` leaves the call to ``immediateHandler`` and ``handler``, its arguments
+    /// decoded as usual (``DBusMethodCall/arguments`` is empty here). A body that is not what
+    /// its signature says (the reader throws ``DBusError`` `.malformedMessage` or
+    /// `.limitExceeded`) closes the connection, as any malformed message does.
+    public var wireHandler: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
 
     /// The signature a call must have.
     var inputSignature: DBusSignature { DBusSignature(types: inputs.map(\.type)) }
+
+    /// Whether `signature` is the inputs' signature (without building one).
+    func takes(_ signature: DBusSignature) -> Bool {
+        signature.types.count == inputs.count && zip(signature.types, inputs).allSatisfy { $0 == $1.type }
+    }
 
     /// A method with its arguments and handler.
     /// - Parameters:
     ///   - name: The member name.
     ///   - inputs: The input arguments; a call must match their signature.
     ///   - outputs: The output arguments; the handlers must return values of these types.
+    ///   - wireHandler: Answers quick calls on the event loop from their arguments' wire form,
+    ///     or declines them (`nil`); see ``wireHandler``.
     ///   - immediateHandler: Answers quick calls on the event loop, or declines them (`nil`);
     ///     see ``immediateHandler``.
-    ///   - handler: Runs every call the immediate handler declines, in a task.
+    ///   - handler: Runs every call the immediate handlers decline, in a task.
     public init(
         _ name: String,
         inputs: [DBusArgument] = [],
         outputs: [DBusArgument] = [],
+        wireHandler: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)? = nil,
         immediateHandler: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)? = nil,
         handler: @escaping @Sendable (DBusMethodCall) async throws -> [DBusValue]
     ) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
+        self.wireHandler = wireHandler
         self.immediateHandler = immediateHandler
         self.handler = handler
     }

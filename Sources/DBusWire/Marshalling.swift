@@ -70,47 +70,79 @@ struct DBusWriter {
         guard depth <= DBusLimits.maximumTotalDepth else {
             throw DBusError(.limitExceeded, "values nested deeper than \(DBusLimits.maximumTotalDepth)")
         }
-        switch (type, value) {
-        case (.byte, .byte(let v)): bytes.append(v)
-        case (.boolean, .boolean(let v)): write(UInt32(v ? 1 : 0))
-        case (.int16, .int16(let v)): write(v)
-        case (.uint16, .uint16(let v)): write(v)
-        case (.int32, .int32(let v)): write(v)
-        case (.uint32, .uint32(let v)): write(v)
-        case (.int64, .int64(let v)): write(v)
-        case (.uint64, .uint64(let v)): write(v)
-        case (.double, .double(let v)): write(v.bitPattern)
-        case (.unixFD, .unixFD(let v)): write(v)
-        case (.string, .string(let v)): try writeString(v)
-        case (.objectPath, .objectPath(let v)):
+        // On the value first, then its type: matching the pair copied both at every value.
+        switch value {
+        case .byte(let v):
+            guard case .byte = type else { throw mismatch(value, type) }
+            bytes.append(v)
+        case .boolean(let v):
+            guard case .boolean = type else { throw mismatch(value, type) }
+            write(UInt32(v ? 1 : 0))
+        case .int16(let v):
+            guard case .int16 = type else { throw mismatch(value, type) }
+            write(v)
+        case .uint16(let v):
+            guard case .uint16 = type else { throw mismatch(value, type) }
+            write(v)
+        case .int32(let v):
+            guard case .int32 = type else { throw mismatch(value, type) }
+            write(v)
+        case .uint32(let v):
+            guard case .uint32 = type else { throw mismatch(value, type) }
+            write(v)
+        case .int64(let v):
+            guard case .int64 = type else { throw mismatch(value, type) }
+            write(v)
+        case .uint64(let v):
+            guard case .uint64 = type else { throw mismatch(value, type) }
+            write(v)
+        case .double(let v):
+            guard case .double = type else { throw mismatch(value, type) }
+            write(v.bitPattern)
+        case .unixFD(let v):
+            guard case .unixFD = type else { throw mismatch(value, type) }
+            write(v)
+        case .string(let v):
+            guard case .string = type else { throw mismatch(value, type) }
+            try writeString(v)
+        case .objectPath(let v):
+            guard case .objectPath = type else { throw mismatch(value, type) }
             guard DBusNames.isValidObjectPath(v) else { throw DBusError(.invalidName, "invalid object path") }
             try writeString(v)
-        case (.signature, .signature(let v)): try writeSignature(v)
-        case (.variant, .variant(let inner)):
+        case .signature(let v):
+            guard case .signature = type else { throw mismatch(value, type) }
+            try writeSignature(v)
+        case .variant(let inner):
+            guard case .variant = type else { throw mismatch(value, type) }
             // The signature of a type this module built: valid by construction, so it is not
             // parsed again (only its length, which a type nested deep enough could exceed).
-            let type = inner.type
+            let innerType = inner.type
             let lengthOffset = bytes.count
             bytes.append(0)
-            type.appendSignature(to: &bytes)
+            innerType.appendSignature(to: &bytes)
             let length = bytes.count - lengthOffset - 1
             guard length <= 255 else { throw DBusError(.limitExceeded, "variant signature too long") }
             bytes[lengthOffset] = UInt8(length)
             bytes.append(0)
-            try write(inner, as: type, depth: depth + 1)
-        case (.structure(let types), .structure(let fields)):
+            try write(inner, as: innerType, depth: depth + 1)
+        case .structure(let fields):
+            guard case .structure(let types) = type else { throw mismatch(value, type) }
             try writeStruct(fields, as: types, depth: depth + 1)
-        case (.array(.byte), .bytes(let v)):
+        case .bytes(let v):
+            guard case .array(.byte) = type else { throw mismatch(value, type) }
             try writeArray(elementAlignment: 1) { $0.bytes.append(contentsOf: v) }
-        case (.array(let element), .array(let declared, let elements)):
+        case .array(let declared, let elements):
+            guard case .array(let element) = type else { throw mismatch(value, type) }
             guard declared == element else {
                 throw DBusError(.typeMismatch, "array of \(declared) where \(element) expected")
             }
             try writeArray(elementAlignment: element.alignment) { writer in
                 for item in elements { try writer.write(item, as: element, depth: depth + 1) }
             }
-        case (.dictionary(let k, let v), .dictionary(let key, let val, let entries)):
-            guard k == key, v == val else { throw DBusError(.typeMismatch, "dictionary type mismatch") }
+        case .dictionary(let key, let val, let entries):
+            guard case .dictionary(let k, let v) = type, k == key, v == val else {
+                throw DBusError(.typeMismatch, "dictionary type mismatch")
+            }
             try writeArray(elementAlignment: 8) { writer in
                 for entry in entries {
                     // A dictionary entry is a two-field structure, written without building one.
@@ -119,9 +151,11 @@ struct DBusWriter {
                     try writer.write(entry.value, as: v, depth: depth + 1)
                 }
             }
-        default:
-            throw DBusError(.typeMismatch, "value of type \(value.type) where \(type) expected")
         }
+    }
+
+    private func mismatch(_ value: DBusValue, _ type: DBusType) -> DBusError {
+        DBusError(.typeMismatch, "value of type \(value.type) where \(type) expected")
     }
 
     mutating func writeStruct(_ fields: [DBusValue], as types: [DBusType], depth: Int) throws {
@@ -156,7 +190,7 @@ struct DBusWriter {
 }
 
 /// Reads marshalled values from a byte array with every length checked before use.
-struct DBusReader {
+struct DBusReader: Sendable {
     let bytes: [UInt8]
     var offset: Int
     let byteOrder: DBusByteOrder
@@ -358,6 +392,76 @@ struct DBusReader {
             guard offset <= end else { throw DBusError(.malformedMessage, "dictionary entry overruns array") }
         }
         return .dictionary(key: key, value: value, entries)
+    }
+}
+
+/// Reads a message body value by value, for a reader that knows the types it expects
+/// (``DBusMessage/decodeHeader(_:maximumLength:)``): what it reads builds no ``DBusValue``
+/// tree. Every length is checked before use and every string validated, as
+/// ``DBusMessage/init(decoding:maximumLength:)`` does; a body that is not what the caller
+/// expects throws ``DBusError`` `.malformedMessage` and never traps.
+///
+/// ```swift
+/// var (reply, body) = try DBusMessage.decodeHeader(bytes)
+/// guard body.signature == DBusSignature("a{sv}") else { … }
+/// try body.readStringVariantDictionary { name, value in … }
+/// try body.finish()
+/// ```
+public struct DBusBodyReader: Sendable {
+    var reader: DBusReader
+    /// The body's signature, from the header.
+    public let signature: DBusSignature
+
+    /// Whether every byte of the body has been read.
+    public var isAtEnd: Bool { reader.remaining == 0 }
+
+    /// The whole body as values, as ``DBusMessage/body`` holds them.
+    /// - Throws: ``DBusError`` for a body that does not match its signature.
+    public mutating func readAll() throws -> [DBusValue] {
+        var values: [DBusValue] = []
+        values.reserveCapacity(signature.types.count)
+        for type in signature.types { values.append(try reader.read(type)) }
+        try finish()
+        return values
+    }
+
+    /// Reads a string (`s`).
+    /// - Throws: ``DBusError`` for a bad length, a missing NUL, a NUL inside or invalid UTF-8.
+    public mutating func readString() throws -> String { try reader.readString() }
+
+    /// Reads a boolean (`b`).
+    /// - Throws: ``DBusError`` for a truncated body or a value other than 0 and 1.
+    public mutating func readBoolean() throws -> Bool { try reader.readBoolean() }
+
+    /// Reads an array whose elements have `elementAlignment` (8 for structures and dictionary
+    /// entries), calling `element` until its end; `element` must read exactly one element.
+    /// - Throws: ``DBusError`` for a bad length, or an element that overruns the array.
+    public mutating func readArray(
+        elementAlignment: Int, _ element: (inout DBusBodyReader) throws -> Void
+    ) throws {
+        let end = try reader.readArrayBounds(elementAlignment: elementAlignment)
+        while reader.offset < end {
+            try element(&self)
+            guard reader.offset <= end else { throw DBusError(.malformedMessage, "array element overruns array") }
+        }
+    }
+
+    /// Reads an `a{sv}`, calling `entry` with each key and the value inside its variant.
+    /// - Throws: ``DBusError`` for anything malformed, or what `entry` throws.
+    public mutating func readStringVariantDictionary(_ entry: (String, DBusValue) throws -> Void) throws {
+        try readArray(elementAlignment: 8) { body in
+            try body.reader.align(to: 8)
+            let key = try body.reader.readString()
+            try entry(key, try body.reader.readVariantContents(depth: 2))
+        }
+    }
+
+    /// Checks that nothing is left after what was read.
+    /// - Throws: ``DBusError`` `.malformedMessage` for trailing bytes.
+    public func finish() throws {
+        guard reader.remaining == 0 else {
+            throw DBusError(.malformedMessage, "\(reader.remaining) trailing body bytes")
+        }
     }
 }
 

@@ -89,16 +89,20 @@ public final class AgentService: Sendable {
         var methods: [DBusMethod] = []
         for method in AgentInterface.Method.allCases {
             var immediate: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)?
+            var wire: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
             if Self.quick.contains(method) {
                 immediate = { [self] call in try respondImmediately(method, call) }
+            }
+            if method == .find || method == .findReadable {
+                wire = { [self] call, body in try respondFromWire(method, call, &body) }
             }
             let handler: @Sendable (DBusMethodCall) async throws -> [DBusValue] = { [self] call in
                 try await respond(method, call)
             }
             methods.append(
                 DBusMethod(
-                    method.rawValue, inputs: method.inputs, outputs: method.outputs, immediateHandler: immediate,
-                    handler: handler))
+                    method.rawValue, inputs: method.inputs, outputs: method.outputs, wireHandler: wire,
+                    immediateHandler: immediate, handler: handler))
         }
         return DBusInterface(AgentInterface.name, methods: methods)
     }
@@ -143,6 +147,37 @@ public final class AgentService: Sendable {
             // A caller not identified yet goes to the queue: identifying may read many files.
             guard let groups = try knownGroups(call.connection) else { return nil }
             return try perform(method, arguments, groups: groups)
+        } catch let error as KeychainError {
+            throw AgentCodec.dbusError(error)
+        } catch let error as AgentError {
+            throw AgentCodec.dbusError(error.keychainError)
+        }
+    }
+
+    /// Answers a lookup (`Find`, `FindReadable`: `s a{sv} b`) on the event loop as
+    /// ``respondImmediately(_:_:)`` does, reading its arguments straight from the wire: the
+    /// lookup every client makes, without building its query as D-Bus values first. Declines
+    /// (`nil`) what ``respondImmediately(_:_:)`` declines; the call is then decoded and handled
+    /// as usual.
+    func respondFromWire(
+        _ method: AgentInterface.Method, _ call: DBusMethodCall, _ body: inout DBusBodyReader
+    ) throws -> [DBusValue]? {
+        let name = try body.readString()
+        guard isOpen(name) else { return nil }
+        do {
+            let query = try AgentCodec.decodeQuery(from: &body)
+            let includeData = try body.readBoolean()
+            try body.finish()
+            guard let limit = query.limit, limit <= Self.quickLimit,
+                let groups = try knownGroups(call.connection)
+            else { return nil }
+            guard !groups.groups.isEmpty else {
+                throw KeychainError(.missingEntitlement, "the caller has no access group")
+            }
+            let keychain = try keychain(name)
+            return try idle.around(keychain, Self.idleEffect(of: method)) {
+                try lookup(method, query, includeData: includeData, on: keychain.acting(for: groups))
+            }
         } catch let error as KeychainError {
             throw AgentCodec.dbusError(error)
         } catch let error as AgentError {
@@ -275,9 +310,13 @@ public final class AgentService: Sendable {
 
     /// The methods that manage keychains rather than items in them: only a caller whose groups
     /// include every group (the user's own programs, not a sandboxed or manifest-bound app).
-    static let administration: Set<AgentInterface.Method> = [
-        .create, .deleteKeychain, .lockAll, .changePassword, .rotateKeys, .setSettings,
-    ]
+    /// (A switch, not a set: every request asks, and a set hashes the method's name.)
+    static func isAdministration(_ method: AgentInterface.Method) -> Bool {
+        switch method {
+        case .create, .deleteKeychain, .lockAll, .changePassword, .rotateKeys, .setSettings: true
+        default: false
+        }
+    }
 
     /// What each request does to its keychain's idle timer (``IdleLock``): looking at the
     /// keychain leaves it running, using it starts it again.
@@ -295,7 +334,7 @@ public final class AgentService: Sendable {
         _ method: AgentInterface.Method, _ arguments: [DBusValue], groups: AccessGroups
     ) throws -> [DBusValue] {
         guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
-        if Self.administration.contains(method) { try Self.requireUserProgram(groups) }
+        if Self.isAdministration(method) { try Self.requireUserProgram(groups) }
         let name = method == .lockAll ? "" : try string(arguments, 0)
         switch method {
         case .create:
@@ -369,13 +408,9 @@ public final class AgentService: Sendable {
         case .upsert:
             let (item, added) = try keychain.upsert(try AgentCodec.decodeItem(try value(arguments, 1)))
             return [AgentCodec.encode(item), .boolean(added)]
-        case .find:
+        case .find, .findReadable:
             let query = try AgentCodec.decodeQuery(try value(arguments, 1))
-            return [AgentCodec.encode(try keychain.find(query, includeData: try flag(arguments, 2)))]
-        case .findReadable:
-            let query = try AgentCodec.decodeQuery(try value(arguments, 1))
-            let found = try keychain.findReadable(query, includeData: try flag(arguments, 2))
-            return [AgentCodec.encode(found.items), .array(.string, found.unreadable.map { .string($0.description) })]
+            return try lookup(method, query, includeData: try flag(arguments, 2), on: keychain)
         case .update:
             let query = try AgentCodec.decodeQuery(try value(arguments, 1))
             let changes = try AgentCodec.decodeAttributes(try value(arguments, 2))
@@ -425,6 +460,18 @@ public final class AgentService: Sendable {
             // Served by the caller of this function, on the keychain itself.
             return []
         }
+    }
+
+    /// `Find` or `FindReadable` of `query` on `keychain`, as the caller sees it, in the form the
+    /// method returns.
+    private func lookup(
+        _ method: AgentInterface.Method, _ query: ItemQuery, includeData: Bool, on keychain: any KeychainHandle
+    ) throws -> [DBusValue] {
+        guard method == .findReadable else {
+            return [AgentCodec.encode(try keychain.find(query, includeData: includeData))]
+        }
+        let found = try keychain.findReadable(query, includeData: includeData)
+        return [AgentCodec.encode(found.items), .array(.string, found.unreadable.map { .string($0.description) })]
     }
 
     /// The token keys of a keychain as a caller sees it (the engine's own handle).

@@ -82,39 +82,75 @@ public enum AgentCodec {
     /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for a missing or unknown class, a
     ///   wrong type, or an identity that is not 16 bytes.
     public static func decodeItem(_ value: DBusValue) throws -> Item {
-        // Read in one pass over the entries, without a dictionary of them first: every lookup
-        // through the agent decodes its items here.
+        // Read in one pass over the entries, without a dictionary of them first.
         let pairs = try stringVariantPairs(value, "item")
+        var fields = ItemFields(capacity: pairs.count)
+        for pair in pairs {
+            let (name, inner) = try entry(pair, "item")
+            try fields.add(name, inner)
+        }
+        return try fields.item()
+    }
+
+    /// An item's fields as they are read, one entry at a time.
+    private struct ItemFields {
         var itemClass: ItemClass?
         var data: Data?
         var identity: UUID?
         var attributes: Attributes = [:]
-        attributes.reserveCapacity(pairs.count)
-        for pair in pairs {
-            let (name, inner) = try entry(pair, "item")
+
+        init(capacity: Int) { attributes.reserveCapacity(capacity) }
+
+        /// Takes the entry `name` (the value inside its variant); a key given twice is refused.
+        mutating func add(_ name: String, _ value: DBusValue) throws {
             switch name {
             case Key.itemClass:
                 guard itemClass == nil else { throw parameter("\(name) appears twice") }
-                guard case .string(let raw) = inner, let known = ItemClass(rawValue: raw) else {
+                guard case .string(let raw) = value, let known = ItemClass(rawValue: raw) else {
                     throw parameter("an item needs a known class")
                 }
                 itemClass = known
             case Key.data:
                 guard data == nil else { throw parameter("\(name) appears twice") }
-                guard case .bytes(let bytes) = inner else { throw parameter("an item's secret must be bytes") }
+                guard case .bytes(let bytes) = value else { throw parameter("an item's secret must be bytes") }
                 data = Data(bytes)
             case Key.identity:
                 guard identity == nil else { throw parameter("\(name) appears twice") }
-                identity = try decodeIdentity(inner)
+                identity = try decodeIdentity(value)
             default:
-                try add(name, inner, to: &attributes)
+                try AgentCodec.add(name, value, to: &attributes)
             }
         }
-        guard let itemClass else { throw parameter("an item needs a known class") }
-        var item = Item(class: itemClass, attributes: attributes, data: data)
-        item.persistentID = identity
-        return item
+
+        func item() throws -> Item {
+            guard let itemClass else { throw parameter("an item needs a known class") }
+            var item = Item(class: itemClass, attributes: attributes, data: data)
+            item.persistentID = identity
+            return item
+        }
     }
+
+    /// Items from an `aa{sv}` body, read straight from the wire: the client's side of every
+    /// lookup, with the same checks as ``decodeItems(_:)``.
+    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for what ``decodeItem(_:)`` refuses,
+    ///   `.decode` for a body of another signature; ``DBusWire/DBusError`` for bytes that are
+    ///   not a well-formed body.
+    public static func decodeItems(from body: inout DBusBodyReader) throws -> [Item] {
+        guard body.signature == itemsSignature else {
+            throw KeychainError(.decode, "the keychain agent's answer is not a list of items")
+        }
+        var items: [Item] = []
+        try body.readArray(elementAlignment: 4) { element in  // each element an `a{sv}`, 4-aligned
+            var fields = ItemFields(capacity: 16)
+            try element.readStringVariantDictionary { name, value in try fields.add(name, value) }
+            items.append(try fields.item())
+        }
+        try body.finish()
+        return items
+    }
+
+    /// `aa{sv}`: a body of items.
+    private static let itemsSignature = DBusSignature(types: [.array(.dictionary(key: .string, value: .variant))])
 
     /// Items as `aa{sv}`.
     public static func encode(_ items: [Item]) -> DBusValue {
@@ -155,6 +191,12 @@ public enum AgentCodec {
         return .dictionary(key: .string, value: .variant, entries)
     }
 
+    /// The fields a query may have.
+    private static let queryFields = [
+        Key.itemClass, Key.attributes, Key.synchronizable, Key.identity, Key.limit, Key.tombstones,
+        Key.authenticationUI, Key.host,
+    ]
+
     /// The query every decoded query starts from: what a field left out means.
     private static let defaultQuery = ItemQuery(class: nil)
 
@@ -162,11 +204,38 @@ public enum AgentCodec {
     /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for an unknown field or value, or
     ///   a wrong type.
     public static func decodeQuery(_ value: DBusValue) throws -> ItemQuery {
-        var query = defaultQuery
-        var seen: Set<String> = []
+        var query = QueryFields()
         for pair in try stringVariantPairs(value, "query") {
             let (field, inner) = try entry(pair, "query")
-            guard seen.insert(field).inserted else { throw parameter("\(field) appears twice") }
+            try query.add(field, inner)
+        }
+        return query.query
+    }
+
+    /// A query read straight from the wire (an `a{sv}` body value, as ``encode(_:)-(ItemQuery)``
+    /// writes it), with the checks of ``decodeQuery(_:)``: what the agent does for every lookup.
+    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for what ``decodeQuery(_:)``
+    ///   refuses; ``DBusWire/DBusError`` for bytes that are not a well-formed `a{sv}`.
+    public static func decodeQuery(from body: inout DBusBodyReader) throws -> ItemQuery {
+        var query = QueryFields()
+        try body.readStringVariantDictionary { field, inner in try query.add(field, inner) }
+        return query.query
+    }
+
+    /// A query's fields as they are read, one entry at a time.
+    private struct QueryFields {
+        var query = defaultQuery
+        /// The known fields read so far, one bit each (``queryFields``).
+        var seen: UInt16 = 0
+
+        /// Takes the field `field` (the value inside its variant); a field given twice, an
+        /// unknown one or one of the wrong type is refused.
+        mutating func add(_ field: String, _ inner: DBusValue) throws {
+            // A known field given twice is refused (an unknown one is refused below anyway).
+            if let position = queryFields.firstIndex(of: field) {
+                guard seen & (1 << position) == 0 else { throw parameter("\(field) appears twice") }
+                seen |= 1 << position
+            }
             switch (field, inner) {
             case (Key.itemClass, .string(let raw)):
                 guard let itemClass = ItemClass(rawValue: raw) else { throw parameter("unknown class") }
@@ -184,7 +253,6 @@ public enum AgentCodec {
             default: throw parameter("the query field \(field) is unknown or has the wrong type")
             }
         }
-        return query
     }
 
     /// The `limit` of a query as the agent protocol encodes it, read without decoding the

@@ -49,9 +49,22 @@ public final class AgentConnection: Sendable {
     /// - Throws: The agent's ``KeychainCore/KeychainError``, or `.interactionNotAllowed` when the
     ///   agent cannot be reached or does not answer.
     public func call(_ method: AgentInterface.Method, _ arguments: [DBusValue]) throws -> [DBusValue] {
+        try call(method, arguments) { try $0.readAll() }
+    }
+
+    /// Calls `method` with `arguments` and reads the agent's answer with `read`, straight from
+    /// its wire form (no ``DBusWire/DBusValue`` is built for what `read` reads itself).
+    ///
+    /// The connection is retried as ``call(_:_:)`` does.
+    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.interactionNotAllowed` when the
+    ///   agent cannot be reached or does not answer; what `read` throws.
+    package func call<Answer>(
+        _ method: AgentInterface.Method, _ arguments: [DBusValue],
+        reading read: (inout DBusBodyReader) throws -> Answer
+    ) throws -> Answer {
         let message = DBusMessage.methodCall(
             path: AgentInterface.objectPath, interface: AgentInterface.name, member: method.rawValue, body: arguments)
-        return try state.withLock { state throws(KeychainError) -> [DBusValue] in
+        var answer = try state.withLock { state throws(KeychainError) -> DBusBodyReader in
             do {
                 return try exchange(message, &state)
             } catch let failure as TransportFailure {
@@ -74,6 +87,13 @@ public final class AgentConnection: Sendable {
             } catch {
                 throw KeychainError(.interactionNotAllowed, "the keychain agent did not answer")
             }
+        }
+        do {
+            return try read(&answer)
+        } catch let error as KeychainError {
+            throw error
+        } catch {
+            throw KeychainError(.decode, "the keychain agent's answer is malformed")
         }
     }
 
@@ -106,7 +126,8 @@ public final class AgentConnection: Sendable {
         state.buffer = []
     }
 
-    private func exchange(_ message: DBusMessage, _ state: inout State) throws -> [DBusValue] {
+    /// Sends `message` and returns the body of its answer, unread (an error answer is thrown).
+    private func exchange(_ message: DBusMessage, _ state: inout State) throws -> DBusBodyReader {
         if state.socket < 0 {
             do {
                 state.socket = try Self.connect(socketPath, timeout: timeout)
@@ -134,11 +155,15 @@ public final class AgentConnection: Sendable {
             state.authenticated = true
         }
         while true {
-            let reply = try readMessage(&state)
+            var (reply, body) = try readMessage(&state)
             guard reply.replySerial == outgoing.serial, reply.type == .methodReturn || reply.type == .error else {
                 continue  // a signal, or the answer to a call abandoned earlier
             }
-            guard reply.type == .error else { return reply.body }
+            guard reply.type == .error else { return body }
+            guard let values = try? body.readAll() else {
+                throw TransportFailure(reason: "malformed answer", mayRetry: false)
+            }
+            reply.body = values
             var error = DBusError(.remoteError, reply.errorMessage ?? "", errorName: reply.errorName)
             if case .string? = reply.body.first { error.details = Array(reply.body.dropFirst()) }
             if let keychainError = AgentCodec.keychainError(error) { throw keychainError }
@@ -180,7 +205,7 @@ public final class AgentConnection: Sendable {
         }
     }
 
-    private func readMessage(_ state: inout State) throws -> DBusMessage {
+    private func readMessage(_ state: inout State) throws -> (message: DBusMessage, body: DBusBodyReader) {
         while true {
             if state.buffer.count >= DBusMessage.fixedHeaderLength {
                 guard let length = try? DBusMessage.frameLength(header: state.buffer[..<DBusMessage.fixedHeaderLength])
@@ -197,10 +222,10 @@ public final class AgentConnection: Sendable {
                         frame = Array(state.buffer[..<length])
                         state.buffer.removeSubrange(..<length)
                     }
-                    guard let message = try? DBusMessage(decoding: frame) else {
+                    guard let decoded = try? DBusMessage.decodeHeader(frame) else {
                         throw TransportFailure(reason: "malformed answer", mayRetry: false)
                     }
-                    return message
+                    return decoded
                 }
             }
             try fill(&state, mayRetry: false)

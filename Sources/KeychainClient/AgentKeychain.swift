@@ -85,7 +85,9 @@ public final class AgentKeychain: KeychainHandle {
         return (try AgentCodec.decodeItem(answer[0]), added)
     }
     public func find(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
-        try AgentCodec.decodeItems(try first(call(.find, [AgentCodec.encode(query), .boolean(includeData)])))
+        try connection.call(.find, [.string(keychain), AgentCodec.encode(query), .boolean(includeData)]) {
+            try AgentCodec.decodeItems(from: &$0)
+        }
     }
     public func findFirst(_ query: ItemQuery, includeData: Bool) throws -> Item? {
         var limited = query

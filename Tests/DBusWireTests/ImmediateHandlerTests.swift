@@ -30,6 +30,25 @@ struct ImmediateHandlerTests {
                     ) { call in
                         [.string("task"), call.arguments[0]]
                     },
+                    DBusMethod(
+                        "Pair", inputs: [.init("text", .string), .init("flag", .boolean)],
+                        outputs: [.init("where", .string), .init("text", .string)],
+                        wireHandler: { call, body in
+                            #expect(call.arguments.isEmpty)
+                            let text = try body.readString()
+                            let flag = try body.readBoolean()
+                            try body.finish()
+                            if text == "decline" { return nil }
+                            if text == "fail" { throw DBusError.method("org.example.Error.Nope", "as requested") }
+                            return [.string("wire"), .string(flag ? text.uppercased() : text)]
+                        },
+                        immediateHandler: { call in
+                            guard case .string(let text)? = call.arguments.first, text == "decline" else { return nil }
+                            return [.string("event loop"), .string(text)]
+                        }
+                    ) { call in
+                        [.string("task"), call.arguments[0]]
+                    },
                     DBusMethod("Count", outputs: [.init("count", .int32)]) { call in
                         [.int32(Int32(call.connection.attachment as? Int ?? 0))]
                     },
@@ -86,6 +105,62 @@ struct ImmediateHandlerTests {
         let other = try await DBusConnection.connect(to: .unixPath(path))
         #expect(try await Self.count(other) == [.int32(0)])
         await other.close()
+        await connection.close()
+        try await server.close()
+    }
+
+    static func pair(_ connection: DBusConnection, _ body: [DBusValue]) async throws -> [DBusValue] {
+        try await connection.call(
+            .methodCall(path: "/org/example/Quick", interface: "org.example.Quick", member: "Pair", body: body)
+        ).body
+    }
+
+    @Test(
+        "a wire handler reads the arguments as bytes: it answers, or declines to the other handlers; errors are replies; a malformed body closes the connection"
+    )
+    func wireHandler() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/wire.sock"
+        let server = try await DBusServer.bind(unixPath: path, objects: try Self.objects())
+        let connection = try await DBusConnection.connect(to: .unixPath(path))
+        #expect(try await Self.pair(connection, [.string("hi"), .boolean(true)]) == [.string("wire"), .string("HI")])
+        #expect(
+            try await Self.pair(connection, [.string("hé ✓"), .boolean(false)]) == [.string("wire"), .string("hé ✓")])
+        // Declined: the arguments are decoded and the immediate handler answers.
+        #expect(
+            try await Self.pair(connection, [.string("decline"), .boolean(true)])
+                == [.string("event loop"), .string("decline")])
+        do {
+            _ = try await Self.pair(connection, [.string("fail"), .boolean(true)])
+            Issue.record("an error reply was expected")
+        } catch let error as DBusError {
+            #expect(error.errorName == "org.example.Error.Nope")
+        }
+        // Another signature never reaches the wire handler.
+        do {
+            _ = try await Self.pair(connection, [.string("hi")])
+            Issue.record("an error reply was expected")
+        } catch let error as DBusError {
+            #expect(error.errorName == DBusErrorName.invalidArgs)
+        }
+        #expect(
+            try await Self.pair(connection, [.string("still"), .boolean(false)]) == [.string("wire"), .string("still")])
+
+        // A boolean of 2 in a well-framed message: the bytes are bad, and the connection closes.
+        var message = DBusMessage.methodCall(
+            path: "/org/example/Quick", interface: "org.example.Quick", member: "Pair",
+            body: [.string("x"), .boolean(true)])
+        message.serial = 1
+        var bytes = try message.encoded()
+        #expect(bytes[bytes.count - 4] == 1)
+        bytes[bytes.count - 4] = 2
+        let raw = try RawSocket(path: path)
+        raw.send(RawSocket.authenticate + bytes)
+        #expect(raw.closedByPeer(within: 2000))
+        raw.close()
+        // Other connections carry on.
+        #expect(
+            try await Self.pair(connection, [.string("after"), .boolean(false)]) == [.string("wire"), .string("after")])
         await connection.close()
         try await server.close()
     }

@@ -114,6 +114,20 @@ struct AgentServiceTests {
         let found = try AgentCodec.decodeItems(
             try await Self.call(fourth, .find, [.string(path), query, .boolean(true)])[0])
         #expect(found.map(\.data) == [Data("s3cret".utf8)])
+        // A lookup of a few items is answered on the event loop, its query read from the wire;
+        // a query with a field twice is errSecParam there too, and the connection carries on.
+        var limited = ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")])
+        limited.limit = 1
+        let quick = try AgentCodec.decodeItems(
+            try await Self.call(fourth, .find, [.string(path), AgentCodec.encode(limited), .boolean(true)])[0])
+        #expect(quick.map(\.data) == [Data("s3cret".utf8)])
+        let twice = DBusValue.dictionary(
+            key: .string, value: .variant,
+            [
+                DBusDictEntry(.string("limit"), .variant(.int64(1))),
+                DBusDictEntry(.string("limit"), .variant(.int64(1))),
+            ])
+        #expect(await Self.failure(fourth, .find, [.string(path), twice, .boolean(true)])?.code == .parameter)
         // Another spelling of the same file is the same keychain, with the same lock state
         // (a handle of its own would have opened locked).
         let spelling = agent.directory + "/data//keychains/./build.keychain-db"
