@@ -93,7 +93,8 @@ struct BenchmarkOptions: Sendable {
           --quiet            no progress on standard error
           --profile OP       run one operation alone (engine.find, secitem.add, floor.select, …)
                              at the first size, for valgrind --tool=callgrind
-                             --toggle-collect='*profiledLoop*'
+                             --toggle-collect='*profiledLoop*'; agent.find is the engine's
+                             find served by a keychaind of its own (for perf on both)
           --against OP       with --profile: alternate OP with it on every iteration and print
                              both medians and their ratio (e.g. --profile engine.add
                              --against floor.insert), a steadier ratio on a noisy machine

@@ -30,6 +30,21 @@ extension PostgresSyncServer {
         }
     }
 
+    /// `sync migrate`: brings the server's schema to this build's version (as the administrator),
+    /// as `sync init` does before it creates an account: the missing migrations in one
+    /// transaction, so machines keep syncing meanwhile.
+    ///
+    /// - Parameter adminURL: a superuser's `postgresql://` URL (used for this call only).
+    /// - Returns: The schema version before and after.
+    public static func migrateSchema(
+        adminURL: String, logger: Logger = Logger(label: "keychain.sync")
+    ) async throws -> (before: Int, after: Int) {
+        try await withSingleConnection(to: try SyncServerAddress(url: adminURL), logger: logger) { connection in
+            let before = try await ServerSchema.currentVersion(orZeroWithoutSchemaUsing: connection, logger: logger)
+            return (before, try await ServerSchema.migrate(using: connection, logger: logger))
+        }
+    }
+
     /// Invites a device into `zone`: stores SHA-256 of the invitation secret and creates a
     /// one-use login (`kc_inv_…`, valid until `expires`, one connection) that may only join.
     ///

@@ -37,15 +37,33 @@ public enum ServerSchema {
     /// - Parameter connection: a superuser connection (the migrations create roles).
     @discardableResult
     public static func migrate(using connection: PostgresConnection, logger: Logger) async throws -> Int {
+        try await migrate(using: connection, upTo: latestVersion, logger: logger)
+    }
+
+    /// ``migrate(using:logger:)`` up to `target` at most (tests make a server of an older
+    /// version with it).
+    @discardableResult
+    static func migrate(using connection: PostgresConnection, upTo target: Int, logger: Logger) async throws -> Int {
         try await connection.run("BEGIN", logger: logger)
         do {
-            let version = try await applyMissing(on: connection, logger: logger)
+            let version = try await applyMissing(on: connection, upTo: target, logger: logger)
             try await connection.run("COMMIT", logger: logger)
             return version
         } catch {
             _ = try? await connection.query("ROLLBACK", logger: logger)
             throw SyncServerError(postgres: error)
         }
+    }
+
+    /// The version a database is at, 0 when it has no keychain schema at all (where
+    /// ``currentVersion(using:logger:)`` fails: its table is missing).
+    static func currentVersion(orZeroWithoutSchemaUsing connection: PostgresConnection, logger: Logger) async throws
+        -> Int
+    {
+        let rows = try await connection.query(
+            "SELECT to_regclass('keychain_sync.kc_schema_version') IS NOT NULL", logger: logger)
+        for try await exists in rows.decode(Bool.self) where !exists { return 0 }
+        return try await currentVersion(using: connection, logger: logger)
     }
 
     /// The version a database is at (0 when the schema is absent).
@@ -56,11 +74,13 @@ public enum ServerSchema {
         return 0
     }
 
-    private static func applyMissing(on connection: PostgresConnection, logger: Logger) async throws -> Int {
+    private static func applyMissing(
+        on connection: PostgresConnection, upTo target: Int, logger: Logger
+    ) async throws -> Int {
         try await connection.run("SELECT pg_advisory_xact_lock(7344871250129)", logger: logger)
         for statement in preamble { try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger) }
         var version = try await currentVersion(using: connection, logger: logger)
-        while version < migrations.count {
+        while version < min(target, migrations.count) {
             for statement in migrations[version] {
                 try await connection.run(PostgresQuery(unsafeSQL: statement), logger: logger)
             }

@@ -20,6 +20,7 @@ struct SyncCommand: ToolCommand {
                    security sync now | status | devices | conflicts [-k keychain]
                    security sync remove DEVICE [-k keychain]
                    security sync recover --server postgresql://USER@HOST:PORT/DB [--zone ZONE] [--name NAME] [-k keychain] < KEY
+                   security sync migrate --server postgresql://USER@HOST:PORT/DB
             """,
         discussion: HelpText.wrapped(
             """
@@ -42,6 +43,8 @@ struct SyncCommand: ToolCommand {
             conflicts  the changes that lost to a later one (30 days)
             recover    every machine lost: join this keychain to the zone with the recovery \
             key `init` printed, read from standard input, and pull every item
+            migrate    as the server's administrator: bring its schema to this version's (init \
+            does it too), in one transaction; machines keep syncing meanwhile
 
             Deleted items leave tombstones on the server; the server drops them once older \
             than the zone's retention (30 days unless the administrator changes \
@@ -59,7 +62,7 @@ struct SyncCommand: ToolCommand {
             reads the code from standard input (both keep secrets out of the process arguments).
             """))
 
-    @Argument(help: "init, invite, join, approve, now, status, devices, remove, conflicts or recover.")
+    @Argument(help: "init, invite, join, approve, now, status, devices, remove, conflicts, recover or migrate.")
     var action: String
 
     @Argument(help: "The code (join) or the device (approve, remove).")
@@ -68,7 +71,7 @@ struct SyncCommand: ToolCommand {
     @Option(
         name: .customLong("server"),
         help:
-            "The server (init, recover): postgresql://USER:PASSWORD@HOST:PORT/DB[?sslmode=verify-full&sslrootcert=FILE]."
+            "The server (init, recover, migrate): postgresql://USER:PASSWORD@HOST:PORT/DB[?sslmode=verify-full&sslrootcert=FILE]."
     )
     var server: String?
 
@@ -91,6 +94,8 @@ struct SyncCommand: ToolCommand {
     var keychain: String?
 
     func execute(in session: Session) throws -> Int32 {
+        // The one action that touches no keychain.
+        if action == "migrate" { return try migrate(session: session) }
         let database = try openEngine(session)
         switch action {
         case "init": return try initialize(database, session: session)
@@ -178,6 +183,16 @@ struct SyncCommand: ToolCommand {
             pulled \(recovered.pulled)
 
             """)
+        return 0
+    }
+
+    private func migrate(session: Session) throws -> Int32 {
+        let adminURL = try adminURL(session: session)
+        let (before, after) = try run { try await PostgresSyncServer.migrateSchema(adminURL: adminURL) }
+        Console.out(
+            before == after
+                ? "server schema version \(after): nothing to do\n"
+                : "server schema version \(after) (was \(before))\n")
         return 0
     }
 

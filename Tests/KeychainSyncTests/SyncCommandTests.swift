@@ -2,6 +2,7 @@ import Foundation
 import PostgresScratchServer
 import GRDB
 import KeychainCore
+import Logging
 import Testing
 
 @testable import KeychainSync
@@ -136,6 +137,50 @@ extension SyncIntegration {
             return (a, b)
         }
 
+        @Test(
+            "security sync migrate brings a server of an older schema, or of none, to this version's; run again, it has nothing to do"
+        )
+        func migrateAnOlderServer() async throws {
+            let cluster = try SharedCluster.get()
+            let database = "kc_migrate_\(UInt32.random(in: 1...UInt32.max))"
+            try cluster.sql("CREATE DATABASE \(database)")
+            defer { _ = try? cluster.sql("DROP DATABASE \(database) WITH (FORCE)") }
+            let url = "postgresql://postgres@127.0.0.1:\(cluster.port)/\(database)"
+            let password = ["PGPASSWORD": cluster.superuserPassword]
+            let home = Home()
+            // No keychain schema at all: every migration.
+            let fresh = try await home.run(["sync", "migrate", "--server", url], extra: password)
+            #expect(fresh.status == 0, "\(fresh.err)")
+            #expect(fresh.out == "server schema version \(ServerSchema.latestVersion) (was 0)\n")
+            // A server left at the version before this one's (as one set up by an older build).
+            let older = "kc_migrate_old_\(UInt32.random(in: 1...UInt32.max))"
+            try cluster.sql("CREATE DATABASE \(older)")
+            defer { _ = try? cluster.sql("DROP DATABASE \(older) WITH (FORCE)") }
+            let olderURL = "postgresql://postgres:\(cluster.superuserPassword)@127.0.0.1:\(cluster.port)/\(older)"
+            let previous = ServerSchema.latestVersion - 1
+            let reached = try await PostgresSyncServer.withSingleConnection(
+                to: try SyncServerAddress(url: olderURL), logger: Logger(label: "t")
+            ) { connection in
+                try await ServerSchema.migrate(using: connection, upTo: previous, logger: Logger(label: "t"))
+            }
+            #expect(reached == previous)
+            let plainOlderURL = "postgresql://postgres@127.0.0.1:\(cluster.port)/\(older)"
+            let upgraded = try await home.run(["sync", "migrate", "--server", plainOlderURL], extra: password)
+            #expect(upgraded.status == 0, "\(upgraded.err)")
+            #expect(upgraded.out == "server schema version \(ServerSchema.latestVersion) (was \(previous))\n")
+            let again = try await home.run(["sync", "migrate", "--server", plainOlderURL], extra: password)
+            #expect(again.out == "server schema version \(ServerSchema.latestVersion): nothing to do\n", "\(again.err)")
+            let version = try await PostgresSyncServer.withSingleConnection(
+                to: try SyncServerAddress(url: olderURL), logger: Logger(label: "t")
+            ) { connection in
+                try await ServerSchema.currentVersion(using: connection, logger: Logger(label: "t"))
+            }
+            #expect(version == ServerSchema.latestVersion)
+            // No administrator password: refused, and nothing printed as if it had worked.
+            let refused = try await home.run(["sync", "migrate", "--server", plainOlderURL])
+            #expect(refused.status != 0 && refused.out.isEmpty)
+        }
+
         @Test("init, invite, join, approve, now, status, devices and conflicts work as typed")
         func commandsAsTyped() async throws {
             let (a, b) = try await setUpTwoMachines()
@@ -247,7 +292,9 @@ extension SyncIntegration {
             #expect(try syncedCount(b) == 5)
         }
 
-        @Test("keychain-bench --only sync prints the push, pull, propagation and concurrent-push rows against their floor")
+        @Test(
+            "keychain-bench --only sync prints the push, pull, propagation and concurrent-push rows against their floor"
+        )
         func benchmarkRows() async throws {
             let home = Home()
             let bench = (SyncCommandTests.securityExecutable as NSString).deletingLastPathComponent + "/keychain-bench"
