@@ -153,18 +153,8 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let received = unwrapInboundIn(data)
-        if received.header.type == .methodCall, let dispatcher,
-            let outcome = dispatcher.handleFromWire(
-                received.header, body: received.body, connection: DBusConnection(channel: context.channel, state: state)
-            )
-        {
-            // Answered from the arguments' wire form, or refused as malformed.
-            switch outcome {
-            case .answered(let answer): if let answer { reply(answer, context) }
-            case .malformed: context.close(promise: nil)
-            }
-            return
-        }
+        // A call's body is read where it is handled (from the wire, or decoded there).
+        guard received.header.type != .methodCall else { return dispatch(received, context: context) }
         var message = received.header
         var body = received.body
         do {
@@ -182,32 +172,38 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         case .signal:
             state.signalContinuation.yield(message)
         case .methodCall:
-            dispatch(message, context: context)
+            break
         }
     }
 
-    private func dispatch(_ call: DBusMessage, context: ChannelHandlerContext) {
-        let wantsReply = !call.flags.contains(.noReplyExpected)
+    private func dispatch(_ received: DBusReceivedMessage, context: ChannelHandlerContext) {
+        // The header alone is enough to refuse a call.
+        let header = received.header
+        let wantsReply = !header.flags.contains(.noReplyExpected)
         guard let dispatcher else {
-            if wantsReply { reply(.error(to: call, name: DBusErrorName.unknownMethod, message: "no objects"), context) }
+            if wantsReply {
+                reply(.error(to: header, name: DBusErrorName.unknownMethod, message: "no objects"), context)
+            }
             return
         }
         guard inFlight < maximumPendingCalls else {
             if wantsReply {
-                reply(.error(to: call, name: DBusErrorName.limitsExceeded, message: "too many calls"), context)
+                reply(.error(to: header, name: DBusErrorName.limitsExceeded, message: "too many calls"), context)
             }
             return
         }
         let connection = DBusConnection(channel: context.channel, state: state)
-        switch dispatcher.handleImmediately(call, connection: connection) {
-        case .answered(let answer)?:
+        let call: DBusMessage
+        switch dispatcher.handleImmediately(received, connection: connection) {
+        case .answered(let answer):
             // Answered here, on the event loop: no task, no hand-off to another thread and back.
             if let answer { reply(answer, context) }
             return
-        case .malformed?:
+        case .malformed:
             context.close(promise: nil)
             return
-        case nil: break
+        case .later(let decoded):
+            call = decoded
         }
         inFlight += 1
         // On the connection's event loop, not Swift's global pool: a process whose pool threads

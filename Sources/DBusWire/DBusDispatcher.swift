@@ -25,32 +25,32 @@ struct DBusDispatcher: Sendable {
         }
     }
 
-    /// What to do with `call` on the event loop: `.answered(reply)` when a method's
-    /// ``DBusMethod/immediateHandler`` answered it there (`reply` `nil` when the caller asked for
-    /// none), `nil` when it is for ``handle(_:connection:)`` in a task. Only a call naming its
-    /// interface, to a registered method whose signature matches, is tried; anything else,
-    /// errors included, takes the ordinary way.
-    func handleImmediately(_ call: DBusMessage, connection: DBusConnection) -> ImmediateOutcome? {
-        guard let method = immediateMethod(call), let immediate = method.immediateHandler,
-            DBusValue.have(call.body, typesOf: method.inputs)
-        else { return nil }
-        return Self.outcome(of: call, method) { try immediate(DBusMethodCall(message: call, connection: connection)) }
-    }
-
-    /// What to do with `call`, whose body `body` is still in wire form, on the event loop:
-    /// `.answered(reply)` when its method's ``DBusMethod/wireHandler`` answered it there,
-    /// `.malformed` when its body is not what its signature says (the connection is closed, as
-    /// for any malformed message), `nil` when the body is to be decoded and the call handled
-    /// as usual.
-    func handleFromWire(
-        _ call: DBusMessage, body: DBusBodyReader, connection: DBusConnection
-    ) -> ImmediateOutcome? {
-        guard let method = immediateMethod(call), let wire = method.wireHandler, method.takes(body.signature)
-        else { return nil }
-        var body = body
-        let answer = Result { try wire(DBusMethodCall(message: call, connection: connection), &body) }
-        if case .failure(let error as DBusError) = answer, Self.isWireFailure(error) { return .malformed }
-        return Self.outcome(of: call, method) { try answer.get() }
+    /// What to do with the call `received` on the event loop, its method looked up once: its
+    /// ``DBusMethod/wireHandler`` answers from the arguments' wire form, or else, the body
+    /// decoded, its ``DBusMethod/immediateHandler`` (`.answered(reply)`, `reply` `nil` when the
+    /// caller asked for none); `.malformed` when the body is not what its signature says (the
+    /// connection is closed, as for any malformed message); otherwise `.later(call)`, the
+    /// decoded call for ``handle(_:connection:)`` in a task. Only a call naming its interface,
+    /// to a registered method whose signature matches, is tried on the event loop.
+    func handleImmediately(_ received: DBusReceivedMessage, connection: DBusConnection) -> ImmediateOutcome {
+        var call = received.header
+        let method = immediateMethod(call)
+        if let method, let wire = method.wireHandler, method.takes(received.body.signature) {
+            var body = received.body
+            let answer = Result { try wire(DBusMethodCall(message: call, connection: connection), &body) }
+            if case .failure(let error as DBusError) = answer, Self.isWireFailure(error) { return .malformed }
+            if let outcome = Self.outcome(of: call, method, { try answer.get() }) { return outcome }
+        }
+        var body = received.body
+        guard let values = try? body.readAll() else { return .malformed }
+        call.body = values
+        if let method, let immediate = method.immediateHandler, DBusValue.have(call.body, typesOf: method.inputs),
+            let outcome = Self.outcome(
+                of: call, method, { try immediate(DBusMethodCall(message: call, connection: connection)) })
+        {
+            return outcome
+        }
+        return .later(call)
     }
 
     /// The method `call` names when it may be answered on the event loop: one naming its
@@ -86,11 +86,12 @@ struct DBusDispatcher: Sendable {
         error.code == .malformedMessage || error.code == .limitExceeded || error.code == .invalidSignature
     }
 
-    /// A call answered on the event loop, with its reply (`nil`: none was asked for), or one
-    /// whose body is malformed.
+    /// A call answered on the event loop, with its reply (`nil`: none was asked for); one whose
+    /// body is malformed; or one for a task, decoded.
     enum ImmediateOutcome {
         case answered(DBusMessage?)
         case malformed
+        case later(DBusMessage)
     }
 
     /// The method return or error for `call`, or `nil` when the caller asked for no reply.

@@ -412,9 +412,6 @@ public struct DBusBodyReader: Sendable {
     /// The body's signature, from the header.
     public let signature: DBusSignature
 
-    /// Whether every byte of the body has been read.
-    public var isAtEnd: Bool { reader.remaining == 0 }
-
     /// The whole body as values, as ``DBusMessage/body`` holds them.
     /// - Throws: ``DBusError`` for a body that does not match its signature.
     public mutating func readAll() throws -> [DBusValue] {

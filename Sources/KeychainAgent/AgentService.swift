@@ -171,12 +171,9 @@ public final class AgentService: Sendable {
             guard let limit = query.limit, limit <= Self.quickLimit,
                 let groups = try knownGroups(call.connection)
             else { return nil }
-            guard !groups.groups.isEmpty else {
-                throw KeychainError(.missingEntitlement, "the caller has no access group")
-            }
-            let keychain = try keychain(name)
-            return try idle.around(keychain, Self.idleEffect(of: method)) {
-                try lookup(method, query, includeData: includeData, on: keychain.acting(for: groups))
+            try Self.requireSomeGroup(groups)
+            return try using(name, for: method, groups: groups) { keychain in
+                try lookup(method, query, includeData: includeData, on: keychain)
             }
         } catch let error as KeychainError {
             throw AgentCodec.dbusError(error)
@@ -216,7 +213,7 @@ public final class AgentService: Sendable {
     public func withKeychain<T: Sendable>(
         named name: String, for groups: AccessGroups, _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
-        guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
+        try Self.requireSomeGroup(groups)
         return try await onWorkQueue { [self] in
             let keychain = try keychain(name)
             return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
@@ -333,7 +330,7 @@ public final class AgentService: Sendable {
     private func perform(
         _ method: AgentInterface.Method, _ arguments: [DBusValue], groups: AccessGroups
     ) throws -> [DBusValue] {
-        guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
+        try Self.requireSomeGroup(groups)
         if Self.isAdministration(method) { try Self.requireUserProgram(groups) }
         let name = method == .lockAll ? "" : try string(arguments, 0)
         switch method {
@@ -375,11 +372,23 @@ public final class AgentService: Sendable {
                 }
             }
         default:
-            let keychain = try keychain(name)
-            return try idle.around(keychain, Self.idleEffect(of: method)) {
-                try perform(method, arguments, on: keychain.acting(for: groups))
-            }
+            return try using(name, for: method, groups: groups) { try perform(method, arguments, on: $0) }
         }
+    }
+
+    /// Runs `body` on the keychain `name` as `groups` see it, with `method`'s effect on the
+    /// keychain's idle timer.
+    private func using(
+        _ name: String, for method: AgentInterface.Method, groups: AccessGroups,
+        _ body: (any KeychainHandle) throws -> [DBusValue]
+    ) throws -> [DBusValue] {
+        let keychain = try keychain(name)
+        return try idle.around(keychain, Self.idleEffect(of: method)) { try body(keychain.acting(for: groups)) }
+    }
+
+    /// Refuses a caller with no access group at all.
+    private static func requireSomeGroup(_ groups: AccessGroups) throws {
+        guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
     }
 
     /// Runs an operation that checks a password, refusing it while the keychain is in its

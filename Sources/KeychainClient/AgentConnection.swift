@@ -236,20 +236,15 @@ public final class AgentConnection: Sendable {
     private func fill(_ state: inout State, mayRetry: Bool) throws {
         while true {
             var count = 0
-            if state.buffer.isEmpty {
-                // Straight into the buffer, which the answer then becomes (see readMessage).
-                state.buffer = [UInt8](unsafeUninitializedCapacity: Self.receiveSize) { buffer, initialized in
-                    count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
-                    initialized = max(0, count)
-                }
-            } else {
-                let chunk = [UInt8](unsafeUninitializedCapacity: Self.receiveSize) { buffer, initialized in
-                    count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
-                    initialized = max(0, count)
-                }
-                state.buffer += chunk
+            let chunk = [UInt8](unsafeUninitializedCapacity: Self.receiveSize) { buffer, initialized in
+                count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
+                initialized = max(0, count)
             }
-            if count > 0 { return }
+            if count > 0 {
+                // Into an empty buffer without a copy: the usual answer then becomes the frame.
+                if state.buffer.isEmpty { state.buffer = chunk } else { state.buffer += chunk }
+                return
+            }
             if count < 0 && errno == EINTR { continue }
             if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 throw TransportFailure(reason: "no answer within \(timeout)", mayRetry: false)
