@@ -199,17 +199,25 @@ public struct PeerCredentials: Sendable {
     /// Whether the peer is still the process that connected: with the same unchanged executable
     /// as at accept, and alive (through the pidfd) after that was read.
     ///
-    /// Three system calls (`stat` and `readlink` of `/proc/PID/exe`, a `poll` of the pidfd), in
-    /// that order. The pidfd names the process that connected (``PidfdSource/peerPidfd``), or
-    /// one whose start time was checked when it was opened (``PidfdSource/pidfdOpen``); a pid
-    /// is only reused once its process has exited, and an exited process never polls alive
-    /// again. So a process alive after the reads held its pid throughout them: `/proc/PID` was
-    /// that process's, and reading its start time again would add nothing. An `exec` changes
-    /// the executable (device and inode, or the path), so the process is identified anew.
+    /// Two system calls (`stat` of `/proc/PID/exe`, a `poll` of the pidfd), in that order. The
+    /// pidfd names the process that connected (``PidfdSource/peerPidfd``), or one whose start
+    /// time was checked when it was opened (``PidfdSource/pidfdOpen``); a pid is only reused
+    /// once its process has exited, and an exited process never polls alive again. So a
+    /// process alive after the read held its pid throughout it: `/proc/PID` was that
+    /// process's, and reading its start time again would add nothing. An `exec` of another
+    /// file changes the device and inode; anything that changes the path `readlink` would show
+    /// for the same file (a rename, an unlink, a new link) changes its status-change time. So
+    /// the `stat` alone sees every change the path would, and the process is identified anew.
+    /// (An `exec` of the very same file through another, older hard link keeps the identity:
+    /// the same code, which held these groups already.)
     public func isStillTheSameProcess() -> Bool {
-        let current = ProcFS.executable(link: executableLink)
-        // Both the path and the file identity must be unchanged (or both unreadable).
-        guard current == executable else { return false }
+        var info = stat()
+        let readable = stat(executableLink, &info) == 0
+        switch (executable, readable) {
+        case (nil, false): break  // unreadable at accept (non-dumpable) and still
+        case (let known?, true) where known.matches(info): break
+        default: return false
+        }
         return process.isAlive
     }
 

@@ -12,8 +12,8 @@ import KeychainCore
 struct LocalSyncStore {
     /// The layout of the sync tables this build writes, kept in `sync_state` as `store-version`
     /// (absent: 1, the first layout). 2 added `sync_waiting`; 3 the index of live records the
-    /// state digest reads.
-    static let storeVersion = 3
+    /// state digest reads; 4 the mirror's change log (``LiveSet``).
+    static let storeVersion = 4
 
     /// Creates the sync tables, or brings older ones to ``storeVersion`` (idempotent; in a
     /// write transaction).
@@ -55,6 +55,31 @@ struct LocalSyncStore {
                     """)
             version = 3
         }
+        if version < 4 {
+            // Every change to the mirror, by any process, logs the record's id (numbers never
+            // reused, even after a prune that emptied the log): a live set kept
+            // in memory (LiveSet) catches up from here instead of reading the whole mirror. The
+            // token names this log; a log made anew (sync set up again) has another.
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS sync_mirror_log(
+                        version INTEGER PRIMARY KEY AUTOINCREMENT,
+                        record_id BLOB NOT NULL
+                    );
+                    CREATE TRIGGER IF NOT EXISTS sync_mirror_logged_insert AFTER INSERT ON sync_mirror BEGIN
+                        INSERT INTO sync_mirror_log(record_id) VALUES (NEW.record_id);
+                    END;
+                    CREATE TRIGGER IF NOT EXISTS sync_mirror_logged_update AFTER UPDATE ON sync_mirror BEGIN
+                        INSERT INTO sync_mirror_log(record_id) VALUES (NEW.record_id);
+                        INSERT INTO sync_mirror_log(record_id) SELECT OLD.record_id WHERE OLD.record_id != NEW.record_id;
+                    END;
+                    CREATE TRIGGER IF NOT EXISTS sync_mirror_logged_delete AFTER DELETE ON sync_mirror BEGIN
+                        INSERT INTO sync_mirror_log(record_id) VALUES (OLD.record_id);
+                    END;
+                    """)
+            try setValue(mirrorLogToken, Data((0..<16).map { _ in UInt8.random(in: 0...255) }), db)
+            version = 4
+        }
         try setValue("store-version", Data(String(version).utf8), db)
     }
 
@@ -93,7 +118,7 @@ struct LocalSyncStore {
         try db.execute(
             sql:
                 "DROP TABLE IF EXISTS sync_state; DROP TABLE IF EXISTS sync_mirror; DROP TABLE IF EXISTS sync_conflicts; "
-                + "DROP TABLE IF EXISTS sync_waiting;"
+                + "DROP TABLE IF EXISTS sync_waiting; DROP TABLE IF EXISTS sync_mirror_log;"
         )
     }
 
@@ -166,35 +191,73 @@ struct LocalSyncStore {
     }
 
     /// The state digest (``StateDigest``) of the live mirror with `changes` laid over it (a
-    /// blob hash, or `nil` for a record no longer live), read in the table's record-id order:
-    /// what a commit signs and a pull checks, without loading the mirror into a dictionary.
+    /// blob hash, or `nil` for a record no longer live), from the mirror read whole; an engine
+    /// keeps a ``LiveSet`` instead.
     static func liveDigest(overlaying changes: [RecordID: Data?], _ db: Database) throws -> Data {
-        var builder = StateDigest.Builder()
-        let overlay = changes.keys.sorted()
-        var next = 0
-        /// Adds the next change (unless it is a deletion) and moves past it.
-        func addNextChange() {
-            if let hash = changes[overlay[next]] ?? nil { builder.add(overlay[next], blobHash: hash) }
-            next += 1
-        }
+        LiveSet.digest(of: try liveEntries(db), overlaying: changes)
+    }
+
+    /// Every live record's id and blob hash, as ``LiveSet/Snapshot/entries``, in the table's
+    /// record-id order.
+    static func liveEntries(_ db: Database) throws -> [UInt8] {
+        var entries: [UInt8] = []
         // Read in place through SQLite's C API: a Data per column of a thousand rows cost
         // more than the hash.
         try db.forEachRow("SELECT record_id, blob_hash FROM sync_mirror WHERE tombstone = 0 ORDER BY record_id", []) {
             row in
             _ = row.withBlob(0) { id in
                 row.withBlob(1) { hash in
-                    guard id.count == RecordID.length else { return }
-                    while next < overlay.count, overlay[next].order(against: id) < 0 { addNextChange() }
-                    if next < overlay.count, overlay[next].order(against: id) == 0 {
-                        addNextChange()  // the change replaces the stored record
-                    } else {
-                        builder.add(id: id, blobHash: hash)
+                    guard id.count == RecordID.length, hash.count == LiveSet.entryLength - RecordID.length else {
+                        return
                     }
+                    entries.append(contentsOf: id)
+                    entries.append(contentsOf: hash)
                 }
             }
         }
-        while next < overlay.count { addNextChange() }
-        return builder.finalize()
+        return entries
+    }
+
+    /// The name of the mirror log's token in `sync_state`.
+    static let mirrorLogToken = "mirror-log"
+
+    /// The mirror's change log: its token, the first change it holds and the last change
+    /// made (`first` is `last + 1` while it holds none); `nil` before store version 4.
+    static func mirrorLog(_ db: Database) throws -> (token: Data, first: Int64, last: Int64)? {
+        guard let token = try value(mirrorLogToken, db) else { return nil }
+        let row = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT (SELECT min(version) FROM sync_mirror_log),
+                       (SELECT seq FROM sqlite_sequence WHERE name = 'sync_mirror_log')
+                """)
+        let last: Int64 = row?[1] ?? 0
+        return (token, row?[0] ?? last + 1, last)
+    }
+
+    /// The records changed after log entry `version`, each with its blob hash now (`nil`: a
+    /// tombstone, or no row).
+    static func mirrorChanges(after version: Int64, _ db: Database) throws -> [(RecordID, Data?)] {
+        try Row.fetchAll(
+            db,
+            sql: """
+                SELECT changed.record_id, CASE WHEN m.tombstone = 0 THEN m.blob_hash END
+                FROM (SELECT DISTINCT record_id FROM sync_mirror_log WHERE version > ?) AS changed
+                LEFT JOIN sync_mirror AS m ON m.record_id = changed.record_id
+                """, arguments: [version]
+        ).compactMap { row in RecordID(row[0]).map { ($0, row[1]) } }
+    }
+
+    /// How many of the latest changes the mirror log keeps.
+    static let mirrorLogLength: Int64 = 4096
+
+    /// Forgets all but the latest ``mirrorLogLength`` changes of the mirror log (a live set
+    /// older than those reads the mirror whole).
+    static func pruneMirrorLog(_ db: Database) throws {
+        guard try value(mirrorLogToken, db) != nil else { return }
+        try db.execute(
+            sql: "DELETE FROM sync_mirror_log WHERE version <= (SELECT max(version) FROM sync_mirror_log) - ?",
+            arguments: [mirrorLogLength])
     }
 
     static func setMirror(_ row: MirrorRow, _ db: Database) throws {

@@ -26,6 +26,8 @@ public final class SyncEngine: Sendable {
     static let statusInterval: Duration = .seconds(30)
     /// The sync tables' values last decoded, reused while their bytes stay the same.
     private let decoded = DecodedValues()
+    /// The live records of the mirror, kept between rounds for the state digest.
+    private let liveSet = LiveSet()
     /// When this engine last lost the race for the zone's head.
     private let lastLoss = Mutex<ContinuousClock.Instant?>(nil)
     /// The cursor this engine last acknowledged, and when.
@@ -137,6 +139,7 @@ public final class SyncEngine: Sendable {
             try LocalSyncStore.migrate(transaction.database)
             let applied = try applyIncoming(incoming, transaction: transaction, context: context)
             try applyPurgedDeletions(purged, transaction: transaction)
+            try LocalSyncStore.pruneMirrorLog(transaction.database)
             try LocalSyncStore.setCursor(SyncCursor(seq: last.head.seq, headHash: last.hash), transaction.database)
             var settings = context.settings
             settings.lastPull = Date()
@@ -361,7 +364,7 @@ public final class SyncEngine: Sendable {
         for record in records {
             changes[record.recordID] = record.tombstone ? nil : RecordCodec.blobHash(record.blob)
         }
-        let digest = try keychain.readSyncTables { try LocalSyncStore.liveDigest(overlaying: changes, $0) }
+        let digest = try keychain.readSyncTables { try liveSet.digest(overlaying: changes, $0) }
         if digest == head.stateDigest { return [] }
         // Some live records are gone from the server: tombstones collected (or a server that
         // dropped rows, which the digest then still catches).
@@ -488,31 +491,59 @@ public final class SyncEngine: Sendable {
     /// - Returns: How many records were pushed.
     @discardableResult
     public func push() async throws -> Int {
-        try await push(pullingFirst: true)
+        try await push(pullingFirst: true, contended: isContended).pushed
+    }
+
+    /// What one push did.
+    struct PushRound: Sendable {
+        /// Records pushed.
+        var pushed = 0
+        /// Records applied by the pulls the push made.
+        var pulled = 0
+        /// Whether a commit lost the race for the head (out of turn).
+        var lost = false
+        /// The last commit of a turn, landed but not yet recorded locally (see
+        /// ``push(pullingFirst:contended:)``).
+        var unrecorded: PreparedCommit?
+
+        mutating func add(_ other: PushRound) {
+            pushed += other.pushed
+            pulled += other.pulled
+        }
     }
 
     /// Pushes every journaled change; pulls first only when asked (``syncNow()`` has just
     /// pulled) and after losing the race for the head: a commit that lands leaves this device's
-    /// cursor at the head, so the next batch builds on it without asking the server. The first
-    /// commit races; after a loss the rest waits for this device's turn
+    /// cursor at the head, so the next batch builds on it without asking the server.
+    ///
+    /// The first commit races; after a loss the rest waits for this device's turn
     /// (``SyncServer/withPushTurn(_:_:)``), so devices pushing at once take turns instead of
-    /// starving one another, and for a second after a loss the device waits for its turn
-    /// without racing first.
-    private func push(pullingFirst: Bool) async throws -> Int {
-        var pushed = 0
-        var lost = isContended
-        if !lost { (pushed, lost) = try await pushBatches(pullingFirst: pullingFirst, inTurn: false) }
-        if lost, try keychain.syncJournal(limit: batchSize).contains(where: { !$0.isLocked }) {
+    /// starving one another, and for a second after a loss (`contended`) the device waits for
+    /// its turn without racing first. A turn ends as soon as its last commit lands: the next
+    /// device's turn runs while this one records the commit in its keychain (a crash before
+    /// that finds the commit on the next pull, as after any interrupted push).
+    private func push(pullingFirst: Bool, contended: Bool) async throws -> PushRound {
+        var round = PushRound(lost: contended)
+        if !contended { round = try await pushBatches(pullingFirst: pullingFirst, inTurn: false) }
+        if round.lost, try hasPushableChanges() {
             let zone = try context().settings.zoneID
-            pushed += try await server.withPushTurn(zone) {
-                try await pushBatches(pullingFirst: true, inTurn: true).pushed
+            let turn = try await server.withPushTurn(zone) {
+                try await pushBatches(pullingFirst: true, inTurn: true)
             }
+            if let landed = turn.unrecorded { try finish(landed, head: landed.head) }
+            round.add(turn)
         }
-        if pushed == 0, statusIsStale(\.push) {
+        if round.pushed == 0, statusIsStale(\.push) {
             try keychain.withSyncTransaction { try Self.recordPush(at: Date(), transaction: $0) }
             statusRecorded.withLock { $0.push = .now }
         }
-        return pushed
+        return round
+    }
+
+    /// Whether the journal holds a change that can be pushed now (not one waiting for an
+    /// unlock).
+    private func hasPushableChanges() throws -> Bool {
+        try keychain.syncJournal(limit: batchSize).contains { !$0.isLocked }
     }
 
     /// Whether this engine lost the race for the head within the last second: it then waits
@@ -524,38 +555,48 @@ public final class SyncEngine: Sendable {
 
     /// Commits journal batches until the journal is empty. Out of turn it stops at the first
     /// lost race (`lost`); in turn it pulls and tries again, racing only first attempts of
-    /// devices not yet in the queue.
-    private func pushBatches(pullingFirst: Bool, inTurn: Bool) async throws -> (pushed: Int, lost: Bool) {
-        var pushed = 0
+    /// devices not yet in the queue, and leaves a last commit that emptied the journal for
+    /// the caller to record (`unrecorded`) once the turn has ended.
+    private func pushBatches(pullingFirst: Bool, inTurn: Bool) async throws -> PushRound {
+        var round = PushRound()
         var losses = 0
         var needsPull = pullingFirst
         while true {
-            if needsPull { try await pull() }
+            if needsPull { round.pulled += try await pull() }
             needsPull = false
-            let journal = try keychain.syncJournal(limit: batchSize).filter { !$0.isLocked }
+            let read = try keychain.syncJournal(limit: batchSize)
+            let journal = read.filter { !$0.isLocked }
             guard !journal.isEmpty else { break }
             let context = try context()
             let entries = try heldBack(journal, context: context)
             guard !entries.isEmpty else { break }
             let prepared = try prepareCommit(entries, context: context)
             if prepared.records.isEmpty {
-                try finish(prepared, context: context, head: nil)
+                try finish(prepared, head: nil)
                 continue
             }
             switch try await server.push(prepared.commit) {
             case .committed, .alreadyCommitted:
-                try finish(prepared, context: context, head: prepared.head)
-                pushed += prepared.records.count
+                round.pushed += prepared.records.count
                 losses = 0
+                if inTurn, read.count < batchSize {
+                    // Everything pushable was in this commit.
+                    round.unrecorded = prepared
+                    return round
+                }
+                try finish(prepared, head: prepared.head)
             case .staleHead:
                 lastLoss.withLock { $0 = .now }
-                guard inTurn else { return (pushed, true) }
+                guard inTurn else {
+                    round.lost = true
+                    return round
+                }
                 losses += 1
                 guard losses < 20 else { throw SyncError(.conflict, "the zone kept moving; try again later") }
                 needsPull = true
             }
         }
-        return (pushed, false)
+        return round
     }
 
     /// The entries that can be pushed now: those of a record that waits for an unlock stay in
@@ -577,7 +618,7 @@ public final class SyncEngine: Sendable {
     }
 
     /// A commit built from journal entries, with what to record locally once it lands.
-    struct PreparedCommit {
+    struct PreparedCommit: Sendable {
         var commit: Commit
         var head: SignedHead
         var records: [ServerRecord]
@@ -612,7 +653,7 @@ public final class SyncEngine: Sendable {
         let changes = records.mapValues { entry -> Data? in
             entry.0.tombstone ? nil : RecordCodec.blobHash(entry.0.blob)
         }
-        let stateDigest = try keychain.readSyncTables { try LocalSyncStore.liveDigest(overlaying: changes, $0) }
+        let stateDigest = try keychain.readSyncTables { try liveSet.digest(overlaying: changes, $0) }
         let head = Head(
             zone: context.settings.zoneID, seq: context.cursor.seq + 1,
             previousHash: context.cursor.headHash ?? Data(count: 32), stateDigest: stateDigest,
@@ -658,10 +699,14 @@ public final class SyncEngine: Sendable {
     }
 
     /// Records a landed commit: the mirror, the cursor, and the journal entries it carried.
-    private func finish(_ prepared: PreparedCommit, context: Context, head: SignedHead?) throws {
+    private func finish(_ prepared: PreparedCommit, head: SignedHead?) throws {
         try keychain.withSyncTransaction { transaction in
-            for row in prepared.mirror { try LocalSyncStore.setMirror(row, transaction.database) }
             for entry in prepared.done { try transaction.removeJournalEntry(row: entry.row, clock: entry.clock) }
+            // A pull that ran since the commit landed (another process's `sync now`) has
+            // applied it, and maybe later ones: the mirror and the cursor are already past it.
+            if let head, try LocalSyncStore.cursor(transaction.database).seq >= head.head.seq { return }
+            for row in prepared.mirror { try LocalSyncStore.setMirror(row, transaction.database) }
+            try LocalSyncStore.pruneMirrorLog(transaction.database)
             if let head {
                 try LocalSyncStore.setCursor(SyncCursor(seq: head.head.seq, headHash: head.hash), transaction.database)
                 try Self.recordPush(at: Date(), transaction: transaction)
@@ -687,10 +732,15 @@ public final class SyncEngine: Sendable {
     /// not make each time.
     /// - Returns: How many records were pushed and pulled.
     public func syncNow() async throws -> (pushed: Int, pulled: Int) {
-        let pulled = try await pull()
-        let pushed = try await push(pullingFirst: false)
+        // A device that lost the race for the head a moment ago pulls in its turn, which it
+        // waits for at once: a pull before it would be stale by then.
+        let contended = isContended
+        var round = PushRound()
+        let pullsInTurn = try contended && hasPushableChanges()
+        if !pullsInTurn { round.pulled = try await pull() }
+        round.add(try await push(pullingFirst: false, contended: contended))
         if try acknowledgementIsDue() { try await acknowledge() }
-        return (pushed, pulled)
+        return (round.pushed, round.pulled)
     }
 
     /// Whether ``syncNow()`` should acknowledge: never yet, or the cursor moved and the

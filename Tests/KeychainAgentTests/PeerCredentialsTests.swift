@@ -184,7 +184,7 @@ struct PeerCredentialsTests {
 struct ExecutableIdentityTests {
     @Test(
         "replacing or changing the running executable's file voids the identity",
-        arguments: ["rename a new file over it", "chmod it (new ctime)"])
+        arguments: ["rename a new file over it", "move it to another name", "chmod it (new ctime)"])
     func executableChanged(change: String) throws {
         let agent = try TestAgent()
         let worker = try agent.directory.copyWorker(to: "app")
@@ -197,6 +197,11 @@ struct ExecutableIdentityTests {
         if change.hasPrefix("rename") {
             let replacement = try agent.directory.copyWorker(to: "app.new")
             #expect(rename(replacement, worker) == 0)
+        } else if change.hasPrefix("move") {
+            // The same file under a new path: what readlink would show changes, and the
+            // rename gives the inode a new status-change time.
+            usleep(20_000)
+            #expect(rename(worker, worker + ".moved") == 0)
         } else {
             usleep(20_000)  // a ctime the clock can tell apart
             #expect(chmod(worker, 0o711) == 0)

@@ -55,6 +55,67 @@ import Testing
         #expect(digest == StateDigest.compute(live))
     }
 
+    @Test(
+        "a live set kept between rounds follows every change to the mirror from its log, and reads the mirror whole only when it must",
+        arguments: [21, 22, 23])
+    func liveSetFollowsTheMirror(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        let queue = try DatabaseQueue()
+        try queue.write { try LocalSyncStore.createTables($0) }
+        let liveSet = LiveSet()
+        var live: [RecordID: Data] = [:]
+        var ids: [RecordID] = []
+        var expectedWholeReads = 1  // the first round
+        for round in 0..<30 {
+            // Writes as any process makes them: new records, new versions, tombstones, and a
+            // row deleted outright.
+            try queue.write { db in
+                for _ in 0..<Int.random(in: 0...20, using: &random) {
+                    let id =
+                        ids.isEmpty || Int.random(in: 0..<3, using: &random) == 0
+                        ? Self.randomID(&random, prefix: Int.random(in: 0...16, using: &random))
+                        : ids[Int.random(in: 0..<ids.count, using: &random)]
+                    if !ids.contains(id) { ids.append(id) }
+                    if Int.random(in: 0..<10, using: &random) == 0 {
+                        try db.execute(sql: "DELETE FROM sync_mirror WHERE record_id = ?", arguments: [id.bytes])
+                        live[id] = nil
+                        continue
+                    }
+                    let tombstone = Int.random(in: 0..<4, using: &random) == 0
+                    let hash = Self.randomBytes(&random, count: 32)
+                    try LocalSyncStore.setMirror(
+                        MirrorRow(
+                            recordID: id, seq: Int64(round), hlc: HybridLogicalClock(rawValue: 1),
+                            author: DeviceID(UUID()), tombstone: tombstone, blobHash: hash, item: nil,
+                            sealedPrimaryKey: nil), db)
+                    live[id] = tombstone ? nil : hash
+                }
+                if round == 10 {
+                    // The log was pruned past what the live set has seen.
+                    try db.execute(sql: "DELETE FROM sync_mirror_log")
+                    expectedWholeReads += 1
+                }
+                if round == 20 {
+                    // Sync set up again: a new log, and a mirror started afresh.
+                    try LocalSyncStore.dropTables(db)
+                    try LocalSyncStore.createTables(db)
+                    live = [:]
+                    expectedWholeReads += 1
+                }
+            }
+            var changes: [RecordID: Data?] = [:]
+            for _ in 0..<Int.random(in: 0...5, using: &random) {
+                changes[Self.randomID(&random, prefix: 0)] = Self.randomBytes(&random, count: 32)
+            }
+            if let id = ids.randomElement(using: &random) { changes[id] = nil as Data? }
+            var expected = live
+            for (id, hash) in changes { expected[id] = hash }
+            let digest = try queue.read { try liveSet.digest(overlaying: changes, $0) }
+            #expect(digest == StateDigest.compute(expected), "round \(round)")
+        }
+        #expect(liveSet.wholeReads == expectedWholeReads)
+    }
+
     static func randomBytes(_ random: inout SplitMix64, count: Int) -> Data {
         Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &random) })
     }
