@@ -64,7 +64,7 @@ public final class PostgresCluster: Sendable {
     /// The database the URLs name.
     public let database = "postgres"
 
-    private let state = Mutex<(stopped: Bool, watchdog: Int32?)>((false, nil))
+    private let state = Mutex<(stopped: Bool, watchdog: Int32?, options: [String])>((false, nil, []))
 
     /// `postgresql://postgres:…@127.0.0.1:port/postgres`.
     public var superuserURL: String { "postgresql://postgres:\(superuserPassword)@127.0.0.1:\(port)/\(database)" }
@@ -94,6 +94,7 @@ public final class PostgresCluster: Sendable {
             if logStatements { options.append("-c log_statement=all") }
             if logConnections { options.append("-c log_connections=on") }
             if let tls { options += try installTLS(tls) }
+            state.withLock { $0.options = options }
             try start(options)
             state.withLock { $0.watchdog = try? startWatchdog() }
         } catch {
@@ -131,6 +132,34 @@ public final class PostgresCluster: Sendable {
     /// Stops the server with `mode` and starts it again with the same options.
     public func restart(mode: ShutdownMode) throws {
         try pgCtl(["restart", "-m", mode.rawValue, "-w", "-t", "60", "-l", logFile.path])
+    }
+
+    /// Takes a base backup of the running server into `name` in the cluster's directory
+    /// (`pg_basebackup -X stream`: the files and the write-ahead log written while they were
+    /// copied, as a backup job takes one), for ``restore(from:)``.
+    /// - Returns: The backup's directory.
+    public func baseBackup(named name: String) throws -> URL {
+        let target = directory.appendingPathComponent(name)
+        let result = try Self.run(
+            Self.runuser,
+            [
+                "-u", "postgres", "--", Self.binaries + "/pg_basebackup", "-h", "127.0.0.1", "-p", String(port),
+                "-U", "postgres", "-D", target.path, "-X", "stream", "-c", "fast", "--no-sync",
+            ],
+            environment: ["PGPASSWORD": superuserPassword, "PGCONNECT_TIMEOUT": "10"])
+        guard result.status == 0 else { throw Failure(description: "pg_basebackup failed: \(result.output)") }
+        return target
+    }
+
+    /// Puts the server back as a base backup (``baseBackup(named:)``) had it, as restoring a
+    /// backup after losing a server does: stops it at once (`-m immediate`), replaces the data
+    /// directory with the backup, and starts it with the same options. Everything committed
+    /// after the backup is gone.
+    public func restore(from backup: URL) throws {
+        try pgCtl(["stop", "-m", "immediate", "-w", "-t", "60"])
+        try FileManager.default.removeItem(at: dataDirectory)
+        try FileManager.default.moveItem(at: backup, to: dataDirectory)
+        try start(state.withLock { $0.options })
     }
 
     /// The postmaster's process id (first line of `postmaster.pid`), while it runs.

@@ -9,7 +9,8 @@ extension SyncIntegration {
     /// The design's amnesia test (docs/sync.md, test plan 9): the server's rows of a zone are put
     /// back as they were earlier (as a restored backup, or a failover to a replica that lagged,
     /// would leave them); every machine finds its last verified head gone, writes back from its
-    /// mirror what the server lost, and all end with every item.
+    /// mirror what the server lost, and all end with every item. One test restores a real base
+    /// backup (`pg_basebackup`) over a stopped server.
     @Suite("A server that lost the end of the log is repaired by the machines", .serialized, .timeLimit(.minutes(3)))
     struct AmnesiaTests {
         /// Copies the zone's records, heads and head aside, as the superuser; returns the name
@@ -100,6 +101,51 @@ extension SyncIntegration {
             print(
                 "sync amnesia: head \(before) rewound to \(restored); 3 machines repaired and converged in \(repaired); "
                     + "written back: \(pushed)")
+        }
+
+        @Test(
+            "a real base backup restored after more commits (pg_basebackup, then the server stopped at once and the backup put in its place): every machine repairs; 0 items lost"
+        )
+        func restoredBaseBackupIsRepaired() async throws {
+            let cluster = try PostgresCluster()
+            defer { cluster.stop() }
+            let machines = try await makeZone(machines: 3, cluster: cluster)
+            let (a, b, c) = (machines[0], machines[1], machines[2])
+            let zone = try SyncSetup.status(of: a.keychain).zone.description
+            let head = "SELECT head_seq FROM keychain_sync.zones WHERE zone_id = '\(zone)'"
+            for index in 0..<10 { try a.add(service: "backup", account: "s\(index)", secret: "v\(index)") }
+            for machine in machines { _ = try await machine.syncNow() }
+            let backup = try await onDispatchThread { try cluster.baseBackup(named: "backup") }
+
+            // After the backup: adds, an update and a delete, each on another machine.
+            for index in 0..<3 { try a.add(service: "backup", account: "a\(index)", secret: "after") }
+            try b.keychain.update(b.query(service: "backup", account: "s0"), attributes: [:], data: Data("b".utf8))
+            try c.keychain.delete(c.query(service: "backup", account: "s1"))
+            for _ in 0..<2 {
+                for machine in machines { _ = try await machine.syncNow() }
+            }
+            let expected = try a.syncedItems()
+            #expect(expected.count == 12)  // 10 + 3 adds by A - 1 deleted by C
+            #expect(expected.contains("backup|s0|b") && !expected.contains { $0.hasPrefix("backup|s1|") })
+            let before = try cluster.sql(head)
+
+            try await onDispatchThread { try cluster.restore(from: backup) }
+            let restored = try cluster.sql(head)
+            #expect(Int(restored)! < Int(before)!, "the restored server lost the commits after the backup")
+
+            for _ in 0..<2 {
+                for machine in machines { _ = try await machine.syncNow() }
+            }
+            for (index, machine) in machines.enumerated() {
+                #expect(try machine.syncedItems() == expected, "machine \(index)")
+                let status = try SyncSetup.status(of: machine.keychain)
+                #expect(status.rollbacksRepaired == 1, "machine \(index) detected the restore")
+                #expect(status.pendingChanges == 0)
+            }
+            let live = try cluster.sql(
+                "SELECT count(*) FROM keychain_sync.records WHERE zone_id = '\(zone)' AND NOT tombstone")
+            #expect(live == "\(expected.count)")
+            print("sync amnesia from a base backup: head \(before) restored to \(restored); 3 machines repaired")
         }
 
         @Test(
