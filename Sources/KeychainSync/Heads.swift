@@ -221,35 +221,20 @@ public struct SignedHead: Equatable, Sendable {
 /// applied a pull recomputes it over its mirror, so a dropped, replayed or altered record, or a
 /// missing tombstone, is caught.
 public enum StateDigest {
+    /// The bytes every state digest's input starts with (domain separation).
+    static let domain = "kcsync-state-v1"
+
     /// SHA-256 of "kcsync-state-v1" followed, in record-id order, by each live record's id (16)
     /// and blob hash (32). Tombstones are not passed in.
     ///
     /// - Parameter live: the blob hash (``RecordCodec/blobHash(_:)``) of every live record.
     public static func compute(_ live: [RecordID: Data]) -> Data {
-        var builder = Builder()
-        for id in live.keys.sorted() { builder.add(id, blobHash: live[id] ?? Data()) }
-        return builder.finalize()
-    }
-
-    /// The same digest built from records given one at a time in ascending record-id order
-    /// (as a keychain's mirror table stores them), with no dictionary and no sort. The bytes
-    /// are gathered and hashed once: a thousand small hash updates cost more than the hash.
-    struct Builder {
-        private var bytes = Array("kcsync-state-v1".utf8)
-
-        /// Adds the next live record; ids must ascend.
-        mutating func add(_ id: RecordID, blobHash: Data) {
-            // Through raw buffers: Data's own iterator goes byte by byte.
-            id.bytes.withUnsafeBytes { id in blobHash.withUnsafeBytes { add(id: id, blobHash: $0) } }
+        // Gathered and hashed once, through raw buffers (Data's own iterator goes byte by byte).
+        var bytes = Array(domain.utf8)
+        for id in live.keys.sorted() {
+            id.bytes.withUnsafeBytes { bytes.append(contentsOf: $0) }
+            (live[id] ?? Data()).withUnsafeBytes { bytes.append(contentsOf: $0) }
         }
-
-        /// Adds the next live record from its raw id bytes (16); ids must ascend.
-        mutating func add(id: UnsafeRawBufferPointer, blobHash: UnsafeRawBufferPointer) {
-            bytes.append(contentsOf: id)
-            bytes.append(contentsOf: blobHash)
-        }
-
-        /// The digest.
-        func finalize() -> Data { Data(SHA256.hash(data: bytes)) }
+        return Data(SHA256.hash(data: bytes))
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import KeychainCore
@@ -70,7 +71,7 @@ final class LiveSet: Sendable {
 
     /// Sets one record's entry: its blob hash, or none (`nil`: a tombstone or no row).
     static func set(_ id: RecordID, _ hash: Data?, in entries: inout [UInt8]) {
-        let (index, found) = position(of: id, in: entries)
+        let (index, found) = entries.withUnsafeBytes { position(of: id, in: $0) }
         let offset = index * entryLength
         switch (hash, found) {
         case (let hash?, true):
@@ -85,47 +86,41 @@ final class LiveSet: Sendable {
     }
 
     /// Where `id` is, or would go, among the entries (binary search).
-    private static func position(of id: RecordID, in entries: [UInt8]) -> (index: Int, found: Bool) {
-        entries.withUnsafeBytes { all in
-            var low = 0
-            var high = all.count / entryLength
-            while low < high {
-                let middle = (low + high) / 2
-                let order = id.order(against: UnsafeRawBufferPointer(rebasing: all[(middle * entryLength)...]))
-                if order == 0 { return (middle, true) }
-                if order < 0 { high = middle } else { low = middle + 1 }
-            }
-            return (low, false)
+    private static func position(of id: RecordID, in entries: UnsafeRawBufferPointer) -> (index: Int, found: Bool) {
+        var low = 0
+        var high = entries.count / entryLength
+        while low < high {
+            let middle = (low + high) / 2
+            let order = id.order(against: UnsafeRawBufferPointer(rebasing: entries[(middle * entryLength)...]))
+            if order == 0 { return (middle, true) }
+            if order < 0 { high = middle } else { low = middle + 1 }
         }
+        return (low, false)
     }
 
-    /// The state digest of `entries` (as ``Snapshot/entries``) with `changes` laid over them.
+    /// The state digest of `entries` (as ``Snapshot/entries``) with `changes` laid over them:
+    /// the unchanged runs of entries are hashed in place, each in one piece, around the few
+    /// changes, which are found by binary search.
     static func digest(of entries: [UInt8], overlaying changes: [RecordID: Data?]) -> Data {
-        var builder = StateDigest.Builder()
-        let overlay = changes.keys.sorted()
-        var next = 0
-        /// Adds the next change (unless it is a deletion) and moves past it.
-        func addNextChange() {
-            if let hash = changes[overlay[next]] ?? nil { builder.add(overlay[next], blobHash: hash) }
-            next += 1
-        }
+        var hasher = SHA256()
+        hasher.update(data: Array(StateDigest.domain.utf8))
         entries.withUnsafeBytes { all in
-            var offset = 0
-            while offset < all.count {
-                let id = UnsafeRawBufferPointer(rebasing: all[offset..<(offset + RecordID.length)])
-                while next < overlay.count, overlay[next].order(against: id) < 0 { addNextChange() }
-                if next < overlay.count, overlay[next].order(against: id) == 0 {
-                    addNextChange()  // the change replaces the stored record
-                } else {
-                    builder.add(
-                        id: id,
-                        blobHash: UnsafeRawBufferPointer(
-                            rebasing: all[(offset + RecordID.length)..<(offset + entryLength)]))
+            var next = 0  // the first entry not hashed yet
+            for id in changes.keys.sorted() {
+                let (index, found) = position(of: id, in: all)
+                if index > next {
+                    hasher.update(
+                        bufferPointer: UnsafeRawBufferPointer(
+                            rebasing: all[(next * entryLength)..<(index * entryLength)]))
                 }
-                offset += entryLength
+                if let hash = changes[id] ?? nil {
+                    hasher.update(data: id.bytes)
+                    hasher.update(data: hash)
+                }
+                next = found ? index + 1 : index  // the change replaces a stored entry
             }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: all[(next * entryLength)...]))
         }
-        while next < overlay.count { addNextChange() }
-        return builder.finalize()
+        return Data(hasher.finalize())
     }
 }

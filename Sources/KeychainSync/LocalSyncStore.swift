@@ -130,12 +130,14 @@ struct LocalSyncStore {
     // MARK: Named values
 
     static func value(_ name: String, _ db: Database) throws -> Data? {
-        try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE name = ?", arguments: [name])
+        // Cached statements: a sync round runs these dozens of times, and parsing them each
+        // time was a tenth of a round's CPU.
+        try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE name = ?"), arguments: [name])
     }
 
     static func setValue(_ name: String, _ value: Data, _ db: Database) throws {
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO sync_state(name, value) VALUES (?, ?)", arguments: [name, value])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO sync_state(name, value) VALUES (?, ?)").execute(
+            arguments: [name, value])
     }
 
     /// The settings; decoded again only when they changed since `decoded` last saw them.
@@ -226,11 +228,11 @@ struct LocalSyncStore {
     static func mirrorLog(_ db: Database) throws -> (token: Data, first: Int64, last: Int64)? {
         guard let token = try value(mirrorLogToken, db) else { return nil }
         let row = try Row.fetchOne(
-            db,
-            sql: """
-                SELECT (SELECT min(version) FROM sync_mirror_log),
-                       (SELECT seq FROM sqlite_sequence WHERE name = 'sync_mirror_log')
-                """)
+            db.cachedStatement(
+                sql: """
+                    SELECT (SELECT min(version) FROM sync_mirror_log),
+                           (SELECT seq FROM sqlite_sequence WHERE name = 'sync_mirror_log')
+                    """))
         let last: Int64 = row?[1] ?? 0
         return (token, row?[0] ?? last + 1, last)
     }
@@ -239,12 +241,12 @@ struct LocalSyncStore {
     /// tombstone, or no row).
     static func mirrorChanges(after version: Int64, _ db: Database) throws -> [(RecordID, Data?)] {
         try Row.fetchAll(
-            db,
-            sql: """
-                SELECT changed.record_id, CASE WHEN m.tombstone = 0 THEN m.blob_hash END
-                FROM (SELECT DISTINCT record_id FROM sync_mirror_log WHERE version > ?) AS changed
-                LEFT JOIN sync_mirror AS m ON m.record_id = changed.record_id
-                """, arguments: [version]
+            db.cachedStatement(
+                sql: """
+                    SELECT changed.record_id, CASE WHEN m.tombstone = 0 THEN m.blob_hash END
+                    FROM (SELECT DISTINCT record_id FROM sync_mirror_log WHERE version > ?) AS changed
+                    LEFT JOIN sync_mirror AS m ON m.record_id = changed.record_id
+                    """), arguments: [version]
         ).compactMap { row in RecordID(row[0]).map { ($0, row[1]) } }
     }
 
@@ -255,17 +257,18 @@ struct LocalSyncStore {
     /// older than those reads the mirror whole).
     static func pruneMirrorLog(_ db: Database) throws {
         guard try value(mirrorLogToken, db) != nil else { return }
-        try db.execute(
-            sql: "DELETE FROM sync_mirror_log WHERE version <= (SELECT max(version) FROM sync_mirror_log) - ?",
-            arguments: [mirrorLogLength])
+        try db.cachedStatement(
+            sql: "DELETE FROM sync_mirror_log WHERE version <= (SELECT max(version) FROM sync_mirror_log) - ?"
+        ).execute(arguments: [mirrorLogLength])
     }
 
     static func setMirror(_ row: MirrorRow, _ db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT OR REPLACE INTO sync_mirror(record_id, seq, hlc, author, tombstone, blob_hash, item, primary_key)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: [
                 row.recordID.bytes, row.seq, Int64(bitPattern: row.hlc.rawValue), row.author.bytes, row.tombstone,
                 row.blobHash, row.item, row.sealedPrimaryKey,
@@ -306,13 +309,15 @@ struct LocalSyncStore {
     /// The identities of the records waiting for an unlock.
     static func waitingRecordIDs(_ db: Database) throws -> Set<RecordID> {
         guard try waitingTableExists(db) else { return [] }
-        return Set(try Data.fetchAll(db, sql: "SELECT record_id FROM sync_waiting").compactMap { RecordID($0) })
+        return Set(
+            try Data.fetchAll(db.cachedStatement(sql: "SELECT record_id FROM sync_waiting")).compactMap { RecordID($0) }
+        )
     }
 
     /// How many records wait for an unlock (nothing is opened).
     static func waitingCount(_ db: Database) throws -> Int {
         guard try waitingTableExists(db) else { return 0 }
-        return try Int.fetchOne(db, sql: "SELECT count(*) FROM sync_waiting") ?? 0
+        return try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM sync_waiting")) ?? 0
     }
 
     /// Forgets a waiting record once it is applied (or found superseded).
@@ -429,9 +434,10 @@ struct MirrorRow: Sendable, Equatable {
 
     static func fetch(_ db: Database, _ clause: String, _ arguments: StatementArguments) throws -> [MirrorRow] {
         try Row.fetchAll(
-            db,
-            sql:
-                "SELECT record_id, seq, hlc, author, tombstone, blob_hash, item, primary_key FROM sync_mirror \(clause)",
+            db.cachedStatement(
+                sql:
+                    "SELECT record_id, seq, hlc, author, tombstone, blob_hash, item, primary_key FROM sync_mirror \(clause)"
+            ),
             arguments: arguments
         ).compactMap { row in
             guard let id = RecordID(row[0]), let author = DeviceID(bytes: row[3]) else { return nil }

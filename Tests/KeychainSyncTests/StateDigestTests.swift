@@ -20,6 +20,27 @@ import Testing
         }
     }
 
+    @Test("the digest's bytes are pinned: SHA-256 of the domain, then each live id and blob hash in id order")
+    func knownAnswer() {
+        // Computed with Python's hashlib over b"kcsync-state-v1" + id + hash + id + hash: every
+        // machine's heads must agree on these bytes, release after release.
+        let low = RecordID(Data(repeating: 1, count: 16))!
+        let high = RecordID(Data(repeating: 2, count: 16))!
+        let live = [high: Data(repeating: 0xBB, count: 32), low: Data(repeating: 0xAA, count: 32)]
+        let expected = "dc83adffd5e19d0adec0913c3c24a4e211ab3e7482120e029c2036fea989af8c"
+        #expect(StateDigest.compute(live).map { String(format: "%02x", $0) }.joined() == expected)
+        var entries: [UInt8] = []
+        LiveSet.set(high, live[high], in: &entries)
+        LiveSet.set(low, live[low], in: &entries)
+        #expect(LiveSet.digest(of: entries, overlaying: [:]).map { String(format: "%02x", $0) }.joined() == expected)
+        #expect(
+            LiveSet.digest(of: [], overlaying: [low: live[low], high: live[high]]).map { String(format: "%02x", $0) }
+                .joined() == expected)
+        #expect(
+            StateDigest.compute([:]).map { String(format: "%02x", $0) }.joined()
+                == "377c1f69b1fda20aba49b3bfd7d90d4e2b1a97d9b34a743ec0503335d4fcf74d")
+    }
+
     @Test(
         "the mirror's digest with changes laid over it equals the digest of the same state as a dictionary",
         arguments: [11, 12, 13, 14])
