@@ -172,7 +172,7 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         case .signal:
             state.signalContinuation.yield(message)
         case .methodCall:
-            break
+            break  // dispatched above
         }
     }
 

@@ -192,13 +192,6 @@ struct LocalSyncStore {
         return live
     }
 
-    /// The state digest (``StateDigest``) of the live mirror with `changes` laid over it (a
-    /// blob hash, or `nil` for a record no longer live), from the mirror read whole; an engine
-    /// keeps a ``LiveSet`` instead.
-    static func liveDigest(overlaying changes: [RecordID: Data?], _ db: Database) throws -> Data {
-        LiveSet.digest(of: try liveEntries(db), overlaying: changes)
-    }
-
     /// Every live record's id and blob hash, as ``LiveSet/Snapshot/entries``, in the table's
     /// record-id order.
     static func liveEntries(_ db: Database) throws -> [UInt8] {

@@ -525,14 +525,7 @@ public final class SyncEngine: Sendable {
     private func push(pullingFirst: Bool, contended: Bool) async throws -> PushRound {
         var round = PushRound(lost: contended)
         if !contended { round = try await pushBatches(pullingFirst: pullingFirst, inTurn: false) }
-        if round.lost, try hasPushableChanges() {
-            let zone = try context().settings.zoneID
-            let turn = try await server.withPushTurn(zone) {
-                try await pushBatches(pullingFirst: true, inTurn: true)
-            }
-            if let landed = turn.unrecorded { try finish(landed, head: landed.head) }
-            round.add(turn)
-        }
+        if round.lost, let turn = try await pushInTurn() { round.add(turn) }
         if round.pushed == 0, statusIsStale(\.push) {
             try keychain.withSyncTransaction { try Self.recordPush(at: Date(), transaction: $0) }
             statusRecorded.withLock { $0.push = .now }
@@ -540,10 +533,17 @@ public final class SyncEngine: Sendable {
         return round
     }
 
-    /// Whether the journal holds a change that can be pushed now (not one waiting for an
-    /// unlock).
-    private func hasPushableChanges() throws -> Bool {
-        try keychain.syncJournal(limit: batchSize).contains { !$0.isLocked }
+    /// Waits for this device's turn and, in it, pulls and pushes until the journal is empty;
+    /// then records the last commit. `nil`, with no turn taken, when the journal holds nothing
+    /// that can be pushed now (only changes waiting for an unlock).
+    private func pushInTurn() async throws -> PushRound? {
+        guard try keychain.syncJournal(limit: batchSize).contains(where: { !$0.isLocked }) else { return nil }
+        let zone = try context().settings.zoneID
+        let turn = try await server.withPushTurn(zone) {
+            try await pushBatches(pullingFirst: true, inTurn: true)
+        }
+        if let landed = turn.unrecorded { try finish(landed, head: landed.head) }
+        return turn
     }
 
     /// Whether this engine lost the race for the head within the last second: it then waits
@@ -732,13 +732,16 @@ public final class SyncEngine: Sendable {
     /// not make each time.
     /// - Returns: How many records were pushed and pulled.
     public func syncNow() async throws -> (pushed: Int, pulled: Int) {
-        // A device that lost the race for the head a moment ago pulls in its turn, which it
-        // waits for at once: a pull before it would be stale by then.
+        // A device that lost the race for the head a moment ago waits for its turn at once and
+        // pulls in it: a pull before it would be stale by then.
         let contended = isContended
-        var round = PushRound()
-        let pullsInTurn = try contended && hasPushableChanges()
-        if !pullsInTurn { round.pulled = try await pull() }
-        round.add(try await push(pullingFirst: false, contended: contended))
+        var round: PushRound
+        if contended, let turn = try await pushInTurn() {
+            round = turn
+        } else {
+            round = PushRound(pulled: try await pull())
+            round.add(try await push(pullingFirst: false, contended: contended))
+        }
         if try acknowledgementIsDue() { try await acknowledge() }
         return (round.pushed, round.pulled)
     }
