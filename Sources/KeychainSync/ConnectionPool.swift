@@ -8,10 +8,21 @@ import PostgresNIO
 /// queries waiting on it (its circuit breaker), and a device whose login was revoked must
 /// learn it at once; so a connection is made on demand and a refused login fails the call.
 actor ConnectionPool {
+    /// A connection with the signal that fires when it closes.
+    struct Lease: Sendable {
+        let connection: PostgresConnection
+        let closed: ConnectionClosedSignal
+
+        /// Runs `body` on the connection; see ``untilClosed(_:grace:_:)``.
+        func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+            try await untilClosed(closed) { [connection] in try await body(connection) }
+        }
+    }
+
     private let address: SyncServerAddress
     let maximum: Int
     private let logger: Logger
-    private var idle: [PostgresConnection] = []
+    private var idle: [Lease] = []
     private var waiters: [CheckedContinuation<Void, Never>] = []
     private var nextID = 1
     private var isShutDown = false
@@ -26,11 +37,11 @@ actor ConnectionPool {
     }
 
     /// An idle connection, a new one when under the maximum, or the next one released.
-    func lease() async throws -> PostgresConnection {
+    func lease() async throws -> Lease {
         while true {
             guard !isShutDown else { throw SyncServerError(.closed, "the sync transport was shut down") }
-            while let connection = idle.popLast() {
-                if !connection.isClosed { return connection }
+            while let lease = idle.popLast() {
+                if !lease.connection.isClosed { return lease }
                 openCount -= 1
             }
             if openCount < maximum { return try await open() }
@@ -38,7 +49,7 @@ actor ConnectionPool {
         }
     }
 
-    private func open() async throws -> PostgresConnection {
+    private func open() async throws -> Lease {
         openCount += 1
         let id = nextID
         nextID += 1
@@ -49,7 +60,7 @@ actor ConnectionPool {
                 openCount -= 1
                 throw SyncServerError(.closed, "the sync transport was shut down")
             }
-            return connection
+            return Lease(connection: connection, closed: ConnectionClosedSignal(connection))
         } catch {
             openCount -= 1
             wakeOne()
@@ -58,11 +69,11 @@ actor ConnectionPool {
     }
 
     /// Returns a connection; one that failed mid-use (`reusable == false`) is closed.
-    func release(_ connection: PostgresConnection, reusable: Bool) async {
-        if reusable && !isShutDown && !connection.isClosed {
-            idle.append(connection)
+    func release(_ lease: Lease, reusable: Bool) async {
+        if reusable && !isShutDown && !lease.connection.isClosed {
+            idle.append(lease)
         } else {
-            try? await connection.close()
+            try? await lease.connection.close()
             openCount -= 1
         }
         wakeOne()
@@ -73,8 +84,8 @@ actor ConnectionPool {
         isShutDown = true
         let closing = idle
         idle.removeAll()
-        for connection in closing {
-            try? await connection.close()
+        for lease in closing {
+            try? await lease.connection.close()
             openCount -= 1
         }
         let waiting = waiters

@@ -57,7 +57,7 @@ extension PostgresSyncServer {
         async throws
     {
         let verifier = try ScramVerifier(password: password).encoded
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             try await connection.run(
                 """
                 SELECT keychain_sync.kc_invite(\(zone.uuid), \(ByteBuffer(bytes: tokenHash)), \(role), \(verifier), \(expires))
@@ -93,7 +93,7 @@ extension PostgresSyncServer {
 
     /// The join requests posted to `zone`, oldest first.
     public func joinRequests(zone: ZoneID) async throws -> [ServerJoinRequest] {
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             let rows = try await connection.query(
                 """
                 SELECT device, blob, posted_at FROM keychain_sync.join_requests
@@ -110,7 +110,7 @@ extension PostgresSyncServer {
     /// Removes a device of this login's account: its login is refused from now on and its open
     /// connections are ended.
     public func revoke(device: DeviceID) async throws {
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             try await connection.run("SELECT keychain_sync.kc_revoke(\(device.uuid))", logger: logger)
         }
     }

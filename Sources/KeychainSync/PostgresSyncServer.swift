@@ -66,26 +66,30 @@ public final class PostgresSyncServer: SyncServer {
 
     // MARK: Connections and transactions
 
-    /// Leases a connection for `body`; a connection whose use threw is closed, not reused.
+    /// Leases a connection for `body`; a connection whose use threw is closed, not reused. A
+    /// body still waiting a second after the server closed its connection fails (see
+    /// ``untilClosed(_:grace:_:)``).
     @discardableResult
-    func withConnection<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        let connection = try await pool.lease()
+    func withConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T)
+        async throws -> T
+    {
+        let lease = try await pool.lease()
         do {
-            let result = try await body(connection)
-            await pool.release(connection, reusable: true)
+            let result = try await lease.run(body)
+            await pool.release(lease, reusable: true)
             return result
         } catch {
-            await pool.release(connection, reusable: false)
+            await pool.release(lease, reusable: false)
             throw SyncServerError(postgres: error)
         }
     }
 
     /// Runs `body` in one transaction: committed when it returns a value, rolled back when it
     /// returns `nil` or throws.
-    func transaction<T>(
-        _ mode: String, _ body: (PostgresConnection) async throws -> T?
+    func transaction<T: Sendable>(
+        _ mode: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T?
     ) async throws -> T? {
-        try await withConnection { connection in
+        try await withConnection { [logger] connection in
             try await connection.run(PostgresQuery(unsafeSQL: "BEGIN " + mode), logger: logger)
             let result: T?
             do {
@@ -109,7 +113,7 @@ public final class PostgresSyncServer: SyncServer {
         guard Self.isValidNotifyChannel(notifyChannel) else {
             throw SyncServerError(.invalidArgument, "a notify channel is a letter and 32 lowercase hex digits")
         }
-        _ = try await transaction("ISOLATION LEVEL READ COMMITTED") { connection -> Bool? in
+        _ = try await transaction("ISOLATION LEVEL READ COMMITTED") { [self] connection -> Bool? in
             // An empty zone, then its first commit as any later one lands (head 0 → 1).
             try await connection.run(
                 """
@@ -127,12 +131,12 @@ public final class PostgresSyncServer: SyncServer {
         try Self.check(commit)
         // One statement, so one round trip and its own transaction: at READ COMMITTED the
         // loser of a race for the head waits for the winner's row lock, then matches 0 rows.
-        if try await withConnection({ try await land(commit, on: $0) }) { return .committed }
+        if try await withConnection({ [self] in try await land(commit, on: $0) }) { return .committed }
         return try await outcomeOfLostRace(commit)
     }
 
     public func pull(_ zone: ZoneID, after seq: Int64) async throws -> PullBatch {
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             // One statement reads one snapshot: no transaction (and its two extra round trips).
             let rows = try await connection.execute(PullStatement(zone: zone.uuid, after: seq), logger: logger)
             var batch: PullBatch?
@@ -165,7 +169,7 @@ public final class PostgresSyncServer: SyncServer {
     }
 
     public func zoneState(_ zone: ZoneID) async throws -> ZoneState {
-        try await transaction("ISOLATION LEVEL REPEATABLE READ READ ONLY") { connection -> ZoneState? in
+        try await transaction("ISOLATION LEVEL REPEATABLE READ READ ONLY") { [self] connection -> ZoneState? in
             let rows = try await connection.query(
                 "SELECT head_seq, notify_channel FROM keychain_sync.zones WHERE zone_id = \(zone.uuid)", logger: logger)
             var found: (Int64, String)?
@@ -179,7 +183,7 @@ public final class PostgresSyncServer: SyncServer {
     }
 
     public func shares(_ zone: ZoneID, for device: DeviceID) async throws -> [ServerShare] {
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             let rows = try await connection.query(
                 """
                 SELECT epoch, blob FROM keychain_sync.shares
@@ -200,16 +204,18 @@ public final class PostgresSyncServer: SyncServer {
     /// 10 s for a turn runs `body` without one.
     public func withPushTurn<T: Sendable>(_ zone: ZoneID, _ body: () async throws -> T) async throws -> T {
         guard pool.maximum > 1 else { return try await body() }  // body needs a connection too
-        let connection: PostgresConnection
+        let connection: ConnectionPool.Lease
         do { connection = try await pool.lease() } catch { throw SyncServerError(postgres: error) }
         do {
-            try await connection.run("BEGIN", logger: logger)
-            try await connection.run(
-                """
-                SELECT set_config('lock_timeout', '10s', true),
-                       set_config('idle_in_transaction_session_timeout', '60s', true),
-                       pg_advisory_xact_lock(\(Self.turnLockKey(zone)))
-                """, logger: logger)
+            try await connection.run { [logger] connection in
+                try await connection.run("BEGIN", logger: logger)
+                try await connection.run(
+                    """
+                    SELECT set_config('lock_timeout', '10s', true),
+                           set_config('idle_in_transaction_session_timeout', '60s', true),
+                           pg_advisory_xact_lock(\(Self.turnLockKey(zone)))
+                    """, logger: logger)
+            }
         } catch {
             await pool.release(connection, reusable: false)
             if let error = error as? PSQLError, error.serverInfo?[.sqlState] == "55P03" { return try await body() }
@@ -223,7 +229,7 @@ public final class PostgresSyncServer: SyncServer {
             throw error
         }
         do {
-            try await connection.run("ROLLBACK", logger: logger)
+            try await connection.run { [logger] in try await $0.run("ROLLBACK", logger: logger) }
             await pool.release(connection, reusable: true)
         } catch {
             await pool.release(connection, reusable: false)
@@ -244,7 +250,7 @@ public final class PostgresSyncServer: SyncServer {
     }
 
     public func acknowledge(_ zone: ZoneID, seq: Int64) async throws -> Int {
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             let rows = try await connection.query(
                 "SELECT keychain_sync.kc_acknowledge(\(zone.uuid), \(seq))", logger: logger)
             var purged: Int64 = 0
@@ -254,7 +260,7 @@ public final class PostgresSyncServer: SyncServer {
     }
 
     public func recordIndex(_ zone: ZoneID) async throws -> [RecordID: Int64] {
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             let rows = try await connection.query(
                 "SELECT record_id, seq FROM keychain_sync.records WHERE zone_id = \(zone.uuid)", logger: logger)
             var index: [RecordID: Int64] = [:]
@@ -298,7 +304,7 @@ extension PostgresSyncServer {
 
     /// Why a compare-and-swap failed: this commit is already in, or the head moved.
     func outcomeOfLostRace(_ commit: Commit) async throws -> PushOutcome {
-        try await withConnection { connection in
+        try await withConnection { [self] connection in
             let rows = try await connection.query(
                 """
                 SELECT count(*) FROM keychain_sync.commits

@@ -10,9 +10,10 @@ import Synchronization
 /// any process count), pulls as soon as the server notifies the zone's channel (`LISTEN`), and
 /// syncs every ``pollInterval`` (± 10 %) in case a notification was lost while disconnected, and
 /// at once when the keychain is unlocked (records that arrived while it was locked wait for that,
-/// see ``SyncEngine/pull()``). A
-/// lost connection is retried after 1 s, doubling to 30 s; every (re)connection starts with a
-/// full push and pull, since notifications sent meanwhile are gone. A silent link (half-open:
+/// see ``SyncEngine/pull()``). A lost connection is retried after about 1 s, doubling up to
+/// ``retryLimit`` (5 s by default), each pause drawn between half and all of its step so that
+/// machines cut off together do not come back in step; every (re)connection starts with a full
+/// push and pull, since notifications sent meanwhile are gone. A silent link (half-open:
 /// the connection stays up, no byte comes back) counts as lost once a round trip exceeds
 /// ``roundLimit``; opening a connection gives up after 10 s, login included.
 public final class SyncRunner: Sendable {
@@ -25,6 +26,9 @@ public final class SyncRunner: Sendable {
     /// How long one server round trip of the runner (a sync round, the zone's state on
     /// connecting) may take before the connection is taken for dead and made again.
     public let roundLimit: Duration
+    /// The longest pause between two attempts to reach the server: after a link is restored,
+    /// the machine is in sync within about this much plus one round.
+    public let retryLimit: Duration
     private let logger: Logger
     private let state = Mutex<State>(State())
 
@@ -40,15 +44,17 @@ public final class SyncRunner: Sendable {
     ///   - pollInterval: How often to sync without a notification.
     ///   - journalInterval: How often to look for local changes.
     ///   - roundLimit: How long a round may wait for the server before the runner reconnects.
+    ///   - retryLimit: The longest pause between two attempts to reach the server.
     public init(
         keychain: KeychainDatabase, pollInterval: Duration = .seconds(60),
         journalInterval: Duration = .milliseconds(200), roundLimit: Duration = .seconds(30),
-        logger: Logger = Logger(label: "keychain.sync")
+        retryLimit: Duration = .seconds(5), logger: Logger = Logger(label: "keychain.sync")
     ) {
         self.keychain = keychain
         self.pollInterval = pollInterval
         self.journalInterval = journalInterval
         self.roundLimit = roundLimit
+        self.retryLimit = retryLimit
         self.logger = logger
     }
 
@@ -85,16 +91,16 @@ public final class SyncRunner: Sendable {
     // MARK: The loop
 
     private func run() async {
-        var backoff = Duration.seconds(1)
+        var backoff = min(Duration.seconds(1), retryLimit)
         while !Task.isCancelled {
             do {
                 try await connected()
-                backoff = .seconds(1)
+                backoff = min(.seconds(1), retryLimit)
             } catch {
                 if Task.isCancelled || error is CancellationError { break }
                 record(error)
-                try? await pause(backoff, endingOnUnlock: keychain.isLocked)
-                backoff = min(backoff * 2, .seconds(30))
+                try? await pause(backoff * Double.random(in: 0.5...1), endingOnUnlock: keychain.isLocked)
+                backoff = min(backoff * 2, retryLimit)
             }
         }
     }
