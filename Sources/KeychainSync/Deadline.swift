@@ -7,17 +7,12 @@ import Synchronization
 ///
 /// postgres-nio 1.33.2 can leave a query sent on a connection the server has already closed
 /// waiting forever, deaf to cancellation; a sync round must not wait with it. The caller drops the
-/// Runs `body`, giving up after `limit` with a `.connectionFailed` error (the work is cancelled
-/// and left to end on its own).
-///
-/// postgres-nio 1.33.2 can leave a query sent on a connection the server has already closed
-/// waiting forever, deaf to cancellation; a sync round must not wait with it. The caller drops the
 /// server object, and with it the connection, and starts again.
 public func withSyncDeadline<T: Sendable>(
     _ limit: Duration, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let race = Race<T>()
-    return try await withCheckedThrowingContinuation { continuation in
+    return try await race.result { continuation in
         race.prepare(continuation)
         let timer = Task {
             try? await Task.sleep(for: limit)
@@ -42,7 +37,7 @@ func untilClosed<T: Sendable>(
     _ closed: ConnectionClosedSignal, grace: Duration = .seconds(1), _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     let race = Race<T>()
-    return try await withCheckedThrowingContinuation { continuation in
+    return try await race.result { continuation in
         race.prepare(continuation)
         let token = closed.onClose {
             Task {
@@ -56,15 +51,29 @@ func untilClosed<T: Sendable>(
 }
 
 /// A body raced against a failure: the first to settle resumes the caller; a failure cancels the
-/// body and leaves it to end on its own.
+/// body and leaves it to end on its own. Cancelling the caller cancels the body.
 private final class Race<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<T, any Error>?
         var settled = false
+        var cancelled = false
         var work: Task<Void, Never>?
         var cleanup: (@Sendable () -> Void)?
     }
     private let state = Mutex(State())
+
+    /// Waits for the first result; `start` prepares the race and runs the body.
+    func result(_ start: (CheckedContinuation<T, any Error>) -> Void) async throws -> T {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation(start)
+        } onCancel: {
+            let work = state.withLock { state -> Task<Void, Never>? in
+                state.cancelled = true
+                return state.work
+            }
+            work?.cancel()
+        }
+    }
 
     func prepare(_ continuation: CheckedContinuation<T, any Error>) {
         state.withLock { $0.continuation = continuation }
@@ -89,11 +98,11 @@ private final class Race<T: Sendable>: Sendable {
                 self.settle(.failure(error))
             }
         }
-        let settled = state.withLock { state -> Bool in
+        let stop = state.withLock { state -> Bool in
             if !state.settled { state.work = work }
-            return state.settled
+            return state.settled || state.cancelled
         }
-        if settled { work.cancel() }
+        if stop { work.cancel() }
     }
 
     func fail(_ error: any Error) {
@@ -106,7 +115,7 @@ private final class Race<T: Sendable>: Sendable {
     private func settle(_ result: Result<T, any Error>) -> (first: Bool, work: Task<Void, Never>?) {
         let taken = state.withLock { state -> State? in
             guard !state.settled, state.continuation != nil else { return nil }
-            defer { state = State(settled: true) }
+            defer { state = State(settled: true, cancelled: state.cancelled) }
             return state
         }
         guard let taken, let continuation = taken.continuation else { return (false, nil) }

@@ -83,6 +83,24 @@ extension SyncIntegration {
             stuck.release()
         }
 
+        @Test("cancelling the caller cancels the guarded body")
+        func cancellationReachesTheBody() async throws {
+            let connection = try await Self.connect()
+            let signal = ConnectionClosedSignal(connection)
+            let started = Atomic<Bool>(false)
+            let caller = Task {
+                try await untilClosed(signal) {
+                    started.store(true, ordering: .relaxed)
+                    try await Task.sleep(for: .seconds(600))
+                }
+            }
+            while !started.load(ordering: .relaxed) { try await Task.sleep(for: .milliseconds(10)) }
+            caller.cancel()
+            await #expect(throws: CancellationError.self) { try await caller.value }
+            #expect(signal.waiting == 0)
+            try await connection.close()
+        }
+
         @Test("a transport whose idle connection the server terminated answers the next call")
         func poolReplacesATerminatedConnection() async throws {
             let cluster = try SharedCluster.get()
