@@ -154,14 +154,16 @@ extension PostgresSyncServer {
         if !Task.isCancelled { throw SyncServerError(.connectionFailed, "the notification connection ended") }
     }
 
-    /// Opens one connection for `body` and closes it after.
+    /// Opens one connection for `body` and closes it after; a body still waiting a second after
+    /// the server closed it fails (see ``untilClosed(_:grace:_:)``).
     @discardableResult
-    static func withSingleConnection<T>(
-        to address: SyncServerAddress, logger: Logger, _ body: (PostgresConnection) async throws -> T
+    static func withSingleConnection<T: Sendable>(
+        to address: SyncServerAddress, logger: Logger,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let connection = try await address.connect(id: 0, logger: logger)
         do {
-            let result = try await body(connection)
+            let result = try await untilClosed(ConnectionClosedSignal(connection)) { try await body(connection) }
             try? await connection.close()
             return result
         } catch {

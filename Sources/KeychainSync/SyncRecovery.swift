@@ -124,7 +124,7 @@ extension PostgresSyncServer {
 
     /// Reads, as the administrator, the zones that hold a share for their recovery peer.
     static func recoveryState(
-        adminURL: String, zone: ZoneID?, peer: @Sendable (ZoneID) -> DeviceID,
+        adminURL: String, zone: ZoneID?, peer: @escaping @Sendable (ZoneID) -> DeviceID,
         logger: Logger = Logger(label: "keychain.sync")
     ) async throws -> [RecoveryState] {
         try await withSingleConnection(to: try SyncServerAddress(url: adminURL), logger: logger) { connection in
