@@ -56,6 +56,31 @@ public final class ProcessHandle: Sendable {
     }
 }
 
+/// An open `/proc/PID` directory: a handle on one process's entries that, unlike the
+/// path, never reaches another process. Once the process has exited, every lookup through it
+/// fails, even after its pid number has been given to a new process. Closed when the last
+/// reference goes.
+final class ProcessDirectory: Sendable {
+    /// The directory's descriptor.
+    let fileDescriptor: Int32
+
+    /// Opens `/proc/PID`, or `nil` when there is no such process.
+    init?(pid: Int32) {
+        let fd = open("/proc/\(pid)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        fileDescriptor = fd
+    }
+
+    deinit { close(fileDescriptor) }
+
+    /// `stat` of the process's executable (`exe` followed), or `nil` when it cannot be read: the
+    /// process has exited (a zombie has none), or it is not ours to inspect.
+    func executableStatus() -> stat? {
+        var info = stat()
+        return fstatat(fileDescriptor, "exe", &info, 0) == 0 ? info : nil
+    }
+}
+
 /// What identifies an executable file: the kernel's (device, inode) plus its status-change time,
 /// which moves whenever the file is replaced in place, renamed, chmod-ed or re-linked.
 public struct ExecutableIdentity: Sendable, Hashable {
@@ -110,8 +135,8 @@ public struct PeerCredentials: Sendable {
     public let pidfdSource: PidfdSource
     /// The pidfd for the peer process.
     public let process: ProcessHandle
-    /// `/proc/PID/exe`, spelled once.
-    private let executableLink: String
+    /// `/proc/PID`, opened while the pidfd showed the process alive, so it is this process's.
+    private let directory: ProcessDirectory?
 
     /// Where a pidfd comes from.
     public enum PidfdSource: Sendable, Hashable {
@@ -187,10 +212,10 @@ public struct PeerCredentials: Sendable {
             pidfdSource = .pidfdOpen
         }
         startTime = before
-        executableLink = ProcFS.executableLink(pid: pid)
-        executable = ProcFS.executable(link: executableLink)
+        directory = ProcessDirectory(pid: pid)
+        executable = ProcFS.executable(pid: pid)
         // The pid may have been reused between SO_PEERCRED and here: the pidfd must still be alive
-        // and the start time unchanged after everything was read.
+        // and the start time unchanged after everything was read (and the directory opened).
         guard process.isAlive, (try? ProcFS.startTime(pid: pid)) == before else {
             throw AgentError(.peerGone, "peer pid \(pid) exited while it was being identified")
         }
@@ -199,22 +224,36 @@ public struct PeerCredentials: Sendable {
     /// Whether the peer is still the process that connected: with the same unchanged executable
     /// as at accept, and alive (through the pidfd) after that was read.
     ///
-    /// Two system calls (`stat` of `/proc/PID/exe`, a `poll` of the pidfd), in that order. The
-    /// pidfd names the process that connected (``PidfdSource/peerPidfd``), or one whose start
-    /// time was checked when it was opened (``PidfdSource/pidfdOpen``); a pid is only reused
-    /// once its process has exited, and an exited process never polls alive again. So a
-    /// process alive after the read held its pid throughout it: `/proc/PID` was that
-    /// process's, and reading its start time again would add nothing. An `exec` of another
-    /// file changes the device and inode; anything that changes the path `readlink` would show
-    /// for the same file (a rename, an unlink, a new link) changes its status-change time. So
-    /// the `stat` alone sees every change the path would, and the process is identified anew.
-    /// (An `exec` of the very same file through another, older hard link keeps the identity:
-    /// the same code, which held these groups already.)
+    /// One system call: `stat` of `exe` in the process's own `/proc/PID` directory, opened at
+    /// accept while the pidfd showed the process alive (so it was this process's, not a
+    /// successor's under a reused pid). Through that directory the lookup fails once the process
+    /// has exited (a zombie has no executable) and stays failing after its pid is reused: the
+    /// directory belongs to the process, not to the number. So a successful `stat` means the
+    /// process is still running, and its result says whether it still runs the same file. An
+    /// `exec` of another file changes the device and inode; anything that changes the path
+    /// `readlink` would show for the same file (a rename, an unlink, a new link) changes its
+    /// status-change time. So the `stat` alone sees every change the path would, and the process
+    /// is identified anew. (An `exec` of the very same file through another, older hard link
+    /// keeps the identity: the same code, which held these groups already.)
+    ///
+    /// A process whose executable could not be read at accept (non-dumpable) must still be
+    /// unreadable, and its pidfd is polled for liveness. Without the directory (it could not be
+    /// opened) the check reads `/proc/PID/exe` by path and then polls the pidfd: a process alive
+    /// after the read held its pid throughout it.
     public func isStillTheSameProcess() -> Bool {
+        guard let directory else { return isStillTheSameProcessByPath() }
+        switch (executable, directory.executableStatus()) {
+        case (let known?, let info?): return known.matches(info)
+        case (nil, nil): return process.isAlive  // unreadable at accept (non-dumpable) and still
+        default: return false
+        }
+    }
+
+    private func isStillTheSameProcessByPath() -> Bool {
         var info = stat()
-        let readable = stat(executableLink, &info) == 0
+        let readable = stat(ProcFS.executableLink(pid: pid), &info) == 0
         switch (executable, readable) {
-        case (nil, false): break  // unreadable at accept (non-dumpable) and still
+        case (nil, false): break
         case (let known?, true) where known.matches(info): break
         default: return false
         }

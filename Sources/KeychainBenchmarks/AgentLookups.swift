@@ -35,20 +35,29 @@ struct AgentLookups {
             guard try served.findFirst(query(items / 2), includeData: true)?.data == Workload.secret(items / 2) else {
                 throw BenchmarkFailure("keychaind did not return the item's secret")
             }
+            guard let bench = lifecycle.probeExecutable else {
+                throw BenchmarkFailure("no keychain-bench executable for the socket floor")
+            }
+            let echo = try SocketEcho(executable: bench)
+            let message = [UInt8](repeating: 0x6c, count: SocketEcho.messageSize)
             var random = SystemRandomNumberGenerator()
             var inProcess: [UInt64] = []
             var throughAgent: [UInt64] = []
+            var roundTrips: [UInt64] = []
             for round in 0..<(options.warmup + options.iterations) {
                 let wanted = query(Int.random(in: 0..<items, using: &random))
                 let here = try Clock.time { _ = try local.findFirst(wanted, includeData: true) }
                 let there = try Clock.time { _ = try served.findFirst(wanted, includeData: true) }
+                let echoed = try Clock.time { try echo.roundTrip(message) }
                 if round >= options.warmup {
                     inProcess.append(here)
                     throughAgent.append(there)
+                    roundTrips.append(echoed)
                 }
             }
             result.inProcess = Summary(nanoseconds: inProcess)
             result.agent = Summary(nanoseconds: throughAgent)
+            result.roundTrip = Summary(nanoseconds: roundTrips)
             progress("  lookups per second through keychaind: one client, then four")
             result.oneClientPerSecond = try Self.throughput(
                 clients: 1, socket: socket, path: path, items: items, query: query)
@@ -191,6 +200,8 @@ struct AgentLookupResult: Codable, Sendable {
     var inProcess: Summary?
     /// The same lookup served by `keychaind` over its socket.
     var agent: Summary?
+    /// A request-sized message to another process and back (``SocketEcho``), interleaved with them.
+    var roundTrip: Summary?
     var oneClientPerSecond: Double?
     var fourClientsPerSecond: Double?
     /// Why the figures are missing.
@@ -213,6 +224,13 @@ struct AgentLookupResult: Codable, Sendable {
     var agentOverInProcess: Double? {
         guard let agent, let inProcess else { return nil }
         return agent.medianMicroseconds / inProcess.medianMicroseconds
+    }
+
+    /// What the agent adds to the lookup beyond the bare socket round trip, in microseconds
+    /// (medians): the agent's work and its client's.
+    var agentOverhead: Double? {
+        guard let agent, let inProcess, let roundTrip else { return nil }
+        return agent.medianMicroseconds - inProcess.medianMicroseconds - roundTrip.medianMicroseconds
     }
 
     /// Four clients' lookups per second ÷ one client's.

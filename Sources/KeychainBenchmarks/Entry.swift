@@ -17,6 +17,8 @@ enum KeychainBench {
                 print(BenchmarkOptions.usage)
             case .noop:
                 break
+            case .echo:
+                return SocketEcho.serve()
             case .memoryProbe(let request):
                 let probe = try MemoryProbe.measure(request)
                 print(String(decoding: try JSONEncoder().encode(probe), as: UTF8.self))

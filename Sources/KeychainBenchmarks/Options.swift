@@ -109,6 +109,8 @@ struct BenchmarkOptions: Sendable {
         case memoryProbe(MemoryProbe.Request)
         /// Internal: exit at once (the cost of starting this executable).
         case noop
+        /// Internal: write back what standard input reads (``SocketEcho``).
+        case echo
         /// Runs one operation alone, for a profiler, or alternating with a second one.
         case profile(BenchmarkOptions, operation: String, against: String?)
     }
@@ -180,6 +182,8 @@ struct BenchmarkOptions: Sendable {
                 return .memoryProbe(try MemoryProbe.Request(arguments: Array(arguments[(index + 1)...])))
             case "--internal-noop":
                 return .noop
+            case "--internal-echo":
+                return .echo
             default:
                 throw BenchmarkFailure("unknown argument \(argument)")
             }

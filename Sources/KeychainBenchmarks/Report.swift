@@ -318,7 +318,9 @@ extension BenchmarkReport {
                 name: "lookup through keychaind ÷ the same lookup in process, \(size) items", limit: "≤ 2.50×",
                 measured: lookups?.agentOverInProcess.map { ratio in
                     "\(Format.ratio(ratio)) (\(Format.duration(lookups!.agent!.medianMicroseconds)) vs "
-                        + "\(Format.duration(lookups!.inProcess!.medianMicroseconds)))"
+                        + "\(Format.duration(lookups!.inProcess!.medianMicroseconds))"
+                        + (lookups!.roundTrip.map { "; socket floor \(Format.duration($0.medianMicroseconds))" } ?? "")
+                        + ")"
                 } ?? missing,
                 met: lookups?.agentOverInProcess.map { $0 <= 2.5 }))
         targets.append(

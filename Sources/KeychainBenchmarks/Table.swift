@@ -233,6 +233,19 @@ enum TableRenderer {
             "the same, served by keychaind (one connection)", items, Format.duration(agent.medianMicroseconds),
             Format.duration(agent.p99Microseconds), lookups.agentOverInProcess.map(Format.ratio) ?? "",
         ])
+        if let roundTrip = lookups.roundTrip {
+            rows.append([
+                "a request-sized message to another process and back (socket floor)", "",
+                Format.duration(roundTrip.medianMicroseconds), Format.duration(roundTrip.p99Microseconds),
+                Format.ratio(roundTrip.medianMicroseconds / inProcess.medianMicroseconds),
+            ])
+        }
+        if let overhead = lookups.agentOverhead {
+            rows.append([
+                "keychaind's and its client's work: served − in process − socket floor", "",
+                Format.duration(overhead), "", Format.ratio(overhead / inProcess.medianMicroseconds),
+            ])
+        }
         if let one = lookups.oneClientPerSecond, let four = lookups.fourClientsPerSecond {
             rows.append(["lookups per second through keychaind, 1 client", items, "\(Int(one))/s", "", "1.00×"])
             rows.append([

@@ -233,11 +233,18 @@ public final class AgentConnection: Sendable {
     }
 
     /// Reads what the socket has into the buffer.
+    ///
+    /// It waits in `poll` for the socket to become readable, not in a blocking `recv`: a thread
+    /// blocked in `recv` on a Unix stream socket is woken each time the agent reads a request
+    /// from it (the kernel wakes every sleeper on the socket when its send buffer drains), and
+    /// goes back to sleep; `poll` waits for input only. That wake-up was one context switch per
+    /// call in this process and one in the agent, which runs it.
     private func fill(_ state: inout State, mayRetry: Bool) throws {
         while true {
+            try waitUntilReadable(state.socket)
             var count = 0
             let chunk = [UInt8](unsafeUninitializedCapacity: Self.receiveSize) { buffer, initialized in
-                count = recv(state.socket, buffer.baseAddress, buffer.count, 0)
+                count = recv(state.socket, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT))
                 initialized = max(0, count)
             }
             if count > 0 {
@@ -245,12 +252,24 @@ public final class AgentConnection: Sendable {
                 if state.buffer.isEmpty { state.buffer = chunk } else { state.buffer += chunk }
                 return
             }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                throw TransportFailure(reason: "no answer within \(timeout)", mayRetry: false)
-            }
+            if count < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) { continue }
             // The agent closed the connection: it ended, or refused what it read.
             throw TransportFailure(reason: count == 0 ? "closed" : "recv: errno \(errno)", mayRetry: false)
+        }
+    }
+
+    /// Waits until `socket` has input (or has been closed), at most the call's timeout.
+    private func waitUntilReadable(_ socket: Int32) throws {
+        let milliseconds = min(
+            timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000, Int64(Int32.max)
+        )
+        var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&entry, 1, Int32(milliseconds))
+            if ready > 0 { return }
+            if ready < 0 && errno == EINTR { continue }
+            throw TransportFailure(
+                reason: ready == 0 ? "no answer within \(timeout)" : "poll: errno \(errno)", mayRetry: false)
         }
     }
 

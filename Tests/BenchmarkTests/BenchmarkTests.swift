@@ -91,11 +91,12 @@ struct BenchmarkTests {
         #expect(report.targets.count == 20 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
-        for summary in [lookups?.inProcess, lookups?.agent] {
+        for summary in [lookups?.inProcess, lookups?.agent, lookups?.roundTrip] {
             #expect(summary != nil)
             if let summary { expectSensible(summary, "agent lookups") }
         }
         #expect(lookups?.agentOverInProcess.map { $0.isFinite && $0 > 0 } == true)
+        #expect(lookups?.agentOverhead?.isFinite == true)
         // The agent's memory is read from its /proc status after lookups on 90 items, and every
         // lookup of 24 connections open at once was answered with its item.
         #expect(lookups?.memoryNote == nil, "\(lookups?.memoryNote ?? "")")

@@ -243,6 +243,40 @@ struct AgentServiceTests {
             (#expect(throws: KeychainError.self) { try AgentConnection(socketPath: socket) })?.code == .notAvailable)
     }
 
+    @Test("a call to an agent that accepts the connection and never answers fails after the timeout, never hangs")
+    func silentAgentTimesOut() throws {
+        // A listening socket nobody reads: the kernel completes `connect` from the backlog.
+        let directory = FileManager.default.temporaryDirectory.path + "/silent-agent-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/agent.sock"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0 && listen(listener, 8) == 0)
+
+        let connection = try AgentConnection(socketPath: path, timeout: .milliseconds(300))
+        defer { connection.close() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let failure = #expect(throws: KeychainError.self) {
+            try connection.keychain(at: "").find(ItemQuery(class: .genericPassword))
+        }
+        #expect(failure?.code == .interactionNotAllowed)
+        // It waited for the answer (300 ms, once more on a new connection) and then gave up: a
+        // liveness bound, not a speed limit.
+        let waited = clock.now - start
+        #expect(waited >= .milliseconds(290) && waited < .seconds(30), "waited \(waited)")
+    }
+
     @Test("only a caller with every group manages keychains; a caller with no group can do nothing")
     func administrationNeedsEveryGroup() async throws {
         let agent = try await Running(groups: ["app"])
