@@ -9,7 +9,10 @@ import PackageDescription
 //   Keychain                the idiomatic Swift API (new code starts here)
 //   KeychainStorage         named encrypted stores with a pluggable cipher
 //   SwiftKeychain           protocol-oriented items
-//   SecurityTool            the `security` command-line tool (macOS security(1) compatible)
+//   SecurityTool            the `security` command-line tool's commands (macOS security(1) compatible)
+//   SecurityToolMain        the `security` executable
+//   SecurityLinuxTool       the `security-linux` executable: `security sync` and `import-secret-service`,
+//                           apart so that `security` does not load PostgreSQL's and D-Bus's code
 //   KeychainAgent           keychaind's server library: who the caller is, its access groups, hardening, socket
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
@@ -30,7 +33,8 @@ let package = Package(
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "KeychainStorage", targets: ["KeychainStorage"]),
         .library(name: "SwiftKeychain", targets: ["SwiftKeychain"]),
-        .executable(name: "security", targets: ["SecurityTool"]),
+        .executable(name: "security", targets: ["SecurityToolMain"]),
+        .executable(name: "security-linux", targets: ["SecurityLinuxTool"]),
         .executable(name: "keychain-bench", targets: ["KeychainBenchmarks"]),
         .executable(name: "keychain-stress", targets: ["KeychainStress"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
@@ -90,7 +94,9 @@ let package = Package(
         .target(name: "SeededRandom"),
         .target(
             name: "DBusWire",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         // prctl, pidfd_open, accept4, pipe2, explicit_bzero, closefrom for posix_spawn: variadic or GNU-only in C.
         .target(name: "CKeychainAgent"),
@@ -105,18 +111,27 @@ let package = Package(
         .executableTarget(
             name: "keychain-agent-test-worker",
             dependencies: [
-                "KeychainAgent", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol", "KeychainCore", "KeychainClient",
+                "KeychainAgent", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol", "KeychainCore",
+                "KeychainClient",
             ],
             path: "Tests/AgentWorker"
         ),
-        .executableTarget(
+        .target(
             name: "SecurityTool",
             dependencies: [
                 // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
-                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "SecretService", "DBusWire", "KeychainSync",
+                "KeychainCore", "KeychainClient", "Security", "KeychainPKI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(name: "SecurityToolMain", dependencies: ["SecurityTool"]),
+        .executableTarget(
+            name: "SecurityLinuxTool",
+            dependencies: [
+                "SecurityTool", "KeychainCore", "SecretService", "DBusWire", "KeychainSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -176,7 +191,8 @@ let package = Package(
         .testTarget(
             name: "KeychainAgentTests",
             dependencies: [
-                "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "keychaind", "DBusWire",
+                "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "keychaind",
+                "DBusWire",
                 "KeychainAgentProtocol", "KeychainClient", "KeychainTestSupport", "SeededRandom",
             ]
         ),
@@ -229,17 +245,21 @@ let package = Package(
         .testTarget(
             name: "SecurityToolTests",
             dependencies: [
-                "SecurityTool", "keychaind", "KeychainClient", "DBusWire", "KeychainCore",
+                "SecurityTool", "SecurityToolMain", "SecurityLinuxTool", "keychaind", "KeychainClient", "DBusWire",
+                "KeychainCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(
             name: "BenchmarkTests",
-            dependencies: ["KeychainBenchmarks", "keychaind", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "KeychainBenchmarks", "keychaind", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
         .target(
-            name: "KeychainClient", dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent"]
+            name: "KeychainClient",
+            dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent"]
         ),
         .target(
             name: "SecretService",
@@ -256,7 +276,9 @@ let package = Package(
         .testTarget(
             name: "SecretServiceTests",
             dependencies: [
-                "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityTool", "DBusWire", "SeededRandom",
+                "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityToolMain", "SecurityLinuxTool",
+                "DBusWire",
+                "SeededRandom",
                 "keychain-secitem-worker",
             ],
             exclude: ["Clients"]
@@ -279,7 +301,8 @@ let package = Package(
                 // NIOSSL: postgres-nio's TLS takes an NIOSSLContext (sslmode=require, verify-ca, verify-full).
                 "KeychainCore", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -292,10 +315,13 @@ let package = Package(
         .testTarget(
             name: "KeychainSyncTests",
             dependencies: [
-                // SecurityTool, keychaind: the `security sync` tests run the built executables.
-                "KeychainSync", "KeychainCore", "SeededRandom", "SecurityTool", "keychaind", "PostgresScratchServer",
+                // SecurityToolMain, SecurityLinuxTool, keychaind: the `security sync` tests run the
+                // built executables.
+                "KeychainSync", "KeychainCore", "SeededRandom", "SecurityToolMain", "SecurityLinuxTool", "keychaind",
+                "PostgresScratchServer",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(

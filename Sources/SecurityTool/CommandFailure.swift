@@ -6,7 +6,7 @@ import Security
 /// a usage error) and what it prints on standard error.
 ///
 /// Messages never contain a secret: they name functions, keychains and status codes only.
-struct CommandFailure: Error {
+package struct CommandFailure: Error {
     /// The command's result, before the process exit status is taken from its low byte.
     var result: Int32
     /// Lines printed on standard error, each prefixed with `security: `.
@@ -22,12 +22,12 @@ struct CommandFailure: Error {
     }
 
     /// A usage error: result 2, the message, then the command's usage.
-    static func usage(_ message: String) -> CommandFailure {
+    package static func usage(_ message: String) -> CommandFailure {
         CommandFailure(result: 2, messages: [message], showsUsage: true)
     }
 
     /// A plain failure with a message, returning `result` (1 unless told).
-    static func failure(_ message: String, result: Int32 = 1) -> CommandFailure {
+    package static func failure(_ message: String, result: Int32 = 1) -> CommandFailure {
         CommandFailure(result: result, messages: [message])
     }
 

@@ -3,7 +3,7 @@ import Foundation
 import KeychainCore
 
 /// A `security` command: parsed by ArgumentParser, run against the process's ``Session``.
-protocol ToolCommand: ParsableCommand {
+package protocol ToolCommand: ParsableCommand {
     /// The command's name, as macOS spells it (also its configuration's `commandName`, read
     /// without building the configuration and its help).
     static var name: String { get }

@@ -25,9 +25,8 @@ struct SecurityCommand: ParsableCommand {
         subcommands: SecurityTool.commands.map(\.type))
 }
 
-/// The `security` executable.
-@main
-enum SecurityTool {
+/// The `security` executable (and `security-linux`, which runs the Linux-only commands).
+package enum SecurityTool {
     /// An implemented command, in the order of macOS's command table.
     struct Command {
         var type: any ToolCommand.Type
@@ -105,9 +104,12 @@ enum SecurityTool {
             -v    Be more verbose about what's going on.
         """
 
-    static func main() {
+    /// The process: runs its command line and exits.
+    /// - Parameter runner: In `security-linux`, the Linux-only commands' implementations.
+    package static func main(runningLinuxCommands runner: LinuxCommandRunner? = nil) -> Never {
         CrashReport.suppress()
         let session = Session()
+        session.linuxCommandRunner = runner
         let result = run(ArgumentBytes.processArguments(), session: session)
         session.closeAll()
         session.input.returnUnreadInput()
@@ -196,7 +198,9 @@ enum SecurityTool {
             return 1
         }
         var rest = Array(arguments.dropFirst())
-        if session.verbose {
+        session.commandLine = [name] + rest
+        let runsElsewhere = linuxCommandNames.contains(name) && session.linuxCommandRunner == nil
+        if session.verbose && !runsElsewhere {
             // The arguments' own bytes, as macOS prints them (not the escapes of ArgumentBytes).
             let line = ([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n"
             Console.err(ArgumentBytes.bytes(of: line))

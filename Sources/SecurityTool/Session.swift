@@ -11,13 +11,13 @@ import KeychainCore
 #endif
 
 /// An open keychain, with the name the user gave for it (for messages).
-struct OpenKeychain {
+package struct OpenKeychain {
     /// The keychain argument as typed, or `nil` when the default or the search list was used.
     var name: String?
     /// The keychain's absolute path.
     var path: String
     /// The open handle.
-    var database: any KeychainHandle
+    package var database: any KeychainHandle
 }
 
 /// Everything one `security` process shares between its commands: the environment, the
@@ -25,27 +25,32 @@ struct OpenKeychain {
 /// keychain unlocked for the commands that follow), standard input and the preferences.
 ///
 /// Lock state lives in the handles, so it lasts exactly as long as this process.
-final class Session {
+package final class Session {
     /// The environment variable that supplies the password of a locked keychain to one-shot
     /// commands (read before prompting on the terminal).
-    static let passwordVariable = "KEYCHAIN_PASSWORD"
+    package static let passwordVariable = "KEYCHAIN_PASSWORD"
     /// Test-only: when set to `1`, keychains are created with the engine's cheap
     /// `KeyDerivation.unsafeTestingOnly` and such keychains may be opened. Never set it for
     /// real keychains: their passwords become cheap to guess. (Keychains made with it do not
     /// open without it, so a weak keychain cannot slip into normal use unnoticed.)
     static let unsafeTestKDFVariable = "KEYCHAIN_UNSAFE_TEST_KDF"
 
-    let environment: [String: String]
+    package let environment: [String: String]
     /// The bytes of ``passwordVariable``, exactly as set (`ProcessInfo` would replace bytes
     /// that are not UTF-8), or `nil` when it is not set.
-    let environmentPassword: Data?
+    package let environmentPassword: Data?
     let paths: KeychainPaths
-    let configuration: KeychainConfiguration
-    let input = StandardInput()
+    package let configuration: KeychainConfiguration
+    package let input = StandardInput()
     var interactive = false
     var verbose = false
     /// `security -q`: commands leave out their success messages, as macOS's `do_quiet`.
     var quiet = false
+    /// The command line being run, its command's name first, as typed.
+    var commandLine: [String] = []
+    /// The implementations of the Linux-only commands, in `security-linux`; `nil` in `security`,
+    /// which runs them in `security-linux` (``runLinuxCommand(_:)``).
+    var linuxCommandRunner: LinuxCommandRunner?
     private var handles: [String: any KeychainHandle] = [:]
     private var prefetched: KeychainPrefetch?
     private var cachedPreferences: KeychainPreferences?
@@ -113,13 +118,13 @@ final class Session {
 
     /// The keychain created on first use: `KEYCHAIN_DEFAULT_PATH` when set, else the login
     /// keychain (a keychain chosen with `default-keychain -s` is never created implicitly).
-    var engineDefaultKeychain: String {
+    package var engineDefaultKeychain: String {
         environment[KeychainPaths.defaultKeychainVariable].flatMap { $0.isEmpty ? nil : $0 } ?? paths.loginKeychain
     }
 
     /// The default keychain: `KEYCHAIN_DEFAULT_PATH` when set, else the one chosen with
     /// `default-keychain -s`, else the engine's default (`login.keychain-db`).
-    func defaultKeychainPath() throws -> String {
+    package func defaultKeychainPath() throws -> String {
         if environment[KeychainPaths.defaultKeychainVariable].map({ !$0.isEmpty }) == true {
             return absolute(engineDefaultKeychain)
         }
@@ -142,7 +147,7 @@ final class Session {
     /// Resolves a keychain argument as macOS does: a path (containing `/`) as is, a bare name
     /// inside the keychains directory; `name.keychain` also finds `name.keychain-db` (and names
     /// the login keychain, `login.keychain-db`, before its first use).
-    func resolve(_ name: String) -> String {
+    package func resolve(_ name: String) -> String {
         let path = absolute(paths.resolve(name))
         if path.hasSuffix(".keychain"), !fileExists(path),
             fileExists(path + "-db") || path + "-db" == absolute(engineDefaultKeychain)
@@ -159,13 +164,13 @@ final class Session {
         return path.hasSuffix(".keychain") ? path + "-db" : path
     }
 
-    func absolute(_ path: String) -> String {
+    package func absolute(_ path: String) -> String {
         if path.hasPrefix("/") { return (path as NSString).standardizingPath }
         let cwd = FileManager.default.currentDirectoryPath
         return ((cwd as NSString).appendingPathComponent(path) as NSString).standardizingPath
     }
 
-    func fileExists(_ path: String) -> Bool {
+    package func fileExists(_ path: String) -> Bool {
         var info = stat()
         return lstat(path, &info) == 0
     }
@@ -195,7 +200,7 @@ final class Session {
     }
 
     /// Opens the keychain a command names, or the default keychain.
-    func open(_ name: String?, createDefault: Bool = false) throws -> OpenKeychain {
+    package func open(_ name: String?, createDefault: Bool = false) throws -> OpenKeychain {
         let path = try name.map(resolve) ?? defaultKeychainPath()
         return OpenKeychain(name: name, path: path, database: try database(at: path, createDefault: createDefault))
     }
@@ -253,7 +258,7 @@ final class Session {
     ///
     /// - Throws: The engine's error unchanged when no password is available
     ///   (errSecInteractionNotAllowed), or errSecAuthFailed when the password is wrong.
-    func withAccess<T>(to keychain: OpenKeychain, _ body: () throws -> T) throws -> T {
+    package func withAccess<T>(to keychain: OpenKeychain, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as KeychainError

@@ -10,7 +10,7 @@ import KeychainCore
 #endif
 
 /// Unbuffered writes to standard output and standard error, byte-exact.
-enum Console {
+package enum Console {
     /// Writes bytes to a file descriptor, retrying short writes.
     static func emit(_ bytes: [UInt8], to fd: Int32) {
         bytes.withUnsafeBytes { buffer in
@@ -27,11 +27,11 @@ enum Console {
     }
 
     /// Writes text to standard output.
-    static func out(_ text: String) { emit(Array(text.utf8), to: 1) }
+    package static func out(_ text: String) { emit(Array(text.utf8), to: 1) }
     /// Writes bytes to standard output.
     static func out(_ bytes: [UInt8]) { emit(bytes, to: 1) }
     /// Writes text to standard error.
-    static func err(_ text: String) { emit(Array(text.utf8), to: 2) }
+    package static func err(_ text: String) { emit(Array(text.utf8), to: 2) }
     /// Writes bytes to standard error.
     static func err(_ bytes: [UInt8]) { emit(bytes, to: 2) }
 
@@ -44,7 +44,7 @@ enum Console {
 ///
 /// Input is read in blocks, and a line may not be longer than ``lineLimit`` bytes (the largest
 /// secret): past it, reading stops and ``readLine()`` throws, without reading the rest.
-final class StandardInput {
+package final class StandardInput {
     /// The longest line accepted: the engine's largest secret (4 MiB).
     static let lineLimit = KeychainConfiguration.defaultMaximumDataSize
     /// How much one `read(2)` asks for.
@@ -72,7 +72,7 @@ final class StandardInput {
     /// is). Returns `nil` at the end of input when no byte was read.
     /// - Throws: ``CommandFailure`` (errSecParam) when the line is longer than the limit; its
     ///   bytes are dropped and what follows them is not read.
-    func readLine() throws -> [UInt8]? {
+    package func readLine() throws -> [UInt8]? {
         // Bytes before `scanned` hold no newline: each byte is looked at once.
         var scanned = start
         while true {
