@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+/// `security sync` and `security import-secret-service` run in `security-linux`, beside
+/// `security`: the same options, messages and exit statuses as a command of `security` itself.
+@Suite struct LinuxCommandTests {
+    @Test("security runs sync in security-linux: its refusal, usage error and exit status come through")
+    func syncRunsInTheCompanion() throws {
+        let sandbox = try Sandbox()
+        let unknown = try sandbox.run(["sync", "bogus"])
+        #expect(unknown.status == 2, "\(unknown)")
+        #expect(unknown.err.contains("security: sync: unknown action \"bogus\""), "\(unknown)")
+        #expect(unknown.err.contains("Usage: security sync init"), "\(unknown)")
+        // An abbreviated name is matched first, as for every command; -v echoes the line once.
+        let verbose = try sandbox.run(["-v", "syn", "bogus"])
+        #expect(verbose.status == 2, "\(verbose)")
+        #expect(verbose.err.components(separatedBy: "sync \"bogus\"").count == 2, "\(verbose)")
+    }
+
+    @Test("help lists and explains the Linux-only commands without starting security-linux")
+    func helpNeedsNoCompanion() throws {
+        let sandbox = try Sandbox()
+        let alone = try lonelyCopy()
+        defer { try? FileManager.default.removeItem(atPath: (alone as NSString).deletingLastPathComponent) }
+        let help = try sandbox.run(["help", "sync"], executable: alone)
+        #expect(help.status == 0, "\(help)")
+        #expect(help.out.contains("security sync invite"), "\(help)")
+        let list = try sandbox.run(["help"], executable: alone)
+        #expect(list.out.contains("import-secret-service") && list.out.contains("sync "), "\(list)")
+    }
+
+    @Test("without security-linux beside it, security says which file is missing and exits 1")
+    func missingCompanionIsAClearError() throws {
+        let sandbox = try Sandbox()
+        let alone = try lonelyCopy()
+        defer { try? FileManager.default.removeItem(atPath: (alone as NSString).deletingLastPathComponent) }
+        for arguments in [["sync", "status"], ["import-secret-service"]] {
+            let run = try sandbox.run(arguments, executable: alone)
+            #expect(run.status == 1, "\(run)")
+            #expect(run.err.contains("security-linux, which is not installed beside security"), "\(run)")
+        }
+    }
+
+    /// A copy of `security` in a directory of its own, without `security-linux`.
+    private func lonelyCopy() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.path + "/lonely-security-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: securityPath, toPath: directory + "/security")
+        return directory + "/security"
+    }
+}
