@@ -34,6 +34,10 @@ enum LinuxCompanion {
                 "\(name): this command is run by \(executableName), which is not installed beside security "
                     + "(\(companion))")
         }
+        // What this process read ahead of its last line goes back to a file on standard input
+        // (`security -i < commands`), so that the command reads on from where it should; input
+        // from a pipe cannot be given back.
+        session.input.returnUnreadInput()
         let flags = (session.quiet ? ["-q"] : []) + (session.verbose ? ["-v"] : [])
         let argv = (["security"] + flags + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

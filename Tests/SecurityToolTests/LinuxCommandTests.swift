@@ -41,6 +41,32 @@ import Testing
         }
     }
 
+    @Test("in security -i reading a file, a Linux-only command reads its input where the previous line ended")
+    func interactiveInputContinuesInTheCompanion() throws {
+        let sandbox = try Sandbox()
+        let commands = sandbox.root + "/commands"
+        // `sync join -` reads its code from standard input: the next line, read by security-linux;
+        // `error 0` after it is then the next command of this process.
+        try Data("sync join -\nNOTACODE\nerror 0\n".utf8).write(to: URL(fileURLWithPath: commands))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: securityPath)
+        process.arguments = ["-i"]
+        process.environment = sandbox.environment
+        process.currentDirectoryURL = URL(fileURLWithPath: sandbox.home)
+        process.standardInput = FileHandle(forReadingAtPath: commands)
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let error = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(error.contains("security: sync join: not an invitation code"), "\(error)")
+        #expect(output.contains("Error: 0x00000000 0 No error."), "\(output)\n\(error)")
+        #expect(!error.contains("NOTACODE"), "\(error)")
+    }
+
     /// A copy of `security` in a directory of its own, without `security-linux`.
     private func lonelyCopy() throws -> String {
         let directory = FileManager.default.temporaryDirectory.path + "/lonely-security-\(UUID().uuidString.prefix(8))"
