@@ -58,9 +58,9 @@ final class SocketEcho {
         var received = 0
         while received < message.count {
             var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, 10_000) > 0 || errno == EINTR else {
-                throw BenchmarkFailure("echo: no answer within 10 s")
-            }
+            let ready = poll(&entry, 1, 10_000)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { throw BenchmarkFailure("echo: no answer within 10 s (poll: \(ready))") }
             let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count < 0 && (errno == EAGAIN || errno == EINTR) { continue }
             guard count > 0 else { throw BenchmarkFailure("echo: the echo process closed the socket") }

@@ -51,10 +51,7 @@ enum AgentLauncher {
         if let explicit = environment[AgentEndpoint.programVariable], !explicit.isEmpty {
             return access(explicit, X_OK) == 0 ? explicit : nil
         }
-        var candidates: [String] = []
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent().path + "/keychaind")
-        }
+        var candidates = Executables.besideThisOne("keychaind").map { [$0] } ?? []
         for directory in (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") {
             candidates.append(directory + "/keychaind")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 
 #if canImport(Glibc)
     import Glibc
@@ -25,10 +26,9 @@ enum LinuxCompanion {
     /// process's standard input, output, error and environment, and returns its exit status.
     static func run(_ arguments: [String], session: Session) throws -> Int32 {
         let name = arguments.first ?? ""
-        guard let own = ownExecutable() else {
+        guard let companion = Executables.besideThisOne(executableName) else {
             throw CommandFailure.failure("\(name): the path of this executable cannot be read")
         }
-        let companion = (own as NSString).deletingLastPathComponent + "/" + executableName
         guard access(companion, X_OK) == 0 else {
             throw CommandFailure.failure(
                 "\(name): this command is run by \(executableName), which is not installed beside security "
@@ -53,16 +53,6 @@ enum LinuxCompanion {
         // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import (macros).
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
-    }
-
-    private static func ownExecutable() -> String? {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { buffer in
-            let count = readlink("/proc/self/exe", buffer.baseAddress!, buffer.count - 1)
-            guard count > 0 else { return nil }
-            return buffer.baseAddress!.withMemoryRebound(to: UInt8.self, capacity: count) {
-                String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
-            }
-        }
     }
 }
 

@@ -67,11 +67,15 @@ import Testing
         #expect(!error.contains("NOTACODE"), "\(error)")
     }
 
-    /// A copy of `security` in a directory of its own, without `security-linux`.
+    /// `security` in a directory of its own, without `security-linux`: a hard link beside the
+    /// build's (the same file system), never a copy. A copy is open for writing while it is made,
+    /// and a process another test forks meanwhile inherits that descriptor until it execs, so
+    /// running the copy could fail with "text file busy".
     private func lonelyCopy() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.path + "/lonely-security-\(UUID().uuidString.prefix(8))"
+        let build = (securityPath as NSString).deletingLastPathComponent
+        let directory = build + "/lonely-security-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: securityPath, toPath: directory + "/security")
+        try FileManager.default.linkItem(atPath: securityPath, toPath: directory + "/security")
         return directory + "/security"
     }
 }
