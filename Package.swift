@@ -17,7 +17,8 @@ import PackageDescription
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
-//   DBusWire                D-Bus on SwiftNIO (values, marshalling, SASL, client and peer-to-peer server); no keychain code
+//   DBusWire                D-Bus's wire format (types, values, marshalling, messages, SASL); no I/O framework, no keychain code
+//   DBusNIO                 D-Bus connections and peer-to-peer servers on SwiftNIO, over DBusWire
 //   KeychainAgentProtocol   the session agent's D-Bus method table and the a{sv} codec of items, queries and errors
 //   KeychainClient          where modules get keychains (Keychains): the session agent's, or the engine's
 //   SecretService           the freedesktop Secret Service (org.freedesktop.secrets) on the agent's keychains
@@ -92,10 +93,12 @@ let package = Package(
         ),
         .target(name: "SwiftKeychain", dependencies: ["KeychainCore", "KeychainClient"]),
         .target(name: "SeededRandom"),
+        .target(name: "DBusWire"),
         .target(
-            name: "DBusWire",
+            name: "DBusNIO",
             dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                "DBusWire", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // prctl, pidfd_open, accept4, pipe2, explicit_bzero, closefrom for posix_spawn: variadic or GNU-only in C.
@@ -103,7 +106,7 @@ let package = Package(
         .target(
             name: "KeychainAgent",
             dependencies: [
-                "KeychainCore", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol",
+                "KeychainCore", "CKeychainAgent", "DBusWire", "DBusNIO", "KeychainAgentProtocol",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -111,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "keychain-agent-test-worker",
             dependencies: [
-                "KeychainAgent", "CKeychainAgent", "DBusWire", "KeychainAgentProtocol", "KeychainCore",
+                "KeychainAgent", "CKeychainAgent", "DBusWire", "DBusNIO", "KeychainAgentProtocol", "KeychainCore",
                 "KeychainClient",
             ],
             path: "Tests/AgentWorker"
@@ -130,17 +133,17 @@ let package = Package(
         .executableTarget(
             name: "SecurityLinuxTool",
             dependencies: [
-                "SecurityTool", "KeychainCore", "SecretService", "DBusWire", "KeychainSync",
+                "SecurityTool", "KeychainCore", "SecretService", "DBusWire", "DBusNIO", "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "KeychainBenchmarks",
             dependencies: [
-                // DBusWire, NIOCore and SecretService: the Secret Service rows' client (its futures
+                // DBusWire, DBusNIO, NIOCore and SecretService: the Secret Service rows' client (its futures
                 // waited for on the benchmark's threads), and the keychain attributes the provider
                 // gives a D-Bus item (to seed its keychain as it would).
-                "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "SecretService",
+                "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "DBusNIO", "SecretService",
                 // KeychainSync and PostgresScratchServer: the sync rows, on a private PostgreSQL.
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -164,7 +167,9 @@ let package = Package(
         // the test process's keychaind (started once, on first use).
         .target(
             name: "KeychainTestSupport",
-            dependencies: ["KeychainClient", "KeychainCore", "DBusWire", "CKeychainAgent", "CKeychainTestSupport"],
+            dependencies: [
+                "KeychainClient", "KeychainCore", "DBusWire", "DBusNIO", "CKeychainAgent", "CKeychainTestSupport",
+            ],
             path: "Tests/KeychainTestSupport"
         ),
         // An application that calls SecItemAdd in its own process (SecretServiceTests' Seahorse test).
@@ -192,7 +197,7 @@ let package = Package(
             name: "KeychainAgentTests",
             dependencies: [
                 "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "keychaind",
-                "DBusWire",
+                "DBusWire", "DBusNIO",
                 "KeychainAgentProtocol", "KeychainClient", "KeychainTestSupport", "SeededRandom",
             ]
         ),
@@ -246,6 +251,7 @@ let package = Package(
             name: "SecurityToolTests",
             dependencies: [
                 "SecurityTool", "SecurityToolMain", "SecurityLinuxTool", "keychaind", "KeychainClient", "DBusWire",
+                "DBusNIO",
                 "KeychainCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -264,20 +270,22 @@ let package = Package(
         .target(
             name: "SecretService",
             dependencies: [
-                "DBusWire", "KeychainCore", "KeychainAgent", .product(name: "Crypto", package: "swift-crypto"),
+                "DBusWire", "DBusNIO", "KeychainCore", "KeychainAgent",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "BigInt", package: "BigInt"),
             ]),
         .executableTarget(
             name: "keychaind",
             dependencies: [
-                "KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "SecretService", "KeychainSync",
+                "KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "DBusNIO", "SecretService",
+                "KeychainSync",
             ]
         ),
         .testTarget(
             name: "SecretServiceTests",
             dependencies: [
                 "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityToolMain", "SecurityLinuxTool",
-                "DBusWire",
+                "DBusWire", "DBusNIO",
                 "SeededRandom",
                 "keychain-secitem-worker",
             ],
@@ -290,7 +298,7 @@ let package = Package(
         .testTarget(
             name: "DBusWireTests",
             dependencies: [
-                "DBusWire", "SeededRandom",
+                "DBusWire", "DBusNIO", "SeededRandom",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["gdbus_differential.py"]

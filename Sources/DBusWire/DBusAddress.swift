@@ -1,7 +1,7 @@
 /// A D-Bus server address such as `unix:path=/run/user/1000/bus,guid=…`.
 ///
 /// Only the `unix` transport with `path=` can be connected to (NIO has no abstract-namespace
-/// socket address); other entries are parsed and skipped by ``DBusConnection``.
+/// socket address); other entries are parsed and skipped by `DBusConnection` (DBusNIO).
 public struct DBusAddress: Hashable, Sendable, CustomStringConvertible {
     /// The transport, e.g. `unix`.
     public var transport: String

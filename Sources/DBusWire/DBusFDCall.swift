@@ -24,7 +24,7 @@ public struct DBusFDReply: Sendable {
 /// One blocking method call that may receive file descriptors: its own connection to a bus,
 /// opened for the call and closed after it.
 ///
-/// Why not ``DBusConnection``: descriptors travel as `SCM_RIGHTS` control messages beside the
+/// Why not `DBusConnection` (DBusNIO): descriptors travel as `SCM_RIGHTS` control messages beside the
 /// bytes, and SwiftNIO's stream channels read with plain `read(2)`, so the kernel would drop
 /// (close) every descriptor a peer sends; NIO has no way to receive them on a stream socket.
 /// Only logind's `Inhibit` needs a descriptor, once at start and once per resume, so this

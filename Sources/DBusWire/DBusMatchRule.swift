@@ -13,7 +13,7 @@
 /// name against whichever connection owns that name when the message is sent; ``matches(_:)``
 /// cannot (a message carries only its sender's unique name), so it compares a well-known sender
 /// with nothing; ``matches(_:senderOwner:)`` compares it with the name's owner, which the caller
-/// follows (``DBusConnection/nameOwner(of:)``). Only broadcasts are filtered by the bus: a signal
+/// follows (`DBusConnection.nameOwner(of:)` in DBusNIO). Only broadcasts are filtered by the bus: a signal
 /// addressed to a connection reaches it whatever its rules say, from any sender.
 public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     /// The message type (`type=`); `.signal` by default.
@@ -50,7 +50,7 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     /// connection learns that a service it trusts has a new owner, or none.
     public static func nameOwnerChanged(of name: String) -> DBusMatchRule {
         DBusMatchRule(
-            sender: DBusConnection.busDriverName, interface: DBusConnection.busDriverName,
+            sender: DBusMessage.busDriverName, interface: DBusMessage.busDriverName,
             member: "NameOwnerChanged", path: "/org/freedesktop/DBus", arguments: [0: name])
     }
 
@@ -74,7 +74,7 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         if let type, message.type != type { return false }
         if let sender {
             // The bus driver's messages carry its well-known name; others carry a unique name.
-            let comparable = sender.hasPrefix(":") || sender == DBusConnection.busDriverName
+            let comparable = sender.hasPrefix(":") || sender == DBusMessage.busDriverName
             guard comparable, message.sender == sender else { return false }
         }
         if let interface, message.interface != interface { return false }
@@ -89,11 +89,11 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
 
     /// Whether `message` satisfies the rule, a well-known ``sender`` standing for `owner`: the
     /// unique name that owns that name now, as the caller follows it
-    /// (``DBusConnection/nameOwner(of:)``, then ``nameOwnerChanged(of:)``). With `owner` `nil`
+    /// (`DBusConnection.nameOwner(of:)` in DBusNIO, then ``nameOwnerChanged(of:)``). With `owner` `nil`
     /// (nobody owns the name) nothing matches. A unique sender, or none, is compared as by
     /// ``matches(_:)``.
     public func matches(_ message: DBusMessage, senderOwner owner: String?) -> Bool {
-        guard let sender, !sender.hasPrefix(":"), sender != DBusConnection.busDriverName else {
+        guard let sender, !sender.hasPrefix(":"), sender != DBusMessage.busDriverName else {
             return matches(message)
         }
         guard let owner, message.sender == owner else { return false }
@@ -103,7 +103,7 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Checks the rule before it is sent to the bus.
-    func validate() throws {
+    package func validate() throws {
         let namesValid =
             (sender.map(DBusNames.isValidBusName) ?? true)
             && (interface.map(DBusNames.isValidInterfaceName) ?? true)
@@ -128,47 +128,6 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-extension DBusConnection {
-    /// The bus driver's name, `org.freedesktop.DBus`: the sender of the bus's own signals, which
-    /// no other connection can own.
-    public static let busDriverName = "org.freedesktop.DBus"
-
-    /// Asks the bus to route the broadcasts that `rule` matches to this connection
-    /// (`org.freedesktop.DBus.AddMatch`); they arrive in ``signals``.
-    ///
-    /// - Throws: ``DBusError`` `.invalidName` for a rule with an invalid name, `.remoteError`
-    ///   when the bus refuses it (`MatchRuleInvalid`, `LimitsExceeded`).
-    public func addMatch(_ rule: DBusMatchRule) async throws {
-        try rule.validate()
-        _ = try await callBus("AddMatch", [.string(rule.description)])
-    }
-
-    /// Removes a rule added by ``addMatch(_:)`` (`org.freedesktop.DBus.RemoveMatch`).
-    ///
-    /// - Throws: ``DBusError`` `.remoteError` (`MatchRuleNotFound`) when no such rule was added.
-    public func removeMatch(_ rule: DBusMatchRule) async throws {
-        try rule.validate()
-        _ = try await callBus("RemoveMatch", [.string(rule.description)])
-    }
-
-    /// The unique name of the connection that owns `name` now, or `nil` when nobody does
-    /// (`org.freedesktop.DBus.GetNameOwner`). A signal whose sender is this unique name comes
-    /// from the owner: the bus sets every message's sender, and a connection cannot forge it.
-    ///
-    /// - Throws: ``DBusError`` for any failure other than `NameHasNoOwner`.
-    public func nameOwner(of name: String) async throws -> String? {
-        do {
-            let reply = try await callBus("GetNameOwner", [.string(name)])
-            guard case .string(let owner)? = reply.body.first else {
-                throw DBusError(.typeMismatch, "GetNameOwner returned \(reply.signature), expected s")
-            }
-            return owner
-        } catch let error as DBusError where error.errorName == "org.freedesktop.DBus.Error.NameHasNoOwner" {
-            return nil
-        }
-    }
-}
-
 extension DBusAddress {
     /// The system bus's socket when the environment names none.
     public static let defaultSystemBus = DBusAddress.unixPath("/run/dbus/system_bus_socket")
@@ -182,4 +141,10 @@ extension DBusAddress {
         if let value = environment["DBUS_SYSTEM_BUS_ADDRESS"], !value.isEmpty { return try parseList(value) }
         return [defaultSystemBus]
     }
+}
+
+extension DBusMessage {
+    /// The bus driver's name, `org.freedesktop.DBus`: the sender of the bus's own signals, which
+    /// no other connection can own.
+    public static let busDriverName = "org.freedesktop.DBus"
 }

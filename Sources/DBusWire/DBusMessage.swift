@@ -189,7 +189,7 @@ extension DBusMessage {
     }
 
     /// ``frameLength(header:maximumLength:)`` of the first 16 bytes of `header` (at least 16).
-    static func frameLength(fixedHeader header: UnsafeRawBufferPointer, maximumLength: Int) throws -> Int {
+    package static func frameLength(fixedHeader header: UnsafeRawBufferPointer, maximumLength: Int) throws -> Int {
         guard let order = DBusByteOrder(rawValue: header[0]) else {
             throw DBusError(.malformedMessage, "unknown byte order mark")
         }
@@ -294,7 +294,7 @@ extension DBusMessage {
     }
 
     /// Checks the fields the message type requires and the validity of each name.
-    func validateFields() throws {
+    package func validateFields() throws {
         switch type {
         case .methodCall:
             guard path != nil, member != nil else {

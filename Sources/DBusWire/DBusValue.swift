@@ -88,7 +88,7 @@ extension DBusValue {
     }
 
     /// Whether `values` have the types of `arguments`, one for one.
-    static func have(_ values: [DBusValue], typesOf arguments: [DBusArgument]) -> Bool {
+    package static func have(_ values: [DBusValue], typesOf arguments: [DBusArgument]) -> Bool {
         values.count == arguments.count && zip(values, arguments).allSatisfy { $0.hasType($1.type) }
     }
 }

@@ -4,9 +4,9 @@
 /// gets `REJECTED EXTERNAL`; `AUTH EXTERNAL` without an initial response gets `DATA`, and an
 /// empty `DATA` then means "the uid the kernel reports for the socket"; `NEGOTIATE_UNIX_FD`
 /// gets `ERROR`. A claimed uid must equal the kernel's (`SO_PEERCRED`) and be authorized.
-struct SASLServer {
+package struct SASLServer {
     /// What the connection must do after a line.
-    enum Action: Equatable {
+    package enum Action: Equatable {
         /// Send this line (without `\r\n`).
         case reply(String)
         /// Authentication succeeded and `BEGIN` was received: switch to messages.
@@ -20,22 +20,22 @@ struct SASLServer {
     }
 
     /// The most failed attempts before the connection is closed.
-    static let maximumRejections = 8
+    package static let maximumRejections = 8
 
     private var state = State.waitingForAuth
     private var rejections = 0
-    let guid: String
-    let peerUID: UInt32
-    let isAuthorized: @Sendable (UInt32) -> Bool
+    package let guid: String
+    package let peerUID: UInt32
+    package let isAuthorized: @Sendable (UInt32) -> Bool
 
-    init(guid: String, peerUID: UInt32, isAuthorized: @escaping @Sendable (UInt32) -> Bool) {
+    package init(guid: String, peerUID: UInt32, isAuthorized: @escaping @Sendable (UInt32) -> Bool) {
         self.guid = guid
         self.peerUID = peerUID
         self.isAuthorized = isAuthorized
     }
 
     /// Handles one line (without `\r\n`).
-    mutating func receive(line: String) -> Action {
+    package mutating func receive(line: String) -> Action {
         let words = line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         let command = words[0]
         let argument = words.count > 1 ? words[1...].joined(separator: " ") : nil
@@ -104,20 +104,25 @@ struct SASLServer {
 }
 
 /// The client side of the handshake: `\0AUTH EXTERNAL <hex uid>`, then `BEGIN` after `OK`.
-struct SASLClient {
-    enum Action: Equatable {
+package struct SASLClient {
+    package enum Action: Equatable {
         case send(String)
         case authenticated(guid: String)
         case fail(String)
     }
 
-    let uid: UInt32
-    let expectedGUID: String?
+    package let uid: UInt32
+    package let expectedGUID: String?
+
+    package init(uid: UInt32, expectedGUID: String?) {
+        self.uid = uid
+        self.expectedGUID = expectedGUID
+    }
 
     /// The bytes that open the handshake: a NUL, then `AUTH EXTERNAL`.
-    var initialBytes: [UInt8] { [0] + Array("AUTH EXTERNAL \(SASLServer.encodeUID(uid))\r\n".utf8) }
+    package var initialBytes: [UInt8] { [0] + Array("AUTH EXTERNAL \(SASLServer.encodeUID(uid))\r\n".utf8) }
 
-    func receive(line: String) -> Action {
+    package func receive(line: String) -> Action {
         let words = line.split(separator: " ")
         guard let command = words.first else { return .fail("empty SASL line") }
         switch command {

@@ -1,4 +1,5 @@
 import CKeychainAgent
+import DBusNIO
 import DBusWire
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import DBusNIO
 import DBusWire
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import DBusNIO
 import DBusWire
 import Foundation
 import KeychainAgent

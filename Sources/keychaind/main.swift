@@ -13,6 +13,7 @@
 // command that needs it. A `keychaind --secret-service` that the bus starts while an agent
 // already serves the socket asks that agent to take the bus name, and exits. It exits on SIGTERM or SIGINT, and by itself when its socket is
 // removed or replaced (the session ended, or another agent took over), as gpg-agent does.
+import DBusNIO
 import DBusWire
 import Dispatch
 import Foundation

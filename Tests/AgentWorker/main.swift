@@ -30,6 +30,7 @@
 //   keychain-agent-test-worker status <socket>                 call Status over D-Bus, say
 //       "groups <comma-separated>" or "error <OSStatus>"
 import CKeychainAgent
+import DBusNIO
 import DBusWire
 import Foundation
 import KeychainAgent

@@ -2,6 +2,7 @@ import Foundation
 import NIOPosix
 import Testing
 
+@testable import DBusNIO
 @testable import DBusWire
 
 /// Methods answered on the connection's event loop (``DBusMethod/immediateHandler``), and what

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 
+@testable import DBusNIO
 @testable import DBusWire
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import SeededRandom
 import Testing
 
+@testable import DBusNIO
 @testable import DBusWire
 
 #if canImport(Glibc)

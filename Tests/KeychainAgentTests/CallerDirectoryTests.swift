@@ -1,4 +1,5 @@
 import CKeychainAgent
+import DBusNIO
 import DBusWire
 import Foundation
 import KeychainAgentProtocol

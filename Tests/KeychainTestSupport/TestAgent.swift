@@ -3,6 +3,7 @@
 // `keychaind` of the test process that keeps the agent's.
 import CKeychainAgent
 import CKeychainTestSupport
+import DBusNIO
 import DBusWire
 import Foundation
 import KeychainClient

@@ -2,6 +2,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import Testing
+import DBusNIO
 import DBusWire
 
 #if canImport(Glibc)

@@ -1,3 +1,4 @@
+import DBusWire
 /// Routes incoming method calls to an object tree and implements the standard interfaces
 /// `org.freedesktop.DBus.Peer`, `Introspectable` and `Properties`.
 struct DBusDispatcher: Sendable {

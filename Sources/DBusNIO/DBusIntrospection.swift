@@ -1,3 +1,4 @@
+import DBusWire
 /// Generates `org.freedesktop.DBus.Introspectable` XML.
 public enum DBusIntrospection {
     /// The document type line every introspection document starts with.

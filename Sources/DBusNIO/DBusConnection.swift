@@ -1,3 +1,4 @@
+import DBusWire
 import NIOCore
 import NIOPosix
 import Synchronization

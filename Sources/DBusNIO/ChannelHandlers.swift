@@ -1,3 +1,4 @@
+import DBusWire
 import NIOCore
 
 /// Frames D-Bus messages: waits for the 16-byte fixed header, computes the message's length
