@@ -196,7 +196,8 @@ let package = Package(
         .testTarget(
             name: "KeychainAgentTests",
             dependencies: [
-                "KeychainAgent", "KeychainCore", "CKeychainAgent", "keychain-agent-test-worker", "keychaind",
+                "KeychainAgent", "KeychainCore", "CKeychainAgent", "CKeychainTestSupport", "keychain-agent-test-worker",
+                "keychaind",
                 "DBusWire", "DBusNIO",
                 "KeychainAgentProtocol", "KeychainClient", "KeychainTestSupport", "SeededRandom",
             ]

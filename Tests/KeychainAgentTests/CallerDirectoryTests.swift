@@ -31,19 +31,6 @@ func closeAccepted(_ accepted: (fd: Int32, credentials: DBusPeerCredentials)) {
     if let pidFD = accepted.credentials.pidFD { close(pidFD) }
 }
 
-/// Makes the kernel hand `pid` to the next process (ns_last_pid = pid - 1, retried: other
-/// processes may take the number first) and starts `executable connect <socket>` under it.
-func childReusing(_ pid: pid_t, executable: String, agent: TestAgent) throws -> Child? {
-    for _ in 0..<50 {
-        try "\(pid - 1)".write(toFile: "/proc/sys/kernel/ns_last_pid", atomically: false, encoding: .utf8)
-        let candidate = try Child(executable, ["connect", agent.socketPath])
-        if candidate.pid == pid { return candidate }
-        candidate.finish()
-        if candidate.readLine() == "connected" { close(try agent.listener.accept()) }
-    }
-    return nil
-}
-
 @Suite("Caller directory: D-Bus credentials to identities")
 struct CallerDirectoryTests {
     @Test("a child process gets the default groups; its next calls come from the cache")
@@ -150,9 +137,7 @@ struct CallerDirectoryTests {
         }
 
         // Another executable under the same pid number.
-        let reused = try #require(
-            try childReusing(first.pid, executable: other, agent: fixture.agent),
-            "could not get pid \(first.pid) reused")
+        let reused = try Child(other, ["connect", fixture.agent.socketPath], reusing: first.pid)
         defer { reused.finish() }
         try #require(reused.readLine() == "connected")
         let newcomer = try acceptDBusCredentials(fixture.agent)

@@ -1,4 +1,5 @@
 import CKeychainAgent
+import CKeychainTestSupport
 import Foundation
 import KeychainAgent
 import Synchronization
@@ -45,32 +46,58 @@ final class Child {
     private let output: Int32
     private var reaped = false
 
-    init(_ executable: String, _ arguments: [String]) throws {
+    /// Starts `executable` with `arguments`; as process number `pid` when one is given (see
+    /// ``init(_:_:reusing:)``).
+    init(_ executable: String, _ arguments: [String], pid wanted: pid_t? = nil) throws {
         var toChild: [Int32] = [0, 0]
         var fromChild: [Int32] = [0, 0]
         guard ck_pipe_cloexec(&toChild) == 0, ck_pipe_cloexec(&fromChild) == 0 else {
             throw AgentError.testFailure("pipe")
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        _ = ck_spawn_add_closefrom(&actions, 3)  // none of the test runner's other descriptors
         var argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
-        let status = spawnGate.withLock { _ in posix_spawn(&child, executable, &actions, nil, &argv, environ) }
+        let status: Int32
+        if let wanted {
+            child = spawnGate.withLock { _ in
+                ck_test_spawn_with_pid(wanted, executable, &argv, environ, toChild[0], fromChild[1])
+            }
+            status = child < 0 ? errno : 0
+        } else {
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+            posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+            _ = ck_spawn_add_closefrom(&actions, 3)  // none of the test runner's other descriptors
+            status = spawnGate.withLock { _ in posix_spawn(&child, executable, &actions, nil, &argv, environ) }
+        }
         close(toChild[0])
         close(fromChild[1])
         guard status == 0 else {
             close(toChild[1])
             close(fromChild[0])
-            throw AgentError.testFailure("posix_spawn \(executable): \(status)")
+            throw AgentError(.system, "spawning \(executable): \(status)", errno: status)
         }
         pid = child
         input = toChild[1]
         output = fromChild[0]
+    }
+
+    /// Starts `executable` with `arguments` under `pid`, the number of a process that has exited
+    /// and been reaped: the kernel is asked for that number (clone3 with `set_tid`), so the test
+    /// does not race the machine's other processes for it. A number taken again meanwhile by
+    /// another process is waited for, up to 10 s.
+    convenience init(_ executable: String, _ arguments: [String], reusing pid: pid_t) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            do {
+                try self.init(executable, arguments, pid: pid)
+                return
+            } catch let error as AgentError where error.errno == EEXIST && ContinuousClock.now < deadline {
+                usleep(10_000)
+            }
+        }
     }
 
     /// Runs the worker with `arguments`, as uid/gid 65534 through setpriv when `asNobody`.

@@ -15,4 +15,11 @@ int ck_test_environment_applied(void);
 /// SIGKILL), the kernel closes the lifeline and the shell still stops the agent.
 void ck_test_agent_stop_at_exit(pid_t keeper, pid_t agent, int lifeline, const char *directory);
 
+/// Starts `path` with `argv` and `envp` as process number `pid` (clone3 with `set_tid`, which
+/// needs CAP_SYS_ADMIN in the pid namespace), `input` as its standard input and `output` as its
+/// standard output, no other descriptor open. Returns the pid, or -1 with errno (EEXIST: the
+/// number is taken; EPERM: not allowed here).
+pid_t ck_test_spawn_with_pid(pid_t pid, const char *path, char *const argv[], char *const envp[], int input,
+                             int output);
+
 #endif
