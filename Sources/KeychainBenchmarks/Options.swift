@@ -24,6 +24,9 @@ struct BenchmarkOptions: Sendable {
     /// How many times to open a keychain, spawn a process, change a password cheaply.
     var openRepetitions = 20
     var processRepetitions = 30
+    /// Rounds of the lookup processes against their floor and `secret-tool` (their ratios are
+    /// targets, and a median of 30 process times moved by 0.1× between two sizes of one run).
+    var lookupProcessRounds = 100
     /// How many times to run an operation that includes the real key derivation.
     var keyDerivationRepetitions = 3
     /// The size at which the password change and the `security` round trips are timed.
@@ -195,11 +198,13 @@ struct BenchmarkOptions: Sendable {
             if !scriptSizesGiven { options.scriptSizes = [1_000] }
             options.openRepetitions = 10
             options.processRepetitions = 10
+            options.lookupProcessRounds = 10
             options.keyDerivationRepetitions = 1
         }
         if options.iterations < 20 {
             options.openRepetitions = min(options.openRepetitions, 5)
             options.processRepetitions = min(options.processRepetitions, 3)
+            options.lookupProcessRounds = min(options.lookupProcessRounds, 3)
             options.keyDerivationRepetitions = 1
         }
         if let profiled { return .profile(options, operation: profiled, against: against) }

@@ -102,11 +102,7 @@ struct ScriptComparison {
     /// Times the floor, our lookup and `secret-tool lookup`, one after the other in each round,
     /// each looking up a different item; every command's output is checked once first.
     private func measure(_ result: inout ScriptResult, path: String, gnome: GnomeKeyring?) {
-        let rounds = options.processRepetitions
-        var floor: [UInt64] = []
-        var find: [UInt64] = []
-        var lookup: [UInt64] = []
-        var viaAgent: [UInt64] = []
+        let rounds = options.lookupProcessRounds
         var failure: String?
         func findArguments(_ item: (service: String, account: String, secret: String)) -> [String] {
             ["find-generic-password", "-s", item.service, "-a", item.account, "-w", path]
@@ -132,34 +128,49 @@ struct ScriptComparison {
             }
         }
         let useAgent = agent != nil && result.agentNote == nil
-        for round in 0...rounds {
-            let item = Self.item((result.items / 2 + round * 37) % result.items)
-            do {
-                if let floorExecutable {
-                    let outcome = try ChildProcess.run(
-                        floorExecutable, ["--internal-noop"], environment: environment, capture: false)
-                    if round > 0 { floor.append(outcome.nanoseconds) }
+        // Each round runs every command once, in an order rotated from round to round, so that
+        // none always follows the same one (a process that has just exited leaves the machine in
+        // a state the next one pays for).
+        var commands: [() throws -> UInt64?] = []
+        var samples: [[UInt64]] = [[], [], [], []]
+        var item = first
+        if let floorExecutable {
+            commands.append {
+                try ChildProcess.run(floorExecutable, ["--internal-noop"], environment: environment, capture: false)
+                    .nanoseconds
+            }
+        } else {
+            commands.append { nil }
+        }
+        commands.append {
+            let ours = try ChildProcess.run(security, findArguments(item), environment: environment, capture: false)
+            guard ours.status == 0 else { throw BenchmarkFailure("find exited \(ours.status)") }
+            return ours.nanoseconds
+        }
+        commands.append {
+            guard useAgent, let agent else { return nil }
+            let served = try ChildProcess.run(
+                security, findArguments(item), environment: agent.clientEnvironment, capture: false)
+            guard served.status == 0 else { throw BenchmarkFailure("find through keychaind exited \(served.status)") }
+            return served.nanoseconds
+        }
+        commands.append {
+            guard useGnome, let gnome else { return nil }
+            return try gnome.timedLookup(service: item.service, account: item.account)
+        }
+        rounds: for round in 0...rounds {
+            item = Self.item((result.items / 2 + round * 37) % result.items)
+            for step in 0..<commands.count {
+                let index = (step + round) % commands.count
+                do {
+                    if let time = try commands[index](), round > 0 { samples[index].append(time) }
+                } catch {
+                    failure = "failed: \(error)"
+                    break rounds
                 }
-                let ours = try ChildProcess.run(security, findArguments(item), environment: environment, capture: false)
-                guard ours.status == 0 else { throw BenchmarkFailure("find exited \(ours.status)") }
-                if round > 0 { find.append(ours.nanoseconds) }
-                if useAgent, let agent {
-                    let served = try ChildProcess.run(
-                        security, findArguments(item), environment: agent.clientEnvironment, capture: false)
-                    guard served.status == 0 else {
-                        throw BenchmarkFailure("find through keychaind exited \(served.status)")
-                    }
-                    if round > 0 { viaAgent.append(served.nanoseconds) }
-                }
-                if useGnome, let gnome {
-                    let theirs = try gnome.timedLookup(service: item.service, account: item.account)
-                    if round > 0 { lookup.append(theirs) }
-                }
-            } catch {
-                failure = "failed: \(error)"
-                break
             }
         }
+        let (floor, find, viaAgent, lookup) = (samples[0], samples[1], samples[2], samples[3])
         if let failure {
             result.note = failure
             return
