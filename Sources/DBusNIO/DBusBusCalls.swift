@@ -1,10 +1,6 @@
 import DBusWire
 
 extension DBusConnection {
-    /// The bus driver's name, `org.freedesktop.DBus`: the sender of the bus's own signals, which
-    /// no other connection can own.
-    public static let busDriverName = DBusMessage.busDriverName
-
     /// Asks the bus to route the broadcasts that `rule` matches to this connection
     /// (`org.freedesktop.DBus.AddMatch`); they arrive in ``signals``.
     ///

@@ -99,8 +99,9 @@ struct ScriptComparison {
         return Double(Clock.now() - start) / 1e9
     }
 
-    /// Times the floor, our lookup and `secret-tool lookup`, one after the other in each round,
-    /// each looking up a different item; every command's output is checked once first.
+    /// Times the floor, our lookup (in process and through keychaind) and `secret-tool lookup`,
+    /// each once a round in an order rotated from round to round, each round looking up a
+    /// different item; every command's output is checked once first.
     private func measure(_ result: inout ScriptResult, path: String, gnome: GnomeKeyring?) {
         let rounds = options.lookupProcessRounds
         var failure: String?
@@ -158,7 +159,7 @@ struct ScriptComparison {
             guard useGnome, let gnome else { return nil }
             return try gnome.timedLookup(service: item.service, account: item.account)
         }
-        rounds: for round in 0...rounds {
+        timing: for round in 0...rounds {
             item = Self.item((result.items / 2 + round * 37) % result.items)
             for step in 0..<commands.count {
                 let index = (step + round) % commands.count
@@ -166,7 +167,7 @@ struct ScriptComparison {
                     if let time = try commands[index](), round > 0 { samples[index].append(time) }
                 } catch {
                     failure = "failed: \(error)"
-                    break rounds
+                    break timing
                 }
             }
         }

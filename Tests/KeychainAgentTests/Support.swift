@@ -59,10 +59,11 @@ final class Child {
         var child: pid_t = 0
         let status: Int32
         if let wanted {
-            child = spawnGate.withLock { _ in
-                ck_test_spawn_with_pid(wanted, executable, &argv, environ, toChild[0], fromChild[1])
+            // errno read inside the lock, before unlocking can change it.
+            (child, status) = spawnGate.withLock { _ in
+                let started = ck_test_spawn_with_pid(wanted, executable, &argv, environ, toChild[0], fromChild[1])
+                return (started, started < 0 ? errno : 0)
             }
-            status = child < 0 ? errno : 0
         } else {
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
