@@ -146,6 +146,8 @@ let package = Package(
                 "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "DBusNIO", "SecretService",
                 // KeychainSync and PostgresScratchServer: the sync rows, on a private PostgreSQL.
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
+                // CKeychainAgent: the scheduler's CPU calls, for the agent's lookups on one CPU.
+                "CKeychainAgent",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,3 +34,13 @@ int ck_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 int ck_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
+
+int ck_current_cpu(void) { return sched_getcpu(); }
+
+int ck_get_affinity(unsigned char *mask, size_t size) { return sched_getaffinity(0, size, (cpu_set_t *)mask); }
+
+int ck_set_affinity(const unsigned char *mask, size_t size) {
+    return sched_setaffinity(0, size, (const cpu_set_t *)mask);
+}
+
+size_t ck_affinity_size(void) { return sizeof(cpu_set_t); }

@@ -58,6 +58,9 @@ struct AgentLookups {
             result.inProcess = Summary(nanoseconds: inProcess)
             result.agent = Summary(nanoseconds: throughAgent)
             result.roundTrip = Summary(nanoseconds: roundTrips)
+            progress("  the same lookups with this process and a keychaind of its own on one CPU")
+            (result.inProcessOneCore, result.agentOneCore) = try lookupsOnOneCore(
+                path: path, items: items, local: local, query: query)
             progress("  lookups per second through keychaind: one client, then four")
             result.oneClientPerSecond = try Self.throughput(
                 clients: 1, socket: socket, path: path, items: items, query: query)
@@ -67,6 +70,37 @@ struct AgentLookups {
             result.note = "not available: \(error)"
         }
         return result
+    }
+
+    /// The interleaved lookups again, with this thread and a `keychaind` of its own held on the
+    /// one CPU this thread is on (``OneCore``): what a lookup through the agent costs when neither
+    /// side has to wake another core.
+    private func lookupsOnOneCore(
+        path: String, items: Int, local: KeychainDatabase, query: (Int) -> ItemQuery
+    ) throws -> (inProcess: Summary, agent: Summary) {
+        try OneCore.run { _ in
+            let directory = scratch + "/lookups-one-core"
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let agent = try BenchAgent.start(
+                lifecycle.agentExecutable, socket: directory + "/agent.sock",
+                environment: lifecycle.childEnvironment(keychain: path))
+            defer { withExtendedLifetime(agent) {} }
+            let served = try AgentConnection(socketPath: directory + "/agent.sock").keychain(at: path)
+            var random = SystemRandomNumberGenerator()
+            var inProcess: [UInt64] = []
+            var throughAgent: [UInt64] = []
+            for round in 0..<(options.warmup + options.iterations) {
+                let wanted = query(Int.random(in: 0..<items, using: &random))
+                let here = try Clock.time { _ = try local.findFirst(wanted, includeData: true) }
+                let there = try Clock.time { _ = try served.findFirst(wanted, includeData: true) }
+                if round >= options.warmup {
+                    inProcess.append(here)
+                    throughAgent.append(there)
+                }
+            }
+            return (Summary(nanoseconds: inProcess), Summary(nanoseconds: throughAgent))
+        }
     }
 
     /// How many lookups fill the agent's caches before its resident memory is read.
@@ -202,6 +236,10 @@ struct AgentLookupResult: Codable, Sendable {
     var agent: Summary?
     /// A request-sized message to another process and back (``SocketEcho``), interleaved with them.
     var roundTrip: Summary?
+    /// The lookup in this process, and through a `keychaind` of its own, with both held on one
+    /// CPU (``OneCore``), interleaved.
+    var inProcessOneCore: Summary?
+    var agentOneCore: Summary?
     var oneClientPerSecond: Double?
     var fourClientsPerSecond: Double?
     /// Why the figures are missing.
@@ -224,6 +262,12 @@ struct AgentLookupResult: Codable, Sendable {
     var agentOverInProcess: Double? {
         guard let agent, let inProcess else { return nil }
         return agent.medianMicroseconds / inProcess.medianMicroseconds
+    }
+
+    /// The same ratio with this process and the agent on one CPU (medians).
+    var agentOverInProcessOneCore: Double? {
+        guard let agentOneCore, let inProcessOneCore else { return nil }
+        return agentOneCore.medianMicroseconds / inProcessOneCore.medianMicroseconds
     }
 
     /// What the agent adds to the lookup beyond the bare socket round trip, in microseconds

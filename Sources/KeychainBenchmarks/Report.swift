@@ -320,6 +320,7 @@ extension BenchmarkReport {
                     "\(Format.ratio(ratio)) (\(Format.duration(lookups!.agent!.medianMicroseconds)) vs "
                         + "\(Format.duration(lookups!.inProcess!.medianMicroseconds))"
                         + (lookups!.roundTrip.map { "; socket floor \(Format.duration($0.medianMicroseconds))" } ?? "")
+                        + (lookups!.agentOverInProcessOneCore.map { "; on one CPU \(Format.ratio($0))" } ?? "")
                         + ")"
                 } ?? missing,
                 met: lookups?.agentOverInProcess.map { $0 <= 2.5 }))

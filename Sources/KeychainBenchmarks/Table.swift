@@ -246,6 +246,17 @@ enum TableRenderer {
                 Format.duration(overhead), "", Format.ratio(overhead / inProcess.medianMicroseconds),
             ])
         }
+        if let here = lookups.inProcessOneCore, let there = lookups.agentOneCore {
+            rows.append([
+                "find one item with its secret, in this process, held on one CPU", items,
+                Format.duration(here.medianMicroseconds), Format.duration(here.p99Microseconds), "1.00×",
+            ])
+            rows.append([
+                "the same, served by a keychaind held on the same CPU", items,
+                Format.duration(there.medianMicroseconds), Format.duration(there.p99Microseconds),
+                lookups.agentOverInProcessOneCore.map(Format.ratio) ?? "",
+            ])
+        }
         if let one = lookups.oneClientPerSecond, let four = lookups.fourClientsPerSecond {
             rows.append(["lookups per second through keychaind, 1 client", items, "\(Int(one))/s", "", "1.00×"])
             rows.append([

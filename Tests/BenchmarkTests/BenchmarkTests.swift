@@ -91,11 +91,16 @@ struct BenchmarkTests {
         #expect(report.targets.count == 20 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
-        for summary in [lookups?.inProcess, lookups?.agent, lookups?.roundTrip] {
+        // The interleaved lookups, the socket floor, and the same lookups with this process and a
+        // keychaind of its own held on one CPU.
+        for summary in [
+            lookups?.inProcess, lookups?.agent, lookups?.roundTrip, lookups?.inProcessOneCore, lookups?.agentOneCore,
+        ] {
             #expect(summary != nil)
             if let summary { expectSensible(summary, "agent lookups") }
         }
         #expect(lookups?.agentOverInProcess.map { $0.isFinite && $0 > 0 } == true)
+        #expect(lookups?.agentOverInProcessOneCore.map { $0.isFinite && $0 > 0 } == true)
         #expect(lookups?.agentOverhead?.isFinite == true)
         // The agent's memory is read from its /proc status after lookups on 90 items, and every
         // lookup of 24 connections open at once was answered with its item.
@@ -291,6 +296,27 @@ struct BenchmarkTests {
         let outcome = try ChildProcess.run(path, [], environment: [:], capture: false)
         holder.waitUntilExit()
         #expect(outcome.status == 0)
+    }
+
+    @Test("a one-CPU run holds this thread and the processes it starts on the CPU it was on, then restores its set")
+    func oneCPURun() throws {
+        let before = try OneCore.cpuSet()
+        let (cpu, inside, child) = try OneCore.run { cpu in
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+            shell.arguments = ["-c", "grep Cpus_allowed_list /proc/self/status"]
+            let output = Pipe()
+            shell.standardOutput = output
+            try shell.run()
+            shell.waitUntilExit()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (cpu, try OneCore.cpuSet(), text)
+        }
+        var expected = [UInt8](repeating: 0, count: before.count)
+        expected[Int(cpu) / 8] = 1 << (cpu % 8)
+        #expect(inside == expected)
+        #expect(child.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines) == "\(cpu)")
+        #expect(try OneCore.cpuSet() == before)
     }
 
     @Test("flags")

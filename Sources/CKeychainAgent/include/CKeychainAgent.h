@@ -1,6 +1,6 @@
 // Thin wrappers over Linux calls that Swift cannot reach directly: `prctl` and `syscall` are
-// variadic; `accept4` and `pipe2` need _GNU_SOURCE, which Swift's Glibc module
-// does not define.
+// variadic; `accept4`, `pipe2` and the scheduler's CPU calls need _GNU_SOURCE, which Swift's
+// Glibc module does not define.
 #ifndef CKEYCHAINAGENT_H
 #define CKEYCHAINAGENT_H
 
@@ -25,5 +25,14 @@ int ck_pipe_cloexec(int fds[2]);
 int ck_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from);
 /// The kernel's SO_PEERPIDFD option number (Linux 6.5), absent from older headers.
 int ck_so_peerpidfd(void);
+/// sched_getcpu(): the CPU the calling thread is running on, or -1 with errno.
+int ck_current_cpu(void);
+/// sched_getaffinity(0, …) of the calling thread into `mask` (`size` bytes, a cpu_set_t): 0, or -1 with errno.
+int ck_get_affinity(unsigned char *mask, size_t size);
+/// sched_setaffinity(0, …) of the calling thread from `mask`: 0, or -1 with errno. Threads and
+/// processes it starts afterwards inherit the set.
+int ck_set_affinity(const unsigned char *mask, size_t size);
+/// The size of a cpu_set_t, in bytes.
+size_t ck_affinity_size(void);
 
 #endif
