@@ -425,8 +425,8 @@ public struct DBusConnection: Sendable {
     public func callBus(_ member: String, _ arguments: [DBusValue] = []) async throws -> DBusMessage {
         try await call(
             .methodCall(
-                path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: member,
-                destination: "org.freedesktop.DBus", body: arguments))
+                path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: member,
+                destination: DBusMessage.busDriverName, body: arguments))
     }
 
     /// Sends a method call and waits for its reply.

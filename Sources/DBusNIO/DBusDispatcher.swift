@@ -6,8 +6,6 @@ struct DBusDispatcher: Sendable {
     static let introspectable = "org.freedesktop.DBus.Introspectable"
     static let properties = "org.freedesktop.DBus.Properties"
 
-    static let busDriver = "org.freedesktop.DBus"
-
     let objects: DBusObjectTree
     let machineID: String
     /// Whether `org.freedesktop.DBus.Hello` is answered (peer-to-peer servers: `gdbus` and
@@ -115,7 +113,9 @@ struct DBusDispatcher: Sendable {
         let path = call.path ?? "/"
         let member = call.member ?? ""
         let registered = objects.interfaces(at: path)
-        if answersHello, call.interface == Self.busDriver, member == "Hello", path == "/org/freedesktop/DBus" {
+        if answersHello, call.interface == DBusMessage.busDriverName, member == "Hello",
+            path == DBusMessage.busDriverPath
+        {
             return [.string(connection.state.uniqueName.withLock { $0 } ?? ":1.0")]
         }
         switch call.interface {

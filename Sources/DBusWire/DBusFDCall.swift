@@ -78,8 +78,8 @@ public enum DBusFDCall {
         try stream.setTimeout(timeout)
         try handshake(&stream)
         var hello = DBusMessage.methodCall(
-            path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "Hello",
-            destination: "org.freedesktop.DBus")
+            path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: "Hello",
+            destination: DBusMessage.busDriverName)
         hello.serial = 1
         var call = message
         call.serial = 2

@@ -51,7 +51,7 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     public static func nameOwnerChanged(of name: String) -> DBusMatchRule {
         DBusMatchRule(
             sender: DBusMessage.busDriverName, interface: DBusMessage.busDriverName,
-            member: "NameOwnerChanged", path: "/org/freedesktop/DBus", arguments: [0: name])
+            member: "NameOwnerChanged", path: DBusMessage.busDriverPath, arguments: [0: name])
     }
 
     /// The rule in the bus's syntax, e.g. `type='signal',member='Lock'`; an apostrophe in a
@@ -141,10 +141,4 @@ extension DBusAddress {
         if let value = environment["DBUS_SYSTEM_BUS_ADDRESS"], !value.isEmpty { return try parseList(value) }
         return [defaultSystemBus]
     }
-}
-
-extension DBusMessage {
-    /// The bus driver's name, `org.freedesktop.DBus`: the sender of the bus's own signals, which
-    /// no other connection can own.
-    public static let busDriverName = "org.freedesktop.DBus"
 }

@@ -420,6 +420,14 @@ extension DBusMessage {
     }
 }
 
+extension DBusMessage {
+    /// The bus driver's name, `org.freedesktop.DBus`: the destination of calls to the bus itself
+    /// and the sender of the bus's own signals, which no other connection can own.
+    public static let busDriverName = "org.freedesktop.DBus"
+    /// The bus driver's object path, `/org/freedesktop/DBus`.
+    public static let busDriverPath = "/org/freedesktop/DBus"
+}
+
 extension DBusMessage: CustomStringConvertible, CustomDebugStringConvertible {
     /// The message's kind, names and body types, never the body's contents (see
     /// ``DBusValue/description``).

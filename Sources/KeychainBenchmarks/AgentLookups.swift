@@ -40,24 +40,14 @@ struct AgentLookups {
             }
             let echo = try SocketEcho(executable: bench)
             let message = [UInt8](repeating: 0x6c, count: SocketEcho.messageSize)
-            var random = SystemRandomNumberGenerator()
-            var inProcess: [UInt64] = []
-            var throughAgent: [UInt64] = []
-            var roundTrips: [UInt64] = []
-            for round in 0..<(options.warmup + options.iterations) {
-                let wanted = query(Int.random(in: 0..<items, using: &random))
-                let here = try Clock.time { _ = try local.findFirst(wanted, includeData: true) }
-                let there = try Clock.time { _ = try served.findFirst(wanted, includeData: true) }
-                let echoed = try Clock.time { try echo.roundTrip(message) }
-                if round >= options.warmup {
-                    inProcess.append(here)
-                    throughAgent.append(there)
-                    roundTrips.append(echoed)
-                }
-            }
-            result.inProcess = Summary(nanoseconds: inProcess)
-            result.agent = Summary(nanoseconds: throughAgent)
-            result.roundTrip = Summary(nanoseconds: roundTrips)
+            let timed = try interleaved(
+                items: items, query: query,
+                [
+                    { _ = try local.findFirst($0, includeData: true) },
+                    { _ = try served.findFirst($0, includeData: true) },
+                    { _ in try echo.roundTrip(message) },
+                ])
+            (result.inProcess, result.agent, result.roundTrip) = (timed[0], timed[1], timed[2])
             progress("  the same lookups with this process and a keychaind of its own on one CPU")
             (result.inProcessOneCore, result.agentOneCore) = try lookupsOnOneCore(
                 path: path, items: items, local: local, query: query)
@@ -87,20 +77,31 @@ struct AgentLookups {
                 environment: lifecycle.childEnvironment(keychain: path))
             defer { withExtendedLifetime(agent) {} }
             let served = try AgentConnection(socketPath: directory + "/agent.sock").keychain(at: path)
-            var random = SystemRandomNumberGenerator()
-            var inProcess: [UInt64] = []
-            var throughAgent: [UInt64] = []
-            for round in 0..<(options.warmup + options.iterations) {
-                let wanted = query(Int.random(in: 0..<items, using: &random))
-                let here = try Clock.time { _ = try local.findFirst(wanted, includeData: true) }
-                let there = try Clock.time { _ = try served.findFirst(wanted, includeData: true) }
-                if round >= options.warmup {
-                    inProcess.append(here)
-                    throughAgent.append(there)
-                }
-            }
-            return (Summary(nanoseconds: inProcess), Summary(nanoseconds: throughAgent))
+            let timed = try interleaved(
+                items: items, query: query,
+                [
+                    { _ = try local.findFirst($0, includeData: true) },
+                    { _ = try served.findFirst($0, includeData: true) },
+                ])
+            return (timed[0], timed[1])
         }
+    }
+
+    /// Times `steps` one after the other in each round, all on the same random item: the warm-up
+    /// rounds, then ``BenchmarkOptions/iterations`` measured ones. One summary per step, in order.
+    private func interleaved(
+        items: Int, query: (Int) -> ItemQuery, _ steps: [(ItemQuery) throws -> Void]
+    ) throws -> [Summary] {
+        var random = SystemRandomNumberGenerator()
+        var samples = [[UInt64]](repeating: [], count: steps.count)
+        for round in 0..<(options.warmup + options.iterations) {
+            let wanted = query(Int.random(in: 0..<items, using: &random))
+            for (index, step) in steps.enumerated() {
+                let time = try Clock.time { try step(wanted) }
+                if round >= options.warmup { samples[index].append(time) }
+            }
+        }
+        return samples.map { Summary(nanoseconds: $0) }
     }
 
     /// How many lookups fill the agent's caches before its resident memory is read.
