@@ -97,8 +97,10 @@ final class PrivateBus: Sendable {
         self.process = process
     }
 
-    /// Stops the daemon and waits for it to exit.
+    /// Stops the daemon and waits until it is reaped; nothing when it has ended already (a
+    /// second SIGKILL could hit another process: pids wrap within a test run, `pid_max` 32768 here).
     func stop() {
+        guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
@@ -144,7 +146,7 @@ final class PrivateBus: Sendable {
         throw SupportError(description: "dbus-daemon did not print its address")
     }
 
-    deinit { kill(process.processIdentifier, SIGKILL) }
+    deinit { stop() }
 }
 
 /// The object the real tools call: every integer width, doubles, nested containers, variants,

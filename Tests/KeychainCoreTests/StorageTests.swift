@@ -275,7 +275,8 @@ struct StorageTests {
         for round in 0..<4 {
             let (process, _) = try startWorker(["write", path, ack, "r\(round)"], configHome: config)
             usleep(useconds_t(200_000 + Int.random(in: 0..<400_000)))
-            kill(process.processIdentifier, SIGKILL)
+            // Not when it has ended already: its pid may be another process's by now.
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
         let acknowledged =

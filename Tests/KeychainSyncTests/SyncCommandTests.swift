@@ -318,7 +318,8 @@ extension SyncIntegration {
                 let (process, _, _) = try a.start(["sync", "now"])
                 let delay = UInt64.random(in: 0...400_000_000, using: &generator)
                 try await Task.sleep(nanoseconds: delay)
-                kill(process.processIdentifier, SIGKILL)
+                // Not when it has ended already: its pid may be another process's by now.
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
                 process.waitUntilExit()
                 // Writes keep landing between the crashes.
                 try addSynced(a, count: 5, prefix: "r\(round)-")

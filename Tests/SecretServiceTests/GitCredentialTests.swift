@@ -192,7 +192,7 @@ struct GitCredentialTests {
         // get while locked waits on the prompt, then prints the password once security unlocks.
         let get = try LaunchedTool(
             helper, ["get"], stdin: Self.credential(site), environment: bus.environment, deadline: 120)
-        defer { if get.process.isRunning { kill(get.process.processIdentifier, SIGKILL) } }
+        defer { get.stop() }
         usleep(1_500_000)
         #expect(try get.running(), "get waits for the keychain to be unlocked: \(get.outputSoFar)")
         #expect(
@@ -206,7 +206,7 @@ struct GitCredentialTests {
         let store = try LaunchedTool(
             helper, ["store"], stdin: Self.credential(site + [("username", "alice"), ("password", second)]),
             environment: bus.environment, deadline: 120)
-        defer { if store.process.isRunning { kill(store.process.processIdentifier, SIGKILL) } }
+        defer { store.stop() }
         usleep(1_500_000)
         #expect(try store.running(), "the store waits for the keychain to be unlocked: \(store.outputSoFar)")
         let unlocked = try runTool(security, ["unlock-keychain", "-p", "pw", keychain], environment: bus.environment)

@@ -20,7 +20,7 @@ struct ImportTests {
         let gnome = try LaunchedTool(
             try requireTool("/usr/bin/gnome-keyring-daemon"), ["--foreground", "--unlock", "--components=secrets"],
             stdin: Data("gnome-password".utf8), environment: bus.environment, deadline: 300)
-        defer { kill(gnome.process.processIdentifier, SIGKILL) }
+        defer { gnome.stop() }
         var owner: Int32?
         for _ in 0..<600 where owner != gnome.process.processIdentifier {
             owner = try bus.ownerPID(of: SecretServiceProvider.busName)
@@ -64,8 +64,7 @@ struct ImportTests {
 
         // GNOME Keyring leaves; secret-tool activates keychaind, which hands the name to the agent
         // the security tool started, and finds the items with their attributes and labels.
-        kill(gnome.process.processIdentifier, SIGKILL)  // it ignores SIGTERM
-        while try gnome.running() { usleep(20_000) }
+        gnome.stop()  // SIGKILL: it ignores SIGTERM
         let note = try runTool(tool, ["lookup", "extra", "x y"], environment: bus.environment)
         #expect(note.status == 0 && note.out == "note\nwith lines", "\(note)")
         let search = try runTool(

@@ -72,6 +72,15 @@ final class LaunchedTool {
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
+    /// Kills it (SIGKILL) and waits until it is reaped; nothing when it has ended already. A
+    /// second signal to an ended process could hit another one: the machine's pids wrap
+    /// (`pid_max` 32768 here) within one test run.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
     /// Whether it still runs; past the deadline it is killed and this throws.
     func running() throws -> Bool {
         guard process.isRunning else { return false }

@@ -97,7 +97,7 @@ struct LockedCollectionTests {
         let client = try LaunchedTool(
             python, [SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/locked_client.py"],
             stdin: Data(secret.utf8), environment: bus.environment, deadline: 240)
-        defer { kill(client.process.processIdentifier, SIGKILL) }
+        defer { client.stop() }
         var waiting = false
         for _ in 0..<1200 where !waiting {
             waiting = client.outputSoFar.contains("waiting")

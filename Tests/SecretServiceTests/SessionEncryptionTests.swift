@@ -133,7 +133,7 @@ struct SessionEncryptionOnTheBusTests {
         let monitor = try LaunchedTool(
             try requireTool("/usr/bin/dbus-monitor"), ["--session", "--binary"], stdin: nil,
             environment: bus.environment, deadline: 300)
-        defer { kill(monitor.process.processIdentifier, SIGKILL) }
+        defer { monitor.stop() }
         let capture = monitor.directory + "/out"
         func captured() -> Data { FileManager.default.contents(atPath: capture) ?? Data() }
         /// Calls the bus with a unique marker until the monitor has written it: everything sent
