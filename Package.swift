@@ -255,7 +255,7 @@ let package = Package(
             dependencies: [
                 "SecurityTool", "SecurityToolMain", "SecurityLinuxTool", "keychaind", "KeychainClient", "DBusWire",
                 "DBusNIO",
-                "KeychainCore",
+                "KeychainCore", "SeededRandom",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

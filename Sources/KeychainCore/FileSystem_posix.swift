@@ -394,3 +394,70 @@ package enum ProcessEnvironment {
         return variables
     }
 }
+
+/// The one absolute spelling of a file's path, with the file system's own calls: what
+/// `NSString.standardizingPath` returns for a path that exists, without the bridging to
+/// `NSString` and `FileManager` that costs a short-lived process more than its lookup.
+package enum CanonicalPath {
+    /// The most symbolic links followed through a part of the path that does not exist, as
+    /// `realpath(3)` allows (`MAXSYMLINKS`).
+    static let linkLimit = 40
+
+    /// `path` made absolute against the working directory, with every `.`, `..`, repeated `/`
+    /// and symbolic link resolved as `realpath(3)` does. The part of the path that does not
+    /// exist yet (a keychain about to be created) is appended as written, less its `.` and
+    /// `..`; a link among it to a file not there yet is followed. A path that starts with `~`
+    /// is expanded as Foundation expands it.
+    ///
+    /// ```swift
+    /// CanonicalPath.of("k.keychain-db")  // "/home/me/k.keychain-db" in /home/me
+    /// CanonicalPath.of("/tmp//a/../k")   // "/tmp/k"
+    /// ```
+    package static func of(_ path: String) -> String {
+        if path.hasPrefix("~") { return (path as NSString).standardizingPath }
+        return resolved(path.hasPrefix("/") ? path : workingDirectory() + "/" + path, links: 0)
+    }
+
+    /// The working directory, or `/` when it cannot be read.
+    private static func workingDirectory() -> String {
+        guard let directory = getcwd(nil, 0) else { return "/" }
+        defer { free(directory) }
+        return String(cString: directory)
+    }
+
+    /// `path` (absolute) resolved: by `realpath(3)` when it exists, else its parent resolved
+    /// and its last name appended.
+    private static func resolved(_ path: String, links: Int) -> String {
+        if let real = realpath(path, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        var trimmed = Substring(path)
+        while trimmed.count > 1, trimmed.hasSuffix("/") { trimmed.removeLast() }
+        guard let slash = trimmed.lastIndex(of: "/") else { return path }
+        let name = trimmed[trimmed.index(after: slash)...]
+        if name.isEmpty { return "/" }
+        let parent = resolved(slash == trimmed.startIndex ? "/" : String(trimmed[..<slash]), links: links)
+        switch name {
+        case ".":
+            return parent
+        case "..":
+            guard let up = parent.lastIndex(of: "/"), up != parent.startIndex else { return "/" }
+            return String(parent[..<up])
+        default:
+            let joined = (parent == "/" ? "" : parent) + "/" + name
+            if links < linkLimit, let target = linkTarget(joined) {
+                return resolved(target.hasPrefix("/") ? target : parent + "/" + target, links: links + 1)
+            }
+            return joined
+        }
+    }
+
+    /// Where the symbolic link at `path` points, or `nil` when `path` is not one.
+    private static func linkTarget(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

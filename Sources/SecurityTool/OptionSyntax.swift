@@ -8,16 +8,16 @@
 /// options in `-v` output wherever they are.
 struct OptionSyntax {
     /// The letters that take a value.
-    var valued: Set<Character>
+    var valued: OptionLetters
     /// The letters whose value is a secret.
-    var secret: Set<Character> = []
+    var secret: OptionLetters = []
 
     /// The options of a command, or `nil` for a command whose arguments are not options
     /// (`error` takes codes such as `-25300`).
     static func forCommand(_ name: String) -> OptionSyntax? {
-        let genericMatch: Set<Character> = ["a", "s", "l", "D", "G", "j", "c", "C"]
-        let internetMatch: Set<Character> = ["a", "s", "d", "p", "P", "r", "t", "l", "D", "j", "c", "C"]
-        let partitionList: Set<Character> = ["S", "k"]
+        let genericMatch: OptionLetters = ["a", "s", "l", "D", "G", "j", "c", "C"]
+        let internetMatch: OptionLetters = ["a", "s", "d", "p", "P", "r", "t", "l", "D", "j", "c", "C"]
+        let partitionList: OptionLetters = ["S", "k"]
         return switch name {
         case "add-generic-password":
             OptionSyntax(valued: genericMatch.union(["w", "p", "X", "T"]), secret: ["w", "p", "X"])
@@ -128,5 +128,46 @@ struct OptionSyntax {
             case .other(let argument): return argument
             }
         }
+    }
+}
+
+/// A set of ASCII option letters, as a bit mask: what ``OptionSyntax`` keeps. A `Set<Character>`
+/// would do the same, but its first use costs every `security` process one of the Swift runtime's
+/// scans of all conformance records (for `Character: Hashable`), about as long as the rest of
+/// reading the line.
+struct OptionLetters: ExpressibleByArrayLiteral, Equatable {
+    /// Bit `n` set: the ASCII letter `n` is in the set.
+    private var mask: (low: UInt64, high: UInt64) = (0, 0)
+
+    init(arrayLiteral letters: Character...) {
+        self.init(letters)
+    }
+
+    /// The set of `letters` (ASCII letters; anything else is left out).
+    init(_ letters: some Sequence<Character>) {
+        for letter in letters { insert(letter) }
+    }
+
+    /// Whether `letter` is in the set (a letter outside ASCII never is).
+    func contains(_ letter: Character) -> Bool {
+        guard let code = letter.asciiValue else { return false }
+        return code < 64 ? mask.low & (1 << code) != 0 : mask.high & (1 << (code - 64)) != 0
+    }
+
+    /// The letters of both sets.
+    func union(_ other: OptionLetters) -> OptionLetters {
+        var result = self
+        result.mask = (mask.low | other.mask.low, mask.high | other.mask.high)
+        return result
+    }
+
+    /// Adds `letter` (an ASCII letter; anything else is ignored).
+    private mutating func insert(_ letter: Character) {
+        guard let code = letter.asciiValue else { return }
+        if code < 64 { mask.low |= 1 << code } else { mask.high |= 1 << (code - 64) }
+    }
+
+    static func == (lhs: OptionLetters, rhs: OptionLetters) -> Bool {
+        lhs.mask.low == rhs.mask.low && lhs.mask.high == rhs.mask.high
     }
 }

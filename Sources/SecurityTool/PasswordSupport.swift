@@ -12,6 +12,23 @@ package protocol ToolCommand: ParsableCommand {
     func execute(in session: Session) throws -> Int32
 }
 
+extension [String] {
+    /// The strings, one a line: `joined(separator: "\n")` without its generic join, whose
+    /// first use costs every `security` process one scan of all conformance records (every
+    /// command's help is wrapped when its type is first used).
+    fileprivate func joinedAsLines() -> String {
+        var result = ""
+        result.reserveCapacity(reduce(count) { $0 + $1.utf8.count })
+        var first = true
+        for line in self {
+            if !first { result += "\n" }
+            result += line
+            first = false
+        }
+        return result
+    }
+}
+
 /// Text shared by the help of several commands.
 enum HelpText {
     /// Wraps help text to 79 columns so that ArgumentParser prints it as written: each line
@@ -19,7 +36,7 @@ enum HelpText {
     /// text of a list item (`- item`, or `term   description`).
     static func wrapped(_ text: String, width: Int = 79) -> String {
         let lines = Array(text.utf8).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        return lines.map { wrap($0, width: width) }.joined(separator: "\n")
+        return lines.map { wrap($0, width: width) }.joinedAsLines()
     }
 
     /// One line of ``wrapped(_:width:)``, worked on as UTF-8 and measured in code points:
@@ -54,7 +71,7 @@ enum HelpText {
             hasWords = true
         }
         lines.append(String(decoding: current, as: UTF8.self))
-        return lines.joined(separator: "\n")
+        return lines.joinedAsLines()
     }
 
     /// The number of code points in UTF-8 `bytes` (the bytes that do not continue one).

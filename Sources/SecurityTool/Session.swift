@@ -165,9 +165,7 @@ package final class Session {
     }
 
     package func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return (path as NSString).standardizingPath }
-        let cwd = FileManager.default.currentDirectoryPath
-        return ((cwd as NSString).appendingPathComponent(path) as NSString).standardizingPath
+        CanonicalPath.of(path)
     }
 
     package func fileExists(_ path: String) -> Bool {

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Testing
 
 @testable import SecurityTool
@@ -62,6 +63,31 @@ import Testing
                 }
                 return text[3]
             })
-        #expect(OptionSyntax.forCommand(name)?.valued == valued)
+        #expect(OptionSyntax.forCommand(name)?.valued == OptionLetters(valued))
+    }
+}
+
+@Suite("Option letters: the set of letters a command's options use")
+struct OptionLettersTests {
+    @Test(
+        "a letter set holds exactly the ASCII letters put in it, and a union holds both",
+        arguments: [1, 2, 3] as [UInt64])
+    func matchesASetOfCharacters(seed: UInt64) {
+        var generator = SplitMix64(seed: seed)
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789?@_~")
+        for _ in 0..<200 {
+            let first = Set(
+                (0..<Int.random(in: 0...8, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let second = Set(
+                (0..<Int.random(in: 0...8, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            let letters = OptionLetters(first)
+            let union = letters.union(OptionLetters(second))
+            for letter in alphabet {
+                #expect(letters.contains(letter) == first.contains(letter))
+                #expect(union.contains(letter) == (first.contains(letter) || second.contains(letter)))
+            }
+            #expect(!letters.contains("é"))
+            #expect((letters == OptionLetters(second)) == (first == second))
+        }
     }
 }
