@@ -625,7 +625,10 @@ enum OpenKeychainFiles {
         var inode: UInt64
     }
 
-    private static let counts = Mutex<[FileID: Int]>([:])
+    /// The open files and their handle counts. A process has a few keychains open, so a list:
+    /// a `Dictionary` keyed by `FileID` would cost every short-lived process one of the Swift
+    /// runtime's scans of all conformance records (for `FileID: Hashable`) on its first open.
+    private static let counts = Mutex<[(id: FileID, handles: Int)]>([])
 
     static func id(of path: String) -> FileID? {
         var info = stat()
@@ -636,20 +639,27 @@ enum OpenKeychainFiles {
     /// Whether a live handle of this process has the file at `path` open.
     static func contains(_ path: String) -> Bool {
         guard let id = id(of: path) else { return false }
-        return counts.withLock { $0[id, default: 0] > 0 }
+        return counts.withLock { counts in counts.contains { $0.id == id } }
     }
 
     /// Counts one more handle on the file at `path`; its identity, to release.
     static func retain(_ path: String) -> FileID? {
         guard let id = id(of: path) else { return nil }
-        counts.withLock { $0[id, default: 0] += 1 }
+        counts.withLock { counts in
+            if let index = counts.firstIndex(where: { $0.id == id }) {
+                counts[index].handles += 1
+            } else {
+                counts.append((id, 1))
+            }
+        }
         return id
     }
 
     static func release(_ id: FileID) {
         counts.withLock { counts in
-            counts[id, default: 1] -= 1
-            if counts[id] == 0 { counts[id] = nil }
+            guard let index = counts.firstIndex(where: { $0.id == id }) else { return }
+            counts[index].handles -= 1
+            if counts[index].handles <= 0 { counts.remove(at: index) }
         }
     }
 }
