@@ -164,6 +164,8 @@ package final class Session {
         return path.hasSuffix(".keychain") ? path + "-db" : path
     }
 
+    /// `path` as the one absolute spelling of its file: against the working directory, with its
+    /// links, `.` and `..` resolved (``KeychainCore/CanonicalPath``).
     package func absolute(_ path: String) -> String {
         CanonicalPath.of(path)
     }
