@@ -556,12 +556,14 @@ public final class AgentService: Sendable {
         }
     }
 
-    /// The one spelling of a keychain's path (`/a//b/./k` and a link to it name one keychain,
-    /// with one lock state).
+    /// The one spelling of a keychain's path (`/a//b/./k` and a link to its directory name one
+    /// keychain, with one lock state): its directory resolved as `security` resolves a path
+    /// (``KeychainCore/CanonicalPath``), its file name as given, so that the engine still sees,
+    /// and refuses, a link in place of the keychain's file.
     private func absolute(_ path: String) throws -> String {
         guard path.hasPrefix("/") else { throw KeychainError(.parameter, "a keychain is named by its absolute path") }
         let url = URL(fileURLWithPath: path).standardizedFileURL
-        let directory = url.deletingLastPathComponent().resolvingSymlinksInPath().path
+        let directory = CanonicalPath.of(url.deletingLastPathComponent().path)
         return (directory == "/" ? "" : directory) + "/" + url.lastPathComponent
     }
 

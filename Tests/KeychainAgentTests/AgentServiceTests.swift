@@ -134,6 +134,12 @@ struct AgentServiceTests {
         let spelling = agent.directory + "/data//keychains/./build.keychain-db"
         let other = try await Self.call(fourth, .status, [.string(spelling)])[0].stringKeyedEntries
         #expect(other?["isLocked"] == .variant(.boolean(false)), "\(String(describing: other))")
+        // So is a spelling through a link to its directory, with a relative target.
+        try FileManager.default.createSymbolicLink(
+            atPath: agent.directory + "/linked", withDestinationPath: "data/keychains")
+        let linked = try await Self.call(fourth, .status, [.string(agent.directory + "/linked/build.keychain-db")])[0]
+            .stringKeyedEntries
+        #expect(linked?["isLocked"] == .variant(.boolean(false)), "\(String(describing: linked))")
         _ = try await Self.call(fourth, .lock, [.string(path)])
         #expect(
             await Self.failure(fourth, .find, [.string(path), query, .boolean(true)])?.code == .interactionNotAllowed)
