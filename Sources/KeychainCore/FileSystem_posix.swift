@@ -208,9 +208,46 @@ enum SecureFileSystem {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("cannot open file", path) }
         defer { close(fd) }
+        return try read(fd, into: buffer, path: path)
+    }
+
+    /// Reads a file that another process may remove at any moment, as SQLite removes a
+    /// keychain's `-wal` and `-shm` files when the last connection to it closes: its size and
+    /// bytes come from one descriptor, so a file removed after it was opened is still read
+    /// whole, and one removed before is absent, never an error.
+    /// - Parameters:
+    ///   - path: The file, which must be this user's regular file (not a link).
+    ///   - limit: The most bytes read.
+    ///   - body: Called with the bytes read.
+    /// - Returns: What `body` returns, or `nil` when there is no file at `path`.
+    static func withContentsIfPresent<T>(
+        of path: String, limit: Int = .max, _ body: (UnsafeRawBufferPointer) throws -> T
+    ) throws -> T? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw posixError("cannot open file", path)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw posixError("cannot inspect file", path) }
+        try checkOwned(info, path: path, expecting: S_IFREG)
+        // No link count above one; zero is a file removed since it was opened.
+        guard info.st_nlink <= 1 else {
+            throw KeychainError(.invalidKeychain, "refusing a file with several hard links")
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: max(0, min(Int(info.st_size), limit)), alignment: 16)
+        defer { buffer.deallocate() }
+        let count = try read(fd, into: buffer, path: path)
+        return try body(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+    }
+
+    /// Reads from `fd` into `buffer` until it is full or the file ends.
+    private static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String) throws -> Int {
         var total = 0
         while total < buffer.count {
-            let count = read(fd, buffer.baseAddress! + total, buffer.count - total)
+            let count = Glibc.read(fd, buffer.baseAddress! + total, buffer.count - total)
             if count < 0 {
                 if errno == EINTR { continue }
                 throw posixError("cannot read file", path)

@@ -35,24 +35,17 @@ package enum LogIntegrity {
 
     /// Scans the log beside `path`, with SQLite's index of it when there is one; `nil` when the
     /// log is absent, empty or sound.
+    ///
+    /// Other processes may be closing the keychain meanwhile, and SQLite removes both files when
+    /// the last connection closes: a file removed before it is opened here counts as absent.
     package static func damage(ofLogBeside path: String) throws -> Damage? {
         // The index first: a writer records a transaction there only once its frames are in the log.
-        let index = try readPrefix(of: path + "-shm", count: IndexHeader.size).flatMap { prefix in
-            prefix.withUnsafeBytes(IndexHeader.init)
+        let index = try SecureFileSystem.withContentsIfPresent(of: path + "-shm", limit: IndexHeader.size) {
+            IndexHeader($0)
         }
-        let log = path + "-wal"
-        guard try SecureFileSystem.existingFile(log) else { return nil }
-        let size = try SecureFileSystem.size(of: log)
-        guard size > headerSize else { return nil }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-        defer { buffer.deallocate() }
-        let count = try SecureFileSystem.readAll(log, into: buffer)
-        return scan(UnsafeRawBufferPointer(rebasing: buffer[0..<count]), index: index)
-    }
-
-    private static func readPrefix(of path: String, count: Int) throws -> Data? {
-        guard try SecureFileSystem.existingFile(path), try SecureFileSystem.size(of: path) >= count else { return nil }
-        return try SecureFileSystem.readFile(path, limit: count).prefix(count)
+        return try SecureFileSystem.withContentsIfPresent(of: path + "-wal") { log in
+            log.count > headerSize ? scan(log, index: index ?? nil) : nil
+        } ?? nil
     }
 
     /// The header of SQLite's index of the log (the `-shm` file's first bytes), as SQLite's

@@ -146,4 +146,58 @@ struct LogDamageTests {
         let keychain = try copy.open(withLog: torn, index: nil)
         #expect(try keychain.find(ItemQuery(class: .genericPassword)).count == CrashedCopy.items - 1)
     }
+
+    @Test("a log and index removed while the check reads them (another process closing) count as absent, not an error")
+    func logRemovedWhileCheckedIsAbsent() throws {
+        let copy = try CrashedCopy()
+        let log = URL(fileURLWithPath: copy.path + "-wal")
+        let index = URL(fileURLWithPath: copy.path + "-shm")
+        let (logBytes, indexBytes) = (copy.log, copy.index)
+        let done = StopFlag()
+        // As SQLite does when the last connection closes, and a later one opens: the files come
+        // whole (written beside and renamed) and go.
+        let churn = Thread {
+            while !done.isSet {
+                try? indexBytes.write(to: index, options: .atomic)
+                try? logBytes.write(to: log, options: .atomic)
+                unlink(log.path)
+                unlink(index.path)
+            }
+        }
+        churn.start()
+        defer { done.set() }
+        var present = 0
+        var absent = 0
+        for _ in 0..<4_000 {
+            #expect(try LogIntegrity.damage(ofLogBeside: copy.path) == nil)
+            let seen = try SecureFileSystem.withContentsIfPresent(of: log.path) { $0.count == copy.log.count }
+            if seen == nil { absent += 1 } else { present += 1 }
+            #expect(seen != false, "a log read whole or not at all")
+        }
+        #expect(present > 0 && absent > 0, "present \(present), absent \(absent)")
+    }
+
+    @Test("reading a file that may vanish: absent is nil, a link or another type is refused")
+    func contentsIfPresent() throws {
+        let scratch = try Scratch()
+        let file = scratch.file("f")
+        #expect(try SecureFileSystem.withContentsIfPresent(of: file) { $0.count } == nil)
+        try Data("abcdef".utf8).write(to: URL(fileURLWithPath: file))
+        #expect(try SecureFileSystem.withContentsIfPresent(of: file) { Array($0) } == Array("abcdef".utf8))
+        #expect(try SecureFileSystem.withContentsIfPresent(of: file, limit: 4) { Array($0) } == Array("abcd".utf8))
+        let link = scratch.file("link")
+        symlink(file, link)
+        #expect(throws: KeychainError.self) { try SecureFileSystem.withContentsIfPresent(of: link) { $0.count } }
+        #expect(throws: KeychainError.self) {
+            try SecureFileSystem.withContentsIfPresent(of: scratch.path) { $0.count }
+        }
+    }
+}
+
+/// A flag one thread sets and another reads.
+private final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }
