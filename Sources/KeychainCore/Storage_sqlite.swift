@@ -154,13 +154,16 @@ enum Storage {
         guard pageSize >= 512, pageSize & (pageSize - 1) == 0, fileSize % pageSize == 0 else {
             throw KeychainError.invalidKeychain("the keychain file is truncated or malformed")
         }
-        // A process killed during a checkpoint leaves the header's new size on page 1 before the
-        // file has grown to it; the pages are still in the write-ahead log, which SQLite replays
-        // on open. The file's own size proves nothing then.
-        guard
-            !sizeIsValid || fileSize >= pageCount * pageSize
-                || hasWriteAheadLog(path, pageSize: pageSize, pageCount: pageCount)
-        else {
+        // A checkpoint writes the header's new size on page 1 before the file has grown to it;
+        // until the checkpoint ends (or, when a process was killed during it, until SQLite
+        // replays the log on open) the pages are still in the write-ahead log. The file's own
+        // size proves nothing then. When the log has gone meanwhile (the last connection of
+        // another process closed it after its checkpoint), the file has its final size: read it
+        // again.
+        if sizeIsValid, fileSize < pageCount * pageSize,
+            !hasWriteAheadLog(path, pageSize: pageSize, pageCount: pageCount),
+            try SecureFileSystem.size(of: path) < pageCount * pageSize
+        {
             throw KeychainError.invalidKeychain("the keychain file is truncated or malformed")
         }
     }
@@ -170,10 +173,8 @@ enum Storage {
     /// header's salts that records such a size. (SQLite checks the frames' checksums when it
     /// replays them; a log that fails them leaves pages missing, which reads then report.)
     private static func hasWriteAheadLog(_ path: String, pageSize: Int, pageCount: Int) -> Bool {
-        guard let size = try? SecureFileSystem.size(of: path + "-wal"), size >= 32, size <= 1 << 30,
-            let log = try? SecureFileSystem.readFile(path + "-wal", limit: size), log.count >= 32
-        else { return false }
-        return log.withUnsafeBytes { bytes in
+        let found = try? SecureFileSystem.withContentsIfPresent(of: path + "-wal", limit: 1 << 30) { bytes in
+            guard bytes.count >= 32 else { return false }
             func word(_ offset: Int) -> UInt32 {
                 (0..<4).reduce(UInt32(0)) { $0 << 8 | UInt32(bytes[offset + $1]) }
             }
@@ -190,6 +191,7 @@ enum Storage {
             }
             return false
         }
+        return found == true
     }
 
     /// Checks, through a read-only connection that cannot change the file, that the tables and
