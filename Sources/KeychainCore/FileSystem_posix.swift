@@ -143,10 +143,16 @@ enum SecureFileSystem {
         if info.st_nlink == 2, recoverInterruptedPublish(of: path, inode: info.st_ino, device: info.st_dev) {
             return try existingFile(path)
         }
-        guard info.st_nlink == 1 else {
+        try checkSingleName(info)
+        return true
+    }
+
+    /// Refuses a file with more than one name: another name could be a way in that the
+    /// keychain's directory does not guard. (Zero is a file removed since it was opened.)
+    private static func checkSingleName(_ info: stat) throws {
+        guard info.st_nlink <= 1 else {
             throw KeychainError(.invalidKeychain, "refusing a file with several hard links")
         }
-        return true
     }
 
     /// Refuses a directory that other users may write to: they could delete the device key, or
@@ -232,10 +238,7 @@ enum SecureFileSystem {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw posixError("cannot inspect file", path) }
         try checkOwned(info, path: path, expecting: S_IFREG)
-        // No link count above one; zero is a file removed since it was opened.
-        guard info.st_nlink <= 1 else {
-            throw KeychainError(.invalidKeychain, "refusing a file with several hard links")
-        }
+        try checkSingleName(info)
         let buffer = UnsafeMutableRawBufferPointer.allocate(
             byteCount: max(0, min(Int(info.st_size), limit)), alignment: 16)
         defer { buffer.deallocate() }

@@ -154,6 +154,7 @@ struct LogDamageTests {
         let index = URL(fileURLWithPath: copy.path + "-shm")
         let (logBytes, indexBytes) = (copy.log, copy.index)
         let done = StopFlag()
+        let stopped = DispatchSemaphore(value: 0)
         // As SQLite does when the last connection closes, and a later one opens: the files come
         // whole and go.
         let churn = Thread {
@@ -170,9 +171,14 @@ struct LogDamageTests {
                 unlink(index.path)
                 usleep(50)
             }
+            stopped.signal()
         }
         churn.start()
-        defer { done.set() }
+        // The thread ends before the scratch directory is removed.
+        defer {
+            done.set()
+            stopped.wait()
+        }
         var present = 0
         var absent = 0
         // Until both states were seen often (a loaded machine may run the other thread seldom),
