@@ -65,13 +65,37 @@ struct KernelPeerCredentials: Sendable {
 }
 
 /// What the connection handler is asked to write.
+/// How many incoming method calls a connection handles at once and lets wait, counted per
+/// sender (a bus connection carries every client's calls; a peer connection has one sender).
+/// A call beyond all three bounds is answered `org.freedesktop.DBus.Error.LimitsExceeded`.
+public struct DBusCallLimits: Sendable, Hashable {
+    /// The calls of one sender handled at once; later ones wait their turn.
+    public var handledAtOnce: Int
+    /// The calls of one sender that may wait. libsecret asks for every found item's
+    /// properties at once, so this is set for searches of tens of thousands of items.
+    public var waitingPerSender: Int
+    /// The calls of all senders that may wait together.
+    public var waitingInAll: Int
+
+    /// - Parameters:
+    ///   - handledAtOnce: 64 by default.
+    ///   - waitingPerSender: 32,768 by default.
+    ///   - waitingInAll: 131,072 by default.
+    public init(handledAtOnce: Int = 64, waitingPerSender: Int = 32_768, waitingInAll: Int = 131_072) {
+        self.handledAtOnce = handledAtOnce
+        self.waitingPerSender = waitingPerSender
+        self.waitingInAll = waitingInAll
+    }
+}
+
 enum DBusOutbound: Sendable {
     /// A method call whose reply completes the promise.
     case call(DBusMessage, EventLoopPromise<DBusMessage>)
     /// A message needing no reply (signal, or call with `noReplyExpected`).
     case send(DBusMessage)
-    /// A dispatched call finished; its reply, if any, is to be sent.
-    case completed(DBusMessage?)
+    /// A dispatched call from `sender` (its unique name; empty on a peer connection) finished;
+    /// its reply, if any, is to be sent.
+    case completed(DBusMessage?, sender: String)
     /// A call timed out: forget its pending entry.
     case abandon(EventLoopPromise<DBusMessage>)
 }
@@ -113,15 +137,26 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
 
     private let state: DBusConnectionState
     private let dispatcher: DBusDispatcher?
-    private let maximumPendingCalls: Int
+    private let limits: DBusCallLimits
     private var nextSerial: UInt32 = 1
     private var pending: [UInt32: EventLoopPromise<DBusMessage>] = [:]
-    private var inFlight = 0
+    /// The calls being handled and waiting, by sender: on a bus connection every client's calls
+    /// arrive here, so each client is counted on its own and one client never uses up another's.
+    private var senders: [String: SenderCalls] = [:]
+    private var waitingTotal = 0
 
-    init(state: DBusConnectionState, dispatcher: DBusDispatcher?, maximumPendingCalls: Int) {
+    /// One sender's calls: how many are being handled, and those waiting their turn in order.
+    private struct SenderCalls {
+        var running = 0
+        var waiting: [DBusReceivedMessage] = []
+        var nextWaiting = 0
+        var waitingCount: Int { waiting.count - nextWaiting }
+    }
+
+    init(state: DBusConnectionState, dispatcher: DBusDispatcher?, limits: DBusCallLimits) {
         self.state = state
         self.dispatcher = dispatcher
-        self.maximumPendingCalls = maximumPendingCalls
+        self.limits = limits
     }
 
     private func allocateSerial() -> UInt32 {
@@ -138,14 +173,14 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         case .send(var message):
             if message.serial == 0 { message.serial = allocateSerial() }
             context.write(wrapOutboundOut(message), promise: promise)
-        case .completed(let reply):
-            inFlight -= 1
-            guard var reply else {
+        case .completed(let reply, let sender):
+            if var reply {
+                reply.serial = allocateSerial()
+                context.write(wrapOutboundOut(reply), promise: promise)
+            } else {
                 promise?.succeed()
-                return
             }
-            reply.serial = allocateSerial()
-            context.write(wrapOutboundOut(reply), promise: promise)
+            finished(sender, context: context)
         case .abandon(let reply):
             if let serial = pending.first(where: { $0.value == reply })?.key { pending[serial] = nil }
             promise?.succeed()
@@ -181,18 +216,34 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         // The header alone is enough to refuse a call.
         let header = received.header
         let wantsReply = !header.flags.contains(.noReplyExpected)
-        guard let dispatcher else {
+        guard dispatcher != nil else {
             if wantsReply {
                 reply(.error(to: header, name: DBusErrorName.unknownMethod, message: "no objects"), context)
             }
             return
         }
-        guard inFlight < maximumPendingCalls else {
-            if wantsReply {
-                reply(.error(to: header, name: DBusErrorName.limitsExceeded, message: "too many calls"), context)
+        let sender = header.sender ?? ""
+        var calls = senders[sender, default: SenderCalls()]
+        guard calls.running < limits.handledAtOnce else {
+            // Beyond what is handled at once, a call waits its turn (libsecret reads every
+            // found item's properties at once), up to a bound per sender and in all.
+            guard calls.waitingCount < limits.waitingPerSender, waitingTotal < limits.waitingInAll else {
+                if wantsReply {
+                    reply(.error(to: header, name: DBusErrorName.limitsExceeded, message: "too many calls"), context)
+                }
+                return
             }
+            calls.waiting.append(received)
+            senders[sender] = calls
+            waitingTotal += 1
             return
         }
+        start(received, sender: sender, context: context)
+    }
+
+    /// Handles a call the limits let through: answered at once, or counted while it runs.
+    private func start(_ received: DBusReceivedMessage, sender: String, context: ChannelHandlerContext) {
+        guard let dispatcher else { return }
         let connection = DBusConnection(channel: context.channel, state: state)
         let call: DBusMessage
         switch dispatcher.handleImmediately(received, connection: connection) {
@@ -206,13 +257,32 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         case .later(let decoded):
             call = decoded
         }
-        inFlight += 1
+        senders[sender, default: SenderCalls()].running += 1
         // On the connection's event loop, not Swift's global pool: a process whose pool threads
         // are all blocked (synchronous code waiting for this very reply, say) still gets answers.
         Task(executorPreference: EventLoopTaskExecutor(context.eventLoop)) {
             let reply = await dispatcher.handle(call, connection: connection)
-            connection.channel.writeAndFlush(DBusOutbound.completed(reply), promise: nil)
+            connection.channel.writeAndFlush(DBusOutbound.completed(reply, sender: sender), promise: nil)
         }
+    }
+
+    /// A call of `sender` finished: its next waiting call starts, in the order they came.
+    private func finished(_ sender: String, context: ChannelHandlerContext) {
+        guard var calls = senders[sender] else { return }
+        calls.running -= 1
+        while calls.running < limits.handledAtOnce, calls.waitingCount > 0 {
+            let next = calls.waiting[calls.nextWaiting]
+            calls.nextWaiting += 1
+            waitingTotal -= 1
+            if calls.waitingCount == 0 {
+                calls.waiting.removeAll(keepingCapacity: false)
+                calls.nextWaiting = 0
+            }
+            senders[sender] = calls
+            start(next, sender: sender, context: context)
+            calls = senders[sender] ?? SenderCalls()
+        }
+        senders[sender] = calls.running == 0 && calls.waitingCount == 0 ? nil : calls
     }
 
     private func reply(_ message: DBusMessage, _ context: ChannelHandlerContext) {
@@ -250,8 +320,9 @@ public struct DBusConnection: Sendable {
     public struct Configuration: Sendable {
         /// The largest message accepted from the server.
         public var maximumMessageSize = DBusLimits.maximumMessageLength
-        /// The most incoming method calls handled at once (for exported objects).
-        public var maximumPendingCalls = 64
+        /// How many incoming method calls (for exported objects) are handled at once and
+        /// may wait, counted per sender: on a bus every client has its own share.
+        public var callLimits = DBusCallLimits()
         /// How long ``DBusConnection/call(_:timeout:)`` waits by default.
         public var callTimeout: Duration = .seconds(25)
         /// The uid sent in `AUTH EXTERNAL`; the process's by default.
@@ -372,8 +443,7 @@ public struct DBusConnection: Sendable {
                     SASLClientHandler(machine: sasl, done: authenticated),
                     ByteToMessageHandler(DBusMessageDecoder(maximumMessageSize: configuration.maximumMessageSize)),
                     MessageToByteHandler(DBusMessageEncoder()),
-                    DBusConnectionHandler(
-                        state: state, dispatcher: dispatcher, maximumPendingCalls: configuration.maximumPendingCalls),
+                    DBusConnectionHandler(state: state, dispatcher: dispatcher, limits: configuration.callLimits),
                 ])
             }
         }.connect(unixDomainSocketPath: path).flatMapError { error in

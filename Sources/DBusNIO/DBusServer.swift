@@ -21,8 +21,9 @@ public final class DBusServer: Sendable {
         /// The largest message accepted; a peer that sends a larger one is disconnected.
         /// The specification's 128 MiB by default; the agent sets 16 MiB plus headroom.
         public var maximumMessageSize = DBusLimits.maximumMessageLength
-        /// The most calls one connection may have in flight; more get `LimitsExceeded`.
-        public var maximumPendingCallsPerConnection = 64
+        /// How many calls one connection's sender may have handled at once and waiting; more
+        /// get `LimitsExceeded`.
+        public var callLimits = DBusCallLimits()
         /// How long a peer has to complete the SASL handshake.
         public var authenticationTimeout: Duration = .seconds(30)
         /// Which uids may connect (the claimed uid must also equal `SO_PEERCRED`'s). The server
@@ -189,9 +190,7 @@ public final class DBusServer: Sendable {
                 SASLServerHandler(machine: sasl, timeout: TimeAmount(configuration.authenticationTimeout)),
                 ByteToMessageHandler(DBusMessageDecoder(maximumMessageSize: configuration.maximumMessageSize)),
                 MessageToByteHandler(DBusMessageEncoder()),
-                DBusConnectionHandler(
-                    state: state, dispatcher: dispatcher,
-                    maximumPendingCalls: configuration.maximumPendingCallsPerConnection),
+                DBusConnectionHandler(state: state, dispatcher: dispatcher, limits: configuration.callLimits),
             ])
             configuration.onConnection?(DBusConnection(channel: child, state: state))
         }

@@ -23,6 +23,13 @@ public enum CertificateSignatureAlgorithm: Hashable, Sendable {
     /// ECDSA (ecdsa-with-SHA*), on P-256, P-384 or P-521.
     case ecdsa(DigestAlgorithm)
 
+    /// The digest the algorithm signs.
+    public var digestAlgorithm: DigestAlgorithm {
+        switch self {
+        case .rsaPKCS1(let digest), .rsaPSS(let digest), .ecdsa(let digest): digest
+        }
+    }
+
     /// The algorithm an `AlgorithmIdentifier` names.
     /// - Throws: ``PKIError`` `.unsupportedAlgorithm` for anything else (including PSS with
     ///   other parameters), `.malformed` for unparsable PSS parameters.

@@ -10,14 +10,17 @@ import PostgresNIO
 extension SyncServerAddress {
     /// libpq's `sslmode`: whether the link uses TLS and what it checks of the server's certificate.
     ///
-    /// `disable`, `allow` and `prefer` connect in plaintext (this client does not try TLS
-    /// first, as libpq's `prefer` does); `require`, `verify-ca` and `verify-full` insist on TLS.
+    /// `disable` and `allow` connect in plaintext; `prefer` (the default) tries TLS first and
+    /// falls back to plaintext only when the server offers no TLS, as libpq's does; `require`,
+    /// `verify-ca` and `verify-full` insist on TLS.
     public enum SSLMode: String, Sendable, CaseIterable {
         /// Plaintext.
         case disable
         /// Plaintext (libpq falls back to TLS; a server that insists on TLS refuses this client).
         case allow
-        /// Plaintext (libpq's default, which tries TLS first).
+        /// TLS when the server offers it, its certificate unchecked; else plaintext (libpq's
+        /// default). The records are end-to-end encrypted either way; TLS also hides which
+        /// records move and keeps the server's password exchange off the wire.
         case prefer
         /// TLS, the certificate unchecked (its chain checked when a root file is given).
         case require
@@ -26,8 +29,22 @@ extension SyncServerAddress {
         /// TLS, the chain checked and the certificate naming the host.
         case verifyFull = "verify-full"
 
-        /// Whether the connection uses TLS.
+        /// Whether the connection must use TLS.
         public var usesTLS: Bool { self == .require || self == .verifyCA || self == .verifyFull }
+
+        /// Whether the connection tries TLS: always, or first (`prefer`).
+        public var triesTLS: Bool { usesTLS || self == .prefer }
+
+        /// What the mode does, in a few words (`security sync status`).
+        public var summary: String {
+            switch self {
+            case .disable, .allow: "plaintext"
+            case .prefer: "TLS when the server offers it, else plaintext; the certificate is not checked"
+            case .require: "TLS; the certificate is not checked unless a root file is given"
+            case .verifyCA: "TLS; the certificate's chain is checked"
+            case .verifyFull: "TLS; the certificate's chain and host name are checked"
+            }
+        }
     }
 
     /// The value of `sslrootcert` that names the system's trust store (libpq 16's spelling).
@@ -92,14 +109,18 @@ extension SyncServerAddress {
         return query
     }
 
-    /// What postgres-nio does with TLS: nothing for the plaintext modes, else insist on TLS with
-    /// a context that checks what ``sslMode`` asks for.
+    /// What postgres-nio does with TLS: nothing for the plaintext modes, TLS when the server
+    /// offers it for `prefer`, else insist on TLS with a context that checks what ``sslMode``
+    /// asks for.
     func connectionTLS() throws -> PostgresConnection.Configuration.TLS {
-        guard sslMode.usesTLS else { return .disable }
+        guard sslMode.triesTLS else { return .disable }
         var configuration = TLSConfiguration.makeClientConfiguration()
         switch sslMode {
         case .verifyFull: configuration.certificateVerification = .fullVerification
         case .verifyCA: configuration.certificateVerification = .noHostnameVerification
+        case .prefer:
+            // libpq's `prefer` checks nothing of the certificate.
+            configuration.certificateVerification = .none
         default:
             // libpq's `require` checks the chain when it has a root file.
             configuration.certificateVerification = sslRootCertificate == nil ? .none : .noHostnameVerification
@@ -110,7 +131,8 @@ extension SyncServerAddress {
             configuration.trustRoots = .default
         }
         do {
-            return .require(try NIOSSLContext(configuration: configuration))
+            let context = try NIOSSLContext(configuration: configuration)
+            return sslMode == .prefer ? .prefer(context) : .require(context)
         } catch {
             throw SyncServerError(.invalidConfiguration, "cannot set TLS up: \(error)")
         }

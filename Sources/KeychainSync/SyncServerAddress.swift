@@ -44,9 +44,10 @@ public struct SyncServerAddress: Sendable, Equatable, CustomStringConvertible {
     /// Parses `postgresql://user:password@host:port/database` (also `postgres://`), with the
     /// optional parameters `sslmode` and `sslrootcert`.
     ///
-    /// - `sslmode=disable`, `allow` or `prefer` (the default): plaintext. The records stay
-    ///   end-to-end encrypted, but the login exchange and the rows' metadata do not, and
-    ///   nothing proves the server's identity.
+    /// - `sslmode=disable` or `allow`: plaintext. The records stay end-to-end encrypted, but the
+    ///   login exchange and the rows' metadata do not, and nothing proves the server's identity.
+    /// - `prefer` (the default): TLS when the server offers it, the certificate unchecked, else
+    ///   plaintext, as libpq's `prefer`.
     /// - `require`: TLS without checking the certificate (checking its chain, as libpq does,
     ///   when `sslrootcert` is given).
     /// - `verify-ca`: TLS with the certificate's chain checked against `sslrootcert` (a PEM file)

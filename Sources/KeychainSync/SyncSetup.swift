@@ -151,6 +151,8 @@ public enum SyncSetup {
         public var deviceName: String
         /// The server, without a password.
         public var server: String
+        /// How the server is reached (the URL's `sslmode`, libpq's `prefer` when it has none).
+        public var sslMode: SyncServerAddress.SSLMode?
         /// The last verified head: sequence number and hash (compare it out of band to detect a fork).
         public var headSeq: Int64
         public var headHash: Data?
@@ -181,6 +183,7 @@ public enum SyncSetup {
         }
         return Status(
             zone: settings.zoneID, device: settings.deviceID, deviceName: settings.deviceName, server: settings.server,
+            sslMode: (try? SyncServerAddress(url: settings.server, requiresUser: false))?.sslMode,
             headSeq: cursor.seq, headHash: cursor.headHash, lastPush: settings.lastPush, lastPull: settings.lastPull,
             pendingChanges: try keychain.pendingSyncChanges(), conflicts: conflicts, waitingForUnlock: waiting,
             rollbacksRepaired: settings.rollbacksRepaired ?? 0)

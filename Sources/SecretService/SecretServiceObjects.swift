@@ -184,6 +184,20 @@ extension SecretServiceProvider {
         }
     }
 
+    /// Adds `item`; when an item with the same attribute map (so the same primary key) exists,
+    /// adds it beside that one under a primary key of its own, as the Secret Service
+    /// specification and GNOME Keyring do for `CreateItem` without `replace`. Only items made
+    /// through D-Bus share a map this way; SecItem's primary-key rules hold for SecItem's items.
+    static func addDistinct(_ item: Item, to keychain: any KeychainHandle) throws -> Item {
+        do {
+            return try keychain.add(item)
+        } catch let error as KeychainError where error.code == .duplicateItem {
+            var distinct = item
+            distinct.attributes[.primaryKeyDiscriminator] = .data(Data((0..<32).map { _ in UInt8.random(in: 0...255) }))
+            return try keychain.add(distinct)
+        }
+    }
+
     func createItem(in collection: SecretCollection, _ call: DBusMethodCall) async throws -> [DBusValue] {
         let properties = call.arguments.first?.stringKeyedEntries ?? [:]
         let label = Self.unwrap(properties[Self.itemInterface + ".Label"])?.stringValue ?? ""
@@ -218,7 +232,7 @@ extension SecretServiceProvider {
                 _ = try keychain.update(ItemQuery(class: itemClass, persistentID: id), attributes: changes, data: data)
                 return (existing, false)
             }
-            return (try keychain.add(Item(class: itemClass, attributes: stored, data: data)), true)
+            return (try Self.addDistinct(Item(class: itemClass, attributes: stored, data: data), to: keychain), true)
         }
         guard let path = Self.itemPath(item, in: collection) else { throw SecretServiceError.noSuchObject }
         try registerItem(at: path)

@@ -512,7 +512,7 @@ enum SecretServiceError {
         case .interactionNotAllowed, .authFailed: .method(isLocked, "the keychain is locked")
         case .itemNotFound: noSuchObject
         case .noSuchKeychain: noSuchCollection
-        case .duplicateItem: .method(alreadyExists, "an item with this service and account exists")
+        case .duplicateItem: .method(alreadyExists, "an item with the same attributes exists")
         case .missingEntitlement: refused
         default: .method(DBusErrorName.failed, "the keychain refused: \(error.code)")
         }

@@ -258,6 +258,12 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
         }
         for policy in state.policies {
             guard case .ssl(let server, let hostname) = policy.kind else { continue }
+            // Apple refuses SHA-1 signatures on TLS certificates since macOS 10.15 and iOS 13
+            // ("Requirements for trusted certificates in iOS 13 and macOS 10.15",
+            // https://support.apple.com/en-us/103769); an anchor's own signature is not checked.
+            if chain.dropLast().contains(where: { (try? $0.verifiableSignatureAlgorithm.digestAlgorithm) == .sha1 }) {
+                return errSecInvalidDigestAlgorithm
+            }
             let leaf = chain[0]
             if let usages = leaf.extendedKeyUsage,
                 !usages.contains(ExtendedKeyUsage.any),
@@ -272,7 +278,8 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
 }
 
 /// Whether a certificate's subjectAltName names `hostname`: an IP address entry equal to it, or a DNS
-/// name equal to it ignoring case, where a leading `*.` stands for exactly one non-empty label.
+/// name equal to it ignoring case, where a leading `*.` stands for exactly one non-empty label
+/// over a parent of two labels or more.
 func matches(_ certificate: X509Certificate, hostname: String) -> Bool {
     guard let names = certificate.subjectAlternativeNames else { return false }
     if let address = ipAddressBytes(hostname) { return names.ipAddresses.contains(address) }
@@ -281,8 +288,10 @@ func matches(_ certificate: X509Certificate, hostname: String) -> Bool {
     for var name in names.dnsNames.map({ $0.lowercased() }) {
         if name.hasSuffix(".") { name.removeLast() }
         if name == host { return true }
+        // The wildcard's parent has two labels at least: `*.test` names no host (as OpenSSL's
+        // X509_check_host and Apple's SecDNSMatch refuse a wildcard over a top-level domain).
         if name.hasPrefix("*."), let dot = host.firstIndex(of: "."), dot != host.startIndex,
-            host[host.index(after: dot)...] == name.dropFirst(2), name.count > 2
+            host[host.index(after: dot)...] == name.dropFirst(2), name.dropFirst(2).contains(".")
         {
             return true
         }

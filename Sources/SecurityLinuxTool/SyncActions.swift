@@ -203,6 +203,7 @@ extension SyncCommand {
             zone: \(status.zone)
             device: \(status.device) (\(status.deviceName))
             server: \(status.server)
+            sslmode: \(status.sslMode.map { "\($0.rawValue) (\($0.summary))" } ?? "unknown")
             head: \(status.headSeq) \(status.headHash.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "-")
             last push: \(time(status.lastPush))
             last pull: \(time(status.lastPull))

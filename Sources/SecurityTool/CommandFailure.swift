@@ -33,10 +33,13 @@ package struct CommandFailure: Error {
 
     /// A failure reported as ``status(_:_:hint:)`` does for the error's status; when the engine
     /// says the cause is the machine's set-up (a missing device key, a directory others can
-    /// write to, a keychain held by another process), its explanation follows on a second line.
+    /// write to, a keychain held by another process), its explanation takes the place of the
+    /// status's generic message ("I/O error" says nothing of what to fix), with the same result.
     static func status(of error: any Error, _ context: String) -> CommandFailure {
-        let hint = (error as? KeychainError).flatMap { $0.isSetupProblem ? $0.message : nil }
-        return status(osStatus(of: error), context, hint: hint)
+        if let error = error as? KeychainError, error.isSetupProblem {
+            return CommandFailure(result: error.osStatus, messages: ["\(context): \(error.message)"])
+        }
+        return status(osStatus(of: error), context)
     }
 
     /// The `OSStatus` for any error the engine or the tool throws.

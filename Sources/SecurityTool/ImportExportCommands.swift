@@ -122,8 +122,13 @@ struct ImportCommand: ToolCommand {
             throw CommandFailure.status(of: error, "SecKeychainOpen \(keychain ?? "<default>")").withResult(1)
         }
         let data = try readInputFile(inputFile)
-        var contents = try read(data, session: session)
-        switch type {
+        let fileFormat = inferredFormat(data)
+        var contents = try read(data, as: fileFormat, session: session)
+        // As on macOS, a PKCS#12 file is imported whole whatever -t says: SecImportRep::importRep
+        // (OSX/libsecurity_keychain/lib/SecExternalRep.cpp) hands kSecFormatPKCS12 to the
+        // PKCS#12 importer before it looks at the item type. GitHub's "Installing an Apple
+        // certificate on macOS runners" imports its .p12 with `-t cert -f pkcs12`.
+        switch fileFormat == .pkcs12 ? nil : type {
         case "cert":
             contents.identities = []
             contents.keys = []
@@ -189,9 +194,9 @@ struct ImportCommand: ToolCommand {
         return nil
     }
 
-    private func read(_ data: Data, session: Session) throws -> Contents {
+    private func read(_ data: Data, as format: ExternalFormatName?, session: Session) throws -> Contents {
         let unknownFormat = CommandFailure.failure("\(Self.function): \(statusMessage(errSecUnknownFormat))")
-        switch inferredFormat(data) {
+        switch format {
         case .pkcs12:
             return try readPKCS12(data, session: session)
         case .x509:

@@ -439,6 +439,10 @@ struct UnlockKeychain: ToolCommand {
             try keychain.database.unlock(password: nil)
             return 0
         }
+        // As securityd's KeychainDatabase::makeUnlocked (securityd/src/kcdatabase.cpp), the
+        // password is checked only while the keychain is locked: an unlocked keychain stays
+        // unlocked whatever -p says, and nothing is asked.
+        guard keychain.database.isLocked else { return 0 }
         let secret: Data
         if let password {
             secret = Data(ArgumentBytes.bytes(of: password))

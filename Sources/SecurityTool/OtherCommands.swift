@@ -21,7 +21,10 @@ private func unlockForPartitionList(_ name: String?, password: String?, session:
     } catch {
         throw CommandFailure.status(of: error, "SecKeychainUnlock").withResult(1)
     }
-    guard keychain.database.hasPassword else { return }
+    // Only a locked keychain's password is checked, as securityd checks it (see
+    // unlock-keychain): electron-builder passes the .p12's password as -k to a keychain its
+    // script has already unlocked.
+    guard keychain.database.hasPassword, keychain.database.isLocked else { return }
     let secret: Data
     if let password {
         secret = Data(ArgumentBytes.bytes(of: password))

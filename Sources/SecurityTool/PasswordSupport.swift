@@ -202,10 +202,10 @@ func searchTargets(_ names: [String], in session: Session) throws -> [OpenKeycha
 /// A failure of a keychain search, with the locked-keychain hint when it applies.
 func searchFailure(_ error: any Error, function: String = "SecKeychainSearchCopyNext") -> any Error {
     if error is CommandFailure { return error }
+    if let error = error as? KeychainError, error.isSetupProblem { return CommandFailure.status(of: error, function) }
     let status = CommandFailure.osStatus(of: error)
     let locked = status == KeychainError.Code.interactionNotAllowed.rawValue
-    let setup = (error as? KeychainError).flatMap { $0.isSetupProblem ? $0.message : nil }
-    return CommandFailure.status(status, function, hint: locked ? Session.lockedHint() : setup)
+    return CommandFailure.status(status, function, hint: locked ? Session.lockedHint() : nil)
 }
 
 /// Finds the first item that matches, searching keychains in order.

@@ -151,6 +151,7 @@ package final class Session {
         let path = absolute(paths.resolve(name))
         if path.hasSuffix(".keychain"), !fileExists(path),
             fileExists(path + "-db") || path + "-db" == absolute(engineDefaultKeychain)
+                || path + "-db" == absolute(loginKeychainPath)
         {
             return path + "-db"
         }
@@ -178,6 +179,11 @@ package final class Session {
     // MARK: Opening
 
     /// Opens a keychain by its path, reusing this process's handle.
+    ///
+    /// The login keychain is created (without a password) whenever it is opened and does not
+    /// exist yet, however it is named: on macOS it always exists, and scripts name it before
+    /// anything has written to it (`import dev.p12 -k login.keychain`, or fastlane restoring
+    /// the default with `default-keychain -s` and the path `default-keychain` printed).
     /// - Parameter createDefault: Whether to create the engine's default keychain (without a
     ///   password) when `path` is that keychain and it does not exist yet.
     func database(at path: String, createDefault: Bool = false) throws -> any KeychainHandle {
@@ -192,11 +198,27 @@ package final class Session {
             var defaultPaths = paths
             defaultPaths.defaultKeychain = path
             handle = try Keychains.openDefault(paths: defaultPaths, configuration: configuration)
+        } else if path == absolute(loginKeychainPath) {
+            handle = try openCreatingIfMissing(path)
         } else {
             handle = try Keychains.open(at: path, configuration: configuration)
         }
         handles[path] = handle
         return handle
+    }
+
+    /// Opens the keychain at `path`, first creating it without a password when there is none
+    /// (another process creating it at the same moment is not an error).
+    private func openCreatingIfMissing(_ path: String) throws -> any KeychainHandle {
+        do {
+            return try Keychains.open(at: path, configuration: configuration)
+        } catch let error as KeychainError where error.code == .noSuchKeychain {
+            do {
+                return try Keychains.create(at: path, password: nil, configuration: configuration)
+            } catch let error as KeychainError where error.code == .duplicateKeychain {
+                return try Keychains.open(at: path, configuration: configuration)
+            }
+        }
     }
 
     /// Opens the keychain a command names, or the default keychain.

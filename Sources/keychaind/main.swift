@@ -270,6 +270,9 @@ func run() async throws -> Never {
     let agentUID = getuid()
     configuration.isAuthorized = { $0 == agentUID }
     configuration.maximumMessageSize = 16 << 20
+    // A peer connection is one client: its calls beyond 64 at once may wait, but few, since each
+    // may be as large as the largest message.
+    configuration.callLimits = DBusCallLimits(handledAtOnce: 64, waitingPerSender: 64, waitingInAll: 64)
     // Lookups are answered on the event loops: four at least, so that a few clients at once
     // each have a loop of their own rather than waiting behind one another's call.
     let server = try await DBusServer.serve(

@@ -86,16 +86,26 @@ extension SyncIntegration {
         @Test("a TLS-only server refuses plaintext logins; a plaintext-only server refuses sslmode=require")
         func plaintextRefused() async throws {
             let tlsOnly = try TLSFixture.tlsOnly.get()
-            for mode in ["disable", "prefer"] {
-                let refused = try await connectionError(tlsOnly.superuserURL(sslmode: mode))
-                #expect(refused?.code == .authenticationFailed, "\(mode): \(String(describing: refused))")
-                #expect(refused?.message.contains("no encryption") == true)
-            }
+            let refused = try await connectionError(tlsOnly.superuserURL(sslmode: "disable"))
+            #expect(refused?.code == .authenticationFailed, "\(String(describing: refused))")
+            #expect(refused?.message.contains("no encryption") == true)
             #expect(try await usesTLS(try SyncServerAddress(url: tlsOnly.superuserURL(sslmode: "require"))))
 
             let plain = try SharedCluster.get()
             let noTLS = try await connectionError(plain.superuserURL(sslmode: "require"))
             #expect(noTLS?.message == "the server does not accept TLS (sslmode=require)")
+        }
+
+        /// The defect: `prefer`, the default, never tried TLS, even against a TLS server; libpq's
+        /// tries TLS first and falls back to plaintext only when the server offers none.
+        @Test func preferTheDefaultTriesTLSFirstAndFallsBackToPlaintext() async throws {
+            let (tlsOnly, plain) = (try TLSFixture.tlsOnly.get(), try SharedCluster.get())
+            for url in [tlsOnly.superuserURL(sslmode: "prefer"), tlsOnly.superuserURL] {
+                #expect(try await usesTLS(try SyncServerAddress(url: url)), "\(url)")
+            }
+            for url in [plain.superuserURL(sslmode: "prefer"), plain.superuserURL] {
+                #expect(try await !usesTLS(try SyncServerAddress(url: url)), "\(url)")
+            }
         }
 
         @Test("security sync init, invite, join --server-root, now and status over verify-full")
@@ -121,6 +131,10 @@ extension SyncIntegration {
             #expect(try await a.run(["sync", "approve"]).out.contains("beta"))
             let status = try await b.run(["sync", "status"])
             #expect(status.out.contains("sslmode=verify-full&sslrootcert=\(copy)"), "\(status)")
+            #expect(
+                status.out.contains(
+                    "\nsslmode: verify-full (TLS; the certificate's chain and host name are checked)\n"),
+                "\(status)")
             #expect(try await b.run(["sync", "now"]).status == 0)
         }
 
@@ -235,7 +249,9 @@ struct TLSSettingsTests {
         let error = #expect(throws: SyncServerError.self) { try missing.connectionTLS() }
         #expect(error?.message == "cannot read the root certificate file /nonexistent/root.crt")
         #expect(try SyncServerAddress(url: "postgresql://kc@h/db?sslmode=verify-full").connectionTLS().isEnforced)
-        #expect(try !SyncServerAddress(url: "postgresql://kc@h/db?sslmode=prefer").connectionTLS().isAllowed)
+        let prefer = try SyncServerAddress(url: "postgresql://kc@h/db?sslmode=prefer").connectionTLS()
+        #expect(prefer.isAllowed && !prefer.isEnforced)
+        #expect(try !SyncServerAddress(url: "postgresql://kc@h/db?sslmode=disable").connectionTLS().isAllowed)
     }
 
     @Test("an invitation carries the sslmode and the root's fingerprint, never the root's path")

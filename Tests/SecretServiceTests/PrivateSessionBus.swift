@@ -184,6 +184,13 @@ final class PrivateSessionBus: @unchecked Sendable {
               <listen>unix:dir=\(root)/bus</listen>
               <auth>EXTERNAL</auth>
               <servicedir>\(root)/services</servicedir>
+              <!-- A user's session bus has these limits (Debian's /usr/share/dbus-1/session.conf);
+                   dbus-daemon's own defaults are a system bus's. -->
+              <limit name="max_incoming_bytes">1000000000</limit>
+              <limit name="max_outgoing_bytes">1000000000</limit>
+              <limit name="max_message_size">1000000000</limit>
+              <limit name="max_replies_per_connection">50000</limit>
+              <limit name="max_match_rules_per_connection">50000</limit>
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>

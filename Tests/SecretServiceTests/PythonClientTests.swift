@@ -76,6 +76,24 @@ struct PythonClientTests {
             environment: bus.environment)
         #expect(kept.status == 0 && kept.out == secret + "-kept\n", "\(kept)")
     }
+
+    /// The defect: `CreateItem` with `replace=false` refused a second item with the same
+    /// attributes (`AlreadyExists`), so 12 of SecretStorage's own tests failed on ours.
+    @Test func createItemWithoutReplaceAddsASecondItemWithTheSameAttributes() throws {
+        let python = try requireTool(Self.python)
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+        let script = SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/same_attributes_client.py"
+        let run = try runTool(python, [script], environment: bus.environment)
+        #expect(run.status == 0 && run.out.hasSuffix("ok\n"), "\(run) \(run.out)")
+        // The keychain's own door still finds the plain item by service and account.
+        let security = try requireTool(productsDirectory + "/security")
+        let found = try runTool(
+            security, ["find-generic-password", "-s", "same-plain", "-a", "a"], environment: bus.environment)
+        #expect(found.status == 0, "\(found)")
+    }
 }
 
 @Suite("Secret Service with a locked keychain")

@@ -22,6 +22,34 @@ struct SecretToolTests {
         try runTool(try requireTool(productsDirectory + "/security"), arguments, environment: bus.environment)
     }
 
+    /// The defect: more than 64 calls in flight were refused for all the bus's clients together,
+    /// and libsecret asks for every found item's properties at once, so `secret-tool search
+    /// --all` failed above 64 matches.
+    @Test func searchAllListsTenThousandMatches() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let paths = KeychainPaths(environment: bus.environment)
+        let configuration = KeychainConfiguration(
+            deviceKey: .file(at: paths.deviceKeyFile), keyDerivation: .unsafeTestingOnly,
+            allowsUnsafeKeyDerivation: true, accessGroups: .standard)
+        let keychain = try KeychainDatabase.create(at: paths.loginKeychain, password: nil, configuration: configuration)
+        let count = 10_000
+        _ = try keychain.add(
+            contentsOf: (0..<count).map { index in
+                Item(
+                    class: .genericPassword,
+                    attributes: SecretAttributes.keychainAttributes(
+                        for: ["service": "bulk", "account": "user\(index)"], label: "bulk \(index)"),
+                    data: Data("secret \(index)".utf8))
+            })
+        try keychain.close()
+        let search = try secretTool(bus, ["search", "--all", "service", "bulk"])
+        #expect(search.status == 0, "\(search.status) \(String(decoding: search.stderr.prefix(500), as: UTF8.self))")
+        let listed = search.out + String(decoding: search.stderr, as: UTF8.self)
+        #expect(listed.components(separatedBy: "attribute.service = bulk\n").count - 1 == count)
+        #expect(listed.contains("secret = secret 9999\n") && listed.contains("label = bulk 0\n"))
+    }
+
     @Test("secret-tool store, lookup, search, clear and replace; security and secret-tool see each other's items")
     func realClients() throws {
         let bus = try PrivateSessionBus(

@@ -33,6 +33,10 @@ private struct TrustFixtures: Sendable {
                 subjectAltName = DNS:a.test, DNS:*.wild.test, IP:10.0.0.1
                 [notca]
                 basicConstraints = critical, CA:FALSE
+                [tldwild]
+                basicConstraints = CA:FALSE
+                extendedKeyUsage = serverAuth
+                subjectAltName = DNS:*.test
                 [critical]
                 subjectAltName = DNS:a.test
                 1.2.3.4 = critical, DER:05:00
@@ -41,13 +45,15 @@ private struct TrustFixtures: Sendable {
         func key(_ name: String) throws {
             try run(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", "\(name).key"])
         }
-        func issue(_ name: String, _ subject: String, by issuer: String, _ section: String) throws {
+        func issue(
+            _ name: String, _ subject: String, by issuer: String, _ section: String, digest: String = "-sha256"
+        ) throws {
             try key(name)
             try run(["req", "-new", "-key", "\(name).key", "-subj", subject, "-out", "\(name).csr"])
             try run([
                 "x509", "-req", "-in", "\(name).csr", "-CA", "\(issuer).pem", "-CAkey", "\(issuer).key",
                 "-set_serial", String(Int.random(in: 2...1_000_000)), "-days", "30", "-extfile", "ext.cnf",
-                "-extensions", section, "-out", "\(name).pem",
+                "-extensions", section, digest, "-out", "\(name).pem",
             ])
         }
         for root in ["root", "other"] {
@@ -63,8 +69,10 @@ private struct TrustFixtures: Sendable {
         try issue("notca", "/CN=Not A CA", by: "root", "notca")
         try issue("victim", "/CN=Victim", by: "notca", "leaf")
         try issue("critical", "/CN=Critical", by: "inter", "critical")
+        try issue("tldwild", "/CN=Wildcard over a top-level domain", by: "inter", "tldwild")
+        try issue("sha1leaf", "/CN=a.test", by: "inter", "leaf", digest: "-sha1")
         var certificates: [String: Data] = [:]
-        for name in ["root", "other", "inter", "leaf", "notca", "victim", "critical"] {
+        for name in ["root", "other", "inter", "leaf", "notca", "victim", "critical", "tldwild", "sha1leaf"] {
             certificates[name] = try OpenSSL.run(["x509", "-in", "\(name).pem", "-outform", "DER"], in: directory)
         }
         // The leaf with one signature byte changed.
@@ -89,6 +97,8 @@ struct TrustCase: Sendable, CustomTestStringConvertible {
     var host: String?
     var daysFromNow: Int = 0
     var status: OSStatus
+    /// What `openssl verify` needs besides the chain to apply the same rule.
+    var opensslOptions: [String] = []
     var testDescription: String { name }
 }
 
@@ -120,6 +130,14 @@ private let trustCases: [TrustCase] = [
         status: -67603),
     TrustCase(name: "bad signature", chain: ["badsig", "inter"], anchors: ["root"], host: "a.test", status: -25318),
     TrustCase(name: "anchor itself", chain: ["root"], anchors: ["root"], host: nil, status: errSecSuccess),
+    // The defects: `*.test` matched `bank.test`, and SHA-1-signed TLS leaves were accepted.
+    TrustCase(
+        name: "wildcard over a top-level domain", chain: ["tldwild", "inter"], anchors: ["root"], host: "bank.test",
+        status: -67602),
+    // OpenSSL accepts SHA-1 signatures at its default authentication level.
+    TrustCase(
+        name: "SHA-1 signed leaf", chain: ["sha1leaf", "inter"], anchors: ["root"], host: "a.test", status: -67815,
+        opensslOptions: ["-auth_level", "1"]),
 ]
 
 @Suite("SecTrust against openssl verify")
@@ -157,6 +175,7 @@ struct SecTrustTests {
         if let host = row.host {
             arguments += host.first!.isNumber ? ["-verify_ip", host] : ["-verify_hostname", host]
         }
+        arguments += row.opensslOptions
         arguments.append("\(row.chain[0]).pem")
         #expect(try OpenSSL.succeeds(arguments, in: fixtures.directory) == trusted, "openssl disagrees")
     }

@@ -663,7 +663,7 @@ extension String {
 }
 
 /// Stops the agent a test started, by its pid (`SO_PEERCRED` of a connection to its socket).
-private func stopTestAgent(at path: String) {
+func stopTestAgent(at path: String) {
     guard let fd = try? AgentConnection.connect(path, timeout: .seconds(5)) else { return }
     let pid = (try? DBusPeerCredentials(socket: fd))?.pid
     close(fd)

@@ -13,6 +13,9 @@ import Testing
         #expect(result.status != 0, "\(result)")
         #expect(result.err.contains(elsewhere + "/keychain/device-key"), "\(result)")
         #expect(!result.err.contains("passphrase"), "\(result)")
+        // The first line says what is wrong, not the status's generic "I/O error".
+        let firstLine = result.err.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(firstLine.contains("the device key file") && !firstLine.contains("I/O error"), "\(result)")
         #expect(!FileManager.default.fileExists(atPath: elsewhere + "/keychain/device-key"))
         // The original key still opens everything.
         #expect(try sandbox.run(["find-generic-password", "-s", "svc", "-w"]).out == "pw\n")

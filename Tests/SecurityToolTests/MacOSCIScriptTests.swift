@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+/// The exact command lines of macOS CI scripts, each command a process of its own through the
+/// session agent, as a runner runs them: each test is a defect those scripts met here.
+@Suite struct MacOSCIScriptTests {
+    /// A sandbox whose processes share an agent on a socket of its own (stopped by the test).
+    private func agentSandbox() throws -> (Sandbox, [String: String]) {
+        let sandbox = try Sandbox()
+        sandbox.agentMode = "auto"
+        return (sandbox, ["KEYCHAIN_AGENT_SOCK": sandbox.root + "/agent/agent.sock"])
+    }
+
+    /// The defect: `import X.p12 -t cert -f pkcs12` imported only the certificate (exit 0), so
+    /// the signing step found "0 valid identities". The steps are GitHub's guide "Installing an
+    /// Apple certificate on macOS runners for Xcode development" (Azure's InstallAppleCertificate
+    /// task imports the same way); macOS imports a PKCS#12 whole whatever `-t` says.
+    @Test func githubGuideImportsTheWholePKCS12WithTypeCert() throws {
+        let (sandbox, agent) = try agentSandbox()
+        defer { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
+        let files = try PKIFiles(sandbox)
+        try files.chain()
+        try files.pkcs12("leaf", passphrase: "p12-pass", extra: ["root.pem"])
+        let keychainPath = sandbox.root + "/runner-temp/app-signing.keychain-db"
+        try FileManager.default.createDirectory(
+            atPath: sandbox.root + "/runner-temp", withIntermediateDirectories: true)
+        let steps: [[String]] = [
+            ["create-keychain", "-p", "kc-pass", keychainPath],
+            ["set-keychain-settings", "-lut", "21600", keychainPath],
+            ["unlock-keychain", "-p", "kc-pass", keychainPath],
+            [
+                "import", files.path("leaf.p12"), "-P", "p12-pass", "-A", "-t", "cert", "-f", "pkcs12", "-k",
+                keychainPath,
+            ],
+            ["set-key-partition-list", "-S", "apple-tool:,apple:", "-k", "kc-pass", keychainPath],
+            ["list-keychain", "-d", "user", "-s", keychainPath],
+        ]
+        for step in steps {
+            let run = try sandbox.run(step, environment: agent)
+            try #require(run.status == 0, "\(step.first!): \(run)")
+            if step.first == "import" {
+                #expect(run.out == "1 identity imported.\n1 certificate imported.\n", "\(run)")
+            }
+        }
+        let identities = try sandbox.run(["find-identity", "-p", "basic", keychainPath], environment: agent)
+        #expect(identities.out.contains("\"leaf.example.com\""), "\(identities)")
+        #expect(identities.out.contains("1 identities found"), "\(identities)")
+        let key = try sandbox.run(["find-key", "-t", "private", keychainPath], environment: agent)
+        #expect(key.status == 0, "the private key was imported: \(key)")
+        let root = try sandbox.run(["find-certificate", "-c", "Test Root CA", keychainPath], environment: agent)
+        #expect(root.status == 0, "the chain's CA was imported: \(root)")
+    }
+
+    /// `-t cert` still selects the certificates of a PEM file that also holds a key (the
+    /// item type applies to every format but PKCS#12).
+    @Test func typeCertStillFiltersAPEMFile() throws {
+        let sandbox = try Sandbox()
+        let files = try PKIFiles(sandbox)
+        try files.selfSigned("both", subject: "/CN=Both")
+        let both =
+            try String(contentsOfFile: files.path("both.pem"), encoding: .utf8)
+            + (try String(contentsOfFile: files.path("both.key"), encoding: .utf8))
+        try both.write(toFile: files.path("both-bundle.pem"), atomically: true, encoding: .utf8)
+        let run = try sandbox.run(["import", files.path("both-bundle.pem"), "-t", "cert"])
+        #expect(run.status == 0 && run.out == "1 certificate imported.\n", "\(run)")
+    }
+
+    /// The defect: the login keychain did not exist until something wrote to it, so scripts
+    /// that name it first failed with "could not be found" (exit 50): fastlane's
+    /// `delete_keychain` restores the default with the very path `default-keychain` printed,
+    /// and `import dev.p12 -k login.keychain` is a common first step.
+    @Test(arguments: [false, true])
+    func loginKeychainExistsBeforeAnythingWritesToIt(throughAgent: Bool) throws {
+        let (sandbox, agent) = try agentSandbox()
+        if !throughAgent { sandbox.agentMode = "off" }
+        defer { if throughAgent { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) } }
+        let printed = try sandbox.run(["default-keychain"], environment: agent)
+        #expect(printed.out == "    \"\(sandbox.loginKeychain)\"\n", "\(printed)")
+        // fastlane: `security default-keychain -s "#{original}"`, the path with its quotes removed.
+        let restore = try sandbox.run(["default-keychain", "-s", sandbox.loginKeychain], environment: agent)
+        #expect(restore.status == 0 && restore.err.isEmpty, "\(restore)")
+
+        let fresh = try Sandbox()
+        if throughAgent { fresh.agentMode = "auto" }
+        let freshAgent = ["KEYCHAIN_AGENT_SOCK": fresh.root + "/agent/agent.sock"]
+        defer { if throughAgent { stopTestAgent(at: freshAgent["KEYCHAIN_AGENT_SOCK"]!) } }
+        let files = try PKIFiles(fresh)
+        try files.selfSigned("dev", subject: "/CN=Developer")
+        try files.pkcs12("dev", passphrase: "p")
+        let imported = try fresh.run(
+            ["import", files.path("dev.p12"), "-k", "login.keychain", "-P", "p"], environment: freshAgent)
+        #expect(imported.status == 0 && imported.out == "1 identity imported.\n", "\(imported)")
+        #expect(FileManager.default.fileExists(atPath: fresh.loginKeychain))
+        // Another name is still not created implicitly.
+        let other = try fresh.run(["default-keychain", "-s", "other.keychain"], environment: freshAgent)
+        #expect(other.status == 1, "\(other)")
+    }
+
+    /// The defect: a wrong password to an already-unlocked keychain failed (exit 51, or 1 for
+    /// set-key-partition-list); securityd checks the password only while the keychain is
+    /// locked, and electron-builder passes the .p12's password as `-k`.
+    @Test func passwordIsCheckedOnlyWhileLockedAsSecuritydDoes() throws {
+        let (sandbox, agent) = try agentSandbox()
+        defer { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
+        let keychain = "electron-builder.keychain"
+        #expect(try sandbox.run(["create-keychain", "-p", "kc-pass", keychain], environment: agent).status == 0)
+        #expect(try sandbox.run(["unlock-keychain", "-p", "kc-pass", keychain], environment: agent).status == 0)
+        let partition = try sandbox.run(
+            ["set-key-partition-list", "-S", "apple-tool:,apple:", "-s", "-k", "p12-pass", keychain],
+            environment: agent)
+        #expect(partition.status == 0 && partition.err.isEmpty, "\(partition)")
+        let unlockAgain = try sandbox.run(["unlock-keychain", "-p", "WRONG", keychain], environment: agent)
+        #expect(unlockAgain.status == 0 && unlockAgain.err.isEmpty, "\(unlockAgain)")
+        let still = try sandbox.run(["show-keychain-info", keychain], environment: agent)
+        #expect(still.status == 0, "still unlocked: \(still)")
+
+        // Locked, the password is checked, and a wrong one unlocks nothing.
+        #expect(try sandbox.run(["lock-keychain", keychain], environment: agent).status == 0)
+        let wrong = try sandbox.run(["unlock-keychain", "-p", "WRONG", keychain], environment: agent)
+        #expect(wrong.status == 51, "\(wrong)")
+        let wrongPartition = try sandbox.run(
+            ["set-key-partition-list", "-S", "apple:", "-k", "WRONG", keychain], environment: agent)
+        #expect(wrongPartition.status == 1, "\(wrongPartition)")
+        let locked = try sandbox.run(["show-keychain-info", keychain], environment: agent)
+        #expect(locked.status == 36, "\(locked)")
+    }
+}
