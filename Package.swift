@@ -48,7 +48,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
-        .package(url: "https://github.com/attaswift/BigInt", from: "6.0.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
@@ -275,8 +274,13 @@ let package = Package(
             dependencies: [
                 "DBusWire", "DBusNIO", "KeychainCore", "KeychainAgent",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "CryptoExtras", package: "swift-crypto"), .product(name: "BigInt", package: "BigInt"),
+                .product(name: "CryptoExtras", package: "swift-crypto"), "CLibCrypto",
             ]),
+        // OpenSSL's libcrypto for BN_mod_exp_mont_consttime alone: swift-crypto has no
+        // finite-field Diffie-Hellman, and the Secret Service's dh-ietf1024 sessions need a
+        // constant-time modular exponentiation.
+        .systemLibrary(
+            name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .executableTarget(
             name: "keychaind",
             dependencies: [

@@ -101,4 +101,6 @@ public enum DBusErrorName {
     public static let limitsExceeded = "org.freedesktop.DBus.Error.LimitsExceeded"
     /// The requested operation is not supported.
     public static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
+    /// No connection owns the name a message was sent to, and none can be activated.
+    public static let serviceUnknown = "org.freedesktop.DBus.Error.ServiceUnknown"
 }

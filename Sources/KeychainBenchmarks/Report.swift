@@ -306,6 +306,13 @@ extension BenchmarkReport {
                     result?.createGnomeOverOurs, result?.createOurs, result?.createGnomeLogin,
                     note: result?.gnomeNote),
                 met: result?.createGnomeOverOurs.map { $0 >= 100 }))
+        targets.append(
+            TargetResult(
+                name: "OpenSession with Diffie-Hellman, keychaind ÷ GNOME Keyring", limit: "≤ 1.00×",
+                measured: measured(
+                    result?.openSessionOursOverGnome, result?.openSessionOurs, result?.openSessionGnome,
+                    note: result?.gnomeNote),
+                met: result?.openSessionOursOverGnome.map { $0 <= 1 }))
     }
 
     /// The session agent's targets: a lookup through it at most 2.5 times the same lookup in

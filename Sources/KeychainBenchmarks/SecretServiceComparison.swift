@@ -141,11 +141,41 @@ struct SecretServiceComparison {
             }
             result.createOurs = Summary(nanoseconds: creates.ours)
             result.createGnomeLogin = creates.theirs.isEmpty ? nil : Summary(nanoseconds: creates.theirs)
+            progress("  OpenSession with Diffie-Hellman over the same connections, interleaved")
+            let sessions = try measureDiffieHellmanSessions(ourClient, gnomeClient, rounds: rounds, warmup: warmup)
+            result.openSessionOurs = Summary(nanoseconds: sessions.ours)
+            result.openSessionGnome = sessions.theirs.isEmpty ? nil : Summary(nanoseconds: sessions.theirs)
             gnomeClient?.connection.closeSoon()
         } catch {
             result.note = "not available: \(error)"
         }
         return result
+    }
+
+    /// `OpenSession` with `dh-ietf1024-sha256-aes128-cbc-pkcs7` on each connection, interleaved:
+    /// the call and its reply (the provider's two exponentiations); the client's public value is
+    /// made before and its key after, untimed, and each session is closed untimed.
+    private func measureDiffieHellmanSessions(
+        _ ours: SecretServiceClient, _ theirs: SecretServiceClient?, rounds: Int, warmup: Int
+    ) throws -> PairedSamples {
+        var ourSamples: [UInt64] = []
+        var theirSamples: [UInt64] = []
+        for round in 0..<rounds {
+            for (client, isOurs) in [(ours, true)] + (theirs.map { [($0, false)] } ?? []) {
+                let agreement = OakleyGroup2Agreement()
+                let start = Clock.now()
+                let (peer, path) = try client.openDiffieHellmanSession(publicKey: agreement.publicKey)
+                let elapsed = Clock.now() - start
+                guard agreement.sessionKey(peerPublicKey: peer) != nil else {
+                    throw BenchmarkFailure("OpenSession returned a public value out of range")
+                }
+                try client.closeSession(path)
+                if round >= warmup {
+                    if isOurs { ourSamples.append(elapsed) } else { theirSamples.append(elapsed) }
+                }
+            }
+        }
+        return PairedSamples(ours: ourSamples, theirs: theirSamples)
     }
 
     /// Creates the keychain at `path` with `size` items as the provider stores a D-Bus item
@@ -323,6 +353,28 @@ struct SecretServiceClient: Sendable {
         return SecretServiceClient(connection: connection, session: session)
     }
 
+    /// Opens a `dh-ietf1024-sha256-aes128-cbc-pkcs7` session with our public value.
+    /// - Returns: The provider's public value and the session's path.
+    func openDiffieHellmanSession(publicKey: [UInt8]) throws -> (peer: [UInt8], path: String) {
+        let reply = try call(
+            .methodCall(
+                path: Self.service, interface: Self.serviceInterface, member: "OpenSession",
+                destination: SecretServiceProvider.busName,
+                body: [.string(OakleyGroup2Agreement.algorithm), .variant(.bytes(publicKey))]))
+        guard reply.body.count == 2, case .bytes(let peer) = reply.body[0].variantValue ?? reply.body[0],
+            case .objectPath(let path) = reply.body[1]
+        else { throw BenchmarkFailure("OpenSession returned \(reply.signature)") }
+        return (peer, path)
+    }
+
+    /// Closes a session.
+    func closeSession(_ path: String) throws {
+        _ = try call(
+            .methodCall(
+                path: path, interface: "org.freedesktop.Secret.Session", member: "Close",
+                destination: SecretServiceProvider.busName))
+    }
+
     static func attributes(service: String, account: String) -> DBusValue {
         .dictionary(
             key: .string, value: .string,
@@ -401,6 +453,9 @@ struct SecretServiceResult: Codable, Sendable {
     /// `CreateItem` over the same connection, both at ``items``.
     var createOurs: Summary?
     var createGnomeLogin: Summary?
+    /// `OpenSession` with Diffie-Hellman over the same connection.
+    var openSessionOurs: Summary?
+    var openSessionGnome: Summary?
     /// Seconds to start GNOME Keyring with ``items`` items in `login` and have it encrypt them.
     var gnomeFillSeconds: Double?
     /// Why our rows are missing.
@@ -434,5 +489,11 @@ struct SecretServiceResult: Codable, Sendable {
     var createGnomeOverOurs: Double? {
         guard let ours = createOurs, let theirs = createGnomeLogin else { return nil }
         return theirs.medianMicroseconds / ours.medianMicroseconds
+    }
+
+    /// Our Diffie-Hellman `OpenSession` ÷ GNOME Keyring's (target ≤ 1).
+    var openSessionOursOverGnome: Double? {
+        guard let ours = openSessionOurs, let theirs = openSessionGnome else { return nil }
+        return ours.medianMicroseconds / theirs.medianMicroseconds
     }
 }

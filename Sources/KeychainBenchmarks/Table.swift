@@ -423,6 +423,10 @@ enum TableRenderer {
             "CreateItem (same connection)", ours: result.createOurs, theirs: result.createGnomeLogin,
             theirTitle: "GNOME Keyring (login collection, encrypted on disk)", theirItems: items,
             ratio: result.createGnomeOverOurs.map { "GNOME ÷ ours " + Format.ratio($0) }, note: nil)
+        pair(
+            "OpenSession, Diffie-Hellman (same connection)", ours: result.openSessionOurs,
+            theirs: result.openSessionGnome, theirTitle: "GNOME Keyring", theirItems: items,
+            ratio: result.openSessionOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) }, note: nil)
         if let fill = result.gnomeFillSeconds {
             let line =
                 "GNOME Keyring started with the items in its login collection and encrypted them in "

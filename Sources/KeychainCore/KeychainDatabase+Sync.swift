@@ -99,16 +99,46 @@ extension KeychainDatabase {
     /// Runs `body` in one write transaction with what applying remote changes needs; the sync
     /// layer's own tables are written through ``SyncTransaction/database`` in the same
     /// transaction, so a change and the record of having applied it land together.
+    ///
+    /// An error `body` throws of its own (the sync layer's `SyncError`) reaches the caller as
+    /// it was, after the transaction is rolled back; only the engine's errors are mapped.
     package func withSyncTransaction<T>(_ body: (SyncTransaction) throws -> T) throws -> T {
-        try withWriteTransaction { db, state in
-            let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
-            return try body(SyncTransaction(keychain: self, database: db, codec: codec))
+        var ownError: (any Error)?
+        do {
+            return try withWriteTransaction { db, state in
+                let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
+                return try Self.noting(&ownError) {
+                    try body(SyncTransaction(keychain: self, database: db, codec: codec))
+                }
+            }
+        } catch {
+            throw ownError ?? error
         }
     }
 
-    /// Reads the sync layer's own tables (in a read transaction: one consistent snapshot).
+    /// Reads the sync layer's own tables (in a read transaction: one consistent snapshot). An
+    /// error `body` throws of its own reaches the caller as it was.
     package func readSyncTables<T>(_ body: (Database) throws -> T) throws -> T {
-        try Self.run { try writer.read(body) }
+        var ownError: (any Error)?
+        do {
+            return try Self.run { try writer.read { db in try Self.noting(&ownError) { try body(db) } } }
+        } catch {
+            throw ownError ?? error
+        }
+    }
+
+    /// Runs `body`, keeping in `ownError` an error it throws other than SQLite's, so that the
+    /// caller rethrows it as it was instead of as the engine's mapping of it
+    /// (`errSecInternalComponent` for an error the engine does not know).
+    private static func noting<T>(_ ownError: inout (any Error)?, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError {
+            throw error
+        } catch {
+            ownError = error
+            throw error
+        }
     }
 
     /// Records a change to a synchronizable row, when the journal is on: the clock moves past

@@ -13,7 +13,7 @@ extension SecretServiceProvider {
                 DBusMethod(
                     "OpenSession", inputs: [.init("algorithm", .string), .init("input", .variant)],
                     outputs: [.init("output", .variant), .init("result", .objectPath)]
-                ) { [self] call in try openSession(call) },
+                ) { [self] call in try await openSession(call) },
                 DBusMethod(
                     "CreateCollection",
                     inputs: [.init("properties", .dictionary(key: .string, value: .variant)), .init("alias", .string)],
@@ -63,9 +63,18 @@ extension SecretServiceProvider {
             })
     }
 
-    func openSession(_ call: DBusMethodCall) throws -> [DBusValue] {
+    /// The most sessions one client of the bus may have open at once (libsecret and
+    /// secretstorage open one per connection); more are refused with `LimitsExceeded`.
+    static let sessionsPerCaller = 64
+
+    func openSession(_ call: DBusMethodCall) async throws -> [DBusValue] {
         guard let owner = call.message.sender else { throw SecretServiceError.refused }
         let input = call.arguments.count > 1 ? Self.unwrap(call.arguments[1]) : nil
+        let open = sessions.withLock { $0.values.count { $0.owner == owner } }
+        guard open < Self.sessionsPerCaller else {
+            throw DBusError.method(
+                DBusErrorName.limitsExceeded, "too many open sessions (\(Self.sessionsPerCaller)): close one first")
+        }
         let session: SecretSession
         let output: DBusValue
         switch call.arguments.first?.stringValue {
@@ -76,12 +85,12 @@ extension SecretServiceProvider {
             guard case .bytes(let peer)? = input else {
                 throw DBusError.method(DBusErrorName.invalidArgs, "expected the client's public value (ay)")
             }
-            let agreement = OakleyGroup2Agreement()
-            guard let key = agreement.sessionKey(peerPublicKey: peer) else {
+            let (publicKey, key) = try await agreements.agree(peerPublicKey: peer, for: owner)
+            guard let key else {
                 throw DBusError.method(DBusErrorName.invalidArgs, "the client's public value is out of range")
             }
             session = SecretSession(owner: owner, key: key)
-            output = .bytes(agreement.publicKey)
+            output = .bytes(publicKey)
         default:
             throw SecretServiceError.notSupported(
                 "the algorithms are plain and " + OakleyGroup2Agreement.algorithm)

@@ -43,6 +43,8 @@ public final class SecretServiceProvider: Sendable {
     let directory: CallerDirectory
     /// Open sessions by path.
     let sessions = Mutex<[String: SecretSession]>([:])
+    /// Where `OpenSession`'s key agreements run.
+    let agreements = DiffieHellmanAgreements()
     let nextSession = Atomic<UInt64>(1)
     /// The access groups of each caller, by unique bus name: a name is never reused on a bus,
     /// and its entry goes when the caller leaves (``watchSessions(on:)``). Without the cache each

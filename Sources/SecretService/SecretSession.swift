@@ -1,7 +1,10 @@
-import BigInt
+import CLibCrypto
 import Crypto
 import CryptoExtras
+import DBusWire
+import Dispatch
 import Foundation
+import Synchronization
 
 /// An open Secret Service session: who opened it and how its secrets cross the bus.
 ///
@@ -38,56 +41,130 @@ struct SecretSession: Sendable {
 /// Oakley group 2 (g = 2), the shared secret left-padded to 128 bytes, then HKDF-SHA256 with no
 /// salt and no info to a 16-byte AES key, as libsecret, secretstorage and GNOME Keyring do.
 ///
-/// swift-crypto has no finite-field Diffie-Hellman; the modular exponentiation is BigInt's
-/// `power(_:modulus:)`, which is not constant-time (docs/security-model.md says so; each
-/// session uses a fresh exponent once).
-struct OakleyGroup2Agreement {
+/// swift-crypto has no finite-field Diffie-Hellman; the exponentiations are OpenSSL's
+/// constant-time `BN_mod_exp_mont_consttime`, the private exponent flagged `BN_FLG_CONSTTIME`.
+package struct OakleyGroup2Agreement: Sendable {
     /// The name clients pass to `OpenSession`.
-    static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
+    package static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
 
-    /// RFC 2409 §6.2: 2^1024 − 2^960 − 1 + 2^64 · (⌊2^894 π⌋ + 129093).
-    static let prime = BigUInt(
+    /// RFC 2409 §6.2: 2^1024 − 2^960 − 1 + 2^64 · (⌊2^894 π⌋ + 129093), big-endian.
+    static let prime: [UInt8] = hexBytes(
         "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DD"
             + "EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
-            + "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF", radix: 16)!
+            + "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF")
     static let byteCount = 128
 
-    private let exponent: BigUInt
+    private let exponent: [UInt8]
+    /// Our public value g^x mod p, big-endian, 128 bytes.
+    package let publicKey: [UInt8]
 
     /// An agreement with a fresh random private exponent of 256 bits (the top bit set).
     ///
     /// The group's prime is a safe prime, so an exponent of twice the group's ~80-bit strength
     /// is enough (NIST SP 800-56A rev. 3, §5.6.1.1.1); 256 bits keeps a margin and costs a quarter
     /// of a full-size exponent per session.
-    init() {
-        var bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
+    package init() {
+        var bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         bytes[0] |= 0x80
         self.init(privateExponent: bytes)
-        bytes.resetBytes(in: 0..<bytes.count)
+        for index in bytes.indices { bytes[index] = 0 }
     }
 
     /// An agreement with a given private exponent (big-endian), for known-answer tests.
-    init(privateExponent: Data) {
-        exponent = BigUInt(privateExponent)
+    init(privateExponent: some Collection<UInt8>) {
+        exponent = Array(privateExponent)
+        publicKey = Self.power(base: [2], exponent: exponent) ?? []
     }
-
-    /// Our public value g^x mod p, big-endian, 128 bytes.
-    var publicKey: [UInt8] { Self.padded(BigUInt(2).power(exponent, modulus: Self.prime)) }
 
     /// The AES-128 session key agreed with a peer's public value, or nil when the value is
     /// outside 2…p−2 (which would make the secret predictable).
-    func sessionKey(peerPublicKey: [UInt8]) -> SymmetricKey? {
-        guard peerPublicKey.count <= 1024 else { return nil }
-        let peer = BigUInt(Data(peerPublicKey))
-        guard peer > 1, peer < Self.prime - 1 else { return nil }
-        let secret = Self.padded(peer.power(exponent, modulus: Self.prime))
+    package func sessionKey(peerPublicKey: [UInt8]) -> SymmetricKey? {
+        guard peerPublicKey.count <= 1024, !publicKey.isEmpty else { return nil }
+        let significant = Array(peerPublicKey.drop { $0 == 0 })
+        guard significant.count <= Self.byteCount else { return nil }
+        let peer = [UInt8](repeating: 0, count: Self.byteCount - significant.count) + significant
+        var primeMinusOne = Self.prime
+        primeMinusOne[Self.byteCount - 1] -= 1
+        // Big-endian arrays of equal length compare as the numbers they hold.
+        guard significant.count > 1 || (significant.first ?? 0) > 1, peer.lexicographicallyPrecedes(primeMinusOne)
+        else { return nil }
+        guard let secret = Self.power(base: peer, exponent: exponent) else { return nil }
         return HKDF<SHA256>.deriveKey(
             inputKeyMaterial: SymmetricKey(data: secret), info: Data(), outputByteCount: 16)
     }
 
-    /// `value` as exactly 128 big-endian bytes (a shared secret with leading zero bytes keeps them).
-    static func padded(_ value: BigUInt) -> [UInt8] {
-        let bytes = Array(value.serialize())
-        return [UInt8](repeating: 0, count: max(0, byteCount - bytes.count)) + bytes
+    /// `base`^`exponent` mod the prime, as exactly 128 big-endian bytes (leading zero bytes
+    /// kept), by OpenSSL's constant-time Montgomery exponentiation; nil if OpenSSL fails
+    /// (out of memory).
+    static func power(base: [UInt8], exponent: [UInt8]) -> [UInt8]? {
+        guard let context = BN_CTX_new() else { return nil }
+        defer { BN_CTX_free(context) }
+        let modulus = BN_bin2bn(prime, Int32(prime.count), nil)
+        let base = BN_bin2bn(base, Int32(base.count), nil)
+        let secret = BN_secure_new()
+        let result = BN_new()
+        let montgomery = BN_MONT_CTX_new()
+        defer {
+            BN_free(modulus)
+            BN_free(base)
+            BN_clear_free(secret)
+            BN_clear_free(result)
+            BN_MONT_CTX_free(montgomery)
+        }
+        guard let modulus, let base, let secret, let result, let montgomery,
+            BN_bin2bn(exponent, Int32(exponent.count), secret) != nil,
+            BN_MONT_CTX_set(montgomery, modulus, context) == 1
+        else { return nil }
+        BN_set_flags(secret, BN_FLG_CONSTTIME)
+        guard BN_mod_exp_mont_consttime(result, base, secret, modulus, context, montgomery) == 1 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: byteCount)
+        guard BN_bn2binpad(result, &bytes, Int32(byteCount)) == Int32(byteCount) else { return nil }
+        return bytes
+    }
+
+    private static func hexBytes(_ hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count, by: 2).map {
+            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+        }
+    }
+}
+
+/// Where `OpenSession`'s Diffie-Hellman runs: on a queue of its own, one agreement at a time,
+/// never on the bus connection's event loop, which every client's calls share; and at most
+/// ``perCaller`` agreements of one client at once, so a flood from one client never queues
+/// the others' sessions behind thousands of its own.
+final class DiffieHellmanAgreements: Sendable {
+    /// The most agreements one client may have waiting or running.
+    static let perCaller = 4
+
+    private let queue = DispatchQueue(label: "secret-service.diffie-hellman", qos: .userInitiated)
+    private let pending = Mutex<[String: Int]>([:])
+
+    /// Our public value and the session key agreed with `peerPublicKey` (nil when that value is
+    /// out of range), for the client `caller`.
+    /// - Throws: `LimitsExceeded` when `caller` already has ``perCaller`` agreements under way.
+    func agree(peerPublicKey: [UInt8], for caller: String) async throws -> (publicKey: [UInt8], key: SymmetricKey?) {
+        let admitted = pending.withLock { pending in
+            guard pending[caller, default: 0] < Self.perCaller else { return false }
+            pending[caller, default: 0] += 1
+            return true
+        }
+        guard admitted else {
+            throw DBusError.method(DBusErrorName.limitsExceeded, "too many sessions being opened at once")
+        }
+        defer {
+            pending.withLock { pending in
+                pending[caller, default: 1] -= 1
+                if pending[caller] == 0 { pending[caller] = nil }
+            }
+        }
+        return await withCheckedContinuation { continuation in
+            queue.async {
+                let agreement = OakleyGroup2Agreement()
+                continuation.resume(
+                    returning: (agreement.publicKey, agreement.sessionKey(peerPublicKey: peerPublicKey)))
+            }
+        }
     }
 }

@@ -54,6 +54,13 @@ public typealias CFOptionFlags = UInt
 /// An index or a count in Core Foundation collections.
 public typealias CFIndex = Int
 
+/// Four characters packed big-endian into 32 bits, such as a keychain item's creator or type
+/// code (`kSecAttrCreator`, `kSecAttrType`).
+public typealias FourCharCode = UInt32
+
+/// A four-character type code; the same as ``FourCharCode``.
+public typealias OSType = FourCharCode
+
 /// A memory allocator; Linux ignores allocators, so pass `nil` or ``kCFAllocatorDefault``.
 public final class CFAllocator: Sendable {
     private init() {}

@@ -53,6 +53,8 @@ public final class SecPolicy: Hashable, CustomStringConvertible, Sendable {
         case ssl(server: Bool, hostname: String?)
         /// Another of macOS's policies, named as `security add-trusted-cert -p` names it; checked as basic.
         case named(String)
+        /// Revocation checking with `kSecRevocation…` flags (see ``SecPolicyCreateRevocation(_:)``).
+        case revocation(CFOptionFlags)
     }
 
     let kind: Kind
@@ -65,6 +67,7 @@ public final class SecPolicy: Hashable, CustomStringConvertible, Sendable {
         case .basicX509: "<SecPolicyRef: BasicX509>"
         case .ssl(let server, let hostname): "<SecPolicyRef: \(server ? "SSLServer" : "SSLClient") \(hostname ?? "")>"
         case .named(let name): "<SecPolicyRef: \(name)>"
+        case .revocation(let flags): "<SecPolicyRef: Revocation \(flags)>"
         }
     }
 
@@ -177,6 +180,12 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
     /// The first certificate (the leaf).
     var leaf: SecCertificate { withState { $0.certificates[0] } }
 
+    /// The policies evaluated.
+    var policies: [SecPolicy] { withState { $0.policies } }
+
+    /// Replaces the policies and forgets the verdict.
+    func setPolicies(_ policies: [SecPolicy]) { change { $0.policies = policies } }
+
     private func evaluate(_ state: State) -> Verdict {
         let leaf = state.certificates[0]
         var anchors = state.anchors ?? []
@@ -256,6 +265,14 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
             if date > certificate.notValidAfter { return errSecCertificateExpired }
             if date < certificate.notValidBefore { return errSecCertificateNotValidYet }
         }
+        // No revocation source (OCSP, CRL) is consulted on Linux: a best-attempt revocation
+        // policy passes, as Apple's does when its server cannot be reached; one that requires a
+        // positive response fails.
+        for policy in state.policies {
+            if case .revocation(let flags) = policy.kind, flags & kSecRevocationRequirePositiveResponse != 0 {
+                return errSecIncompleteCertRevocationCheck
+            }
+        }
         for policy in state.policies {
             guard case .ssl(let server, let hostname) = policy.kind else { continue }
             // Apple refuses SHA-1 signatures on TLS certificates since macOS 10.15 and iOS 13
@@ -325,7 +342,7 @@ let systemAnchors: [SecCertificate] = {
 }()
 
 /// The objects of a `CFTypeRef` that is one `T` or an array of them; `nil` if anything else is in it.
-private func objects<T>(_ value: CFTypeRef, as type: T.Type) -> [T]? {
+func objects<T>(_ value: CFTypeRef, as type: T.Type) -> [T]? {
     if let one = value as? T { return [one] }
     guard let array = value as? NSArray else { return nil }
     var result: [T] = []

@@ -312,6 +312,7 @@ extension SecPolicy {
         case .basicX509: "basic"
         case .ssl: "ssl"
         case .named(let name): name
+        case .revocation: "revocation"
         }
     }
 

@@ -11,15 +11,26 @@ extension ImportSecretService {
     /// What `security import-secret-service` does.
     func run(in session: Session) throws -> Int32 {
         let environment = session.environment
+        let connection: DBusConnection
+        do {
+            connection = try waitFor { try await DBusConnection.connectToSessionBus(environment: environment) }
+        } catch {
+            throw Self.noSessionBus(environment)
+        }
+        defer { connection.closeSoon() }
         let contents: SecretServiceImport.Contents
         do {
-            contents = try waitFor {
-                let connection = try await DBusConnection.connectToSessionBus(environment: environment)
-                defer { connection.closeSoon() }
-                return try await SecretServiceImport.read(from: connection)
-            }
+            contents = try waitFor { try await SecretServiceImport.read(from: connection) }
+        } catch let error as DBusError where error.errorName == DBusErrorName.serviceUnknown {
+            throw CommandFailure.failure(
+                "import-secret-service: no Secret Service provider runs on the session bus",
+                then: "start the one to move from (gnome-keyring-daemon, KWallet's ksecretd, KeePassXC) in this "
+                    + "session, then run it again")
+        } catch let error as DBusError {
+            throw CommandFailure.failure(
+                "import-secret-service: the Secret Service provider could not be read: \(error.message)")
         } catch {
-            throw CommandFailure.failure("no Secret Service provider could be read: \(error)")
+            throw CommandFailure.failure("import-secret-service: the Secret Service provider could not be read")
         }
         let target = try session.open(keychain, createDefault: keychain == nil)
         var counts: [SecretServiceImport.Outcome: Int] = [:]
@@ -41,6 +52,27 @@ extension ImportSecretService {
             "\(counts[.added, default: 0]) imported, \(counts[.updated, default: 0]) updated, "
                 + "\(counts[.unchanged, default: 0]) already present, \(counts[.collides, default: 0]) left out\n")
         return counts[.collides, default: 0] == 0 && contents.lockedCollections.isEmpty ? 0 : 1
+    }
+}
+
+extension ImportSecretService {
+    /// What to say when the session bus cannot be reached: the command reads the old provider
+    /// over it, so it runs in the desktop session that has one.
+    static func noSessionBus(_ environment: [String: String]) -> CommandFailure {
+        let address = environment["DBUS_SESSION_BUS_ADDRESS"].flatMap { $0.isEmpty ? nil : $0 }
+        let runtime = environment["XDG_RUNTIME_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+        let reason =
+            if let address {
+                "nothing answers at DBUS_SESSION_BUS_ADDRESS (\(address))"
+            } else if let runtime {
+                "DBUS_SESSION_BUS_ADDRESS is not set and nothing answers at \(runtime)/bus"
+            } else {
+                "neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set"
+            }
+        return CommandFailure.failure(
+            "import-secret-service: no session bus: \(reason)",
+            then: "run it in the desktop session whose keyring you move from (over ssh: `dbus-run-session -- "
+                + "security import-secret-service` after starting that keyring in it)")
     }
 }
 

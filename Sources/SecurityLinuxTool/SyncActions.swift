@@ -242,6 +242,11 @@ extension SyncCommand {
     private func wrap<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
+        } catch let error as SyncError where error.code == .notEnrolled {
+            throw CommandFailure.failure(
+                "sync \(action): \(error.message)",
+                then: "set it up with `security sync init --server URL` on the first machine, "
+                    + "or `security sync join CODE` with an invitation from a machine set up already")
         } catch let error as SyncError {
             throw CommandFailure.failure("sync \(action): \(error.message.isEmpty ? "\(error.code)" : error.message)")
         } catch let error as SyncServerError {

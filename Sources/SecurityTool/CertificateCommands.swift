@@ -225,6 +225,12 @@ struct FindIdentity: ToolCommand {
         ("macappstore", "Mac App Store Receipt"),
     ]
 
+    /// The trust settings' name (`add-trusted-cert -p`) of each of these policies.
+    static let trustSettingsNames: [String: String] = [
+        "smime": "smime", "eap": "eap", "ipsec": "IPSec", "codesigning": "codeSign", "basic": "basic",
+        "appleID": "appleID", "macappstore": "macappstore",
+    ]
+
     func validate() throws {
         for policy in policies where !Self.policyTable.contains(where: { $0.name == policy }) {
             throw ValidationError("Unknown policy \"\(policy)\".")
@@ -257,7 +263,11 @@ struct FindIdentity: ToolCommand {
                 let server = name == "ssl-server"
                 policy = SecPolicyCreateSSL(server, server ? string.map { $0 as CFString } : nil)
             default:
-                policy = SecPolicyCreateBasicX509()
+                // A trust setting restricted to a policy (`add-trusted-cert -p codeSign`) counts
+                // when that policy is evaluated, as on macOS.
+                policy =
+                    Self.trustSettingsNames[name].flatMap(SecPolicy.trustSettingsPolicy(named:))
+                    ?? SecPolicyCreateBasicX509()
                 if let string {
                     candidates = candidates.filter { identity in
                         let certificate = certificate(of: identity)
@@ -623,9 +633,12 @@ struct VerifyCert: ToolCommand {
                 throw searchFailure(error)
             }
         }
+        // Another policy than ssl is checked as basic X.509, under its own name, so that trust
+        // settings restricted to it (`add-trusted-cert -p codeSign`) apply, as on macOS.
         let secPolicy =
             policy == "ssl"
-            ? SecPolicyCreateSSL(!client, sslHost.map { $0 as CFString }) : SecPolicyCreateBasicX509()
+            ? SecPolicyCreateSSL(!client, sslHost.map { $0 as CFString })
+            : SecPolicy.trustSettingsPolicy(named: policy) ?? SecPolicyCreateBasicX509()
         var trust: SecTrust?
         guard SecTrustCreateWithCertificates(certificates as CFArray, secPolicy, &trust) == errSecSuccess,
             let trust

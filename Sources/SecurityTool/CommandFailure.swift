@@ -31,6 +31,11 @@ package struct CommandFailure: Error {
         CommandFailure(result: result, messages: [message])
     }
 
+    /// A plain failure that says what is wrong, then what to do, returning 1.
+    package static func failure(_ message: String, then advice: String) -> CommandFailure {
+        CommandFailure(result: 1, messages: [message, advice])
+    }
+
     /// A failure reported as ``status(_:_:hint:)`` does for the error's status; when the engine
     /// says the cause is the machine's set-up (a missing device key, a directory others can
     /// write to, a keychain held by another process), its explanation takes the place of the

@@ -260,12 +260,14 @@ struct ImportCommand: ToolCommand {
     /// The identities of a PKCS#12 file and the chain certificates that come with them.
     private func readPKCS12(_ data: Data, session: Session) throws -> Contents {
         var secret = passphrase
+        var askedNobody = false
         if secret == nil {
             let fileName = (inputFile as NSString).lastPathComponent
             // macOS's prompt_password, word for word (it names the file as if it were a keychain).
             secret =
                 try session.secrets.readFromTerminalOnly(prompt: "password to unlock \(fileName): ")
-                .map { String(decoding: $0, as: UTF8.self) } ?? ""
+                .map { String(decoding: $0, as: UTF8.self) }
+            askedNobody = secret == nil
         }
         let phrase = secret ?? ""
         var items: CFArray?
@@ -273,7 +275,13 @@ struct ImportCommand: ToolCommand {
         switch status {
         case errSecSuccess: break
         case errSecAuthFailed, errSecPkcs12VerifyFailure:
-            throw CommandFailure.failure("\(Self.function): \(statusMessage(errSecPkcs12VerifyFailure))")
+            var messages = ["\(Self.function): \(statusMessage(errSecPkcs12VerifyFailure))"]
+            if askedNobody {
+                messages.append(
+                    "\(inputFile): the empty passphrase was tried (no -P, and no terminal to ask on): "
+                        + "give the file's passphrase with -P")
+            }
+            throw CommandFailure(result: 1, messages: messages)
         default:
             var messages = ["\(Self.function): \(statusMessage(status))"]
             if status == errSecDecode, let reason = pkcs12Diagnosis(data, passphrase: phrase) {
@@ -462,7 +470,13 @@ struct ExportCommand: ToolCommand {
             .map { String(decoding: $0, as: UTF8.self) }
         }
         guard let phrase else {
-            throw CommandFailure.failure("\(Self.function): \(statusMessage(errSecPassphraseRequired))")
+            // macOS asks in a dialog; here only a terminal can be asked.
+            throw CommandFailure(
+                result: 1,
+                messages: [
+                    "\(Self.function): \(statusMessage(errSecPassphraseRequired))",
+                    "a PKCS#12 file is written under a passphrase: give it with -P, or run on a terminal to be asked",
+                ])
         }
         var parameters = SecItemImportExportKeyParameters()
         let retained = Unmanaged<CFTypeRef>.passRetained(NSString(string: phrase))

@@ -234,8 +234,8 @@ package enum SecurityTool {
             }
             return failure.result
         } catch let error as KeychainError {
-            Console.err("security: \(name): \(statusMessage(error.osStatus))\n")
-            if error.isSetupProblem { Console.err("security: \(error.message)\n") }
+            // A set-up problem says what to fix in place of the status's generic message.
+            Console.err("security: \(name): \(error.isSetupProblem ? error.message : statusMessage(error.osStatus))\n")
             return error.osStatus
         } catch {
             var message = SecurityCommand.fullMessage(for: error)

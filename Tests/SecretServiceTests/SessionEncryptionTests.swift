@@ -63,7 +63,7 @@ struct SessionEncryptionTests {
         "Public values outside 2…p−2, or longer than any client sends, are refused",
         arguments: ["empty", "zero", "one", "p-1", "p", "2^1024", "2^1600-1"])
     func outOfRangePublicValues(name: String) {
-        let prime = Array(OakleyGroup2Agreement.prime.serialize())
+        let prime = OakleyGroup2Agreement.prime
         let value: [UInt8] =
             switch name {
             case "empty": []
@@ -202,5 +202,66 @@ struct SessionEncryptionOnTheBusTests {
         try await mark("after-plain")
         #expect(captured().range(of: secret) != nil, "the monitor sees a plain session's secret")
         await connection.close()
+    }
+
+    /// The defects: a flood of Diffie-Hellman `OpenSession` calls from one client ran one after
+    /// another on the bus connection's event loop (38 ms each), stalling every other client, and
+    /// nothing bounded a client's sessions. Now one client has at most four agreements under
+    /// way (the rest are refused with `LimitsExceeded`, never queued behind each other) and 64
+    /// sessions open; another client's calls are answered meanwhile.
+    @Test func oneClientsSessionFloodIsBoundedAndOthersAreServed() async throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let flooder = try await DBusConnection.connectToSessionBus(environment: bus.environment)
+        let other = try await DBusConnection.connectToSessionBus(environment: bus.environment)
+        func openSession(on connection: DBusConnection, diffieHellman: Bool) async -> Result<String, DBusError> {
+            let input: [DBusValue] =
+                diffieHellman
+                ? [.string(OakleyGroup2Agreement.algorithm), .variant(.bytes(OakleyGroup2Agreement().publicKey))]
+                : [.string("plain"), .variant(.string(""))]
+            do {
+                let reply = try await connection.call(
+                    .methodCall(
+                        path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
+                        member: "OpenSession", destination: SecretServiceProvider.busName, body: input))
+                return .success(reply.body.last?.objectPathValue ?? "")
+            } catch let error as DBusError {
+                return .failure(error)
+            } catch {
+                return .failure(DBusError(.remoteError, "\(error)"))
+            }
+        }
+        // Activation first, so that the flood meets a running provider.
+        _ = try await openSession(on: other, diffieHellman: false).get()
+
+        let results = await withTaskGroup(of: Result<String, DBusError>.self) { group in
+            for _ in 0..<40 { group.addTask { await openSession(on: flooder, diffieHellman: true) } }
+            group.addTask { await openSession(on: other, diffieHellman: true) }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let opened = results.compactMap { try? $0.get() }
+        let refused = results.compactMap { result -> DBusError? in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        #expect(opened.count >= 5, "the other client's session and at least four of the flood's")
+        #expect(refused.allSatisfy { $0.errorName == DBusErrorName.limitsExceeded }, "\(refused)")
+        // The other client keeps being served after the flood.
+        #expect((try? await openSession(on: other, diffieHellman: true).get()) != nil)
+
+        // At most 64 sessions of one client are open at once.
+        var flooderSessions = opened.count - 1
+        var refusal: DBusError?
+        while refusal == nil, flooderSessions <= 64 {
+            switch await openSession(on: flooder, diffieHellman: false) {
+            case .success: flooderSessions += 1
+            case .failure(let error): refusal = error
+            }
+        }
+        #expect(flooderSessions == 64)
+        #expect(refusal?.errorName == DBusErrorName.limitsExceeded, "\(String(describing: refusal))")
+        #expect((try? await openSession(on: other, diffieHellman: false).get()) != nil, "another client still opens")
+        await flooder.close()
+        await other.close()
     }
 }

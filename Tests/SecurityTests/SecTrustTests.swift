@@ -220,3 +220,97 @@ struct SecTrustTests {
         #expect(SecTrustGetCertificateCount(trust) == 2)
     }
 }
+
+/// The symbols third-party libraries compile against beside SecTrustEvaluateWithError (the
+/// defect: they were missing, so those libraries did not build).
+@Suite("SecTrust's policies, revocation and deprecated calls, shared web credentials")
+struct SecTrustLegacySurfaceTests {
+    static func trust(_ chain: [String], host: String?) throws -> SecTrust {
+        let fixtures = try TrustFixtures.shared.get()
+        var trust: SecTrust?
+        let policy = SecPolicyCreateSSL(true, host.map { $0 as CFString })
+        #expect(SecTrustCreateWithCertificates(try chain.map(fixtures.certificate) as CFArray, policy, &trust) == 0)
+        let made = try #require(trust)
+        SecTrustSetAnchorCertificates(made, [try fixtures.certificate("root")] as CFArray)
+        return made
+    }
+
+    @Test func setPoliciesReplacesThePoliciesAndTheVerdict() throws {
+        let trust = try Self.trust(["leaf", "inter"], host: "a.test")
+        #expect(SecTrustEvaluateWithError(trust, nil))
+        #expect(SecTrustSetPolicies(trust, SecPolicyCreateSSL(true, "b.test" as CFString)) == errSecSuccess)
+        var error: CFError?
+        #expect(!SecTrustEvaluateWithError(trust, &error) && error?.code == -67602)
+        #expect(SecTrustSetPolicies(trust, [SecPolicyCreateBasicX509()] as CFArray) == errSecSuccess)
+        #expect(SecTrustEvaluateWithError(trust, nil))
+        var policies: CFArray?
+        SecTrustCopyPolicies(trust, &policies)
+        #expect((policies as? [SecPolicy]) == [SecPolicyCreateBasicX509()])
+        #expect(SecTrustSetPolicies(trust, ["not a policy"] as CFArray) == errSecParam)
+    }
+
+    @Test func revocationIsBestAttemptUnlessAPositiveResponseIsRequired() throws {
+        let trust = try Self.trust(["leaf", "inter"], host: "a.test")
+        let bestAttempt = try #require(SecPolicyCreateRevocation(kSecRevocationUseAnyAvailableMethod))
+        SecTrustSetPolicies(trust, [SecPolicyCreateSSL(true, "a.test" as CFString), bestAttempt] as CFArray)
+        #expect(SecTrustEvaluateWithError(trust, nil))
+        let required = try #require(
+            SecPolicyCreateRevocation(kSecRevocationOCSPMethod | kSecRevocationRequirePositiveResponse))
+        SecTrustSetPolicies(trust, [SecPolicyCreateSSL(true, "a.test" as CFString), required] as CFArray)
+        var error: CFError?
+        #expect(!SecTrustEvaluateWithError(trust, &error))
+        #expect(error?.code == Int(errSecIncompleteCertRevocationCheck))
+    }
+
+    @Test func deprecatedEvaluateAndAccessorsAnswerAsTheirReplacements() throws {
+        try DeprecatedTrustCalls().check()
+    }
+
+    @Test func sharedWebCredentialsAnswerAsOnAPlatformWithoutThem() async throws {
+        let added: Int? = await withCheckedContinuation { done in
+            SecAddSharedWebCredential("example.com" as CFString, "me" as CFString, "pw" as CFString) {
+                done.resume(returning: $0?.code)
+            }
+        }
+        #expect(added == Int(errSecParam))
+        let (none, code): (Bool, Int?) = await withCheckedContinuation { done in
+            SecRequestSharedWebCredential(nil, nil) { done.resume(returning: ($0 == nil, $1?.code)) }
+        }
+        #expect(none && code == Int(errSecParam))
+        #expect(kSecSharedPassword as String == "spwd")
+        let fourCharacters: FourCharCode = 0x6161_6161
+        #expect(OSType(fourCharacters) == 0x6161_6161)
+    }
+
+    @Test func generatedPasswordsHaveApplesFormat() throws {
+        var seen = Set<String>()
+        for _ in 0..<500 {
+            let password = try #require(SecCreateSharedWebCredentialPassword() as String?)
+            let groups = password.split(separator: "-", omittingEmptySubsequences: false)
+            #expect(groups.count == 4 && groups.allSatisfy { $0.count == 3 }, "\(password)")
+            let letters = password.filter { $0 != "-" }
+            #expect(letters.allSatisfy { "abcdefghkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789".contains($0) })
+            #expect(letters.contains(where: \.isLowercase) && letters.contains(where: \.isUppercase))
+            #expect(letters.contains(where: { ("3"..."9").contains($0) }), "\(password)")
+            seen.insert(password)
+        }
+        #expect(seen.count == 500)
+    }
+}
+
+/// Apple's deprecated trust calls, made where their deprecation is no warning.
+@available(*, deprecated)
+private struct DeprecatedTrustCalls {
+    func check() throws {
+        let fixtures = try TrustFixtures.shared.get()
+        let trusted = try SecTrustLegacySurfaceTests.trust(["leaf", "inter"], host: "a.test")
+        var result = SecTrustResultType.invalid
+        #expect(SecTrustEvaluate(trusted, &result) == errSecSuccess && result == .unspecified)
+        #expect(SecTrustGetCertificateAtIndex(trusted, 0) == (try fixtures.certificate("leaf")))
+        #expect(SecTrustGetCertificateAtIndex(trusted, 2) == (try fixtures.certificate("root")))
+        #expect(SecTrustGetCertificateAtIndex(trusted, 3) == nil)
+        #expect(SecTrustCopyPublicKey(trusted) != nil)
+        let untrusted = try SecTrustLegacySurfaceTests.trust(["leaf", "inter"], host: "b.test")
+        #expect(SecTrustEvaluate(untrusted, &result) == errSecSuccess && result == .recoverableTrustFailure)
+    }
+}
