@@ -44,3 +44,11 @@ int ck_set_affinity(const unsigned char *mask, size_t size) {
 }
 
 size_t ck_affinity_size(void) { return sizeof(cpu_set_t); }
+
+int ck_peer_uid(int socket, uid_t *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = credentials.uid;
+    return 0;
+}

@@ -61,7 +61,7 @@ public final class AgentListener: Sendable {
         }
     }
 
-    private static func takeLock(_ path: String) throws -> Int32 {
+    static func takeLock(_ path: String) throws -> Int32 {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw AgentError.system("open", path) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -148,4 +148,21 @@ public final class AgentListener: Sendable {
         }
         return address
     }
+}
+
+/// The one-agent-per-user lock alone, for an agent whose listening socket systemd made
+/// (`keychaind.socket`): held for the agent's life, so that a client that finds no socket file
+/// (removed by hand, or by a cleaner) cannot start a second agent beside this one.
+public final class AgentLock: Sendable {
+    private let descriptor: Int32
+
+    /// Takes `agent.lock` beside the socket.
+    /// - Throws: ``AgentError/Code/alreadyRunning`` when another agent holds it;
+    ///   ``AgentError/Code/unsafeLocation`` for a bad directory.
+    public init(location: AgentSocketLocation, uid: UInt32 = geteuid()) throws {
+        try location.prepareDirectory(uid: uid)
+        descriptor = try AgentListener.takeLock(location.lockPath)
+    }
+
+    deinit { close(descriptor) }
 }

@@ -1,3 +1,4 @@
+import CKeychainAgent
 import DBusWire
 import Foundation
 import KeychainAgentProtocol
@@ -283,7 +284,10 @@ public final class AgentConnection: Sendable {
     }
 
     /// A connected, close-on-exec socket with send and receive timeouts.
-    package static func connect(_ path: String, timeout: Duration) throws -> Int32 {
+    /// - Parameter checkingOwner: Whether to refuse (``ForeignListener``) a process of another
+    ///   user listening at `path`: always, before anything is sent; only a probe that sends
+    ///   nothing may leave it out.
+    package static func connect(_ path: String, timeout: Duration, checkingOwner: Bool = true) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw KeychainError(.notAvailable, "cannot make a socket: errno \(errno)") }
         var address = sockaddr_un()
@@ -311,6 +315,13 @@ public final class AgentConnection: Sendable {
             throw KeychainError(
                 .notAvailable, "no keychain agent answers at \(path) (errno \(code))", isSetupProblem: true)
         }
+        // Nothing is sent (a password least of all) to a process of another user that listens at
+        // the path: the kernel says who accepted the connection.
+        var peer: uid_t = 0
+        guard !checkingOwner || (ck_peer_uid(fd, &peer) == 0 && peer == getuid()) else {
+            Glibc.close(fd)
+            throw ForeignListener(path: path, uid: peer)
+        }
         let seconds = timeout.components.seconds
         var interval = timeval(tv_sec: Int(seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
@@ -318,9 +329,27 @@ public final class AgentConnection: Sendable {
         return fd
     }
 
-    /// Whether an agent accepts connections at `path` now.
+    /// A process of another user listens at the agent's path: nothing was sent to it, and no
+    /// agent is started in its place (it could not bind there).
+    package struct ForeignListener: Error {
+        /// The socket's path.
+        package var path: String
+        /// The user the listening process runs as.
+        package var uid: uid_t
+
+        /// The error a client reports.
+        package var keychainError: KeychainError {
+            KeychainError(
+                .notAvailable,
+                "the process listening at \(path) is not running as you (uid \(uid)): nothing was sent to it; "
+                    + "fix: stop it, or point \(AgentEndpoint.socketVariable) at your own agent's socket",
+                isSetupProblem: true)
+        }
+    }
+
+    /// Whether a process (of any user) accepts connections at `path` now; nothing is sent.
     public static func isAnswering(at path: String) -> Bool {
-        guard let fd = try? connect(path, timeout: .seconds(1)) else { return false }
+        guard let fd = try? connect(path, timeout: .seconds(1), checkingOwner: false) else { return false }
         Glibc.close(fd)
         return true
     }

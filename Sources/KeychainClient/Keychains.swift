@@ -183,9 +183,14 @@ public enum Keychains {
                     throw (error as? KeychainError)
                         ?? KeychainError(.notAvailable, "the keychain agent's place cannot be found")
                 }
-                if let connection = try? AgentConnection(socketPath: path) {
+                do {
+                    let connection = try AgentConnection(socketPath: path)
                     resolution = .agent(connection)
                     return connection
+                } catch let refusal as AgentConnection.ForeignListener {
+                    throw refusal.keychainError
+                } catch {
+                    // Nothing answers: started below.
                 }
                 guard startingIfNeeded || mode == .required else {
                     resolution = .inProcess(afterStart: false)

@@ -140,7 +140,7 @@ extension KeychainDatabase: TokenKeyHolder {
         var secret = key.x963Representation
         defer { secret.resetBytes(in: 0..<secret.count) }
         guard let template else {
-            let sealed = try Sealing.seal(secret, key: TokenKeys.processKey, context: TokenKeys.sealingContext)
+            let sealed = try Sealing.seal(secret, key: TokenKeys.processKey, context: sealedHandleContext)
             return (publicKey, Data([TokenKeys.sealedHandle]) + sealed)
         }
         return (publicKey, try storeTokenSecret(secret, publicKey: publicKey, as: template))
@@ -240,8 +240,15 @@ extension KeychainDatabase: TokenKeyHolder {
         }
     }
 
+    /// What a key that is not permanent is sealed to: this process's token-key context and the
+    /// access groups of the caller that made it, so that its handle works for callers of those
+    /// groups alone and is no bearer capability for any other client of the agent.
+    private var sealedHandleContext: Data {
+        TokenKeys.sealingContext + Data([0]) + Data(effectiveGroups.groups.sorted().joined(separator: "\n").utf8)
+    }
+
     /// The private key a handle names: a stored token key this caller may read, or a key sealed
-    /// by this process.
+    /// by this process for a caller of the same access groups.
     private func tokenSecret(_ handle: Data) throws -> Data {
         let notFound = KeychainError(.itemNotFound, "the token key is not available here")
         switch handle.first {
@@ -256,7 +263,7 @@ extension KeychainDatabase: TokenKeyHolder {
         case TokenKeys.sealedHandle?:
             do {
                 return try Sealing.open(
-                    Data(handle.dropFirst()), key: TokenKeys.processKey, context: TokenKeys.sealingContext)
+                    Data(handle.dropFirst()), key: TokenKeys.processKey, context: sealedHandleContext)
             } catch {
                 throw notFound
             }

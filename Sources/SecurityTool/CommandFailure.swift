@@ -41,6 +41,9 @@ package struct CommandFailure: Error {
     /// write to, a keychain held by another process), its explanation takes the place of the
     /// status's generic message ("I/O error" says nothing of what to fix), with the same result.
     static func status(of error: any Error, _ context: String) -> CommandFailure {
+        // A failure already reported in the tool's words (the agent that cannot be reached,
+        // say) stays as it is.
+        if let failure = error as? CommandFailure { return failure }
         if let error = error as? KeychainError, error.isSetupProblem {
             return CommandFailure(result: error.osStatus, messages: ["\(context): \(error.message)"])
         }

@@ -227,10 +227,15 @@ func run() async throws -> Never {
     // systemd's socket, or our own, bound under the lock that keeps one agent per user.
     let listener: AgentListener?
     let listening: Int32
+    let instanceLock: AgentLock?
     if let activated = SystemdActivation.listeningSocket(environment: environment) {
+        // systemd's socket, and the same lock as our own: a client that finds no socket file
+        // must not start a second agent beside this one.
+        instanceLock = try AgentLock(location: location)
         listener = nil
         listening = activated
     } else {
+        instanceLock = nil
         do {
             let own = try AgentListener(location: location)
             listener = own
@@ -319,7 +324,7 @@ func run() async throws -> Never {
             complain("\(location.socketPath) was removed or replaced; exiting")
             exit(0)
         }
-        withExtendedLifetime((listener, server, sources, sleepLock, secretService, runners)) {}
+        withExtendedLifetime((listener, instanceLock, server, sources, sleepLock, secretService, runners)) {}
     }
 }
 

@@ -87,8 +87,9 @@ struct BenchmarkTests {
         // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
         // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once);
         // SecKey's three (sign, verify, key lookup by tag); the PKI two (.p12 import, chain
-        // evaluation); the Secret Service's three (secret-tool, SearchItems + GetSecrets, CreateItem).
-        #expect(report.targets.count == 20 + 4 * report.scripts.count)
+        // evaluation); the Secret Service's four (secret-tool, SearchItems + GetSecrets, CreateItem,
+        // OpenSession with Diffie-Hellman).
+        #expect(report.targets.count == 21 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         // The interleaved lookups, the socket floor, and the same lookups with this process and a
@@ -115,7 +116,7 @@ struct BenchmarkTests {
     }
 
     /// The Secret Service rows: keychaind --secret-service and GNOME Keyring (which `.ci/run`
-    /// installs), each timed, with the three ratios numeric and their targets evaluated.
+    /// installs), each timed, with the four ratios numeric and their targets evaluated.
     static func expectSecretService(_ report: BenchmarkReport) {
         let result = report.secretService
         #expect(result?.items == 20)
@@ -126,17 +127,23 @@ struct BenchmarkTests {
             (result?.secretToolOurs, "secret-tool on keychaind"), (result?.secretToolGnome, "secret-tool on GNOME"),
             (result?.lookupOurs, "lookup on keychaind"), (result?.lookupGnome, "lookup on GNOME"),
             (result?.createOurs, "CreateItem on keychaind"), (result?.createGnomeLogin, "CreateItem on GNOME"),
+            (result?.openSessionOurs, "OpenSession on keychaind"), (result?.openSessionGnome, "OpenSession on GNOME"),
         ] {
             #expect(summary != nil, "no \(what) timing")
             if let summary { expectSensible(summary, what) }
         }
-        for ratio in [result?.secretToolOursOverGnome, result?.lookupGnomeOverOurs, result?.createGnomeOverOurs] {
+        for ratio in [
+            result?.secretToolOursOverGnome, result?.lookupGnomeOverOurs, result?.createGnomeOverOurs,
+            result?.openSessionOursOverGnome,
+        ] {
             #expect(ratio.map { $0.isFinite && $0 > 0 } == true)
         }
-        // The last three targets, in this order.
-        let targets = Array(report.targets.suffix(3))
+        // The last four targets, in this order.
+        let targets = Array(report.targets.suffix(4))
         #expect(
-            targets.map { $0.name.prefix(18) } == ["secret-tool lookup", "SearchItems + GetS", "CreateItem, GNOME "])
+            targets.map { $0.name.prefix(18) } == [
+                "secret-tool lookup", "SearchItems + GetS", "CreateItem, GNOME ", "OpenSession with D",
+            ])
         #expect(targets.allSatisfy { $0.met != nil }, "\(targets.map(\.measured))")
         let table = TableRenderer.render(report)
         #expect(table.contains("SearchItems + GetSecrets in process") && table.contains("GNOME ÷ ours"))

@@ -71,6 +71,23 @@ struct PinentryTests {
         #expect(found.out == secret + "\n", "\(found)")
     }
 
+    /// The defect: the dialog named the caller by `/proc/PID/comm`, which any process sets: a
+    /// Python script that called itself "Firefox" was shown as Firefox.
+    @Test func theDialogNamesTheCallersExecutableNotTheNameItGaveItself() throws {
+        let fixture = try PinentryFixture()
+        #expect(
+            try fixture.security(["add-generic-password", "-s", "pin", "-a", "x", "-w", "kept", fixture.keychain])
+                .status == 0)
+        #expect(try fixture.security(["lock-keychain", fixture.keychain]).status == 0)
+        let run = try fixture.onTerminal(
+            [fixture.python, Self.clients + "pinentry_client.py", "Firefox"],
+            typing: "keychain\t\(fixture.password)\n")
+        #expect(run.status == 0 && run.out.contains("unlocked"), "\(run)\n\(run.out)")
+        let executable = URL(fileURLWithPath: fixture.python).resolvingSymlinksInPath().path
+        #expect(run.out.contains("wants to use it") && !run.out.contains("Firefox"), "\(run.out)")
+        #expect(run.out.contains(executable), "the dialog names \(executable): \(run.out)")
+    }
+
     @Test(
         "secret-tool lookup of a locked keychain's item finds it among the locked results, asks on its terminal, prints the secret"
     )

@@ -25,6 +25,8 @@ int ck_pipe_cloexec(int fds[2]);
 int ck_spawn_add_closefrom(posix_spawn_file_actions_t *actions, int from);
 /// The kernel's SO_PEERPIDFD option number (Linux 6.5), absent from older headers.
 int ck_so_peerpidfd(void);
+/// getsockopt(SO_PEERCRED)'s uid of a connected Unix socket's peer into `uid`: 0, or -1 with errno.
+int ck_peer_uid(int socket, uid_t *uid);
 /// sched_getcpu(): the CPU the calling thread is running on, or -1 with errno.
 int ck_current_cpu(void);
 /// sched_getaffinity(0, …) of the calling thread into `mask` (`size` bytes, a cpu_set_t): 0, or -1 with errno.

@@ -5,7 +5,9 @@
 
 /// 1 when the test process's environment was fixed before main: KEYCHAIN_AGENT=off, so that
 /// nothing in the test process reaches (or starts) the user's session agent unless a test
-/// hands its task an agent's keychain.
+/// hands its task an agent's keychain; the user's KEYCHAIN_* settings and session bus cleared;
+/// and HOME, the XDG directories and XDG_RUNTIME_DIR in a directory of the process's own
+/// (removed at exit), so that no test sees the user's keychains, device key or agent.
 int ck_test_environment_applied(void);
 
 /// Remembers the test agent: `keeper` is the pid of the shell that started it and kills it (by

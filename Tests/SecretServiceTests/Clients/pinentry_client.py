@@ -3,7 +3,14 @@ answers with a pinentry dialog on this process's terminal; then reads an item.
 
 Prints "unlocked" or "dismissed", then the secret of the item service=pin, account=x.
 """
+import ctypes
+import sys
+
 import secretstorage
+
+# With an argument, the process renames itself (/proc/self/comm), as any program can.
+if len(sys.argv) > 1:
+    ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)  # PR_SET_NAME
 
 connection = secretstorage.dbus_init()
 collection = secretstorage.get_default_collection(connection)
