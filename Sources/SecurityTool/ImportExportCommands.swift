@@ -28,7 +28,9 @@ struct ImportCommand: ToolCommand {
             keychain. It prints what it imported, as macOS does ("1 identity imported.", "2 \
             certificates imported.", "1 key imported.").
 
-            The format is taken from -f, else from the file's name (.p12, .pfx) and contents. \
+            The format is taken from -f, else from the file's name (.p12, .pfx) and contents. -t \
+            selects the items of a PEM or DER file; a PKCS#12 file is imported whole whatever -t \
+            says, as on macOS. \
             The passphrase of a PKCS#12 file comes from -P, else it is asked for on the terminal \
             ("password to unlock <file>: ", as macOS asks; without a terminal the empty passphrase is \
             tried). A wrong passphrase fails with "MAC \

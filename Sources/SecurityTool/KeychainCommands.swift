@@ -386,27 +386,17 @@ struct UnlockKeychain: ToolCommand {
             wrong password fails with "The user name or passphrase you entered is not correct." (exit \
             51). Without -p the password is asked for on the terminal, or read as one line from \
             standard input when standard input is not a terminal. \(HelpText.secretOnCommandLine) A \
-            keychain without a password is always unlocked, and any password is accepted for it.
+            keychain without a password is always unlocked, and any password is accepted for it. As \
+            on macOS, a keychain that is already unlocked stays unlocked and its password is not \
+            checked.
 
-            How long the unlock lasts (different from macOS):
-            There is no keychain daemon on Linux yet, so a keychain stays unlocked only for the rest \
-            of this `security` process; nothing is written down, and the next `security` command \
-            starts with the keychain locked again. A script that needs items from a password \
-            keychain can:
-              - run its commands in one interactive session, where unlock-keychain lasts until \
-            lock-keychain or the end of input:
-                  security -i <<'EOF'
-                  unlock-keychain -p "…" build.keychain
-                  find-generic-password -s deploy -a ci -w build.keychain
-                  EOF
-              - or set KEYCHAIN_PASSWORD for the commands that read the keychain (the environment \
-            is private to your user, unlike the command line):
-                  KEYCHAIN_PASSWORD="$PW" \\
-                    security find-generic-password -s deploy -a ci -w build.keychain
-              - or run on a terminal, where any command that needs the keychain asks for its \
-            password.
-            Without any of these, a command that needs a locked keychain's items fails with \
-            "User interaction is not allowed." (exit 36).
+            How long the unlock lasts: the session agent (keychaind, started by the first command \
+            that needs it) keeps the keychain unlocked for every later command and program, until \
+            lock-keychain, the timeout of set-keychain-settings, or the agent's end. With \
+            KEYCHAIN_AGENT=off each process opens its keychains itself and an unlock lasts for the \
+            rest of that process (security -i runs several commands in one); KEYCHAIN_PASSWORD then \
+            supplies the password to commands that need it. Without any of these, a command that \
+            needs a locked keychain's items fails with "User interaction is not allowed." (exit 36).
             """))
 
     @Option(

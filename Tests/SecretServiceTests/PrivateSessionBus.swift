@@ -191,6 +191,9 @@ final class PrivateSessionBus: @unchecked Sendable {
               <limit name="max_message_size">1000000000</limit>
               <limit name="max_replies_per_connection">50000</limit>
               <limit name="max_match_rules_per_connection">50000</limit>
+              <limit name="service_start_timeout">120000</limit>
+              <limit name="auth_timeout">240000</limit>
+              <limit name="pending_fd_timeout">150000</limit>
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>

@@ -103,7 +103,9 @@ import Testing
         #expect(flatAdd.contains("-A and -T are accepted"))
         #expect(flatAdd.contains("read as one line from standard input when standard input is not a terminal"))
         let unlock = try sandbox.run(["help", "unlock-keychain"]).out
-        #expect(flattened(unlock).contains("set KEYCHAIN_PASSWORD for the commands that read the keychain"))
+        #expect(flattened(unlock).contains("KEYCHAIN_PASSWORD then supplies the password to commands that need it"))
+        #expect(flattened(unlock).contains("a keychain that is already unlocked stays unlocked"))
+        #expect(flattened(unlock).contains("keeps the keychain unlocked for every later command and program"))
         #expect(unlock.contains("security -i"))
         let find = try sandbox.run(["help", "find-generic-password"]).out
         #expect(flattened(find).contains("is printed in hexadecimal instead"))
