@@ -50,6 +50,31 @@ struct SecretToolTests {
         #expect(listed.contains("secret = secret 9999\n") && listed.contains("label = bulk 0\n"))
     }
 
+    /// `Lock` on the password-less default collection cannot lock it (nothing could unlock it
+    /// again): it says so by leaving the collection out of the `locked` list, and `Locked` stays
+    /// false (issue 50, item 15: documented in docs/secret-service.md).
+    @Test func lockOnThePasswordlessDefaultCollectionAnswersThatNothingWasLocked() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let gdbus = try requireTool("/usr/bin/gdbus")
+        func call(_ arguments: [String]) throws -> ToolResult {
+            try runTool(
+                gdbus, ["call", "--session", "--dest", SecretServiceProvider.busName] + arguments,
+                environment: bus.environment)
+        }
+        let collection = "/org/freedesktop/secrets/collection/login"
+        let lock = try call([
+            "--object-path", "/org/freedesktop/secrets", "--method", "org.freedesktop.Secret.Service.Lock",
+            "['\(collection)']",
+        ])
+        #expect(lock.status == 0 && lock.out.contains("(@ao [], objectpath '/')"), "\(lock) \(lock.out)")
+        let locked = try call([
+            "--object-path", collection, "--method", "org.freedesktop.DBus.Properties.Get",
+            "org.freedesktop.Secret.Collection", "Locked",
+        ])
+        #expect(locked.out.contains("<false>"), "\(locked.out)")
+    }
+
     @Test("secret-tool store, lookup, search, clear and replace; security and secret-tool see each other's items")
     func realClients() throws {
         let bus = try PrivateSessionBus(
