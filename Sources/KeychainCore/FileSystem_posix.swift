@@ -24,7 +24,8 @@ public struct KeychainPaths: Sendable, Hashable {
     /// The directory that holds keychain files.
     public var keychainsDirectory: String
     /// Where macOS keeps a user's keychains, `$HOME/Library/Keychains`: paths in it are read as
-    /// names of keychains in ``keychainsDirectory``. Nothing is ever created there.
+    /// names of keychains in ``keychainsDirectory``. The engine creates nothing there (the
+    /// `security` tool keeps links of macOS's names for the keychains it creates by such a path).
     public var macOSKeychainsDirectory: String
     /// The directory that holds the device key.
     public var configurationDirectory: String
@@ -93,7 +94,7 @@ public struct KeychainPaths: Sendable, Hashable {
     /// The bare name that a path in ``macOSKeychainsDirectory`` stands for, or `nil` for any
     /// other argument. The path is compared as written (after the shell expanded `~`), with
     /// repeated slashes ignored; files in subdirectories are not keychains of macOS's list.
-    func macOSKeychainName(_ path: String) -> String? {
+    package func macOSKeychainName(_ path: String) -> String? {
         let directory = macOSKeychainsDirectory.split(separator: "/")
         let components = path.split(separator: "/")
         guard path.hasPrefix("/"), components.count == directory.count + 1,

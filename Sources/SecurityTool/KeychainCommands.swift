@@ -114,6 +114,7 @@ struct CreateKeychain: ToolCommand {
             } catch {
                 throw CommandFailure.status(of: error, "SecKeychainCreate \(name)")
             }
+            session.linkMacOSName(name, to: path)
             try session.updatePreferences { preferences in
                 var list = preferences.searchList ?? [session.defaultKeychainPath(in: preferences)]
                 if !list.contains(path) { list.append(path) }
@@ -161,6 +162,7 @@ struct DeleteKeychain: ToolCommand {
             } catch {
                 throw CommandFailure.status(of: error, "SecKeychainDelete")
             }
+            session.unlinkMacOSNames(of: path)
             try session.updatePreferences { preferences in
                 preferences.searchList?.removeAll { $0 == path }
                 if preferences.defaultKeychain == path { preferences.defaultKeychain = nil }

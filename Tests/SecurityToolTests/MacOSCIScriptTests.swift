@@ -192,4 +192,45 @@ import Testing
         let smime = try sandbox.run(["find-identity", "-v", "-p", "smime", "build.keychain"], environment: unlocked)
         #expect(smime.out == "     0 valid identities found\n", "\(smime)")
     }
+
+    /// The defect: fastlane could not find a keychain made as `~/Library/Keychains/NAME`: it
+    /// looks for the file itself (`FastlaneCore::Helper.keychain_path`: `NAME-db`,
+    /// `NAME.keychain-db`, `NAME`, `NAME.keychain` under `~/Library/Keychains`) and stopped with
+    /// "Could not locate the provided keychain". The steps are fastlane's `setup_ci` and
+    /// `create_keychain`, then `import_certificate`'s lookup, then `delete_keychain`.
+    @Test func fastlaneFindsAKeychainMadeByItsMacOSPath() throws {
+        let (sandbox, agent) = try agentSandbox()
+        defer { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
+        let library = sandbox.home + "/Library/Keychains"
+        let keychain = library + "/fastlane_tmp_keychain-db"
+        for step in [
+            ["create-keychain", "-p", "", keychain], ["set-keychain-settings", keychain],
+            ["unlock-keychain", "-p", "", keychain], ["list-keychains", "-d", "user", "-s", keychain],
+            ["default-keychain", "-s", keychain],
+        ] {
+            let run = try sandbox.run(step, environment: agent)
+            #expect(run.status == 0 && run.err.isEmpty, "\(step.first!): \(run)")
+        }
+        // FastlaneCore::Helper.keychain_path("fastlane_tmp_keychain"): the first candidate that exists.
+        let candidates = [
+            "fastlane_tmp_keychain-db", "fastlane_tmp_keychain.keychain-db", "fastlane_tmp_keychain",
+            "fastlane_tmp_keychain.keychain",
+        ].map { library + "/" + $0 }
+        let found = try #require(candidates.first { FileManager.default.fileExists(atPath: $0) })
+        #expect(found == keychain)
+        let target = try FileManager.default.destinationOfSymbolicLink(atPath: found)
+        #expect(target.hasPrefix(sandbox.keychainsDirectory + "/"), "\(target)")
+
+        let files = try PKIFiles(sandbox)
+        try files.selfSigned("dev", subject: "/CN=Fastlane Dev")
+        try files.pkcs12("dev", passphrase: "p")
+        let imported = try sandbox.run(
+            ["import", files.path("dev.p12"), "-k", found, "-P", "p", "-T", "/usr/bin/codesign"], environment: agent)
+        #expect(imported.status == 0 && imported.out == "1 identity imported.\n", "\(imported)")
+
+        let deleted = try sandbox.run(["delete-keychain", keychain], environment: agent)
+        #expect(deleted.status == 0, "\(deleted)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: keychain)) == nil, "the link went with it")
+    }
 }

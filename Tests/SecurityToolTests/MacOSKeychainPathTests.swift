@@ -95,7 +95,16 @@ import Testing
                 ["set-keychain-settings", library + path], environment: ["KEYCHAIN_PASSWORD": "pw"])
             #expect(info.status == 0, "\(path): \(info)")
         }
-        #expect(!FileManager.default.fileExists(atPath: sandbox.home + "/Library"))
+        // Created by a ~/Library/Keychains path, the keychain has macOS's name there too, a link
+        // to its file (fastlane looks for it); created by a bare name, nothing is made there.
+        let made = (try? FileManager.default.contentsOfDirectory(atPath: library)) ?? []
+        if created.hasPrefix("~/Library/Keychains/") {
+            #expect(made == [paths[1]], "macOS's file name, NAME-db: \(made)")
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: library + paths[1])
+            #expect(target?.hasPrefix(sandbox.keychainsDirectory + "/") == true, "\(String(describing: target))")
+        } else {
+            #expect(!FileManager.default.fileExists(atPath: sandbox.home + "/Library"))
+        }
     }
 
     /// Only files directly in `~/Library/Keychains` are mapped; anything else is a path.
