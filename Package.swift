@@ -254,7 +254,7 @@ let package = Package(
             dependencies: [
                 "SecurityTool", "SecurityToolMain", "SecurityLinuxTool", "keychaind", "KeychainClient", "DBusWire",
                 "DBusNIO",
-                "KeychainCore", "SeededRandom",
+                "KeychainCore", "SeededRandom", "KeychainTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -293,7 +293,7 @@ let package = Package(
             dependencies: [
                 "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityToolMain", "SecurityLinuxTool",
                 "DBusWire", "DBusNIO",
-                "SeededRandom",
+                "SeededRandom", "KeychainTestSupport",
                 "keychain-secitem-worker",
             ],
             exclude: ["Clients"]

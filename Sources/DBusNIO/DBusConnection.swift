@@ -64,7 +64,6 @@ struct KernelPeerCredentials: Sendable {
     #endif
 }
 
-/// What the connection handler is asked to write.
 /// How many incoming method calls a connection handles at once and lets wait, counted per
 /// sender (a bus connection carries every client's calls; a peer connection has one sender).
 /// A call beyond all three bounds is answered `org.freedesktop.DBus.Error.LimitsExceeded`.
@@ -88,6 +87,7 @@ public struct DBusCallLimits: Sendable, Hashable {
     }
 }
 
+/// What the connection handler is asked to write.
 enum DBusOutbound: Sendable {
     /// A method call whose reply completes the promise.
     case call(DBusMessage, EventLoopPromise<DBusMessage>)
@@ -148,9 +148,7 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
     /// One sender's calls: how many are being handled, and those waiting their turn in order.
     private struct SenderCalls {
         var running = 0
-        var waiting: [DBusReceivedMessage] = []
-        var nextWaiting = 0
-        var waitingCount: Int { waiting.count - nextWaiting }
+        var waiting = CircularBuffer<DBusReceivedMessage>()
     }
 
     init(state: DBusConnectionState, dispatcher: DBusDispatcher?, limits: DBusCallLimits) {
@@ -227,7 +225,7 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         guard calls.running < limits.handledAtOnce else {
             // Beyond what is handled at once, a call waits its turn (libsecret reads every
             // found item's properties at once), up to a bound per sender and in all.
-            guard calls.waitingCount < limits.waitingPerSender, waitingTotal < limits.waitingInAll else {
+            guard calls.waiting.count < limits.waitingPerSender, waitingTotal < limits.waitingInAll else {
                 if wantsReply {
                     reply(.error(to: header, name: DBusErrorName.limitsExceeded, message: "too many calls"), context)
                 }
@@ -266,23 +264,17 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    /// A call of `sender` finished: its next waiting call starts, in the order they came.
+    /// A call of `sender` finished: its waiting calls start, in the order they came, while
+    /// there is room (a call answered at once takes none).
     private func finished(_ sender: String, context: ChannelHandlerContext) {
-        guard var calls = senders[sender] else { return }
-        calls.running -= 1
-        while calls.running < limits.handledAtOnce, calls.waitingCount > 0 {
-            let next = calls.waiting[calls.nextWaiting]
-            calls.nextWaiting += 1
+        senders[sender]?.running -= 1
+        while let calls = senders[sender], calls.running < limits.handledAtOnce,
+            let next = senders[sender]?.waiting.popFirst()
+        {
             waitingTotal -= 1
-            if calls.waitingCount == 0 {
-                calls.waiting.removeAll(keepingCapacity: false)
-                calls.nextWaiting = 0
-            }
-            senders[sender] = calls
             start(next, sender: sender, context: context)
-            calls = senders[sender] ?? SenderCalls()
         }
-        senders[sender] = calls.running == 0 && calls.waitingCount == 0 ? nil : calls
+        if let calls = senders[sender], calls.running == 0, calls.waiting.isEmpty { senders[sender] = nil }
     }
 
     private func reply(_ message: DBusMessage, _ context: ChannelHandlerContext) {

@@ -57,6 +57,17 @@ public enum Keychains {
         return try KeychainDatabase.open(at: path, configuration: configuration)
     }
 
+    /// Opens the keychain at `path`, creating it password-less when there is none (the login
+    /// keychain, which scripts may name before anything wrote to it).
+    /// - Throws: ``KeychainCore/KeychainError`` when it can be neither opened nor created.
+    public static func openCreatingIfMissing(
+        at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> any KeychainHandle {
+        try KeychainDatabase.openCreatingIfMissing(
+            open: { try open(at: path, configuration: configuration) },
+            create: { try create(at: path, password: nil, configuration: configuration) })
+    }
+
     /// Opens the default keychain of `paths`, creating it password-less on first use.
     public static func openDefault(
         paths: KeychainPaths = KeychainPaths(), configuration: KeychainConfiguration = KeychainConfiguration()

@@ -228,13 +228,24 @@ public final class KeychainDatabase: Sendable {
         paths: KeychainPaths = KeychainPaths(),
         configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> KeychainDatabase {
+        try openCreatingIfMissing(
+            open: { try open(at: paths.defaultKeychain, configuration: configuration) },
+            create: { try create(at: paths.defaultKeychain, password: nil, configuration: configuration) })
+    }
+
+    /// `open()`; when there is no keychain, `create()`; and when another process created it in
+    /// between, `open()` again: how a keychain that always exists (the default, the login
+    /// keychain) is opened, wherever its handle comes from.
+    package static func openCreatingIfMissing<Handle>(
+        open: () throws -> Handle, create: () throws -> Handle
+    ) throws -> Handle {
         do {
-            return try open(at: paths.defaultKeychain, configuration: configuration)
+            return try open()
         } catch let error as KeychainError where error.code == .noSuchKeychain {
             do {
-                return try create(at: paths.defaultKeychain, password: nil, configuration: configuration)
+                return try create()
             } catch let error as KeychainError where error.code == .duplicateKeychain {
-                return try open(at: paths.defaultKeychain, configuration: configuration)
+                return try open()
             }
         }
     }

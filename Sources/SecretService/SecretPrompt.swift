@@ -219,7 +219,7 @@ extension SecretServiceProvider {
             let line = cgroups.split(separator: "\n").first(where: { $0.hasPrefix("0::") }),
             let unit = line.dropFirst(3).split(separator: "/").last.map(String.init),
             unit.hasSuffix(".service") || unit.hasSuffix(".scope"),
-            !unit.hasPrefix("user@"), !unit.hasPrefix("session-"), !unit.hasPrefix("init.scope")
+            !unit.hasPrefix("user@"), !unit.hasPrefix("session-"), unit != "init.scope"
         else { return nil }
         return unit
     }

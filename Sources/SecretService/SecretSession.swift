@@ -47,11 +47,17 @@ package struct OakleyGroup2Agreement: Sendable {
     /// The name clients pass to `OpenSession`.
     package static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
 
-    /// RFC 2409 §6.2: 2^1024 − 2^960 − 1 + 2^64 · (⌊2^894 π⌋ + 129093), big-endian.
-    static let prime: [UInt8] = hexBytes(
-        "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DD"
-            + "EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
-            + "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF")
+    /// RFC 2409 §6.2's prime, 2^1024 − 2^960 − 1 + 2^64 · (⌊2^894 π⌋ + 129093), big-endian, as
+    /// OpenSSL has it (`BN_get_rfc2409_prime_1024`).
+    static let prime: [UInt8] = {
+        let value = BN_get_rfc2409_prime_1024(nil)
+        defer { BN_free(value) }
+        var bytes = [UInt8](repeating: 0, count: byteCount)
+        precondition(value != nil && BN_bn2binpad(value, &bytes, Int32(byteCount)) == Int32(byteCount))
+        return bytes
+    }()
+    /// p − 1 (the prime ends in 0xFF): a peer's public value must be below it.
+    static let primeMinusOne: [UInt8] = prime.dropLast() + [prime[byteCount - 1] - 1]
     static let byteCount = 128
 
     private let exponent: [UInt8]
@@ -83,10 +89,8 @@ package struct OakleyGroup2Agreement: Sendable {
         let significant = Array(peerPublicKey.drop { $0 == 0 })
         guard significant.count <= Self.byteCount else { return nil }
         let peer = [UInt8](repeating: 0, count: Self.byteCount - significant.count) + significant
-        var primeMinusOne = Self.prime
-        primeMinusOne[Self.byteCount - 1] -= 1
         // Big-endian arrays of equal length compare as the numbers they hold.
-        guard significant.count > 1 || (significant.first ?? 0) > 1, peer.lexicographicallyPrecedes(primeMinusOne)
+        guard significant.count > 1 || (significant.first ?? 0) > 1, peer.lexicographicallyPrecedes(Self.primeMinusOne)
         else { return nil }
         guard let secret = Self.power(base: peer, exponent: exponent) else { return nil }
         return HKDF<SHA256>.deriveKey(
@@ -120,13 +124,6 @@ package struct OakleyGroup2Agreement: Sendable {
         var bytes = [UInt8](repeating: 0, count: byteCount)
         guard BN_bn2binpad(result, &bytes, Int32(byteCount)) == Int32(byteCount) else { return nil }
         return bytes
-    }
-
-    private static func hexBytes(_ hex: String) -> [UInt8] {
-        let digits = Array(hex.utf8)
-        return stride(from: 0, to: digits.count, by: 2).map {
-            UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
-        }
     }
 }
 

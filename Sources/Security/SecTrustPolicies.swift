@@ -64,9 +64,8 @@ public func SecTrustCopyPolicies(_ trust: SecTrust, _ policies: UnsafeMutablePoi
 /// - Returns: `errSecSuccess`: the verdict is in `result`.
 @available(*, deprecated, message: "Use SecTrustEvaluateWithError(_:_:)")
 @discardableResult
-public func SecTrustEvaluate(_ trust: SecTrust, _ result: UnsafeMutablePointer<SecTrustResultType>?) -> OSStatus {
-    guard let result else { return errSecParam }
-    return SecTrustGetTrustResult(trust, result)
+public func SecTrustEvaluate(_ trust: SecTrust, _ result: UnsafeMutablePointer<SecTrustResultType>) -> OSStatus {
+    SecTrustGetTrustResult(trust, result)
 }
 
 /// Returns a certificate of the evaluated chain (evaluating first if needed).

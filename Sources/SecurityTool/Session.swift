@@ -199,26 +199,12 @@ package final class Session {
             defaultPaths.defaultKeychain = path
             handle = try Keychains.openDefault(paths: defaultPaths, configuration: configuration)
         } else if path == absolute(loginKeychainPath) {
-            handle = try openCreatingIfMissing(path)
+            handle = try Keychains.openCreatingIfMissing(at: path, configuration: configuration)
         } else {
             handle = try Keychains.open(at: path, configuration: configuration)
         }
         handles[path] = handle
         return handle
-    }
-
-    /// Opens the keychain at `path`, first creating it without a password when there is none
-    /// (another process creating it at the same moment is not an error).
-    private func openCreatingIfMissing(_ path: String) throws -> any KeychainHandle {
-        do {
-            return try Keychains.open(at: path, configuration: configuration)
-        } catch let error as KeychainError where error.code == .noSuchKeychain {
-            do {
-                return try Keychains.create(at: path, password: nil, configuration: configuration)
-            } catch let error as KeychainError where error.code == .duplicateKeychain {
-                return try Keychains.open(at: path, configuration: configuration)
-            }
-        }
     }
 
     /// Opens the keychain a command names, or the default keychain.

@@ -1,6 +1,7 @@
 import DBusNIO
 import Foundation
 import KeychainClient
+import KeychainTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -91,10 +92,9 @@ import Testing
     }
 }
 
-/// A program started with `posix_spawn`, its output and errors on pipes, no signal blocked.
-/// Not Foundation's `Process`: that takes a program that execs another (setpriv,
-/// systemd-socket-activate) for ended when the first closes its descriptors, and then blocks in
-/// `waitpid` on it, so that no other `Process` of the test runner is seen to end.
+/// A program started by ``spawnWithDefaultSignals(_:_:environment:files:)`` (not Foundation's
+/// `Process`, which cannot follow setpriv and systemd-socket-activate execing another program),
+/// its output and errors on pipes.
 private final class Spawned {
     let pid: pid_t
     private let output: Int32
@@ -105,33 +105,19 @@ private final class Spawned {
         var out: [Int32] = [0, 0]
         var err: [Int32] = [0, 0]
         guard pipe(&out) == 0, pipe(&err) == 0 else { throw CocoaError(.fileWriteUnknown) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, out[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, err[1], 2)
-        for fd in out + err { posix_spawn_file_actions_addclose(&actions, fd) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var child: pid_t = 0
-        let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        do {
+            pid = try spawnWithDefaultSignals(executable, arguments, environment: environment) { actions in
+                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+                posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+                posix_spawn_file_actions_adddup2(&actions, err[1], 2)
+                for fd in out + err { posix_spawn_file_actions_addclose(&actions, fd) }
+            }
+        } catch {
+            for fd in out + err { close(fd) }
+            throw error
+        }
         close(out[1])
         close(err[1])
-        guard result == 0 else {
-            close(out[0])
-            close(err[0])
-            throw CocoaError(.executableLoad)
-        }
-        pid = child
         output = out[0]
         errors = err[0]
     }
