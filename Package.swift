@@ -75,7 +75,7 @@ let package = Package(
         .target(
             name: "KeychainPKI",
             dependencies: [
-                .product(name: "SwiftASN1", package: "swift-asn1"),
+                "KeychainPKILegacy", .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
@@ -146,7 +146,8 @@ let package = Package(
                 // KeychainSync and PostgresScratchServer: the sync rows, on a private PostgreSQL.
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
                 // CKeychainAgent: the scheduler's CPU calls, for the agent's lookups on one CPU.
-                "CKeychainAgent",
+                // CLibCrypto: OpenSSL's PKCS12_parse, the floor of the legacy PKCS#12 row.
+                "CKeychainAgent", "CLibCrypto",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -276,9 +277,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"), "CLibCrypto",
             ]),
-        // OpenSSL's libcrypto for BN_mod_exp_mont_consttime alone: swift-crypto has no
-        // finite-field Diffie-Hellman, and the Secret Service's dh-ietf1024 sessions need a
-        // constant-time modular exponentiation.
+        // OpenSSL's PKCS#12 reader decrypts what swift-crypto has no cipher for: the legacy
+        // password-based encryption (RC2, RC4, 3DES, DES) of old .p12 files (DECISIONS 9; the
+        // ground rules' "legacy PKCS#12 reader"). KeychainPKI still parses the file.
+        .target(name: "KeychainPKILegacy", dependencies: ["CLibCrypto"]),
+        // OpenSSL's libcrypto for two things swift-crypto has no API for: constant-time modular
+        // exponentiation (the Secret Service's dh-ietf1024 sessions) and legacy PKCS#12 decryption.
         .systemLibrary(
             name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .executableTarget(

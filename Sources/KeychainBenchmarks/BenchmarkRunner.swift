@@ -394,8 +394,11 @@ struct BenchmarkRunner {
                 }
             case .findRef:
                 reference = passwordFloor
-            case .pkcs12Import, .trustEvaluate:
-                let floor: KeyReference = operation == .pkcs12Import ? .pkcs12Floor : .chainFloor
+            case .pkcs12Import, .pkcs12ImportLegacy, .trustEvaluate:
+                let floors: [KeyOperation: KeyReference] = [
+                    .pkcs12Import: .pkcs12Floor, .pkcs12ImportLegacy: .pkcs12LegacyFloor, .trustEvaluate: .chainFloor,
+                ]
+                let floor = floors[operation] ?? .chainFloor
                 reference = samples[OperationSuite.key("key", floor.rawValue)].map {
                     Summary(nanoseconds: $0).medianMicroseconds
                 }

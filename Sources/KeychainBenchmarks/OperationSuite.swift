@@ -97,6 +97,7 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
     case findRef
     case tokenSign
     case pkcs12Import
+    case pkcs12ImportLegacy
     case trustEvaluate
 
     /// The row title in the table.
@@ -107,6 +108,7 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
         case .findRef: "find key by tag → ref (SecItem)"
         case .tokenSign: "ECDSA P-256 sign, token key"
         case .pkcs12Import: "PKCS#12 import, 2 certs, no keychain write"
+        case .pkcs12ImportLegacy: "PKCS#12 import, legacy RC2-40/3DES, 2 certs"
         case .trustEvaluate: "trust eval, 3-cert chain, root as anchor"
         }
     }
@@ -119,6 +121,7 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
         case .findRef: "select + AES open (password floor)"
         case .tokenSign: "swift-crypto P256.Signing sign"
         case .pkcs12Import: "2×PBKDF2-SHA256(2048) + MAC KDF(2048) + HMAC + 2×AES-CBC + key parse"
+        case .pkcs12ImportLegacy: "OpenSSL PKCS12_parse of the same file (libcrypto, in process)"
         case .trustEvaluate: "2× P-256 ECDSA verify (swift-crypto)"
         }
     }
@@ -129,7 +132,7 @@ enum KeyOperation: String, CaseIterable, Codable, Sendable {
         case .sign, .verify: 1.2
         case .findRef: 3
         case .tokenSign: nil
-        case .pkcs12Import, .trustEvaluate: 1.5
+        case .pkcs12Import, .pkcs12ImportLegacy, .trustEvaluate: 1.5
         }
     }
 }
@@ -143,6 +146,8 @@ enum KeyReference: String, CaseIterable, Sendable {
     case importPrivate
     /// ``PKIFloor/pkcs12()``.
     case pkcs12Floor
+    /// ``OpenSSLPKCS12/parse()`` of the legacy file.
+    case pkcs12LegacyFloor
     /// ``PKIFloor/chain()``.
     case chainFloor
 }
@@ -395,6 +400,14 @@ struct OperationSuite {
             pki = [
                 op(KeyOperation.pkcs12Import.rawValue) { _ in try fixture.importPKCS12() },
                 op(KeyReference.pkcs12Floor.rawValue) { _ in try floor.pkcs12() },
+            ]
+            if let openssl = try? OpenSSLPKCS12(fixture.legacyP12, passphrase: PKIFixture.passphrase) {
+                pki += [
+                    op(KeyOperation.pkcs12ImportLegacy.rawValue) { _ in try fixture.importPKCS12(legacy: true) },
+                    op(KeyReference.pkcs12LegacyFloor.rawValue) { _ in try openssl.parse() },
+                ]
+            }
+            pki += [
                 op(KeyOperation.trustEvaluate.rawValue) { _ in try fixture.evaluateChain() },
                 op(KeyReference.chainFloor.rawValue) { _ in try floor.chain() },
             ]

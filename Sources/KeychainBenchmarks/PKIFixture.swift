@@ -7,10 +7,12 @@ import Security
 /// once per run by the real `openssl` in a temporary directory: a P-256 root, an intermediate and a
 /// leaf (`root.pem`, `intermediate.pem`, `leaf.pem`) and `leaf.p12` (the leaf's key, the leaf and
 /// the intermediate: two certificates, openssl 3's defaults: PBES2 with PBKDF2-HMAC-SHA256, 2048
-/// rounds, AES-256-CBC for both bags, an HMAC-SHA256 MAC with 2048 rounds of the PKCS#12 KDF).
+/// rounds, AES-256-CBC for both bags, an HMAC-SHA256 MAC with 2048 rounds of the PKCS#12 KDF), and
+/// `legacy.p12`, the same with `-legacy` (RC2-40 certificate bag, 3DES key, SHA-1 MAC).
 struct PKIFixture: Sendable {
     static let passphrase = "bench"
     let p12: Data
+    let legacyP12: Data
     let chain: [SecCertificate]
     let root: SecCertificate
 
@@ -65,6 +67,10 @@ struct PKIFixture: Sendable {
             "pkcs12", "-export", "-inkey", "leaf.key", "-in", "leaf.pem", "-certfile", "intermediate.pem", "-out",
             "leaf.p12", "-passout", "pass:\(passphrase)",
         ])
+        try openssl([
+            "pkcs12", "-export", "-legacy", "-inkey", "leaf.key", "-in", "leaf.pem", "-certfile", "intermediate.pem",
+            "-out", "legacy.p12", "-passout", "pass:\(passphrase)",
+        ])
         func certificate(_ name: String) throws -> SecCertificate {
             let text = try String(contentsOfFile: directory + "/" + name, encoding: .utf8)
             let body = text.components(separatedBy: "-----")[2]
@@ -75,16 +81,18 @@ struct PKIFixture: Sendable {
         }
         return PKIFixture(
             p12: try Data(contentsOf: URL(fileURLWithPath: directory + "/leaf.p12")),
+            legacyP12: try Data(contentsOf: URL(fileURLWithPath: directory + "/legacy.p12")),
             chain: [try certificate("leaf.pem"), try certificate("intermediate.pem")], root: try certificate("root.pem")
         )
     }
 
     /// `SecPKCS12Import` of the file, no keychain write (`kSecImportToMemoryOnly`-like: the items are
     /// returned, never stored).
-    func importPKCS12() throws {
+    func importPKCS12(legacy: Bool = false) throws {
         var items: CFArray?
         let status = SecPKCS12Import(
-            p12 as CFData, [kSecImportExportPassphrase: Self.passphrase] as CFDictionary, &items)
+            (legacy ? legacyP12 : p12) as CFData, [kSecImportExportPassphrase: Self.passphrase] as CFDictionary,
+            &items)
         guard status == errSecSuccess, (items?.count ?? 0) == 1 else {
             throw BenchmarkFailure("SecPKCS12Import returned \(status)")
         }

@@ -10,10 +10,12 @@ struct PBES2Parameters {
     var keyLength: Int
     var iv: [UInt8]
 
-    /// Reads an encryption AlgorithmIdentifier; legacy PKCS#12 PBE, PBES1 and PBES2 with
-    /// DES/3DES/RC2 give `.unsupportedLegacyEncryption`.
+    /// The legacy cipher of a PBES2 scheme (DES-EDE3-CBC, DES-CBC, RC2-CBC), which OpenSSL
+    /// decrypts (``LegacyEncryption``); nil for AES-CBC.
+    var legacyCipher: String?
+
+    /// Reads a PBES2 AlgorithmIdentifier (legacy PKCS#12 PBE and PBES1 are ``LegacyEncryption``'s).
     init(_ algorithm: AlgorithmIdentifier, maximumIterations: Int) throws {
-        try Self.refuseLegacy(algorithm.oid)
         guard algorithm.oid == OID.pbes2.description else {
             throw PKIError(.unsupportedAlgorithm, "encryption \(algorithm.oid) is not supported (PBES2 is)")
         }
@@ -22,8 +24,8 @@ struct PBES2Parameters {
         let kdf = try AlgorithmIdentifier(node: fields.next(), "PBES2.keyDerivationFunc")
         let scheme = try AlgorithmIdentifier(node: fields.next(), "PBES2.encryptionScheme")
         try fields.finish()
-        try Self.refuseLegacy(scheme.oid)
-        (keyLength, iv) = try Self.cipher(scheme)
+        legacyCipher = LegacyEncryption.pbes2Ciphers[scheme.oid]
+        (keyLength, iv) = legacyCipher == nil ? try Self.cipher(scheme) : (0, [])
         guard kdf.oid == OID.pbkdf2.description, let kdfParameters = kdf.parameters else {
             throw PKIError(.unsupportedAlgorithm, "PBES2 key derivation \(kdf.oid) is not supported (PBKDF2 is)")
         }
@@ -32,32 +34,13 @@ struct PBES2Parameters {
         iterations = try smallInteger(pbkdf2.next(), limit: maximumIterations, "PBKDF2.iterationCount")
         guard iterations >= 1 else { throw PKIError.malformed("PBKDF2: iteration count 0") }
         if let length = pbkdf2.optional(.integer) {
-            guard try smallInteger(length, limit: 64, "PBKDF2.keyLength") == keyLength else {
+            guard try smallInteger(length, limit: 64, "PBKDF2.keyLength") == keyLength || legacyCipher != nil else {
                 throw PKIError.malformed("PBKDF2: key length does not match the cipher")
             }
         }
         prf = .insecureSHA1
         if !pbkdf2.isAtEnd { prf = try Self.prf(AlgorithmIdentifier(node: pbkdf2.next(), "PBKDF2.prf").oid) }
         try pbkdf2.finish()
-    }
-
-    static func refuseLegacy(_ oid: String) throws {
-        if let identifier = try? ASN1ObjectIdentifier(dotRepresentation: oid),
-            identifier.oidComponents.count == 8, Array(identifier.oidComponents.prefix(7)) == OID.pkcs12PBEPrefix
-        {
-            let names: [UInt: String] = [
-                1: "pbeWithSHAAnd128BitRC4", 2: "pbeWithSHAAnd40BitRC4", 3: "pbeWithSHAAnd3-KeyTripleDES-CBC",
-                4: "pbeWithSHAAnd2-KeyTripleDES-CBC", 5: "pbeWithSHAAnd128BitRC2-CBC", 6: "pbewithSHAAnd40BitRC2-CBC",
-            ]
-            throw PKIError.legacy(names[identifier.oidComponents[7]] ?? "PKCS#12 PBE \(oid)")
-        }
-        if let identifier = try? ASN1ObjectIdentifier(dotRepresentation: oid), OID.pbes1.contains(identifier) {
-            throw PKIError.legacy("PBES1 (\(oid), DES or RC2)")
-        }
-        let legacyCiphers = [
-            "1.2.840.113549.3.7": "DES-EDE3-CBC", "1.3.14.3.2.7": "DES-CBC", "1.2.840.113549.3.2": "RC2-CBC",
-        ]
-        if let name = legacyCiphers[oid] { throw PKIError.legacy("PBES2 with \(name)") }
     }
 
     private static func cipher(_ scheme: AlgorithmIdentifier) throws -> (Int, [UInt8]) {

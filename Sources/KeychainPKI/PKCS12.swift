@@ -122,7 +122,9 @@ public struct PKCS12Contents: Hashable, Sendable {
 ///
 /// Reads PBES2 (PBKDF2 with HMAC-SHA-1/224/256/384/512, AES-128/192/256-CBC) encrypted bags and
 /// HMAC-SHA-1/256/384/512 MACs, in DER or BER (indefinite lengths, constructed strings).
-/// Files encrypted with the legacy PKCS#12 ciphers (3DES, RC2, RC4) are refused with
+/// Bags encrypted with the legacy ciphers (PKCS#12 PBE with RC2, RC4 or 3DES, PBES1, PBES2 over
+/// DES, 3DES or RC2: every file of older OpenSSL, Keychain Access and Windows) are decrypted by
+/// OpenSSL's PKCS#12 reader; one it cannot decrypt is refused with
 /// ``PKIError/Code/unsupportedLegacyEncryption``, whose message names the conversion
 /// ``PKIError/legacyConversionCommand``.
 ///
@@ -151,7 +153,7 @@ public enum PKCS12 {
     ///     is tried as two zero bytes, then as no bytes), PBES2 uses its UTF-8 bytes.
     /// - Returns: the certificates, keys and identities.
     /// - Throws: ``PKIError``: `.wrongPassphrase` (-25293) when the MAC does not verify;
-    ///   `.unsupportedLegacyEncryption` for 3DES/RC2/RC4; `.unsupportedAlgorithm`,
+    ///   `.unsupportedLegacyEncryption` for a legacy cipher libcrypto cannot run; `.unsupportedAlgorithm`,
     ///   `.limitExceeded`, `.invalidKey` or `.malformed` (-26275) otherwise.
     public static func parse(_ bytes: some Collection<UInt8>, passphrase: String) throws -> PKCS12Contents {
         let bytes = Array(bytes)
@@ -281,8 +283,16 @@ struct PKCS12Reader {
     }
 
     mutating func decrypt(_ algorithm: AlgorithmIdentifier, _ ciphertext: [UInt8]) throws -> [UInt8] {
+        if let legacy = try LegacyEncryption(algorithm, maximumIterations: PKCS12.maximumIterations) {
+            try spend(legacy.iterations)
+            return try legacy.decrypt(ciphertext, passphrase: Array(passphrase.utf8))
+        }
         let parameters = try PBES2Parameters(algorithm, maximumIterations: PKCS12.maximumIterations)
         try spend(parameters.iterations)
+        if parameters.legacyCipher != nil {
+            return try LegacyEncryption(pbes2: algorithm, parameters).decrypt(
+                ciphertext, passphrase: Array(passphrase.utf8))
+        }
         return try parameters.decrypt(ciphertext, passphrase: Array(passphrase.utf8))
     }
 

@@ -24,7 +24,8 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let trailingBytes = Code(rawValue: "trailingBytes")
         /// The PKCS#12 integrity check failed: wrong passphrase (or a tampered file).
         public static let wrongPassphrase = Code(rawValue: "wrongPassphrase")
-        /// A PKCS#12 file uses the legacy PKCS#12 PBE ciphers (3DES, RC2, RC4) or PBES1.
+        /// A PKCS#12 file uses a legacy cipher (PKCS#12 PBE, PBES1, PBES2 over DES or RC2) that
+        /// libcrypto cannot decrypt here.
         public static let unsupportedLegacyEncryption = Code(rawValue: "unsupportedLegacyEncryption")
         /// An algorithm (signature, key, cipher, KDF, MAC) this module does not implement.
         public static let unsupportedAlgorithm = Code(rawValue: "unsupportedAlgorithm")
@@ -72,8 +73,8 @@ public struct PKIError: Error, Hashable, Sendable, CustomStringConvertible {
     static func legacy(_ what: String) -> PKIError {
         PKIError(
             .unsupportedLegacyEncryption,
-            "this PKCS#12 file is encrypted with \(what), a legacy cipher that is not supported "
-                + "(only PBES2 with PBKDF2 and AES-CBC is); convert it with: \(legacyConversionCommand)"
+            "this PKCS#12 file is encrypted with \(what), a legacy cipher that this system's libcrypto "
+                + "cannot decrypt (is OpenSSL's legacy provider installed?); convert it with: \(legacyConversionCommand)"
         )
     }
 }

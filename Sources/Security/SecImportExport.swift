@@ -4,8 +4,9 @@
 // Linux decisions (design §1.6; DECISIONS 5, 9):
 // - Files are read by KeychainPKI: PBES2 (PBKDF2 with any HMAC-SHA PRF, AES-CBC) and HMAC-SHA-1/256/384/
 //   512 MACs, a superset of Apple (which hard-codes PBKDF2-HMAC-SHA256 and AES-256-CBC). Legacy files
-//   (3DES, RC2, RC4: `openssl pkcs12 -legacy`, old Keychain Access exports) are refused with
-//   errSecDecode; convert them with `PKIError.legacyConversionCommand`.
+//   (RC2, RC4, 3DES: `openssl pkcs12 -legacy`, old Keychain Access and Windows exports) are read as
+//   Apple reads them, their bags decrypted by OpenSSL's PKCS#12 reader; one whose cipher libcrypto
+//   cannot run is refused with errSecDecode (convert it with `PKIError.legacyConversionCommand`).
 // - An empty passphrase is tried as `00 00` (iOS), then as zero bytes (macOS).
 // - Storing follows iOS: items are added to the keychain only when the options hold
 //   `kSecUseDataProtectionKeychain` with a value other than `kCFBooleanFalse`, or (macOS's way of naming a
@@ -54,9 +55,8 @@ nonisolated(unsafe) public let kSecImportItemIdentity: CFString = SecConstantStr
 ///
 /// Each private key with its certificate gives one dictionary: ``kSecImportItemIdentity``,
 /// ``kSecImportItemCertChain``, ``kSecImportItemTrust``, ``kSecImportItemLabel`` and ``kSecImportItemKeyID``. Keys without a
-/// certificate and certificates without a key give none. Files encrypted with legacy ciphers (3DES, RC2,
-/// RC4) are refused with `errSecDecode`; convert them with
-/// `openssl pkcs12 -in old.p12 -legacy -out old.pem && openssl pkcs12 -export -in old.pem -out new.p12 && rm old.pem`.
+/// certificate and certificates without a key give none. Files encrypted with legacy ciphers (RC2, RC4,
+/// 3DES, as older OpenSSL, Keychain Access and Windows write them) are read as on Apple's platforms.
 ///
 /// The items are added to the keychain only when `options` hold ``kSecUseDataProtectionKeychain`` = `true`
 /// (as on iOS) or a `SecKeychain` under ``kSecUseKeychain``; other options (an access group, an

@@ -35,8 +35,9 @@ struct ImportCommand: ToolCommand {
             ("password to unlock <file>: ", as macOS asks; without a terminal the empty passphrase is \
             tried). A wrong passphrase fails with "MAC \
             verification failed during PKCS12 import (wrong password?)" and exit status 1. Files \
-            encrypted with legacy ciphers (3DES, RC2: `openssl pkcs12 -export -legacy`, old \
-            exports) are refused; convert them first with
+            encrypted with legacy ciphers (RC2, 3DES: `openssl pkcs12 -export -legacy`, old \
+            exports) are read as on macOS; one whose cipher this system's libcrypto cannot run is \
+            refused; convert it first with
               \(legacyPKCS12Conversion)
 
             Importing an item the keychain already has fails with "The specified item already \

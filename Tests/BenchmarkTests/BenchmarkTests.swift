@@ -86,10 +86,10 @@ struct BenchmarkTests {
         }
         // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
         // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once);
-        // SecKey's three (sign, verify, key lookup by tag); the PKI two (.p12 import, chain
-        // evaluation); the Secret Service's four (secret-tool, SearchItems + GetSecrets, CreateItem,
+        // SecKey's three (sign, verify, key lookup by tag); the PKI three (.p12 import, legacy .p12
+        // import, chain evaluation); the Secret Service's four (secret-tool, SearchItems + GetSecrets, CreateItem,
         // OpenSession with Diffie-Hellman).
-        #expect(report.targets.count == 21 + 4 * report.scripts.count)
+        #expect(report.targets.count == 22 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         // The interleaved lookups, the socket floor, and the same lookups with this process and a
@@ -183,7 +183,7 @@ struct BenchmarkTests {
         // The PKI rows (openssl-made files; a missing openssl fails here, it is never skipped):
         // each with its same-run swift-crypto floor and breakdown, and a target.
         if case .failure(let failure) = PKIFixture.shared { Issue.record("PKI rows not measured: \(failure)") }
-        for operation in [KeyOperation.pkcs12Import, .trustEvaluate] {
+        for operation in [KeyOperation.pkcs12Import, .pkcs12ImportLegacy, .trustEvaluate] {
             #expect(table.contains(operation.title), "\(operation)")
             #expect(table.contains(operation.referenceDescription), "\(operation)")
             #expect(report.targets.contains { $0.name.hasPrefix(operation.title) }, "\(operation)")

@@ -1,4 +1,5 @@
 import Crypto
+import SwiftASN1
 import Foundation
 import Testing
 
@@ -130,35 +131,76 @@ import Testing
         }
     }
 
-    /// `-legacy` (RC2-40 certificates, 3DES key), the Keychain Access shape, and PBES2 with
-    /// 3DES: refused with the error that names the conversion, which works.
-    @Test func legacyFilesAreRefusedWithTheConversionCommand() throws {
+    /// The legacy shapes of older OpenSSL (`-legacy`: RC2-40 certificates, 3DES key), Keychain Access
+    /// and Windows (SHA-1 MAC without iterations), RC4, PBES1 and PBES2 over 3DES, DES and RC2:
+    /// decrypted by OpenSSL's PKCS#12 reader into the same identity as openssl's own PKCS#8.
+    static let legacyShapes: [[String]] = [
+        ["-legacy"],
+        ["-legacy", "-certpbe", "PBE-SHA1-RC2-40", "-keypbe", "PBE-SHA1-3DES", "-macalg", "sha1", "-nomaciter"],
+        ["-legacy", "-certpbe", "NONE", "-keypbe", "PBE-SHA1-RC4-128"],
+        ["-legacy", "-certpbe", "PBE-SHA1-2DES", "-keypbe", "PBE-SHA1-RC2-128"],
+        ["-legacy", "-certpbe", "PBE-MD5-DES", "-keypbe", "PBE-SHA1-RC2-64"],
+        ["-iter", "10", "-keypbe", "DES-EDE3-CBC"],
+        ["-legacy", "-iter", "10", "-certpbe", "DES-CBC", "-keypbe", "RC2-CBC"],
+    ]
+
+    @Test(arguments: legacyShapes)
+    func legacyFilesAreDecryptedByOpenSSLsReader(shape: [String]) throws {
         let fixture = try Fixture()
         defer { fixture.openssl.cleanUp() }
-        let shapes: [[String]] = [
-            ["-legacy"],
-            ["-legacy", "-certpbe", "PBE-SHA1-RC2-40", "-keypbe", "PBE-SHA1-3DES", "-macalg", "sha1", "-nomaciter"],
-            ["-legacy", "-certpbe", "NONE", "-keypbe", "PBE-SHA1-RC4-128"],
-            ["-iter", "10", "-keypbe", "DES-EDE3-CBC"],
-        ]
-        for (index, shape) in shapes.enumerated() {
-            let file = try fixture.p12(shape, name: "old\(index).p12")
-            do {
-                _ = try PKCS12.parse(file, passphrase: "pw")
-                Issue.record("legacy shape \(shape) accepted")
-            } catch let error as PKIError {
-                #expect(error.code == .unsupportedLegacyEncryption, "\(shape): \(error)")
-                #expect(error.osStatus == -26275)
-                #expect(error.message.contains(PKIError.legacyConversionCommand))
-            }
-            // A wrong passphrase is still reported as such.
-            #expect(
-                throws: PKIError(
-                    .wrongPassphrase, "PKCS#12: the MAC does not verify: wrong passphrase, or a damaged file")
-            ) {
-                try PKCS12.parse(file, passphrase: "nope")
-            }
+        let file = try fixture.p12(shape + ["-certfile", "ca.pem"], name: "old.p12")
+        let contents = try PKCS12.parse(file, passphrase: "pw")
+        #expect(contents.identities.count == 1)
+        #expect(contents.identities.first.map { digest($0.privateKey.pkcs8DER) } == digest(fixture.pkcs8))
+        #expect(contents.identities.first?.certificate == fixture.leaf)
+        #expect(contents.certificates.contains { $0.certificate == fixture.ca })
+        // A wrong passphrase is still reported as such.
+        #expect(
+            throws: PKIError(
+                .wrongPassphrase, "PKCS#12: the MAC does not verify: wrong passphrase, or a damaged file")
+        ) {
+            try PKCS12.parse(file, passphrase: "nope")
         }
+    }
+
+    /// A legacy scheme libcrypto has no cipher for is refused with the conversion command; bytes
+    /// whose padding does not check are malformed, never returned.
+    @Test func legacySchemesNoLibraryDecodesAreRefused() throws {
+        func algorithm(lastArc: UInt8, iterations: UInt8) throws -> AlgorithmIdentifier {
+            let oid: [UInt8] = [0x06, 0x0a, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x0c, 0x01, lastArc]
+            let parameters = derTLV(0x30, derTLV(0x04, Array(repeating: 7, count: 8)) + [0x02, 0x01, iterations])
+            return try AlgorithmIdentifier(node: DER.parse(derTLV(0x30, oid + parameters)), "test")
+        }
+        let unknown = try #require(try LegacyEncryption(algorithm(lastArc: 9, iterations: 1), maximumIterations: 10))
+        do {
+            _ = try unknown.decrypt(Array(repeating: 1, count: 16), passphrase: Array("pw".utf8))
+            Issue.record("an unknown PKCS#12 PBE scheme decrypted")
+        } catch let error as PKIError {
+            #expect(error.code == .unsupportedLegacyEncryption)
+            #expect(error.message.contains(PKIError.legacyConversionCommand))
+        }
+        let rc2 = try #require(try LegacyEncryption(algorithm(lastArc: 6, iterations: 1), maximumIterations: 10))
+        do {
+            let plaintext = try rc2.decrypt(Array(repeating: 0x55, count: 16), passphrase: Array("pw".utf8))
+            Issue.record("garbage decrypted to \(plaintext.count) bytes")
+        } catch let error as PKIError {
+            #expect(error.code == .malformed, "\(error)")
+            #expect(error.message.contains("decryption failed"))
+        }
+        #expect(throws: PKIError.self) {
+            try LegacyEncryption(algorithm(lastArc: 6, iterations: 0), maximumIterations: 10)
+        }
+        #expect(throws: PKIError.self) {
+            try LegacyEncryption(algorithm(lastArc: 6, iterations: 11), maximumIterations: 10)
+        }
+    }
+
+    /// `PKIError.legacyConversionCommand` (named when a legacy file cannot be decrypted) converts a
+    /// legacy file into a modern one we read.
+    @Test func theLegacyConversionCommandWorks() throws {
+        let fixture = try Fixture()
+        defer { fixture.openssl.cleanUp() }
+        _ = try fixture.p12(["-legacy"], name: "old0.p12")
         // The command in the message converts a legacy file into one we read (passphrases
         // given on the command line here; interactively openssl asks for them).
         try fixture.openssl.write("old.p12", fixture.openssl.read("old0.p12"))

@@ -241,7 +241,7 @@ struct SecIdentityTests {
         }
     }
 
-    @Test("wrong passphrase -25293; truncated, garbage, legacy -26275; empty passphrase imports; non-string -50")
+    @Test("wrong passphrase -25293; truncated, garbage -26275; legacy and empty passphrase import; non-string -50")
     func importErrors() throws {
         let fixtures = try CertificateFixtures.get()
         #expect(importPKCS12(fixtures.leafP12, [kSecImportExportPassphrase: "wrong"]).0 == errSecAuthFailed)
@@ -251,8 +251,13 @@ struct SecIdentityTests {
                 == errSecDecode)
         #expect(importPKCS12(Data("garbage".utf8), [kSecImportExportPassphrase: "secret"]).0 == errSecDecode)
         #expect(importPKCS12(fixtures.leaf.der, [kSecImportExportPassphrase: "secret"]).0 == errSecDecode)
-        // Legacy (RC2/3DES): refused; the conversion command is documented on SecPKCS12Import.
-        #expect(importPKCS12(fixtures.legacyP12, [kSecImportExportPassphrase: "secret"]).0 == errSecDecode)
+        // Legacy (RC2-40 certificates, 3DES key, as Apple's SecPKCS12Import reads them): the same
+        // identity as the modern file; a wrong passphrase is still -25293.
+        let legacy = importPKCS12(fixtures.legacyP12, [kSecImportExportPassphrase: "secret"])
+        #expect(legacy.0 == errSecSuccess)
+        #expect(legacy.1.count == 1)
+        #expect(legacy.1.first?[kSecImportItemIdentity as String] != nil)
+        #expect(importPKCS12(fixtures.legacyP12, [kSecImportExportPassphrase: "secreT"]).0 == errSecAuthFailed)
         let empty = importPKCS12(fixtures.emptyPassphraseP12, [:])
         #expect(empty.0 == errSecSuccess)
         #expect(empty.1.count == 1)
