@@ -14,6 +14,7 @@ enum OID {
     static let keyUsage: ASN1ObjectIdentifier = "2.5.29.15"
     static let subjectAltName: ASN1ObjectIdentifier = "2.5.29.17"
     static let basicConstraints: ASN1ObjectIdentifier = "2.5.29.19"
+    static let nameConstraints: ASN1ObjectIdentifier = "2.5.29.30"
     static let authorityKeyIdentifier: ASN1ObjectIdentifier = "2.5.29.35"
     static let extendedKeyUsage: ASN1ObjectIdentifier = "2.5.29.37"
 

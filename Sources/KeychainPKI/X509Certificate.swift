@@ -259,6 +259,10 @@ extension X509Certificate {
     public var subjectKeyIdentifier: [UInt8]? { known.subjectKeyIdentifier }
     /// The keyIdentifier of the authorityKeyIdentifier extension, if present.
     public var authorityKeyIdentifier: [UInt8]? { known.authorityKeyIdentifier }
+    /// The nameConstraints extension (RFC 5280 §4.2.1.10), if present and parsed. One that does
+    /// not parse makes the certificate fail to parse when critical, and is listed in
+    /// ``unparseableExtensions`` otherwise (a validator must then refuse the chain).
+    public var nameConstraints: NameConstraints? { known.nameConstraints }
     /// Whether a critical extension this module does not know is present (a validator must
     /// then refuse the certificate).
     public var hasUnknownCriticalExtension: Bool { known.hasUnknownCriticalExtension }

@@ -54,6 +54,8 @@ public struct SubjectAlternativeNames: Hashable, Sendable {
     public var ipAddresses: [[UInt8]] = []
     /// uniformResourceIdentifier entries, in order.
     public var uris: [String] = []
+    /// Every entry, in order, whatever its form (the lists above hold the ASCII ones of theirs).
+    public var generalNames: [GeneralName] = []
 }
 
 /// Well-known extended-key-usage purposes (dotted OIDs).
@@ -82,13 +84,14 @@ struct KnownExtensions: Hashable, Sendable {
     var subjectAlternativeNames: SubjectAlternativeNames?
     var subjectKeyIdentifier: [UInt8]?
     var authorityKeyIdentifier: [UInt8]?
+    var nameConstraints: NameConstraints?
     var hasUnknownCriticalExtension = false
     var unparseableExtensions: [String] = []
 
     static let knownOIDs: Set<String> = [
         OID.basicConstraints.description, OID.keyUsage.description, OID.extendedKeyUsage.description,
         OID.subjectAltName.description, OID.subjectKeyIdentifier.description,
-        OID.authorityKeyIdentifier.description,
+        OID.authorityKeyIdentifier.description, OID.nameConstraints.description,
     ]
 
     /// Parses each known extension. A known extension that does not parse fails the certificate
@@ -118,6 +121,7 @@ struct KnownExtensions: Hashable, Sendable {
         case OID.subjectKeyIdentifier.description:
             subjectKeyIdentifier = Array(try primitiveBytes(node, .octetString, "subjectKeyIdentifier"))
         case OID.authorityKeyIdentifier.description: authorityKeyIdentifier = try Self.authorityKeyID(node)
+        case OID.nameConstraints.description: nameConstraints = try NameConstraints(node: node)
         default: break
         }
     }
@@ -170,21 +174,17 @@ struct KnownExtensions: Hashable, Sendable {
         var names = SubjectAlternativeNames()
         guard list.remaining <= maximumEntries else { throw PKIError(.limitExceeded, "subjectAltName: too many") }
         while !list.isAtEnd {
-            let name = try list.next()
-            guard name.identifier.tagClass == .contextSpecific else {
-                throw PKIError.malformed("subjectAltName: GeneralName is not context-tagged")
-            }
-            guard case .primitive(let bytes) = name.content else { continue }
-            let ascii = bytes.allSatisfy { $0 < 0x80 } ? String(decoding: bytes, as: UTF8.self) : nil
-            switch name.identifier.tagNumber {
-            case 1: if let ascii { names.emailAddresses.append(ascii) }
-            case 2: if let ascii { names.dnsNames.append(ascii) }
-            case 6: if let ascii { names.uris.append(ascii) }
-            case 7:
+            let name = try GeneralName.lenient(list.next())
+            names.generalNames.append(name)
+            switch name {
+            case .rfc822Name(let text) where text.isAllASCII: names.emailAddresses.append(text)
+            case .dnsName(let text) where text.isAllASCII: names.dnsNames.append(text)
+            case .uniformResourceIdentifier(let text) where text.isAllASCII: names.uris.append(text)
+            case .ipAddress(let bytes):
                 guard bytes.count == 4 || bytes.count == 16 else {
                     throw PKIError.malformed("subjectAltName: iPAddress of \(bytes.count) bytes")
                 }
-                names.ipAddresses.append(Array(bytes))
+                names.ipAddresses.append(bytes)
             default: break
             }
         }
@@ -203,4 +203,9 @@ struct KnownExtensions: Hashable, Sendable {
         }
         return nil
     }
+}
+
+extension String {
+    /// Whether every scalar is ASCII.
+    var isAllASCII: Bool { unicodeScalars.allSatisfy(\.isASCII) }
 }

@@ -12,9 +12,20 @@
 //    errSecNoBasicConstraintsCA (-67605); its key usage, when present, allows keyCertSign:
 //    errSecInvalidKeyUsageForPolicy (-67608); path length constraints: errSecPathLengthConstraintExceeded
 //    (-67611).
-// 4. Every certificate is valid at the verify date (now by default): errSecCertificateExpired (-67818),
+// 4. Name constraints (RFC 5280 4.2.1.10, 6.1.3 (b) and (c)), critical or not: every certificate below a
+//    certificate with a nameConstraints extension (the anchor's included, as Apple and OpenSSL do; self-issued
+//    intermediates excepted) has its subject, its subject's emailAddress attributes and its subjectAltName
+//    entries within the permitted subtrees of their form and outside the excluded ones (KeychainPKI's
+//    `NameConstraints`): errSecInvalidName (-67689), Apple's status for kSecPolicyCheckNameConstraints
+//    (`OSX/sec/Security/SecPolicyChecks.list`, checked in `trust/trustd/SecPolicyServer.c`). So is a chain
+//    with a nameConstraints extension that does not parse (a critical one already fails the certificate's
+//    parsing). As OpenSSL (`check_name_constraints`), not Apple: a leaf without a subjectAltName DNS name
+//    has its host-like common names checked as DNS names, and a name of a form not matched (otherName,
+//    x400Address, ediPartyName, registeredID) fails only when a subtree of its form is present, whereas
+//    Apple fails a critical extension with such a subtree whatever the names.
+// 5. Every certificate is valid at the verify date (now by default): errSecCertificateExpired (-67818),
 //    errSecCertificateNotValidYet (-67819).
-// 5. SSL policies: the leaf's extended key usage, when present, allows server (or client)
+// 6. SSL policies: the leaf's extended key usage, when present, allows server (or client)
 //    authentication: errSecInvalidExtendedKeyUsage (-67609); the host name matches a subjectAltName
 //    DNS name (a leading `*.` matches exactly one label) or IP address: errSecHostNameMismatch (-67602).
 //
@@ -27,7 +38,8 @@
 // any setting also serve as issuers.
 //
 // Linux decisions: revocation is not checked; the common name is never used as a host name
-// (subjectAltName only, as Apple since iOS 13); a successful evaluation gives `.proceed` when a user or
+// (subjectAltName only, as Apple since iOS 13), though check 4 holds a host-like one to the DNS name
+// constraints, since other clients still match it; a successful evaluation gives `.proceed` when a user or
 // admin trust setting anchored it and `.unspecified` otherwise; a failure gives `.deny` for a denied
 // certificate and `.recoverableTrustFailure` otherwise.
 
@@ -246,7 +258,7 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
         return (chain, status, byUser ? .proceed : .unspecified)
     }
 
-    /// Checks 2–5 of the file comment over a chain that ends at an anchor.
+    /// Checks 2–6 of the file comment over a chain that ends at an anchor.
     private func check(_ chain: [X509Certificate], _ state: State) -> OSStatus {
         if chain.contains(where: \.hasUnknownCriticalExtension) { return errSecUnknownCriticalExtensionFlag }
         for (index, issuer) in chain.enumerated().dropFirst() {
@@ -260,6 +272,7 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
                 return errSecPathLengthConstraintExceeded
             }
         }
+        guard satisfiesNameConstraints(chain) else { return errSecInvalidName }
         let date = state.verifyDate ?? Date()
         for certificate in chain {
             if date > certificate.notValidAfter { return errSecCertificateExpired }
@@ -292,6 +305,20 @@ public final class SecTrust: CustomStringConvertible, @unchecked Sendable {
         }
         return errSecSuccess
     }
+}
+
+/// Check 4 of the file comment: whether every certificate of `chain` (leaf first, anchor last) satisfies the
+/// name constraints of each certificate above it, self-issued intermediates excepted (RFC 5280 6.1.3), and no
+/// nameConstraints extension of the chain failed to parse.
+func satisfiesNameConstraints(_ chain: [X509Certificate]) -> Bool {
+    if chain.contains(where: { $0.unparseableExtensions.contains(NameConstraints.extensionOID) }) { return false }
+    for (index, issuer) in chain.enumerated().dropFirst() {
+        guard let constraints = issuer.nameConstraints else { continue }
+        for (position, certificate) in chain[..<index].enumerated() where position == 0 || !certificate.isSelfIssued {
+            if !constraints.permits(certificate, isLeaf: position == 0) { return false }
+        }
+    }
+    return true
 }
 
 /// Whether a certificate's subjectAltName names `hostname`: an IP address entry equal to it, or a DNS

@@ -95,6 +95,8 @@ func cssmTrustErrorName(_ status: OSStatus) -> String {
     case errSecNoBasicConstraintsCA: "CSSMERR_APPLETP_INVALID_CA"
     case errSecInvalidKeyUsageForPolicy: "CSSMERR_APPLETP_INVALID_KEY_USAGE"
     case errSecPathLengthConstraintExceeded: "CSSMERR_APPLETP_PATH_LEN_CONSTRAINT"
+    // kSecPolicyCheckNameConstraints's CSSM code in `OSX/sec/Security/SecPolicyChecks.list`.
+    case errSecInvalidName: "CSSMERR_TP_INVALID_CERTIFICATE"
     case errSecTrustSettingDeny: "CSSMERR_APPLETP_TRUST_SETTING_DENY"
     case errSecInvalidTrustSettings: "CSSMERR_TP_INVALID_TRUST_SETTINGS"
     default: "CSSMERR_TP_VERIFY_ACTION_FAILED"

@@ -577,6 +577,39 @@ struct PKIFiles {
         #expect(missing.status == 1 && missing.out == "***Error reading file \(files.path("missing.pem"))\n")
     }
 
+    @Test("verify-cert refuses a leaf outside its CA's name constraints, critical or not (issue 50, item 16)")
+    func verifyCertNameConstraints() throws {
+        let sandbox = try Sandbox()
+        let files = try PKIFiles(sandbox)
+        let ecKey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+        for critical in ["", "critical,"] {
+            try files.openssl(
+                ["req", "-x509"] + ecKey + [
+                    "-keyout", "ca.key", "-out", "ca.pem", "-days", "30", "-subj", "/CN=Constrained CA", "-addext",
+                    "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                    "-addext", "nameConstraints=\(critical)permitted;DNS:example.com",
+                ])
+            for host in ["www.example.com", "bank.test"] {
+                try files.openssl(
+                    ["req", "-new"] + ecKey + ["-keyout", "\(host).key", "-out", "\(host).csr", "-subj", "/CN=\(host)"])
+                try "subjectAltName=DNS:\(host)\n".write(
+                    toFile: files.path("\(host).ext"), atomically: true, encoding: .utf8)
+                try files.openssl([
+                    "x509", "-req", "-in", "\(host).csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                    "-out", "\(host).pem", "-days", "30", "-extfile", "\(host).ext",
+                ])
+            }
+            let ca = files.path("ca.pem")
+            let inside = try sandbox.run([
+                "verify-cert", "-c", files.path("www.example.com.pem"), "-r", ca, "-p", "ssl", "-s", "www.example.com",
+            ])
+            #expect(inside.status == 0, "\(critical) \(inside)")
+            let outside = try sandbox.run(["verify-cert", "-c", files.path("bank.test.pem"), "-r", ca])
+            #expect(outside.status == 1, "\(critical) \(outside)")
+            #expect(outside.err == "Cert Verify Result: CSSMERR_TP_INVALID_CERTIFICATE\n", "\(critical) \(outside)")
+        }
+    }
+
     @Test("find-key prints macOS's key records; a key imported before its .p12 does not block the import")
     func findKey() throws {
         let (sandbox, files) = try buildKeychain()
