@@ -233,7 +233,7 @@ public final class AgentService: Sendable {
 
     /// Makes the keychain at the absolute `path` the user's default, as `security
     /// default-keychain -s` does (kept in the preferences file): only for the user's own
-    /// programs (`*`). The next request for the default keychain opens that one.
+    /// programs (`AccessGroups.managesKeychains`). The next request for the default keychain opens that one.
     public func setDefaultKeychain(_ path: String, for groups: AccessGroups) throws {
         try Self.requireUserProgram(groups)
         try KeychainPreferences.update(at: paths.preferencesFile) { $0.defaultKeychain = path }
@@ -241,10 +241,10 @@ public final class AgentService: Sendable {
     }
 
     /// Creating, deleting, choosing, naming and re-keying keychains is for the user's own
-    /// programs: callers whose groups include `*`.
+    /// programs (``KeychainCore/AccessGroups/managesKeychains``).
     /// - Throws: `.missingEntitlement` for any other caller.
     public static func requireUserProgram(_ groups: AccessGroups) throws {
-        guard groups.groups.contains("*") else {
+        guard groups.managesKeychains else {
             throw KeychainError(.missingEntitlement, "only the user's own programs manage keychains")
         }
     }
@@ -263,7 +263,7 @@ public final class AgentService: Sendable {
     }
 
     /// Creates a password-less keychain at the absolute `path`, as `security create-keychain`
-    /// without a password does through the agent: only for the user's own programs (`*`).
+    /// without a password does through the agent: only for the user's own programs (`AccessGroups.managesKeychains`).
     public func createKeychain(at path: String, for groups: AccessGroups) async throws {
         _ = try await onWorkQueue { [self] in
             try perform(.create, [.string(path), .boolean(false), .bytes([])], groups: groups)
@@ -271,7 +271,7 @@ public final class AgentService: Sendable {
     }
 
     /// Deletes the keychain at the absolute `path` (its file, log and settings), as `security
-    /// delete-keychain` does through the agent: only for the user's own programs (`*`).
+    /// delete-keychain` does through the agent: only for the user's own programs (`AccessGroups.managesKeychains`).
     public func deleteKeychain(at path: String, for groups: AccessGroups) async throws {
         _ = try await onWorkQueue { [self] in try perform(.deleteKeychain, [.string(path)], groups: groups) }
     }

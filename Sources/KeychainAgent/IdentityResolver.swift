@@ -75,7 +75,10 @@ public struct IdentityResolver: Sendable {
                 tier: .manifestBound(appID: manifest.appID, executable: peer.executable?.path ?? ""),
                 accessGroups: AccessGroups(manifest.accessGroups), pid: peer.pid)
         }
-        return CallerIdentity(tier: .unidentified, accessGroups: defaultGroups, pid: peer.pid)
+        // The user's own programs manage keychains whatever groups they read (issue 50, item 6).
+        return CallerIdentity(
+            tier: .unidentified, accessGroups: AccessGroups(defaultGroups.groups, managesKeychains: true),
+            pid: peer.pid)
     }
 
     /// Whether `path` names an interpreter (`python3.11` and `perl5.36` count as `python3` and `perl`).

@@ -156,8 +156,23 @@ public struct AccessGroups: Sendable, Hashable {
     /// The groups, in order of preference.
     public var groups: [String]
 
+    /// Whether the caller may create, delete, choose, rename, re-key and lock all of the user's
+    /// keychains: the user's own programs. True when the groups include `*`, and for every
+    /// program of the user the agent cannot tell apart from the `security` tool (an unidentified
+    /// caller), whatever groups it was given: `KEYCHAIN_ACCESS_GROUPS=default` narrows what such
+    /// programs read, not who manages the keychains. Never for a sandboxed app or a
+    /// manifest-bound executable without `*`.
+    public var managesKeychains: Bool
+
     /// Creates a list of groups.
-    public init(_ groups: [String]) { self.groups = groups }
+    /// - Parameters:
+    ///   - groups: The groups, in order of preference.
+    ///   - managesKeychains: Whether the caller manages keychains; by default, when `groups`
+    ///     include `*`.
+    public init(_ groups: [String], managesKeychains: Bool? = nil) {
+        self.groups = groups
+        self.managesKeychains = managesKeychains ?? groups.contains("*")
+    }
 
     /// The group that items go to when none is named, on an unconfigured process.
     public static let defaultGroupName = "default"

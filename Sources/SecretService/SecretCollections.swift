@@ -212,7 +212,7 @@ extension SecretServiceProvider {
     }
 
     /// Sets a collection's `Label`: its keychain's display name, kept in the keychain's file.
-    /// Only the user's own programs (`*`) name keychains; the session collection keeps its name.
+    /// Only the user's own programs (`AccessGroups.managesKeychains`) name keychains; the session collection keeps its name.
     func setCollectionLabel(
         _ collection: SecretCollection, _ label: String, _ message: DBusMessage?, _ connection: DBusConnection
     ) async throws {

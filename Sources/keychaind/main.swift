@@ -158,7 +158,7 @@ enum SecretServiceHandoff {
                     "Serve", inputs: [.init("address", .string), .init("replace", .boolean)],
                     outputs: [.init("served", .boolean)]
                 ) { call in
-                    guard (try? directory.accessGroups(for: call.connection))?.groups.contains("*") == true else {
+                    guard (try? directory.accessGroups(for: call.connection))?.managesKeychains == true else {
                         throw DBusError.method(
                             "org.freedesktop.DBus.Error.AccessDenied", "only the user's own programs may ask")
                     }

@@ -43,13 +43,13 @@ struct CallerDirectoryTests {
         let accepted = try acceptDBusCredentials(fixture.agent)
         defer { closeAccepted(accepted) }
         #expect(accepted.credentials.pid == child.pid && accepted.credentials.uid == getuid())
-        #expect(try callers.accessGroups(for: accepted.credentials) == ManifestFixture.defaults)
+        #expect(try callers.accessGroups(for: accepted.credentials).groups == ManifestFixture.defaults.groups)
         let identity = try callers.identity(for: accepted.credentials)
         #expect(identity.tier == .unidentified && identity.pid == child.pid)
         // Without a pidfd (kernels before 6.5) the same process is found through pidfd_open.
         var withoutPidfd = accepted.credentials
         withoutPidfd.pidFD = nil
-        #expect(try callers.accessGroups(for: withoutPidfd) == ManifestFixture.defaults)
+        #expect(try callers.accessGroups(for: withoutPidfd).groups == ManifestFixture.defaults.groups)
         #expect(callers.identifications == 1, "one identification, then the cache")
         #expect(callers.count == 1)
     }
@@ -144,7 +144,7 @@ struct CallerDirectoryTests {
         defer { closeAccepted(newcomer) }
         #expect(newcomer.credentials.pid == accepted.credentials.pid)
         let identity = try callers.identity(for: newcomer.credentials)
-        #expect(identity.tier == .unidentified && identity.accessGroups == ManifestFixture.defaults)
+        #expect(identity.tier == .unidentified && identity.accessGroups.groups == ManifestFixture.defaults.groups)
         // The old connection's pidfd names the dead process: the newcomer's cached identity is
         // not handed to whoever still holds that connection.
         #expect {
@@ -194,7 +194,8 @@ struct CallerDirectoryTests {
         // Neither what the connection kept nor the directory's cache answers for the new program.
         #expect(try callers.entry(for: accepted.credentials, known: kept, resolving: false) == nil)
         let anew = try #require(try callers.entry(for: accepted.credentials, known: kept, resolving: true))
-        #expect(anew.identity.tier == .unidentified && anew.identity.accessGroups == ManifestFixture.defaults)
+        #expect(
+            anew.identity.tier == .unidentified && anew.identity.accessGroups.groups == ManifestFixture.defaults.groups)
         #expect(callers.identifications == 2 && callers.connectionHits == 3)
     }
 
@@ -222,7 +223,7 @@ struct CallerDirectoryTests {
         }
         try #require(exe.hasSuffix("/sleep"))
         let identity = try callers.identity(for: accepted.credentials)
-        #expect(identity.tier == .unidentified && identity.accessGroups == ManifestFixture.defaults)
+        #expect(identity.tier == .unidentified && identity.accessGroups.groups == ManifestFixture.defaults.groups)
         #expect(callers.identifications == 2)
     }
 

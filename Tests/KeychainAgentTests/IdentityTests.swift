@@ -81,7 +81,11 @@ struct ManifestIdentityTests {
         #expect(callerA.accessGroups.groups == ["com.example.a", "com.example.shared-a"])
         #expect(callerB.tier == .manifestBound(appID: "com.example.b", executable: b))
         #expect(callerB.accessGroups.groups == ["com.example.b"])
-        #expect(stranger.tier == .unidentified && stranger.accessGroups == ManifestFixture.defaults)
+        #expect(stranger.tier == .unidentified && stranger.accessGroups.groups == ManifestFixture.defaults.groups)
+        // The user's own programs manage keychains whatever groups they read; bound apps without
+        // `*` do not (issue 50, item 6).
+        #expect(stranger.accessGroups.managesKeychains && !ManifestFixture.defaults.managesKeychains)
+        #expect(!callerA.accessGroups.managesKeychains && !callerB.accessGroups.managesKeychains)
         #expect(Set(callerA.accessGroups.groups).isDisjoint(with: callerB.accessGroups.groups))
 
         // Neither can name the other's group, for writes or for queries.
@@ -240,6 +244,7 @@ struct FlatpakIdentityTests {
         let caller = try sandboxed(info: "[Application]\nname=org.example.Sandboxed\nruntime=x\n\n[Instance]\nx=1\n")
         #expect(caller.tier == .sandboxed(appID: "org.example.Sandboxed"))
         #expect(caller.accessGroups.groups == ["org.example.Sandboxed"])
+        #expect(!caller.accessGroups.managesKeychains)
         #expect(throws: AgentError.self) { try AccessGroupPolicy.resolve(requested: "user", for: caller) }
         #expect(throws: AgentError.self) { try AccessGroupPolicy.queryScope(requested: "default", for: caller) }
     }
@@ -283,7 +288,7 @@ struct FlatpakIdentityTests {
         defer { close(fd) }
         #expect(try FlatpakInfo.appID(pid: peer.pid) == nil)
         let caller = try fixture.resolver.identify(peer)
-        #expect(caller.tier == .unidentified && caller.accessGroups == ManifestFixture.defaults)
+        #expect(caller.tier == .unidentified && caller.accessGroups.groups == ManifestFixture.defaults.groups)
     }
 
     @Test("this (unsandboxed) process has no Flatpak app id, and shares the agent's root and mount namespace")

@@ -71,4 +71,40 @@ struct ManifestTests {
         let crossed = try run(mailTool, ["lookup", "service", "other", "account", "b"])
         #expect(crossed.status != 0 && crossed.stdout.isEmpty, "\(crossed)")
     }
+
+    /// `KEYCHAIN_ACCESS_GROUPS=default`, as docs/agent.md recommends, narrows what the user's
+    /// unidentified programs read; it must not take keychain management from the user's own tool
+    /// (issue 50, item 6): create, settings, lock all, delete, and a `keychaind --secret-service`
+    /// handing the Secret Service to the running agent.
+    @Test("Under KEYCHAIN_ACCESS_GROUPS=default the user's security tool and keychaind still manage keychains")
+    func recommendedGroupsLeaveTheUsersToolAnAdministrator() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind(environment: ["KEYCHAIN_ACCESS_GROUPS": "default"])
+        defer { bus.stop() }
+        let security = try requireTool(productsDirectory + "/security")
+        func run(_ arguments: [String], stdin: String? = nil) throws -> ToolResult {
+            try runTool(security, arguments, stdin: stdin.map { Data($0.utf8) }, environment: bus.environment)
+        }
+        // The first command starts the agent with the recommended setting.
+        let stored = try run(["add-generic-password", "-s", "svc", "-a", "acct", "-w", "pw1"])
+        #expect(stored.status == 0, "\(stored)")
+        // The Secret Service is handed to the running agent by a keychaind of the user.
+        let handOff = try runTool(
+            try requireTool(productsDirectory + "/keychaind"), ["--secret-service"], environment: bus.environment)
+        #expect(handOff.status == 0, "\(handOff)")
+        let secretTool = try requireTool("/usr/bin/secret-tool")
+        let found = try runTool(
+            secretTool, ["lookup", "service", "svc", "account", "acct"], environment: bus.environment)
+        #expect(found.out == "pw1", "\(found)")
+        let keychain = bus.home + "/build.keychain"
+        for arguments in [
+            ["create-keychain", "-p", "build-pw", keychain], ["set-keychain-settings", "-t", "600", keychain],
+            ["lock-keychain", "-a"], ["unlock-keychain", "-p", "build-pw", keychain],
+        ] {
+            let result = try run(arguments)
+            #expect(result.status == 0, "\(arguments.first ?? ""): \(result)")
+        }
+        let deleted = try run(["delete-keychain", keychain])
+        #expect(deleted.status == 0, "\(deleted)")
+        #expect(!FileManager.default.fileExists(atPath: keychain))
+    }
 }
