@@ -15,10 +15,23 @@ import KeychainCore
 /// | each other attribute | one search term of `trms`, `name` NUL `value` |
 ///
 /// An item without that `gena` (made through SecItem or `security`) shows the attributes
-/// `service` and `account` from `svce` and `acct`.
+/// `service` and `account` from `svce` and `acct`, and the `xdg:schema` libsecret gives such an
+/// item (``schemaName(of:)``), so that clients searching with a schema find it.
 public enum SecretAttributes {
     /// The one key of the JSON object kept in `gena`.
     static let marker = "org.freedesktop.Secret.Attributes"
+
+    /// The attribute in which libsecret names an item's schema.
+    public static let schemaKey = "xdg:schema"
+
+    /// The schema libsecret clients use for what a keychain class holds, shown on the items made
+    /// through SecItem or `security`: `org.freedesktop.Secret.Generic` for a generic password
+    /// (GNOME Keyring's generic secret, Python keyring's libsecret schema), and
+    /// `org.gnome.keyring.NetworkPassword` (`SECRET_SCHEMA_COMPAT_NETWORK`, git's credential
+    /// helper) for an internet password.
+    public static func schemaName(of itemClass: ItemClass) -> String {
+        itemClass == .internetPassword ? "org.gnome.keyring.NetworkPassword" : "org.freedesktop.Secret.Generic"
+    }
 
     /// The D-Bus attributes of a generic password.
     public static func attributes(of item: Item) -> [String: String] {
@@ -27,6 +40,7 @@ public enum SecretAttributes {
         func put(_ key: String, _ name: AttributeName) {
             if let value = item.attributes[name]?.stringValue, !value.isEmpty { attributes[key] = value }
         }
+        attributes[schemaKey] = schemaName(of: item.itemClass)
         guard item.itemClass == .internetPassword else {
             put("service", .service)
             put("account", .account)
@@ -167,22 +181,28 @@ public enum SecretAttributes {
             var attributes: Attributes = [:]
             if let server = query["server"] { attributes[.server] = .string(server) }
             if let account = query["account"] { attributes[.account] = .string(account) }
-            if usingTerms { attributes.merge(termFilter(query, for: .internetPassword)) { $1 } }
+            if usingTerms { attributes.merge(termFilter(query, for: .internetPassword, widened: true)) { $1 } }
             queries.append(ItemQuery(class: .internetPassword, attributes: attributes))
         }
         return queries
     }
 
     /// The filter on `trms` for `query`'s attributes outside ``applesKeys(_:)``; none when it
-    /// has none.
-    static func termFilter(_ query: [String: String], for itemClass: ItemClass) -> Attributes {
+    /// has none. `widened` leaves out an `xdg:schema` that names the class's own schema
+    /// (``schemaName(of:)``), which the items made through SecItem show without having it as a
+    /// term: they are candidates too, and ``matches(_:_:)-(Item,_)`` decides.
+    static func termFilter(_ query: [String: String], for itemClass: ItemClass, widened: Bool = false) -> Attributes {
+        var query = query
+        if widened, query[schemaKey] == schemaName(of: itemClass) { query[schemaKey] = nil }
         let terms = searchTerms(query, for: itemClass)
         return terms.terms.isEmpty ? [:] : [.searchTerms: .data(terms.encoded)]
     }
 
-    /// The query a locked keychain answers for `query` in `itemClass` exactly as an open one
-    /// would, by its index alone (every filter is one the index holds: `svce`, `srvr`, `acct`,
-    /// `ptcl`, `port`, `path`, `sdmn` and the search terms), or `nil` when it cannot: the query
+    /// The query a locked keychain answers for `query` in `itemClass` by its index alone (every
+    /// filter is one the index holds: `svce`, `srvr`, `acct`, `ptcl`, `port`, `path`, `sdmn` and
+    /// the search terms), as an open one would except for one case: a query with the class's own
+    /// `xdg:schema` finds the D-Bus items that have it, not the items made through SecItem (the
+    /// index cannot tell them from the D-Bus items of other schemas); or `nil` when it cannot: the query
     /// names `username` or `user` (which are `acct` only for an item whose map has no
     /// `account`), or a generic password's query a `server`, … of the network schema that Apple
     /// has no value for (an unknown protocol, a port that is not one).
@@ -218,7 +238,7 @@ public enum SecretAttributes {
     /// `acct` only when the item has no `account`) and, with `usingTerms`, the search terms of
     /// the others.
     public static func engineQuery(for query: [String: String], usingTerms: Bool = true) -> ItemQuery {
-        var attributes: Attributes = usingTerms ? termFilter(query, for: .genericPassword) : [:]
+        var attributes: Attributes = usingTerms ? termFilter(query, for: .genericPassword, widened: true) : [:]
         if let service = query["service"] { attributes[.service] = .string(service) }
         if let account = query["account"] { attributes[.account] = .string(account) }
         return ItemQuery(class: .genericPassword, attributes: attributes)

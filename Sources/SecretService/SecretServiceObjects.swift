@@ -220,7 +220,8 @@ extension SecretServiceProvider {
         let itemClass = SecretAttributes.itemClass(for: attributes)
         let (item, added) = try await withKeychain(collection, call.message, call.connection) { keychain in
             // Replace the item with these attributes, or the SecItem-made item with the same
-            // primary key as Apple defines it (the same item through the other door).
+            // primary key as Apple defines it whose attributes these are (the same item through
+            // the other door; another schema's map is another item).
             let candidates =
                 replace
                 ? try SecretAttributes.engineQueries(for: attributes, usingTerms: false).filter {
@@ -231,6 +232,7 @@ extension SecretServiceProvider {
             let keychainMade = candidates.first { item in
                 SecretAttributes.isKeychainMade(item)
                     && SecretAttributes.sameApplePrimaryKey(item.attributes, stored, class: itemClass)
+                    && SecretAttributes.matches(item, attributes)
             }
             let sameMap = candidates.first { SecretAttributes.matches(SecretAttributes.attributes(of: $0), attributes) }
             if let existing = sameMap ?? keychainMade, let id = existing.persistentID {

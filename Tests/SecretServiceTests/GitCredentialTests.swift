@@ -163,6 +163,30 @@ struct GitCredentialTests {
         #expect(try git("get", portPath).out == "username=carol\npassword=with-port\n")
     }
 
+    /// Debian's helper searches with `SECRET_SCHEMA_COMPAT_NETWORK`, so with
+    /// `xdg:schema=org.gnome.keyring.NetworkPassword`: the internet password that
+    /// `security add-internet-password` (or macOS's git helper's shape through SecItem) made is
+    /// found, shown with that schema (issue 50, item 14).
+    @Test("git-credential-libsecret gets the internet password security stored")
+    func getFindsSecurityMadeInternetPassword() throws {
+        let bus = try Self.bus()
+        defer { bus.stop() }
+        let helper = try Self.buildHelper(in: bus.root)
+        let security = try requireTool(productsDirectory + "/security")
+        let added = try runTool(
+            security,
+            ["add-internet-password", "-s", "example.com", "-a", "alice", "-r", "htps", "-w", "from-security"],
+            environment: bus.environment)
+        #expect(added.status == 0, "\(added)")
+        let site = [("protocol", "https"), ("host", "example.com")]
+        let got = try runTool(helper, ["get"], stdin: Self.credential(site), environment: bus.environment)
+        #expect(got.status == 0 && got.out == "username=alice\npassword=from-security\n", "\(got) \(got.out)")
+        let http = try runTool(
+            helper, ["get"], stdin: Self.credential([("protocol", "http"), ("host", "example.com")]),
+            environment: bus.environment)
+        #expect(http.status == 0 && http.stdout.isEmpty, "another protocol is another credential: \(http.out)")
+    }
+
     /// A password keychain that is the default and locked. The helper's `get` searches with
     /// `SECRET_SEARCH_UNLOCK`: the locked keychain's index finds git's item by its server and
     /// protocol (`srvr`, `ptcl`) and lists it as locked; libsecret reads its properties (shown

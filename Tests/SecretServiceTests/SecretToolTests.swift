@@ -286,6 +286,50 @@ struct SecretToolTests {
         #expect(plain.out == "other", "\(plain)")
     }
 
+    /// libsecret clients that search with a schema (git's credential helper, libsecret's
+    /// `secret_password_lookup` with a schema) send its name as `xdg:schema`: an item made by
+    /// `security` shows the schema libsecret would give its class, and such a search finds it,
+    /// and no D-Bus item of another schema (issue 50, item 14).
+    @Test("Items made by security show libsecret's schema for their class, and schema searches find them")
+    func keychainItemsShowTheirSchema() throws {
+        let bus = try PrivateSessionBus(
+            serviceFile: Self.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: try requireTool(productsDirectory + "/keychaind"))
+        defer { bus.stop() }
+        #expect(
+            try security(bus, ["add-generic-password", "-s", "mail", "-a", "alice", "-w", "generic-pw"]).status == 0)
+        #expect(
+            try security(
+                bus, ["add-internet-password", "-s", "example.com", "-a", "bob", "-r", "htps", "-w", "net-pw"]
+            )
+            .status == 0)
+        let other = try secretTool(
+            bus, ["store", "--label=Other", "service", "mail", "account", "alice", "xdg:schema", "org.example.Other"],
+            stdin: Data("other-pw".utf8))
+        #expect(other.status == 0, "\(other)")
+
+        let generic = ["xdg:schema", "org.freedesktop.Secret.Generic"]
+        let found = try secretTool(bus, ["lookup"] + generic + ["service", "mail", "account", "alice"])
+        #expect(found.out == "generic-pw", "\(found)")
+        let byUsername = try secretTool(bus, ["lookup"] + generic + ["service", "mail", "username", "alice"])
+        #expect(byUsername.out == "generic-pw", "\(byUsername)")
+        let search = try secretTool(bus, ["search", "--all"] + generic)
+        let listed = search.out + String(decoding: search.stderr, as: UTF8.self)
+        #expect(listed.contains("schema = org.freedesktop.Secret.Generic"), "\(listed)")
+        #expect(listed.contains("secret = generic-pw") && !listed.contains("other-pw"), "\(listed)")
+        #expect(!listed.contains("net-pw"), "an internet password is not of the generic schema: \(listed)")
+
+        let network = ["xdg:schema", "org.gnome.keyring.NetworkPassword"]
+        let internet = try secretTool(
+            bus, ["lookup"] + network + ["server", "example.com", "user", "bob", "protocol", "https"])
+        #expect(internet.out == "net-pw", "\(internet)")
+        let wrongSchema = try secretTool(bus, ["lookup"] + network + ["service", "mail", "account", "alice"])
+        #expect(wrongSchema.status != 0 && wrongSchema.stdout.isEmpty, "\(wrongSchema)")
+        // The D-Bus item of another schema is still found by its own.
+        let own = try secretTool(bus, ["lookup", "xdg:schema", "org.example.Other", "service", "mail"])
+        #expect(own.out == "other-pw", "\(own)")
+    }
+
     @Test("The attribute map: service and account go to svce and acct, the whole map comes back exactly")
     func mapping() {
         let attributes = ["service": "s", "username": "u", "z": "1", "a": ""]
@@ -294,7 +338,9 @@ struct SecretToolTests {
         let item = Item(class: .genericPassword, attributes: stored)
         #expect(SecretAttributes.attributes(of: item) == attributes)
         let plain = Item(class: .genericPassword, attributes: [.service: .string("S"), .account: .string("A")])
-        #expect(SecretAttributes.attributes(of: plain) == ["service": "S", "account": "A"])
+        #expect(
+            SecretAttributes.attributes(of: plain)
+                == ["service": "S", "account": "A", "xdg:schema": "org.freedesktop.Secret.Generic"])
         #expect(SecretAttributes.matches(attributes, ["z": "1"]) && !SecretAttributes.matches(attributes, ["Z": "1"]))
         // SecItem changed the service and account since: the map shows them as they are now.
         var changed = item
