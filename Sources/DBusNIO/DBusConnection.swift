@@ -105,6 +105,9 @@ final class DBusConnectionState: Sendable {
     let peerCredentials: DBusPeerCredentials?
     let signals: AsyncStream<DBusMessage>
     let signalContinuation: AsyncStream<DBusMessage>.Continuation
+    /// Sees each signal on the event loop as it arrives, before any later message is handled
+    /// (``DBusConnection/observeSignals(_:)``).
+    let signalObserver = Mutex<(@Sendable (DBusMessage) -> Void)?>(nil)
     let uniqueName = Mutex<String?>(nil)
     let serverGUID = Mutex<String?>(nil)
     /// What the server keeps about this connection (``DBusConnection/attachment``).
@@ -204,6 +207,7 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
                 reply.succeed(message)
             }
         case .signal:
+            state.signalObserver.withLock { $0 }?(message)
             state.signalContinuation.yield(message)
         case .methodCall:
             break  // dispatched above
@@ -354,6 +358,15 @@ public struct DBusConnection: Sendable {
     /// Signals received on this connection, in order; finishes when the connection closes.
     /// Only the first iterator receives them.
     public var signals: AsyncStream<DBusMessage> { state.signals }
+
+    /// Calls `observer` with each signal received from now on, on the connection's event loop,
+    /// before any message received after it is handled or delivered (``signals`` is read by a
+    /// task, later): for bookkeeping a call must find done, such as when a bus name appeared.
+    /// `observer` must be quick and must not block. A second observer replaces the first.
+    /// - Parameter observer: What to call, or `nil` to stop.
+    public func observeSignals(_ observer: (@Sendable (DBusMessage) -> Void)?) {
+        state.signalObserver.withLock { $0 = observer }
+    }
 
     /// Whether the connection is still open.
     public var isActive: Bool { channel.isActive }

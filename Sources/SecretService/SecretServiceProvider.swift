@@ -52,6 +52,8 @@ public final class SecretServiceProvider: Sendable {
     let callers = Mutex<[String: AccessGroups]>([:])
     /// Whether ``watchSessions(on:)`` runs (callers are cached only then).
     let watching = Atomic<Bool>(false)
+    /// When each caller's unique name appeared: a pid reused after the caller exited is refused.
+    let births = BusNameBirths()
     /// Open prompts by path (a completed one is removed).
     let prompts = Mutex<[String: OpenPrompt]>([:])
     /// The collections as last read (``collections()``).
@@ -93,11 +95,14 @@ public final class SecretServiceProvider: Sendable {
     /// Subscribes to `NameOwnerChanged` and then, in the returned task, frees the sessions of
     /// callers that leave the bus until the connection closes or the task is cancelled.
     public func watchSessions(on connection: DBusConnection) async throws -> Task<Void, Never> {
+        connection.observeSignals { [births] in births.record($0) }
         _ = try await connection.callBus(
             "AddMatch", [.string("type='signal',sender='org.freedesktop.DBus',member='NameOwnerChanged'")])
+        births.startWatching()
         watching.store(true, ordering: .relaxed)
         return Task { [self] in
-            for await signal in connection.signals where signal.member == "NameOwnerChanged" {
+            for await signal in connection.signals
+            where signal.member == "NameOwnerChanged" && signal.sender == DBusMessage.busDriverName {
                 guard signal.body.count == 3, signal.body[2].stringValue == "",
                     let name = signal.body[0].stringValue
                 else { continue }
@@ -126,7 +131,11 @@ public final class SecretServiceProvider: Sendable {
         let credentials = try await credentials(of: sender, connection)
         let groups: AccessGroups
         do {
+            // The pid is the process that connected only if it is no younger than the name
+            // (checked again after identifying it, which reads /proc meanwhile).
+            try births.requireOriginal(pid: credentials.pid, of: sender)
             groups = try directory.accessGroups(for: credentials)
+            try births.requireOriginal(pid: credentials.pid, of: sender)
         } catch {
             throw SecretServiceError.refused
         }
