@@ -66,9 +66,9 @@ public struct IdentityResolver: Sendable {
             return CallerIdentity(tier: .invalidSandbox, accessGroups: AccessGroups([]), pid: peer.pid)
         }
         if let appID {
-            let declared = catalog.first { $0.appID == appID }?.accessGroups
             return CallerIdentity(
-                tier: .sandboxed(appID: appID), accessGroups: AccessGroups(declared ?? [appID]), pid: peer.pid)
+                tier: .sandboxed(appID: appID), accessGroups: AccessGroups(Self.sandboxGroups(appID, catalog)),
+                pid: peer.pid)
         }
         if let manifest = boundManifest(for: peer, in: catalog) {
             return CallerIdentity(
@@ -79,6 +79,23 @@ public struct IdentityResolver: Sendable {
         return CallerIdentity(
             tier: .unidentified, accessGroups: AccessGroups(defaultGroups.groups, managesKeychains: true),
             pid: peer.pid)
+    }
+
+    /// The groups of a sandbox whose `/.flatpak-info` names `appID`: those a root-owned manifest
+    /// for that app id declares when it binds no executable (a Flatpak app's manifest), else the
+    /// app id alone, less every group a manifest gives host executables, and none at all for an
+    /// app id a manifest binds to host executables.
+    ///
+    /// Any program of the user can make such a sandbox (`bwrap --unshare-user` with a made-up
+    /// `/.flatpak-info`), so the claim proves only that the caller is not another sandboxed app
+    /// (which can neither make user namespaces nor change its own root): it must never reach what
+    /// manifests keep for bound executables from the user's other programs.
+    static func sandboxGroups(_ appID: String, _ catalog: [AppManifest]) -> [String] {
+        let bound = catalog.filter { !$0.executables.isEmpty }
+        guard !bound.contains(where: { $0.appID == appID }) else { return [] }
+        let hostGroups = Set(bound.flatMap(\.accessGroups))
+        let declared = catalog.first { $0.appID == appID && $0.executables.isEmpty }?.accessGroups
+        return (declared ?? [appID]).filter { !hostGroups.contains($0) }
     }
 
     /// Whether `path` names an interpreter (`python3.11` and `perl5.36` count as `python3` and `perl`).

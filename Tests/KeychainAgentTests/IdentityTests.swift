@@ -260,6 +260,33 @@ struct FlatpakIdentityTests {
         #expect(caller.accessGroups.groups == ["team.sandboxed", "shared"])
     }
 
+    /// Any program of the user can make a sandbox with a made-up `/.flatpak-info` (this one is
+    /// bwrap's, as `bwrap --unshare-user` makes it without root): the claim must not reach what
+    /// root-owned manifests keep for host executables (issue 50, item 1).
+    @Test("a sandbox claim gets no group a manifest gives host executables, and nothing for a bound app id")
+    func sandboxClaimCannotReachBoundGroups() throws {
+        let directory = try TemporaryDirectory()
+        let apps = try directory.make("apps.d")
+        _ = try directory.write(
+            "apps.d/mail.toml",
+            """
+            app-id = "com.example.mail"
+            access-groups = ["com.example.mail", "com.example.shared"]
+
+            [[executable]]
+            path = "/usr/bin/true"
+            """)
+        _ = try directory.write(
+            "apps.d/s.toml",
+            "app-id = \"org.example.Sandboxed\"\naccess-groups = [\"team.sandboxed\", \"com.example.shared\"]\n")
+        let forged = try sandboxed(info: "[Application]\nname=com.example.mail\n", manifests: apps)
+        #expect(forged.tier == .sandboxed(appID: "com.example.mail"))
+        #expect(forged.accessGroups.groups.isEmpty, "\(forged.accessGroups.groups)")
+        #expect(throws: AgentError.self) { try AccessGroupPolicy.queryScope(requested: nil, for: forged) }
+        let flatpak = try sandboxed(info: "[Application]\nname=org.example.Sandboxed\n", manifests: apps)
+        #expect(flatpak.accessGroups.groups == ["team.sandboxed"])
+    }
+
     @Test("a .flatpak-info that is a symbolic link inside the sandbox gets no groups at all")
     func linkedInfoRefused() throws {
         let caller = try sandboxed(info: "[Application]\nname=org.example.Sandboxed\n", asLink: true)
