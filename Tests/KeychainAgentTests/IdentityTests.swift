@@ -63,6 +63,34 @@ func sha256sum(_ path: String) throws -> String {
 
 @Suite("Identity tiers: manifests")
 struct ManifestIdentityTests {
+    /// The documented limit of the manifest tier (docs/agent.md, issue 50, item 3): a connection
+    /// is identified by the program its process runs when it asks, so a program of the user that
+    /// connects and then execs a bound executable (keeping the socket for a child) gets that
+    /// app's groups, as one that starts the bound executable under a debugger or with
+    /// LD_PRELOAD does. The manifest tier keeps honest programs and sandboxed apps apart; it is
+    /// not a boundary against the user's own programs.
+    @Test("exec after connect: the connection is identified by the program that runs when it asks")
+    func execAfterConnectTakesTheBoundIdentity() throws {
+        let fixture = try ManifestFixture()
+        let app = try fixture.install("app")
+        let other = try fixture.install("other")
+        try fixture.manifest("a.toml", appID: "com.example.a", groups: ["com.example.a"], executables: [(app, nil)])
+        let child = try Child(other, ["connect", fixture.agent.socketPath])
+        defer { child.finish() }
+        try #require(child.readLine() == "connected")
+        let (fd, before) = try fixture.agent.acceptPeer()
+        defer { close(fd) }
+        #expect(try fixture.resolver.identify(before).tier == .unidentified)
+        child.send("exec \(app) secret plain")
+        var now = try PeerCredentials(socket: fd)
+        for _ in 0..<3000 where now.executable?.path != app {
+            usleep(10_000)
+            now = try PeerCredentials(socket: fd)
+        }
+        #expect(!before.isStillTheSameProcess(), "what was identified at first is gone")
+        #expect(try fixture.resolver.identify(now).tier == .manifestBound(appID: "com.example.a", executable: app))
+    }
+
     @Test("two executables with different root-owned manifests get disjoint groups; others get the defaults")
     func disjointGroups() throws {
         let fixture = try ManifestFixture()
