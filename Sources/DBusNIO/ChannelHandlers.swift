@@ -9,23 +9,71 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
 
     /// The largest message accepted; larger ones fail the decoder, which closes the connection.
     public let maximumMessageSize: Int
+    /// How long a message may take once its first bytes arrived (`nil`: no limit); past it the
+    /// connection is closed.
+    public let partialMessageTimeout: TimeAmount?
+    /// Shared by a server's connections: a message's length is taken from it when its fixed
+    /// header arrives and given back when it is decoded or dropped (`nil`: no budget).
+    public let budget: PendingMessageBudget?
 
-    /// A decoder that refuses messages longer than `maximumMessageSize` bytes.
-    public init(maximumMessageSize: Int = DBusLimits.maximumMessageLength) {
+    private var partialDeadline: Scheduled<Void>?
+    private var reserved = 0
+
+    /// A decoder that refuses messages longer than `maximumMessageSize` bytes, with optionally
+    /// a time limit for each message to arrive and a budget shared with other connections.
+    public init(
+        maximumMessageSize: Int = DBusLimits.maximumMessageLength, partialMessageTimeout: TimeAmount? = nil,
+        budget: PendingMessageBudget? = nil
+    ) {
         self.maximumMessageSize = maximumMessageSize
+        self.partialMessageTimeout = partialMessageTimeout
+        self.budget = budget
     }
 
     /// Decodes one message if a whole one is buffered.
     public mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        guard buffer.readableBytes >= DBusMessage.fixedHeaderLength else { return .needMoreData }
+        guard buffer.readableBytes >= DBusMessage.fixedHeaderLength else { return waiting(context, buffer) }
         let length = try buffer.withUnsafeReadableBytes { [maximumMessageSize] header in
             try DBusMessage.frameLength(fixedHeader: header, maximumLength: maximumMessageSize)
         }
-        guard buffer.readableBytes >= length, let bytes = buffer.readBytes(length: length) else { return .needMoreData }
+        try reserve(length)
+        guard buffer.readableBytes >= length, let bytes = buffer.readBytes(length: length) else {
+            return waiting(context, buffer)
+        }
+        settle()
         let (header, body) = try DBusMessage.decodeHeader(bytes, maximumLength: maximumMessageSize)
         context.fireChannelRead(Self.wrapInboundOut(DBusReceivedMessage(header: header, body: body)))
         return .continue
     }
+
+    /// Takes the message's length from the budget, once per message.
+    private mutating func reserve(_ length: Int) throws {
+        guard let budget, reserved == 0 else { return }
+        guard budget.reserve(length) else {
+            throw DBusError(.limitExceeded, "the server holds too many bytes of messages still arriving")
+        }
+        reserved = length
+    }
+
+    /// The message is whole (or dropped): its budget goes back and its deadline is off.
+    private mutating func settle() {
+        if reserved > 0 { budget?.release(reserved) }
+        reserved = 0
+        partialDeadline?.cancel()
+        partialDeadline = nil
+    }
+
+    /// Waits for more bytes; a message begun starts its deadline.
+    private mutating func waiting(_ context: ChannelHandlerContext, _ buffer: ByteBuffer) -> DecodingState {
+        if buffer.readableBytes > 0, partialDeadline == nil, let partialMessageTimeout {
+            let channel = context.channel
+            partialDeadline = context.eventLoop.scheduleTask(in: partialMessageTimeout) { channel.close(promise: nil) }
+        }
+        return .needMoreData
+    }
+
+    /// Gives back what a partial message held when the connection goes.
+    public mutating func decoderRemoved(context: ChannelHandlerContext) { settle() }
 
     /// Discards a partial message left when the connection closes.
     public mutating func decodeLast(
@@ -35,6 +83,7 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
     ) throws -> DecodingState {
         while try decode(context: context, buffer: &buffer) == .continue {}
         buffer.clear()
+        settle()
         return .needMoreData
     }
 }

@@ -26,6 +26,9 @@ public final class DBusServer: Sendable {
         public var callLimits = DBusCallLimits()
         /// How long a peer has to complete the SASL handshake.
         public var authenticationTimeout: Duration = .seconds(30)
+        /// How many connections peers may hold, how long a message may take to arrive and how
+        /// many bytes of arriving messages the server holds.
+        public var limits = DBusServerLimits()
         /// Which uids may connect (the claimed uid must also equal `SO_PEERCRED`'s). The server
         /// process's own uid by default.
         public var isAuthorized: @Sendable (UInt32) -> Bool
@@ -167,10 +170,14 @@ public final class DBusServer: Sendable {
         made.answersHello = configuration.answersHello
         let dispatcher = made
         let counter = ConnectionCounter()
+        let census = ConnectionCensus(limits: configuration.limits)
+        let budget = PendingMessageBudget(capacity: configuration.limits.maximumPendingMessageBytes)
         return ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .childChannelInitializer { child in
-                configure(child, dispatcher: dispatcher, configuration: configuration, number: counter.next())
+                configure(
+                    child, dispatcher: dispatcher, configuration: configuration, number: counter.next(),
+                    census: census, budget: budget)
             }
     }
 
@@ -178,9 +185,26 @@ public final class DBusServer: Sendable {
         _ child: Channel,
         dispatcher: DBusDispatcher,
         configuration: Configuration,
-        number: UInt64
+        number: UInt64,
+        census: ConnectionCensus,
+        budget: PendingMessageBudget
     ) -> EventLoopFuture<Void> {
         peerCredentials(of: child).flatMapThrowing { credentials in
+            // Beyond a connection limit the peer is let go at once: its client fails fast, and
+            // the descriptors of those admitted are never all taken.
+            guard census.admit(credentials.pid) else {
+                if let pidFD = credentials.pidFD { Glibc.close(pidFD) }
+                // SASL lets a server answer ERROR at any time: the client can say why. Only the
+                // sending side closes at once, so that the client's first write (its AUTH, sent
+                // with its first call) still succeeds and it reads the reason; the rest a moment later.
+                child.writeAndFlush(ByteBuffer(string: "ERROR \"too many connections are open\"\r\n"))
+                    .flatMap { child.close(mode: .output) }
+                    .whenComplete { _ in
+                        child.eventLoop.scheduleTask(in: .seconds(1)) { child.close(promise: nil) }
+                    }
+                return
+            }
+            child.closeFuture.whenComplete { _ in census.release(credentials.pid) }
             let state = DBusConnectionState(peerCredentials: credentials)
             // The state owns the pidfd from here: it closes it when the last user lets go.
             state.uniqueName.withLock { $0 = ":1.\(number)" }
@@ -188,7 +212,10 @@ public final class DBusServer: Sendable {
                 guid: configuration.guid, peerUID: credentials.uid, isAuthorized: configuration.isAuthorized)
             try child.pipeline.syncOperations.addHandlers([
                 SASLServerHandler(machine: sasl, timeout: TimeAmount(configuration.authenticationTimeout)),
-                ByteToMessageHandler(DBusMessageDecoder(maximumMessageSize: configuration.maximumMessageSize)),
+                ByteToMessageHandler(
+                    DBusMessageDecoder(
+                        maximumMessageSize: configuration.maximumMessageSize,
+                        partialMessageTimeout: TimeAmount(configuration.limits.partialMessageTimeout), budget: budget)),
                 MessageToByteHandler(DBusMessageEncoder()),
                 DBusConnectionHandler(state: state, dispatcher: dispatcher, limits: configuration.callLimits),
             ])

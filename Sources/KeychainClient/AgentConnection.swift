@@ -195,6 +195,13 @@ public final class AgentConnection: Sendable {
             if let end = state.buffer.firstIndex(of: 10) {
                 let line = String(decoding: state.buffer[..<end], as: UTF8.self)
                 state.buffer.removeSubrange(...end)
+                if line.hasPrefix("ERROR") {
+                    // The agent's limit on connections (DBusServerLimits): said at once, not waited out.
+                    let reason = line.dropFirst(5).filter { $0 != "\"" && $0 != "\r" }.prefix(120)
+                    throw KeychainError(
+                        .interactionNotAllowed,
+                        "the keychain agent refused the connection:\(reason); close some of this process's connections")
+                }
                 guard line.hasPrefix("OK ") else {
                     throw KeychainError(
                         .interactionNotAllowed, "the keychain agent refused this process (another user's agent?)")

@@ -70,6 +70,10 @@ extension SecretServiceProvider {
         return locked
     }
 
+    /// The most prompts one caller may have open at once (each waits on a keychain, and may hold
+    /// a pinentry dialog).
+    static let promptsPerCaller = 16
+
     /// Registers a prompt that unlocks `objects` for `owner` once the keychains of `collections`
     /// are unlocked. The prompt is dismissed after ``promptLifetime`` if one stays locked.
     func registerUnlockPrompt(
@@ -77,6 +81,10 @@ extension SecretServiceProvider {
         connection: DBusConnection
     ) throws -> String {
         let path = Self.promptPrefix + "u" + String(nextSession.add(1, ordering: .relaxed).oldValue)
+        guard prompts.withLock({ prompts in prompts.values.count { $0.owner == owner } < Self.promptsPerCaller }) else {
+            throw DBusError.method(
+                DBusErrorName.limitsExceeded, "too many open prompts (\(Self.promptsPerCaller)): dismiss one first")
+        }
         let state = PromptState()
         let complete: @Sendable (DBusConnection, Bool) async -> Void = { [self] connection, dismissed in
             guard !state.finished.exchange(true, ordering: .relaxed) else { return }

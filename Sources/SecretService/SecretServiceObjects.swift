@@ -63,6 +63,20 @@ extension SecretServiceProvider {
             })
     }
 
+    /// The most items the in-memory `session` collection holds (all callers together), and the
+    /// largest secret it keeps: it is memory, so it has a quota (GNOME Keyring's has none).
+    static let sessionCollectionItems = 4_096
+    static let sessionCollectionSecretSize = 64 << 10
+
+    /// Refuses a secret larger than the session collection keeps, for an item there.
+    static func checkSessionSecret(_ data: Data, in collection: SecretCollection) throws {
+        guard collection.store != .session || data.count <= sessionCollectionSecretSize else {
+            throw DBusError.method(
+                DBusErrorName.limitsExceeded,
+                "the session collection keeps secrets of \(sessionCollectionSecretSize) bytes at most")
+        }
+    }
+
     /// The most sessions one client of the bus may have open at once (libsecret and
     /// secretstorage open one per connection); more are refused with `LimitsExceeded`.
     static let sessionsPerCaller = 64
@@ -215,10 +229,12 @@ extension SecretServiceProvider {
             throw DBusError.method(DBusErrorName.invalidArgs, "expected properties, a secret and replace")
         }
         let data = try receivedSecret(call.arguments[1], caller: call.message.sender)
+        try Self.checkSessionSecret(data, in: collection)
         let replace = call.arguments[2] == .boolean(true)
         let stored = SecretAttributes.keychainAttributes(for: attributes, label: label)
         let itemClass = SecretAttributes.itemClass(for: attributes)
-        let (item, added) = try await withKeychain(collection, call.message, call.connection) { keychain in
+        let (item, added) = try await withKeychain(collection, call.message, call.connection) {
+            [sessionItems] keychain in
             // Replace the item with these attributes, or the SecItem-made item with the same
             // primary key as Apple defines it whose attributes these are (the same item through
             // the other door; another schema's map is another item).
@@ -243,7 +259,19 @@ extension SecretServiceProvider {
                 _ = try keychain.update(ItemQuery(class: itemClass, persistentID: id), attributes: changes, data: data)
                 return (existing, false)
             }
-            return (try Self.addDistinct(Item(class: itemClass, attributes: stored, data: data), to: keychain), true)
+            guard collection.store != .session || sessionItems.reserve() else {
+                throw DBusError.method(
+                    DBusErrorName.limitsExceeded,
+                    "the session collection is full (\(Self.sessionCollectionItems) items): delete some first")
+            }
+            do {
+                return (
+                    try Self.addDistinct(Item(class: itemClass, attributes: stored, data: data), to: keychain), true
+                )
+            } catch {
+                if collection.store == .session { sessionItems.release() }
+                throw error
+            }
         }
         guard let path = Self.itemPath(item, in: collection) else { throw SecretServiceError.noSuchObject }
         try registerItem(at: path)
@@ -363,6 +391,7 @@ extension SecretServiceProvider {
     func setSecret(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
         let value = try receivedSecret(call.arguments.first, caller: call.message.sender)
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
+        try Self.checkSessionSecret(value, in: collection)
         let changed = try await withKeychain(collection, call.message, call.connection) { keychain in
             try Self.firstPassword(id) { try keychain.update($0, attributes: [:], data: value) }
         }
@@ -379,6 +408,7 @@ extension SecretServiceProvider {
             try Self.firstPassword(id) { try keychain.delete($0) }
         }
         guard deleted > 0 else { throw SecretServiceError.noSuchObject }
+        if collection.store == .session { sessionItems.release() }
         objects.unregister(path: path)
         await emit(
             "ItemDeleted", interface: Self.collectionInterface, path: collection.path, [.objectPath(path)],

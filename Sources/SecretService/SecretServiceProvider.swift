@@ -60,6 +60,8 @@ public final class SecretServiceProvider: Sendable {
     let collectionList = Mutex<SecretCollectionList?>(nil)
     /// The `session` collection's keychain, in memory, made on first use.
     let sessionKeychain = Mutex<KeychainDatabase?>(nil)
+    /// How many items the `session` collection holds, against its quota.
+    let sessionItems = ItemQuota(capacity: SecretServiceProvider.sessionCollectionItems)
     /// The keychains (by path) whose D-Bus items have their search terms
     /// (``upgradeSearchTerms(of:)``).
     let upgradedKeychains = Mutex<Set<String>>([])
@@ -528,4 +530,28 @@ enum SecretServiceError {
         default: .method(DBusErrorName.failed, "the keychain refused: \(error.code)")
         }
     }
+}
+
+/// A count of items against a capacity, taken before an add and given back by a failed add or a
+/// delete.
+final class ItemQuota: Sendable {
+    private let count = Atomic<Int>(0)
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// Takes one, or answers `false` when the quota is full.
+    func reserve() -> Bool {
+        var current = count.load(ordering: .relaxed)
+        while current < capacity {
+            let (exchanged, original) = count.compareExchange(
+                expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Gives one back.
+    func release() { count.subtract(1, ordering: .relaxed) }
 }

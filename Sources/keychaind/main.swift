@@ -211,6 +211,17 @@ func raiseDescriptorLimit() {
     _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
 }
 
+/// The most client connections the agent holds at once: what its descriptors allow (a socket
+/// and up to two pidfds each) with 512 kept for keychain files and the bus, and at most 4,096.
+/// Beyond it a client is let go at once and fails fast, instead of every client waiting on an
+/// agent that can no longer accept.
+func connectionLimit() -> Int {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
+    let soft = min(UInt64(limit.rlim_cur), UInt64(1 << 20))
+    return max(16, min(4_096, (Int(clamping: soft) - 512) / 3))
+}
+
 func run() async throws -> Never {
     // Before anything else: no core dump and no ptrace by the user's other processes.
     try ProcessHardening.apply()
@@ -275,6 +286,9 @@ func run() async throws -> Never {
     let agentUID = getuid()
     configuration.isAuthorized = { $0 == agentUID }
     configuration.maximumMessageSize = 16 << 20
+    // A client that stops half-way through a message is let go after 30 s; all clients' messages
+    // still arriving hold 256 MiB at most; one process holds 1,024 connections at most.
+    configuration.limits.maximumConnections = connectionLimit()
     // A peer connection is one client: its calls beyond 64 at once may wait, but few, since each
     // may be as large as the largest message.
     configuration.callLimits = DBusCallLimits(handledAtOnce: 64, waitingPerSender: 64, waitingInAll: 64)

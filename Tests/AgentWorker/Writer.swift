@@ -44,13 +44,22 @@ func runManyClients(socket: String, count: Int) -> Never {
     }
     var connections: [AgentConnection] = []
     var answered = 0
+    var firstError: String?
+    func status(_ connection: AgentConnection) {
+        do {
+            _ = try connection.call(.status, [.string("")])
+            answered += 1
+        } catch {
+            firstError = firstError ?? "\(error)"
+        }
+    }
     for _ in 0..<count {
         guard let connection = try? AgentConnection(socketPath: socket) else { continue }
         connections.append(connection)
-        if (try? connection.call(.status, [.string("")])) != nil { answered += 1 }
+        status(connection)
     }
-    for connection in connections where (try? connection.call(.status, [.string("")])) != nil { answered += 1 }
-    say("ok \(answered)")
+    for connection in connections { status(connection) }
+    say("ok \(answered)" + (firstError.map { "; first error: " + $0 } ?? ""))
     exit(0)
 }
 

@@ -11,7 +11,7 @@
 //   keychain-agent-test-worker readmem <pid> <address-hex> <count>
 //                                                               say "ok <hex>" or "denied <errno>"
 //   keychain-agent-test-worker many <socket> <count>   keep <count> connections to the agent open,
-//       two calls on each; prints `ok N` with the calls answered
+//       two calls on each; prints `ok N` with the calls answered (and `; first error: …` if any failed)
 //   keychain-agent-test-worker write <socket> <keychain> <count>   add items through the agent,
 //       printing `ok N` for each acknowledged one (KeychaindTests kill the agent meanwhile)
 //   keychain-agent-test-worker serve <dir> <groups> [<pid>]   serve keychains in <dir> on

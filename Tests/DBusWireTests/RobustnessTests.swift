@@ -200,6 +200,92 @@ struct RobustnessTests {
         await fine.close()
     }
 
+    /// The fixed header of a method call whose body announces `bodyLength` bytes (little endian,
+    /// no header fields: only its length counts here).
+    static func header(bodyLength: UInt32) -> [UInt8] {
+        [0x6C, 1, 0, 1] + withUnsafeBytes(of: bodyLength.littleEndian, Array.init) + [1, 0, 0, 0, 0, 0, 0, 0]
+    }
+
+    @Test("A peer that stops half-way through a message is let go after the time limit; others are served")
+    func halfSentMessageTimesOut() async throws {
+        let server = try await TestServer.start { $0.limits.partialMessageTimeout = .milliseconds(300) }
+        defer { Task { try? await server.server.close() } }
+        let raw = try RawSocket(path: server.socketPath)
+        raw.send(RawSocket.authenticate)
+        _ = raw.receive()
+        raw.send(Self.header(bodyLength: 1 << 20) + Array(repeating: 0, count: 4096))
+        #expect(!raw.closedByPeer(within: 100), "the message may still come")
+        #expect(raw.closedByPeer(within: 5000), "it did not: the peer is let go")
+        raw.close()
+        // A peer that sends whole messages, slowly, one after another, stays.
+        let client = try await DBusConnection.connect(to: .unixPath(server.socketPath))
+        for _ in 0..<3 {
+            try await Task.sleep(for: .milliseconds(200))
+            let reply = try await client.call(
+                .methodCall(path: TestObjects.path, interface: nil, member: "Add", body: [.int32(1), .int32(1)]))
+            #expect(reply.body == [.int32(2)])
+        }
+        await client.close()
+    }
+
+    @Test("Messages still arriving share one budget: the peer that would exceed it is let go, and its bytes freed")
+    func pendingBytesShareOneBudget() async throws {
+        let server = try await TestServer.start { $0.limits.maximumPendingMessageBytes = 1 << 20 }
+        defer { Task { try? await server.server.close() } }
+        let first = try RawSocket(path: server.socketPath)
+        first.send(RawSocket.authenticate)
+        _ = first.receive()
+        first.send(Self.header(bodyLength: 600 << 10) + [0])
+        let second = try RawSocket(path: server.socketPath)
+        second.send(RawSocket.authenticate)
+        _ = second.receive()
+        second.send(Self.header(bodyLength: 600 << 10) + [0])
+        #expect(second.closedByPeer(within: 2000), "600 KiB more does not fit a 1 MiB budget")
+        #expect(!first.closedByPeer(within: 100))
+        first.close()
+        // Both are gone: their reservations are back, so a message of 900 KiB fits.
+        try await Task.sleep(for: .milliseconds(200))
+        let client = try await DBusConnection.connect(to: .unixPath(server.socketPath))
+        let echo = try await client.call(
+            .methodCall(
+                path: TestObjects.path, interface: TestObjects.interface, member: "Echo",
+                body: [.variant(.bytes(Array(repeating: 7, count: 900 << 10)))]))
+        #expect(echo.body.count == 1)
+        await client.close()
+    }
+
+    @Test("Connections beyond the limits are let go at once, so clients fail fast; a freed slot serves again")
+    func connectionLimits() async throws {
+        let server = try await TestServer.start {
+            $0.limits.maximumConnectionsPerProcess = 3
+            $0.limits.maximumConnections = 5
+        }
+        defer { Task { try? await server.server.close() } }
+        var clients: [DBusConnection] = []
+        for _ in 0..<3 { clients.append(try await DBusConnection.connect(to: .unixPath(server.socketPath))) }
+        let started = ContinuousClock.now
+        let refused = await #expect(throws: DBusError.self) {
+            try await DBusConnection.connect(to: .unixPath(server.socketPath))
+        }
+        #expect(
+            refused?.code == .connectionClosed || refused?.code == .authenticationFailed,
+            "\(String(describing: refused))")
+        #expect(ContinuousClock.now - started < .seconds(20), "refused at once, not after a timeout")
+        // Other processes count towards the total only: gdbus (another pid) gets one of the two left.
+        let gdbus = try await Tools.run(
+            "/usr/bin/gdbus",
+            ["call", "--address", server.address, "-d", "a.b", "-o", "/", "-m", "org.freedesktop.DBus.Peer.Ping"])
+        #expect(gdbus.status == 0, "\(gdbus.stderr)")
+        await clients.removeLast().close()
+        try await Task.sleep(for: .milliseconds(200))
+        let again = try await DBusConnection.connect(to: .unixPath(server.socketPath))
+        let reply = try await again.call(
+            .methodCall(path: TestObjects.path, interface: nil, member: "Add", body: [.int32(2), .int32(3)]))
+        #expect(reply.body == [.int32(5)])
+        await again.close()
+        for client in clients { await client.close() }
+    }
+
     @Test("SASL over the socket: a claimed uid other than SO_PEERCRED's is rejected; unauthorized peers cannot call")
     func uidMismatch() async throws {
         let server = try await TestServer.start()

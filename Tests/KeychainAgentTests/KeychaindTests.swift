@@ -130,6 +130,21 @@ struct KeychaindTests {
         #expect(AgentConnection.isAnswering(at: daemon.socket))
     }
 
+    /// One process may hold 1,024 connections (DBusServerLimits); beyond that it is told so at
+    /// once, and other processes are still served (issue 50, item 7).
+    @Test("a process beyond its connection limit is refused at once with a clear error; others are served")
+    func connectionLimitPerProcess() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let clients = try Child.worker(["many", daemon.socket, "1030"])
+        let answer = clients.readLine() ?? ""
+        #expect(answer.hasPrefix("ok 2048; first error: "), "1,024 connections, two calls each: \(answer)")
+        #expect(answer.contains("too many connections are open"), "\(answer)")
+        #expect(AgentConnection.isAnswering(at: daemon.socket), "another process is served meanwhile")
+        clients.finish()
+        #expect(AgentConnection.isAnswering(at: daemon.socket))
+    }
+
     @Test("a second agent for the same socket refuses to start while the first one runs")
     func oneAgentPerSocket() throws {
         let daemon = try Daemon()

@@ -94,4 +94,40 @@ struct CallerIdentityTests {
         let result = try leaving.call()
         #expect(result == "error org.freedesktop.DBus.Error.AccessDenied", "\(result)")
     }
+
+    /// A caller cannot pile up prompts: each waits on a keychain and may hold a dialog
+    /// (issue 50, item 7).
+    @Test("One caller may hold 16 unlock prompts at once; the 17th is LimitsExceeded")
+    func promptsPerCallerAreLimited() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let security = try requireTool(productsDirectory + "/security")
+        let keychain = bus.root + "/data/keychains/login.keychain-db"
+        #expect(
+            try runTool(security, ["create-keychain", "-p", "pw", keychain], environment: bus.environment).status == 0)
+        #expect(try runTool(security, ["lock-keychain", keychain], environment: bus.environment).status == 0)
+        let script = SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/many_prompts_client.py"
+        let asked = try runTool(
+            try requireTool(PythonClientTests.python), [script, "17"], environment: bus.environment)
+        let lines = asked.out.split(separator: "\n").map(String.init)
+        #expect(lines.count == 17, "\(asked)")
+        #expect(lines.prefix(16).allSatisfy { $0 == "prompt" }, "\(lines)")
+        #expect(lines.last == "error org.freedesktop.DBus.Error.LimitsExceeded", "\(lines)")
+    }
+
+    /// The `session` collection is memory: it keeps 4,096 items and secrets of 64 KiB at most,
+    /// for all callers together (issue 50, item 7).
+    @Test("The session collection is full at 4,096 items and refuses secrets over 64 KiB")
+    func sessionCollectionHasAQuota() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let script = SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/session_quota_client.py"
+        let filled = try runTool(
+            try requireTool(PythonClientTests.python), [script, "4096"], environment: bus.environment, deadline: 600)
+        let lines = filled.out.split(separator: "\n").map(String.init)
+        #expect(
+            lines == [
+                "stored 4096", "org.freedesktop.DBus.Error.LimitsExceeded", "org.freedesktop.DBus.Error.LimitsExceeded",
+            ], "\(filled)")
+    }
 }
