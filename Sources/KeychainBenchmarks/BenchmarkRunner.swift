@@ -100,6 +100,10 @@ struct BenchmarkRunner {
             ).concurrentConnections(path: reference.path, items: reference.size)
             report.agentLookups?.concurrentErrors = concurrent.errors
             report.agentLookups?.concurrentNote = concurrent.note
+            progress("lookups through a keychaind under a hostile load, against an idle one")
+            report.agentSaturation = AgentSaturation(
+                options: options, lifecycle: lifecycle, scratch: scratch, accountsPerService: accountsPerService
+            ).run(path: reference.path, items: reference.size)
         }
         if report.agentLookups != nil {
             let size = options.agentMemoryItems

@@ -77,7 +77,8 @@ struct BenchmarkOptions: Sendable {
                              lookup processes timed against secret-tool (default 1000,10000;
                              0 for none)
           --only agent       only the rows of keychaind: lookups through it, its memory on
-                             100,000 items, 1,000 connections at once, and the lookup
+                             100,000 items, 1,000 connections at once, a lookup under a
+                             hostile load against an idle agent, and the lookup
                              processes it serves (with their floor and secret-tool)
           --only secret-service
                              only the Secret Service rows: keychaind --secret-service

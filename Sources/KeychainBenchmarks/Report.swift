@@ -20,6 +20,8 @@ struct BenchmarkReport: Codable, Sendable {
     var scripts: [ScriptResult] = []
     /// Lookups served by `keychaind` against the same lookups in this process.
     var agentLookups: AgentLookupResult?
+    /// A lookup through a `keychaind` under a hostile load ÷ through an idle one.
+    var agentSaturation: AgentSaturationResult?
     /// `keychaind --secret-service` against GNOME Keyring, each on a private bus.
     var secretService: SecretServiceResult?
     /// The sync rows.
@@ -260,6 +262,7 @@ extension BenchmarkReport {
         }
         for script in scripts { scriptTargets(script) }
         agentTargets(agentLookups)
+        if agentLookups != nil { saturationTarget(agentSaturation) }
         secretServiceTargets(secretService)
     }
 
@@ -351,6 +354,21 @@ extension BenchmarkReport {
                 limit: "0",
                 measured: lookups?.concurrentErrors.map { "\($0)" } ?? lookups?.concurrentNote ?? missing,
                 met: lookups?.concurrentErrors.map { $0 == 0 }))
+    }
+
+    /// A saturated agent (1,000 idle connections and 24 half-sent 16 MiB messages from one
+    /// client) still answers a lookup within 1.5 times an idle agent's.
+    private mutating func saturationTarget(_ saturation: AgentSaturationResult?) {
+        let size = saturation.map { Format.count($0.items) } ?? "?"
+        targets.append(
+            TargetResult(
+                name: "lookup through a saturated keychaind ÷ through an idle one, \(size) items", limit: "≤ 1.50×",
+                measured: saturation?.ratio.map { ratio in
+                    "\(Format.ratio(ratio)) (\(Format.duration(saturation!.saturated!.medianMicroseconds)) vs "
+                        + "\(Format.duration(saturation!.idle!.medianMicroseconds)); agent "
+                        + (saturation!.agentResidentBytes.map(Format.bytes) ?? "?") + " resident)"
+                } ?? saturation?.note ?? "not measured",
+                met: saturation?.ratio.map { $0 <= 1.5 }))
     }
 
     /// The targets of the lookup processes on a keychain filled by separate processes: at most

@@ -30,7 +30,7 @@ enum TableRenderer {
         out.append(lifecycleTable(report))
         out.append("")
         if let lookups = report.agentLookups {
-            out.append(agentTable(lookups))
+            out.append(agentTable(lookups, saturation: report.agentSaturation))
             out.append("")
         }
         if let secretService = report.secretService {
@@ -218,7 +218,7 @@ enum TableRenderer {
     }
 
     /// Lookups served by `keychaind` beside the same lookups in this process.
-    private static func agentTable(_ lookups: AgentLookupResult) -> String {
+    private static func agentTable(_ lookups: AgentLookupResult, saturation: AgentSaturationResult?) -> String {
         let items = Format.count(lookups.items)
         var rows: [[String]] = [["Lookups served by keychaind", "Items", "Median", "p99", "Ratio"]]
         guard let inProcess = lookups.inProcess, let agent = lookups.agent else {
@@ -276,7 +276,34 @@ enum TableRenderer {
                 lookups.concurrentErrors.map { "\($0)" } ?? (lookups.concurrentNote ?? "not available"), "", "",
             ])
         }
+        rows += saturationRows(saturation)
         return columns(rows, right: [1, 2, 3, 4])
+    }
+
+    /// The lookup through an idle keychaind and, interleaved, through one under a hostile load.
+    private static func saturationRows(_ saturation: AgentSaturationResult?) -> [[String]] {
+        guard let saturation else { return [] }
+        let items = Format.count(saturation.items)
+        guard let idle = saturation.idle, let saturated = saturation.saturated else {
+            return [["lookup through a saturated keychaind", items, saturation.note ?? "not available", "", ""]]
+        }
+        let load =
+            "\(Format.count(saturation.idleConnections ?? 0)) idle connections + "
+            + "\(saturation.halfSentMessages ?? 0) half-sent 16 MiB messages (\(saturation.halfSentCutOff ?? 0) cut off)"
+        return [
+            [
+                "the same, served by an idle keychaind (floor of the next row)", items,
+                Format.duration(idle.medianMicroseconds), Format.duration(idle.p99Microseconds), "1.00×",
+            ],
+            [
+                "served by a keychaind under \(load)", items, Format.duration(saturated.medianMicroseconds),
+                Format.duration(saturated.p99Microseconds), saturation.ratio.map(Format.ratio) ?? "",
+            ],
+            [
+                "that keychaind's resident memory (VmRSS) under the load", "",
+                saturation.agentResidentBytes.map(Format.bytes) ?? "not available", "", "",
+            ],
+        ]
     }
 
     /// Lookup processes on keychains filled by separate processes, interleaved with the

@@ -85,13 +85,17 @@ struct BenchmarkTests {
             }
         }
         // Per script size: in-process and through keychaind, each ÷ floor and ÷ secret-tool; and
-        // keychaind's four (lookup ÷ in process, four clients ÷ one, its memory, connections at once);
+        // keychaind's five (lookup ÷ in process, four clients ÷ one, its memory, connections at once,
+        // a saturated agent ÷ an idle one);
         // SecKey's three (sign, verify, key lookup by tag); the PKI three (.p12 import, legacy .p12
         // import, chain evaluation); the Secret Service's four (secret-tool, SearchItems + GetSecrets, CreateItem,
         // OpenSession with Diffie-Hellman).
-        #expect(report.targets.count == 22 + 4 * report.scripts.count)
+        #expect(report.targets.count == 23 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
+        let saturation = report.agentSaturation
+        #expect(saturation?.ratio != nil, "\(saturation?.note ?? "no saturated-agent row")")
+        #expect(saturation?.halfSentCutOff ?? 0 > 0, "the agent's 256 MiB budget cuts some half-sent messages off")
         // The interleaved lookups, the socket floor, and the same lookups with this process and a
         // keychaind of its own held on one CPU.
         for summary in [
