@@ -311,7 +311,9 @@ public final class AgentService: Sendable {
     /// (A switch, not a set: every request asks, and a set hashes the method's name.)
     static func isAdministration(_ method: AgentInterface.Method) -> Bool {
         switch method {
-        case .create, .deleteKeychain, .lockAll, .changePassword, .rotateKeys, .setSettings: true
+        // Locking a keychain locks it for every program of the user: not for an app to do to
+        // the others (issue 50, item 5).
+        case .create, .deleteKeychain, .lockAll, .lock, .changePassword, .rotateKeys, .setSettings: true
         default: false
         }
     }
@@ -321,9 +323,8 @@ public final class AgentService: Sendable {
     static func idleEffect(of method: AgentInterface.Method) -> IdleLock.Effect {
         switch method {
         case .status, .settings, .close, .create, .deleteKeychain, .lockAll: .none
-        case .add, .addMany, .upsert, .find, .findReadable, .update, .delete, .createTokenKey, .useTokenKey,
-            .storeTokenKey:
-            .use
+        case .find, .findReadable, .update, .delete: .lookup
+        case .add, .addMany, .upsert, .createTokenKey, .useTokenKey, .storeTokenKey: .use
         case .unlock, .lock, .changePassword, .rotateKeys, .setSettings: .reread
         }
     }
@@ -368,7 +369,7 @@ public final class AgentService: Sendable {
         case .unlock, .changePassword, .rotateKeys:
             let keychain = try keychain(name)
             return try idle.around(keychain, Self.idleEffect(of: method)) {
-                try throttled(keychain.path ?? name) {
+                try throttled(keychain.path ?? name, for: groups) {
                     try perform(method, arguments, on: keychain.acting(for: groups))
                 }
             }
@@ -384,7 +385,19 @@ public final class AgentService: Sendable {
         _ body: (any KeychainHandle) throws -> [DBusValue]
     ) throws -> [DBusValue] {
         let keychain = try keychain(name)
-        return try idle.around(keychain, Self.idleEffect(of: method)) { try body(keychain.acting(for: groups)) }
+        return try idle.around(keychain, Self.idleEffect(of: method), seen: Self.sawItems) {
+            try body(keychain.acting(for: groups))
+        }
+    }
+
+    /// Whether a request's answer shows the caller some of the keychain's items: a lookup's
+    /// items, or an update's or a delete's count.
+    static func sawItems(_ answer: [DBusValue]) -> Bool {
+        switch answer.first {
+        case .array(_, let items)?: !items.isEmpty
+        case .uint32(let count)?: count > 0
+        default: true
+        }
     }
 
     /// Refuses a caller with no access group at all.
@@ -394,16 +407,31 @@ public final class AgentService: Sendable {
 
     /// Runs an operation that checks a password, refusing it while the keychain is in its
     /// back-off after repeated wrong passwords, and counting this attempt's outcome.
-    private func throttled<T>(_ path: String, _ body: () throws -> T) throws -> T {
-        try open.withLock { try throttle.checkAttempt(for: path) }
+    ///
+    /// The back-off is the caller's: its key is the keychain and the caller's groups, so an
+    /// app's wrong passwords never keep the user's own programs (or another app) out. The user's
+    /// unsandboxed programs share one (the agent cannot tell them apart); they can read the
+    /// keychain file and guess offline anyway. While it runs, the caller is told how long to wait.
+    private func throttled<T>(_ path: String, for groups: AccessGroups, _ body: () throws -> T) throws -> T {
+        let key = Self.throttleKey(path, groups)
+        do {
+            try open.withLock { try throttle.checkAttempt(for: key) }
+        } catch let error as AgentError {
+            throw KeychainError(.interactionNotAllowed, "\(path): \(error.message)", isSetupProblem: true)
+        }
         do {
             let result = try body()
-            open.withLock { throttle.recordSuccess(for: path) }
+            open.withLock { throttle.recordSuccess(for: key) }
             return result
         } catch let error as KeychainError where error.code == .authFailed {
-            open.withLock { throttle.recordFailure(for: path) }
+            open.withLock { throttle.recordFailure(for: key) }
             throw error
         }
+    }
+
+    /// The back-off's key for a caller of `path`: the path, then who asks (NUL-separated).
+    static func throttleKey(_ path: String, _ groups: AccessGroups) -> String {
+        ([path, groups.managesKeychains ? "*user*" : ""] + groups.groups).joined(separator: "\u{0}")
     }
 
     private func perform(

@@ -32,6 +32,10 @@ final class IdleLock: @unchecked Sendable {
         case none
         /// Uses the keychain: its deadline moves back, before and after the request.
         case use
+        /// Looks for items (`Find`, `Update`, `Delete`): the deadline moves back after the
+        /// request, and only when the caller found some of the keychain's items. Another app's
+        /// lookups that see nothing of a keychain never keep it unlocked.
+        case lookup
         /// May change whether the keychain is watched (`Unlock`, `Lock`, `SetSettings`,
         /// `ChangePassword`, `RotateKeys`): the deadline moves back before the request, and the
         /// settings and lock state are read again after it.
@@ -57,14 +61,21 @@ final class IdleLock: @unchecked Sendable {
 
     /// Runs a request on `keychain` with its effect on the idle timer, whether it succeeds or
     /// fails.
-    func around<T>(_ keychain: KeychainDatabase, _ effect: Effect, _ body: () throws -> T) rethrows -> T {
+    func around<T>(
+        _ keychain: KeychainDatabase, _ effect: Effect, seen: (T) -> Bool = { _ in true }, _ body: () throws -> T
+    ) rethrows -> T {
         guard let path = keychain.path, effect != .none else { return try body() }
+        guard effect != .lookup else {
+            let result = try body()
+            if seen(result) { touch(path) }
+            return result
+        }
         touch(path)
         defer {
             switch effect {
             case .use: touch(path)
             case .reread: reread(keychain)
-            case .none: break
+            case .none, .lookup: break
             }
         }
         return try body()

@@ -66,7 +66,8 @@ public struct UnlockThrottle<C: Clock>: Sendable where C.Duration == Duration, C
     public func checkAttempt(for keychain: String) throws {
         let remaining = remainingDelay(for: keychain)
         guard remaining == .zero else {
-            throw AgentError(.throttled, "too many failed unlocks of \(keychain); retry in \(remaining)")
+            let seconds = max(1, Int((remaining + .milliseconds(999)).components.seconds))
+            throw AgentError(.throttled, "too many wrong passwords: try again in \(seconds) s")
         }
     }
 

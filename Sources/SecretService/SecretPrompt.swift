@@ -38,10 +38,16 @@ extension SecretServiceProvider {
     }
 
     /// Locks the password keychains of the collections asked for (and so every item in them),
-    /// for every process; a password-less keychain has nothing to lock it with.
+    /// for every process; a password-less keychain has nothing to lock it with. Only the user's
+    /// own programs lock keychains (`AccessGroups.managesKeychains`), as through the agent.
     func lock(_ call: DBusMethodCall) async throws -> [DBusValue] {
         let requested = (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue)
         let groups = try await groups(call.message, call.connection)
+        do {
+            try AgentService.requireUserProgram(groups)
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
         var locked: [String] = []
         for path in requested {
             guard let collection = resolve(path)?.collection, collection.keychainName != nil else { continue }

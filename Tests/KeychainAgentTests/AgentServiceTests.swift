@@ -284,6 +284,44 @@ struct AgentServiceTests {
         #expect(waited >= .milliseconds(290) && waited < .seconds(30), "waited \(waited)")
     }
 
+    /// An app's wrong passwords slow that app down, not the user's own programs nor another app;
+    /// the one slowed down is told how long to wait (issue 50, item 5).
+    @Test("the wrong-password back-off is the caller's: an app cannot keep the user out")
+    func backOffIsPerCaller() async throws {
+        let directory = try TemporaryDirectory()
+        let configuration = KeychainConfiguration.testing(deviceKey: .file(at: directory.path + "/device-key"))
+        let service = AgentService(
+            configuration: configuration,
+            paths: KeychainPaths(environment: ["HOME": directory.path, "XDG_DATA_HOME": directory.path + "/data"])
+        ) { _ in .standard }
+        let path = directory.path + "/p.keychain-db"
+        let made = try KeychainDatabase.create(at: path, password: Data("right".utf8), configuration: configuration)
+        try made.close()
+        let user = AccessGroups(["default"], managesKeychains: true)
+        let app = AccessGroups(["com.example.app"])
+        let other = AccessGroups(["com.example.other"])
+        _ = try await service.withKeychain(named: path, for: user) { $0.lock() }
+        for _ in 0..<6 {
+            await #expect(throws: KeychainError.self) {
+                try await service.unlock(keychainNamed: path, password: Data("wrong".utf8), for: app)
+            }
+        }
+        do {
+            try await service.unlock(keychainNamed: path, password: Data("right".utf8), for: app)
+            Issue.record("the app's seventh attempt came before its back-off ended")
+        } catch let error as KeychainError {
+            #expect(error.code == .interactionNotAllowed)
+            #expect(error.message.contains("too many wrong passwords: try again in 1 s"), "\(error.message)")
+            #expect(error.isSetupProblem, "tools print the message, not just the status")
+        }
+        // Another app and the user are not slowed by the app's failures.
+        await #expect(throws: KeychainError.self) {
+            try await service.unlock(keychainNamed: path, password: Data("wrong".utf8), for: other)
+        }
+        try await service.unlock(keychainNamed: path, password: Data("right".utf8), for: user)
+        #expect(try await service.withKeychain(named: path, for: user) { !$0.isLocked })
+    }
+
     @Test("only a caller with every group manages keychains; a caller with no group can do nothing")
     func administrationNeedsEveryGroup() async throws {
         let agent = try await Running(groups: ["app"])
@@ -291,7 +329,7 @@ struct AgentServiceTests {
         let path = agent.directory + "/data/keychains/x.keychain-db"
         for (method, arguments) in [
             (AgentInterface.Method.create, [DBusValue.string(path)] + Self.password("P")),
-            (.deleteKeychain, [.string(path)]), (.lockAll, []),
+            (.deleteKeychain, [.string(path)]), (.lockAll, []), (.lock, [.string("")]),
             (.changePassword, [.string(""), .boolean(false), .bytes([]), .bytes(Array("n".utf8))]),
             (.rotateKeys, [.string("")] + Self.password(nil) + Self.password(nil)),
         ] {

@@ -49,6 +49,39 @@ struct IdleLockTests {
         return try await isLocked(connection, path) ? ContinuousClock.now - start : nil
     }
 
+    /// Another app's lookups that find none of a keychain's items do not keep it unlocked; a
+    /// lookup that finds one does (issue 50, item 5).
+    @Test("lookups that find nothing do not keep a keychain from idling out; lookups that find items do")
+    func onlyLookupsThatSeeItemsCount() async throws {
+        let agent = try await Running(groups: ["app", "*"])
+        let connection = try await agent.connection()
+        let path = try await Self.makeKeychain(agent, connection)
+        let client = try AgentConnection(socketPath: agent.socket)
+        let handle: any KeychainHandle = client.keychain(at: path)
+        _ = try handle.add(Item(class: .genericPassword, attributes: [.service: .string("kept")], data: Data("s".utf8)))
+        try await Self.setInterval(connection, path, 1)
+        let nothing = ItemQuery(class: .genericPassword, attributes: [.service: .string("someone else's")])
+        let something = ItemQuery(class: .genericPassword, attributes: [.service: .string("kept")])
+        // Lookups that find the item, every 200 ms for 2 s: it stays unlocked.
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(2) {
+            #expect(try handle.find(something, includeData: false).count == 1)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(!(try await Self.isLocked(connection, path)), "lookups that find items keep it unlocked")
+        // Lookups that find nothing, every 200 ms: it locks within a few seconds all the same.
+        let idle = ContinuousClock.now
+        var locked = false
+        while !locked && ContinuousClock.now - idle < .seconds(10) {
+            _ = try? handle.find(nothing, includeData: false)
+            try await Task.sleep(for: .milliseconds(200))
+            locked = try await Self.isLocked(connection, path)
+        }
+        #expect(locked, "lookups that saw nothing kept the keychain unlocked")
+        await connection.close()
+        await agent.close()
+    }
+
     @Test("Settings and SetSettings keep the settings in the keychain's file; a locked keychain's cannot change")
     func settingsRoundTripThroughTheAgent() async throws {
         let agent = try await Running(groups: ["app", "*"])
@@ -181,6 +214,9 @@ struct IdleLockTests {
         let agent = try await Running(groups: ["app", "*"])
         let connection = try await agent.connection()
         let path = try await Self.makeKeychain(agent, connection)
+        // The lookup below finds this item (a lookup that finds nothing does not count as use).
+        _ = try AgentConnection(socketPath: agent.socket).keychain(at: path).add(
+            Item(class: .genericPassword, attributes: [.service: .string("used")], data: Data("s".utf8)))
         // Before the request: the agent starts the interval when it serves it, so the first
         // deadline is at least 2 s after `set` (taken after the reply, a slow reply on a loaded
         // machine put the deadline before it, and the keychain was rightly locked before the
@@ -244,7 +280,10 @@ struct IdleLockTests {
 
     @Test("each request's effect on the idle timer: items use it, Status and Settings only look")
     func requestEffects() {
-        #expect(AgentService.idleEffect(of: .find) == .use)
+        #expect(AgentService.idleEffect(of: .find) == .lookup, "counts only when it finds items")
+        #expect(AgentService.idleEffect(of: .delete) == .lookup)
+        #expect(AgentService.sawItems([.array(.byte, [])]) == false && AgentService.sawItems([.uint32(0)]) == false)
+        #expect(AgentService.sawItems([.uint32(2)]) && AgentService.sawItems([]))
         #expect(AgentService.idleEffect(of: .add) == .use)
         #expect(AgentService.idleEffect(of: .status) == .none)
         #expect(AgentService.idleEffect(of: .settings) == .none)
