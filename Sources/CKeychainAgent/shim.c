@@ -25,6 +25,13 @@ int ck_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 void ck_explicit_bzero(void *pointer, size_t count) { explicit_bzero(pointer, count); }
 
+__attribute__((noinline)) void ck_scrub_stack(size_t bytes) {
+    if (bytes > 256 * 1024) bytes = 256 * 1024;
+    unsigned char *below = __builtin_alloca(bytes);
+    explicit_bzero(below, bytes);
+    __asm__ volatile("" : : "r"(below) : "memory");
+}
+
 int ck_so_peerpidfd(void) { return SO_PEERPIDFD; }
 
 int ck_accept_cloexec(int socket) { return accept4(socket, NULL, NULL, SOCK_CLOEXEC); }

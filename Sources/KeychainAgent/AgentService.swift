@@ -38,6 +38,14 @@ public final class AgentService: Sendable {
     nonisolated(unsafe) private var spellings: [String: String] = [:]
     /// Back-off after repeated wrong passwords, per keychain (guarded by `open`).
     nonisolated(unsafe) private var throttle = UnlockThrottle(clock: ContinuousClock())
+
+    /// Replaces the back-off's settings (tests: a delay after the first failure, long enough
+    /// that no machine's slowness ends it before the next attempt).
+    func setUnlockBackOff(freeFailures: Int, baseDelay: Duration) {
+        open.withLock {
+            throttle = UnlockThrottle(freeFailures: freeFailures, baseDelay: baseDelay, clock: ContinuousClock())
+        }
+    }
     /// Engine work blocks on SQLite and the disk: it runs here, never on an event loop or the
     /// cooperative pool.
     private let work = DispatchQueue(label: "keychain-agent.engine", attributes: .concurrent)
@@ -123,7 +131,8 @@ public final class AgentService: Sendable {
         let connection = call.connection
         do {
             return try await onWorkQueue { [self] in
-                try perform(method, arguments, groups: try callerGroups(connection))
+                defer { MemoryHygiene.scrubStack() }
+                return try perform(method, arguments, groups: try callerGroups(connection))
             }
         } catch let error as KeychainError {
             throw AgentCodec.dbusError(error)
@@ -147,6 +156,7 @@ public final class AgentService: Sendable {
         do {
             // A caller not identified yet goes to the queue: identifying may read many files.
             guard let groups = try knownGroups(call.connection) else { return nil }
+            defer { MemoryHygiene.scrubStack() }
             return try perform(method, arguments, groups: groups)
         } catch let error as KeychainError {
             throw AgentCodec.dbusError(error)
@@ -173,6 +183,7 @@ public final class AgentService: Sendable {
                 let groups = try knownGroups(call.connection)
             else { return nil }
             try Self.requireSomeGroup(groups)
+            defer { MemoryHygiene.scrubStack() }
             return try using(name, for: method, groups: groups) { keychain in
                 try lookup(method, query, includeData: includeData, on: keychain)
             }
@@ -216,6 +227,7 @@ public final class AgentService: Sendable {
     ) async throws -> T {
         try Self.requireSomeGroup(groups)
         return try await onWorkQueue { [self] in
+            defer { MemoryHygiene.scrubStack() }
             let keychain = try keychain(name)
             return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
         }

@@ -84,6 +84,9 @@ final class IdleLock: @unchecked Sendable {
     /// Whether a keychain is watched now (for tests).
     func isWatching(_ path: String) -> Bool { mutex.withLock { watched[path] != nil } }
 
+    /// When a watched keychain locks (for tests).
+    func deadline(of path: String) -> ContinuousClock.Instant? { mutex.withLock { watched[path]?.deadline } }
+
     /// Reads `keychain`'s settings and lock state: watches it, with a fresh deadline, when it
     /// has a password, is unlocked and has a lock interval; forgets it otherwise. Settings that
     /// cannot be read (a damaged entry) leave it unwatched; the requests that read them report

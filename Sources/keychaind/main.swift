@@ -342,6 +342,8 @@ func run() async throws -> Never {
     }
 }
 
+// Before any thread or secret: the agent again, with an allocator that overwrites what it frees.
+MemoryHygiene.reexecWithWipingAllocator(arguments: CommandLine.arguments)
 do {
     try await run()
 } catch let error as AgentError {

@@ -294,6 +294,8 @@ struct AgentServiceTests {
             configuration: configuration,
             paths: KeychainPaths(environment: ["HOME": directory.path, "XDG_DATA_HOME": directory.path + "/data"])
         ) { _ in .standard }
+        // One free failure, then 5 minutes (the cap): the test's steps cannot outlast it.
+        service.setUnlockBackOff(freeFailures: 1, baseDelay: .seconds(3600))
         let path = directory.path + "/p.keychain-db"
         let made = try KeychainDatabase.create(at: path, password: Data("right".utf8), configuration: configuration)
         try made.close()
@@ -301,17 +303,17 @@ struct AgentServiceTests {
         let app = AccessGroups(["com.example.app"])
         let other = AccessGroups(["com.example.other"])
         _ = try await service.withKeychain(named: path, for: user) { $0.lock() }
-        for _ in 0..<6 {
+        for _ in 0..<2 {
             await #expect(throws: KeychainError.self) {
                 try await service.unlock(keychainNamed: path, password: Data("wrong".utf8), for: app)
             }
         }
         do {
             try await service.unlock(keychainNamed: path, password: Data("right".utf8), for: app)
-            Issue.record("the app's seventh attempt came before its back-off ended")
+            Issue.record("the app's third attempt was not held back")
         } catch let error as KeychainError {
             #expect(error.code == .interactionNotAllowed)
-            #expect(error.message.contains("too many wrong passwords: try again in 1 s"), "\(error.message)")
+            #expect(error.message.contains("too many wrong passwords: try again in "), "\(error.message)")
             #expect(error.isSetupProblem, "tools print the message, not just the status")
         }
         // Another app and the user are not slowed by the app's failures.

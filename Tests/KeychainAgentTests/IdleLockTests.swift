@@ -49,30 +49,21 @@ struct IdleLockTests {
         return try await isLocked(connection, path) ? ContinuousClock.now - start : nil
     }
 
-    /// Another app's lookups that find none of a keychain's items do not keep it unlocked; a
-    /// lookup that finds one does (issue 50, item 5).
-    @Test("lookups that find nothing do not keep a keychain from idling out; lookups that find items do")
-    func onlyLookupsThatSeeItemsCount() async throws {
+    /// Another app's lookups that find none of a keychain's items do not keep it unlocked
+    /// (issue 50, item 5): through the agent, lookups that find nothing, every 200 ms, let a
+    /// keychain with a 1 s interval lock.
+    @Test("lookups that find nothing do not keep a keychain from idling out")
+    func lookupsThatFindNothingDoNotCount() async throws {
         let agent = try await Running(groups: ["app", "*"])
         let connection = try await agent.connection()
         let path = try await Self.makeKeychain(agent, connection)
-        let client = try AgentConnection(socketPath: agent.socket)
-        let handle: any KeychainHandle = client.keychain(at: path)
+        let handle: any KeychainHandle = try AgentConnection(socketPath: agent.socket).keychain(at: path)
         _ = try handle.add(Item(class: .genericPassword, attributes: [.service: .string("kept")], data: Data("s".utf8)))
         try await Self.setInterval(connection, path, 1)
         let nothing = ItemQuery(class: .genericPassword, attributes: [.service: .string("someone else's")])
-        let something = ItemQuery(class: .genericPassword, attributes: [.service: .string("kept")])
-        // Lookups that find the item, every 200 ms for 2 s: it stays unlocked.
         let start = ContinuousClock.now
-        while ContinuousClock.now - start < .seconds(2) {
-            #expect(try handle.find(something, includeData: false).count == 1)
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        #expect(!(try await Self.isLocked(connection, path)), "lookups that find items keep it unlocked")
-        // Lookups that find nothing, every 200 ms: it locks within a few seconds all the same.
-        let idle = ContinuousClock.now
         var locked = false
-        while !locked && ContinuousClock.now - idle < .seconds(10) {
+        while !locked && ContinuousClock.now - start < .seconds(30) {
             _ = try? handle.find(nothing, includeData: false)
             try await Task.sleep(for: .milliseconds(200))
             locked = try await Self.isLocked(connection, path)
@@ -80,6 +71,27 @@ struct IdleLockTests {
         #expect(locked, "lookups that saw nothing kept the keychain unlocked")
         await connection.close()
         await agent.close()
+    }
+
+    /// The rule itself, without a clock to race: a lookup moves the deadline only when it saw items.
+    @Test("a lookup moves a keychain's deadline only when it saw items")
+    func lookupMovesTheDeadlineOnlyWhenItSawItems() throws {
+        let directory = try TemporaryDirectory()
+        let configuration = KeychainConfiguration.testing(deviceKey: .file(at: directory.path + "/device-key"))
+        let keychain = try KeychainDatabase.create(
+            at: directory.path + "/i.keychain-db", password: Data("P".utf8), configuration: configuration)
+        try keychain.unlock(password: Data("P".utf8))
+        try keychain.setSettings(KeychainSettings(lockInterval: 600))
+        let idle = IdleLock()
+        idle.reread(keychain)
+        let path = try #require(keychain.path)
+        let first = try #require(idle.deadline(of: path))
+        usleep(20_000)
+        idle.around(keychain, .lookup, seen: { (_: Bool) in false }) { false }
+        #expect(idle.deadline(of: path) == first, "a lookup that saw nothing left the deadline")
+        idle.around(keychain, .lookup, seen: { (_: Bool) in true }) { true }
+        #expect(try #require(idle.deadline(of: path)) > first, "a lookup that saw items moved it")
+        idle.forget(path)
     }
 
     @Test("Settings and SetSettings keep the settings in the keychain's file; a locked keychain's cannot change")

@@ -145,6 +145,37 @@ struct KeychaindTests {
         #expect(AgentConnection.isAnswering(at: daemon.socket))
     }
 
+    /// After `lock-keychain -a`, a root scan of the agent's memory finds neither the keychain's
+    /// password nor an item's secret, which it received, decrypted and sent several times
+    /// (issue 50, item 9: freed memory overwritten by the allocator, each request's stack cleared).
+    @Test("after locking, a scan of the agent's memory finds neither the password nor a secret")
+    func lockedAgentMemoryHoldsNoSecret() throws {
+        #expect(getuid() == 0, "reading a non-dumpable process's memory needs root")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        func random(_ prefix: String) -> String {
+            prefix + (0..<12).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        }
+        let password = random("pw-")
+        let secret = random("sx-")
+        let keychain = daemon.home + "/scan.keychain-db"
+        let connection = try daemon.connect()
+        _ = try connection.call(.create, [.string(keychain), .boolean(true), .bytes(Array(password.utf8))])
+        let handle = connection.keychain(at: keychain)
+        let query = ItemQuery(class: .genericPassword, attributes: [.service: .string("scan")])
+        _ = try handle.add(
+            Item(class: .genericPassword, attributes: [.service: .string("scan")], data: Data(secret.utf8)))
+        for _ in 0..<3 { #expect(try handle.findFirst(query, includeData: true)?.data == Data(secret.utf8)) }
+        _ = try connection.call(.lock, [.string(keychain)])
+        try handle.unlock(password: Data(password.utf8))
+        #expect(try handle.findFirst(query, includeData: true)?.data == Data(secret.utf8))
+        _ = try connection.call(.lockAll, [])
+        connection.close()
+        usleep(200_000)
+        let found = try MemoryScan.occurrences(of: [Array(password.utf8), Array(secret.utf8)], pid: daemon.child.pid)
+        #expect(found == [0, 0], "copies of the password and of the secret left in the agent's memory")
+    }
+
     @Test("a second agent for the same socket refuses to start while the first one runs")
     func oneAgentPerSocket() throws {
         let daemon = try Daemon()
@@ -185,5 +216,50 @@ struct KeychaindTests {
         let answer = reader.readLine() ?? ""
         reader.finish()
         #expect(answer == "denied \(EACCES)", "\(answer)")
+    }
+}
+
+/// Counts byte strings in another process's readable memory (`/proc/PID/maps` and
+/// `/proc/PID/mem`; root reads a non-dumpable process's).
+enum MemoryScan {
+    static func occurrences(of needles: [[UInt8]], pid: Int32) throws -> [Int] {
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        let mem = open("/proc/\(pid)/mem", O_RDONLY)
+        guard mem >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(mem) }
+        var counts = [Int](repeating: 0, count: needles.count)
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
+            // Secrets live in anonymous memory, the heap and stacks; files mapped are the program's.
+            if fields.count >= 6, !fields[5].hasPrefix("[heap") && !fields[5].hasPrefix("[stack") { continue }
+            let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+            guard bounds.count == 2, bounds[1] > bounds[0] else { continue }
+            var region = [UInt8](repeating: 0, count: Int(bounds[1] - bounds[0]))
+            let read = region.withUnsafeMutableBytes { pread(mem, $0.baseAddress, $0.count, off_t(bounds[0])) }
+            guard read > 0 else { continue }
+            for (index, needle) in needles.enumerated() {
+                counts[index] += count(needle, in: region[..<read])
+            }
+        }
+        return counts
+    }
+
+    private static func count(_ needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int {
+        var found = 0
+        haystack.withUnsafeBytes { bytes in
+            needle.withUnsafeBytes { pattern in
+                guard let base = bytes.baseAddress, let first = needle.first, !needle.isEmpty else { return }
+                var offset = 0
+                while bytes.count - offset >= pattern.count {
+                    guard let hit = memchr(base + offset, Int32(first), bytes.count - offset - pattern.count + 1)
+                    else { break }
+                    let position = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(hit, pattern.baseAddress!, pattern.count) == 0 { found += 1 }
+                    offset = position + 1
+                }
+            }
+        }
+        return found
     }
 }

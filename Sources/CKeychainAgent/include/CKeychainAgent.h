@@ -16,6 +16,10 @@ int ck_get_dumpable(void);
 int ck_pidfd_open(pid_t pid);
 /// Zeroes memory in a way the compiler may not remove.
 void ck_explicit_bzero(void *pointer, size_t count);
+/// Zeroes the `bytes` of the calling thread's stack below the caller's frame, where the calls
+/// it made before left their locals (decrypted secrets among them). Swift cannot address its
+/// own stack; this must not be inlined or optimized away.
+void ck_scrub_stack(size_t bytes);
 /// accept4(socket, NULL, NULL, SOCK_CLOEXEC): the connected socket, or -1 with errno.
 int ck_accept_cloexec(int socket);
 /// pipe2(fds, O_CLOEXEC): 0, or -1 with errno.
