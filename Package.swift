@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
 // Keychain for Linux. One module per layer, dependencies pointing down to the engine:
@@ -6,6 +6,7 @@ import PackageDescription
 //   KeychainCore            the engine: encrypted, indexed, crash-safe item store
 //   KeychainPKI             X.509 and PKCS#12 on swift-asn1 + swift-crypto; knows nothing of keychains
 //   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainCore
+//   _SecurityFoundation     Foundation re-exported to Security from a resilient module (Security's interface)
 //   Keychain                the idiomatic Swift API (new code starts here)
 //   KeychainStorage         named encrypted stores with a pluggable cipher
 //   SwiftKeychain           protocol-oriented items
@@ -70,7 +71,26 @@ let package = Package(
                 // DECISIONS 6).
                 "KeychainCore", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                "_SecurityFoundation",
+            ],
+            // Every module sees every built module, so another package's `#if canImport(Security)`
+            // (swift-certificates, Alamofire) compiles against ours whenever ours happens to be built
+            // before it. A module built without library evolution makes its clients load its internal
+            // imports too, and with them GRDB's and OpenSSL's clang modules, which such a target is
+            // not given ("missing required module 'GRDBSQLite'"). Resilient, with the engine
+            // imported `internal`, its interface needs Foundation alone, as Apple's does (issue 50,
+            // item 19). Tools version 6.2 is what lets a package depending on this one accept the flag.
+            // A plain `import` is internal here too, so that no new one exposes a module.
+            swiftSettings: [
+                .unsafeFlags(["-enable-library-evolution"]), .enableUpcomingFeature("InternalImportsByDefault"),
             ]
+        ),
+        // Foundation re-exported from a resilient module, so that `Security` imports it without
+        // one "not compiled with library evolution" warning per file; the one it gets itself, for
+        // its one line, is the only warning `-suppress-warnings` hides (see its source file).
+        .target(
+            name: "_SecurityFoundation",
+            swiftSettings: [.unsafeFlags(["-enable-library-evolution", "-suppress-warnings"])]
         ),
         .target(
             name: "KeychainPKI",

@@ -7,7 +7,7 @@
 // Apple platforms — `[kSecClass: kSecClassGenericPassword] as CFDictionary`,
 // `Unmanaged<CFError>`, `status == errSecSuccess` — then compiles unchanged.
 
-import Foundation
+public import _SecurityFoundation
 
 /// A status code returned by Security functions: `errSecSuccess` (0) or a negative error code.
 public typealias OSStatus = Int32

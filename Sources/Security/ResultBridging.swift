@@ -16,8 +16,8 @@
 //   `as? Int` and, for 0 and 1, `as? Bool` — so an integer number is the faithful way to return
 //   what Apple returns as a 0/1 `CFNumber`, and `as? Bool` cannot tell a Boolean from a number.
 
-import Foundation
-import KeychainCore
+internal import _SecurityFoundation
+internal import KeychainCore
 
 /// The class of every `kSec…` constant: an immutable `NSString` whose `AnyHashable` form is its
 /// Swift `String`.

@@ -3,7 +3,7 @@
 // Linux has no biometry, passcode or companion device; the flags are validated and kept exactly as
 // on Apple platforms, and the keychain decides how to treat them (spec §8 item 20).
 
-import Foundation
+public import _SecurityFoundation
 
 /// An item's accessibility and the conditions under which it can be used.
 ///

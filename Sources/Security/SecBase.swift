@@ -6,7 +6,7 @@
 // each code in that header; `secBaseStatusTable` below holds those messages, and the name of each
 // code that has no comment (spec §2.2).
 
-import Foundation
+public import _SecurityFoundation
 
 #if canImport(Glibc)
     import Glibc

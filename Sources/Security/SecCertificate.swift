@@ -10,8 +10,8 @@
 // - `SecCertificateCopyKey` builds RSA and P-256/384/521 keys; other keys give `nil`, as Apple does
 //   for algorithms it does not know.
 
-import Foundation
-import KeychainPKI
+public import _SecurityFoundation
+internal import KeychainPKI
 
 /// An X.509 certificate.
 ///

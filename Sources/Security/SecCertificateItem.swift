@@ -20,9 +20,9 @@
 // - In a search or an update, a `SecIdentity` under `kSecValueRef` is an identity query on its
 //   certificate's type, issuer and serial number.
 
-import Foundation
-import KeychainCore
-import KeychainPKI
+internal import _SecurityFoundation
+internal import KeychainCore
+internal import KeychainPKI
 
 /// What a dictionary becomes once a `SecKey` or `SecCertificate` under `kSecValueRef` is replaced by its
 /// attributes, and a certificate's `kSecValueData` (on add) has given its derived attributes.

@@ -1,10 +1,10 @@
 // `SecIdentity`: a certificate with its private key (`OSX/sec/Security/SecIdentity.c`), and the
 // conversions between `SecKey` and the PKCS#8 keys that PKCS#12 files carry.
 
-import Crypto
-import CryptoExtras
-import Foundation
-import KeychainPKI
+internal import Crypto
+internal import CryptoExtras
+internal import _SecurityFoundation
+internal import KeychainPKI
 
 /// A digital identity: a certificate together with the private key that matches its public key.
 ///

@@ -19,9 +19,9 @@
 // - `kSecImportItemLabel` and `kSecImportItemKeyID` are returned (macOS's values: the certificate's subject
 //   summary and the key's SHA-1 public-key hash); iOS omits them.
 
-import Foundation
-import KeychainCore
-import KeychainPKI
+public import _SecurityFoundation
+internal import KeychainCore
+internal import KeychainPKI
 
 /// The import option that holds the passphrase of a PKCS#12 file (a string): `"passphrase"`.
 nonisolated(unsafe) public let kSecImportExportPassphrase: CFString = SecConstantString("passphrase")

@@ -12,9 +12,9 @@
 //   for certificates and identities (SecCertificateItem.swift); a kSecValueRef of any other kind is
 //   errSecParam.
 
-import Crypto
-import Foundation
-import KeychainCore
+internal import Crypto
+public import _SecurityFoundation
+internal import KeychainCore
 
 /// Adds one item to a keychain.
 ///

@@ -9,7 +9,7 @@
 // They are declared `nonisolated(unsafe)` because `NSString` is not `Sendable`; they are never
 // mutated.
 
-import Foundation
+public import _SecurityFoundation
 
 // MARK: - 1.1 Class key and item classes
 

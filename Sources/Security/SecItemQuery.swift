@@ -5,8 +5,8 @@
 // data-protection path are removed here too, on every platform. That only turns iOS errSecParam
 // cases into successes (for example kSecMatchLimit in SecItemDelete).
 
-import Foundation
-import KeychainCore
+internal import _SecurityFoundation
+internal import KeychainCore
 
 /// The four SecItem operations, which parse dictionaries slightly differently.
 enum SecOperation {

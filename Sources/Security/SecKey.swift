@@ -11,10 +11,10 @@
 //   CryptoTokenKit.
 // - Private key bytes never appear in a description or an error.
 
-import Crypto
-import CryptoExtras
-import Foundation
-import KeychainCore
+internal import Crypto
+internal import CryptoExtras
+public import _SecurityFoundation
+internal import KeychainCore
 
 /// An asymmetric key: an elliptic-curve (P-256, P-384, P-521) or RSA key, public or private.
 ///

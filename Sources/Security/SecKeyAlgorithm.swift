@@ -2,7 +2,7 @@
 // raw strings (`OSX/sec/Security/SecKeyAdaptors.m`), and the table that maps each string to the
 // construction that implements it here.
 
-import Foundation
+public import _SecurityFoundation
 
 /// The algorithm a ``SecKey`` operation uses, named by Apple's raw string such as
 /// `"algid:sign:ECDSA:message-X962:SHA256"`.

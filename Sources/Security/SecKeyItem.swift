@@ -11,9 +11,9 @@
 // - A token key item's reference is a token `SecKey` of the keychain it was found in; SecItemAdd of a
 //   token key reference has the keychain store it (SecKeyToken.swift).
 
-import Crypto
-import Foundation
-import KeychainCore
+internal import Crypto
+internal import _SecurityFoundation
+internal import KeychainCore
 
 /// What a dictionary becomes once a `SecKey` under `kSecValueRef` is replaced by the key's attributes.
 ///

@@ -1,7 +1,7 @@
 // The legacy key API (`SecKey.m:717-960`, iOS semantics): SecKeyGeneratePair, SecKeyRawSign,
 // SecKeyRawVerify, SecKeyEncrypt and SecKeyDecrypt, each mapped to the algorithm Apple maps it to.
 
-import Foundation
+public import _SecurityFoundation
 
 /// The padding of the legacy ``SecKeyRawSign(_:_:_:_:_:_:)`` family (Apple's raw values).
 public struct SecPadding: OptionSet, Hashable, Sendable {

@@ -6,9 +6,9 @@
 // with SHA-384/512, and the raw RSA public-key operation (raw verify, raw encrypt, and the RSA
 // public-key decrypt Apple allows).
 
-import Crypto
-import CryptoExtras
-import Foundation
+internal import Crypto
+internal import CryptoExtras
+public import _SecurityFoundation
 
 /// Whether a key can run an algorithm for an operation.
 ///

@@ -13,9 +13,9 @@
 //   agent, or this process); store it (`kSecAttrIsPermanent`) to keep it longer.
 // - Other token IDs are errSecUnimplemented (-4), as on Apple platforms without CryptoTokenKit.
 
-import Crypto
-import Foundation
-import KeychainCore
+internal import Crypto
+internal import _SecurityFoundation
+internal import KeychainCore
 
 /// A token private key: its public key, its handle and the keychain that holds it.
 struct TokenKeyBacking: Sendable {

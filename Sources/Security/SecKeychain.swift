@@ -6,9 +6,9 @@
 // process elsewhere without changing code. Lock state belongs to the process: every `SecKeychain`
 // for the same file shares one open handle, so `SecKeychainUnlock` affects later `SecItem` calls.
 
-import Foundation
-import KeychainClient
-import KeychainCore
+internal import _SecurityFoundation
+internal import KeychainClient
+package import KeychainCore
 
 /// A keychain file (macOS `SecKeychainRef`).
 public final class SecKeychain: Hashable, Sendable, CustomStringConvertible {

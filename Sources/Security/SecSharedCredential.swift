@@ -5,7 +5,7 @@
 // completion handler is called later, on another thread, with `errSecParam`. Generating a
 // password works as it does everywhere.
 
-import Foundation
+public import _SecurityFoundation
 
 /// The dictionary key of a shared credential's password (`"spwd"`).
 nonisolated(unsafe) public let kSecSharedPassword: CFString = SecConstantString("spwd")

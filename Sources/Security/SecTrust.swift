@@ -43,8 +43,8 @@
 // admin trust setting anchored it and `.unspecified` otherwise; a failure gives `.deny` for a denied
 // certificate and `.recoverableTrustFailure` otherwise.
 
-import Foundation
-import KeychainPKI
+public import _SecurityFoundation
+internal import KeychainPKI
 
 #if canImport(Glibc)
     import Glibc

@@ -3,7 +3,7 @@
 // macOS 10.15 to 12 that code keeps in its `#available` else-branches
 // (https://developer.apple.com/documentation/security/sectrust).
 
-import Foundation
+public import _SecurityFoundation
 
 /// Check revocation with OCSP.
 public let kSecRevocationOCSPMethod: CFOptionFlags = 1 << 0

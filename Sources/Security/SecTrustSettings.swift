@@ -33,10 +33,10 @@
 // that consult user trust settings then fail with errSecInvalidTrustSettings (nothing is trusted, or
 // silently not denied, through it), and changes are refused until it is fixed or removed.
 
-import Crypto
-import Foundation
-import KeychainCore
-import KeychainPKI
+internal import Crypto
+public import _SecurityFoundation
+internal import KeychainCore
+internal import KeychainPKI
 
 #if canImport(Glibc)
     import Glibc

@@ -33,10 +33,10 @@
 // - Export of a domain without settings is errSecNoTrustSettings (Apple: no settings file, and Apple
 //   deletes the file when the last entry goes).
 
-import Crypto
-import Foundation
-import KeychainCore
-import KeychainPKI
+internal import Crypto
+public import _SecurityFoundation
+internal import KeychainCore
+internal import KeychainPKI
 
 /// The keys of Apple's external representation (TrustSettingsSchema.h, SecTrustSettingsPriv.h).
 enum TrustSettingsPlistKey {
