@@ -63,7 +63,7 @@ struct CMSCommand: ToolCommand {
         do {
             message = try CMSMessage(berEncoded: bytes)
         } catch let error as PKIError {
-            throw CommandFailure.failure("security: failed to decode message: \(error.message)")
+            throw CommandFailure.failure("failed to decode message: \(error.message)")
         }
         let content = try detachedContent.map { [UInt8](try readInputFile($0)) } ?? message.content ?? []
         guard !noContent else { return 0 }

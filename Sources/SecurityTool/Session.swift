@@ -148,6 +148,7 @@ package final class Session {
     /// inside the keychains directory; `name.keychain` also finds `name.keychain-db` (and names
     /// the login keychain, `login.keychain-db`, before its first use).
     package func resolve(_ name: String) -> String {
+        if SystemKeychain.macOSPaths.contains(name) { return SystemKeychain.path(environment) }
         let path = absolute(paths.resolve(name))
         if path.hasSuffix(".keychain"), !fileExists(path),
             fileExists(path + "-db") || path + "-db" == absolute(engineDefaultKeychain)
@@ -188,6 +189,11 @@ package final class Session {
     ///   password) when `path` is that keychain and it does not exist yet.
     func database(at path: String, createDefault: Bool = false) throws -> any KeychainHandle {
         if let handle = handles[path] { return handle }
+        if path == SystemKeychain.path(environment) {
+            let handle = try SystemKeychain.open(configuration: configuration, environment: environment)
+            handles[path] = handle
+            return handle
+        }
         try useAgent()
         if let handle = prefetched?.take(path) {
             handles[path] = handle
