@@ -80,7 +80,7 @@ struct AgentSaturation {
         var fds: [Int32] = []
         let authenticate = [0] + Array("AUTH EXTERNAL \(hexUID())\r\nBEGIN\r\n".utf8)
         for _ in 0..<(Self.idleConnections + Self.halfSentMessages) {
-            let fd = try Self.connect(socket)
+            let fd = try AgentConnection.connect(socket, timeout: .seconds(10))
             fds.append(fd)
             guard Self.send(fd, authenticate) else { throw BenchmarkFailure("the agent closed a new connection") }
         }
@@ -101,25 +101,6 @@ struct AgentSaturation {
     }
 
     private func hexUID() -> String { String(getuid()).utf8.map { String(format: "%02x", $0) }.joined() }
-
-    private static func connect(_ path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard fd >= 0, connected == 0 else {
-            if fd >= 0 { close(fd) }
-            throw BenchmarkFailure("cannot connect to the agent: errno \(errno)")
-        }
-        return fd
-    }
 
     /// Sends everything; `false` once the agent has closed the connection.
     private static func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {

@@ -44,6 +44,7 @@ struct OptionSyntax {
         case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])
         case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
+        case "cms": OptionSyntax(valued: ["i", "o", "c", "h", "k", "u"])
         case "add-trusted-cert": OptionSyntax(valued: ["r", "a", "p", "s", "e", "u", "k", "i", "o"])
         case "error": nil
         default: OptionSyntax(valued: [])

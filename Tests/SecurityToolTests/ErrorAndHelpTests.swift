@@ -49,7 +49,7 @@ import Testing
                 "security: SecKeychainLock missing: The specified keychain could not be found."
             ),
             (["no-such-command"], 1, "security: unknown command \"no-such-command\""),
-            (["cms"], 1, "not available in the Linux version"),
+            (["leaks"], 1, "not available in the Linux version"),
             (["find-certificate", "-c", "nobody"], 44, "The specified item could not be found in the keychain."),
             (["import", "missing.p12"], 1, "security: Error reading infile missing.p12: No such file or directory"),
             (["list-keychains", "-d", "nonsense"], 2, "security: Invalid domain: nonsense"),

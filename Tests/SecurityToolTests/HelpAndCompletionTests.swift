@@ -6,7 +6,7 @@ import Testing
     /// The macOS commands that the Linux version does not have yet.
     static let unavailable = [
         "list-smartcards", "set-identity-preference", "get-identity-preference",
-        "create-db", "export-smartcard", "cms", "install-mds", "user-trust-settings-enable",
+        "create-db", "export-smartcard", "install-mds", "user-trust-settings-enable",
         "authorize", "authorizationdb", "execute-with-privileges", "leaks",
         "create-filevaultmaster-keychain", "smartcards", "translocate-policy-check", "translocate-status-check",
         "translocate-original-path", "requirement-evaluate", "filevault", "platformsso",
