@@ -45,6 +45,8 @@ struct OptionSyntax {
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])
         case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
         case "cms": OptionSyntax(valued: ["i", "o", "c", "h", "k", "u"])
+        case "set-identity-preference": OptionSyntax(valued: ["c", "s", "u", "Z"])
+        case "get-identity-preference": OptionSyntax(valued: ["s", "u"])
         case "add-trusted-cert": OptionSyntax(valued: ["r", "a", "p", "s", "e", "u", "k", "i", "o"])
         case "error": nil
         default: OptionSyntax(valued: [])

@@ -45,7 +45,7 @@ package enum SecurityTool {
         FindIdentity.self,
         DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, AddTrustedCert.self,
         RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
-        VerifyCert.self, CMSCommand.self,
+        VerifyCert.self, CMSCommand.self, SetIdentityPreference.self, GetIdentityPreference.self,
         ErrorCommand.self, ImportSecretService.self, SyncCommand.self,
     ].map { Command(type: $0) }
 

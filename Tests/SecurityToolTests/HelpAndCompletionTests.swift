@@ -5,7 +5,7 @@ import Testing
 @Suite struct HelpAndCompletionTests {
     /// The macOS commands that the Linux version does not have yet.
     static let unavailable = [
-        "list-smartcards", "set-identity-preference", "get-identity-preference",
+        "list-smartcards",
         "create-db", "export-smartcard", "install-mds", "user-trust-settings-enable",
         "authorize", "authorizationdb", "execute-with-privileges", "leaks",
         "create-filevaultmaster-keychain", "smartcards", "translocate-policy-check", "translocate-status-check",
