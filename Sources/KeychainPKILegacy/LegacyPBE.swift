@@ -40,7 +40,9 @@ public enum LegacyPBE {
         defer { X509_ALGOR_free(algor) }
         var output: UnsafeMutablePointer<UInt8>?
         var length: Int32 = 0
-        let passphraseText = passphrase.map { CChar(bitPattern: $0) } + [0]
+        // The C string OpenSSL takes, cleared (OPENSSL_cleanse) as soon as it is done with it.
+        var passphraseText = passphrase.map { CChar(bitPattern: $0) } + [0]
+        defer { passphraseText.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
         _ = passphraseText.withUnsafeBufferPointer { pass in
             PKCS12_pbe_crypt_ex(
                 algor, pass.baseAddress, Int32(passphrase.count), ciphertext, Int32(ciphertext.count), &output,

@@ -22,9 +22,9 @@ enum IdentityPreference {
         return query
     }
 
-    /// The identities of the keychains with their certificates' DER.
-    static func identities(_ targets: [OpenKeychain], session: Session) throws -> [(SecIdentity, Data)] {
-        try targets.flatMap { try keychainIdentities($0, session: session) }.map { ($0, derData(certificate(of: $0))) }
+    /// The certificates of the keychains' identities.
+    static func certificates(_ targets: [OpenKeychain], session: Session) throws -> [SecCertificate] {
+        try targets.flatMap { try keychainIdentities($0, session: session) }.map(certificate(of:))
     }
 }
 
@@ -73,11 +73,11 @@ struct SetIdentityPreference: ToolCommand {
         }
         guard !none, identity != nil || hash != nil else { return 0 }
         let targets = try searchTargets(keychains, in: session)
-        let chosen = try IdentityPreference.identities(targets, session: session).first { _, der in
-            if let hash { return CertificateDigest.matches(hash, der) }
-            return identity.map { commonNameContains(SecCertificateCreateWithData(nil, der as CFData)!, $0) } ?? false
+        let chosen = try IdentityPreference.certificates(targets, session: session).first { certificate in
+            if let hash { return CertificateDigest.matches(hash, derData(certificate)) }
+            return identity.map { commonNameContains(certificate, $0) } ?? false
         }
-        guard let (_, der) = chosen else {
+        guard let der = chosen.map(derData) else {
             throw CommandFailure.failure("No matching identity found for \"\(hash ?? identity ?? "")\"")
         }
         let item = Item(

@@ -24,13 +24,14 @@ enum Tools {
         return path
     }
 
-    /// Runs a program to completion with a time limit, feeding `input` on stdin.
+    /// Runs a program to completion, feeding `input` on stdin; the time limit (5 minutes) only
+    /// stops a tool that hangs, and is generous for a machine whose cores another build keeps busy.
     static func run(
         _ executable: String,
         _ arguments: [String],
         input: Data? = nil,
         environment: [String: String]? = nil,
-        timeout: TimeInterval = 20
+        timeout: TimeInterval = 300
     ) async throws -> ProcessResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try require(executable))
@@ -114,6 +115,8 @@ final class PrivateBus: Sendable {
               <type>session</type>
               <listen>unix:path=\(directory.path)/bus</listen>
               <auth>EXTERNAL</auth>
+              <!-- Time enough to authenticate on a machine whose cores a build keeps busy. -->
+              <limit name="auth_timeout">240000</limit>
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>

@@ -45,6 +45,10 @@ struct SleepLockTests {
                   <type>system</type>
                   <listen>unix:path=\(directory.path)/system_bus_socket</listen>
                   <auth>EXTERNAL</auth>
+                  <!-- A system bus gives a connection 30 s to authenticate (and a few
+                       seconds in some builds); a machine whose cores a build keeps busy can
+                       take longer, and dbus-daemon would close it: connectionClosed. -->
+                  <limit name="auth_timeout">240000</limit>
                   <policy context="default">
                     <allow user="*"/>
                     <deny own="*"/>
