@@ -112,6 +112,8 @@ final class DBusConnectionState: Sendable {
     let serverGUID = Mutex<String?>(nil)
     /// What the server keeps about this connection (``DBusConnection/attachment``).
     let attachment = Mutex<(any Sendable)?>(nil)
+    /// What other layers keep about this connection, by type (``DBusConnection/value(of:)``).
+    let values = Mutex<[ObjectIdentifier: any Sendable]>([:])
     let callTimeout: Duration
 
     /// - Parameters:
@@ -347,6 +349,18 @@ public struct DBusConnection: Sendable {
     /// - Parameter value: What to keep, or `nil` to forget it.
     public func attach(_ value: (any Sendable)?) {
         state.attachment.withLock { $0 = value }
+    }
+
+    /// The value of type `type` kept with this connection by ``keep(_:as:)``, or `nil`: for a
+    /// layer that keeps state of its own beside ``attachment`` (the agent: the access groups a
+    /// client narrowed itself to).
+    public func value<Value: Sendable>(of type: Value.Type) -> Value? {
+        state.values.withLock { $0[ObjectIdentifier(type)] as? Value }
+    }
+
+    /// Keeps `value` with this connection as its type's value (`nil`: forgets it).
+    public func keep<Value: Sendable>(_ value: Value?, as type: Value.Type = Value.self) {
+        state.values.withLock { $0[ObjectIdentifier(type)] = value }
     }
 
     /// The unique name the bus assigned in ``hello()``.

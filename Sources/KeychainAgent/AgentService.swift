@@ -130,6 +130,9 @@ public final class AgentService: Sendable {
         let arguments = call.arguments
         let connection = call.connection
         do {
+            if method == .useAccessGroups {
+                return try await onWorkQueue { [self] in try narrow(connection, to: arguments) }
+            }
             return try await onWorkQueue { [self] in
                 defer { MemoryHygiene.scrubStack() }
                 return try perform(method, arguments, groups: try callerGroups(connection))
@@ -194,8 +197,13 @@ public final class AgentService: Sendable {
         }
     }
 
-    /// The access groups of the caller behind `connection`.
+    /// The access groups of the caller behind `connection`, as it narrowed them.
     private func callerGroups(_ connection: DBusConnection) throws -> AccessGroups {
+        try Self.narrowed(grantedGroups(connection), for: connection)
+    }
+
+    /// The access groups the caller behind `connection` has, before any narrowing.
+    private func grantedGroups(_ connection: DBusConnection) throws -> AccessGroups {
         if let callers { return try callers.accessGroups(for: connection) }
         return try groups(connection.peerCredentials)
     }
@@ -204,8 +212,46 @@ public final class AgentService: Sendable {
     /// identifying it first (``CallerDirectory/knownAccessGroups(for:)``), or `nil`. With a
     /// ``groups`` closure of its own, the closure's answer (it must then be quick).
     private func knownGroups(_ connection: DBusConnection) throws -> AccessGroups? {
-        if let callers { return try callers.knownAccessGroups(for: connection) }
-        return try groups(connection.peerCredentials)
+        let known = try callers.map { try $0.knownAccessGroups(for: connection) } ?? groups(connection.peerCredentials)
+        return known.map { Self.narrowed($0, for: connection) }
+    }
+
+    /// The groups a client narrowed its connection to (`UseAccessGroups`).
+    struct RequestedGroups: Sendable {
+        var groups: [String]
+    }
+
+    /// `granted` as the client behind `connection` narrowed it: the groups it asked for, in its
+    /// order. Who manages the user's keychains is not narrowed: the groups say what it reads.
+    static func narrowed(_ granted: AccessGroups, for connection: DBusConnection) -> AccessGroups {
+        guard let requested = connection.value(of: RequestedGroups.self) else { return granted }
+        return AccessGroups(requested.groups, managesKeychains: granted.managesKeychains)
+    }
+
+    /// `UseAccessGroups`: keeps the groups the client asks for with its connection, when the
+    /// caller has every one of them (`*` only when it has `*`).
+    /// - Throws: `.missingEntitlement` naming the first group it does not have; `.parameter`
+    ///   for an empty list.
+    private func narrow(_ connection: DBusConnection, to arguments: [DBusValue]) throws -> [DBusValue] {
+        guard case .array(_, let values)? = arguments.first else {
+            throw KeychainError(.parameter, "UseAccessGroups takes a list of groups")
+        }
+        let requested = values.compactMap(\.stringValue)
+        guard !requested.isEmpty, requested.count == values.count else {
+            throw KeychainError(.parameter, "UseAccessGroups takes at least one group")
+        }
+        let granted = try grantedGroups(connection)
+        if let missing = requested.first(where: { !Self.grants(granted, $0) }) {
+            throw KeychainError(.missingEntitlement, "this program may not use the access group \(missing)")
+        }
+        connection.keep(RequestedGroups(groups: requested))
+        return []
+    }
+
+    /// Whether `granted` lets its caller name `group`: a group it has, or any group with `*`
+    /// (and `*` itself only then).
+    static func grants(_ granted: AccessGroups, _ group: String) -> Bool {
+        granted.groups.contains("*") || (group != "*" && granted.groups.contains(group))
     }
 
     /// Runs `body` on the default keychain, acting for `groups`, on the engine's work queue
@@ -334,7 +380,7 @@ public final class AgentService: Sendable {
     /// keychain leaves it running, using it starts it again.
     static func idleEffect(of method: AgentInterface.Method) -> IdleLock.Effect {
         switch method {
-        case .status, .settings, .close, .create, .deleteKeychain, .lockAll: .none
+        case .status, .settings, .close, .create, .deleteKeychain, .lockAll, .useAccessGroups: .none
         case .find, .findReadable, .update, .delete: .lookup
         case .add, .addMany, .upsert, .createTokenKey, .useTokenKey, .storeTokenKey: .use
         case .unlock, .lock, .changePassword, .rotateKeys, .setSettings: .reread
@@ -506,7 +552,7 @@ public final class AgentService: Sendable {
         case .storeTokenKey:
             let template = try AgentCodec.decodeItem(try value(arguments, 2))
             return [.bytes(Array(try tokenHolder(keychain).storeTokenKey(Data(try bytes(arguments, 1)), as: template)))]
-        case .create, .deleteKeychain, .lockAll, .close, .lock:
+        case .create, .deleteKeychain, .lockAll, .close, .lock, .useAccessGroups:
             // Served by the caller of this function, on the keychain itself.
             return []
         }

@@ -76,6 +76,11 @@ public enum AgentInterface {
         /// agent made without `permanent` as `item` (`SecItemAdd` of its reference); the answer
         /// is the stored key's handle. Added with ``createTokenKey``.
         case storeTokenKey = "StoreTokenKey"
+        /// `UseAccessGroups(as groups)`: narrows the caller's access groups, for the rest of the
+        /// connection, to those it names (in order: the first is where its items are added),
+        /// as a process's `KEYCHAIN_ACCESS_GROUPS` does in-process. Only groups the caller has
+        /// may be named (errSecMissingEntitlement). An older agent answers `UnknownMethod`.
+        case useAccessGroups = "UseAccessGroups"
 
         /// The arguments the caller sends.
         public var inputs: [DBusArgument] {
@@ -106,6 +111,7 @@ public enum AgentInterface {
                     DBusArgument("sharedInfo", .array(.byte)), DBusArgument("outputSize", .uint32),
                 ]
             case .lockAll: return []
+            case .useAccessGroups: return [DBusArgument("groups", .array(.string))]
             case .changePassword:
                 return [
                     keychain, DBusArgument("hasOld", .boolean), DBusArgument("old", .array(.byte)),
@@ -134,7 +140,7 @@ public enum AgentInterface {
             case .useTokenKey: [DBusArgument("output", .array(.byte))]
             case .storeTokenKey: [DBusArgument("handle", .array(.byte))]
             case .unlock, .lock, .lockAll, .changePassword, .rotateKeys, .create, .deleteKeychain, .close,
-                .setSettings:
+                .setSettings, .useAccessGroups:
                 []
             }
         }

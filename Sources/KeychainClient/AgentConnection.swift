@@ -19,6 +19,9 @@ import Synchronization
 public final class AgentConnection: Sendable {
     /// The agent's socket.
     public let socketPath: String
+    /// The access groups this process narrows itself to on each connection (its
+    /// `KEYCHAIN_ACCESS_GROUPS`), or `nil` for those the agent gives it.
+    public let accessGroups: [String]?
     private let timeout: Duration
     private let state: Mutex<State>
 
@@ -33,10 +36,18 @@ public final class AgentConnection: Sendable {
     /// - Parameters:
     ///   - socketPath: The agent's socket.
     ///   - timeout: How long a call waits for the agent's answer before it fails.
+    ///   - accessGroups: The groups to narrow this connection to before its first call (the
+    ///     agent refuses groups the process does not have); by default the process's
+    ///     `KEYCHAIN_ACCESS_GROUPS`, as in-process. The agent serves every process of the user,
+    ///     so this travels with the connection and never through the agent's environment.
     /// - Throws: ``KeychainCore/KeychainError`` `.notAvailable` when no agent listens there.
-    public init(socketPath: String, timeout: Duration = .seconds(60)) throws {
+    public init(
+        socketPath: String, timeout: Duration = .seconds(60),
+        accessGroups: [String]? = AgentConnection.configuredAccessGroups()
+    ) throws {
         self.socketPath = socketPath
         self.timeout = timeout
+        self.accessGroups = accessGroups
         let socket = try Self.connect(socketPath, timeout: timeout)
         state = Mutex(State(socket: socket))
     }
@@ -127,8 +138,34 @@ public final class AgentConnection: Sendable {
         state.buffer = []
     }
 
+    /// The groups `KEYCHAIN_ACCESS_GROUPS` configures for this process (as
+    /// ``KeychainCore/AccessGroups/fromEnvironment(_:)`` reads it), or `nil` when it is unset.
+    /// - Parameter environment: The environment; the process's when `nil`.
+    public static func configuredAccessGroups(environment: [String: String]? = nil) -> [String]? {
+        let environment = environment ?? ProcessEnvironment.current()
+        guard environment[AccessGroups.environmentVariable] != nil else { return nil }
+        return AccessGroups.fromEnvironment(environment).groups
+    }
+
     /// Sends `message` and returns the body of its answer, unread (an error answer is thrown).
+    /// A new connection is first narrowed to ``accessGroups``, in a round trip of its own: the
+    /// agent may answer a quick read before a request sent ahead of it, so the call waits for
+    /// the narrowing to be acknowledged. A refused narrowing closes the connection (nothing is
+    /// asked with more groups than the process has configured).
     private func exchange(_ message: DBusMessage, _ state: inout State) throws -> DBusBodyReader {
+        if !state.authenticated, let accessGroups, message.member != AgentInterface.Method.useAccessGroups.rawValue {
+            do {
+                _ = try exchange(
+                    .methodCall(
+                        path: AgentInterface.objectPath, interface: AgentInterface.name,
+                        member: AgentInterface.Method.useAccessGroups.rawValue,
+                        body: [.array(.string, accessGroups.map { .string($0) })]),
+                    &state)
+            } catch let error as KeychainError {
+                reset(&state)
+                throw error
+            }
+        }
         if state.socket < 0 {
             do {
                 state.socket = try Self.connect(socketPath, timeout: timeout)

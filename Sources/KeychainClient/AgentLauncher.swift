@@ -58,14 +58,16 @@ enum AgentLauncher {
         return candidates.first { access($0, X_OK) == 0 }
     }
 
-    /// The variables of the client's environment that the agent is given: where its files are,
-    /// its default access groups, and the locale. An application's environment often holds
-    /// secrets (tokens, `KEYCHAIN_PASSWORD`), and an agent started by it outlives it: nothing
-    /// else is passed.
+    /// The variables of the client's environment that the agent is given: where the user's
+    /// files are, and the locale. Nothing that decides what the agent does for its other
+    /// clients: the agent started by one process serves every later process of the user, so a
+    /// process's `KEYCHAIN_DEFAULT_PATH` and `KEYCHAIN_ACCESS_GROUPS` travel with its requests
+    /// (``Keychains``, ``AgentConnection``), and `KEYCHAIN_UNSAFE_TEST_KDF` is never handed
+    /// down. An application's environment also often holds secrets (tokens,
+    /// `KEYCHAIN_PASSWORD`), and an agent started by it outlives it: nothing else is passed.
     static let agentVariables: Set<String> = [
         "HOME", "PATH", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR",
         "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME",
-        AccessGroups.environmentVariable, KeychainPaths.defaultKeychainVariable, "KEYCHAIN_UNSAFE_TEST_KDF",
     ]
 
     /// The client's environment reduced to ``agentVariables`` (and the `LC_*` locale variables).

@@ -39,9 +39,40 @@ public enum Keychains {
     /// - Throws: ``KeychainCore/KeychainError`` when the default keychain cannot be opened or created.
     public static func current() throws -> any KeychainHandle {
         if let handle = TaskDefaultKeychain.handle { return handle }
-        if let agent = try agent(startingIfNeeded: true) { return agent.keychain(at: "") }
+        if let agent = try agent(startingIfNeeded: true) { return try agentDefault(agent, paths: KeychainPaths()) }
         return try KeychainDatabase.processDefaultDatabase()
     }
+
+    /// The default keychain of `paths` as the agent serves it to this process.
+    ///
+    /// The agent serves every process of the user and keeps its own environment, so what this
+    /// process's environment chooses travels with its requests: a default chosen here
+    /// (`KEYCHAIN_DEFAULT_PATH`) is sent by its path, and created password-less on first use as
+    /// in-process; otherwise `""`, the user's default keychain, which the agent resolves from
+    /// the user's preferences (`security default-keychain -s`), else the login keychain.
+    /// - Throws: ``KeychainCore/KeychainError`` when the chosen keychain can be neither opened
+    ///   nor created.
+    static func agentDefault(_ agent: AgentConnection, paths: KeychainPaths) throws -> AgentKeychain {
+        guard let chosen = paths.chosenDefault else { return agent.keychain(at: "") }
+        let path = CanonicalPath.of(chosen)
+        if let known = chosenDefaults.withLock({ $0[path] }), known.connection === agent { return known }
+        let keychain = agent.keychain(at: path)
+        do {
+            _ = try keychain.status()
+        } catch let error as KeychainError where error.code == .noSuchKeychain {
+            do {
+                _ = try agent.createKeychain(at: path, password: nil)
+            } catch let raced as KeychainError where raced.code == .duplicateKeychain {
+                // Another process made it first: it is there to use.
+            }
+        }
+        chosenDefaults.withLock { $0[path] = keychain }
+        return keychain
+    }
+
+    /// The chosen default keychains this process has checked with the agent, by path: the
+    /// check (and the creation on first use) is made once, not before every call.
+    private static let chosenDefaults = Mutex<[String: AgentKeychain]>([:])
 
     /// Opens the keychain file at `path`; a password keychain is locked unless the agent holds
     /// it unlocked.
@@ -73,8 +104,9 @@ public enum Keychains {
         paths: KeychainPaths = KeychainPaths(), configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
         if let agent = try taskAgent() {
-            let keychain = agent.keychain(at: "")
-            _ = try keychain.status()
+            let keychain = try agentDefault(agent, paths: paths)
+            // The agent's default is opened (and made on first use) when first asked for.
+            if paths.chosenDefault == nil { _ = try keychain.status() }
             return keychain
         }
         return try KeychainDatabase.openDefault(paths: paths, configuration: configuration)

@@ -44,6 +44,12 @@ public struct KeychainPaths: Sendable, Hashable {
     }
     private var chosenDefaultKeychain: String?
 
+    /// The default keychain when it was chosen for these paths (by `KEYCHAIN_DEFAULT_PATH` or
+    /// by setting ``defaultKeychain``), `nil` when the user's preferences decide. A client of
+    /// the agent sends this path with its requests: the agent serves every process of the
+    /// user, and its own environment is not this process's.
+    public var chosenDefault: String? { chosenDefaultKeychain }
+
     /// The environment variable that points the default keychain elsewhere.
     public static let defaultKeychainVariable = "KEYCHAIN_DEFAULT_PATH"
 

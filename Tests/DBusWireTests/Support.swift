@@ -116,7 +116,7 @@ final class PrivateBus: Sendable {
               <listen>unix:path=\(directory.path)/bus</listen>
               <auth>EXTERNAL</auth>
               <!-- Time enough to authenticate on a machine whose cores a build keeps busy. -->
-              <limit name="auth_timeout">240000</limit>
+              <limit name="auth_timeout">3600000</limit>
               <policy context="default">
                 <allow send_destination="*" eavesdrop="true"/>
                 <allow eavesdrop="true"/>

@@ -27,10 +27,11 @@ struct LibraryStartTests {
         }
 
         /// Runs `library <action> <service>` with `mode` and `program` (`KEYCHAIN_AGENT_PROGRAM`),
-        /// `input` on its standard input; its output lines.
+        /// `input` on its standard input; its output lines. With `cheapAgent`, an agent it starts
+        /// is configured with the cheap test key derivation.
         func library(
             _ action: String, _ service: String, mode: String, program: String = KeychaindTests.program,
-            input: String? = nil, changing changes: [String: String?] = [:]
+            input: String? = nil, changing changes: [String: String?] = [:], cheapAgent: Bool = true
         ) throws -> [String] {
             let home = directory.path + "/home"
             var variables: [String: String] = [
@@ -39,6 +40,11 @@ struct LibraryStartTests {
                 "KEYCHAIN_AGENT_SOCK": socket, "KEYCHAIN_AGENT_PROGRAM": program,
                 "KEYCHAIN_PASSWORD": "not-for-the-agent",
             ]
+            // The agent a library starts never inherits KEYCHAIN_UNSAFE_TEST_KDF: it is
+            // configured itself (CheapAgentProgram), as a user configures a systemd unit.
+            if cheapAgent, program == KeychaindTests.program {
+                variables["KEYCHAIN_AGENT_PROGRAM"] = try CheapAgentProgram.make(in: directory.path, agent: program)
+            }
             for (name, value) in changes { variables[name] = value }
             let child = try Child(
                 "/usr/bin/env",
@@ -122,7 +128,6 @@ struct LibraryStartTests {
         #expect(
             AgentLauncher.agentEnvironment(client) == [
                 "HOME": "/home/u", "PATH": "/usr/bin", "XDG_RUNTIME_DIR": "/run/user/1", "LC_ALL": "C.UTF-8",
-                "KEYCHAIN_ACCESS_GROUPS": "team.app",
             ])
     }
 

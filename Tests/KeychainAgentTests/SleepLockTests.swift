@@ -48,7 +48,7 @@ struct SleepLockTests {
                   <!-- A system bus gives a connection 30 s to authenticate (and a few
                        seconds in some builds); a machine whose cores a build keeps busy can
                        take longer, and dbus-daemon would close it: connectionClosed. -->
-                  <limit name="auth_timeout">240000</limit>
+                  <limit name="auth_timeout">3600000</limit>
                   <policy context="default">
                     <allow user="*"/>
                     <deny own="*"/>

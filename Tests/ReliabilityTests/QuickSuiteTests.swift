@@ -13,8 +13,17 @@ let knownDefects: [(row: String, defect: String)] = []
 let mayNotRun = ["`security` tool", "fsyncs its directory"]
 
 /// Runs one attack of `keychain-stress --quick` in this process and checks every row.
-func checkAttack(_ name: String) {
-    let rows = StressSuite.run(name, context: StressContext(mode: .quick))
+///
+/// The attack runs on a thread of its own, not on one of Swift's cooperative threads: it blocks
+/// for seconds to minutes (processes, fsyncs, races), and the pool has as many threads as
+/// cores, so holding one starves every asynchronous test meanwhile (a bus connection that
+/// waits that long to say `Hello` is dropped by dbus-daemon).
+func checkAttack(_ name: String) async {
+    let rows = await withCheckedContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(returning: StressSuite.run(name, context: StressContext(mode: .quick)))
+        }
+    }
     #expect(!rows.isEmpty, "the attack \(name) produced no row")
     for row in rows {
         if row.verdict == .notRun, mayNotRun.contains(where: { row.attack.contains($0) }) {
@@ -39,46 +48,46 @@ func checkAttack(_ name: String) {
 @Suite("keychain-stress --quick", .serialized)
 struct QuickSuiteTests {
     @Test("tampering: sealed, index and header columns, raw bytes, swaps")
-    func tampering() { checkAttack("tampering") }
+    func tampering() async { await checkAttack("tampering") }
 
     @Test("foreign files: garbage, empty, truncated, foreign schema, future version")
-    func foreignFiles() { checkAttack("foreign-files") }
+    func foreignFiles() async { await checkAttack("foreign-files") }
 
     @Test("key-derivation parameters edited downwards or to absurd values")
-    func keyDerivation() { checkAttack("kdf") }
+    func keyDerivation() async { await checkAttack("kdf") }
 
     @Test("leakage: canaries on disk, index values, padding, error texts")
-    func leakage() { checkAttack("leakage") }
+    func leakage() async { await checkAttack("leakage") }
 
     @Test("leakage through the security tool")
-    func commandLine() { checkAttack("cli") }
+    func commandLine() async { await checkAttack("cli") }
 
     @Test("crashes: writers killed with SIGKILL")
-    func crashes() { checkAttack("crashes") }
+    func crashes() async { await checkAttack("crashes") }
 
     @Test("crashes: each step of a password change; directory and WAL syncs")
-    func passwordChange() { checkAttack("password-change") }
+    func passwordChange() async { await checkAttack("password-change") }
 
     @Test("concurrency: racing processes and contention")
-    func concurrency() { checkAttack("concurrency") }
+    func concurrency() async { await checkAttack("concurrency") }
 
     @Test("concurrency: lock() during in-flight reads")
-    func lockDuringReads() { checkAttack("lock-during-reads") }
+    func lockDuringReads() async { await checkAttack("lock-during-reads") }
 
     @Test("bad input: fuzzed dictionaries")
-    func fuzz() { checkAttack("fuzz") }
+    func fuzz() async { await checkAttack("fuzz") }
 
     @Test("bad input: oversized secrets and attributes")
-    func oversized() { checkAttack("oversized") }
+    func oversized() async { await checkAttack("oversized") }
 
     @Test("passwords and locks")
-    func passwords() { checkAttack("passwords") }
+    func passwords() async { await checkAttack("passwords") }
 
     @Test("file system: modes, links, other users' files")
-    func fileSystem() { checkAttack("file-system") }
+    func fileSystem() async { await checkAttack("file-system") }
 
     @Test("known answers and the format-1 fixture")
-    func knownAnswers() { checkAttack("known-answers") }
+    func knownAnswers() async { await checkAttack("known-answers") }
 
     @Test("every attack of the suite has a test here")
     func everyAttackIsCovered() {

@@ -119,6 +119,30 @@ import Testing
         #expect(result.err.contains("keychaind"), "\(result)")
     }
 
+    @Test("KEYCHAIN_DEFAULT_PATH points one process elsewhere, whichever process started the agent")
+    func defaultPathIsEachProcesssOwn() throws {
+        let sandbox = try agentSandbox()
+        defer { stopAgent(at: socketPath(sandbox)) }
+        let elsewhere = sandbox.keychainsDirectory + "/elsewhere.keychain-db"
+        func security(_ arguments: [String], defaultPath: String? = nil) throws -> RunResult {
+            var environment = ["KEYCHAIN_AGENT_SOCK": socketPath(sandbox)]
+            environment["KEYCHAIN_DEFAULT_PATH"] = defaultPath
+            return try sandbox.run(arguments, environment: environment)
+        }
+        // The agent is started by a process pointed elsewhere.
+        let first = try security(
+            ["add-generic-password", "-s", "pointed", "-a", "a", "-w", "one"], defaultPath: elsewhere)
+        #expect(first.status == 0, "\(first)")
+        let second = try security(["add-generic-password", "-s", "plain", "-a", "a", "-w", "two"])
+        #expect(second.status == 0, "\(second)")
+        // Each finds its own item in its own default keychain, and only there.
+        #expect(try security(["find-generic-password", "-s", "plain", "-w"]).out == "two\n")
+        #expect(try security(["find-generic-password", "-s", "pointed", "-w"]).status == 44)
+        #expect(try security(["find-generic-password", "-s", "pointed", "-w"], defaultPath: elsewhere).out == "one\n")
+        #expect(try security(["find-generic-password", "-s", "plain", "-w", sandbox.loginKeychain]).out == "two\n")
+        #expect(try security(["find-generic-password", "-s", "plain", "-w", elsewhere]).status == 44)
+    }
+
     // MARK: The agent's process
 
     /// The pid of the process listening at `path` (`SO_PEERCRED` of a connection), or `nil`.

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 
 /// The `security` executable built next to the test bundle.
 var securityPath: String {
@@ -16,6 +17,9 @@ var securityPath: String {
     }
     return candidates[0] + "/security"
 }
+
+/// The `keychaind` built beside `security`.
+var keychaindPath: String { URL(fileURLWithPath: securityPath).deletingLastPathComponent().path + "/keychaind" }
 
 /// What one run of the tool produced.
 struct RunResult: CustomStringConvertible {
@@ -66,7 +70,13 @@ final class Sandbox: @unchecked Sendable {
             environment["XDG_DATA_HOME"] = dataHome
             environment["XDG_CONFIG_HOME"] = configHome
         }
-        if cheapKeyDerivation { environment["KEYCHAIN_UNSAFE_TEST_KDF"] = "1" }
+        if cheapKeyDerivation {
+            environment["KEYCHAIN_UNSAFE_TEST_KDF"] = "1"
+            // The agent a command starts never inherits that variable: it is configured itself.
+            if agentMode != "off", let program = try? CheapAgentProgram.make(in: root, agent: keychaindPath) {
+                environment["KEYCHAIN_AGENT_PROGRAM"] = program
+            }
+        }
         // Each process opens its keychains itself unless a test asks for the session agent
         // (AgentScriptTests start one of their own, and stop it).
         environment["KEYCHAIN_AGENT"] = agentMode
