@@ -68,7 +68,7 @@ let package = Package(
             name: "Security",
             dependencies: [
                 // KeychainPKI parses certificates and PKCS#12 on swift-asn1 (never swift-certificates:
-                // DECISIONS 6).
+                // docs/keys-and-certificates.md says why).
                 "KeychainCore", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 "_SecurityFoundation",
@@ -298,8 +298,8 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"), "CLibCrypto",
             ]),
         // OpenSSL's PKCS#12 reader decrypts what swift-crypto has no cipher for: the legacy
-        // password-based encryption (RC2, RC4, 3DES, DES) of old .p12 files (DECISIONS 9; the
-        // ground rules' "legacy PKCS#12 reader"). KeychainPKI still parses the file.
+        // password-based encryption (RC2, RC4, 3DES, DES) of old .p12 files (see
+        // docs/keys-and-certificates.md). KeychainPKI still parses the file.
         .target(name: "KeychainPKILegacy", dependencies: ["CLibCrypto"]),
         // OpenSSL's libcrypto for two things swift-crypto has no API for: constant-time modular
         // exponentiation (the Secret Service's dh-ietf1024 sessions) and legacy PKCS#12 decryption.

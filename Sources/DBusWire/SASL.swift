@@ -1,9 +1,10 @@
 /// The server side of D-Bus's SASL handshake, EXTERNAL mechanism only, as a pure state machine.
 ///
-/// It answers what libdbus, GDBus and sd-bus send (see the design notes, §2): a bare `AUTH`
-/// gets `REJECTED EXTERNAL`; `AUTH EXTERNAL` without an initial response gets `DATA`, and an
-/// empty `DATA` then means "the uid the kernel reports for the socket"; `NEGOTIATE_UNIX_FD`
-/// gets `ERROR`. A claimed uid must equal the kernel's (`SO_PEERCRED`) and be authorized.
+/// It answers what libdbus, GDBus and sd-bus send (as logged from each; the protocol is the D-Bus
+/// specification's, https://dbus.freedesktop.org/doc/dbus-specification.html#auth-protocol): a bare
+/// `AUTH` gets `REJECTED EXTERNAL`; `AUTH EXTERNAL` without an initial response gets `DATA`, and an
+/// empty `DATA` then means "the uid the kernel reports for the socket"; `NEGOTIATE_UNIX_FD` gets
+/// `ERROR`. A claimed uid must equal the kernel's (`SO_PEERCRED`) and be authorized.
 package struct SASLServer {
     /// What the connection must do after a line.
     package enum Action: Equatable {

@@ -264,7 +264,8 @@ public struct PeerCredentials: Sendable {
     /// Refuses a peer of another user.
     /// - Parameters:
     ///   - agentUID: The agent's user id (`getuid()`).
-    ///   - allowingRoot: Accept uid 0 as well: only for the PAM login-unlock door (design §4.3 item 4).
+    ///   - allowingRoot: Accept uid 0 as well: only for a PAM module's login-unlock message (the
+    ///     login keychain, issue 52).
     /// - Throws: ``AgentError/Code/peerRefused`` naming both uids.
     public func authorize(agentUID: UInt32, allowingRoot: Bool = false) throws {
         if uid == agentUID || (allowingRoot && uid == 0) { return }

@@ -1,6 +1,6 @@
 import DBusWire
 
-/// The session agent's interface: peer-to-peer D-Bus on its private socket (DECISIONS 7), so
+/// The session agent's interface: peer-to-peer D-Bus on its private socket (docs/agent.md), so
 /// `gdbus call --address unix:path=… --object-path /org/keychainlinux/Agent --method
 /// org.keychainlinux.Agent1.Status ''` can call it.
 ///

@@ -104,11 +104,11 @@ struct SyncComparison {
     /// How long the concurrent pushers run.
     static let concurrentPushSeconds = 3.0
 
-    /// Single-item pushes per second by `machines` at once, each adding one item and syncing
-    /// (pull, seal, commit) in a loop on connections it keeps open, as keychaind's runner
-    /// does: the load the design's restart test puts on the server (design test 8 asks for 200
-    /// pushes a second). Every commit is a compare-and-swap on the zone's one head; a machine
-    /// that loses it waits for its turn (``SyncServer/withPushTurn(_:_:)``).
+    /// Single-item pushes per second by `machines` at once, each adding one item and syncing (pull,
+    /// seal, commit) in a loop on connections it keeps open, as keychaind's runner does: the load
+    /// the server-restart test (`ServerRestartTests`) puts on the server, 200 pushes a second
+    /// (docs/sync.md, "Measured here"). Every commit is a compare-and-swap on the zone's one head;
+    /// a machine that loses it waits for its turn (``SyncServer/withPushTurn(_:_:)``).
     private static func concurrentPushes(by machines: [KeychainDatabase]) async throws -> ConcurrentPushes {
         for machine in machines { _ = try await SyncSetup.syncNow(keychain: machine) }
         let start = DispatchTime.now().uptimeNanoseconds

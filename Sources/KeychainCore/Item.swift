@@ -52,7 +52,8 @@ public struct Item: Sendable, CustomStringConvertible {
 
 /// Which items a search, update or delete addresses.
 ///
-/// Every attribute is an exact-equality test; all tests must hold (spec §4.5).
+/// Every attribute is an exact-equality test; all tests must hold (as Apple's
+/// `keychain/securityd/SecDbQuery.c` matches).
 public struct ItemQuery: Sendable {
     /// How a query treats the synchronizable flag when it does not name one.
     public enum Synchronizable: Sendable, Hashable {
@@ -147,7 +148,8 @@ public struct StoredAccessControl: Sendable, Hashable {
     public var requiresAuthentication: Bool { flags & ~TokenKeys.privateKeyUsageFlag != 0 }
 }
 
-/// The access groups a caller may use (spec §7).
+/// The access groups a caller may use, with iOS's rules (`SecServerAccessGroupsAllows`,
+/// `keychain/securityd/SecItemServer.c` in apple-oss-distributions/Security).
 ///
 /// The first group is where items are added when the caller names none. The entry `"*"`
 /// allows every group. On Linux the list comes from ``fromEnvironment(_:)``: the

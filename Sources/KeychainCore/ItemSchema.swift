@@ -1,6 +1,7 @@
 import Foundation
 
-/// How an attribute's values are converted, stored and compared (spec §3.1).
+/// How an attribute's values are converted, stored and compared (Apple's `SecDbAttrKind`,
+/// `keychain/securityd/SecDbItem.h` in apple-oss-distributions/Security).
 public enum AttributeKind: Sendable, Hashable {
     /// Data, string or number kept as given.
     case blob
@@ -74,7 +75,8 @@ struct KeyIndexing: Sendable {
     }
 }
 
-/// The attributes, primary keys and defaults of each item class (spec §3.2–§3.3).
+/// The attributes, primary keys and defaults of each item class (Apple's
+/// `keychain/securityd/SecItemSchema.c` in apple-oss-distributions/Security).
 public struct ItemSchema: Sendable {
     /// The class described.
     public let itemClass: ItemClass
@@ -276,7 +278,8 @@ public struct ItemSchema: Sendable {
 // MARK: - Value conversion
 
 extension AttributeSpec {
-    /// Converts a caller's value to the stored form for this attribute (spec §3.1).
+    /// Converts a caller's value to the stored form for this attribute (as Apple's
+    /// `keychain/securityd/SecDbItem.c` does for its kind).
     /// - Throws: ``KeychainError/Code/parameter`` when the value's type does not fit.
     public func normalize(_ value: AttributeValue) throws -> AttributeValue {
         switch (kind, value) {

@@ -15,7 +15,8 @@ public struct KeychainConfiguration: Sendable {
     /// Whether keychains whose key derivation is weaker than the production floor may be
     /// created and opened. For tests only, with ``KeyDerivation/unsafeTestingOnly``.
     public var allowsUnsafeKeyDerivation: Bool
-    /// The access groups this handle may use (spec §7).
+    /// The access groups this handle may use (iOS's rules: `SecServerAccessGroupsAllows`,
+    /// `keychain/securityd/SecItemServer.c`).
     public var accessGroups: AccessGroups
     /// How long a write waits for another process's transaction before failing.
     public var busyTimeout: TimeInterval

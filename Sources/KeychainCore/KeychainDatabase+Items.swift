@@ -7,9 +7,10 @@ extension KeychainDatabase {
 
     /// Adds an item.
     ///
-    /// Omitted primary-key attributes get their defaults (spec §3.3), the accessibility
-    /// defaults to when-unlocked (certificates: always), the access group to the caller's
-    /// first group, and the creation and modification dates to now.
+    /// Omitted primary-key attributes get their defaults (Apple's, per class, in
+    /// `keychain/securityd/SecItemSchema.c` of apple-oss-distributions/Security), the accessibility
+    /// defaults to when-unlocked (certificates: always), the access group to the caller's first
+    /// group, and the creation and modification dates to now.
     /// - Returns: The stored item, with its persistent identity and every stored attribute
     ///   (its data is not returned).
     /// - Throws: `.duplicateItem` when an item with the same primary key exists,
@@ -94,7 +95,8 @@ extension KeychainDatabase {
     /// Attributes a query accepts but does not match on.
     private static let notFilters: Set<AttributeName> = [.multiUser, .accessControl]
 
-    /// Validates an item and fills in what the engine assigns (spec §5.1): defaults, dates,
+    /// Validates an item and fills in what the engine assigns, as Apple's securityd does on add
+    /// (`SecServerItemAddWithCustomDb`, `keychain/securityd/SecItemServer.c`): defaults, dates,
     /// access group, accessibility. (Its persistent identity is assigned when it is inserted.)
     private func prepareForAdd(_ item: Item) throws -> Item {
         let schema = try Self.schema(forWriting: item.itemClass)
@@ -290,7 +292,8 @@ extension KeychainDatabase {
         return (removed, added)
     }
 
-    /// Now, or 1 ms after `previous` when the clock has not moved past it (spec §5.2).
+    /// Now, or 1 ms after `previous` when the clock has not moved past it (Apple's
+    /// `SecDbItemMakeAttrYounger`, `keychain/securityd/SecDbItem.c`).
     static func nextModificationDate(after previous: Date?) -> Date {
         let now = Date()
         guard let previous, now.timeIntervalSinceReferenceDate <= previous.timeIntervalSinceReferenceDate else {
@@ -451,9 +454,9 @@ extension KeychainDatabase {
         return try find(query, includeData: includeData).first
     }
 
-    /// Identities are private keys joined with the certificates whose public-key hash is
-    /// the key's application label (spec §3.3). Query attributes that certificates have
-    /// apply to the certificate, the others to the key.
+    /// Identities are private keys joined with the certificates whose public-key hash is the key's
+    /// application label, as Apple's securityd joins them (`keychain/securityd/SecItemDb.c`). Query
+    /// attributes that certificates have apply to the certificate, the others to the key.
     private func findIdentities(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
         let certificateSchema = ItemSchema.of(.certificate)
         let keySchema = ItemSchema.of(.key)
@@ -536,7 +539,8 @@ extension KeychainDatabase {
                 if let data { item.data = data }
                 // An updated tombstone is a live item again.
                 item.attributes[.tombstone] = nil
-                // mdat strictly increases when the primary key stays (spec §5.2). Comparing the
+                // mdat strictly increases when the primary key stays (Apple's
+                // `SecDbItemMakeAttrYounger`, `keychain/securityd/SecDbItem.c`). Comparing the
                 // values spares keyed hashes: sealing reuses the stored tag when the key stays.
                 let samePrimaryKey = schema.hasSamePrimaryKey(old, item.attributes)
                 item.attributes[.modificationDate] = .date(
@@ -585,8 +589,9 @@ extension KeychainDatabase {
         }
     }
 
-    /// Updates the matching identities: the certificate side with the changes certificates
-    /// accept, then the key side with the others and the new secret (spec §3.3).
+    /// Updates the matching identities: the certificate side with the changes certificates accept,
+    /// then the key side with the others and the new secret (Apple's `handleUpdateIdentity`,
+    /// `OSX/sec/Security/SecItem.m`).
     private func updateIdentities(_ query: ItemQuery, attributes changes: Attributes, data: Data?) throws -> Int {
         let identities = try findIdentities(query, includeData: false)
         guard !identities.isEmpty else { throw KeychainError(.itemNotFound, "no identity matched") }
@@ -618,7 +623,8 @@ extension KeychainDatabase {
         return identities.count
     }
 
-    /// Deletes the certificates of the matching identities, then their private keys (spec §3.3).
+    /// Deletes the certificates of the matching identities, then their private keys (Apple splits
+    /// an identity query the same way: `explode_identity`, `OSX/sec/Security/SecItem.m`).
     private func deleteIdentities(_ query: ItemQuery) throws -> Int {
         let identities = try findIdentities(query, includeData: false)
         guard !identities.isEmpty else { throw KeychainError(.itemNotFound, "no identity matched") }
@@ -658,7 +664,8 @@ extension KeychainDatabase {
         }
     }
 
-    /// Validates and converts attribute values for a class (spec §3.1): unknown attributes are
+    /// Validates and converts attribute values for a class (as Apple's
+    /// `keychain/securityd/SecDbItem.c` converts them by their kind): unknown attributes are
     /// `.noSuchAttribute`, oversized or ill-typed values `.parameter`; `ignoring` names are
     /// checked, then left out (values the engine sets itself, or never matches on).
     func normalize(_ attributes: Attributes, schema: ItemSchema, ignoring: Set<AttributeName>) throws -> Attributes {

@@ -348,7 +348,8 @@ enum Storage {
 
     // MARK: Errors
 
-    /// The single place where SQLite failures become keychain errors (spec §2.3).
+    /// The single place where SQLite failures become keychain errors: the status codes Apple's
+    /// callers see for them (`osstatus_for_s3e` and `SecErrorGetOSStatus`, `OSX/sec/Security/SecItem.m`).
     static func map(_ error: any Error) -> KeychainError {
         if let error = error as? KeychainError { return error }
         guard let error = error as? DatabaseError else {

@@ -1,6 +1,7 @@
-// Token keys (`kSecAttrTokenIDSecureEnclave`, DECISIONS 10): P-256 private keys that live in the
-// process that holds the keychain's keys (the agent, or this process in in-process mode) and are
-// used there; a caller holds only a handle and the public key.
+// Token keys (`kSecAttrTokenIDSecureEnclave`; docs/keys-and-certificates.md, "Secure Enclave
+// keys"): P-256 private keys that live in the process that holds the keychain's keys (the agent,
+// or this process in in-process mode) and are used there; a caller holds only a handle and the
+// public key.
 //
 // - A permanent token key is a key item whose secret is the private key, X9.63 `04‖X‖Y‖K`,
 //   sealed like every item's secret under its protection class's key. Its class is always a

@@ -2,8 +2,8 @@
 // every file of older OpenSSL, Keychain Access and Windows has; RC4, DES, PBES1), decrypted by
 // OpenSSL's PKCS#12 reader (`PKCS12_pbe_crypt_ex`) in a private library context that has the
 // default and the legacy provider. swift-crypto has none of these ciphers, and none is written by
-// hand (DECISIONS 9): KeychainPKI parses the file, checks its MAC and limits, and hands only the
-// decryption of a bag to this module.
+// hand (docs/keys-and-certificates.md): KeychainPKI parses the file, checks its MAC and limits, and
+// hands only the decryption of a bag to this module.
 
 internal import CLibCrypto
 

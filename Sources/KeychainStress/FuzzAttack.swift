@@ -7,7 +7,8 @@ import SeededRandom
     import Glibc
 #endif
 
-/// The status codes of spec §2.1: the only ones a SecItem call may return.
+/// The status codes a SecItem call may return on Apple platforms (Apple's `base/SecBase.h`
+/// defines them): the only ones a SecItem call may return here.
 let documentedStatuses: Set<OSStatus> = [
     0, -4, -34, -36, -50, -108, -128, -909, -2070, -4960, -34018, -34020, -25291, -25292, -25293,
     -25294, -25295, -25296, -25299, -25300, -25301, -25302, -25303, -25304, -25305, -25306, -25307,

@@ -97,7 +97,8 @@ func passwordAttacks(_ context: StressContext) throws -> [StressRow] {
             measured: "\(refused)/\(trials) errSecAuthFailed, \(failures.count) other outcomes",
             passed: refused == trials && failures.isEmpty, evidence: failures))
 
-    // The §6 matrix: (accessibility, never unlocked, unlocked, relocked) readable.
+    // When each accessibility class is readable, as on iOS: (accessibility, never unlocked,
+    // unlocked, relocked) readable.
     let matrix: [(Accessibility, Bool, Bool, Bool)] = [
         (.whenUnlocked, false, true, false), (.whenUnlockedThisDeviceOnly, false, true, false),
         (.whenPasscodeSetThisDeviceOnly, false, true, false), (.afterFirstUnlock, false, true, true),

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// A zone head: the state of the zone after one commit, chained to the head before it
-/// (design §2.1, §2.10).
+/// (docs/sync.md, "Shape" and "Cryptography").
 ///
 /// Encoding, 159 bytes, integers big-endian:
 ///
@@ -217,9 +217,9 @@ public struct SignedHead: Equatable, Sendable {
     }
 }
 
-/// The digest of a zone's live records that every head signs (design §2.6): a device that
-/// applied a pull recomputes it over its mirror, so a dropped, replayed or altered record, or a
-/// missing tombstone, is caught.
+/// The digest of a zone's live records that every head signs (docs/sync.md, "Tombstones and heads
+/// on the server"): a device that applied a pull recomputes it over its mirror, so a dropped,
+/// replayed or altered record, or a missing tombstone, is caught.
 public enum StateDigest {
     /// The bytes every state digest's input starts with (domain separation).
     static let domain = "kcsync-state-v1"

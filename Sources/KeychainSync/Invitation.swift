@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 
-/// An invitation to join a zone (design §2.7): what an existing device shows as a code for a
-/// new device to type or paste.
+/// An invitation to join a zone (docs/sync.md, "Machines"): what an existing device shows as a code
+/// for a new device to type or paste.
 ///
 /// It carries the server's address (never a password) with its `sslmode`, the zone, the
 /// sponsoring device and its signing key (the new device's trust anchor; its fingerprint is

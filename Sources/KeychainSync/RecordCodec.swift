@@ -3,7 +3,7 @@ import CryptoExtras
 import Foundation
 
 /// The clear header of a record blob: what the server sees, and the authenticated data of both
-/// of the blob's ciphertexts (design §2.2, "Record AD").
+/// of the blob's ciphertexts (docs/sync.md, "Cryptography": the record header).
 ///
 /// Layout, 74 bytes, integers big-endian:
 ///
@@ -80,7 +80,7 @@ public struct RecordHeader: Equatable, Sendable {
     }
 }
 
-/// Seals item versions into record blobs and opens them (design §2.2).
+/// Seals item versions into record blobs and opens them (docs/sync.md, "Cryptography").
 ///
 /// Blob layout:
 ///

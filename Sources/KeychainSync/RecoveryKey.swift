@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 
-/// The recovery key RK (design §2.2, §2.7): 128 random bits, shown once to the user as 26
-/// base32 characters, that open the zone's escrow when every device is lost.
+/// The recovery key RK (docs/sync.md, "Cryptography" and "Machines"): 128 random bits, shown once
+/// to the user as 26 base32 characters, that open the zone's escrow when every device is lost.
 ///
 /// Display form: RFC 4648 base32 (A–Z, 2–7) in dash-separated groups of 4, the last group of 2
 /// ("ABCD-EFGH-…-XY"); the last character's two low bits are zero. Parsing ignores dashes,
@@ -108,8 +108,8 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
         }
     }
 
-    /// The recovery peer's Ed25519 signing key for `zone`, derived from RK (design §2.7: listed
-    /// in the roster so a recovered device can sign itself in).
+    /// The recovery peer's Ed25519 signing key for `zone`, derived from RK (docs/sync.md,
+    /// "Machines", Recover: listed in the roster so a recovered device can sign itself in).
     public func recoverySigningKey(zone: ZoneID) throws -> Curve25519.Signing.PrivateKey {
         let seed = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: SymmetricKey(data: bytes), salt: zone.uuid.syncBytes,

@@ -456,7 +456,7 @@ public enum ServerSchema {
         }
 }
 
-// MARK: Version 2: tombstone and head garbage collection (design §2.6)
+// MARK: Version 2: tombstone and head garbage collection (docs/sync.md, "Tombstones and heads on the server")
 
 extension ServerSchema {
     /// The tables added after version 1 (each has RLS forced and `kc_owner` as owner).

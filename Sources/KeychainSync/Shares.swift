@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// Zone key shares: one epoch's zone key sealed to one device with HPKE and signed by the
-/// device that sponsors it (design §2.2, §2.7, §2.8).
+/// device that sponsors it (docs/sync.md, "Cryptography" and "Machines").
 ///
 /// HPKE base mode, suite X25519 / HKDF-SHA256 / AES-256-GCM (RFC 9180 ids 0x0020, 0x0001,
 /// 0x0002), info = "kcsync-share-v1" ‖ zone (16) ‖ epoch (8) ‖ recipient (16) ‖ sponsor (16).

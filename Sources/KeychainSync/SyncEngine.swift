@@ -248,8 +248,8 @@ public final class SyncEngine: Sendable {
             try await refreshMembership(context: &context, neededEpoch: epoch)
         }
         // A device that has verified no head yet (it just joined) starts at the oldest head the
-        // server keeps (older ones may have been collected, design §2.6); any other continues
-        // from its own last verified head.
+        // server keeps (older ones may have been collected: docs/sync.md, "Tombstones and heads on
+        // the server"); any other continues from its own last verified head.
         let complete =
             context.cursor.headHash == nil ? !heads.isEmpty : heads.count == batch.headSeq - context.cursor.seq
         guard complete, heads.last?.head.seq == batch.headSeq else {
@@ -351,10 +351,11 @@ public final class SyncEngine: Sendable {
 
     /// Checks that the mirror with the batch applied is exactly the live set the last head signs.
     ///
-    /// When it is not, tombstones may have been collected (design §2.6: the server purges them
-    /// once older than its retention, so a device offline longer misses deletions): the zone's
-    /// record ids are listed, and a record the mirror holds live that the server no longer
-    /// holds at all is taken as deleted, provided the live set then matches the signed digest.
+    /// When it is not, tombstones may have been collected (docs/sync.md, "Tombstones and heads on
+    /// the server": the server purges them once older than its retention, so a device offline
+    /// longer misses deletions): the zone's record ids are listed, and a record the mirror holds
+    /// live that the server no longer holds at all is taken as deleted, provided the live set then
+    /// matches the signed digest.
     /// - Returns: The mirror rows of the records so found deleted.
     /// - Throws: `.tampered` when the live set does not match either way.
     private func checkDigest(_ records: [ServerRecord], against head: Head, context: Context) async throws
@@ -379,10 +380,11 @@ public final class SyncEngine: Sendable {
         return try keychain.readSyncTables { db in try gone.compactMap { try LocalSyncStore.mirror(recordID: $0, db) } }
     }
 
-    /// Applies deletions whose tombstones were collected: the local item is deleted, unless a
-    /// local change to it waits to be pushed; then it stays and is pushed again (resurrection
-    /// over loss, design §2.6). A when-unlocked item that cannot be deleted while the keychain
-    /// is locked keeps its mirror row live, so a later pull finds it again.
+    /// Applies deletions whose tombstones were collected: the local item is deleted, unless a local
+    /// change to it waits to be pushed; then it stays and is pushed again (resurrection over loss:
+    /// docs/sync.md, "Tombstones and heads on the server"). A when-unlocked item that cannot be
+    /// deleted while the keychain is locked keeps its mirror row live, so a later pull finds it
+    /// again.
     private func applyPurgedDeletions(_ rows: [MirrorRow], transaction: SyncTransaction) throws {
         for row in rows {
             do {
@@ -756,8 +758,9 @@ public final class SyncEngine: Sendable {
         }
     }
 
-    /// Tells the server how far this device has verified and applied the log, which lets it
-    /// collect the tombstones and heads no device needs any more (design §2.6).
+    /// Tells the server how far this device has verified and applied the log, which lets it collect
+    /// the tombstones and heads no device needs any more (docs/sync.md, "Tombstones and heads on
+    /// the server").
     /// - Returns: How many tombstones the server purged.
     @discardableResult
     public func acknowledge() async throws -> Int {
@@ -784,9 +787,9 @@ extension ZoneKeys {
 // MARK: - Head regression
 
 extension SyncEngine {
-    /// Whether the server's log no longer holds this device's last verified head (design
-    /// §2.10, "head regression"): it ends before it, ends at its sequence number with another
-    /// head, or goes on from a head that does not chain from it (the log was rewound, then
+    /// Whether the server's log no longer holds this device's last verified head (docs/sync.md, "A
+    /// server that lost the end of the log"): it ends before it, ends at its sequence number with
+    /// another head, or goes on from a head that does not chain from it (the log was rewound, then
     /// written again by a device that repaired it first).
     func isRewound(_ batch: PullBatch, context: Context) -> Bool {
         guard let verified = context.cursor.headHash else { return false }

@@ -220,7 +220,8 @@ public struct PullBatch: Sendable {
     /// Heads with `seq` in `(after, headSeq]`, ascending (the server keeps the last few thousand).
     public var heads: [ServerHead]
     /// Records (live and tombstones) whose `seq` is in `(after, headSeq]`, ascending by `seq`.
-    /// Tombstones older than the zone's retention may be missing (design §2.6).
+    /// Tombstones older than the zone's retention may be missing (docs/sync.md, "Tombstones and
+    /// heads on the server").
     public var records: [ServerRecord]
     /// The hash of the zone's head (``SignedHead/hash``) as the server holds it, when it says:
     /// with `headSeq` equal to a device's cursor, a different hash means the log was rewound
@@ -305,8 +306,9 @@ public protocol SyncServer: Sendable {
     /// Every live and deleted record's identity and sequence number (a full reconcile).
     func recordIndex(_ zone: ZoneID) async throws -> [RecordID: Int64]
 
-    /// Records that this device has verified and applied the zone's log up to `seq`, and
-    /// purges the tombstones and heads no device needs any more (design §2.6).
+    /// Records that this device has verified and applied the zone's log up to `seq`, and purges the
+    /// tombstones and heads no device needs any more (docs/sync.md, "Tombstones and heads on the
+    /// server").
     /// - Returns: How many tombstones were purged.
     func acknowledge(_ zone: ZoneID, seq: Int64) async throws -> Int
 

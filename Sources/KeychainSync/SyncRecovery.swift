@@ -4,11 +4,11 @@ import KeychainCore
 import Logging
 import PostgresNIO
 
-/// Recovery when every machine is lost (design §2.7): the recovery key shown once by `init`
-/// derives the keys of the zone's recovery peer, a roster member whose keys no machine holds.
-/// Every zone key is shared with it, so on a fresh machine the recovery key opens the newest
-/// zone key, the recovery peer admits the new machine into the roster, and the machine pulls
-/// every item.
+/// Recovery when every machine is lost (docs/sync.md, "Machines"): the recovery key shown once by
+/// `init` derives the keys of the zone's recovery peer, a roster member whose keys no machine
+/// holds. Every zone key is shared with it, so on a fresh machine the recovery key opens the newest
+/// zone key, the recovery peer admits the new machine into the roster, and the machine pulls every
+/// item.
 extension SyncSetup {
     /// What `recover` did.
     public struct Recovered: Sendable {

@@ -39,7 +39,7 @@ public struct ClassKey: Sendable, CustomStringConvertible {
     public var description: String { "ClassKey(\(id.uuidString.lowercased()))" }
 }
 
-/// The key hierarchy of one epoch of a zone (design §2.2).
+/// The key hierarchy of one epoch of a zone (docs/sync.md, "Cryptography").
 ///
 /// - The zone key ZK wraps everything else of its epoch, and the previous epoch's ZK.
 /// - The record-ID key KR keys the record identifiers. It is made once, at zone creation, and
@@ -87,7 +87,8 @@ public struct ZoneKeys: Sendable, CustomStringConvertible {
             recordIDKey: SymmetricKey(size: .bits256), classKeys: freshClassKeys())
     }
 
-    /// The next epoch's keys (rotation, design §2.8): a new ZK and new class keys; KR unchanged.
+    /// The next epoch's keys (rotation: docs/sync.md, "Machines", Remove): a new ZK and new class
+    /// keys; KR unchanged.
     public func rotated() -> ZoneKeys {
         ZoneKeys(
             epoch: epoch + 1, zoneKey: SymmetricKey(size: .bits256),

@@ -3,7 +3,8 @@
 // On Apple platforms these names come from CoreFoundation and are toll-free bridged to their
 // Foundation counterparts. swift-corelibs-foundation keeps its CoreFoundation private, so this
 // module declares each name as an alias of the Foundation class that plays the same role (a
-// class type, never a Swift value type: see DECISIONS.md item 1). Keychain code written for
+// class type, never a Swift value type, as `CFString` is toll-free bridged with `NSString`:
+// https://developer.apple.com/documentation/corefoundation/cfstring). Keychain code written for
 // Apple platforms — `[kSecClass: kSecClassGenericPassword] as CFDictionary`,
 // `Unmanaged<CFError>`, `status == errSecSuccess` — then compiles unchanged.
 

@@ -22,8 +22,9 @@ internal import KeychainCore
 /// The class of every `kSec…` constant: an immutable `NSString` whose `AnyHashable` form is its
 /// Swift `String`.
 ///
-/// Because `CFString` is `NSString` (DECISIONS.md item 1), a dictionary of type
-/// `[AnyHashable: Any]` would otherwise hold `"acct"` and `kSecAttrAccount` as two different keys.
+/// Because `CFString` is `NSString` (toll-free bridged on Apple platforms, an alias here: see
+/// CoreFoundation.swift), a dictionary of type `[AnyHashable: Any]` would otherwise hold `"acct"`
+/// and `kSecAttrAccount` as two different keys.
 /// This subclass reports a custom `AnyHashable` representation (the same hook Foundation uses for
 /// `NSString` on Apple platforms), so `dictionary[kSecAttrAccount]` and
 /// `dictionary[kSecAttrAccount as String]` find the same entry. As an `NSString` it is equal to,
@@ -220,7 +221,7 @@ package func makeResultArray(_ elements: [Any]) -> CFArray {
 /// A value is Boolean if it is a Swift `Bool` or one of ``kCFBooleanTrue`` and ``kCFBooleanFalse``
 /// (Foundation returns these singletons for every Boolean `NSNumber`). The integer numbers 0 and 1
 /// are *not* Booleans here, although `1 as? Bool` succeeds on Linux: the return keys accept only
-/// Booleans on Apple platforms (spec §8 item 19).
+/// Booleans on Apple platforms (a `CFBoolean`, as Apple's `keychain/securityd/SecDbQuery.c` checks).
 ///
 /// - Parameter value: A value read from a query dictionary.
 /// - Returns: `true` or `false` for a Boolean, `nil` otherwise.

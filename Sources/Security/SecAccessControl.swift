@@ -1,7 +1,7 @@
 // Access control objects: an accessibility class plus optional authentication constraints.
 //
 // Linux has no biometry, passcode or companion device; the flags are validated and kept exactly as
-// on Apple platforms, and the keychain decides how to treat them (spec §8 item 20).
+// on Apple platforms, and the keychain decides how to treat them (docs/libraries.md, "Security").
 
 public import _SecurityFoundation
 

@@ -4,7 +4,7 @@
 // (Security-61901.0.87.0.1): every `errSec…` code and the SecureTransport `errSSL…` codes declared
 // there. Apple builds `SecCopyErrorMessageString`'s tables from the one-line comment that follows
 // each code in that header; `secBaseStatusTable` below holds those messages, and the name of each
-// code that has no comment (spec §2.2).
+// code that has no comment (as Apple's `OSX/lib/generateErrStrings.pl` does).
 
 public import _SecurityFoundation
 

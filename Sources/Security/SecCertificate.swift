@@ -1,11 +1,12 @@
 // `SecCertificate`: X.509 certificates with Apple's semantics (`OSX/sec/Security/SecCertificate.c`),
-// parsed by KeychainPKI on swift-asn1 (never swift-certificates: DECISIONS 6).
+// parsed by KeychainPKI on swift-asn1 (never swift-certificates: see docs/keys-and-certificates.md,
+// "Certificates, identities and `.p12` files").
 //
 // `SecCertificateCreateWithData(_:_:)` and `SecCertificateCopyData(_:)` keep Apple's exact Swift
 // signatures: packages that say `#if canImport(Security)` (swift-certificates' `X509` among them)
 // compile their Apple code path against this module on Linux.
 //
-// Linux decisions (see `../shared/design/keys-and-certificates.md` §1.4):
+// Linux decisions (see docs/keys-and-certificates.md):
 // - The subject summary describes string attribute values only (KeychainPKI's limit).
 // - `SecCertificateCopyKey` builds RSA and P-256/384/521 keys; other keys give `nil`, as Apple does
 //   for algorithms it does not know.

@@ -1,4 +1,4 @@
-// Certificates and identities as keychain items (spec §3.3, design §3).
+// Certificates and identities as keychain items (Apple's `keychain/securityd/SecItemSchema.c`).
 //
 // - A `SecCertificate` under `kSecValueRef` becomes Apple's certificate attributes (`ctyp`, `cenc`, `subj`,
 //   `issr`, `slnr`, `skid`, `pkhh`, `labl` when the caller gives none) and its DER as the item's data,

@@ -1,7 +1,7 @@
 // `SecPKCS12Import` (`OSX/sec/Security/SecImportExport.c`, `p12import.c`) and, for the way out, the
 // PKCS#12 part of macOS's `SecItemExport`, both on KeychainPKI.
 //
-// Linux decisions (design §1.6; DECISIONS 5, 9):
+// Linux decisions (docs/keys-and-certificates.md, "Certificates, identities and `.p12` files"):
 // - Files are read by KeychainPKI: PBES2 (PBKDF2 with any HMAC-SHA PRF, AES-CBC) and HMAC-SHA-1/256/384/
 //   512 MACs, a superset of Apple (which hard-codes PBKDF2-HMAC-SHA256 and AES-256-CBC). Legacy files
 //   (RC2, RC4, 3DES: `openssl pkcs12 -legacy`, old Keychain Access and Windows exports) are read as

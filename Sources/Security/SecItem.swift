@@ -1,12 +1,14 @@
-// SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete (spec §4–§7) on KeychainCore.
+// SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete on KeychainCore, as Apple's
+// securityd has them (`keychain/securityd/SecItemServer.c`, `SecItemDb.c`, `SecDbQuery.c`).
 //
-// Linux decisions, following the spec's recommendations:
-// - The keys macOS strips before its data-protection path are stripped on every platform (§9).
-// - Update is all-or-nothing (§5.2): one transaction, rolled back on any failure.
-// - Host matching filters before the limit is applied (§4.5).
+// Linux decisions (docs/libraries.md, "Security"):
+// - The keys macOS strips before its data-protection path are stripped on every platform (Apple's
+//   `OSX/libsecurity_keychain/lib/SecItem.cpp`).
+// - Update is all-or-nothing: one transaction, rolled back on any failure.
+// - Host matching filters before the limit is applied.
 // - Items whose access control carries authentication flags (biometry, passcode, …) cannot be
 //   authenticated without a UI: every read that matches one fails with
-//   errSecInteractionNotAllowed, and kSecUseAuthenticationUISkip skips them (§8 item 20).
+//   errSecInteractionNotAllowed, and kSecUseAuthenticationUISkip skips them.
 //   kSecUseAuthenticationContext is accepted and ignored.
 // - SecKey references are built for keys (SecKeyItem.swift), SecCertificate and SecIdentity references
 //   for certificates and identities (SecCertificateItem.swift); a kSecValueRef of any other kind is
@@ -55,7 +57,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
     }
 }
 
-/// Finds items and returns what the return keys ask for (spec §4).
+/// Finds items and returns what the return keys ask for
+/// ([Apple's documentation](https://developer.apple.com/documentation/security/secitemcopymatching(_:_:))).
 ///
 /// ```swift
 /// var result: CFTypeRef?
@@ -89,7 +92,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     }
 }
 
-/// Changes every item that matches a query, all or nothing (spec §5.2).
+/// Changes every item that matches a query, all or nothing
+/// ([Apple's documentation](https://developer.apple.com/documentation/security/secitemupdate(_:_:))).
 ///
 /// ```swift
 /// SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice"] as CFDictionary,
@@ -112,7 +116,8 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
     }
 }
 
-/// Deletes every item that matches a query (spec §5.3).
+/// Deletes every item that matches a query
+/// ([Apple's documentation](https://developer.apple.com/documentation/security/secitemdelete(_:))).
 ///
 /// ```swift
 /// SecItemDelete([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice"] as CFDictionary)
@@ -241,7 +246,9 @@ private func sha1(_ data: Data?) -> Data {
     Data(Insecure.SHA1.hash(data: data ?? Data()))
 }
 
-/// One item's result for SecItemCopyMatching (spec §4.3); `nil` when nothing can be returned.
+/// One item's result for SecItemCopyMatching, shaped by the return keys as Apple's
+/// `SecItemResultCopyPrepared` (`OSX/sec/Security/SecItem.m`) shapes it; `nil` when nothing can be
+/// returned.
 private func copyResult(_ item: Item, _ source: any KeychainHandle, _ query: ParsedQuery) -> AnyObject? {
     let others = [query.returnAttributes, query.returnData, query.returnPersistentRef].filter { $0 }.count
     let dictionary = query.returnAttributes || (query.returnRef && others > 0) || others > 1
@@ -267,7 +274,8 @@ private func copyResult(_ item: Item, _ source: any KeychainHandle, _ query: Par
     return builder.build()
 }
 
-/// The result of SecItemAdd (spec §5.1 step 12).
+/// The result of SecItemAdd when it has return keys, shaped as Apple's securityd shapes it
+/// (`SecDbItemCopyResult`, `keychain/securityd/SecItemDb.c`).
 private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
     let reference = query.returnRef ? itemReference(item) : nil
     if let reference, !query.returnAttributes, !query.returnData, !query.returnPersistentRef { return reference }
@@ -296,7 +304,8 @@ private func addResult(_ item: Item, _ query: ParsedQuery) -> CFTypeRef? {
     return builder.build()
 }
 
-/// Parses `attributesToUpdate` (spec §5.2): every key but kSecValueData is an attribute name.
+/// Parses `attributesToUpdate` (Apple's `query_update_parse`, `keychain/securityd/SecDbQuery.c`):
+/// every key but kSecValueData is an attribute name.
 private func parseChanges(_ dictionary: CFDictionary, itemClass: ItemClass) throws -> (Attributes, Data?) {
     let entries = try QueryParser.entries(dictionary)
     let schema = ItemSchema.of(itemClass)

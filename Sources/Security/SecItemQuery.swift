@@ -1,9 +1,11 @@
-// Parsing SecItem dictionaries (spec §4.1): every key by its first letter, every value converted
-// by its attribute's storage kind, wrong types errSecParam, unknown attributes errSecNoSuchAttr.
+// Parsing SecItem dictionaries as securityd does (Apple's `keychain/securityd/SecDbQuery.c`): every
+// key by its first letter, every value converted by its attribute's storage kind, wrong types
+// errSecParam, unknown attributes errSecNoSuchAttr.
 //
-// Linux decision (spec §9's recommendation): before parsing, the keys that macOS removes on its
-// data-protection path are removed here too, on every platform. That only turns iOS errSecParam
-// cases into successes (for example kSecMatchLimit in SecItemDelete).
+// Linux decision: before parsing, the keys that macOS removes on its data-protection path (Apple's
+// `OSX/libsecurity_keychain/lib/SecItem.cpp`, `SecItemCopyTranslatedAttributes`) are removed here
+// too, on every platform. That only turns iOS errSecParam cases into successes (for example
+// kSecMatchLimit in SecItemDelete).
 
 internal import _SecurityFoundation
 internal import KeychainCore
@@ -47,7 +49,8 @@ struct ParsedQuery {
     var returnsAnything: Bool { returnData || returnAttributes || returnRef || returnPersistentRef }
 }
 
-/// A persistent reference: 4 bytes of class name and the item's 16-byte identity (spec §4.6).
+/// A persistent reference: 4 bytes of class name and the item's 16-byte identity (Apple's
+/// `_SecItemCreateUUIDBasedPersistentRef`, `OSX/sec/Security/SecItem.m`).
 struct PersistentReference {
     var itemClass: ItemClass
     var identity: UUID?
@@ -113,10 +116,12 @@ struct QueryParser {
         return entries
     }
 
-    /// The keys macOS removes whatever the operation (§9).
+    /// The keys macOS removes whatever the operation (`SecItemCopyTranslatedAttributes`, Apple's
+    /// `OSX/libsecurity_keychain/lib/SecItem.cpp`).
     private static let alwaysStripped: Set<String> = ["acls", "mdat", "nleg", "u_Keychain", "m_SearchList"]
 
-    /// The keys macOS removes before the data-protection keychain sees the dictionary (§9).
+    /// The keys macOS removes before the data-protection keychain sees the dictionary
+    /// (`SecItemCopyTranslatedAttributes`, Apple's `OSX/libsecurity_keychain/lib/SecItem.cpp`).
     private func stripped(_ entries: [String: Any]) -> [String: Any] {
         entries.filter { key, _ in
             if Self.alwaysStripped.contains(key) { return false }
@@ -138,7 +143,8 @@ struct QueryParser {
         if operation != .copyMatching { query.limit = nil }
         query.keychains = try keychains(all)
         let entries = stripped(all)
-        // §4.1 steps 4 and 5: the class, then the number of keys.
+        // As securityd does before it looks at any key (`query_create_with_limit`,
+        // `keychain/securityd/SecDbQuery.c`): the class, then the number of keys.
         if let classValue = entries["class"] {
             guard let name = queryString(classValue) else { throw SecError(errSecParam) }
             guard let itemClass = ItemClass(rawValue: name) else { throw SecError(errSecNoSuchClass) }
@@ -274,7 +280,7 @@ struct QueryParser {
             // Trust-based matching (a policy, issuers, trusted only) is not implemented yet.
             throw SecError(errSecUnimplemented)
         default:
-            break  // m_CaseInsensitive, m_ItemList and unknown match keys are ignored (§4.7)
+            break  // m_CaseInsensitive, m_ItemList and unknown match keys are ignored, as by securityd
         }
     }
 
@@ -300,7 +306,8 @@ struct QueryParser {
         }
     }
 
-    /// kSecAttrAccessControl supplies the accessibility; giving both is errSecParam (§4.1 step 6).
+    /// kSecAttrAccessControl supplies the accessibility; giving both is errSecParam, as securityd's
+    /// `query_set_access_control` (`keychain/securityd/SecDbQuery.c`) refuses conflicting ones.
     private func resolveAccessibility(_ query: inout ParsedQuery) throws {
         guard let accessControl = query.accessControl else { return }
         if query.attributes[.accessible] != nil { throw SecError(errSecParam) }

@@ -1,7 +1,7 @@
 // `SecKey`: asymmetric keys with Apple's semantics (`OSX/sec/Security/SecKey.m`, `SecECKey.m`,
 // `SecRSAKey.c`), built on swift-crypto (EC) and CryptoExtras (`_RSA`).
 //
-// Linux decisions (see `../shared/design/keys-and-certificates.md` §1.1, §2):
+// Linux decisions (see docs/keys-and-certificates.md, "SecKey"):
 // - EC keys are P-256, P-384 and P-521 only: swift-crypto has no P-192/P-224 (-25311 on generation,
 //   -50 on import).
 // - RSA keys are 1024–8192 bits (BoringSSL refuses fewer than 1024; Apple allows 512) and generated

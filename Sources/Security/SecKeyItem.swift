@@ -1,6 +1,7 @@
-// Keys as keychain items (spec §3.3, design §3): a `SecKey` passed under `kSecValueRef` becomes its
-// attributes (caller keys winning) and its external representation as the item's data; `kSecReturnRef`
-// rebuilds the key from the stored bytes, `kcls` and `type` (Apple's `SecKeyCreateFromAttributeDictionary`).
+// Keys as keychain items (Apple's `keychain/securityd/SecItemSchema.c`): a `SecKey` passed under
+// `kSecValueRef` becomes its attributes (caller keys winning) and its external representation as the
+// item's data; `kSecReturnRef` rebuilds the key from the stored bytes, `kcls` and `type` (Apple's
+// `SecKeyCreateFromAttributeDictionary`).
 //
 // Linux decisions:
 // - In a search, update or delete a `SecKey` under `kSecValueRef` matches the items with the same key

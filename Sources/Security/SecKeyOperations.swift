@@ -1,5 +1,6 @@
 // SecKeyCreateSignature, SecKeyVerifySignature, SecKeyCreateEncryptedData, SecKeyCreateDecryptedData,
-// SecKeyCopyKeyExchangeResult and SecKeyIsAlgorithmSupported (design §1.2–§1.3).
+// SecKeyCopyKeyExchangeResult and SecKeyIsAlgorithmSupported, with Apple's algorithms and composite
+// constructions (`OSX/sec/Security/SecKeyAdaptors.m`).
 //
 // Every algorithm runs on swift-crypto/CryptoExtras primitives. What has no primitive there is
 // reported unsupported (false, -50): anything with SHA-224 except the ECDSA digest forms, RSA OAEP

@@ -1,5 +1,5 @@
-// Secure Enclave token keys (`kSecAttrTokenID` = `kSecAttrTokenIDSecureEnclave`, design §5,
-// DECISIONS 10).
+// Secure Enclave token keys (`kSecAttrTokenID` = `kSecAttrTokenIDSecureEnclave`; see
+// docs/keys-and-certificates.md, "Secure Enclave keys").
 //
 // Linux decisions:
 // - The "Secure Enclave" is the process that holds the keychain's keys: the agent when it runs,

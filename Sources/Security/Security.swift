@@ -1,7 +1,10 @@
 // The `Security` module: Apple's Keychain Services API for Linux, built on `KeychainCore`.
 //
-// Names, raw values, defaults and status codes follow Apple's Security framework exactly
-// (see `../shared/spec/keychain-services.md`); Linux-only features live in `KeychainCore`.
+// Names, raw values, defaults and status codes follow Apple's Security framework exactly: its
+// documentation (https://developer.apple.com/documentation/security/keychain_services) and its
+// source (https://github.com/apple-oss-distributions/Security), whose files this module's comments
+// cite by path, as "Apple's `keychain/securityd/SecItemServer.c`". Linux-only features live in
+// `KeychainCore`.
 //
 // The module is built with library evolution, and every file imports the engine, KeychainPKI and
 // swift-crypto `internal` and Foundation through `_SecurityFoundation`: a client then loads

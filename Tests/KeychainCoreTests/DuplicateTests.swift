@@ -2,8 +2,8 @@ import Foundation
 import KeychainCore
 import Testing
 
-/// One row of the primary-key table (spec §3.3–3.4): a class, one of its primary-key
-/// attributes, and two different values of it.
+/// One row of the primary-key table (Apple's `keychain/securityd/SecItemSchema.c`): a class, one of
+/// its primary-key attributes, and two different values of it.
 struct PrimaryKeyCase: CustomTestStringConvertible, Sendable {
     var itemClass: ItemClass
     var attribute: AttributeName

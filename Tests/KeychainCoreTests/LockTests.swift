@@ -36,7 +36,9 @@ struct LockTests {
         #expect(try read(keychain, "a") == Data("secret-a".utf8))
     }
 
-    /// The spec's §6 table on Linux: (accessibility, never unlocked, unlocked, relocked).
+    /// When each accessibility class is readable, as on iOS (Apple's `kc_parse_keyclass`,
+    /// `keychain/securityd/SecDbKeychainItem.m`), on Linux: (accessibility, never unlocked,
+    /// unlocked, relocked).
     static let matrix: [(Accessibility, Bool, Bool, Bool)] = [
         (.whenUnlocked, false, true, false),
         (.whenUnlockedThisDeviceOnly, false, true, false),

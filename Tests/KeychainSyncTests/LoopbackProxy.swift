@@ -3,9 +3,9 @@ import Synchronization
 
 import Glibc
 
-/// A loopback TCP proxy in front of the test server for one device (the design's per-device
-/// proxy, docs/sync.md §3): the device's sync settings name the proxy's port, and the test can
-/// cut its link, stall it, and restore it.
+/// A loopback TCP proxy in front of the test server for one device (a proxy per device, as
+/// docs/sync.md, "Measured here", describes `LinkFailureTests`): the device's sync settings name
+/// the proxy's port, and the test can cut its link, stall it, and restore it.
 ///
 /// - ``cut()`` closes every connection and refuses new ones (the listening socket is closed: a
 ///   connect fails at once).

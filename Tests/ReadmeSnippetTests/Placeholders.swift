@@ -1,5 +1,3 @@
 // Names that README snippets leave to the reader, declared so the snippets compile as written.
 // Keep this file to placeholders: a name a newcomer must define belongs in the snippet itself.
-
-/// The README's stand-in for the reader's own code that makes `Keychain(service:)` keychains.
-func codeThatCreatesItsOwnKeychain() throws {}
+// The README's snippets currently leave no name to the reader.

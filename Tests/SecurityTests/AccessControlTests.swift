@@ -1,5 +1,6 @@
-// §1.10 of the spec: SecAccessControlCreateWithFlags accepts the accessibility values and flag
-// combinations Apple accepts, and rejects the others with errSecParam in NSOSStatusErrorDomain.
+// SecAccessControlCreateWithFlags (Apple's `OSX/sec/Security/SecAccessControl.m`) accepts the
+// accessibility values and flag combinations Apple accepts, and rejects the others with errSecParam
+// in NSOSStatusErrorDomain.
 
 import Foundation
 import Security

@@ -1,6 +1,7 @@
-// Spec §8 item 19 and §4.3, DECISIONS.md item 1: the ways iOS keychain code builds queries and
-// reads results compile and behave on Linux, where CFString is NSString and Foundation's bridging
-// differs from Apple's.
+// The ways iOS keychain code builds queries and reads results (Apple's result shapes:
+// `SecItemResultCopyPrepared`, `OSX/sec/Security/SecItem.m`) compile and behave on Linux, where
+// CFString is NSString (Sources/Security/CoreFoundation.swift) and Foundation's bridging differs
+// from Apple's: return keys take Booleans only.
 
 import Foundation
 import Security
@@ -9,7 +10,8 @@ import Testing
 /// A secret-free stand-in for item data.
 private let sampleData = Data([0x01, 0x02, 0x03, 0x04])
 
-/// A result dictionary shaped like a genp attribute+data result (§4.3).
+/// A result dictionary shaped like a genp attribute+data result (as Apple's
+/// `SecItemResultCopyPrepared` shapes it).
 private func sampleResult() -> CFDictionary {
     makeResultDictionary([
         (kSecAttrAccount, "account-1"),
@@ -229,7 +231,8 @@ struct BridgingTests {
         // Numbers read as Int, NSNumber and — for 0 and 1 — Bool.
         #expect(result["port"] as? Int == 443)
         #expect((result["port"] as? NSNumber)?.int32Value == 443)
-        // Booleans are returned as the numbers 0 and 1, readable as Bool and as Int (§4.3).
+        // Booleans given at add come back as the numbers 0 and 1, as securityd returns them, readable
+        // as Bool and as Int.
         #expect(result["invi"] as? Bool == true)
         #expect(result["invi"] as? Int == 1)
         #expect(result["nega"] as? Bool == false)

@@ -1,5 +1,6 @@
-// §1 of the spec: every `kSec…` constant has Apple's exact raw value, and every constant behaves
-// as a string under each of the bridges keychain code uses.
+// Every `kSec…` constant has Apple's exact raw value (Apple's `keychain/headers/SecItem.h` and
+// `OSX/sec/Security/SecItemConstants.c`), and every constant behaves as a string under each of the
+// bridges keychain code uses.
 
 import Foundation
 import Security
@@ -20,7 +21,9 @@ struct ConstantCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-/// The spec's §1.1–§1.9 table, section by section.
+/// Apple's raw values, in groups 1.1–1.9 (item classes, attribute keys, accessibility, protocols,
+/// authentication types, key types, synchronizable and token values, search keys, return and use
+/// keys).
 let constantCases: [ConstantCase] = [
     // 1.1 Class key and item classes
     ConstantCase("kSecClass", "class", { kSecClass }),

@@ -1,4 +1,4 @@
-// §2 of the spec: every status code has Apple's number, and SecCopyErrorMessageString returns
+// Every status code has Apple's number (`base/SecBase.h`), and SecCopyErrorMessageString returns
 // Apple's message for it, the code's name when the header has no message, `UNIX[…]` for the errno
 // range and `OSStatus <n>` otherwise.
 
@@ -10,7 +10,7 @@ import Testing
     import Glibc
 #endif
 
-/// One row of the spec's §2.1 table.
+/// One status code: its name, constant, number and Apple's message.
 struct StatusCase: Sendable, CustomTestStringConvertible {
     let name: String
     let status: OSStatus
@@ -20,7 +20,7 @@ struct StatusCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-/// The spec's §2.1 table: name, constant, expected number, expected message.
+/// Apple's status codes (`base/SecBase.h`): name, constant, expected number, expected message.
 let specStatusCases: [StatusCase] = [
     StatusCase(name: "errSecSuccess", status: errSecSuccess, number: 0, message: "No error."),
     StatusCase(

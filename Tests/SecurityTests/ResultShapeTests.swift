@@ -4,8 +4,8 @@ import KeychainTestSupport
 import Security
 import Testing
 
-/// Every combination of the four return keys with limit one and limit all (spec §4.3), for a
-/// generic password with data.
+/// Every combination of the four return keys with limit one and limit all (the shapes of Apple's
+/// `SecItemResultCopyPrepared`, `OSX/sec/Security/SecItem.m`), for a generic password with data.
 struct ShapeCase: CustomTestStringConvertible, Sendable {
     var data: Bool, attributes: Bool, ref: Bool, persistentRef: Bool, limitAll: Bool
 
@@ -20,7 +20,7 @@ struct ShapeCase: CustomTestStringConvertible, Sendable {
 
     enum Shape: Equatable { case nothing, data, reference, dictionary(Set<String>) }
 
-    /// What Apple returns per item, from the §4.3 table.
+    /// What Apple returns per item (`SecItemResultCopyPrepared`, `OSX/sec/Security/SecItem.m`).
     var expected: Shape {
         let others = [data, attributes, persistentRef].filter { $0 }.count
         if attributes || (ref && others > 0) || others > 1 {

@@ -34,7 +34,7 @@ func add(_ attributes: [CFString: Any]) -> OSStatus {
     SecItemAdd(attributes as CFDictionary, nil)
 }
 
-/// The status codes of spec §2.1.
+/// The status codes a SecItem call may return on Apple platforms (Apple's `base/SecBase.h`).
 let documentedStatuses: Set<OSStatus> = [
     0, -4, -34, -36, -50, -108, -128, -909, -2070, -4960, -34018, -34020, -25291, -25292, -25293,
     -25294, -25295, -25296, -25299, -25300, -25301, -25302, -25303, -25304, -25305, -25306, -25307,

@@ -363,7 +363,8 @@ struct SecItemBadInputTests {
     func badInput(backend: KeychainBackend, index: Int) throws {
         let (_, query, expected) = Self.cases[index]
         try withKeychain(backend) { _ in
-            // SecItemCopyMatching ignores kSecValueData (macOS strips it, §9); SecItemAdd checks it.
+            // SecItemCopyMatching ignores kSecValueData (macOS strips it: Apple's
+            // `OSX/libsecurity_keychain/lib/SecItem.cpp`); SecItemAdd checks it.
             let copyExpected = query[kSecValueData] != nil ? errSecItemNotFound : expected
             #expect(copyMatching(query).0 == copyExpected)
             #expect(

@@ -1,6 +1,6 @@
 // SecKeyAlgorithm: Apple's exact strings, the support table over every algorithm × key, round trips with
-// randomized sizes, the published RFC 6979 vector, and the error statuses of bad input (design §1.2, §1.3;
-// tests 8–10, 13, 14, 18–20).
+// randomized sizes, the published RFC 6979 vector, and the error statuses of bad input (Apple's
+// `OSX/sec/Security/SecKeyAdaptors.m`).
 
 import Crypto
 import Foundation
@@ -119,8 +119,8 @@ enum SharedKeys {
     static func ec256() throws -> SecKey { try ec256Key.get() }
 }
 
-/// The operations an algorithm is expected to support on Linux for a key, written from the design
-/// notes independently of the module's table.
+/// The operations an algorithm is expected to support on Linux for a key, written from
+/// docs/keys-and-certificates.md independently of the module's table.
 func expectedOperations(_ raw: String, _ key: TableKey) -> Set<SecKeyOperationType> {
     let sha224 = raw.contains("SHA224")
     let parts = raw.split(separator: ":").map(String.init)

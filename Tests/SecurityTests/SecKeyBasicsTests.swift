@@ -1,5 +1,6 @@
-// SecKey generation, import, export, attributes, block sizes, equality and errors (design §1.1; tests 1–6,
-// 22), cross-checked with openssl's own encodings of the same keys.
+// SecKey generation, import, export, attributes, block sizes, equality and errors (Apple's
+// `OSX/sec/Security/SecKey.m`, `SecECKey.m`, `SecRSAKey.c`), cross-checked with openssl's own
+// encodings of the same keys.
 
 import Crypto
 import Foundation
@@ -175,7 +176,8 @@ struct SecKeyBasicsTests {
         }
     }
 
-    /// The attributes Apple's software keys report (design §1.1), per key type and class.
+    /// The attributes Apple's software keys report (`OSX/sec/Security/SecKey.m`), per key type and
+    /// class.
     @Test("SecKeyCopyAttributes: Apple's table; klbl is the SHA-1 of the public key bytes")
     func attributes() throws {
         let ec = try ecKey(256)

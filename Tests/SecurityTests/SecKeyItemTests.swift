@@ -1,4 +1,4 @@
-// Keys as keychain items (spec §3.3, design §3 and §4 tests 29–30) and the legacy key API (test 21).
+// Keys as keychain items (Apple's `keychain/securityd/SecItemSchema.c`) and the legacy key API.
 
 import Crypto
 import Foundation

@@ -1,6 +1,6 @@
-// Cross-checks of every SecKey construction with the openssl command line (design §4 tests 7, 11, 13,
-// 14, 15, 16, 17, 19): our outputs verify or decrypt in openssl, openssl's in ours, and the composite
-// ECIES and RSA-AES-GCM layouts decrypt with an implementation written here from the design notes.
+// Cross-checks of every SecKey construction with the openssl command line: our outputs verify or
+// decrypt in openssl, openssl's in ours, and the composite ECIES and RSA-AES-GCM layouts decrypt with
+// an implementation written here from Apple's (`OSX/sec/Security/SecKeyAdaptors.m`).
 
 import Crypto
 import Foundation

@@ -1,5 +1,5 @@
 // Published known-answer vectors through the SecKey API: PKCS #1 v2.1 RSA-PSS (all ten keys, 1024–2048
-// bits, salt 20 = SHA-1's length as Apple's PSS uses) and RSA-OAEP-SHA1 decryption (design §4 test 12).
+// bits, salt 20 = SHA-1's length as Apple's PSS uses) and RSA-OAEP-SHA1 decryption.
 
 import Crypto
 import Foundation

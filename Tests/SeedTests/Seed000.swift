@@ -1,4 +1,5 @@
-// Code from ../shared/seeds/000_e956fe6ab8e9be26.txt, compiled as written (Swift 5 language mode).
+// Code from seed document 000_e956fe6ab8e9be26 (a published Keychain tutorial), compiled as written
+// (Swift 5 language mode).
 // Only `import Security` at the top and an `extension KeychainManager { }` around the `saveItem` method, which the document shows on its own.
 
 import Foundation

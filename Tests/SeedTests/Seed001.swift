@@ -1,4 +1,5 @@
-// Code from ../shared/seeds/001_1a990e3f71b862aa.txt, compiled as written (Swift 5 language mode).
+// Code from seed document 001_1a990e3f71b862aa (a published Keychain tutorial), compiled as written
+// (Swift 5 language mode).
 // Only `import Security` at the top.
 
 import Foundation

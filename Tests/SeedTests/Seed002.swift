@@ -1,4 +1,5 @@
-// Code from ../shared/seeds/002_a96ebea68d46c0af.txt, compiled as written (Swift 5 language mode).
+// Code from seed document 002_a96ebea68d46c0af (a published Keychain tutorial), compiled as written
+// (Swift 5 language mode).
 // Only `import Security` at the top; the document's `save` is its first version with the
 // duplicate-item update snippet in place of its `// ... ...` lines, and the methods sit in an
 // `extension KeychainHelper { }` (the document's "Class implementation here...").
