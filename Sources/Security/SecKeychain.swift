@@ -1,9 +1,10 @@
 // Choosing a keychain the macOS way: SecKeychainCreate/Open/Unlock/Lock and the default keychain.
 //
-// On Linux a keychain is a file managed by KeychainCore. The default keychain is the engine's
-// (`${XDG_DATA_HOME:-$HOME/.local/share}/keychains/login.keychain-db`), or the file named by the
-// `KEYCHAIN_DEFAULT_PATH` environment variable, so that a test or a container can point a whole
-// process elsewhere without changing code. Lock state belongs to the process: every `SecKeychain`
+// On Linux a keychain is a file managed by KeychainCore. Which file a name, a path or "the
+// default keychain" means is `KeychainSelection`'s decision (KeychainClient): the login keychain
+// (`${XDG_DATA_HOME:-$HOME/.local/share}/keychains/login.keychain-db`), the user's choice, or the
+// file named by `KEYCHAIN_DEFAULT_PATH`, so that a test or a container can point a whole process
+// elsewhere without changing code. Lock state belongs to the process: every `SecKeychain`
 // for the same file shares one open handle, so `SecKeychainUnlock` affects later `SecItem` calls.
 
 internal import _SecurityFoundation
@@ -100,23 +101,30 @@ package final class KeychainRegistry: @unchecked Sendable {
     package func defaultDatabase() throws -> any KeychainHandle {
         if let database = Keychains.defaultOverride { return database }
         if let database = lock.withLock({ defaultOverride }) { return database }
-        let path = defaultKeychainPath
+        if let path = lock.withLock({ defaultPath }) { return try database(at: path) }
+        let path = Self.userDefaultKeychain()
         if let existing = lock.withLock({ open[path] }) { return existing }
-        if path == KeychainPaths().defaultKeychain {
-            let database = try Keychains.current()
-            return lock.withLock {
-                if let existing = open[path] { return existing }
-                open[path] = database
-                return database
-            }
+        // The same keychain, where `Keychains` keeps it (the agent, or this process).
+        let database = try Keychains.current()
+        return lock.withLock {
+            if let existing = open[path] { return existing }
+            open[path] = database
+            return database
         }
-        return try database(at: path)
     }
 
     /// The path of the default keychain.
     package var defaultKeychainPath: String {
         if let scoped = Keychains.defaultOverride { return scoped.path ?? ":memory:" }
-        return lock.withLock { defaultOverride?.path ?? defaultPath } ?? KeychainPaths().defaultKeychain
+        return lock.withLock { defaultOverride?.path ?? defaultPath } ?? Self.userDefaultKeychain()
+    }
+
+    /// The default keychain as ``KeychainClient/KeychainSelection`` decides it for this process.
+    private static func userDefaultKeychain() -> String {
+        let selection = KeychainSelection()
+        if let chosen = selection.chosenDefault { return chosen }
+        return selection.defaultKeychain(
+            preferences: try? KeychainPreferences.load(from: selection.paths.preferencesFile))
     }
 
     /// Makes another file the default keychain for this process.
@@ -197,7 +205,7 @@ public func SecKeychainCreate(
 public func SecKeychainOpen(_ pathName: UnsafePointer<CChar>, _ keychain: UnsafeMutablePointer<SecKeychain?>)
     -> OSStatus
 {
-    keychain.pointee = SecKeychain(path: KeychainPaths().resolve(String(cString: pathName)))
+    keychain.pointee = SecKeychain(path: KeychainSelection().keychain(named: String(cString: pathName)))
     return errSecSuccess
 }
 

@@ -30,7 +30,7 @@ extension SyncCommand {
     private func openEngine(_ session: Session) throws -> KeychainDatabase {
         let path = try keychain.map(session.resolve) ?? session.defaultKeychainPath()
         let database: KeychainDatabase
-        if keychain == nil, path == session.absolute(session.engineDefaultKeychain), !session.fileExists(path) {
+        if keychain == nil, path == session.engineDefaultKeychain, !session.fileExists(path) {
             database = try KeychainDatabase.create(
                 at: path, password: nil as Data?, configuration: session.configuration)
         } else {

@@ -39,7 +39,9 @@ package final class Session {
     /// The bytes of ``passwordVariable``, exactly as set (`ProcessInfo` would replace bytes
     /// that are not UTF-8), or `nil` when it is not set.
     package let environmentPassword: Data?
-    let paths: KeychainPaths
+    /// Which keychain each command uses.
+    let selection: KeychainSelection
+    var paths: KeychainPaths { selection.paths }
     package let configuration: KeychainConfiguration
     package let input = StandardInput()
     var interactive = false
@@ -65,7 +67,7 @@ package final class Session {
         } else {
             environmentPassword = ArgumentBytes.environmentValue(Self.passwordVariable).map { Data($0) }
         }
-        paths = KeychainPaths(environment: environment)
+        selection = KeychainSelection(environment: environment)
         var configuration = KeychainConfiguration(accessGroups: .fromEnvironment(environment))
         // One command, one thread: one SQLite connection per keychain opens fastest.
         configuration.concurrentReads = false
@@ -117,60 +119,37 @@ package final class Session {
     var loginKeychainPath: String { paths.loginKeychain }
 
     /// The keychain created on first use: `KEYCHAIN_DEFAULT_PATH` when set, else the login
-    /// keychain (a keychain chosen with `default-keychain -s` is never created implicitly).
-    package var engineDefaultKeychain: String {
-        environment[KeychainPaths.defaultKeychainVariable].flatMap { $0.isEmpty ? nil : $0 } ?? paths.loginKeychain
-    }
+    /// keychain (``KeychainClient/KeychainSelection/implicitDefault``).
+    package var engineDefaultKeychain: String { selection.implicitDefault }
 
-    /// The default keychain: `KEYCHAIN_DEFAULT_PATH` when set, else the one chosen with
-    /// `default-keychain -s`, else the engine's default (`login.keychain-db`).
+    /// The default keychain (``KeychainClient/KeychainSelection/defaultKeychain(preferences:)``);
+    /// the preferences are not read when `KEYCHAIN_DEFAULT_PATH` decides.
     package func defaultKeychainPath() throws -> String {
-        if environment[KeychainPaths.defaultKeychainVariable].map({ !$0.isEmpty }) == true {
-            return absolute(engineDefaultKeychain)
-        }
-        return defaultKeychainPath(in: try preferences())
+        if let chosen = selection.chosenDefault { return chosen }
+        return selection.defaultKeychain(preferences: try preferences())
     }
 
     /// The default keychain given these preferences (`KEYCHAIN_DEFAULT_PATH` still wins).
     func defaultKeychainPath(in preferences: KeychainPreferences) -> String {
-        if environment[KeychainPaths.defaultKeychainVariable].map({ !$0.isEmpty }) == true {
-            return absolute(engineDefaultKeychain)
-        }
-        return preferences.defaultKeychain ?? absolute(engineDefaultKeychain)
+        selection.defaultKeychain(preferences: preferences)
     }
 
     /// The keychains searched when a command names none.
     func searchList() throws -> [String] {
-        try preferences().searchList ?? [defaultKeychainPath()]
+        selection.searchList(preferences: try preferences())
     }
 
-    /// Resolves a keychain argument as macOS does: a path (containing `/`) as is, a bare name
-    /// inside the keychains directory; `name.keychain` also finds `name.keychain-db` (and names
-    /// the login keychain, `login.keychain-db`, before its first use).
-    package func resolve(_ name: String) -> String {
-        if SystemKeychain.macOSPaths.contains(name) { return SystemKeychain.path(environment) }
-        let path = absolute(paths.resolve(name))
-        if path.hasSuffix(".keychain"), !fileExists(path),
-            fileExists(path + "-db") || path + "-db" == absolute(engineDefaultKeychain)
-                || path + "-db" == absolute(loginKeychainPath)
-        {
-            return path + "-db"
-        }
-        return path
-    }
+    /// Resolves a keychain argument as macOS does
+    /// (``KeychainClient/KeychainSelection/keychain(named:)``).
+    package func resolve(_ name: String) -> String { selection.keychain(named: name) }
 
-    /// Where `create-keychain` puts a keychain: as ``resolve(_:)``, and like macOS a name
-    /// ending in `.keychain` gets the `-db` suffix.
-    func creationPath(_ name: String) -> String {
-        let path = absolute(paths.resolve(name))
-        return path.hasSuffix(".keychain") ? path + "-db" : path
-    }
+    /// Where `create-keychain` puts a keychain
+    /// (``KeychainClient/KeychainSelection/creationPath(for:)``).
+    func creationPath(_ name: String) -> String { selection.creationPath(for: name) }
 
-    /// `path` as the one absolute spelling of its file: against the working directory, with its
-    /// links, `.` and `..` resolved (``KeychainCore/CanonicalPath``).
-    package func absolute(_ path: String) -> String {
-        CanonicalPath.of(path)
-    }
+    /// `path` as the one absolute spelling of its file
+    /// (``KeychainClient/KeychainSelection/canonical(_:)``).
+    package func absolute(_ path: String) -> String { KeychainSelection.canonical(path) }
 
     package func fileExists(_ path: String) -> Bool {
         var info = stat()
@@ -189,8 +168,8 @@ package final class Session {
     ///   password) when `path` is that keychain and it does not exist yet.
     func database(at path: String, createDefault: Bool = false) throws -> any KeychainHandle {
         if let handle = handles[path] { return handle }
-        if path == SystemKeychain.path(environment) {
-            let handle = try SystemKeychain.open(configuration: configuration, environment: environment)
+        if path == selection.systemKeychain {
+            let handle = try SystemKeychain.open(configuration: configuration, selection: selection)
             handles[path] = handle
             return handle
         }
@@ -200,11 +179,11 @@ package final class Session {
             return handle
         }
         let handle: any KeychainHandle
-        if createDefault && path == absolute(engineDefaultKeychain) {
+        if createDefault && path == engineDefaultKeychain {
             var defaultPaths = paths
             defaultPaths.defaultKeychain = path
             handle = try Keychains.openDefault(paths: defaultPaths, configuration: configuration)
-        } else if path == absolute(loginKeychainPath) {
+        } else if path == selection.loginKeychain {
             handle = try Keychains.openCreatingIfMissing(at: path, configuration: configuration)
         } else {
             handle = try Keychains.open(at: path, configuration: configuration)

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainCore
 
 #if canImport(Glibc)
@@ -13,39 +14,25 @@ import KeychainCore
 /// of its own beside it (`/var/lib/keychain/device-key`), so that it does not depend on whose home
 /// `sudo` left in `HOME`. As on macOS it always exists: naming it creates it, without a password.
 /// This process opens it itself, never through a session agent (a user's agent is not root's).
-/// Only root may use it; anyone else is told to use `sudo`. `KEYCHAIN_SYSTEM_DIRECTORY` names
-/// another directory (tests).
+/// Only root may use it; anyone else is told to use `sudo`. Its names and file are
+/// ``KeychainClient/KeychainSelection``'s (`KEYCHAIN_SYSTEM_DIRECTORY` names another directory,
+/// for tests).
 enum SystemKeychain {
-    /// The names macOS scripts give it.
-    static let macOSPaths: Set<String> = [
-        "/Library/Keychains/System.keychain", "/Library/Keychains/System.keychain-db",
-    ]
-    /// The environment variable that moves its directory.
-    static let directoryVariable = "KEYCHAIN_SYSTEM_DIRECTORY"
-
-    /// Its directory.
-    static func directory(_ environment: [String: String]) -> String {
-        environment[directoryVariable] ?? "/var/lib/keychain"
-    }
-
-    /// Its file.
-    static func path(_ environment: [String: String]) -> String { directory(environment) + "/System.keychain-db" }
-
     /// Opens it, creating its directory, device key and file on first use.
     /// - Throws: ``CommandFailure`` for anyone but root; the engine's errors otherwise.
-    static func open(configuration: KeychainConfiguration, environment: [String: String]) throws -> any KeychainHandle {
+    static func open(configuration: KeychainConfiguration, selection: KeychainSelection) throws -> any KeychainHandle {
         guard geteuid() == 0 else {
             throw CommandFailure.failure(
                 "the System keychain (/Library/Keychains/System.keychain) is root's on Linux: run the command with sudo"
             )
         }
-        let directory = directory(environment)
+        let directory = selection.systemDirectory
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw CommandFailure.failure("cannot create \(directory): \(String(cString: strerror(errno)))")
         }
         var configuration = configuration
         configuration.deviceKey = .file(at: directory + "/device-key")
-        let path = path(environment)
+        let path = selection.systemKeychain
         return try KeychainDatabase.openCreatingIfMissing(
             open: { try KeychainDatabase.open(at: path, configuration: configuration) },
             create: { try KeychainDatabase.create(at: path, password: nil, configuration: configuration) })

@@ -1,0 +1,105 @@
+import KeychainCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Which keychain a call uses: the one place that decides it, for every process of the package
+/// (the `security` tool, `Security`'s `SecKeychain…` and `SecItem…` calls, the libraries), so
+/// that they all agree on a keychain's file and on its one spelling.
+///
+/// - **A name or path** (``keychain(named:)``): macOS's System keychain
+///   (`/Library/Keychains/System.keychain`) is root's file ``systemKeychain``; a path in macOS's
+///   `~/Library/Keychains` names the keychain of the same name; a bare name is a file in the
+///   keychains directory (`.keychain-db` added when it has no extension, and `NAME.keychain`
+///   also finding `NAME.keychain-db`, as on macOS); every path gets its one absolute spelling
+///   (``canonical(_:)``), so that one file is one open handle with one lock state.
+/// - **The default keychain** (``defaultKeychain(preferences:)``): `KEYCHAIN_DEFAULT_PATH` when
+///   this process sets it, else the user's choice (`security default-keychain -s`, kept in the
+///   preferences file), else the login keychain. A process's choice is its own: through the
+///   agent it travels with the process's requests (``Keychains``).
+/// - **The search list** (``searchList(preferences:)``): the user's list, else the default keychain.
+///
+/// ```swift
+/// let selection = KeychainSelection()
+/// let file = selection.keychain(named: "build.keychain")
+/// let preferences = try KeychainPreferences.load(from: selection.paths.preferencesFile)
+/// let fallback = selection.defaultKeychain(preferences: preferences)
+/// ```
+public struct KeychainSelection: Sendable {
+    /// Where the user's keychains, device key and preferences are.
+    public let paths: KeychainPaths
+    /// The directory of the System keychain (`KEYCHAIN_SYSTEM_DIRECTORY`, for tests, else
+    /// `/var/lib/keychain`).
+    public let systemDirectory: String
+
+    /// The environment variable that moves the System keychain's directory.
+    public static let systemDirectoryVariable = "KEYCHAIN_SYSTEM_DIRECTORY"
+    /// The names macOS scripts give the System keychain.
+    public static let macOSSystemKeychainPaths: Set<String> = [
+        "/Library/Keychains/System.keychain", "/Library/Keychains/System.keychain-db",
+    ]
+
+    /// The selection for an environment (the process's by default).
+    public init(environment: [String: String]? = nil) {
+        let environment = environment ?? ProcessEnvironment.current()
+        paths = KeychainPaths(environment: environment)
+        systemDirectory = environment[Self.systemDirectoryVariable] ?? "/var/lib/keychain"
+    }
+
+    /// The System keychain's file: root's, under a device key of its own beside it.
+    public var systemKeychain: String { systemDirectory + "/System.keychain-db" }
+
+    /// The login keychain's file.
+    public var loginKeychain: String { Self.canonical(paths.loginKeychain) }
+
+    /// The default keychain this process chose (`KEYCHAIN_DEFAULT_PATH`), or `nil` when the user's
+    /// preferences decide.
+    public var chosenDefault: String? { paths.chosenDefault.map(Self.canonical) }
+
+    /// The keychain made on first use when it is the default and does not exist: the one this
+    /// process chose, else the login keychain (a keychain chosen with `default-keychain -s` is
+    /// never made implicitly).
+    public var implicitDefault: String { chosenDefault ?? loginKeychain }
+
+    /// The default keychain: the one this process chose, else the user's choice in
+    /// `preferences`, else the login keychain.
+    public func defaultKeychain(preferences: KeychainPreferences?) -> String {
+        chosenDefault ?? preferences?.defaultKeychain.flatMap { $0.isEmpty ? nil : $0 } ?? loginKeychain
+    }
+
+    /// The keychains searched when a call names none: the user's list, else the default keychain.
+    public func searchList(preferences: KeychainPreferences?) -> [String] {
+        preferences?.searchList ?? [defaultKeychain(preferences: preferences)]
+    }
+
+    /// The file a keychain argument names, as macOS reads `security`'s and `SecKeychainOpen`'s
+    /// arguments (see the type's description).
+    public func keychain(named name: String) -> String {
+        if Self.macOSSystemKeychainPaths.contains(name) { return systemKeychain }
+        let path = Self.canonical(paths.resolve(name))
+        if path.hasSuffix(".keychain"), !Self.exists(path),
+            Self.exists(path + "-db") || path + "-db" == implicitDefault || path + "-db" == loginKeychain
+        {
+            return path + "-db"
+        }
+        return path
+    }
+
+    /// Where a keychain created by `name` goes: as ``keychain(named:)``, and like macOS a name
+    /// ending in `.keychain` gets the `-db` suffix.
+    public func creationPath(for name: String) -> String {
+        let path = Self.canonical(paths.resolve(name))
+        return path.hasSuffix(".keychain") ? path + "-db" : path
+    }
+
+    /// `path` as the one absolute spelling of its file: against the working directory, with its
+    /// links, `.` and `..` resolved.
+    public static func canonical(_ path: String) -> String { CanonicalPath.of(path) }
+
+    /// Whether something (a file or a link) is at `path`.
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+}
