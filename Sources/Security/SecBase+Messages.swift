@@ -1,5 +1,6 @@
 // What `SecCopyErrorMessageString` says of a status code: the message of a known code, from
-// `secBaseStatusTable` (SecBase.swift), the C library's text for an `errno` code, or the number.
+// `secBaseStatusTable` (SecBase.swift, which scripts/generate-security-tables writes from
+// scripts/tables/SecBase.jsonl), the C library's text for an `errno` code, or the number.
 
 public import _SecurityFoundation
 

@@ -1,5 +1,6 @@
 // `SecAccessControlCreateFlags`: the conditions an access control object places on the use of an
-// item, with Apple's bit positions. The `kSec…` constants are in SecItemConstants.swift.
+// item, with Apple's bit positions. The `kSec…` constants are in SecItemConstants.swift, which
+// scripts/generate-security-tables writes from scripts/tables/SecItemConstants.jsonl.
 
 // MARK: - 1.10 Access control flags
 

@@ -1,7 +1,8 @@
 // `SecKeyAlgorithm`'s initializers and equality, `SecKeyOperationType`, `SecKeyKeyExchangeParameter`,
-// and the table that maps each algorithm string to the construction that implements it here.
-// `SecKeyAlgorithm`'s declaration, with Apple's names and exact raw strings, is in
-// SecKeyAlgorithm.swift.
+// and the constructions behind the algorithms. `SecKeyAlgorithm`'s declaration, with Apple's names
+// and exact raw strings, and the table that maps each string to its construction, are in
+// SecKeyAlgorithm.swift, which scripts/generate-security-tables writes from
+// scripts/tables/SecKeyAlgorithm.jsonl.
 
 public import _SecurityFoundation
 
@@ -156,43 +157,4 @@ enum AlgorithmSpec: Sendable, Equatable {
     static func of(_ algorithm: SecKeyAlgorithm) -> AlgorithmSpec? {
         table[queryString(algorithm.rawValue) ?? ""]
     }
-
-    private static let table: [String: AlgorithmSpec] = {
-        var table: [String: AlgorithmSpec] = [
-            "algid:sign:RSA:raw": .rsaSignatureRaw,
-            "algid:sign:RSA:digest-PKCS1v15": .rsaPKCS1v15(.anyDigest),
-            "algid:sign:ECDSA:RFC4754": .ecdsa(.anyDigest, .rfc4754),
-            "algid:sign:ECDSA:digest-RFC4754": .ecdsa(.anyDigest, .rfc4754),
-            "algid:sign:ECDSA:digest-X962": .ecdsa(.anyDigest, .x962),
-            "algid:encrypt:RSA:raw": .rsaEncryptionRaw,
-            "algid:encrypt:RSA:PKCS1": .rsaEncryptionPKCS1,
-            "algid:keyexchange:ECDH": .ecdh(cofactor: false, kdf: nil),
-            "algid:keyexchange:ECDHC": .ecdh(cofactor: true, kdf: nil),
-        ]
-        for hash in KeyHash.allCases {
-            let name = hash.name
-            // PSS strings carry the salt length; Apple's SHA-224 strings say 24 although the salt is 28.
-            let salt = hash == .sha224 ? 24 : hash.byteCount
-            table["algid:sign:RSA:digest-PKCS1v15:\(name)"] = .rsaPKCS1v15(.digest(hash))
-            table["algid:sign:RSA:message-PKCS1v15:\(name)"] = .rsaPKCS1v15(.message(hash))
-            table["algid:sign:RSA:digest-PSS:\(name):\(name):\(salt)"] = .rsaPSS(.digest(hash))
-            table["algid:sign:RSA:message-PSS:\(name):\(name):\(salt)"] = .rsaPSS(.message(hash))
-            table["algid:sign:ECDSA:digest-X962:\(name)"] = .ecdsa(.digest(hash), .x962)
-            table["algid:sign:ECDSA:message-X962:\(name)"] = .ecdsa(.message(hash), .x962)
-            table["algid:sign:ECDSA:digest-RFC4754:\(name)"] = .ecdsa(.digest(hash), .rfc4754)
-            table["algid:sign:ECDSA:message-RFC4754:\(name)"] = .ecdsa(.message(hash), .rfc4754)
-            table["algid:encrypt:RSA:OAEP:\(name)"] = .rsaOAEP(hash)
-            table["algid:encrypt:RSA:OAEP:\(name):AESGCM"] = .rsaOAEPAESGCM(hash)
-            for (cofactor, tag) in [(false, "ECDH"), (true, "ECDHC")] {
-                table["algid:keyexchange:\(tag):KDFX963:\(name)"] = .ecdh(cofactor: cofactor, kdf: hash)
-                table["algid:encrypt:ECIES:\(tag):KDFX963:\(name):AESGCM"] = .ecies(
-                    cofactor: cofactor, variableIV: false, hash)
-                if hash != .sha1 {
-                    table["algid:encrypt:ECIES:\(tag):KDFX963:\(name):AESGCM-KDFIV"] = .ecies(
-                        cofactor: cofactor, variableIV: true, hash)
-                }
-            }
-        }
-        return table
-    }()
 }
