@@ -39,7 +39,10 @@ struct GeneratedTablesTests {
         let written = try FileManager.default.contentsOfDirectory(atPath: output.path).sorted()
         #expect(written == ["SecBase.swift", "SecItemConstants.swift", "SecKeyAlgorithm.swift"])
         // Every file of Sources/Security that says it is generated is one the script writes.
-        let marked = try FileManager.default.contentsOfDirectory(atPath: Self.sources.path).filter { name in
+        let sourceFiles = try FileManager.default.contentsOfDirectory(atPath: Self.sources.path).filter {
+            $0.hasSuffix(".swift")
+        }
+        let marked = try sourceFiles.filter { name in
             let text = try String(contentsOf: Self.sources.appendingPathComponent(name), encoding: .utf8)
             return text.hasPrefix(Self.header)
         }
