@@ -31,6 +31,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
+        .library(name: "KeychainClient", targets: ["KeychainClient"]),
         .library(name: "Security", targets: ["Security"]),
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "KeychainStorage", targets: ["KeychainStorage"]),
