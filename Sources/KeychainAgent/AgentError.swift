@@ -94,3 +94,5 @@ public struct AgentError: Error, Sendable, Hashable, CustomStringConvertible {
         AgentError(.system, "\(call)(\(subject)) failed", errno: code)
     }
 }
+
+extension AgentError: OSStatusConvertible {}

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The error thrown by every operation of the keychain engine.
 ///
 /// A `KeychainError` carries a ``Code`` whose raw value *is* the Apple `OSStatus` that
@@ -44,6 +46,19 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
 
     /// The Apple `OSStatus` for this error.
     public var osStatus: Int32 { code.rawValue }
+
+    /// The Apple `OSStatus` of any error, the one mapping every layer uses: an error that
+    /// knows its status (``OSStatusConvertible``: this type, the agent's, the libraries',
+    /// `Security`'s) says it; a file system error is `errSecIO` (-36); anything else is
+    /// `errSecInternalComponent` (-2070).
+    public static func osStatus(of error: any Error) -> Int32 {
+        if let error = error as? any OSStatusConvertible { return error.osStatus }
+        if error is POSIXError || (error as? CocoaError)?.isFileError == true { return Code.io.rawValue }
+        return Self.internalComponent
+    }
+
+    /// `errSecInternalComponent`: what an error that knows no status of its own reports.
+    public static let internalComponent: Int32 = -2070
 
     /// The code, the message and the underlying error; never a secret.
     public var description: String {
@@ -133,3 +148,12 @@ extension KeychainError {
         KeychainError(.invalidKeychain, message)
     }
 }
+
+/// An error that knows the Apple `OSStatus` it stands for (see
+/// ``KeychainError/osStatus(of:)``, the one mapping from any error to a status).
+public protocol OSStatusConvertible: Error {
+    /// The Apple `OSStatus`.
+    var osStatus: Int32 { get }
+}
+
+extension KeychainError: OSStatusConvertible {}

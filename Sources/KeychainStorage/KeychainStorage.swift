@@ -468,11 +468,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
         if plaintext != StoreLayout.verifierPlaintext { throw KeychainStorageError(.wrongCipher, wrong) }
     }
 
-    static func status(of error: any Error) -> Int32 {
-        if let error = error as? KeychainStorageError { return error.osStatus }
-        if let error = error as? KeychainError { return error.osStatus }
-        return -2070
-    }
+    static func status(of error: any Error) -> Int32 { KeychainError.osStatus(of: error) }
 
     static func makeLogger(store: String, accessGroup: String) -> Logger {
         var logger = Logger(label: loggerLabel)

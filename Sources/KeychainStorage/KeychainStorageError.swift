@@ -104,3 +104,5 @@ extension KeychainStorageError {
         }
     }
 }
+
+extension KeychainStorageError: OSStatusConvertible {}

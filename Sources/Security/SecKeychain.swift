@@ -147,18 +147,13 @@ func status(_ body: () throws -> Void) -> OSStatus {
 }
 
 /// The `OSStatus` of any error thrown inside this module: a ``SecError`` or an engine error.
-func osStatus(of error: any Error) -> OSStatus {
-    switch error {
-    case let error as SecError: error.status
-    case let error as KeychainError: error.osStatus
-    default: errSecInternalComponent
-    }
-}
+func osStatus(of error: any Error) -> OSStatus { KeychainError.osStatus(of: error) }
 
 /// A failure inside the Security layer, carrying its `OSStatus`.
-struct SecError: Error {
+struct SecError: OSStatusConvertible {
     var status: OSStatus
     init(_ status: OSStatus) { self.status = status }
+    var osStatus: Int32 { status }
 }
 
 /// A password given as a length and a pointer: its bytes exactly (UTF-8 or not), or `nil`

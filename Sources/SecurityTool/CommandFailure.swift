@@ -50,11 +50,9 @@ package struct CommandFailure: Error {
         return status(osStatus(of: error), context)
     }
 
-    /// The `OSStatus` for any error the engine or the tool throws.
-    static func osStatus(of error: any Error) -> Int32 {
-        if let error = error as? KeychainError { return error.osStatus }
-        return KeychainError.Code.io.rawValue
-    }
+    /// The `OSStatus` for any error the engine or the tool throws
+    /// (``KeychainCore/KeychainError/osStatus(of:)``).
+    static func osStatus(of error: any Error) -> Int32 { KeychainError.osStatus(of: error) }
 }
 
 /// Apple's message for a status code (`SecCopyErrorMessageString`).
