@@ -7,14 +7,7 @@
 // code that has no comment (as Apple's `OSX/lib/generateErrStrings.pl` does).
 
 public import _SecurityFoundation
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+internal import Libc
 
 // MARK: - Security framework result codes
 

@@ -1,9 +1,6 @@
 import Foundation
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// macOS's System keychain, `/Library/Keychains/System.keychain`, which
 /// `sudo security add-trusted-cert -d -k /Library/Keychains/System.keychain rootCA.pem` names
