@@ -1,11 +1,8 @@
 import DBusWire
+import Libc
 import NIOCore
 import NIOPosix
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The credentials of the process at the other end of a server connection, from the kernel.
 public struct DBusPeerCredentials: Hashable, Sendable {

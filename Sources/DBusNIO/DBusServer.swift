@@ -1,11 +1,8 @@
 import DBusWire
+import Libc
 import NIOCore
 import NIOPosix
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A peer-to-peer D-Bus server on a Unix socket: accepts connections, authenticates each with
 /// SASL EXTERNAL checked against the kernel's `SO_PEERCRED`, and serves an object tree.

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// A method reply and the UNIX file descriptors it carries (D-Bus type `h`).
 ///

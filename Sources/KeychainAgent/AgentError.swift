@@ -1,8 +1,5 @@
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// The error thrown by every part of the agent's security core.
 ///

@@ -1,8 +1,5 @@
 import CKeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// The agent's listening socket, bound at an ``AgentSocketLocation`` while holding its lock.
 ///

@@ -1,9 +1,6 @@
 import KeychainAgentProtocol
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Where the agent's socket lives, and the rules for its directory.
 ///

@@ -1,8 +1,5 @@
+import Libc
 import TOMLKit
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A root-owned declaration that binds executables to an app id and its access groups, as a
 /// signed entitlement does on macOS; the package manager is the trust anchor.

@@ -1,9 +1,6 @@
 import DBusWire
+import Libc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// When each unique name of a message bus appeared, so that the process behind a name's pid
 /// can be checked to be the one that connected, not one that reused its pid later.

@@ -1,11 +1,8 @@
 import DBusNIO
 import DBusWire
 import KeychainCore
+import Libc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The agent's answer to "whose call is this?" for each D-Bus request: the caller's
 /// ``CallerIdentity`` and so its access groups, from the connection's kernel credentials.

@@ -1,9 +1,6 @@
 import Crypto
+import Libc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// SHA-256 digests of executables, cached on (device, inode, size, mtime, ctime), so a file is
 /// hashed once until it changes. Safe to share between connections; each resolver may own one,

@@ -1,8 +1,5 @@
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Turns a peer's kernel credentials into a ``CallerIdentity``: sandboxed app, manifest-bound
 /// executable, or unidentified (or, for a sandbox whose `/.flatpak-info` is unusable, no groups).

@@ -1,8 +1,5 @@
 import CKeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Keeps the agent's memory free of secrets it no longer needs: after `lock-keychain`, a scan
 /// of `/proc/PID/mem` finds neither the keychain's password nor its items' secrets.

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Checks that a file and every directory above it can be changed by root alone.
 enum PathSafety {

@@ -1,10 +1,7 @@
 import CKeychainAgent
 import DBusNIO
 import DBusWire
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// A process file descriptor (pidfd): a handle on one process that a reused pid number can
 /// never point at. Closed when the last reference goes.

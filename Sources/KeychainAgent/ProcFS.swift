@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Reads of `/proc/PID/*` files, each with a bounded buffer and no following of the peer's paths.
 enum ProcFS {

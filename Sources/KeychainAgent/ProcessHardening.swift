@@ -1,8 +1,5 @@
 import CKeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Process-wide hardening for the process that holds keys, applied at startup before any
 /// secret is read.

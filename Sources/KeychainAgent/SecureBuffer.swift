@@ -1,8 +1,5 @@
 import CKeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Memory for key material: its own private anonymous mapping, locked in RAM where the limit
 /// allows (`mlock`), left out of core dumps (`MADV_DONTDUMP`), wiped in a forked child

@@ -1,11 +1,8 @@
 import DBusNIO
 import DBusWire
 import Foundation
+import Libc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The agent's sleep and session lock: on the system bus, logind's
 /// `org.freedesktop.login1.Manager.PrepareForSleep(true)` and its `Session.Lock` signal for the

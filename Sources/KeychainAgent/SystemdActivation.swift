@@ -1,9 +1,6 @@
 import DBusNIO
 import DBusWire
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// The listening socket systemd passes to a socket-activated service (`keychaind.socket`), read
 /// as `sd_listen_fds(1)` reads it, without linking libsystemd.

@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// The machine a run came from, read from `/proc` and `uname`, so that a table is never
 /// compared with one from another machine unknowingly.

@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// The monotonic clock, in nanoseconds (`clock_gettime(CLOCK_MONOTONIC)`, a vDSO call), and
 /// the process's CPU clock.

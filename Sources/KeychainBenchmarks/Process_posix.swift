@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Child processes started with `posix_spawn`, timed from the spawn to the end of
 /// `waitpid`: the whole-process cost a shell script pays.

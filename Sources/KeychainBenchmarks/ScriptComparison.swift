@@ -1,11 +1,8 @@
 import DBusWire
 import Foundation
 import KeychainClient
+import Libc
 import SecretService
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The `security` command as scripts run it: a keychain filled by separate
 /// `security add-generic-password` processes (so its write-ahead log is what such scripts

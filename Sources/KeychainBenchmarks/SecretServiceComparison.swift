@@ -2,12 +2,9 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainCore
+import Libc
 import NIOCore
 import SecretService
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The freedesktop Secret Service served by `keychaind --secret-service` against GNOME Keyring,
 /// in the same run: each on a private `dbus-daemon` of its own, holding the same items.

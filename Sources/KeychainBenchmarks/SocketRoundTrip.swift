@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// The floor of any agent: a message sent over a Unix stream socket to another process that
 /// writes it straight back (`keychain-bench --internal-echo`), timed as a lookup through

@@ -3,11 +3,8 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
+import Libc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A connection to the session agent, for synchronous callers (`SecItem*` is synchronous).
 ///

@@ -1,9 +1,6 @@
 import Crypto
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Where the device key comes from: the random key that protects password-less keychains,
 /// the "always" class and the "this device only" classes.

@@ -1,10 +1,7 @@
 import Foundation
 import KeychainCore
+import Libc
 import SeededRandom
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// One run of the `security` tool: its output, and what `/proc/<pid>/cmdline` showed while
 /// it ran.

@@ -1,11 +1,8 @@
 import Foundation
 import GRDB
 import KeychainCore
+import Libc
 import SeededRandom
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 // MARK: - Writers killed at random moments
 

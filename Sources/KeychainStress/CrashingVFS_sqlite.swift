@@ -4,10 +4,7 @@
 
 import Foundation
 import GRDBSQLite
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 enum CrashingVFS {
     /// The 1-based step at which to die with SIGKILL; `Int.max` never.

@@ -1,9 +1,6 @@
 import Foundation
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// A snapshot of a directory: every entry with its size and hash.
 private func snapshot(_ directory: String) -> [String: String] {

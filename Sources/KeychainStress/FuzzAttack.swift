@@ -1,11 +1,8 @@
 import Foundation
 import KeychainCore
+import Libc
 import Security
 import SeededRandom
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The status codes a SecItem call may return on Apple platforms (Apple's `base/SecBase.h`
 /// defines them): the only ones a SecItem call may return here.

@@ -1,10 +1,7 @@
 import Foundation
 import KeychainCore
+import Libc
 import SeededRandom
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Attacks on how files come and go: first use of a fresh home by many processes at once,
 /// creation and deletion killed at every system call, and a damaged write-ahead log.

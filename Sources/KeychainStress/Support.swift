@@ -2,11 +2,8 @@ import Crypto
 import Foundation
 import GRDB
 import KeychainCore
+import Libc
 import SeededRandom
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 // MARK: - Randomness
 

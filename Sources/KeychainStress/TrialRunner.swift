@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// The result of one trial run in a worker process.
 struct TrialLine {

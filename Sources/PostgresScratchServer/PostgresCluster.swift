@@ -1,10 +1,7 @@
 import CKeychainAgent
 import Foundation
+import Libc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A real, throw-away PostgreSQL 15 server for tests and benchmarks (one test, one suite, one run): its own temporary data directory,
 /// SCRAM-SHA-256 authentication, 127.0.0.1 on a free port, a Unix socket inside the temporary

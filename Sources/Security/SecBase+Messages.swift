@@ -4,13 +4,7 @@
 
 public import _SecurityFoundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+internal import Libc
 
 /// A status code of `SecBase.h` with its identifier and the message of its header comment.
 package struct SecStatusDescription: Sendable {

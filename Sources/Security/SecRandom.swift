@@ -1,12 +1,6 @@
 // Cryptographically secure random bytes from the kernel.
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+internal import Libc
 
 /// A reference to a random number generator; only ``kSecRandomDefault`` exists.
 public typealias SecRandomRef = OpaquePointer

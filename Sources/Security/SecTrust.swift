@@ -45,14 +45,7 @@
 
 public import _SecurityFoundation
 internal import KeychainPKI
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+internal import Libc
 
 /// A trust policy: which checks ``SecTrustEvaluateWithError(_:_:)`` applies on top of chain validation.
 ///

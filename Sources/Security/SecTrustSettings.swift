@@ -37,14 +37,7 @@ internal import Crypto
 public import _SecurityFoundation
 internal import KeychainCore
 internal import KeychainPKI
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+internal import Libc
 
 /// A trust settings domain: whose decisions they are.
 public enum SecTrustSettingsDomain: UInt32, Sendable {

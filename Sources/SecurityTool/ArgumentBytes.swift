@@ -1,13 +1,6 @@
 import Foundation
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Libc
 
 /// Command-line arguments as bytes, carried through ArgumentParser in Swift strings.
 ///

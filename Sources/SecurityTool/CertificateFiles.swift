@@ -2,12 +2,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import KeychainPKI
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
+import Libc
 
 // What the certificate commands need below the Security API: reading and writing PEM, the
 // digests macOS prints, the key formats a PEM file holds, and why a PKCS#12 file was refused.

@@ -1,9 +1,6 @@
 import Foundation
 import KeychainClient
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// How a command that macOS's `security` has not (`sync`, `import-secret-service`) is run in
 /// this process: the `security-linux` executable passes its implementations to

@@ -2,14 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainClient
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Libc
 
 /// The `security` command: its subcommands and the help that lists them.
 ///

@@ -1,14 +1,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Libc
 
 /// An open keychain, with the name the user gave for it (for messages).
 package struct OpenKeychain {

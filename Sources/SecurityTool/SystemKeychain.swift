@@ -1,10 +1,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// macOS's System keychain, `/Library/Keychains/System.keychain`, which
 /// `sudo security add-trusted-cert -d -k /Library/Keychains/System.keychain rootCA.pem` names

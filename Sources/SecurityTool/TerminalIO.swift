@@ -1,13 +1,6 @@
 import Foundation
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Libc
 
 /// Unbuffered writes to standard output and standard error, byte-exact.
 package enum Console {

@@ -1,13 +1,8 @@
 import ArgumentParser
 import Foundation
 import KeychainCore
+import Libc
 import Security
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Musl)
-    import Musl
-#endif
 
 /// Where the trust settings of each domain are kept, for the commands' help.
 private let trustSettingsLocations = """

@@ -21,12 +21,9 @@ import KeychainAgent
 import KeychainAgentProtocol
 import KeychainCore
 import KeychainSync
+import Libc
 import SecretService
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The sync runners of the keychains this agent keeps open, by path: one per keychain set up
 /// for sync.

@@ -3,10 +3,7 @@ import KeychainAgentProtocol
 import KeychainAgent
 import KeychainClient
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// `write <socket> <keychain> <count>`: adds `count` items to the agent's keychain one by one
 /// on one connection, printing `ok N` after the agent acknowledged item N, and `stop N` at the

@@ -36,10 +36,7 @@ import Foundation
 import KeychainAgent
 import KeychainAgentProtocol
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 func say(_ line: String) {
     let text = line + "\n"

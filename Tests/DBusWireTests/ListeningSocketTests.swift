@@ -1,13 +1,10 @@
 import Foundation
+import Libc
 import Synchronization
 import Testing
 
 @testable import DBusNIO
 @testable import DBusWire
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A Unix stream socket bound at `path`, listening unless told otherwise.
 func unixSocket(at path: String, listening: Bool = true) throws -> Int32 {

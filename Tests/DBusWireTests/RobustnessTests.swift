@@ -1,13 +1,10 @@
 import Foundation
+import Libc
 import SeededRandom
 import Testing
 
 @testable import DBusNIO
 @testable import DBusWire
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A raw Unix-socket client for sending arbitrary bytes to a server.
 struct RawSocket {

@@ -1,14 +1,11 @@
 import DBusWire
 import Foundation
 import KeychainAgentProtocol
+import Libc
 import SeededRandom
 import Testing
 
 @testable import KeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Fuzzed D-Bus traffic for the agent: what one client connection sends after authenticating.
 struct AgentFuzzer {

@@ -1,12 +1,9 @@
 import DBusWire
 import Foundation
 import KeychainAgent
+import Libc
 import Synchronization
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// ``BusNameBirths``: when each unique name appeared, from the bus's own announcements only, and
 /// the check that the process behind a pid is no younger than its connection.

@@ -4,13 +4,10 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
+import Libc
 import Testing
 
 @testable import KeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Accepts one client of `agent` and reads its credentials as `DBusServer` does at accept:
 /// `SO_PEERCRED` and `SO_PEERPIDFD`. The caller closes both descriptors (`close(_:)`).

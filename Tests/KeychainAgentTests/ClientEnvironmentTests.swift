@@ -1,13 +1,10 @@
 import Foundation
 import KeychainCore
 import KeychainTestSupport
+import Libc
 import Testing
 
 @testable import KeychainClient
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The agent one process starts serves every later process of the user, so nothing in the
 /// environment of the process that happened to start it decides what it does for the others:

@@ -1,11 +1,8 @@
 import Foundation
 @testable import KeychainAgent
 import KeychainCore
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A root-owned tree of executables and manifests: `bin/` with copies of the worker, `apps.d/`
 /// with manifests, both 0755 under a 0755 temporary directory.

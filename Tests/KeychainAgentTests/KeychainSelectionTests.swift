@@ -1,11 +1,8 @@
 import Foundation
 import KeychainClient
 import KeychainCore
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// `KeychainSelection` is the one place that says which file a keychain name, a path or "the
 /// default keychain" means: the `security` tool and `Security` both ask it.

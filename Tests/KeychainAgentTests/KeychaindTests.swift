@@ -2,11 +2,8 @@ import Foundation
 import KeychainAgentProtocol
 import KeychainClient
 import KeychainCore
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The `keychaind` executable itself, started and stopped by pid: what a user's processes meet.
 @Suite("keychaind")

@@ -2,13 +2,10 @@ import Foundation
 import KeychainAgent
 import KeychainCore
 import KeychainTestSupport
+import Libc
 import Testing
 
 @testable import KeychainClient
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The libraries start `keychaind` themselves in `KEYCHAIN_AGENT=auto` mode, as the `security`
 /// tool does: each process below is a library user (the worker's `library` command gets the

@@ -1,10 +1,7 @@
 import Foundation
 import KeychainAgent
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 @Suite("Peer credentials from the kernel")
 struct PeerCredentialsTests {

@@ -3,15 +3,12 @@ import Foundation
 import KeychainAgentProtocol
 import KeychainClient
 import KeychainCore
+import Libc
 import Synchronization
 import Testing
 
 @testable import DBusWire
 @testable import KeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// logind's delay inhibitor for sleep: ``DBusWire/DBusFDCall`` receives the descriptor that
 /// `Inhibit` answers with, refuses replies whose descriptors do not match, and `keychaind`

@@ -4,14 +4,11 @@ import Foundation
 import KeychainAgentProtocol
 import KeychainClient
 import KeychainCore
+import Libc
 import Synchronization
 import Testing
 
 @testable import KeychainAgent
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// `keychaind` on a system bus: logind's `PrepareForSleep(true)` and `Session.Lock` of the
 /// agent's session lock the keychains whose settings say lock-on-sleep, and no other; signals

@@ -1,10 +1,7 @@
 import Foundation
 import KeychainAgent
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 @Suite("Socket directory and single instance")
 struct SocketLocationTests {

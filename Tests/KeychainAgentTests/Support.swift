@@ -2,12 +2,9 @@ import CKeychainAgent
 import CKeychainTestSupport
 import Foundation
 import KeychainAgent
+import Libc
 import Synchronization
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The helper executable built next to the test bundle.
 let workerPath: String = {

@@ -1,10 +1,7 @@
 import Foundation
 import KeychainCore
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The user units in dist/systemd: systemd's own checker accepts them, and they say what the
 /// agent needs (the socket's place and modes, the paths KeychainPaths writes, the sandbox).

@@ -1,12 +1,9 @@
 import Foundation
+import Libc
 import SeededRandom
 import Testing
 
 @testable import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// How a keychain argument becomes the one absolute path that names its keychain
 /// (`CanonicalPath`, what `security` resolves every keychain name with).

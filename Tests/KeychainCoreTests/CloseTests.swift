@@ -1,11 +1,8 @@
 import Foundation
+import Libc
 import Testing
 
 @testable import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Closing a keychain: short-lived processes leave no write-ahead log behind, and the log never
 /// grows past its steady size.

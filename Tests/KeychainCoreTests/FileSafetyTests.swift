@@ -1,12 +1,9 @@
 import Foundation
 import GRDB
+import Libc
 import Testing
 
 @testable import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Regressions from an outside review of how keychain files and the device key are created,
 /// published, deleted and opened: each test is named after what broke.

@@ -1,11 +1,8 @@
 import Foundation
+import Libc
 import Testing
 
 @testable import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The permission bits of a file, not following a link.
 private func fileMode(_ path: String) -> mode_t {

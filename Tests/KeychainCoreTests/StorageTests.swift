@@ -1,11 +1,8 @@
 import Foundation
 import GRDB
 @testable import KeychainCore
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Every file SQLite may keep for a keychain.
 private func keychainFiles(_ path: String) -> [String] {

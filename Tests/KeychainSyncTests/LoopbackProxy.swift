@@ -1,7 +1,6 @@
 import Foundation
+import Libc
 import Synchronization
-
-import Glibc
 
 /// A loopback TCP proxy in front of the test server for one device (a proxy per device, as
 /// docs/sync.md, "Measured here", describes `LinkFailureTests`): the device's sync settings name

@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// `posix_spawn` failed with this error number.
 public struct SpawnFailure: Error, CustomStringConvertible {

@@ -8,10 +8,7 @@ import DBusWire
 import Foundation
 import KeychainClient
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// Where a test's keychain is kept: by the engine in the test process, or by a real `keychaind`
 /// (``TestAgent``), reached through `AgentKeychain` as a user's process reaches it.

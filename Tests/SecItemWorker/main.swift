@@ -6,11 +6,8 @@
 //       says "ok" or "error <OSStatus>" (exit status 0 or 1)
 
 import Foundation
+import Libc
 import Security
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 let arguments = CommandLine.arguments
 guard arguments.count == 5, arguments[1] == "add" else {

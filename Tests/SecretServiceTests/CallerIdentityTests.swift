@@ -1,10 +1,7 @@
 import Foundation
 import KeychainTestSupport
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The Secret Service knows a D-Bus caller by the pid the bus daemon recorded when it
 /// connected. A child can keep the connection after that process exits, and the pid can be

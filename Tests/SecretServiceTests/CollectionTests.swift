@@ -1,11 +1,8 @@
 import Foundation
 import KeychainCore
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Collections: one per keychain, the in-memory `session` collection, `CreateCollection`,
 /// `SetAlias("default", …)` and `Collection.Delete`, driven by `secret-tool`, `gdbus` and

@@ -1,10 +1,7 @@
 import Foundation
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// git's own credential helper for the Secret Service, `git-credential-libsecret`, on a private
 /// bus that activates the built `keychaind`. Debian ships it only as source, in the `git`

@@ -1,10 +1,7 @@
 import Foundation
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// `security import-secret-service` moving a populated GNOME Keyring (the real
 /// `gnome-keyring-daemon`, on a private bus) into the keychain; then keychaind, activated once

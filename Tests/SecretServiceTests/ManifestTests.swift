@@ -1,10 +1,7 @@
 import Foundation
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The Secret Service enforces access groups from who the D-Bus caller is: a program bound by
 /// a root-owned manifest (here a copy of `secret-tool` named in `apps.d/mail.toml`) keeps its

@@ -1,10 +1,7 @@
 import Foundation
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// SecretStorage's and keyring's own test suites (their source distributions, which `.ci/run`
 /// unpacks in `.venv/peer-suites`), run unchanged against keychaind and against the real GNOME

@@ -1,10 +1,7 @@
 import Foundation
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// An unlock prompt answered by a real pinentry (`pinentry-curses`) on the caller's own
 /// terminal, typed into by a stand-in for a person (`Clients/terminal.py`, a pseudo-terminal).

@@ -1,10 +1,7 @@
 import CKeychainAgent
 import Foundation
 import KeychainTestSupport
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 /// What one run of a tool produced.
 struct ToolResult: CustomStringConvertible {

@@ -2,12 +2,9 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainAgent
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The Secret Service driven by Python's `secretstorage` and `keyring` (from PyPI, in the
 /// repository's `.venv`, which `.ci/run` makes) on a private bus that activates the built

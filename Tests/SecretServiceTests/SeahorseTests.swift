@@ -1,11 +1,8 @@
 import CKeychainAgent
 import Foundation
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A person's view: Debian's Seahorse ("Passwords and Keys"), in a real window on Xvfb, on a
 /// private bus that activates the built `keychaind`, shows the keychain's collection and an item

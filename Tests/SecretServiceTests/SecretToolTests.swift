@@ -1,11 +1,8 @@
 import Foundation
 import KeychainCore
+import Libc
 import SecretService
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The Secret Service driven by the real `secret-tool`, `gdbus` and the `security` tool, on a
 /// private session bus that activates the built `keychaind` from the repository's service file.

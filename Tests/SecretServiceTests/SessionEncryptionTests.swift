@@ -1,13 +1,10 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import Libc
 import Testing
 import DBusNIO
 import DBusWire
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 @testable import SecretService
 

@@ -8,11 +8,8 @@
 
 import Foundation
 import KeychainTestSupport
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 @Suite("A package that says #if canImport(Security) builds beside ours")
 struct CanImportSecurityTests {

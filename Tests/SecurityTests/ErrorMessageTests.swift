@@ -3,12 +3,9 @@
 // range and `OSStatus <n>` otherwise.
 
 import Foundation
+import Libc
 import Security
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// One status code: its name, constant, number and Apple's message.
 struct StatusCase: Sendable, CustomTestStringConvertible {

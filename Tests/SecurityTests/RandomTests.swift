@@ -1,12 +1,9 @@
 // SecRandomCopyBytes: bytes from the kernel's CSPRNG, Apple's signature and return convention.
 
 import Foundation
+import Libc
 import Security
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 @Suite("SecRandomCopyBytes")
 struct RandomTests {

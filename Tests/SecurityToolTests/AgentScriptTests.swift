@@ -2,11 +2,8 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainClient
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// The session agent as scripts meet it: each command below is a process of its own, the
 /// first one starts `keychaind` (found beside `security`), and an unlock serves the commands

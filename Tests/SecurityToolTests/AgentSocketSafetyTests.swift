@@ -2,11 +2,8 @@ import DBusNIO
 import Foundation
 import KeychainClient
 import KeychainTestSupport
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Who a client talks to, and how many agents serve one user (issue 50, item 11): a client
 /// sends nothing to a socket another user listens on, and an agent that systemd started holds

@@ -2,11 +2,8 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainClient
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Certificates and PKCS#12 files made by the real `openssl` for one test, in the sandbox.
 /// A missing `openssl` fails the test (the run's status is not 0), it is never skipped.

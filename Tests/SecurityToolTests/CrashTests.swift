@@ -1,9 +1,6 @@
 import Foundation
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// No input crashes the tool, and a crash never prints registers or memory.
 @Suite struct CrashTests {

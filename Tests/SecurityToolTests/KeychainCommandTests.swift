@@ -1,9 +1,6 @@
 import Foundation
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// End-to-end tests of the keychain commands (create, lock, unlock, passwords, preferences).
 @Suite struct KeychainCommandTests {

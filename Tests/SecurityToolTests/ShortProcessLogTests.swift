@@ -1,9 +1,6 @@
 import Foundation
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Scripts run `security` as thousands of short processes: a process that ends with the
 /// keychain's write-ahead log past 256 KiB folds it into the file, so the log never grows across them (it reached 14.6 MB after 1,000 adds when

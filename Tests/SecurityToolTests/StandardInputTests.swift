@@ -1,11 +1,8 @@
 import Foundation
+import Libc
 import Testing
 
 @testable import SecurityTool
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Standard input is read in blocks, and a line longer than the largest secret is refused
 /// without reading the rest of the input.

@@ -1,9 +1,6 @@
 import Foundation
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// mkcert's install and uninstall on macOS (`truststore_darwin.go`), command line for command
 /// line: `sudo security add-trusted-cert -d -k /Library/Keychains/System.keychain rootCA.pem`,

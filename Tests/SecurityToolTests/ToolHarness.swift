@@ -1,5 +1,6 @@
 import Foundation
 import KeychainTestSupport
+import Libc
 
 /// The `security` executable built next to the test bundle.
 var securityPath: String {
@@ -176,10 +177,6 @@ func normalizingDates(_ text: String) -> String {
 func hex(_ bytes: some Sequence<UInt8>) -> String {
     bytes.map { String(format: "%02x", $0) }.joined()
 }
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 extension Sandbox {
     /// `setsid(1)`, which starts the tool without a controlling terminal, so that it can never

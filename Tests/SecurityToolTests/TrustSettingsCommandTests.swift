@@ -1,9 +1,6 @@
 import Foundation
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// `add-trusted-cert`, `remove-trusted-cert`, `dump-trust-settings`, and how `verify-cert` and
 /// `find-identity -v` honour the trust settings, with certificates the real `openssl` made.

@@ -1,9 +1,6 @@
 import Foundation
+import Libc
 import Testing
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// `trust-settings-export` and `trust-settings-import`: Apple's property list, a Linux round trip, a
 /// Mac's export (no certificates) matched against the keychain, and refused files that change nothing.

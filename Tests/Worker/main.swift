@@ -15,10 +15,7 @@
 
 import Foundation
 import KeychainCore
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+import Libc
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
