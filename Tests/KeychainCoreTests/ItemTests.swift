@@ -2,7 +2,9 @@ import Foundation
 import KeychainCore
 import Testing
 
-/// The two back ends every item test runs against: in memory and a real file.
+/// The two back ends every item test runs against: in memory and a real file. The engine's
+/// own: `KeychainTestSupport`'s `KeychainBackend`, which the tests above the seam share, brings
+/// the agent's client and D-Bus, which the engine's tests do not depend on.
 enum Backend: String, CaseIterable, CustomTestStringConvertible {
     case memory, file
     var testDescription: String { rawValue }

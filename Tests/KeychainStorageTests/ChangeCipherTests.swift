@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainStorage
+import KeychainTestSupport
 import Testing
 
 @Suite("Changing a store's cipher")
@@ -9,7 +10,7 @@ struct ChangeCipherTests {
         "alpha": Data("first".utf8), "beta": Data("second".utf8), "gamma": Data(), "delta": Data(count: 300),
     ]
 
-    func populated(_ fixture: Fixture, cipher: (any Ciphering)?) throws -> KeychainStorage {
+    func populated(_ fixture: TestKeychain, cipher: (any Ciphering)?) throws -> KeychainStorage {
         let store = try fixture.create("s", cipher: cipher)
         for (key, value) in Self.values.sorted(by: { $0.key < $1.key }) { try store.put(data: value, for: key) }
         return store
@@ -22,8 +23,8 @@ struct ChangeCipherTests {
 
     @Test(
         "every value is re-encrypted: the new cipher opens the store and the old one no longer does",
-        arguments: Backend.allCases)
-    func changeReencrypts(backend: Backend) throws {
+        arguments: KeychainBackend.allCases)
+    func changeReencrypts(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let old = try testCipher("old")
         let new = try testCipher("new")
@@ -34,7 +35,7 @@ struct ChangeCipherTests {
         try expectValues(try fixture.open("s", cipher: new))
         #expect(storageErrorCode { try fixture.open("s", cipher: old) } == .wrongCipher)
         // Every stored ciphertext now opens with the new cipher only.
-        for row in try fixture.database.find(ItemQuery(class: .genericPassword), includeData: true) {
+        for row in try fixture.handle.find(ItemQuery(class: .genericPassword), includeData: true) {
             let data = try #require(row.data)
             #expect(throws: KeychainStorageError.self) { try old.decrypt(data) }
             _ = try new.decrypt(data)
@@ -47,7 +48,7 @@ struct ChangeCipherTests {
 
     @Test("a cipher can be added to a plain store and removed from an encrypted one")
     func toAndFromNoCipher() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try populated(fixture, cipher: nil)
         try store.changeCipher(to: try testCipher())
         try expectValues(try fixture.open("s", cipher: try testCipher()))
@@ -55,14 +56,14 @@ struct ChangeCipherTests {
 
         try store.changeCipher(to: nil)
         try expectValues(try fixture.open("s", cipher: nil))
-        let stored = try fixture.database.find(
+        let stored = try fixture.handle.find(
             ItemQuery(class: .genericPassword, attributes: [.account: .string("alpha")]), includeData: true)
         #expect(stored.first?.data == Data("first".utf8))
     }
 
     @Test("a cipher that fails midway leaves every value readable with the old cipher", arguments: [0, 1, 2, 3, 4])
     func failingCipherChangesNothing(failAfter: Int) throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let old = try testCipher("old")
         let store = try populated(fixture, cipher: old)
         let itemsBefore = try fixture.itemCount()
@@ -76,8 +77,10 @@ struct ChangeCipherTests {
         #expect(try fixture.itemCount() == itemsBefore)
     }
 
-    @Test("a keychain failure midway leaves every value readable with the old cipher", arguments: Backend.inProcess)
-    func keychainFailureChangesNothing(backend: Backend) throws {
+    @Test(
+        "a keychain failure midway leaves every value readable with the old cipher",
+        arguments: KeychainBackend.inProcess)
+    func keychainFailureChangesNothing(backend: KeychainBackend) throws {
         // Values of 250 bytes fit as given (limit 256) but not once encrypted (+29 bytes), so
         // the keychain refuses the re-encrypted write of the large value after others landed.
         let fixture = try backend.make(maximumDataSize: 256)
@@ -103,10 +106,10 @@ struct ChangeCipherTests {
 
     @Test("a value that does not decrypt with the old cipher stops the change before anything is written")
     func undecryptableValueChangesNothing() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try populated(fixture, cipher: try testCipher())
         let query = ItemQuery(class: .genericPassword, attributes: [.account: .string("beta")])
-        try fixture.database.update(query, attributes: [:], data: Data("not ciphertext at all, sorry".utf8))
+        try fixture.handle.update(query, attributes: [:], data: Data("not ciphertext at all, sorry".utf8))
         let itemsBefore = try fixture.itemCount()
 
         #expect(storageErrorCode { try store.changeCipher(to: try testCipher("new")) } == .decryptionFailed)
@@ -116,7 +119,7 @@ struct ChangeCipherTests {
 
     @Test("another open instance learns of the change instead of reading stale values")
     func otherInstancesSeeTheChange() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try populated(fixture, cipher: try testCipher("old"))
         let other = try fixture.open("s", cipher: try testCipher("old"))
 
@@ -129,7 +132,7 @@ struct ChangeCipherTests {
 
     @Test("changing the cipher of an empty store works")
     func emptyStore() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try fixture.create("s", cipher: nil)
         try store.changeCipher(to: try testCipher())
         #expect(try store.keys().isEmpty)

@@ -1,6 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainStorage
+import KeychainTestSupport
 import Logging
 import Testing
 
@@ -9,7 +10,7 @@ struct LoggingTests {
     @Test("store events are logged under the KeychainStorage label, and no line holds a secret")
     func logsWithoutSecrets() throws {
         _ = LogCapture.installed
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let name = "logged-\(UUID().uuidString)"
         let password = "correct-horse-\(UUID().uuidString)"
         let value = "value-\(UUID().uuidString)"
@@ -23,7 +24,7 @@ struct LoggingTests {
         _ = storageError { try fixture.open(name, cipher: nil) }
         try store.changeCipher(to: try testCipher("next-\(password)"))
         _ = storageError { try store.changeCipher(to: FlakyCipher(try testCipher(), failAfter: 0)) }
-        try KeychainStorage.removeStore(name: name, accessGroup: nil, database: fixture.database)
+        try KeychainStorage.removeStore(name: name, accessGroup: nil, database: fixture.handle)
 
         let lines = LogCapture.shared.entries { $0.metadata["store"] == name }
         #expect(lines.allSatisfy { $0.label == KeychainStorage.loggerLabel })

@@ -29,6 +29,9 @@ struct SeedLogHandler: LogHandler {
     func log(event: LogEvent) { log.append(event.message.description, event.error.map { "\($0)" }) }
 }
 
+/// The backends the examples run over: a keychain file on each side of the agent's seam.
+private let backends: [KeychainBackend] = [.file, .agent]
+
 @Suite("Seed 003 examples")
 struct SeedExampleTests {
     let log = SeedLog()
@@ -37,19 +40,10 @@ struct SeedExampleTests {
     /// The keychain standing in for the default one: a temporary file in this process, or a
     /// file kept by the test process's `keychaind`.
     struct Standing {
-        let keychain: any KeychainHandle
-        let owner: AnyObject
+        let made: TestKeychain
+        var keychain: any KeychainHandle { made.handle }
 
-        init(_ backend: KeychainBackend) throws {
-            switch backend {
-            case .inProcess:
-                let temporary = try TemporaryKeychain()
-                (keychain, owner) = (temporary.keychain, temporary)
-            case .agent:
-                let made = try KeychainBackend.agent.make()
-                (keychain, owner) = (made.handle, made)
-            }
-        }
+        init(_ backend: KeychainBackend) throws { made = try backend.make() }
 
         /// Runs an example with this keychain as the default one.
         func run(_ example: () throws -> Void) rethrows {
@@ -63,7 +57,7 @@ struct SeedExampleTests {
 
     @Test(
         "Store Creation: creates an open, empty store; creating it again logs storeAlreadyExists",
-        arguments: KeychainBackend.allCases)
+        arguments: backends)
     func storeCreation(backend: KeychainBackend) throws {
         let standing = try Standing(backend)
         let example = {
@@ -87,7 +81,7 @@ struct SeedExampleTests {
 
     @Test(
         "Opening Store: opens an existing store and logs an error for a missing one",
-        arguments: KeychainBackend.allCases)
+        arguments: backends)
     func openingStore(backend: KeychainBackend) throws {
         let standing = try Standing(backend)
         let cipher = try Cipher(password: "open sesame", salt: "seed-003-salt-16+")
@@ -108,7 +102,7 @@ struct SeedExampleTests {
         #expect(log.errors.first?.contains("storeNotFound") == true)
     }
 
-    @Test("Removing Store: removes the store; an invalid name logs an error", arguments: KeychainBackend.allCases)
+    @Test("Removing Store: removes the store; an invalid name logs an error", arguments: backends)
     func removingStore(backend: KeychainBackend) throws {
         let standing = try Standing(backend)
         _ = try KeychainStorage.createStore(name: "doomed", cipher: nil, accessGroup: nil, database: standing.keychain)
@@ -127,7 +121,7 @@ struct SeedExampleTests {
     }
 
     @Test(
-        "Changing Cipher on Store: the store then opens with the new cipher only", arguments: KeychainBackend.allCases)
+        "Changing Cipher on Store: the store then opens with the new cipher only", arguments: backends)
     func changingCipher(backend: KeychainBackend) throws {
         let standing = try Standing(backend)
         standing.run {
@@ -152,7 +146,7 @@ struct SeedExampleTests {
 
     @Test(
         "Manipulating Store: put, read, remove, remove all and keys behave as described",
-        arguments: KeychainBackend.allCases)
+        arguments: backends)
     func manipulatingStore(backend: KeychainBackend) throws {
         let standing = try Standing(backend)
         let keychainStorage = try KeychainStorage.createStore(

@@ -2,13 +2,16 @@ import Dispatch
 import Foundation
 import KeychainCore
 import KeychainStorage
+import KeychainTestSupport
 import Synchronization
 import Testing
 
 @Suite("Creating, opening and removing stores")
 struct StoreLifecycleTests {
-    @Test("a created store is open, and reopening it with its cipher shows its values", arguments: Backend.allCases)
-    func createIsOpen(backend: Backend) throws {
+    @Test(
+        "a created store is open, and reopening it with its cipher shows its values",
+        arguments: KeychainBackend.allCases)
+    func createIsOpen(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let cipher = try testCipher()
         let store = try fixture.create("profile", cipher: cipher)
@@ -21,8 +24,9 @@ struct StoreLifecycleTests {
     }
 
     @Test(
-        "creating a store that exists fails with storeAlreadyExists and keeps its values", arguments: Backend.allCases)
-    func createExistingFails(backend: Backend) throws {
+        "creating a store that exists fails with storeAlreadyExists and keeps its values",
+        arguments: KeychainBackend.allCases)
+    func createExistingFails(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let store = try fixture.create("profile", cipher: try testCipher())
         try store.put(data: Data("v".utf8), for: "k")
@@ -33,8 +37,8 @@ struct StoreLifecycleTests {
         #expect(try store.data(for: "k") == Data("v".utf8))
     }
 
-    @Test("opening a store that does not exist fails with storeNotFound", arguments: Backend.allCases)
-    func openMissingFails(backend: Backend) throws {
+    @Test("opening a store that does not exist fails with storeNotFound", arguments: KeychainBackend.allCases)
+    func openMissingFails(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let error = storageError { try fixture.open("nothing", cipher: nil) }
         #expect(error?.code == .storeNotFound)
@@ -43,18 +47,18 @@ struct StoreLifecycleTests {
 
     @Test(
         "removing a store removes its values; the name can be reused; removing again does nothing",
-        arguments: Backend.allCases)
-    func removeStore(backend: Backend) throws {
+        arguments: KeychainBackend.allCases)
+    func removeStore(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let store = try fixture.create("profile", cipher: try testCipher())
         for index in 0..<5 { try store.put(data: Data([UInt8(index)]), for: "k\(index)") }
 
-        try KeychainStorage.removeStore(name: "profile", accessGroup: nil, database: fixture.database)
+        try KeychainStorage.removeStore(name: "profile", accessGroup: nil, database: fixture.handle)
         #expect(try fixture.itemCount() == 0)
         #expect(storageErrorCode { try fixture.open("profile", cipher: try testCipher()) } == .storeNotFound)
         #expect(storageErrorCode { try store.data(for: "k0") } == .storeNotFound)
         #expect(storageErrorCode { try store.put(data: Data(), for: "k0") } == .storeNotFound)
-        try KeychainStorage.removeStore(name: "profile", accessGroup: nil, database: fixture.database)
+        try KeychainStorage.removeStore(name: "profile", accessGroup: nil, database: fixture.handle)
 
         let fresh = try fixture.create("profile", cipher: nil)
         #expect(try fresh.keys().isEmpty)
@@ -62,7 +66,7 @@ struct StoreLifecycleTests {
 
     @Test("stores with different names are independent")
     func storesAreIndependent() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let a = try fixture.create("a", cipher: try testCipher())
         let b = try fixture.create("b", cipher: nil)
         try a.put(data: Data("1".utf8), for: "k")
@@ -71,7 +75,7 @@ struct StoreLifecycleTests {
         #expect(try b.data(for: "k") == Data("2".utf8))
         try a.removeAllData()
         #expect(try b.keys() == ["k"])
-        try KeychainStorage.removeStore(name: "a", accessGroup: nil, database: fixture.database)
+        try KeychainStorage.removeStore(name: "a", accessGroup: nil, database: fixture.handle)
         #expect(try b.data(for: "k") == Data("2".utf8))
     }
 
@@ -82,14 +86,14 @@ struct StoreLifecycleTests {
 
     @Test("a name that is not a plain name is refused by create, open and remove", arguments: invalidNames)
     func invalidNamesAreRefused(name: String) throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let error = storageError { try fixture.create(name, cipher: nil) }
         #expect(error?.code == .invalidStoreName)
         #expect(error?.osStatus == -50)
         #expect(storageErrorCode { try fixture.open(name, cipher: nil) } == .invalidStoreName)
         #expect(
             storageErrorCode {
-                try KeychainStorage.removeStore(name: name, accessGroup: nil, database: fixture.database)
+                try KeychainStorage.removeStore(name: name, accessGroup: nil, database: fixture.handle)
             } == .invalidStoreName)
         #expect(try fixture.itemCount() == 0)
     }
@@ -100,7 +104,7 @@ struct StoreLifecycleTests {
             "cache", "my store", "café", "日本語", "a.b", "-", "x.y.z", String(repeating: "x", count: 200),
         ])
     func validNamesAreAccepted(name: String) throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try fixture.create(name, cipher: nil)
         try store.put(data: Data("v".utf8), for: "k")
         #expect(try fixture.open(name, cipher: nil).data(for: "k") == Data("v".utf8))
@@ -112,7 +116,7 @@ struct StoreLifecycleTests {
             "other password", "different salt", "none given", "given for a plain store",
         ])
     func wrongCipherOnOpen(mismatch: String) throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let right = try testCipher()
         let created: (any Ciphering)?
         let opening: (any Ciphering)?
@@ -134,8 +138,8 @@ struct StoreLifecycleTests {
 
 @Suite("Values in a store")
 struct StoreValueTests {
-    @Test("put, read, overwrite, remove and list values", arguments: Backend.allCases, [true, false])
-    func values(backend: Backend, encrypted: Bool) throws {
+    @Test("put, read, overwrite, remove and list values", arguments: KeychainBackend.allCases, [true, false])
+    func values(backend: KeychainBackend, encrypted: Bool) throws {
         let fixture = try backend.make()
         let store = try fixture.create("s", cipher: encrypted ? try testCipher() : nil)
         #expect(try store.data(for: "a") == nil)
@@ -164,12 +168,12 @@ struct StoreValueTests {
 
     @Test("with a cipher the keychain holds ciphertext; without one, the value as given")
     func cipherControlsWhatIsStored() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let secret = Data("plaintext secret".utf8)
         try fixture.create("encrypted", cipher: try testCipher()).put(data: secret, for: "k")
         try fixture.create("plain", cipher: nil).put(data: secret, for: "k")
 
-        let rows = try fixture.database.find(
+        let rows = try fixture.handle.find(
             ItemQuery(class: .genericPassword, attributes: [.account: .string("k")]), includeData: true)
         #expect(rows.count == 2)
         let stored = rows.compactMap(\.data)
@@ -182,21 +186,21 @@ struct StoreValueTests {
 
     @Test("a value that does not decrypt throws decryptionFailed")
     func tamperedValueFails() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try fixture.create("s", cipher: try testCipher())
         try store.put(data: Data("v".utf8), for: "k")
         let query = ItemQuery(class: .genericPassword, attributes: [.account: .string("k")])
-        var ciphertext = try #require(try fixture.database.findFirst(query, includeData: true)?.data)
+        var ciphertext = try #require(try fixture.handle.findFirst(query, includeData: true)?.data)
         ciphertext[ciphertext.count - 1] ^= 1
-        try fixture.database.update(query, attributes: [:], data: ciphertext)
+        try fixture.handle.update(query, attributes: [:], data: ciphertext)
 
         let error = storageError { try store.data(for: "k") }
         #expect(error?.code == .decryptionFailed)
         #expect(error?.osStatus == -26275)
     }
 
-    @Test("concurrent puts from many threads all land", arguments: Backend.allCases)
-    func concurrentPuts(backend: Backend) throws {
+    @Test("concurrent puts from many threads all land", arguments: KeychainBackend.allCases)
+    func concurrentPuts(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let store = try fixture.create("s", cipher: try testCipher())
         let failures = Mutex<[String]>([])
@@ -221,10 +225,10 @@ struct StoreValueTests {
 
     @Test("a locked keychain makes every operation throw errSecInteractionNotAllowed")
     func lockedKeychain() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try fixture.create("s", cipher: try testCipher())
         try store.put(data: Data("v".utf8), for: "k")
-        fixture.database.lock()
+        fixture.handle.lock()
 
         let operations: [(String, () throws -> Void)] = [
             ("data", { _ = try store.data(for: "k") }),
@@ -237,7 +241,7 @@ struct StoreValueTests {
             (
                 "removeStore",
                 {
-                    try KeychainStorage.removeStore(name: "s", accessGroup: nil, database: fixture.database)
+                    try KeychainStorage.removeStore(name: "s", accessGroup: nil, database: fixture.handle)
                 }
             ),
         ]
@@ -246,16 +250,16 @@ struct StoreValueTests {
             #expect(error?.code == .keychain, "\(name)")
             #expect(error?.osStatus == -25308, "\(name)")
         }
-        try fixture.database.unlock(password: nil)
+        try fixture.handle.unlock(password: nil)
         #expect(try store.data(for: "k") == Data("v".utf8))
     }
 
     @Test("a store created readable after first unlock stays readable while locked")
     func afterFirstUnlockStore() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try fixture.create("s", cipher: nil, accessibility: .afterFirstUnlock)
         try store.put(data: Data("v".utf8), for: "k")
-        fixture.database.lock()
+        fixture.handle.lock()
         #expect(try store.data(for: "k") == Data("v".utf8))
         #expect(try fixture.open("s", cipher: nil).accessibility == .afterFirstUnlock)
     }
@@ -266,13 +270,13 @@ struct StoreValueTests {
             try storage.put(data: Data("x".utf8), for: "key")
             return try storage.data(for: "key")
         }
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         #expect(try roundTrip(fixture.create("s", cipher: nil)) == Data("x".utf8))
     }
 
     @Test("a description names the store and never a value")
     func descriptionHasNoSecret() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let store = try fixture.create("described", cipher: try testCipher())
         try store.put(data: Data("hunter2".utf8), for: "k")
         #expect(String(describing: store).contains("described"))

@@ -6,57 +6,23 @@ import Logging
 import Synchronization
 import Testing
 
-/// The two kinds of keychain every store behaviour runs against.
-enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case memory
-    case file
-    /// A keychain file kept by the test process's `keychaind`, reached as a user's process
-    /// reaches it.
-    case agent
-
-    /// The backends whose configuration a test chooses: the agent's keychains have its own
-    /// (the caller's access groups are who it is, the size limit the engine's default).
-    static let inProcess: [Backend] = [.memory, .file]
-
-    var testDescription: String { rawValue }
-
-    func make(accessGroups: AccessGroups = .standard, maximumDataSize: Int? = nil) throws -> Fixture {
-        var configuration = KeychainConfiguration.testing()
-        configuration.accessGroups = accessGroups
-        if let maximumDataSize { configuration.maximumDataSize = maximumDataSize }
-        switch self {
-        case .memory:
-            return Fixture(database: try KeychainDatabase.inMemory(configuration: configuration), owner: nil)
-        case .file:
-            let temporary = try TemporaryKeychain(configuration: configuration)
-            return Fixture(database: temporary.keychain, owner: temporary)
-        case .agent:
-            precondition(
-                accessGroups == .standard && maximumDataSize == nil, "the agent's keychains have its configuration")
-            let keychain = try KeychainBackend.agent.make()
-            return Fixture(database: keychain.handle, owner: keychain)
-        }
-    }
-}
-
-struct Fixture {
-    let database: any KeychainHandle
-    let owner: AnyObject?
-
+/// A store's keychain: a fresh one of a backend (`KeychainBackend.make`), which every store
+/// behaviour runs against.
+extension TestKeychain {
     /// Every generic password in the keychain (the store's marker and values).
     func itemCount() throws -> Int {
-        try database.find(ItemQuery(class: .genericPassword)).count
+        try handle.find(ItemQuery(class: .genericPassword)).count
     }
 
     func create(_ name: String, cipher: (any Ciphering)?, accessibility: Accessibility = .whenUnlocked) throws
         -> KeychainStorage
     {
         try KeychainStorage.createStore(
-            name: name, cipher: cipher, accessGroup: nil, database: database, accessibility: accessibility)
+            name: name, cipher: cipher, accessGroup: nil, database: handle, accessibility: accessibility)
     }
 
     func open(_ name: String, cipher: (any Ciphering)?) throws -> KeychainStorage {
-        try KeychainStorage.openStore(name: name, cipher: cipher, accessGroup: nil, database: database)
+        try KeychainStorage.openStore(name: name, cipher: cipher, accessGroup: nil, database: handle)
     }
 }
 

@@ -1,6 +1,6 @@
 // What the test targets of the modules above the seam (`Security`, `Keychain`,
-// `KeychainStorage`, `SwiftKeychain`) share: the two places a keychain can be kept, and the one
-// `keychaind` of the test process that keeps the agent's.
+// `KeychainStorage`, `SwiftKeychain`) share: the one `keychaind` of the test process, which keeps
+// the keychains of the `agent` backend (KeychainBackend.swift).
 import CKeychainAgent
 import CKeychainTestSupport
 import DBusNIO
@@ -9,15 +9,6 @@ import Foundation
 import KeychainClient
 import KeychainCore
 import Libc
-
-/// Where a test's keychain is kept: by the engine in the test process, or by a real `keychaind`
-/// (``TestAgent``), reached through `AgentKeychain` as a user's process reaches it.
-public enum KeychainBackend: String, CaseIterable, Sendable {
-    /// A keychain of the engine in this process.
-    case inProcess
-    /// A keychain kept by the test process's `keychaind`.
-    case agent
-}
 
 /// Whether the test process's environment was fixed before `main` (`KEYCHAIN_AGENT=off`): a
 /// test that does not give its task a keychain never reaches the user's own agent.
@@ -138,49 +129,5 @@ public final class TestAgent: Sendable {
     /// Has the agent close and delete `keychain` (at the end of a test).
     public func remove(_ keychain: AgentKeychain) {
         try? connection.deleteKeychain(at: keychain.keychain)
-    }
-}
-
-/// A keychain made for one test. The agent's keychains are not deleted when a test ends (a
-/// `Keychain` value made from one may outlive its test's fixture); they go with the agent's
-/// directory at exit.
-public final class TestKeychain: Sendable {
-    /// The keychain, as the modules above the seam hold it.
-    public let handle: any KeychainHandle
-    private let agent: TestAgent?
-
-    init(handle: any KeychainHandle, agent: TestAgent?) {
-        self.handle = handle
-        self.agent = agent
-    }
-
-}
-
-extension KeychainBackend {
-    /// A fresh keychain of this backend: in memory with `configuration`, or a file kept by the
-    /// test agent. The agent gives the test process its default access groups
-    /// (``KeychainCore/AccessGroups/standard``) whatever `configuration` says: a test of other
-    /// groups is an in-process test.
-    public func make(configuration: KeychainConfiguration = .testing(), password: Data? = nil) throws -> TestKeychain {
-        switch self {
-        case .inProcess:
-            return TestKeychain(
-                handle: try KeychainDatabase.inMemory(password: password, configuration: configuration), agent: nil)
-        case .agent:
-            let agent = try TestAgent.shared()
-            return TestKeychain(handle: try agent.makeKeychain(password: password), agent: agent)
-        }
-    }
-
-    /// Runs `body` with a fresh keychain of this backend as the task's default keychain
-    /// (`Keychains.withDefault`), so that code reaching for "the default keychain" gets it.
-    public func withDefaultKeychain<T>(
-        configuration: KeychainConfiguration = .testing(), password: Data? = nil,
-        _ body: (any KeychainHandle) throws -> T
-    ) throws -> T {
-        let keychain = try make(configuration: configuration, password: password)
-        return try withExtendedLifetime(keychain) {
-            try Keychains.withDefault(keychain.handle) { try body(keychain.handle) }
-        }
     }
 }

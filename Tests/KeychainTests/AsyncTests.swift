@@ -1,13 +1,16 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 
 @testable import Keychain
 
 @Suite("Async variants")
 struct AsyncTests {
-    @Test("the async variants read, write, list and remove like the synchronous ones", arguments: Backend.allCases)
-    func asyncRoundTrip(backend: Backend) async throws {
+    @Test(
+        "the async variants read, write, list and remove like the synchronous ones", arguments: KeychainBackend.allCases
+    )
+    func asyncRoundTrip(backend: KeychainBackend) async throws {
         let fixture = try backend.make()
         let keychain = fixture.keychain("async")
         let credentials = Credentials(user: "a", scopes: ["x"], expires: Date(timeIntervalSince1970: 5))
@@ -27,12 +30,12 @@ struct AsyncTests {
         #expect(try await keychain.allKeys().isEmpty)
     }
 
-    @Test("async errors carry their OSStatus", arguments: Backend.allCases)
-    func asyncErrors(backend: Backend) async throws {
+    @Test("async errors carry their OSStatus", arguments: KeychainBackend.allCases)
+    func asyncErrors(backend: KeychainBackend) async throws {
         let fixture = try backend.make()
         let keychain = fixture.keychain("async")
         try await keychain.set("s", forKey: "k")
-        fixture.database.lock()
+        fixture.handle.lock()
         await #expect(throws: KeychainError.self) { try await keychain.string(forKey: "k") }
         do {
             _ = try await keychain.string(forKey: "k")
@@ -42,8 +45,8 @@ struct AsyncTests {
         }
     }
 
-    @Test("many concurrent tasks write without losing a value", arguments: Backend.allCases)
-    func concurrentTasks(backend: Backend) async throws {
+    @Test("many concurrent tasks write without losing a value", arguments: KeychainBackend.allCases)
+    func concurrentTasks(backend: KeychainBackend) async throws {
         let fixture = try backend.make()
         let keychain = fixture.keychain("async")
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 
 @testable import Keychain
@@ -55,8 +56,8 @@ struct AtomicWriteTests {
         #expect(try background.attributes(forKey: "token")?.accessibility == .afterFirstUnlock)
     }
 
-    @Test("a write rejected by the engine keeps the old value", arguments: Backend.inProcess)
-    func oversizedWriteKeepsOldValue(backend: Backend) throws {
+    @Test("a write rejected by the engine keeps the old value", arguments: KeychainBackend.inProcess)
+    func oversizedWriteKeepsOldValue(backend: KeychainBackend) throws {
         let fixture = try backend.make(maximumDataSize: 64)
         let keychain = fixture.keychain()
         try keychain.set("old", forKey: "token")
@@ -75,8 +76,8 @@ struct AtomicWriteTests {
         #expect(try keychain.string(forKey: "token") == "old")
     }
 
-    @Test("concurrent writes from many threads all land", arguments: Backend.allCases)
-    func concurrentWrites(backend: Backend) throws {
+    @Test("concurrent writes from many threads all land", arguments: KeychainBackend.allCases)
+    func concurrentWrites(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let keychain = fixture.keychain()
         let failures = FailureLog()

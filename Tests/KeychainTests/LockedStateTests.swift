@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 
 @testable import Keychain
@@ -55,14 +56,14 @@ struct LockedStateTests {
         #expect(try keychain.string(forKey: "token") == "new")
     }
 
-    @Test("a locked read is an error, never nil", arguments: Backend.allCases)
-    func lockedReadIsNotNil(backend: Backend) throws {
+    @Test("a locked read is an error, never nil", arguments: KeychainBackend.allCases)
+    func lockedReadIsNotNil(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let keychain = fixture.keychain()
         try keychain.set("secret", forKey: "token")
-        fixture.database.lock()
+        fixture.handle.lock()
         #expect(throws: KeychainError.self) { try keychain.string(forKey: "token") }
-        try fixture.database.unlock(password: nil)
+        try fixture.handle.unlock(password: nil)
     }
 
     @Test("a subscript that cannot read stops the program instead of returning nil")

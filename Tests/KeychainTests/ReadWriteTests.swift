@@ -1,13 +1,14 @@
 import Foundation
 import KeychainCore
+import KeychainTestSupport
 import Testing
 
 @testable import Keychain
 
 @Suite("Reading and writing by key")
 struct ReadWriteTests {
-    @Test("a string, data and a Codable value read back as written", arguments: Backend.allCases)
-    func roundTrip(backend: Backend) throws {
+    @Test("a string, data and a Codable value read back as written", arguments: KeychainBackend.allCases)
+    func roundTrip(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let keychain = fixture.keychain()
         let credentials = Credentials(
@@ -28,8 +29,10 @@ struct ReadWriteTests {
         #expect(try keychain.value(Data.self, forKey: "blob") == Data([0, 1, 2, 255]))
     }
 
-    @Test("an absent key reads as nil, is not contained, and removing it reports false", arguments: Backend.allCases)
-    func absentKeyIsNil(backend: Backend) throws {
+    @Test(
+        "an absent key reads as nil, is not contained, and removing it reports false",
+        arguments: KeychainBackend.allCases)
+    func absentKeyIsNil(backend: KeychainBackend) throws {
         let keychain = try backend.make().keychain()
         #expect(try keychain.string(forKey: "missing") == nil)
         #expect(try keychain.data(forKey: "missing") == nil)
@@ -41,8 +44,10 @@ struct ReadWriteTests {
         #expect(try keychain.allKeys().isEmpty)
     }
 
-    @Test("writing a key twice replaces its value and keeps one item with its identity", arguments: Backend.allCases)
-    func overwriteReplaces(backend: Backend) throws {
+    @Test(
+        "writing a key twice replaces its value and keeps one item with its identity",
+        arguments: KeychainBackend.allCases)
+    func overwriteReplaces(backend: KeychainBackend) throws {
         let keychain = try backend.make().keychain()
         try keychain.set("one", forKey: "token")
         let first = try #require(try keychain.attributes(forKey: "token"))
@@ -56,8 +61,8 @@ struct ReadWriteTests {
         #expect(try #require(second.modificationDate) > #require(first.modificationDate))
     }
 
-    @Test("contains, remove and removeAll address only this keychain's items", arguments: Backend.allCases)
-    func removeAndContains(backend: Backend) throws {
+    @Test("contains, remove and removeAll address only this keychain's items", arguments: KeychainBackend.allCases)
+    func removeAndContains(backend: KeychainBackend) throws {
         let fixture = try backend.make()
         let keychain = fixture.keychain("service.a")
         let other = fixture.keychain("service.b")
@@ -75,8 +80,8 @@ struct ReadWriteTests {
         #expect(try other.allKeys() == ["a"])
     }
 
-    @Test("subscripts read, write, and remove on nil", arguments: Backend.allCases)
-    func subscripts(backend: Backend) throws {
+    @Test("subscripts read, write, and remove on nil", arguments: KeychainBackend.allCases)
+    func subscripts(backend: KeychainBackend) throws {
         let keychain = try backend.make().keychain()
         keychain["token"] = "abc"
         #expect(keychain["token"] == "abc")
@@ -92,8 +97,9 @@ struct ReadWriteTests {
     }
 
     @Test(
-        "allKeys lists keys in the order they were added; allItems gives their attributes", arguments: Backend.allCases)
-    func listing(backend: Backend) throws {
+        "allKeys lists keys in the order they were added; allItems gives their attributes",
+        arguments: KeychainBackend.allCases)
+    func listing(backend: KeychainBackend) throws {
         let keychain = try backend.make().keychain().label("Tests").comment("made by a test")
         for key in ["c", "a", "b"] { try keychain.set("secret-\(key)", forKey: key) }
         #expect(try keychain.allKeys() == ["c", "a", "b"])
@@ -133,7 +139,7 @@ struct ReadWriteTests {
 
     @Test("reading a secret that is not UTF-8 as a string throws errSecDecode")
     func nonUTF8StringThrows() throws {
-        let keychain = try Backend.memory.make().keychain()
+        let keychain = try KeychainBackend.memory.make().keychain()
         try keychain.set(Data([0xFF, 0xFE, 0xFD]), forKey: "binary")
         #expect(keychainErrorCode { try keychain.string(forKey: "binary") } == .decode)
         #expect(KeychainError.Code.decode.rawValue == -26275)
@@ -141,7 +147,7 @@ struct ReadWriteTests {
 
     @Test("decoding the wrong type throws errSecDecode without quoting the secret")
     func wrongTypeThrowsWithoutSecret() throws {
-        let keychain = try Backend.memory.make().keychain()
+        let keychain = try KeychainBackend.memory.make().keychain()
         try keychain.set("{\"user\":\"hunter2-secret\"}", forKey: "json")
         do {
             _ = try keychain.value(Credentials.self, forKey: "json")
@@ -159,7 +165,7 @@ struct ReadWriteTests {
 struct ConfigurationTests {
     @Test("configuration methods return a new Keychain and leave the original unchanged")
     func configurationIsAValue() throws {
-        let base = try Backend.memory.make().keychain()
+        let base = try KeychainBackend.memory.make().keychain()
         let configured = base.accessibility(.afterFirstUnlock).synchronizable(true).label("L").comment("C")
         #expect(base.accessibility == .whenUnlocked)
         #expect(base.synchronizable == false)
@@ -178,7 +184,7 @@ struct ConfigurationTests {
             .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly,
         ])
     func attributesAreWritten(accessibility: Accessibility) throws {
-        let keychain = try Backend.memory.make().keychain().accessibility(accessibility).label("Label").comment(
+        let keychain = try KeychainBackend.memory.make().keychain().accessibility(accessibility).label("Label").comment(
             "Comment")
         try keychain.set("x", forKey: "k")
         let attributes = try #require(try keychain.attributes(forKey: "k"))
@@ -189,7 +195,7 @@ struct ConfigurationTests {
 
     @Test("rewriting an item applies a changed accessibility and label")
     func rewriteAppliesNewConfiguration() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         try fixture.keychain().label("old").set("1", forKey: "k")
         try fixture.keychain().accessibility(.afterFirstUnlock).label("new").set("2", forKey: "k")
         let attributes = try #require(try fixture.keychain().attributes(forKey: "k"))
@@ -201,7 +207,7 @@ struct ConfigurationTests {
 
     @Test("a synchronizable keychain and a plain one address different items")
     func synchronizableIsExact() throws {
-        let fixture = try Backend.memory.make()
+        let fixture = try KeychainBackend.memory.make()
         let plain = fixture.keychain()
         let synced = plain.synchronizable(true)
         try plain.set("local", forKey: "k")
@@ -215,7 +221,7 @@ struct ConfigurationTests {
 
     @Test("an access group keeps items apart, and a group the process may not use is refused")
     func accessGroups() throws {
-        let fixture = try Backend.memory.make(accessGroups: AccessGroups(["team.app", "team.shared"]))
+        let fixture = try KeychainBackend.memory.make(accessGroups: AccessGroups(["team.app", "team.shared"]))
         let app = fixture.keychain(accessGroup: "team.app")
         let shared = fixture.keychain(accessGroup: "team.shared")
         let unnamed = fixture.keychain()
@@ -237,14 +243,14 @@ struct ConfigurationTests {
 
     @Test("Internet-password keychains are keyed by server, protocol, authentication, port and path")
     func internetPasswords() throws {
-        let fixture = try Backend.memory.make()
-        let https = Keychain(server: "api.example.com", protocolType: .https, database: fixture.database)
-        let http = Keychain(server: "api.example.com", protocolType: .http, database: fixture.database)
+        let fixture = try KeychainBackend.memory.make()
+        let https = Keychain(server: "api.example.com", protocolType: .https, database: fixture.handle)
+        let http = Keychain(server: "api.example.com", protocolType: .http, database: fixture.handle)
         let form = Keychain(
             server: "api.example.com", protocolType: .https, authenticationType: .htmlForm,
-            database: fixture.database)
+            database: fixture.handle)
         let url = Keychain(
-            server: URL(string: "https://api.example.com:8443/v1")!, protocolType: .https, database: fixture.database)
+            server: URL(string: "https://api.example.com:8443/v1")!, protocolType: .https, database: fixture.handle)
 
         try https.set("h", forKey: "alice")
         try http.set("p", forKey: "alice")
@@ -261,7 +267,7 @@ struct ConfigurationTests {
                     server: "api.example.com", protocolType: .https, authenticationType: .default, port: 8443,
                     path: "/v1"))
         // The items are real Internet passwords, visible to engine queries with Apple's codes.
-        let stored = try fixture.database.find(
+        let stored = try fixture.handle.find(
             ItemQuery(class: .internetPassword, attributes: [.server: .string("api.example.com")]))
         #expect(stored.count == 4)
         #expect(Set(stored.compactMap { $0.attributes[.protocol]?.stringValue }) == ["htps", "http"])
@@ -269,7 +275,7 @@ struct ConfigurationTests {
 
     @Test("a description shows the configuration and never a secret")
     func descriptionHasNoSecret() throws {
-        let keychain = try Backend.memory.make().keychain("svc").label("L")
+        let keychain = try KeychainBackend.memory.make().keychain("svc").label("L")
         try keychain.set("hunter2", forKey: "k")
         let text = String(describing: keychain)
         #expect(text.contains("svc"))
@@ -279,23 +285,24 @@ struct ConfigurationTests {
 
 @Suite("The default keychain")
 struct DefaultKeychainTests {
-    @Test("Keychain(service:) created under withDefaultDatabase uses that database", arguments: Backend.allCases)
-    func overrideRoutesDefaultKeychain(backend: Backend) throws {
+    @Test(
+        "Keychain(service:) created under withDefaultDatabase uses that database", arguments: KeychainBackend.allCases)
+    func overrideRoutesDefaultKeychain(backend: KeychainBackend) throws {
         let fixture = try backend.make()
-        try Keychain.withDefaultDatabase(fixture.database) {
+        try Keychain.withDefaultDatabase(fixture.handle) {
             try Keychain(service: "routed").set("v", forKey: "k")
         }
         #expect(try fixture.keychain("routed").string(forKey: "k") == "v")
-        let value = try Keychain.withDefaultDatabase(fixture.database) {
+        let value = try Keychain.withDefaultDatabase(fixture.handle) {
             try Keychain(service: "routed").string(forKey: "k")
         }
         #expect(value == "v")
     }
 
-    @Test("the asynchronous override reaches child tasks", arguments: Backend.allCases)
-    func asyncOverride(backend: Backend) async throws {
+    @Test("the asynchronous override reaches child tasks", arguments: KeychainBackend.allCases)
+    func asyncOverride(backend: KeychainBackend) async throws {
         let fixture = try backend.make()
-        try await Keychain.withDefaultDatabase(fixture.database) {
+        try await Keychain.withDefaultDatabase(fixture.handle) {
             let keychain = Keychain(service: "routed")
             try await keychain.set("v", forKey: "k")
             let value = try await Task { try await Keychain(service: "routed").string(forKey: "k") }.value

@@ -6,46 +6,10 @@ import Testing
 
 @testable import Keychain
 
-/// The two kinds of keychain every behaviour runs against.
-enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case memory
-    case file
-    /// A keychain file kept by the test process's `keychaind`, reached as a user's process
-    /// reaches it.
-    case agent
-
-    /// The backends whose configuration a test chooses: the agent's keychains have its own
-    /// (the caller's access groups are who it is, the size limit the engine's default).
-    static let inProcess: [Backend] = [.memory, .file]
-
-    var testDescription: String { rawValue }
-
-    /// A fresh keychain, and the object that must stay alive while it is used.
-    func make(accessGroups: AccessGroups = .standard, maximumDataSize: Int? = nil) throws -> Fixture {
-        var configuration = KeychainConfiguration.testing()
-        configuration.accessGroups = accessGroups
-        if let maximumDataSize { configuration.maximumDataSize = maximumDataSize }
-        switch self {
-        case .memory:
-            return Fixture(database: try KeychainDatabase.inMemory(configuration: configuration), owner: nil)
-        case .file:
-            let temporary = try TemporaryKeychain(configuration: configuration)
-            return Fixture(database: temporary.keychain, owner: temporary)
-        case .agent:
-            precondition(
-                accessGroups == .standard && maximumDataSize == nil, "the agent's keychains have its configuration")
-            let keychain = try KeychainBackend.agent.make()
-            return Fixture(database: keychain.handle, owner: keychain)
-        }
-    }
-}
-
-struct Fixture {
-    let database: any KeychainHandle
-    let owner: AnyObject?
-
+/// A fresh keychain of a backend (`KeychainBackend.make`), which every behaviour runs against.
+extension TestKeychain {
     func keychain(_ service: String = "com.example.tests", accessGroup: String? = nil) -> Keychain {
-        Keychain(service: service, accessGroup: accessGroup, database: database)
+        Keychain(service: service, accessGroup: accessGroup, database: handle)
     }
 }
 

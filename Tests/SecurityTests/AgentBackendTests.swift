@@ -25,7 +25,7 @@ struct AgentBackendTests {
 
     @Test("the in-process backend never reaches the agent: its default keychain is an engine handle")
     func inProcessIsTheEngine() throws {
-        try withKeychain(.inProcess) { keychain in
+        try withKeychain(.memory) { keychain in
             #expect(keychain is KeychainDatabase)
             let current = try Keychains.current()
             #expect(current is KeychainDatabase)

@@ -53,7 +53,8 @@ let shapeCases: [ShapeCase] = (0..<32).map {
 @Suite("§4.3 result shapes")
 struct ResultShapeTests {
     @Test(
-        "each combination of return keys and limit gives Apple's result shape", arguments: KeychainBackend.allCases,
+        "each combination of return keys and limit gives Apple's result shape",
+        arguments: KeychainBackend.memoryAndAgent,
         shapeCases)
     func shape(backend: KeychainBackend, _ row: ShapeCase) throws {
         try withKeychain(backend) { _ in
@@ -128,7 +129,7 @@ struct SecItemAccessibilityTests {
 
     @Test(
         "dates: creation dates come back as Date and match exactly; key dates default to 2001-01-01",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func dates(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             #expect(add([kSecClass: kSecClassKey, kSecAttrApplicationTag: Data("t".utf8)]) == errSecSuccess)

@@ -11,7 +11,7 @@ import Testing
 struct SecCertificateItemTests {
     @Test(
         "a certificate added by reference carries Apple's derived attributes; ReturnRef gives it back",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func addByReference(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         let leaf = try certificate(fixtures.leaf.der)
@@ -48,7 +48,7 @@ struct SecCertificateItemTests {
 
     @Test(
         "same certificate twice: -25299; two certificates from one CA (different serials) both add",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func primaryKey(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         try withKeychain(backend) { _ in
@@ -79,7 +79,7 @@ struct SecCertificateItemTests {
 
     @Test(
         "kSecMatchValidOnDate and kSecMatchEmailAddressIfPresent filter certificates and identities",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func matchFilters(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         try withKeychain(backend) { _ in
@@ -120,7 +120,7 @@ struct SecCertificateItemTests {
 
     @Test(
         "junk, PEM and truncated certificate data refused with errSecDecode; nothing stored",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func junkRefused(backend: KeychainBackend) throws {
         let der = try CertificateFixtures.get().leaf.der
         let pem = Data("-----BEGIN CERTIFICATE-----\n\(der.base64EncodedString())\n-----END CERTIFICATE-----\n".utf8)
@@ -134,7 +134,7 @@ struct SecCertificateItemTests {
 
     @Test(
         "wrong types: a string reference, a certificate under kSecClassKey, a key under kSecClassCertificate: -50",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func wrongTypes(backend: KeychainBackend) throws {
         let leaf = try certificate(try CertificateFixtures.get().leaf.der)
         let key = try ecKey(256)
@@ -154,7 +154,7 @@ struct SecCertificateItemTests {
 struct SecIdentityTests {
     @Test(
         "openssl .p12 (EC): one identity, chain leaf then CA, label, keyid = pkhh; nothing stored by default",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func importEC(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         try withKeychain(backend) { _ in
@@ -184,7 +184,7 @@ struct SecIdentityTests {
 
     @Test(
         "import into the keychain, find the identity, sign with its key; the certificate's key and openssl verify",
-        arguments: KeychainBackend.allCases, ["ec", "rsa"])
+        arguments: KeychainBackend.memoryAndAgent, ["ec", "rsa"])
     func importFindSignVerify(backend: KeychainBackend, _ kind: String) throws {
         let fixtures = try CertificateFixtures.get()
         let (p12, fixture) = kind == "ec" ? (fixtures.leafP12, fixtures.leaf) : (fixtures.rsaP12, fixtures.rsa)
@@ -266,7 +266,7 @@ struct SecIdentityTests {
 
     @Test(
         "identity by reference: add splits into certificate and key, twice -25299, delete removes both",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func identityReference(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         let imported = importPKCS12(fixtures.leafP12, [kSecImportExportPassphrase: "secret"])
@@ -289,7 +289,9 @@ struct SecIdentityTests {
         }
     }
 
-    @Test("deleting an identity keeps a key that another certificate still names", arguments: KeychainBackend.allCases)
+    @Test(
+        "deleting an identity keeps a key that another certificate still names",
+        arguments: KeychainBackend.memoryAndAgent)
     func deleteKeepsSharedKey(backend: KeychainBackend) throws {
         let fixtures = try CertificateFixtures.get()
         let imported = importPKCS12(fixtures.leafP12, [kSecImportExportPassphrase: "secret"])

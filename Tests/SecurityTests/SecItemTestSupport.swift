@@ -10,14 +10,11 @@ import Security
 /// Access groups other than the standard ones are in-process only: the agent gives a caller the
 /// groups of who it is, not of its configuration.
 func withKeychain<T>(
-    _ backend: KeychainBackend = .inProcess, groups: AccessGroups = .standard, password: String? = nil,
+    _ backend: KeychainBackend = .memory, groups: AccessGroups = .standard, password: String? = nil,
     _ body: (any KeychainHandle) throws -> T
 ) throws -> T {
-    precondition(backend == .inProcess || groups == .standard, "the agent gives this process its default groups")
-    var configuration = KeychainConfiguration.testing()
-    configuration.accessGroups = groups
-    return try backend.withDefaultKeychain(configuration: configuration, password: password.map { Data($0.utf8) }) {
-        keychain in
+    precondition(backend != .agent || groups == .standard, "the agent gives this process its default groups")
+    return try backend.withDefaultKeychain(accessGroups: groups, password: password) { keychain in
         if password != nil { keychain.lock() }
         return try body(keychain)
     }

@@ -50,7 +50,7 @@ let secPrimaryKeyCases: [SecPrimaryKeyCase] = [
 @Suite("§3 primary keys through SecItem")
 struct SecItemPrimaryKeyTests {
     @Test(
-        "equal in every primary-key attribute: errSecDuplicateItem", arguments: KeychainBackend.allCases,
+        "equal in every primary-key attribute: errSecDuplicateItem", arguments: KeychainBackend.memoryAndAgent,
         secPrimaryKeyCases)
     func collide(backend: KeychainBackend, _ row: SecPrimaryKeyCase) throws {
         try withKeychain(backend) { _ in
@@ -63,7 +63,8 @@ struct SecItemPrimaryKeyTests {
     }
 
     @Test(
-        "differing in one primary-key attribute: both stored", arguments: KeychainBackend.allCases, secPrimaryKeyCases)
+        "differing in one primary-key attribute: both stored", arguments: KeychainBackend.memoryAndAgent,
+        secPrimaryKeyCases)
     func coexist(backend: KeychainBackend, _ row: SecPrimaryKeyCase) throws {
         try withKeychain(backend) { _ in
             #expect(add([kSecClass: row.itemClass, row.key: row.first]) == errSecSuccess)
@@ -93,7 +94,7 @@ struct SecItemCopyMatchingTests {
             ]) == errSecSuccess)
     }
 
-    @Test("data only, limit one: a CFData", arguments: KeychainBackend.allCases)
+    @Test("data only, limit one: a CFData", arguments: KeychainBackend.memoryAndAgent)
     func dataOnly(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             seed()
@@ -108,7 +109,7 @@ struct SecItemCopyMatchingTests {
 
     @Test(
         "attributes: raw keys, strings, numbers, dates and housekeeping keys, no class",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func attributesShape(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             seed()
@@ -140,7 +141,7 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("attributes and data: v_Data and sha1 are added", arguments: KeychainBackend.allCases)
+    @Test("attributes and data: v_Data and sha1 are added", arguments: KeychainBackend.memoryAndAgent)
     func attributesAndData(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             seed()
@@ -156,7 +157,7 @@ struct SecItemCopyMatchingTests {
 
     @Test(
         "limit all and numeric limits other than one return arrays; limit 1 a single object",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func limitDecidesShape(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             seed()
@@ -177,7 +178,7 @@ struct SecItemCopyMatchingTests {
 
     @Test(
         "no return keys: success with no object for limit one, an empty array otherwise",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func noReturnKeys(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             seed()
@@ -193,7 +194,7 @@ struct SecItemCopyMatchingTests {
 
     @Test(
         "Ref for a password: no object for limit one; Ref with attributes carries class and v_Data",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func referenceForPasswords(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             seed()
@@ -212,7 +213,9 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("persistent references find their item without a class, across updates", arguments: KeychainBackend.allCases)
+    @Test(
+        "persistent references find their item without a class, across updates",
+        arguments: KeychainBackend.memoryAndAgent)
     func persistentReferences(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             var added: CFTypeRef?
@@ -244,7 +247,7 @@ struct SecItemCopyMatchingTests {
 
     @Test(
         "hashed attributes match across String and Data; the stored type comes back (§8.1)",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func accountAsData(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: Data("bob".utf8)]) == errSecSuccess)
@@ -257,7 +260,8 @@ struct SecItemCopyMatchingTests {
     }
 
     @Test(
-        "internet passwords: port and protocol round-trip with their types (§8.3)", arguments: KeychainBackend.allCases)
+        "internet passwords: port and protocol round-trip with their types (§8.3)",
+        arguments: KeychainBackend.memoryAndAgent)
     func internetPasswordTypes(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             #expect(
@@ -285,7 +289,7 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("key class and key type come back as numbers (§8.4)", arguments: KeychainBackend.allCases)
+    @Test("key class and key type come back as numbers (§8.4)", arguments: KeychainBackend.memoryAndAgent)
     func keyNumbers(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             #expect(
@@ -301,7 +305,7 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("synchronizable items are hidden unless asked for (§4.5)", arguments: KeychainBackend.allCases)
+    @Test("synchronizable items are hidden unless asked for (§4.5)", arguments: KeychainBackend.memoryAndAgent)
     func synchronizableHidden(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             #expect(
@@ -317,7 +321,7 @@ struct SecItemCopyMatchingTests {
         }
     }
 
-    @Test("a failed search leaves the result untouched (§8.18)", arguments: KeychainBackend.allCases)
+    @Test("a failed search leaves the result untouched (§8.18)", arguments: KeychainBackend.memoryAndAgent)
     func resultUntouchedOnFailure(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             var result: CFTypeRef? = NSString(string: "sentinel")
@@ -359,7 +363,9 @@ struct SecItemBadInputTests {
         ("discriminator", [kSecClass: kSecClassInternetPassword, "pkdx" as CFString: Data([1])], errSecNoSuchAttr),
     ]
 
-    @Test("wrong types and unknown keys give Apple's codes, never a trap", arguments: KeychainBackend.allCases, 0..<19)
+    @Test(
+        "wrong types and unknown keys give Apple's codes, never a trap", arguments: KeychainBackend.memoryAndAgent,
+        0..<19)
     func badInput(backend: KeychainBackend, index: Int) throws {
         let (_, query, expected) = Self.cases[index]
         try withKeychain(backend) { _ in
@@ -375,7 +381,7 @@ struct SecItemBadInputTests {
 
     @Test(
         "kSecValueData in a query is ignored; kSecUseDataProtectionKeychain is a no-op",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func ignoredKeys(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             #expect(
@@ -391,7 +397,8 @@ struct SecItemBadInputTests {
 @Suite("§5 add, update and delete")
 struct SecItemWriteTests {
     @Test(
-        "upsert the way wrappers do it: add, errSecDuplicateItem, update (§10.1)", arguments: KeychainBackend.allCases)
+        "upsert the way wrappers do it: add, errSecDuplicateItem, update (§10.1)",
+        arguments: KeychainBackend.memoryAndAgent)
     func upsert(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             let query: [CFString: Any] = [
@@ -408,7 +415,7 @@ struct SecItemWriteTests {
 
     @Test(
         "update to an existing primary key: errSecDuplicateItem, nothing changes (§5.2)",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func updateDuplicate(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             #expect(
@@ -430,7 +437,7 @@ struct SecItemWriteTests {
 
     @Test(
         "attributesToUpdate: non-attribute keys are errSecNoSuchAttr, a string secret errSecParam",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func updateAttributeRules(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             let query = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"] as CFDictionary
@@ -449,7 +456,7 @@ struct SecItemWriteTests {
 
     @Test(
         "delete removes every match; match keys are stripped as on macOS (§5.3, §9)",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func deleteScope(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             for account in ["a", "b", "c"] {
@@ -474,7 +481,7 @@ struct SecItemWriteTests {
         }
     }
 
-    @Test("add returns what its return keys ask for (§5.1 step 12)", arguments: KeychainBackend.allCases)
+    @Test("add returns what its return keys ask for (§5.1 step 12)", arguments: KeychainBackend.memoryAndAgent)
     func addResults(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             var result: CFTypeRef?
@@ -501,7 +508,7 @@ struct SecItemWriteTests {
 
     @Test(
         "access control with authentication flags: reads fail without a UI, Skip skips (§8.20)",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func accessControlFlags(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             let control = try #require(
@@ -545,7 +552,7 @@ struct SecItemWriteTests {
 struct SecItemLockAndGroupTests {
     @Test(
         "a locked keychain refuses when-unlocked items and serves always items; unlock restores them",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func lockedKeychain(backend: KeychainBackend) throws {
         try withKeychain(backend, password: "pw") { keychain in
             #expect(add([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"]) == errSecInteractionNotAllowed)
@@ -607,7 +614,7 @@ struct SecItemLockAndGroupTests {
 struct SecKeychainTests {
     @Test(
         "create, open, unlock, use through kSecUseKeychain and kSecMatchSearchList, delete",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func keychainLifecycle(backend: KeychainBackend) throws {
         let directory = FileManager.default.temporaryDirectory.path + "/sec-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -646,7 +653,7 @@ struct SecKeychainTests {
 
     @Test(
         "a password that is not UTF-8 is its bytes: others of the same shape do not unlock it",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func invalidUTF8PasswordsOfOneShapeDoNotUnlockEachOther(backend: KeychainBackend) throws {
         let directory = FileManager.default.temporaryDirectory.path + "/sec-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -11,7 +11,7 @@ import Testing
 struct SecKeyItemTests {
     @Test(
         "a key whose reference cannot be built is returned without its bytes, never with them in their place",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func unbuildableReferenceGivesNoBytes(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             let tag = Data("com.example.symmetric".utf8)
@@ -38,7 +38,7 @@ struct SecKeyItemTests {
 
     @Test(
         "Apple's pattern: generate a stored P-256 key with a tag, find it by tag, sign, verify with the re-imported public key",
-        arguments: KeychainBackend.allCases
+        arguments: KeychainBackend.memoryAndAgent
     )
     func generateFindSignVerify(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
@@ -64,7 +64,7 @@ struct SecKeyItemTests {
 
     @Test(
         "IsPermanent at the top level stores both keys; in the private attributes, the private key alone",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func permanentPlacement(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             _ = try randomKey([
@@ -95,7 +95,7 @@ struct SecKeyItemTests {
 
     @Test(
         "Added by kSecValueRef: Apple's attributes as numbers, klbl = SHA-1 of the public key; two keys may share a tag",
-        arguments: KeychainBackend.allCases
+        arguments: KeychainBackend.memoryAndAgent
     )
     func addByReference(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
@@ -127,7 +127,7 @@ struct SecKeyItemTests {
 
     @Test(
         "A caller's kSecAttrApplicationLabel replaces the SHA-1; v_Ref finds, updates and deletes the key",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func referenceQueries(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             let key = try ecKey(256)
@@ -151,7 +151,7 @@ struct SecKeyItemTests {
 
     @Test(
         "RSA: stored, found by tag as a reference, OAEP-SHA256 round trip through the found key",
-        arguments: KeychainBackend.allCases)
+        arguments: KeychainBackend.memoryAndAgent)
     func rsaStoredRoundTrip(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             let key = try KeyFixtures.rsa2048()
@@ -171,7 +171,7 @@ struct SecKeyItemTests {
         }
     }
 
-    @Test("Wrong types in key dictionaries are errSecParam, never a crash", arguments: KeychainBackend.allCases)
+    @Test("Wrong types in key dictionaries are errSecParam, never a crash", arguments: KeychainBackend.memoryAndAgent)
     func wrongTypes(backend: KeychainBackend) throws {
         try withKeychain(backend) { _ in
             let key = try ecKey(256)

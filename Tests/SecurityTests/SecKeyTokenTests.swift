@@ -61,7 +61,7 @@ private func expectNotExportable(_ key: SecKey) {
     #expect(status(error) == -4)
 }
 
-private let backends: [KeychainBackend] = [.inProcess, .agent]
+private let backends = KeychainBackend.memoryAndAgent
 
 @Suite("Secure Enclave token keys")
 struct SecKeyTokenTests {
@@ -311,7 +311,7 @@ struct SecKeyTokenTests {
     @Test("a token key made by one keychain process cannot be used or stored through another")
     func handleBoundToItsHolder() throws {
         let key = try withKeychain(.agent) { _ in try tokenKey() }
-        try withKeychain(.inProcess) { _ in
+        try withKeychain(.memory) { _ in
             // The agent sealed the key under its own process key: this process cannot open it.
             #expect(
                 SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: Data("moved".utf8)] as CFDictionary, nil)

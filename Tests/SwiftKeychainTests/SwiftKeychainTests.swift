@@ -91,26 +91,25 @@ struct ProtocolDefaultTests {
 
 @Suite("KeychainService")
 struct KeychainServiceTests {
-    /// In memory, in a file, or in a file kept by the test process's `keychaind`, which the
-    /// service finds as the task's default keychain (`Keychains.withDefault`).
-    enum Backend: String, CaseIterable { case memory, file, agent }
-
-    func service(_ backend: Backend) throws -> (KeychainServiceType, any KeychainHandle, AnyObject?) {
+    /// The service over a keychain of `backend`: in memory (the module's own
+    /// `InMemoryKeychainService`), in a file, or in a file kept by the test process's
+    /// `keychaind`, which the service finds as the task's default keychain (`Keychains.withDefault`).
+    func service(_ backend: KeychainBackend) throws -> (KeychainServiceType, any KeychainHandle, AnyObject?) {
         switch backend {
         case .memory:
             let memory = try InMemoryKeychainService()
             return (memory, memory.database, memory)
         case .file:
-            let temporary = try TemporaryKeychain()
-            return (KeychainService(database: temporary.keychain), temporary.keychain, temporary)
+            let keychain = try backend.make()
+            return (KeychainService(database: keychain.handle), keychain.handle, keychain)
         case .agent:
-            let keychain = try KeychainBackend.agent.make()
+            let keychain = try backend.make()
             return (Keychains.withDefault(keychain.handle) { KeychainService() }, keychain.handle, keychain)
         }
     }
 
-    @Test("values of every property-list type round-trip", arguments: Backend.allCases)
-    func roundTrip(backend: Backend) throws {
+    @Test("values of every property-list type round-trip", arguments: KeychainBackend.allCases)
+    func roundTrip(backend: KeychainBackend) throws {
         let (service, _, owner) = try service(backend)
         defer { withExtendedLifetime(owner) {} }
         let contents: KeychainData = [
@@ -131,8 +130,8 @@ struct KeychainServiceTests {
 
     @Test(
         "fetching a missing item throws errSecItemNotFound, as the original does, and keeps data",
-        arguments: Backend.allCases)
-    func fetchMissingThrowsItemNotFound(backend: Backend) throws {
+        arguments: KeychainBackend.allCases)
+    func fetchMissingThrowsItemNotFound(backend: KeychainBackend) throws {
         let (service, _, owner) = try service(backend)
         defer { withExtendedLifetime(owner) {} }
         var note = Note(accountName: "missing")
@@ -146,8 +145,9 @@ struct KeychainServiceTests {
         #expect(swiftKeychainError { _ = try service.fetchItemWithAttributes(note.attributes) }?.osStatus == -25300)
     }
 
-    @Test("removing a missing item throws errSecItemNotFound, as the original does", arguments: Backend.allCases)
-    func removeMissingThrowsItemNotFound(backend: Backend) throws {
+    @Test(
+        "removing a missing item throws errSecItemNotFound, as the original does", arguments: KeychainBackend.allCases)
+    func removeMissingThrowsItemNotFound(backend: KeychainBackend) throws {
         let (service, _, owner) = try service(backend)
         defer { withExtendedLifetime(owner) {} }
         #expect(swiftKeychainError { try Note(accountName: "missing").removeFromKeychain(service) }?.osStatus == -25300)
@@ -294,8 +294,8 @@ struct KeychainServiceTests {
         #expect(swiftKeychainError { try memory.insertItemWithAttributes(["class": "nope"]) }?.osStatus == -25306)
     }
 
-    @Test("saves from many threads all land", arguments: Backend.allCases)
-    func concurrentSaves(backend: Backend) throws {
+    @Test("saves from many threads all land", arguments: KeychainBackend.allCases)
+    func concurrentSaves(backend: KeychainBackend) throws {
         let (service, database, owner) = try service(backend)
         defer { withExtendedLifetime(owner) {} }
         DispatchQueue.concurrentPerform(iterations: 32) { index in
@@ -309,8 +309,8 @@ struct KeychainServiceTests {
         #expect(try database.find(ItemQuery(class: .genericPassword)).count == 8 + 32)
     }
 
-    @Test("KeychainService() created under withDefaultDatabase uses that database", arguments: Backend.allCases)
-    func defaultOverride(backend: Backend) throws {
+    @Test("KeychainService() created under withDefaultDatabase uses that database", arguments: KeychainBackend.allCases)
+    func defaultOverride(backend: KeychainBackend) throws {
         let (_, database, owner) = try service(backend)
         defer { withExtendedLifetime(owner) {} }
         try KeychainService.withDefaultDatabase(database) {
