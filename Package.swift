@@ -18,7 +18,7 @@ import PackageDescription
 //   KeychainBenchmarks      the `keychain-bench` executable
 //   KeychainStress          the `keychain-stress` executable: the long adversarial suite
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
-//   Libc                    the C library (Glibc, Musl or Darwin) under one name: the one `#if canImport` import
+//   KeychainLibc            the C library (Glibc, Musl or Darwin) under one name: the one `#if canImport` import
 //   DBusWire                D-Bus's wire format (types, values, marshalling, messages, SASL); no I/O framework, no keychain code
 //   DBusNIO                 D-Bus connections and peer-to-peer servers on SwiftNIO, over DBusWire
 //   KeychainAgentProtocol   the session agent's D-Bus method table and the a{sv} codec of items, queries and errors
@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "KeychainCore",
             dependencies: [
-                "Libc",
+                "KeychainLibc",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // GRDB's own SQLite module: the hot read path steps statements and reads
                 // columns through the C API (GRDB's documented raw-pointer access).
@@ -74,8 +74,8 @@ let package = Package(
                 // docs/keys-and-certificates.md says why).
                 "KeychainCore", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
-                // Libc: imported `internal`, as Glibc was: Security's interface names no C library.
-                "_SecurityFoundation", "Libc",
+                // KeychainLibc: imported `internal`, as Glibc was: Security's interface names no C library.
+                "_SecurityFoundation", "KeychainLibc",
             ],
             // Every module sees every built module, so another package's `#if canImport(Security)`
             // (swift-certificates, Alamofire) compiles against ours whenever ours happens to be built
@@ -118,12 +118,12 @@ let package = Package(
         .target(name: "SeededRandom"),
         // The C library under one name (Glibc, Musl or Darwin, re-exported), so that no other
         // source file repeats the `#if canImport(Glibc)` block.
-        .target(name: "Libc"),
-        .target(name: "DBusWire", dependencies: ["Libc"]),
+        .target(name: "KeychainLibc"),
+        .target(name: "DBusWire", dependencies: ["KeychainLibc"]),
         .target(
             name: "DBusNIO",
             dependencies: [
-                "DBusWire", "Libc", .product(name: "NIOCore", package: "swift-nio"),
+                "DBusWire", "KeychainLibc", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
@@ -132,7 +132,7 @@ let package = Package(
         .target(
             name: "KeychainAgent",
             dependencies: [
-                "KeychainCore", "CKeychainAgent", "DBusWire", "DBusNIO", "KeychainAgentProtocol", "Libc",
+                "KeychainCore", "CKeychainAgent", "DBusWire", "DBusNIO", "KeychainAgentProtocol", "KeychainLibc",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -141,7 +141,7 @@ let package = Package(
             name: "keychain-agent-test-worker",
             dependencies: [
                 "KeychainAgent", "CKeychainAgent", "DBusWire", "DBusNIO", "KeychainAgentProtocol", "KeychainCore",
-                "KeychainClient", "Libc",
+                "KeychainClient", "KeychainLibc",
             ],
             path: "Tests/AgentWorker"
         ),
@@ -149,7 +149,7 @@ let package = Package(
             name: "SecurityTool",
             dependencies: [
                 // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
-                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "Libc",
+                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "KeychainLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -174,7 +174,7 @@ let package = Package(
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
                 // CKeychainAgent: the scheduler's CPU calls, for the agent's lookups on one CPU.
                 // CLibCrypto: OpenSSL's PKCS12_parse, the floor of the legacy PKCS#12 row.
-                "CKeychainAgent", "CLibCrypto", "Libc",
+                "CKeychainAgent", "CLibCrypto", "KeychainLibc",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -184,7 +184,7 @@ let package = Package(
         .executableTarget(
             name: "KeychainStress",
             dependencies: [
-                "KeychainCore", "Security", "SeededRandom", "Libc",
+                "KeychainCore", "Security", "SeededRandom", "KeychainLibc",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -198,25 +198,25 @@ let package = Package(
             name: "KeychainTestSupport",
             dependencies: [
                 "KeychainClient", "KeychainCore", "DBusWire", "DBusNIO", "CKeychainAgent", "CKeychainTestSupport",
-                "Libc",
+                "KeychainLibc",
             ],
             path: "Tests/KeychainTestSupport"
         ),
         // An application that calls SecItemAdd in its own process (SecretServiceTests' Seahorse test).
         .executableTarget(
             name: "keychain-secitem-worker",
-            dependencies: ["Security", "Libc"],
+            dependencies: ["Security", "KeychainLibc"],
             path: "Tests/SecItemWorker"
         ),
         .executableTarget(
             name: "keychain-test-worker",
-            dependencies: ["KeychainCore", "Libc"],
+            dependencies: ["KeychainCore", "KeychainLibc"],
             path: "Tests/Worker"
         ),
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [
-                "KeychainCore", "keychain-test-worker", "SeededRandom", "Libc",
+                "KeychainCore", "keychain-test-worker", "SeededRandom", "KeychainLibc",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -229,14 +229,14 @@ let package = Package(
                 "KeychainAgent", "KeychainCore", "CKeychainAgent", "CKeychainTestSupport", "keychain-agent-test-worker",
                 "keychaind",
                 "DBusWire", "DBusNIO",
-                "KeychainAgentProtocol", "KeychainClient", "KeychainTestSupport", "SeededRandom", "Libc",
+                "KeychainAgentProtocol", "KeychainClient", "KeychainTestSupport", "SeededRandom", "KeychainLibc",
             ]
         ),
         .testTarget(
             name: "SecurityTests",
             dependencies: [
                 "Security", "KeychainCore", "KeychainClient", "KeychainTestSupport", "keychaind", "SeededRandom",
-                "Libc",
+                "KeychainLibc",
                 // SecKey tests convert key formats for the openssl command line and check AES-GCM layouts.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -284,7 +284,7 @@ let package = Package(
             dependencies: [
                 "SecurityTool", "SecurityToolMain", "SecurityLinuxTool", "keychaind", "KeychainClient", "DBusWire",
                 "DBusNIO",
-                "KeychainCore", "SeededRandom", "KeychainTestSupport", "Libc",
+                "KeychainCore", "SeededRandom", "KeychainTestSupport", "KeychainLibc",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -297,7 +297,7 @@ let package = Package(
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent", "Libc"]
+            dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent", "KeychainLibc"]
         ),
         .target(
             name: "SecretService",
@@ -318,7 +318,7 @@ let package = Package(
             name: "keychaind",
             dependencies: [
                 "KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "DBusNIO", "SecretService",
-                "KeychainSync", "Libc",
+                "KeychainSync", "KeychainLibc",
             ]
         ),
         .testTarget(
@@ -326,7 +326,7 @@ let package = Package(
             dependencies: [
                 "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityToolMain", "SecurityLinuxTool",
                 "DBusWire", "DBusNIO",
-                "SeededRandom", "KeychainTestSupport", "Libc",
+                "SeededRandom", "KeychainTestSupport", "KeychainLibc",
                 "keychain-secitem-worker",
             ],
             exclude: ["Clients"]
@@ -338,7 +338,7 @@ let package = Package(
         .testTarget(
             name: "DBusWireTests",
             dependencies: [
-                "DBusWire", "DBusNIO", "SeededRandom", "Libc",
+                "DBusWire", "DBusNIO", "SeededRandom", "KeychainLibc",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
             exclude: ["gdbus_differential.py"]
@@ -358,7 +358,7 @@ let package = Package(
             name: "PostgresScratchServer",
             // CKeychainAgent: posix_spawn's closefrom, so a postmaster started from a process (a
             // test runner) holds none of its descriptors open.
-            dependencies: ["CKeychainAgent", "Libc"]
+            dependencies: ["CKeychainAgent", "KeychainLibc"]
         ),
         .testTarget(
             name: "KeychainSyncTests",
@@ -366,7 +366,7 @@ let package = Package(
                 // SecurityToolMain, SecurityLinuxTool, keychaind: the `security sync` tests run the
                 // built executables.
                 "KeychainSync", "KeychainCore", "SeededRandom", "SecurityToolMain", "SecurityLinuxTool", "keychaind",
-                "PostgresScratchServer", "Libc",
+                "PostgresScratchServer", "KeychainLibc",
                 .product(name: "PostgresNIO", package: "postgres-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

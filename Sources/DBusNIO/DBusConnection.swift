@@ -1,5 +1,5 @@
 import DBusWire
-import Libc
+import KeychainLibc
 import NIOCore
 import NIOPosix
 import Synchronization

@@ -1,4 +1,4 @@
-import Libc
+import KeychainLibc
 
 /// A method reply and the UNIX file descriptors it carries (D-Bus type `h`).
 ///

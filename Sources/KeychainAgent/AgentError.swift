@@ -1,5 +1,5 @@
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// The error thrown by every part of the agent's security core.
 ///

@@ -1,5 +1,5 @@
 import CKeychainAgent
-import Libc
+import KeychainLibc
 
 /// The agent's listening socket, bound at an ``AgentSocketLocation`` while holding its lock.
 ///

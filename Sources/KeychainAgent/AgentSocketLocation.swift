@@ -1,6 +1,6 @@
 import KeychainAgentProtocol
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Where the agent's socket lives, and the rules for its directory.
 ///

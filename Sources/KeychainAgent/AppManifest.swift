@@ -1,4 +1,4 @@
-import Libc
+import KeychainLibc
 import TOMLKit
 
 /// A root-owned declaration that binds executables to an app id and its access groups, as a

@@ -1,5 +1,5 @@
 import DBusWire
-import Libc
+import KeychainLibc
 import Synchronization
 
 /// When each unique name of a message bus appeared, so that the process behind a name's pid

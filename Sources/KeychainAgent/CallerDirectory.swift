@@ -1,7 +1,7 @@
 import DBusNIO
 import DBusWire
 import KeychainCore
-import Libc
+import KeychainLibc
 import Synchronization
 
 /// The agent's answer to "whose call is this?" for each D-Bus request: the caller's

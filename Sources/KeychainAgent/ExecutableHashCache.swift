@@ -1,5 +1,5 @@
 import Crypto
-import Libc
+import KeychainLibc
 import Synchronization
 
 /// SHA-256 digests of executables, cached on (device, inode, size, mtime, ctime), so a file is

@@ -1,4 +1,4 @@
-import Libc
+import KeychainLibc
 
 /// Reads a sandboxed process's Flatpak app id the way xdg-desktop-portal does: through the
 /// process's own root (`/proc/PID/root`), never following a symbolic link, only from a regular

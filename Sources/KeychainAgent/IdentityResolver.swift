@@ -1,5 +1,5 @@
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Turns a peer's kernel credentials into a ``CallerIdentity``: sandboxed app, manifest-bound
 /// executable, or unidentified (or, for a sandbox whose `/.flatpak-info` is unusable, no groups).

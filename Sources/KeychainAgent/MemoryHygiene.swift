@@ -1,5 +1,5 @@
 import CKeychainAgent
-import Libc
+import KeychainLibc
 
 /// Keeps the agent's memory free of secrets it no longer needs: after `lock-keychain`, a scan
 /// of `/proc/PID/mem` finds neither the keychain's password nor its items' secrets.

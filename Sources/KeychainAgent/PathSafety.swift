@@ -1,4 +1,4 @@
-import Libc
+import KeychainLibc
 
 /// Checks that a file and every directory above it can be changed by root alone.
 enum PathSafety {

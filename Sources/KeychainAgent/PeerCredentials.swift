@@ -1,7 +1,7 @@
 import CKeychainAgent
 import DBusNIO
 import DBusWire
-import Libc
+import KeychainLibc
 
 /// A process file descriptor (pidfd): a handle on one process that a reused pid number can
 /// never point at. Closed when the last reference goes.

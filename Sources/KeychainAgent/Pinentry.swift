@@ -1,7 +1,7 @@
 import CKeychainAgent
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Asks a person for a keychain's password through a pinentry program, as gpg-agent does: the
 /// agent starts it, speaks its Assuan protocol over a pipe, and reads the password back, so the

@@ -1,4 +1,4 @@
-import Libc
+import KeychainLibc
 
 /// Reads of `/proc/PID/*` files, each with a bounded buffer and no following of the peer's paths.
 enum ProcFS {

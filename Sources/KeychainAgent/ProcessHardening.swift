@@ -1,5 +1,5 @@
 import CKeychainAgent
-import Libc
+import KeychainLibc
 
 /// Process-wide hardening for the process that holds keys, applied at startup before any
 /// secret is read.

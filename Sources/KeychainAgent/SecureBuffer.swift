@@ -1,5 +1,5 @@
 import CKeychainAgent
-import Libc
+import KeychainLibc
 
 /// Memory for key material: its own private anonymous mapping, locked in RAM where the limit
 /// allows (`mlock`), left out of core dumps (`MADV_DONTDUMP`), wiped in a forked child

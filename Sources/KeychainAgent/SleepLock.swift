@@ -1,7 +1,7 @@
 import DBusNIO
 import DBusWire
 import Foundation
-import Libc
+import KeychainLibc
 import Synchronization
 
 /// The agent's sleep and session lock: on the system bus, logind's

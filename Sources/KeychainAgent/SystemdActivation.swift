@@ -1,6 +1,6 @@
 import DBusNIO
 import DBusWire
-import Libc
+import KeychainLibc
 
 /// The listening socket systemd passes to a socket-activated service (`keychaind.socket`), read
 /// as `sd_listen_fds(1)` reads it, without linking libsystemd.

@@ -1,7 +1,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// A lookup through a `keychaind` that a hostile client of the same user is trying to exhaust,
 /// interleaved with the same lookup through an idle `keychaind` on the same keychain (the floor):

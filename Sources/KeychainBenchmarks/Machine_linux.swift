@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// The machine a run came from, read from `/proc` and `uname`, so that a table is never
 /// compared with one from another machine unknowingly.

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// The monotonic clock, in nanoseconds (`clock_gettime(CLOCK_MONOTONIC)`, a vDSO call), and
 /// the process's CPU clock.

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// Child processes started with `posix_spawn`, timed from the spawn to the end of
 /// `waitpid`: the whole-process cost a shell script pays.

@@ -1,7 +1,7 @@
 import DBusWire
 import Foundation
 import KeychainClient
-import Libc
+import KeychainLibc
 import SecretService
 
 /// The `security` command as scripts run it: a keychain filled by separate

@@ -2,7 +2,7 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 import NIOCore
 import SecretService
 

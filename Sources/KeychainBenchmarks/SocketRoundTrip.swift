@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// The floor of any agent: a message sent over a Unix stream socket to another process that
 /// writes it straight back (`keychain-bench --internal-echo`), timed as a lookup through

@@ -3,7 +3,7 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
-import Libc
+import KeychainLibc
 import Synchronization
 
 /// A connection to the session agent, for synchronous callers (`SecItem*` is synchronous).

@@ -2,7 +2,7 @@ import CKeychainAgent
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Starts `keychaind` when no agent answers, as gpg-agent is started by the first program that
 /// needs it (the `security` tool or a library, in `KEYCHAIN_AGENT=auto` mode): in its own

@@ -1,5 +1,5 @@
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Which keychain a call uses: the one place that decides it, for every process of the package
 /// (the `security` tool, `Security`'s `SecKeychain…` and `SecItem…` calls, the libraries), so

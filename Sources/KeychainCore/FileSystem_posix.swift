@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// Where keychains and the device key live, following the XDG base directories.
 ///

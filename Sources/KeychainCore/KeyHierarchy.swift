@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Libc
+import KeychainLibc
 
 /// Where the device key comes from: the random key that protects password-less keychains,
 /// the "always" class and the "this device only" classes.

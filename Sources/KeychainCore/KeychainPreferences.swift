@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// The user's keychain preferences: the default keychain and the search list.
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 import SeededRandom
 
 /// One run of the `security` tool: its output, and what `/proc/<pid>/cmdline` showed while

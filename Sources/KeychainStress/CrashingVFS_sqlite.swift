@@ -4,7 +4,7 @@
 
 import Foundation
 import GRDBSQLite
-import Libc
+import KeychainLibc
 
 enum CrashingVFS {
     /// The 1-based step at which to die with SIGKILL; `Int.max` never.

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// A snapshot of a directory: every entry with its size and hash.
 private func snapshot(_ directory: String) -> [String: String] {

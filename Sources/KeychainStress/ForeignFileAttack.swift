@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
-import Libc
+import KeychainLibc
 import SeededRandom
 
 // MARK: - Foreign files

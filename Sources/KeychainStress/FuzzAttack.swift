@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 import Security
 import SeededRandom
 

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 import SeededRandom
 
 /// Attacks on how files come and go: first use of a fresh home by many processes at once,

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import KeychainCore
-import Libc
+import KeychainLibc
 import SeededRandom
 
 // MARK: - Randomness

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// The result of one trial run in a worker process.
 struct TrialLine {

@@ -1,6 +1,6 @@
 import CKeychainAgent
 import Foundation
-import Libc
+import KeychainLibc
 import Synchronization
 
 /// A real, throw-away PostgreSQL 15 server for tests and benchmarks (one test, one suite, one run): its own temporary data directory,

@@ -4,7 +4,7 @@
 
 public import _SecurityFoundation
 
-internal import Libc
+internal import KeychainLibc
 
 /// A status code of `SecBase.h` with its identifier and the message of its header comment.
 package struct SecStatusDescription: Sendable {

@@ -1,6 +1,6 @@
 // Cryptographically secure random bytes from the kernel.
 
-internal import Libc
+internal import KeychainLibc
 
 /// A reference to a random number generator; only ``kSecRandomDefault`` exists.
 public typealias SecRandomRef = OpaquePointer

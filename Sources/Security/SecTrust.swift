@@ -45,7 +45,7 @@
 
 public import _SecurityFoundation
 internal import KeychainPKI
-internal import Libc
+internal import KeychainLibc
 
 /// A trust policy: which checks ``SecTrustEvaluateWithError(_:_:)`` applies on top of chain validation.
 ///

@@ -37,7 +37,7 @@ internal import Crypto
 public import _SecurityFoundation
 internal import KeychainCore
 internal import KeychainPKI
-internal import Libc
+internal import KeychainLibc
 
 /// A trust settings domain: whose decisions they are.
 public enum SecTrustSettingsDomain: UInt32, Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Command-line arguments as bytes, carried through ArgumentParser in Swift strings.
 ///

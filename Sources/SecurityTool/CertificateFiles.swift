@@ -2,7 +2,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import KeychainPKI
-import Libc
+import KeychainLibc
 
 // What the certificate commands need below the Security API: reading and writing PEM, the
 // digests macOS prints, the key formats a PEM file holds, and why a PKCS#12 file was refused.

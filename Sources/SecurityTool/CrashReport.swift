@@ -1,4 +1,4 @@
-import Libc
+import KeychainLibc
 
 /// Keeps the Swift runtime's crash report off standard error.
 ///

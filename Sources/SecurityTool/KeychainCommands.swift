@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 
 // MARK: - Preference domains
 

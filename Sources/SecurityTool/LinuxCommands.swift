@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import Libc
+import KeychainLibc
 
 /// How a command that macOS's `security` has not (`sync`, `import-secret-service`) is run in
 /// this process: the `security-linux` executable passes its implementations to

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// The names macOS gives keychains on disk, kept as links in `~/Library/Keychains` for the
 /// keychains a script creates by such a path (issue 56): fastlane looks for the file itself

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// The `security` command: its subcommands and the help that lists them.
 ///

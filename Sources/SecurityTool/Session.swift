@@ -1,7 +1,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// An open keychain, with the name the user gave for it (for messages).
 package struct OpenKeychain {

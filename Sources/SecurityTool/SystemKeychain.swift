@@ -1,7 +1,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// macOS's System keychain, `/Library/Keychains/System.keychain`, which
 /// `sudo security add-trusted-cert -d -k /Library/Keychains/System.keychain rootCA.pem` names

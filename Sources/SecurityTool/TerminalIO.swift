@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Unbuffered writes to standard output and standard error, byte-exact.
 package enum Console {

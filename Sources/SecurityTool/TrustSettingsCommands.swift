@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 import Security
 
 /// Where the trust settings of each domain are kept, for the commands' help.

@@ -21,7 +21,7 @@ import KeychainAgent
 import KeychainAgentProtocol
 import KeychainCore
 import KeychainSync
-import Libc
+import KeychainLibc
 import SecretService
 import Synchronization
 

@@ -3,7 +3,7 @@ import KeychainAgentProtocol
 import KeychainAgent
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// `write <socket> <keychain> <count>`: adds `count` items to the agent's keychain one by one
 /// on one connection, printing `ok N` after the agent acknowledged item N, and `stop N` at the

@@ -36,7 +36,7 @@ import Foundation
 import KeychainAgent
 import KeychainAgentProtocol
 import KeychainCore
-import Libc
+import KeychainLibc
 
 func say(_ line: String) {
     let text = line + "\n"

@@ -1,7 +1,7 @@
 import DBusWire
 import Foundation
 import KeychainAgentProtocol
-import Libc
+import KeychainLibc
 import SeededRandom
 import Testing
 

@@ -1,7 +1,7 @@
 import DBusWire
 import Foundation
 import KeychainAgent
-import Libc
+import KeychainLibc
 import Synchronization
 import Testing
 

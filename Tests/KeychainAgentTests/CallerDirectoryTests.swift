@@ -4,7 +4,7 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
-import Libc
+import KeychainLibc
 import Testing
 
 @testable import KeychainAgent

@@ -1,7 +1,7 @@
 import Foundation
 import KeychainCore
 import KeychainTestSupport
-import Libc
+import KeychainLibc
 import Testing
 
 @testable import KeychainClient

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainAgent
-import Libc
+import KeychainLibc
 import Testing
 
 @Suite("Process hardening and key memory")

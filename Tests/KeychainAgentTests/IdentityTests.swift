@@ -1,7 +1,7 @@
 import Foundation
 @testable import KeychainAgent
 import KeychainCore
-import Libc
+import KeychainLibc
 import Testing
 
 /// A root-owned tree of executables and manifests: `bin/` with copies of the worker, `apps.d/`

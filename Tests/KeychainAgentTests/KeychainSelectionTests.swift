@@ -1,7 +1,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 import Testing
 
 /// `KeychainSelection` is the one place that says which file a keychain name, a path or "the

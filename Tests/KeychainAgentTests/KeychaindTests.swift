@@ -2,7 +2,7 @@ import Foundation
 import KeychainAgentProtocol
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 import Testing
 
 /// The `keychaind` executable itself, started and stopped by pid: what a user's processes meet.

@@ -2,7 +2,7 @@ import Foundation
 import KeychainAgent
 import KeychainCore
 import KeychainTestSupport
-import Libc
+import KeychainLibc
 import Testing
 
 @testable import KeychainClient

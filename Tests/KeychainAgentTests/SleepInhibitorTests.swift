@@ -3,7 +3,7 @@ import Foundation
 import KeychainAgentProtocol
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 import Synchronization
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainAgent
-import Libc
+import KeychainLibc
 import Testing
 
 @Suite("Socket directory and single instance")

@@ -2,7 +2,7 @@ import CKeychainAgent
 import CKeychainTestSupport
 import Foundation
 import KeychainAgent
-import Libc
+import KeychainLibc
 import Synchronization
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 import Testing
 
 /// The user units in dist/systemd: systemd's own checker accepts them, and they say what the

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import SeededRandom
 import Testing
 

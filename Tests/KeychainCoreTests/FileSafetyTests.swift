@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import Libc
+import KeychainLibc
 import Testing
 
 @testable import KeychainCore

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 @testable import KeychainCore
-import Libc
+import KeychainLibc
 import Testing
 
 /// Every file SQLite may keep for a keychain.

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import Synchronization
 
 /// A loopback TCP proxy in front of the test server for one device (a proxy per device, as

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// A program to name in `KEYCHAIN_AGENT_PROGRAM` that starts `keychaind` with the test-only cheap
 /// key derivation (`KEYCHAIN_UNSAFE_TEST_KDF=1`) in its own environment.

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 
 /// `posix_spawn` failed with this error number.
 public struct SpawnFailure: Error, CustomStringConvertible {

@@ -8,7 +8,7 @@ import DBusWire
 import Foundation
 import KeychainClient
 import KeychainCore
-import Libc
+import KeychainLibc
 
 /// Whether the test process's environment was fixed before `main` (`KEYCHAIN_AGENT=off`): a
 /// test that does not give its task a keychain never reaches the user's own agent.

@@ -6,7 +6,7 @@
 //       says "ok" or "error <OSStatus>" (exit status 0 or 1)
 
 import Foundation
-import Libc
+import KeychainLibc
 import Security
 
 let arguments = CommandLine.arguments

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainTestSupport
-import Libc
+import KeychainLibc
 import Testing
 
 /// The Secret Service knows a D-Bus caller by the pid the bus daemon recorded when it

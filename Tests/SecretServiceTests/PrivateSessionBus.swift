@@ -1,7 +1,7 @@
 import CKeychainAgent
 import Foundation
 import KeychainTestSupport
-import Libc
+import KeychainLibc
 
 /// What one run of a tool produced.
 struct ToolResult: CustomStringConvertible {

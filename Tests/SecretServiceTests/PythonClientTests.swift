@@ -2,7 +2,7 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainAgent
-import Libc
+import KeychainLibc
 import SecretService
 import Testing
 

@@ -1,6 +1,6 @@
 import CKeychainAgent
 import Foundation
-import Libc
+import KeychainLibc
 import SecretService
 import Testing
 

@@ -1,7 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
-import Libc
+import KeychainLibc
 import Testing
 import DBusNIO
 import DBusWire

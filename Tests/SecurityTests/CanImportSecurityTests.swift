@@ -8,7 +8,7 @@
 
 import Foundation
 import KeychainTestSupport
-import Libc
+import KeychainLibc
 import Testing
 
 @Suite("A package that says #if canImport(Security) builds beside ours")

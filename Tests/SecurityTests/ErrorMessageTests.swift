@@ -3,7 +3,7 @@
 // range and `OSStatus <n>` otherwise.
 
 import Foundation
-import Libc
+import KeychainLibc
 import Security
 import Testing
 

@@ -1,7 +1,7 @@
 // SecRandomCopyBytes: bytes from the kernel's CSPRNG, Apple's signature and return convention.
 
 import Foundation
-import Libc
+import KeychainLibc
 import Security
 import Testing
 

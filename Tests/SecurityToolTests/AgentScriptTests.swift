@@ -2,7 +2,7 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainClient
-import Libc
+import KeychainLibc
 import Testing
 
 /// The session agent as scripts meet it: each command below is a process of its own, the

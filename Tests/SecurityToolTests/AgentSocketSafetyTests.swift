@@ -2,7 +2,7 @@ import DBusNIO
 import Foundation
 import KeychainClient
 import KeychainTestSupport
-import Libc
+import KeychainLibc
 import Testing
 
 /// Who a client talks to, and how many agents serve one user (issue 50, item 11): a client

@@ -2,7 +2,7 @@ import DBusNIO
 import DBusWire
 import Foundation
 import KeychainClient
-import Libc
+import KeychainLibc
 import Testing
 
 /// Certificates and PKCS#12 files made by the real `openssl` for one test, in the sandbox.

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import Testing
 
 /// No input crashes the tool, and a crash never prints registers or memory.

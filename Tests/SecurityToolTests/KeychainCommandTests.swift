@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import Testing
 
 /// End-to-end tests of the keychain commands (create, lock, unlock, passwords, preferences).

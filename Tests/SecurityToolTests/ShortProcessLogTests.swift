@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import Testing
 
 /// Scripts run `security` as thousands of short processes: a process that ends with the

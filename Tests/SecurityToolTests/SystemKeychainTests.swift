@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import Testing
 
 /// mkcert's install and uninstall on macOS (`truststore_darwin.go`), command line for command

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainTestSupport
-import Libc
+import KeychainLibc
 
 /// The `security` executable built next to the test bundle.
 var securityPath: String {

@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import Testing
 
 /// `add-trusted-cert`, `remove-trusted-cert`, `dump-trust-settings`, and how `verify-cert` and

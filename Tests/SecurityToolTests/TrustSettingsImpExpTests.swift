@@ -1,5 +1,5 @@
 import Foundation
-import Libc
+import KeychainLibc
 import Testing
 
 /// `trust-settings-export` and `trust-settings-import`: Apple's property list, a Linux round trip, a

@@ -15,7 +15,7 @@
 
 import Foundation
 import KeychainCore
-import Libc
+import KeychainLibc
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
