@@ -48,6 +48,16 @@ struct AgentLookups {
                     { _ in try echo.roundTrip(message) },
                 ])
             (result.inProcess, result.agent, result.roundTrip) = (timed[0], timed[1], timed[2])
+            progress("  a new connection's first lookup, as a process makes it, with and without its access groups")
+            let first = try interleaved(
+                items: items, query: query,
+                [
+                    { try Self.firstLookup($0, socket: socket, path: path, accessGroups: nil) },
+                    {
+                        try Self.firstLookup($0, socket: socket, path: path, accessGroups: AccessGroups.standard.groups)
+                    },
+                ])
+            (result.firstLookup, result.firstLookupNarrowed) = (first[0], first[1])
             progress("  the same lookups with this process and a keychaind of its own on one CPU")
             (result.inProcessOneCore, result.agentOneCore) = try lookupsOnOneCore(
                 path: path, items: items, local: local, query: query)
@@ -60,6 +70,15 @@ struct AgentLookups {
             result.note = "not available: \(error)"
         }
         return result
+    }
+
+    /// What a short process pays for its first lookup: a new connection (authenticated with its
+    /// first call), narrowed to `accessGroups` first when given (a process that sets
+    /// `KEYCHAIN_ACCESS_GROUPS`: one `UseAccessGroups` round trip more), then closed.
+    static func firstLookup(_ query: ItemQuery, socket: String, path: String, accessGroups: [String]?) throws {
+        let connection = try AgentConnection(socketPath: socket, accessGroups: accessGroups)
+        defer { connection.close() }
+        _ = try connection.keychain(at: path).findFirst(query, includeData: true)
     }
 
     /// The interleaved lookups again, with this thread and a `keychaind` of its own held on the
@@ -241,6 +260,10 @@ struct AgentLookupResult: Codable, Sendable {
     /// CPU (``OneCore``), interleaved.
     var inProcessOneCore: Summary?
     var agentOneCore: Summary?
+    /// A new connection's first lookup (``AgentLookups/firstLookup(_:socket:path:accessGroups:)``),
+    /// and the same with the connection narrowed to the standard groups first, interleaved.
+    var firstLookup: Summary?
+    var firstLookupNarrowed: Summary?
     var oneClientPerSecond: Double?
     var fourClientsPerSecond: Double?
     /// Why the figures are missing.

@@ -246,6 +246,17 @@ enum TableRenderer {
                 Format.duration(overhead), "", Format.ratio(overhead / inProcess.medianMicroseconds),
             ])
         }
+        if let first = lookups.firstLookup, let narrowed = lookups.firstLookupNarrowed {
+            rows.append([
+                "a new connection's first lookup (connect, authenticate, find, close)", items,
+                Format.duration(first.medianMicroseconds), Format.duration(first.p99Microseconds), "1.00×",
+            ])
+            rows.append([
+                "the same, narrowed to KEYCHAIN_ACCESS_GROUPS first (UseAccessGroups)", items,
+                Format.duration(narrowed.medianMicroseconds), Format.duration(narrowed.p99Microseconds),
+                Format.ratio(narrowed.medianMicroseconds / first.medianMicroseconds),
+            ])
+        }
         if let here = lookups.inProcessOneCore, let there = lookups.agentOneCore {
             rows.append([
                 "find one item with its secret, in this process, held on one CPU", items,
