@@ -212,7 +212,12 @@ public final class AgentService: Sendable {
     /// identifying it first (``CallerDirectory/knownAccessGroups(for:)``), or `nil`. With a
     /// ``groups`` closure of its own, the closure's answer (it must then be quick).
     private func knownGroups(_ connection: DBusConnection) throws -> AccessGroups? {
-        let known = try callers.map { try $0.knownAccessGroups(for: connection) } ?? groups(connection.peerCredentials)
+        let known: AccessGroups?
+        if let callers {
+            known = try callers.knownAccessGroups(for: connection)
+        } else {
+            known = try groups(connection.peerCredentials)
+        }
         return known.map { Self.narrowed($0, for: connection) }
     }
 

@@ -1,5 +1,6 @@
 import KeychainCore
 import KeychainLibc
+import Synchronization
 
 /// Which keychain a call uses: the one place that decides it, for every process of the package
 /// (the `security` tool, `Security`'s `SecKeychain…` and `SecItem…` calls, the libraries), so
@@ -92,7 +93,33 @@ public struct KeychainSelection: Sendable {
 
     /// `path` as the one absolute spelling of its file: against the working directory, with its
     /// links, `.` and `..` resolved.
-    public static func canonical(_ path: String) -> String { CanonicalPath.of(path) }
+    ///
+    /// The spelling of an absolute path to a file that exists is remembered (a bounded table):
+    /// a `SecItem…` call without `kSecUseKeychain` asks for the default keychain's spelling
+    /// each time, and resolving it walks the path's links.
+    public static func canonical(_ path: String) -> String {
+        guard path.hasPrefix("/") else { return CanonicalPath.of(path) }
+        if let known = spellings.withLock({ $0[path] }) { return known }
+        let resolved = CanonicalPath.of(path)
+        if exists(resolved) {
+            spellings.withLock {
+                if $0.count >= 64 { $0.removeAll() }
+                $0[path] = resolved
+            }
+        }
+        return resolved
+    }
+
+    /// Absolute paths of existing files, and their one spelling.
+    private static let spellings = Mutex<[String: String]>([:])
+
+    /// The default keychain this process chose (`KEYCHAIN_DEFAULT_PATH`, as written), read from
+    /// the environment without copying the rest of it: what a call that uses the default
+    /// keychain reads each time.
+    public static func processChosenDefault() -> String? {
+        guard let value = getenv(KeychainPaths.defaultKeychainVariable), value.pointee != 0 else { return nil }
+        return String(validatingCString: value)
+    }
 
     /// Whether something (a file or a link) is at `path`.
     static func exists(_ path: String) -> Bool {

@@ -39,11 +39,13 @@ public enum Keychains {
     /// - Throws: ``KeychainCore/KeychainError`` when the default keychain cannot be opened or created.
     public static func current() throws -> any KeychainHandle {
         if let handle = TaskDefaultKeychain.handle { return handle }
-        if let agent = try agent(startingIfNeeded: true) { return try agentDefault(agent, paths: KeychainPaths()) }
+        if let agent = try agent(startingIfNeeded: true) {
+            return try agentDefault(agent, chosen: KeychainSelection.processChosenDefault())
+        }
         return try KeychainDatabase.processDefaultDatabase()
     }
 
-    /// The default keychain of `paths` as the agent serves it to this process.
+    /// The default keychain as the agent serves it to this process, `chosen` by it or not.
     ///
     /// The agent serves every process of the user and keeps its own environment, so what this
     /// process's environment chooses travels with its requests: a default chosen here
@@ -52,26 +54,25 @@ public enum Keychains {
     /// the user's preferences (`security default-keychain -s`), else the login keychain.
     /// - Throws: ``KeychainCore/KeychainError`` when the chosen keychain can be neither opened
     ///   nor created.
-    static func agentDefault(_ agent: AgentConnection, paths: KeychainPaths) throws -> AgentKeychain {
-        guard let chosen = paths.chosenDefault else { return agent.keychain(at: "") }
-        let path = CanonicalPath.of(chosen)
-        if let known = chosenDefaults.withLock({ $0[path] }), known.connection === agent { return known }
-        let keychain = agent.keychain(at: path)
+    static func agentDefault(_ agent: AgentConnection, chosen: String?) throws -> AgentKeychain {
+        guard let chosen else { return agent.keychain(at: "") }
+        if let known = chosenDefaults.withLock({ $0[chosen] }), known.connection === agent { return known }
+        let keychain = agent.keychain(at: KeychainSelection.canonical(chosen))
         do {
             _ = try keychain.status()
         } catch let error as KeychainError where error.code == .noSuchKeychain {
             do {
-                _ = try agent.createKeychain(at: path, password: nil)
+                _ = try agent.createKeychain(at: keychain.keychain, password: nil)
             } catch let raced as KeychainError where raced.code == .duplicateKeychain {
                 // Another process made it first: it is there to use.
             }
         }
-        chosenDefaults.withLock { $0[path] = keychain }
+        chosenDefaults.withLock { $0[chosen] = keychain }
         return keychain
     }
 
-    /// The chosen default keychains this process has checked with the agent, by path: the
-    /// check (and the creation on first use) is made once, not before every call.
+    /// The chosen default keychains this process has checked with the agent, by the path as
+    /// chosen: the check (and the creation on first use) is made once, not before every call.
     private static let chosenDefaults = Mutex<[String: AgentKeychain]>([:])
 
     /// Opens the keychain file at `path`; a password keychain is locked unless the agent holds
@@ -104,7 +105,7 @@ public enum Keychains {
         paths: KeychainPaths = KeychainPaths(), configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
         if let agent = try taskAgent() {
-            let keychain = try agentDefault(agent, paths: paths)
+            let keychain = try agentDefault(agent, chosen: paths.chosenDefault)
             // The agent's default is opened (and made on first use) when first asked for.
             if paths.chosenDefault == nil { _ = try keychain.status() }
             return keychain

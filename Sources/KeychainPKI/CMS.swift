@@ -34,12 +34,7 @@ public struct CMSMessage: Sendable {
         guard bytes.count <= Self.maximumSize else {
             throw PKIError(.limitExceeded, "CMS: \(bytes.count) bytes is over the \(Self.maximumSize)-byte limit")
         }
-        var info = try NodeList(parseBER(bytes[...], "CMS ContentInfo"), .sequence, "CMS ContentInfo")
-        let type = try objectIdentifier(info.next(), "ContentInfo.contentType")
-        var explicit = try NodeList(info.next(), .context(0), "ContentInfo.content")
-        let content = try explicit.next()
-        try explicit.finish()
-        try info.finish()
+        let (type, content) = try contentInfo(parseBER(bytes[...], "CMS ContentInfo"), "CMS ContentInfo")
         switch type {
         case OID.data:
             contentType = OID.data.description

@@ -80,6 +80,18 @@ func octetStringBytes(_ node: ASN1Node, _ tag: ASN1Identifier = .octetString, be
     }
 }
 
+/// A ContentInfo (RFC 5652, section 3; PKCS #7): its content type and the node inside its
+/// `[0] EXPLICIT` content, nothing else after either.
+func contentInfo(_ node: ASN1Node, _ context: String) throws -> (type: ASN1ObjectIdentifier, content: ASN1Node) {
+    var fields = try NodeList(node, .sequence, context)
+    let type = try objectIdentifier(fields.next(), "ContentInfo.contentType")
+    var explicit = try NodeList(fields.next(), .context(0), "ContentInfo.content")
+    let content = try explicit.next()
+    try explicit.finish()
+    try fields.finish()
+    return (type, content)
+}
+
 /// An OBJECT IDENTIFIER node.
 func objectIdentifier(_ node: ASN1Node, _ context: String) throws -> ASN1ObjectIdentifier {
     guard node.identifier == .objectIdentifier else {

@@ -249,12 +249,7 @@ struct PKCS12Reader {
     }
 
     mutating func readContentInfo(_ node: ASN1Node) throws {
-        var fields = try NodeList(node, .sequence, "ContentInfo")
-        let type = try objectIdentifier(fields.next(), "ContentInfo.contentType")
-        var explicit = try NodeList(fields.next(), .context(0), "ContentInfo.content")
-        let content = try explicit.next()
-        try explicit.finish()
-        try fields.finish()
+        let (type, content) = try contentInfo(node, "ContentInfo")
         switch type {
         case OID.data:
             try readSafeContents(octetStringBytes(content, ber: true, "ContentInfo data"), depth: 0)
