@@ -99,9 +99,12 @@ public final class AgentKeychain: KeychainHandle {
         guard answer.count == 2, case .array(_, let rows) = answer[1] else { throw Self.malformed }
         var found = ReadableItems()
         found.items = try AgentCodec.decodeItems(answer[0])
-        found.unreadable = rows.map { _ in
-            UnreadableItem(
-                rowID: nil, persistentID: nil, itemClass: nil, error: KeychainError(.decode, "unreadable item"))
+        found.unreadable = rows.map { row in
+            guard case .string(let text) = row else {
+                return UnreadableItem(
+                    rowID: nil, persistentID: nil, itemClass: nil, error: KeychainError(.decode, "unreadable item"))
+            }
+            return UnreadableItem(parsing: text)
         }
         return found
     }

@@ -43,3 +43,35 @@ public struct UnreadableItem: Sendable, CustomStringConvertible {
         return row + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))") + ": " + error.message
     }
 }
+
+extension UnreadableItem {
+    /// Reads back a ``description`` (as the session agent sends an unreadable row): its row,
+    /// class and persistent reference where the text names them; any other text is kept whole as
+    /// the error's message, so nothing the agent said is lost.
+    public init(parsing text: String) {
+        self.init(rowID: nil, persistentID: nil, itemClass: nil, error: KeychainError(.decode, text))
+        guard let colon = text.range(of: ": ") else { return }
+        var head = Substring(text[..<colon.lowerBound])
+        let message = String(text[colon.upperBound...])
+        var details: [Substring] = []
+        if let open = head.firstIndex(of: "("), head.hasSuffix(")") {
+            details = head[head.index(after: open)..<head.index(before: head.endIndex)].split(separator: ", ")
+            head = head[..<open].dropLast(head[..<open].hasSuffix(" ") ? 1 : 0)
+        }
+        if head.hasPrefix("row "), let row = Int64(head.dropFirst(4)) {
+            rowID = row
+        } else if head != "a row" {
+            return
+        }
+        for detail in details {
+            if let itemClass = ItemClass(rawValue: String(detail)) {
+                self.itemClass = itemClass
+            } else if detail.hasPrefix("persistent reference "),
+                let id = UUID(uuidString: String(detail.dropFirst("persistent reference ".count)))
+            {
+                persistentID = id
+            }
+        }
+        error = KeychainError(.decode, message)
+    }
+}

@@ -20,6 +20,7 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             bytes: [bytes("add-generic-password"), bytes("-a"), bytes("x"), bytes("-s"), bytes("s"), bytes("k")],
             environment: ["KEYCHAIN_PASSWORD": Self.password])
         #expect(add.status == 0, "\(add)")
+        try sandbox.lock("k")
         for other in Self.sameShape {
             let argv = try sandbox.run(bytes: [bytes("unlock-keychain"), bytes("-p"), other, bytes("k")])
             #expect(argv.status == 51, "\(argv)")
@@ -29,6 +30,11 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
                 bytes: [bytes("find-generic-password"), bytes("-a"), bytes("x"), bytes("k")],
                 environment: ["KEYCHAIN_PASSWORD": other])
             #expect(environment.status == 51, "\(environment)")
+            // The right password still unlocks (which also clears the agent's wrong-password
+            // count before the next shape's three attempts).
+            let right = try sandbox.run(bytes: [bytes("unlock-keychain"), bytes("-p"), Self.password, bytes("k")])
+            #expect(right.status == 0, "\(right)")
+            try sandbox.lock("k")
         }
         let argv = try sandbox.run(bytes: [bytes("unlock-keychain"), bytes("-p"), Self.password, bytes("k")])
         #expect(argv.status == 0, "\(argv)")
@@ -46,6 +52,7 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         let change = try sandbox.run(
             bytes: [bytes("set-keychain-password"), bytes("-o"), bytes("old"), bytes("-p"), Self.password, bytes("k")])
         #expect(change.status == 0, "\(change)")
+        try sandbox.lock("k")
         let wrong = try sandbox.run(bytes: [bytes("unlock-keychain"), bytes("-p"), Self.sameShape[0], bytes("k")])
         #expect(wrong.status == 51, "\(wrong)")
         let right = try sandbox.run(bytes: [bytes("unlock-keychain"), bytes("-p"), Self.password, bytes("k")])

@@ -171,7 +171,7 @@ struct PKIFiles {
         let sandbox = try Sandbox()
         sandbox.agentMode = "auto"
         let socket = sandbox.root + "/agent/agent.sock"
-        defer { stopTestAgent(at: socket) }
+        defer { stopAgent(at: socket) }
         let environment = ["KEYCHAIN_AGENT_SOCK": socket]
         let files = try PKIFiles(sandbox)
         try files.selfSigned("signing", subject: "/CN=Agent Signing")
@@ -228,6 +228,7 @@ struct PKIFiles {
     @Test("a locked keychain with no password to unlock it: exit 1 with the locked message")
     func lockedKeychain() throws {
         let (sandbox, files) = try buildKeychain()
+        try sandbox.lock("build.keychain")
         try files.selfSigned("signing", subject: "/CN=Locked Out")
         try files.pkcs12("signing", passphrase: "p")
         let imported = try sandbox.run(["import", files.path("signing.p12"), "-k", "build.keychain", "-P", "p"])
@@ -690,23 +691,4 @@ extension String {
         }
         return parts.joined(separator: ":")
     }
-}
-
-/// Stops the agent a test started, by its pid (`SO_PEERCRED` of a connection to its socket).
-func stopTestAgent(at path: String) {
-    guard let fd = try? AgentConnection.connect(path, timeout: .seconds(5)) else { return }
-    let pid = (try? DBusPeerCredentials(socket: fd))?.pid
-    close(fd)
-    guard let pid else { return }
-    kill(pid, SIGTERM)
-    for _ in 0..<1000 {
-        if kill(pid, 0) != 0 && errno == ESRCH { return }
-        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "Z"
-        {
-            return
-        }
-        usleep(10_000)
-    }
-    kill(pid, SIGKILL)
 }

@@ -4,13 +4,20 @@ import Testing
 
 /// End-to-end tests of the keychain commands (create, lock, unlock, passwords, preferences).
 @Suite struct KeychainCommandTests {
-    static let lockedMessage =
+    /// What a read of a locked keychain prints: the hint names where it is locked (for every
+    /// process through the agent, in this process without it).
+    static func lockedMessage(_ sandbox: Sandbox) -> String {
         "security: SecKeychainSearchCopyNext: User interaction is not allowed.\n"
-        + "security: the keychain is locked in this process: set KEYCHAIN_PASSWORD, run on a terminal, or unlock "
-        + "it in a `security -i` session (see `security help unlock-keychain`)\n"
+            + (sandbox.agentMode == "off"
+                ? "security: the keychain is locked in this process: set KEYCHAIN_PASSWORD, run on a terminal, or "
+                    + "unlock it in a `security -i` session (see `security help unlock-keychain`)\n"
+                : "security: the keychain is locked: unlock it with `security unlock-keychain`, set KEYCHAIN_PASSWORD, "
+                    + "or run on a terminal\n")
+    }
 
     /// A keychain created with -p holding one item, added in an interactive session after
-    /// unlocking it.
+    /// unlocking it, and locked again (through the agent it would stay unlocked for later
+    /// processes, as on macOS; in process each process starts locked).
     private func makePasswordKeychain(_ sandbox: Sandbox) throws {
         let create = try sandbox.run(["create-keychain", "-p", "correct horse", "build.keychain"])
         #expect(create.status == 0, "\(create)")
@@ -20,6 +27,7 @@ import Testing
             input: """
                 unlock-keychain -p "correct horse" build.keychain
                 add-generic-password -a ci -s deploy -w "deploy token" build.keychain
+                lock-keychain build.keychain
 
                 """)
         #expect(add.status == 0, "\(add)")
@@ -35,7 +43,7 @@ import Testing
         let locked = try sandbox.run(["find-generic-password", "-a", "ci", "-s", "deploy", "-w", "build.keychain"])
         #expect(locked.status == 36, "\(locked)")
         #expect(locked.out.isEmpty)
-        #expect(locked.err == Self.lockedMessage)
+        #expect(locked.err == Self.lockedMessage(sandbox))
 
         // A missing item in a locked keychain is still "not found" (no password needed).
         let missing = try sandbox.run(["find-generic-password", "-s", "other", "build.keychain"])
@@ -55,7 +63,8 @@ import Testing
         #expect(session.out == "deploy token\n", "\(session)")
         #expect(
             session.err
-                == Self.lockedMessage + "find-generic-password: returned -25308\n" + Self.lockedMessage
+                == Self.lockedMessage(sandbox) + "find-generic-password: returned -25308\n"
+                + Self.lockedMessage(sandbox)
                 + "find-generic-password: returned -25308\n")
         #expect(session.status == 36, "the last command's result")
 
@@ -72,6 +81,7 @@ import Testing
         #expect(withVariable.status == 0, "\(withVariable)")
         #expect(withVariable.out == "deploy token\n")
 
+        try sandbox.lock("build.keychain")
         let wrong = try sandbox.run(
             ["find-generic-password", "-a", "ci", "-s", "deploy", "-w", "build.keychain"],
             environment: ["KEYCHAIN_PASSWORD": "wrong"])
@@ -93,6 +103,7 @@ import Testing
         let fromStdin = try sandbox.run(["unlock-keychain", "build.keychain"], input: "correct horse\n")
         #expect(fromStdin.status == 0, "\(fromStdin)")
 
+        try sandbox.lock("build.keychain")
         let wrong = try sandbox.run(["unlock-keychain", "-p", "nope", "build.keychain"])
         #expect(wrong.status == 51, "\(wrong)")
         #expect(
@@ -156,6 +167,7 @@ import Testing
         #expect(
             try sandbox.run(["find-internet-password", "-s", "example.com", "-w", "build.keychain"], environment: new)
                 .out == "inet secret\n")
+        try sandbox.lock("build.keychain")
         #expect(
             try sandbox.run(["find-generic-password", "-s", "deploy", "-w", "build.keychain"], environment: old).status
                 == 51)
@@ -171,7 +183,7 @@ import Testing
         let dump = try sandbox.run(["dump-keychain", "build.keychain"])
         #expect(dump.status == 1, "\(dump)")
         #expect(dump.out.isEmpty)
-        #expect(dump.err == Self.lockedMessage)
+        #expect(dump.err == Self.lockedMessage(sandbox))
     }
 
     @Test func aKeychainMadeWithTheRealKeyDerivationRoundTrips() throws {
@@ -327,6 +339,7 @@ import Testing
     @Test func setKeychainSettingsOnALockedKeychainNeedsItsPasswordAsOnMacOS() throws {
         let sandbox = try Sandbox()
         #expect(try sandbox.run(["create-keychain", "-p", "pw", "build.keychain"]).status == 0)
+        try sandbox.lock("build.keychain")
         let locked = try sandbox.run(["set-keychain-settings", "-t", "300", "build.keychain"])
         #expect(locked.status == 36, "\(locked)")
         #expect(
@@ -395,6 +408,7 @@ struct TerminalPromptTests {
         try sandbox.run(["create-keychain", "-p", "pw", "tty.keychain"])
         try sandbox.run(
             ["add-generic-password", "-a", "a", "-s", "s", "-w", "v", "tty"], environment: ["KEYCHAIN_PASSWORD": "pw"])
+        try sandbox.lock("tty.keychain")
         let (find, echoed) = try sandbox.runOnTerminal(
             ["find-generic-password", "-s", "s", "-w", "tty.keychain"], answers: ["wrong", "pw"])
         #expect(find.status == 0, "\(find)")

@@ -17,7 +17,7 @@ import Testing
     /// task imports the same way); macOS imports a PKCS#12 whole whatever `-t` says.
     @Test func githubGuideImportsTheWholePKCS12WithTypeCert() throws {
         let (sandbox, agent) = try agentSandbox()
-        defer { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
+        defer { stopAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
         let files = try PKIFiles(sandbox)
         try files.chain()
         try files.pkcs12("leaf", passphrase: "p12-pass", extra: ["root.pem"])
@@ -73,7 +73,7 @@ import Testing
     func loginKeychainExistsBeforeAnythingWritesToIt(throughAgent: Bool) throws {
         let (sandbox, agent) = try agentSandbox()
         if !throughAgent { sandbox.agentMode = "off" }
-        defer { if throughAgent { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) } }
+        defer { if throughAgent { stopAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) } }
         let printed = try sandbox.run(["default-keychain"], environment: agent)
         #expect(printed.out == "    \"\(sandbox.loginKeychain)\"\n", "\(printed)")
         // fastlane: `security default-keychain -s "#{original}"`, the path with its quotes removed.
@@ -83,7 +83,7 @@ import Testing
         let fresh = try Sandbox()
         if throughAgent { fresh.agentMode = "auto" }
         let freshAgent = ["KEYCHAIN_AGENT_SOCK": fresh.root + "/agent/agent.sock"]
-        defer { if throughAgent { stopTestAgent(at: freshAgent["KEYCHAIN_AGENT_SOCK"]!) } }
+        defer { if throughAgent { stopAgent(at: freshAgent["KEYCHAIN_AGENT_SOCK"]!) } }
         let files = try PKIFiles(fresh)
         try files.selfSigned("dev", subject: "/CN=Developer")
         try files.pkcs12("dev", passphrase: "p")
@@ -101,7 +101,7 @@ import Testing
     /// locked, and electron-builder passes the .p12's password as `-k`.
     @Test func passwordIsCheckedOnlyWhileLockedAsSecuritydDoes() throws {
         let (sandbox, agent) = try agentSandbox()
-        defer { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
+        defer { stopAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
         let keychain = "electron-builder.keychain"
         #expect(try sandbox.run(["create-keychain", "-p", "kc-pass", keychain], environment: agent).status == 0)
         #expect(try sandbox.run(["unlock-keychain", "-p", "kc-pass", keychain], environment: agent).status == 0)
@@ -200,7 +200,7 @@ import Testing
     /// `create_keychain`, then `import_certificate`'s lookup, then `delete_keychain`.
     @Test func fastlaneFindsAKeychainMadeByItsMacOSPath() throws {
         let (sandbox, agent) = try agentSandbox()
-        defer { stopTestAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
+        defer { stopAgent(at: agent["KEYCHAIN_AGENT_SOCK"]!) }
         let library = sandbox.home + "/Library/Keychains"
         let keychain = library + "/fastlane_tmp_keychain-db"
         for step in [

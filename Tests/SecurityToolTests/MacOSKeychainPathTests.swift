@@ -42,6 +42,7 @@ import Testing
                 ["find-generic-password", "-a", "ci", "-s", "deploy", "-w", library + spelling],
                 environment: ["KEYCHAIN_PASSWORD": "pw"])
             #expect(found.status == 0 && found.out == "s3cret\n", "\(spelling): \(found)")
+            try sandbox.lock(library + spelling)
             let wrong = try sandbox.run(["unlock-keychain", "-p", "wrong", library + spelling])
             #expect(wrong.status == 51, "\(spelling): \(wrong)")
         }

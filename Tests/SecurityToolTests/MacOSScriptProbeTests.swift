@@ -47,6 +47,7 @@ import Testing
     @Test func showKeychainInfoOfALockedKeychainFailsWithInteractionNotAllowed() throws {
         let sandbox = try Sandbox()
         #expect(try sandbox.run(["create-keychain", "-p", "pw", "build.keychain"]).status == 0)
+        try sandbox.lock("build.keychain")
         let locked = try sandbox.run(["show-keychain-info", "build.keychain"])
         #expect(locked.status == 36, "\(locked)")
         #expect(
@@ -59,6 +60,7 @@ import Testing
         let unlocked = try sandbox.run(
             ["show-keychain-info", "build.keychain"], environment: ["KEYCHAIN_PASSWORD": "pw"])
         #expect(unlocked.status == 0 && unlocked.err == "Keychain \"build.keychain\" no-timeout\n", "\(unlocked)")
+        try sandbox.lock("build.keychain")
         let wrong = try sandbox.run(["show-keychain-info", "build.keychain"], environment: ["KEYCHAIN_PASSWORD": "no"])
         #expect(wrong.status == 51, "\(wrong)")
         #expect(!wrong.err.contains("no\n") && !unlocked.err.contains("pw"))

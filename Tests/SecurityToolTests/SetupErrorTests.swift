@@ -4,8 +4,12 @@ import Testing
 /// What the tool says when the machine's set-up, not the command, is at fault: the status
 /// line macOS prints, then a line that says what to fix.
 @Suite struct SetupErrorTests {
+    /// In process: the process that opens the keychain looks for the device key where its own
+    /// `XDG_CONFIG_HOME` says. Through the agent that process is the agent, whose environment a
+    /// client never changes (docs/agent.md).
     @Test func aMissingDeviceKeyIsNamedNotReportedAsAWrongPassword() throws {
         let sandbox = try Sandbox()
+        sandbox.agentMode = "off"
         #expect(try sandbox.run(["add-generic-password", "-s", "svc", "-a", "acct", "-w", "pw"]).status == 0)
         let elsewhere = sandbox.root + "/elsewhere"
         let result = try sandbox.run(

@@ -3,6 +3,7 @@ import Foundation
 import KeychainClient
 import KeychainTestSupport
 import KeychainLibc
+import Testing
 
 /// The `security` executable built next to the test bundle.
 var securityPath: String {
@@ -36,6 +37,21 @@ struct RunResult: CustomStringConvertible {
     var description: String { "status \(status)\n--- stdout\n\(out)--- stderr\n\(err)---" }
 }
 
+/// How the tool's tests run `security`: through the session agent, as users run it (the
+/// default), or each process opening its keychains itself (`KEYCHAIN_AGENT=off`).
+/// `InProcessBackendTests` runs every test of this module once more with the second backend, in
+/// a run of this bundle with `SECURITY_TOOL_TESTS_BACKEND=in-process`.
+enum ToolBackend: String, Sendable {
+    case agent
+    case inProcess = "in-process"
+
+    /// This test run's backend.
+    static let current = ProcessInfo.processInfo.environment["SECURITY_TOOL_TESTS_BACKEND"].flatMap(Self.init) ?? .agent
+
+    /// `KEYCHAIN_AGENT` for it.
+    var agentMode: String { self == .agent ? "auto" : "off" }
+}
+
 /// A private home for one test: its own HOME, XDG_DATA_HOME and XDG_CONFIG_HOME, so the
 /// real user's keychains are never touched; removed when the test ends.
 final class Sandbox: @unchecked Sendable {
@@ -45,8 +61,13 @@ final class Sandbox: @unchecked Sendable {
     /// Whether the XDG variables are set (a fresh machine usually has only HOME).
     let setsXDG: Bool
 
-    /// `KEYCHAIN_AGENT` for the processes run here.
-    var agentMode = "off"
+    /// `KEYCHAIN_AGENT` for the processes run here: the test run's backend by default
+    /// (``ToolBackend``).
+    var agentMode = ToolBackend.current.agentMode
+
+    /// The socket of the agent the processes run here start: in the sandbox, so each test has
+    /// an agent of its own, stopped with the sandbox.
+    var agentSocket: String { root + "/agent/agent.sock" }
 
     init(cheapKeyDerivation: Bool = true, setsXDG: Bool = true) throws {
         root = FileManager.default.temporaryDirectory.path + "/security-cli-\(UUID().uuidString)"
@@ -55,7 +76,10 @@ final class Sandbox: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: root + "/home", withIntermediateDirectories: true)
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: root) }
+    deinit {
+        stopAgent(at: agentSocket)
+        try? FileManager.default.removeItem(atPath: root)
+    }
 
     var home: String { root + "/home" }
     var dataHome: String { setsXDG ? root + "/data" : home + "/.local/share" }
@@ -83,6 +107,7 @@ final class Sandbox: @unchecked Sendable {
         // Each process opens its keychains itself unless a test asks for the session agent
         // (AgentScriptTests start one of their own, and stop it).
         environment["KEYCHAIN_AGENT"] = agentMode
+        if agentMode != "off" { environment["KEYCHAIN_AGENT_SOCK"] = agentSocket }
         return environment
     }
 
@@ -137,6 +162,14 @@ final class Sandbox: @unchecked Sendable {
         let exports = extra.keys.sorted().map { "export \($0)=\(quoted(extra[$0]!)); " }.joined()
         let script = exports + "exec \"$0\" " + arguments.map(quoted).joined(separator: " ")
         return try run(["-c", script, securityPath], stdin: stdin, executable: "/bin/bash")
+    }
+
+    /// Locks `keychain` for the processes run after this one: through the agent a keychain
+    /// stays unlocked for every process once one unlocks it (as on macOS), while in process each
+    /// process starts with it locked; tests of a locked keychain lock it first, on either backend.
+    func lock(_ keychain: String) throws {
+        let lock = try run(["lock-keychain", keychain])
+        #expect(lock.status == 0, "\(lock)")
     }
 
     /// Runs `security` with a text on standard input.
