@@ -121,6 +121,63 @@ public struct KeychainSelection: Sendable {
         return String(validatingCString: value)
     }
 
+    /// The default keychain of a process whose environment `variable` reads (this process's by
+    /// default): ``defaultKeychain(preferences:)`` with the preferences file as it is now.
+    ///
+    /// The answer is remembered until one of the variables it depends on or the preferences
+    /// file (its device, inode, size and modification time) changes: a `SecItem…` call without
+    /// `kSecUseKeychain` asks for it every time, and it then costs four variable reads and one
+    /// `stat`, not a copy of the environment and a JSON decode of the preferences.
+    public static func processDefaultKeychain(
+        variable: (String) -> String? = { name in getenv(name).flatMap { String(validatingCString: $0) } }
+    ) -> String {
+        var environment: [String: String] = [:]
+        for name in defaultKeychainVariables { environment[name] = variable(name) }
+        let selection = KeychainSelection(environment: environment)
+        let key = DefaultKeychainKey(
+            environment: environment, preferences: FileStamp(of: selection.paths.preferencesFile))
+        if let known = processDefault.withLock({ $0 }), known.key == key { return known.path }
+        let path = selection.defaultKeychain(
+            preferences: try? KeychainPreferences.load(from: selection.paths.preferencesFile))
+        processDefault.withLock { $0 = (key, path) }
+        return path
+    }
+
+    /// The variables the default keychain depends on: where the data and configuration
+    /// directories are, and the process's own choice.
+    static let defaultKeychainVariables = [
+        "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", KeychainPaths.defaultKeychainVariable, systemDirectoryVariable,
+    ]
+
+    /// What ``processDefaultKeychain(variable:)`` answered last, and for what.
+    private static let processDefault = Mutex<(key: DefaultKeychainKey, path: String)?>(nil)
+
+    /// What the default keychain was decided from.
+    private struct DefaultKeychainKey: Equatable {
+        var environment: [String: String]
+        var preferences: FileStamp?
+    }
+
+    /// What tells one version of a file from another without reading it.
+    private struct FileStamp: Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        var seconds: Int
+        var nanoseconds: Int
+
+        /// The stamp of the file at `path`, or `nil` when there is none.
+        init?(of path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return nil }
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+            size = Int64(info.st_size)
+            seconds = info.st_mtim.tv_sec
+            nanoseconds = info.st_mtim.tv_nsec
+        }
+    }
+
     /// Whether something (a file or a link) is at `path`.
     static func exists(_ path: String) -> Bool {
         var info = stat()

@@ -120,12 +120,7 @@ package final class KeychainRegistry: @unchecked Sendable {
     }
 
     /// The default keychain as ``KeychainClient/KeychainSelection`` decides it for this process.
-    private static func userDefaultKeychain() -> String {
-        let selection = KeychainSelection()
-        if let chosen = selection.chosenDefault { return chosen }
-        return selection.defaultKeychain(
-            preferences: try? KeychainPreferences.load(from: selection.paths.preferencesFile))
-    }
+    private static func userDefaultKeychain() -> String { KeychainSelection.processDefaultKeychain() }
 
     /// Makes another file the default keychain for this process.
     package func setDefault(path: String) {

@@ -90,4 +90,31 @@ struct KeychainSelectionTests {
         preferences.searchList = [home.keychains + "/a.keychain-db", home.keychains + "/b.keychain-db"]
         #expect(home.selection().searchList(preferences: preferences) == preferences.searchList)
     }
+
+    /// The process's default keychain is remembered, yet follows every change of the preferences
+    /// file (each write, however small) and of the variables it depends on.
+    @Test func theProcesssDefaultKeychainFollowsThePreferencesFileAndItsVariables() throws {
+        let home = try Home()
+        var variables = [
+            "HOME": home.root + "/home", "XDG_DATA_HOME": home.root + "/data", "XDG_CONFIG_HOME": home.root + "/config",
+        ]
+        let preferencesFile = home.root + "/config/keychain/preferences.json"
+        func current() -> String { KeychainSelection.processDefaultKeychain { variables[$0] } }
+        let login = home.keychains + "/login.keychain-db"
+        #expect(current() == login)
+        // Names of one length, so that only the file's time and inode tell the versions apart.
+        for name in ["a.keychain-db", "b.keychain-db", "c.keychain-db", "a.keychain-db"] {
+            var preferences = KeychainPreferences()
+            preferences.defaultKeychain = home.keychains + "/" + name
+            try preferences.save(to: preferencesFile)
+            #expect(current() == home.keychains + "/" + name)
+        }
+        try FileManager.default.removeItem(atPath: preferencesFile)
+        #expect(current() == login)
+        variables["KEYCHAIN_DEFAULT_PATH"] = home.keychains + "/mine.keychain-db"
+        #expect(current() == home.keychains + "/mine.keychain-db")
+        variables["KEYCHAIN_DEFAULT_PATH"] = nil
+        variables["XDG_DATA_HOME"] = home.root + "/elsewhere"
+        #expect(current() == home.root + "/elsewhere/keychains/login.keychain-db")
+    }
 }
