@@ -77,7 +77,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status {
         let parsed = try parsedSearch(query, for: .copyMatching)
-        guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
+        guard parsed.itemClass != nil else { throw SecError(errSecParam) }
         if let reference = parsed.persistentRef, reference.identity != nil,
             !parsed.attributes.isEmpty || parsed.synchronizableAny
         {
@@ -112,7 +112,8 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         let (changes, data) = try parseChanges(attributesToUpdate, itemClass: itemClass)
         let database = try targetDatabase(parsed)
         guard let itemQuery = itemQuery(parsed, unlimited: true) else { throw SecError(errSecItemNotFound) }
-        try database.update(itemQuery, attributes: changes, data: data)
+        // The engine reports errSecItemNotFound itself when nothing matched.
+        _ = try database.update(itemQuery, attributes: changes, data: data)
     }
 }
 
@@ -129,11 +130,11 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     if let identity = identityReference(query) { return deleteIdentity(identity, query) }
     return status {
         let parsed = try parsedSearch(query, for: .delete)
-        guard let itemClass = parsed.itemClass else { throw SecError(errSecParam) }
+        guard parsed.itemClass != nil else { throw SecError(errSecParam) }
         if parsed.hasValueRef { throw SecError(errSecParam) }
         let database = try targetDatabase(parsed)
         guard let itemQuery = itemQuery(parsed, unlimited: true) else { throw SecError(errSecItemNotFound) }
-        try database.delete(itemQuery)
+        _ = try database.delete(itemQuery)
     }
 }
 
