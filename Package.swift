@@ -25,6 +25,7 @@ import PackageDescription
 //   KeychainClient          where modules get keychains (Keychains): the session agent's, or the engine's
 //   SecretService           the freedesktop Secret Service (org.freedesktop.secrets) on the agent's keychains
 //   keychaind               the session agent's executable
+//   PAMKeychain             pam_keychain.so, the PAM module that unlocks the login keychain at login (C: PAM's ABI)
 //   KeychainSync            sync of synchronizable items through PostgreSQL, end-to-end encrypted
 //   PostgresScratchServer   a throw-away PostgreSQL server (initdb, pg_ctl) for the sync tests and benchmark
 let package = Package(
@@ -42,6 +43,8 @@ let package = Package(
         .executable(name: "keychain-bench", targets: ["KeychainBenchmarks"]),
         .executable(name: "keychain-stress", targets: ["KeychainStress"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
+        // The PAM module (libpam_keychain.so, installed as pam_keychain.so: docs/login.md).
+        .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -127,6 +130,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The PAM module: C, because PAM's ABI is; it carries the login password to `keychaind --pam`
+        // and nothing more (libpam0g-dev).
+        .target(name: "PAMKeychain", linkerSettings: [.linkedLibrary("pam")]),
         // prctl, pidfd_open, accept4, pipe2, explicit_bzero, closefrom for posix_spawn: variadic or GNU-only in C.
         .target(name: "CKeychainAgent"),
         .target(
@@ -319,6 +325,8 @@ let package = Package(
             dependencies: [
                 "KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "DBusNIO", "SecretService",
                 "KeychainSync", "KeychainLibc",
+                // KeychainClient: `keychaind --pam` is a client of the user's agent (PAMHandoff.swift).
+                "KeychainClient",
             ]
         ),
         .testTarget(
@@ -330,6 +338,11 @@ let package = Package(
                 "keychain-secitem-worker",
             ],
             exclude: ["Clients"]
+        ),
+        // pam_keychain.so in real PAM transactions (libpam-wrapper, pamtester, pam_unix).
+        .testTarget(
+            name: "PAMKeychainTests",
+            dependencies: ["keychaind", "SecurityToolMain", "PAMKeychain", "KeychainClient", "DBusNIO", "KeychainLibc"]
         ),
         .testTarget(
             name: "KeychainAgentProtocolTests",

@@ -4,6 +4,7 @@
 // agent ends.
 //
 //   keychaind [--socket PATH] [--secret-service [--replace]]
+//   keychaind --pam login|password     (run by pam_keychain.so as the user; PAMHandoff.swift)
 //
 // With --secret-service it also owns org.freedesktop.secrets on the session bus (the Secret
 // Service: secret-tool, libsecret, python keyring); --replace takes the name from a provider
@@ -337,6 +338,11 @@ func run() async throws -> Never {
         }
         withExtendedLifetime((listener, instanceLock, server, sources, sleepLock, secretService, runners)) {}
     }
+}
+
+// `keychaind --pam MODE`: pam_keychain.so handing the login password over (a client, not an agent).
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "--pam" {
+    exit(PAMHandoff.run(CommandLine.arguments))
 }
 
 // Before any thread or secret: the agent again, with an allocator that overwrites what it frees.

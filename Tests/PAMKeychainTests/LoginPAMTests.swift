@@ -1,0 +1,316 @@
+import DBusNIO
+import Foundation
+import KeychainClient
+import KeychainLibc
+import Testing
+
+/// `pam_keychain.so` in real PAM transactions: Linux-PAM through Debian's `libpam-wrapper` (a
+/// private service directory) and `pamtester`, `pam_unix` checking the password of the
+/// throw-away account `keychain-pam-test` that `.ci/run` makes (no shell, home
+/// `/var/lib/keychain-pam-test`). Each test gives the account a random password of its own with
+/// `chpasswd`, and the module hands it to the built `keychaind --pam`, as the account.
+@Suite(.serialized) struct LoginPAMTests {
+    static let userName = "keychain-pam-test"
+    static let service = "keychain-login"
+
+    /// The account, its files and its agent, reset for one test.
+    final class Account {
+        let uid: uid_t
+        let gid: gid_t
+        let home: String
+        let password: String
+        let stack: String
+        var runtime: String { "/run/user/\(uid)" }
+        var socket: String { runtime + "/keychain/agent.sock" }
+        var loginKeychain: String { home + "/.local/share/keychains/login.keychain-db" }
+
+        init(helper: String = LoginPAMTests.products + "/keychaind") throws {
+            #expect(getuid() == 0, "PAM's password check (pam_unix) and becoming the account need root")
+            guard let entry = getpwnam(LoginPAMTests.userName) else {
+                throw Missing("the account \(LoginPAMTests.userName) is missing (bash .ci/run makes it)")
+            }
+            uid = entry.pointee.pw_uid
+            gid = entry.pointee.pw_gid
+            home = String(cString: entry.pointee.pw_dir)
+            password = Account.randomPassword()
+            stack = FileManager.default.temporaryDirectory.path + "/pam-\(UUID().uuidString)"
+            Account.stopAgent(at: "/run/user/\(uid)/keychain/agent.sock")
+            for directory in [".local", ".config"] {
+                try? FileManager.default.removeItem(atPath: home + "/" + directory)
+            }
+            try Account.makePrivateDirectory(runtime, uid: uid, gid: gid)
+            try setPassword(password)
+            try FileManager.default.createDirectory(atPath: stack, withIntermediateDirectories: true)
+            let unix = try LoginPAMTests.require("/lib/x86_64-linux-gnu/security/pam_unix.so")
+            let permit = try LoginPAMTests.require("/lib/x86_64-linux-gnu/security/pam_permit.so")
+            let module = try LoginPAMTests.require(LoginPAMTests.products + "/libpam_keychain.so")
+            // The lines docs/login.md gives, after the stack's own modules.
+            let lines = """
+                auth     required \(unix)
+                auth     optional \(module) helper=\(helper)
+                account  required \(unix)
+                password required \(unix)
+                password optional \(module) helper=\(helper)
+                session  required \(permit)
+                session  optional \(module) helper=\(helper)
+
+                """
+            try Data(lines.utf8).write(to: URL(fileURLWithPath: stack + "/" + LoginPAMTests.service))
+        }
+
+        deinit {
+            Account.stopAgent(at: socket)
+            try? FileManager.default.removeItem(atPath: stack)
+            // No password stays usable on the account.
+            _ = try? LoginPAMTests.run("/usr/sbin/usermod", ["--lock", LoginPAMTests.userName])
+        }
+
+        func setPassword(_ password: String) throws {
+            let set = try LoginPAMTests.run(
+                "/usr/sbin/chpasswd", [], input: "\(LoginPAMTests.userName):\(password)\n")
+            #expect(set.status == 0, "\(set)")
+        }
+
+        /// Runs PAM operations (`authenticate`, `open_session`, `chauthtok(…)`) with `input` as
+        /// what the user types.
+        func pam(_ operations: [String], input: [String]) throws -> Result {
+            let wrapper = try LoginPAMTests.require("/usr/lib/x86_64-linux-gnu/libpam_wrapper.so")
+            return try LoginPAMTests.run(
+                try LoginPAMTests.require("/usr/bin/pamtester"),
+                [LoginPAMTests.service, LoginPAMTests.userName] + operations,
+                input: input.map { $0 + "\n" }.joined(),
+                environment: ["LD_PRELOAD": wrapper, "PAM_WRAPPER": "1", "PAM_WRAPPER_SERVICE_DIR": stack])
+        }
+
+        /// Runs the built `security` as the account, with its home and runtime directory.
+        func security(_ arguments: [String]) throws -> Result {
+            try LoginPAMTests.run(
+                "/usr/bin/setpriv",
+                ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", LoginPAMTests.products + "/security"]
+                    + arguments,
+                environment: ["HOME": home, "XDG_RUNTIME_DIR": runtime, "PATH": "/usr/bin:/bin"], cleared: true)
+        }
+
+        static func randomPassword() -> String {
+            "Pw-" + (0..<16).map { _ in String("abcdefghjkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
+        }
+
+        static func makePrivateDirectory(_ path: String, uid: uid_t, gid: gid_t) throws {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            guard chown(path, uid, gid) == 0, chmod(path, 0o700) == 0 else { throw Missing("cannot prepare \(path)") }
+        }
+
+        /// Stops the agent listening at `path`, by the pid its socket reports (a plain connect:
+        /// the agent's client refuses, rightly, a listener of another uid than its own).
+        static func stopAgent(at path: String) {
+            let fd = KeychainLibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { return }
+            defer { close(fd) }
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            let bytes = Array(path.utf8)
+            guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return }
+            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+                for (index, byte) in bytes.enumerated() { buffer[index] = byte }
+            }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    KeychainLibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard connected == 0, let pid = (try? DBusPeerCredentials(socket: fd))?.pid, pid > 0 else { return }
+            kill(pid, SIGTERM)
+            for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
+            kill(pid, SIGKILL)
+        }
+    }
+
+    struct Missing: Error, CustomStringConvertible {
+        var description: String; init(_ text: String) { description = text }
+    }
+
+    struct Result: CustomStringConvertible {
+        var status: Int32
+        var out: String
+        var err: String
+        var description: String { "status \(status)\n--- stdout\n\(out)--- stderr\n\(err)---" }
+    }
+
+    /// The directory of the build products (`keychaind`, `security`, `libpam_keychain.so`).
+    static var products: String {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+        for _ in 0..<4 where !FileManager.default.isExecutableFile(atPath: directory.path + "/keychaind") {
+            directory = directory.deletingLastPathComponent()
+        }
+        return directory.path
+    }
+
+    static func require(_ path: String) throws -> String {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw Missing("\(path) is missing (bash .ci/run installs it)")
+        }
+        return path
+    }
+
+    /// Runs a program to its end, its output in files (a daemon it starts keeps no pipe open).
+    static func run(
+        _ path: String, _ arguments: [String], input: String = "", environment: [String: String] = [:],
+        cleared: Bool = false
+    ) throws -> Result {
+        let scratch = FileManager.default.temporaryDirectory.path + "/pam-run-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        for name in ["in", "out", "err"] {
+            _ = FileManager.default.createFile(atPath: scratch + "/" + name, contents: nil)
+        }
+        try Data(input.utf8).write(to: URL(fileURLWithPath: scratch + "/in"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.environment = (cleared ? [:] : ProcessInfo.processInfo.environment).merging(environment) { $1 }
+        process.currentDirectoryURL = URL(fileURLWithPath: "/")
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: scratch + "/in"))
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch + "/out"))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: scratch + "/err"))
+        try process.run()
+        let deadline = Date().addingTimeInterval(120)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        func text(_ name: String) -> String {
+            String(decoding: FileManager.default.contents(atPath: scratch + "/" + name) ?? Data(), as: UTF8.self)
+        }
+        return Result(status: process.terminationStatus, out: text("out"), err: text("err"))
+    }
+
+    // MARK: Login
+
+    @Test("the first login makes the login keychain a password keychain under the login password, unlocked")
+    func firstLoginCreatesTheLoginKeychainUnlocked() throws {
+        let account = try Account()
+        let login = try account.pam(["authenticate", "open_session"], input: [account.password])
+        #expect(login.status == 0, "\(login)")
+        #expect(FileManager.default.fileExists(atPath: account.loginKeychain))
+        // Unlocked in the agent: a later process adds and reads without a password.
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let found = try account.security(["find-generic-password", "-s", "svc", "-a", "me", "-w"])
+        #expect(found.status == 0 && found.out == "s3cret\n", "\(found)")
+        // Its password is the login password.
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        #expect(try account.security(["unlock-keychain", "-p", "wrong"]).status == 51)
+        #expect(try account.security(["unlock-keychain", "-p", account.password]).status == 0)
+    }
+
+    @Test("a login unlocks the locked login keychain for every later process")
+    func loginUnlocksTheLoginKeychain() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        let again = try account.pam(["authenticate", "open_session"], input: [account.password])
+        #expect(again.status == 0, "\(again)")
+        let found = try account.security(["find-generic-password", "-s", "svc", "-a", "me", "-w"])
+        #expect(found.status == 0 && found.out == "s3cret\n", "\(found)")
+    }
+
+    @Test("a password-less login keychain is converted in place at the first login, its items kept")
+    func firstLoginConvertsAPasswordlessLoginKeychain() throws {
+        let account = try Account()
+        // Today's login keychain: made password-less on first use, by the account's own tool.
+        let add = try account.security(["add-generic-password", "-s", "old", "-a", "me", "-w", "kept"])
+        #expect(add.status == 0, "\(add)")
+        #expect(try account.security(["unlock-keychain", "-p", "anything"]).status == 0, "password-less")
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        let locked = try account.security(["find-generic-password", "-s", "old", "-w"])
+        #expect(locked.status == 36, "now locked: \(locked)")
+        #expect(try account.security(["unlock-keychain", "-p", account.password]).status == 0)
+        let found = try account.security(["find-generic-password", "-s", "old", "-a", "me", "-w"])
+        #expect(found.status == 0 && found.out == "kept\n", "\(found)")
+    }
+
+    @Test("a wrong password at login unlocks nothing, and the right one still does")
+    func wrongPasswordAtLoginUnlocksNothing() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        let wrong = try account.pam(["authenticate", "open_session"], input: ["not-" + account.password])
+        #expect(wrong.status != 0, "\(wrong)")
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+    }
+
+    @Test("a helper that cannot run never stops the login")
+    func aMissingHelperNeverStopsTheLogin() throws {
+        let account = try Account(helper: "/nonexistent/keychaind")
+        let login = try account.pam(["authenticate", "open_session", "close_session"], input: [account.password])
+        #expect(login.status == 0, "\(login)")
+        #expect(!FileManager.default.fileExists(atPath: account.loginKeychain))
+    }
+
+    // MARK: Password changes
+
+    @Test("passwd with the old and new password re-wraps the login keychain: the new one opens it, the old does not")
+    func passwordChangeRewrapsTheLoginKeychain() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let new = Account.randomPassword()
+        // As a user changes their own password: pam_unix asks for the current one.
+        let change = try account.pam(["chauthtok(PAM_CHANGE_EXPIRED_AUTHTOK)"], input: [account.password, new, new])
+        #expect(change.status == 0, "\(change)")
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.security(["unlock-keychain", "-p", account.password]).status == 51)
+        #expect(try account.security(["unlock-keychain", "-p", new]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+        // And the next login, with the new password, unlocks it.
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.pam(["authenticate", "open_session"], input: [new]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+    }
+
+    @Test("an administrator's reset (no old password) loses nothing: the old password still opens the keychain")
+    func adminResetKeepsTheKeychain() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let new = Account.randomPassword()
+        // Root sets the password: pam_unix asks for no current password.
+        let reset = try account.pam(["chauthtok"], input: [new, new])
+        #expect(reset.status == 0, "\(reset)")
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        // The login with the new password succeeds, and leaves the keychain locked.
+        #expect(try account.pam(["authenticate", "open_session"], input: [new]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        // The old password opens it; set-keychain-password moves it to the new one.
+        let moved = try account.security(["set-keychain-password", "-o", account.password, "-p", new])
+        #expect(moved.status == 0, "\(moved)")
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+    }
+
+    // MARK: Where the password goes
+
+    @Test("the password is in no process's arguments or environment and in no file of the account")
+    func thePasswordIsInNoArgumentEnvironmentOrFile() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let needle = Data(account.password.utf8)
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where Int(entry) != nil {
+            for file in ["cmdline", "environ"] {
+                let contents = FileManager.default.contents(atPath: "/proc/\(entry)/\(file)") ?? Data()
+                #expect(contents.range(of: needle) == nil, "/proc/\(entry)/\(file)")
+            }
+        }
+        let files = FileManager.default.enumerator(atPath: account.home)
+        while let relative = files?.nextObject() as? String {
+            let contents = FileManager.default.contents(atPath: account.home + "/" + relative) ?? Data()
+            #expect(contents.range(of: needle) == nil, "\(relative)")
+        }
+    }
+}
