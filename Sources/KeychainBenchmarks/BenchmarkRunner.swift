@@ -106,6 +106,11 @@ struct BenchmarkRunner {
             ).run(path: reference.path, items: reference.size)
         }
         if report.agentLookups != nil {
+            progress("login unlock (pam_keychain.so's keychaind --pam login)")
+            report.loginUnlock = LoginUnlock(
+                lifecycle: lifecycle, scratch: scratch, repetitions: max(3, options.keyDerivationRepetitions),
+                progress: progress
+            ).run()
             let size = options.agentMemoryItems
             progress("resident memory of keychaind after lookups on \(Format.count(size)) items")
             do {

@@ -22,6 +22,8 @@ struct BenchmarkReport: Codable, Sendable {
     var agentLookups: AgentLookupResult?
     /// A lookup through a `keychaind` under a hostile load ÷ through an idle one.
     var agentSaturation: AgentSaturationResult?
+    /// `keychaind --pam login` unlocking the login keychain, against its floors.
+    var loginUnlock: LoginUnlockResult?
     /// `keychaind --secret-service` against GNOME Keyring, each on a private bus.
     var secretService: SecretServiceResult?
     /// The sync rows.
@@ -263,6 +265,14 @@ extension BenchmarkReport {
         for script in scripts { scriptTargets(script) }
         agentTargets(agentLookups)
         if agentLookups != nil { saturationTarget(agentSaturation) }
+        if let loginUnlock {
+            targets.append(
+                TargetResult(
+                    name: "login unlock (keychaind --pam login) ÷ (key derivation + a Swift process)",
+                    limit: "≤ 1.20×",
+                    measured: loginUnlock.unlockOverFloor.map(Format.ratio) ?? (loginUnlock.note ?? "not measured"),
+                    met: loginUnlock.unlockOverFloor.map { $0 <= 1.2 }))
+        }
         secretServiceTargets(secretService)
     }
 

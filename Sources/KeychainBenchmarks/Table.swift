@@ -33,6 +33,10 @@ enum TableRenderer {
             out.append(agentTable(lookups, saturation: report.agentSaturation))
             out.append("")
         }
+        if let login = report.loginUnlock {
+            out.append(loginUnlockTable(login))
+            out.append("")
+        }
         if let secretService = report.secretService {
             out.append(secretServiceTable(secretService))
             out.append("")
@@ -289,6 +293,31 @@ enum TableRenderer {
         }
         rows += saturationRows(saturation)
         return columns(rows, right: [1, 2, 3, 4])
+    }
+
+    /// `keychaind --pam login` against the key derivation and a Swift process, timed in the same rounds.
+    static func loginUnlockTable(_ login: LoginUnlockResult) -> String {
+        var rows: [[String]] = [["Login unlock (pam_keychain.so)", "Median", "p99", "Ratio"]]
+        guard let unlock = login.unlock, let derivation = login.keyDerivation, let process = login.swiftProcess else {
+            rows.append(["keychaind --pam login", login.note ?? "not available", "", ""])
+            return columns(rows, right: [1, 2, 3])
+        }
+        let floor = derivation.medianMicroseconds + process.medianMicroseconds
+        rows.append([
+            "key derivation alone, \(login.keyDerivationName ?? "") (swift-crypto's own call)",
+            Format.duration(derivation.medianMicroseconds), Format.duration(derivation.p99Microseconds), "",
+        ])
+        rows.append([
+            "a Swift process that does nothing", Format.duration(process.medianMicroseconds),
+            Format.duration(process.p99Microseconds), "",
+        ])
+        rows.append(["floor: the two together", Format.duration(floor), "", "1.00×"])
+        rows.append([
+            "keychaind --pam login: unlock the login keychain in the running agent",
+            Format.duration(unlock.medianMicroseconds), Format.duration(unlock.p99Microseconds),
+            login.unlockOverFloor.map(Format.ratio) ?? "",
+        ])
+        return columns(rows, right: [1, 2, 3])
     }
 
     /// The lookup through an idle keychaind and, interleaved, through one under a hostile load.

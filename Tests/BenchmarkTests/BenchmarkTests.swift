@@ -89,8 +89,8 @@ struct BenchmarkTests {
         // a saturated agent ÷ an idle one);
         // SecKey's three (sign, verify, key lookup by tag); the PKI three (.p12 import, legacy .p12
         // import, chain evaluation); the Secret Service's four (secret-tool, SearchItems + GetSecrets, CreateItem,
-        // OpenSession with Diffie-Hellman).
-        #expect(report.targets.count == 23 + 4 * report.scripts.count)
+        // OpenSession with Diffie-Hellman); the login unlock's one.
+        #expect(report.targets.count == 24 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         let saturation = report.agentSaturation
@@ -197,6 +197,12 @@ struct BenchmarkTests {
         let addNotes = report.notes.filter { $0.contains("Engine add ÷ that insert") }
         #expect(addNotes.count == 2, "one note each for the indexed and the clustered insert")
         for note in addNotes { #expect(note.contains("@30") && note.contains("@60")) }
+        // The login unlock pam_keychain.so starts, against its floors, and its target.
+        #expect(
+            report.loginUnlock?.unlockOverFloor.map { $0.isFinite && $0 > 0 } == true,
+            "\(report.loginUnlock?.note ?? "")")
+        #expect(table.contains("keychaind --pam login"))
+        #expect(report.targets.contains { $0.name.hasPrefix("login unlock") })
 
         let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
         #expect(decoded.sizes.map(\.items) == report.sizes.map(\.items))
