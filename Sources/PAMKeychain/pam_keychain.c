@@ -189,28 +189,32 @@ static int wait_for(pid_t child, int seconds) {
     return -1;
 }
 
+// What `keychaind --pam` exits with when the password does not open the login keychain.
+enum { kWrongPassword = 3 };
+
 // Hands `first` (and `second`, for a password change) to `keychaind --pam MODE` run as the user.
 // The input is the first secret's length (4 bytes, big-endian) and bytes, then the second's.
+// Returns the helper's exit status, or -1 when it could not run or did not finish.
 static int hand_off(pam_handle_t *pamh, const struct options *options, const char *mode, const char *first,
                     const char *second) {
     const char *user_name = NULL;
-    if (pam_get_user(pamh, &user_name, NULL) != PAM_SUCCESS || user_name == NULL) return PAM_IGNORE;
+    if (pam_get_user(pamh, &user_name, NULL) != PAM_SUCCESS || user_name == NULL) return -1;
     struct passwd *user = getpwnam(user_name);
     if (user == NULL) {
         pam_syslog(pamh, LOG_NOTICE, "no such user: %s", user_name);
-        return PAM_IGNORE;
+        return -1;
     }
     if (getuid() != 0 && geteuid() != 0 && getuid() != user->pw_uid) {
         pam_syslog(pamh, LOG_NOTICE, "cannot act as %s from uid %u", user_name, (unsigned)getuid());
-        return PAM_IGNORE;
+        return -1;
     }
     int pair[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return PAM_IGNORE;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return -1;
     pid_t child = fork();
     if (child < 0) {
         close(pair[0]);
         close(pair[1]);
-        return PAM_IGNORE;
+        return -1;
     }
     if (child == 0) {
         close(pair[0]);
@@ -229,12 +233,13 @@ static int hand_off(pam_handle_t *pamh, const struct options *options, const cha
     shutdown(pair[0], SHUT_WR);
     int status = wait_for(child, options->timeout);
     close(pair[0]);
-    if (failed || status != 0) {
+    if (failed) status = -1;
+    if (status != 0) {
         pam_syslog(pamh, LOG_NOTICE, "keychaind --pam %s for %s ended with %d", mode, user_name, status);
-        return PAM_IGNORE;
+    } else if (options->debug) {
+        pam_syslog(pamh, LOG_DEBUG, "keychaind --pam %s for %s: done", mode, user_name);
     }
-    if (options->debug) pam_syslog(pamh, LOG_DEBUG, "keychaind --pam %s for %s: done", mode, user_name);
-    return PAM_SUCCESS;
+    return status;
 }
 
 EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
@@ -259,15 +264,21 @@ EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **
 }
 
 EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
-    (void)flags;
     struct options options = parse_options(pamh, argc, argv);
     const void *data = NULL;
     if (pam_get_data(pamh, kPasswordData, &data) != PAM_SUCCESS || data == NULL) return PAM_IGNORE;
     const struct secret *password = data;
-    int result = hand_off(pamh, &options, "login", password->bytes, NULL);
+    int status = hand_off(pamh, &options, "login", password->bytes, NULL);
     // The password is not kept past its one use (PAM calls the cleanup, which wipes it).
     (void)pam_set_data(pamh, kPasswordData, NULL, NULL);
-    return result;
+    if (status == kWrongPassword && !(flags & PAM_SILENT)) {
+        // An administrator set a new password: the keychain still has the old one. Said once, at
+        // this login (the keychain stays locked, nothing is lost).
+        (void)pam_info(pamh,
+                       "Your login keychain still uses your previous password. To move it to this one, run: "
+                       "security set-keychain-password");
+    }
+    return status == 0 ? PAM_SUCCESS : PAM_IGNORE;
 }
 
 EXPORT int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
@@ -284,5 +295,5 @@ EXPORT int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char 
     const void *old = NULL, *new = NULL;
     if (pam_get_item(pamh, PAM_OLDAUTHTOK, &old) != PAM_SUCCESS || old == NULL) return PAM_IGNORE;
     if (pam_get_item(pamh, PAM_AUTHTOK, &new) != PAM_SUCCESS || new == NULL) return PAM_IGNORE;
-    return hand_off(pamh, &options, "password", old, new);
+    return hand_off(pamh, &options, "password", old, new) == 0 ? PAM_SUCCESS : PAM_IGNORE;
 }

@@ -191,6 +191,7 @@ import Testing
         let account = try Account()
         let login = try account.pam(["authenticate", "open_session"], input: [account.password])
         #expect(login.status == 0, "\(login)")
+        #expect(!(login.out + login.err).contains("set-keychain-password"), "no note when all is well: \(login)")
         #expect(FileManager.default.fileExists(atPath: account.loginKeychain))
         // Unlocked in the agent: a later process adds and reads without a password.
         #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
@@ -284,8 +285,11 @@ import Testing
         let reset = try account.pam(["chauthtok"], input: [new, new])
         #expect(reset.status == 0, "\(reset)")
         #expect(try account.security(["lock-keychain", "-a"]).status == 0)
-        // The login with the new password succeeds, and leaves the keychain locked.
-        #expect(try account.pam(["authenticate", "open_session"], input: [new]).status == 0)
+        // The login with the new password succeeds, leaves the keychain locked, and says how to
+        // move it to the new password.
+        let login = try account.pam(["authenticate", "open_session"], input: [new])
+        #expect(login.status == 0, "\(login)")
+        #expect((login.out + login.err).contains("security set-keychain-password"), "\(login)")
         #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
         // The old password opens it; set-keychain-password moves it to the new one.
         let moved = try account.security(["set-keychain-password", "-o", account.password, "-p", new])
