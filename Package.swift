@@ -3,7 +3,10 @@ import PackageDescription
 
 // Keychain for Linux. One module per layer, dependencies pointing down to the engine:
 //
-//   KeychainCore            the engine: encrypted, indexed, crash-safe item store
+//   KeychainModel           the vocabulary (items, queries, errors), the seam (KeychainHandle) and where the
+//                           user's keychains are (KeychainPaths, KeychainPreferences); Foundation only
+//   KeychainCore            the engine: encrypted, indexed, crash-safe item store (only its *_sqlite.swift
+//                           files import GRDB)
 //   KeychainPKI             X.509 and PKCS#12 on swift-asn1 + swift-crypto; knows nothing of keychains
 //   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainCore
 //   _SecurityFoundation     Foundation re-exported to Security from a resilient module (Security's interface)
@@ -31,6 +34,7 @@ let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "KeychainModel", targets: ["KeychainModel"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "KeychainClient", targets: ["KeychainClient"]),
         .library(name: "Security", targets: ["Security"]),
@@ -55,10 +59,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
+        // Foundation and the C library only: every layer, the API products included, speaks it
+        // without linking SQLite or swift-crypto.
+        .target(name: "KeychainModel", dependencies: ["KeychainLibc"]),
         .target(
             name: "KeychainCore",
             dependencies: [
-                "KeychainLibc",
+                "KeychainModel", "KeychainLibc",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // GRDB's own SQLite module: the hot read path steps statements and reads
                 // columns through the C API (GRDB's documented raw-pointer access).

@@ -25,7 +25,7 @@ public final class InMemoryKeychain: Sendable {
     /// Creates an empty, unlocked in-memory keychain.
     /// - Parameter accessGroups: The access groups the simulated process may use; the
     ///   default adds to `"default"` and reads every group.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot start.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot start.
     public init(accessGroups: AccessGroups = .standard) throws {
         var configuration = KeychainConfiguration.testing()
         configuration.accessGroups = accessGroups
@@ -59,7 +59,7 @@ public final class InMemoryKeychain: Sendable {
 
     /// Simulates the device locking.
     ///
-    /// Until ``unlock()``, items whose accessibility is ``KeychainCore/Accessibility/whenUnlocked``
+    /// Until ``unlock()``, items whose accessibility is ``KeychainModel/Accessibility/whenUnlocked``
     /// (or another when-unlocked value, the default) can be neither read, listed nor
     /// written: every such operation throws `KeychainError` with `.interactionNotAllowed`
     /// (`errSecInteractionNotAllowed`, -25308), exactly as on a locked device. Items that are
@@ -69,7 +69,7 @@ public final class InMemoryKeychain: Sendable {
     }
 
     /// Simulates the device unlocking.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot unwrap its keys.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot unwrap its keys.
     public func unlock() throws {
         try database.unlock(password: nil)
     }

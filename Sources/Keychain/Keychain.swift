@@ -21,8 +21,8 @@ import Foundation
 /// ```
 ///
 /// ### Errors
-/// Every failure is thrown as a ``KeychainCore/KeychainError`` whose
-/// ``KeychainCore/KeychainError/osStatus`` is Apple's `OSStatus` for it (for example
+/// Every failure is thrown as a ``KeychainModel/KeychainError`` whose
+/// ``KeychainModel/KeychainError/osStatus`` is Apple's `OSStatus` for it (for example
 /// `-25308`, `errSecInteractionNotAllowed`, while the keychain is locked). An item that
 /// does not exist is `nil` (or `false`), never an error, and no other error is turned into
 /// `nil` or printed.
@@ -52,7 +52,7 @@ public struct Keychain: Sendable, CustomStringConvertible {
     /// The access group items are read from and written to; `nil` reads every group the
     /// process may read and writes to its first group (Apple's behaviour).
     public let accessGroup: String?
-    /// When new and rewritten items are readable. The default is ``KeychainCore/Accessibility/whenUnlocked``.
+    /// When new and rewritten items are readable. The default is ``KeychainModel/Accessibility/whenUnlocked``.
     public private(set) var accessibility: Accessibility = .whenUnlocked
     /// Whether this keychain addresses synchronizable items (`kSecAttrSynchronizable`).
     /// Items are matched exactly: a synchronizable keychain does not see other items.

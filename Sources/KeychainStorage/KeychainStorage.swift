@@ -21,7 +21,7 @@ import Synchronization
 ///
 /// ### Sharing
 /// A store lives in an access group: `nil` means the process's first group (see
-/// ``KeychainCore/AccessGroups``); a group shared by several programs shares the store.
+/// ``KeychainModel/AccessGroups``); a group shared by several programs shares the store.
 ///
 /// ### Which keychain
 /// The functions without a `database` argument use the user's default keychain (opened on
@@ -99,7 +99,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     ///   - accessGroup: The access group, or `nil` for the handle's first group.
     ///   - database: The keychain to create the store in.
     ///   - accessibility: When the store's values are readable; the default is
-    ///     ``KeychainCore/Accessibility/whenUnlocked``.
+    ///     ``KeychainModel/Accessibility/whenUnlocked``.
     /// - Returns: The open store.
     /// - Throws: ``KeychainStorageError``.
     public static func createStore(

@@ -350,7 +350,7 @@ func attributeValue(_ value: Any) throws -> AttributeValue {
 }
 
 extension SecAccessControl {
-    /// The stored form (``KeychainCore/StoredAccessControl``).
+    /// The stored form (``KeychainModel/StoredAccessControl``).
     var serialized: Data {
         StoredAccessControl(flags: UInt64(flags.rawValue), protection: protectionValue).serialized
     }

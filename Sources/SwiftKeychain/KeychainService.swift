@@ -215,7 +215,7 @@ public final class InMemoryKeychainService: KeychainServiceType, Sendable {
 
     /// Creates an empty, unlocked keychain in memory.
     /// - Parameter accessGroups: The access groups the simulated process may use.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot start.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot start.
     public init(accessGroups: AccessGroups = .standard) throws {
         var configuration = KeychainConfiguration.testing()
         configuration.accessGroups = accessGroups
@@ -244,7 +244,7 @@ public final class InMemoryKeychainService: KeychainServiceType, Sendable {
     public func lock() { database.lock() }
 
     /// Simulates the device unlocking.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot unwrap its keys.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot unwrap its keys.
     public func unlock() throws { try database.unlock(password: nil) }
 
     /// The number of generic and Internet passwords stored (attributes only are read).

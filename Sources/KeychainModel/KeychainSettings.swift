@@ -10,7 +10,7 @@ import Foundation
 /// The settings travel with the file (one entry of its header, written in one transaction),
 /// so they survive reopening and copying. They are not secret and not sealed: reading them
 /// needs no password, and changing them, as on macOS, needs the keychain unlocked
-/// (``KeychainDatabase/setSettings(_:)``).
+/// (`KeychainDatabase.setSettings(_:)`).
 ///
 /// ```swift
 /// try keychain.unlock(password: password)
@@ -51,13 +51,13 @@ public struct KeychainSettings: Hashable, Sendable, CustomStringConvertible {
     // MARK: Stored form
 
     /// The header entry that holds the settings.
-    static let metaName = "settings"
+    package static let metaName = "settings"
     /// The version of the stored form written here.
-    static let encodingVersion: UInt8 = 1
+    package static let encodingVersion: UInt8 = 1
 
     /// The stored form: 6 bytes, the version (1), the flags (bit 0: lock on sleep; the others
     /// zero) and the lock interval as a big-endian 32-bit count of seconds (0: no timeout).
-    func encoded() -> Data {
+    package func encoded() -> Data {
         let interval = UInt32(lockInterval ?? 0)
         return Data([
             Self.encodingVersion, locksOnSleep ? 1 : 0, UInt8(truncatingIfNeeded: interval >> 24),
@@ -69,7 +69,7 @@ public struct KeychainSettings: Hashable, Sendable, CustomStringConvertible {
     /// Reads the stored form; a missing entry is the default settings.
     /// - Throws: `.wrongVersion` for a form written by a later version, `.decode` for one that
     ///   is damaged (a wrong length, unknown flags, an interval out of range).
-    init(stored: Data?) throws {
+    package init(stored: Data?) throws {
         guard let stored else {
             self.init()
             return
