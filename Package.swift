@@ -8,7 +8,8 @@ import PackageDescription
 //   KeychainCore            the engine: encrypted, indexed, crash-safe item store (only its *_sqlite.swift
 //                           files import GRDB)
 //   KeychainPKI             X.509 and PKCS#12 on swift-asn1 + swift-crypto; knows nothing of keychains
-//   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainCore
+//   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainModel and
+//                           KeychainClient
 //   _SecurityFoundation     Foundation re-exported to Security from a resilient module (Security's interface)
 //   Keychain                the idiomatic Swift API (new code starts here)
 //   KeychainStorage         named encrypted stores with a pluggable cipher
@@ -79,7 +80,8 @@ let package = Package(
             dependencies: [
                 // KeychainPKI parses certificates and PKCS#12 on swift-asn1 (never swift-certificates:
                 // docs/keys-and-certificates.md says why).
-                "KeychainCore", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
+                // KeychainModel and KeychainClient, never the engine (issue 51).
+                "KeychainModel", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 // KeychainLibc: imported `internal`, as Glibc was: Security's interface names no C library.
                 "_SecurityFoundation", "KeychainLibc",
@@ -111,17 +113,18 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .target(name: "Keychain", dependencies: ["KeychainCore", "KeychainClient"]),
+        // The API products import KeychainModel and KeychainClient, never the engine (issue 51).
+        .target(name: "Keychain", dependencies: ["KeychainModel", "KeychainClient"]),
         .target(
             name: "KeychainStorage",
             dependencies: [
-                "KeychainCore", "KeychainClient",
+                "KeychainModel", "KeychainClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "SwiftKeychain", dependencies: ["KeychainCore", "KeychainClient"]),
+        .target(name: "SwiftKeychain", dependencies: ["KeychainModel", "KeychainClient"]),
         .target(name: "SeededRandom"),
         // The C library under one name (Glibc, Musl or Darwin, re-exported), so that no other
         // source file repeats the `#if canImport(Glibc)` block.
@@ -156,7 +159,7 @@ let package = Package(
             name: "SecurityTool",
             dependencies: [
                 // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
-                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "KeychainLibc",
+                "KeychainModel", "KeychainClient", "Security", "KeychainPKI", "KeychainLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -304,7 +307,9 @@ let package = Package(
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent", "KeychainLibc"]
+            dependencies: [
+                "KeychainModel", "KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent", "KeychainLibc",
+            ]
         ),
         .target(
             name: "SecretService",

@@ -1,5 +1,6 @@
 import Foundation
-import KeychainCore
+import KeychainClient
+import KeychainModel
 
 /// A keychain that lives in memory, for the tests of projects that use ``Keychain``.
 ///
@@ -19,8 +20,9 @@ import KeychainCore
 /// }
 /// ```
 public final class InMemoryKeychain: Sendable {
-    /// The engine handle; pass it wherever a ``KeychainCore/KeychainDatabase`` is expected.
-    public let database: KeychainDatabase
+    /// The in-memory keychain's handle (the engine's, in this process); pass it wherever an
+    /// `any KeychainHandle` is expected.
+    public let database: any KeychainHandle
 
     /// Creates an empty, unlocked in-memory keychain.
     /// - Parameter accessGroups: The access groups the simulated process may use; the
@@ -29,7 +31,7 @@ public final class InMemoryKeychain: Sendable {
     public init(accessGroups: AccessGroups = .standard) throws {
         var configuration = KeychainConfiguration.testing()
         configuration.accessGroups = accessGroups
-        database = try KeychainDatabase.inMemory(configuration: configuration)
+        database = try Keychains.inMemory(configuration: configuration)
     }
 
     /// A ``Keychain`` of the generic passwords of `service` in this keychain.

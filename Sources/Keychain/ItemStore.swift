@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 
 /// The three keychain operations `Keychain` uses; every ``KeychainModel/KeychainHandle``
 /// provides them.

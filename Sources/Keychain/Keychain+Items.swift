@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 
 extension Keychain {
     // MARK: Reading

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 
 extension Keychain {
     /// The text stored under `key`; assigning `nil` removes the item.

@@ -1,5 +1,5 @@
 import KeychainClient
-@_exported import KeychainCore
+@_exported import KeychainModel
 import Foundation
 
 /// The idiomatic Swift API to the keychain: read and write strings, data and `Codable`
@@ -33,8 +33,8 @@ import Foundation
 ///
 /// ### Which keychain
 /// ``init(service:accessGroup:)`` uses the user's default keychain, opened on first use.
-/// Pass a `database` (a ``KeychainCore/TemporaryKeychain``'s, an ``InMemoryKeychain``'s or
-/// any ``KeychainCore/KeychainDatabase``) to use another one, or run code under
+/// Pass a `database` (an ``InMemoryKeychain``'s, any `KeychainHandle` from `Keychains`, or,
+/// importing `KeychainCore`, a `TemporaryKeychain`'s) to use another one, or run code under
 /// ``withDefaultDatabase(_:operation:)``.
 public struct Keychain: Sendable, CustomStringConvertible {
     /// The items a `Keychain` addresses.
@@ -81,7 +81,7 @@ public struct Keychain: Sendable, CustomStringConvertible {
     /// A keychain of the generic passwords of `service`, in `database`.
     ///
     /// ```swift
-    /// let temporary = try TemporaryKeychain()
+    /// let temporary = try TemporaryKeychain()   // KeychainCore
     /// let keychain = Keychain(service: "com.example.api", database: temporary.keychain)
     /// ```
     /// - Parameters:

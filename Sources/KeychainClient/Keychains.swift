@@ -124,6 +124,25 @@ public enum Keychains {
         return try KeychainDatabase.create(at: path, password: password, configuration: configuration)
     }
 
+    /// A new, empty keychain kept in this process's memory (never the agent's), unlocked: what
+    /// the in-memory keychains of `Keychain` and `SwiftKeychain` hold.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot start.
+    package static func inMemory(configuration: KeychainConfiguration = .testing()) throws -> any KeychainHandle {
+        try KeychainDatabase.inMemory(configuration: configuration)
+    }
+
+    /// Opens the keychain file at `path` in this process, whatever the agent, creating it
+    /// password-less when there is none: a keychain no user's agent may hold (the System
+    /// keychain, root's).
+    /// - Throws: ``KeychainModel/KeychainError`` when it can be neither opened nor created.
+    package static func openInProcessCreatingIfMissing(
+        at path: String, configuration: KeychainConfiguration
+    ) throws -> any KeychainHandle {
+        try KeychainDatabase.openCreatingIfMissing(
+            open: { try KeychainDatabase.open(at: path, configuration: configuration) },
+            create: { try KeychainDatabase.create(at: path, password: nil, configuration: configuration) })
+    }
+
     /// Deletes the keychain file at `path` and the files SQLite keeps beside it.
     /// - Throws: ``KeychainModel/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
     public static func delete(at path: String) throws {

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import Logging
 import Synchronization
 
@@ -26,7 +26,7 @@ import Synchronization
 /// ### Which keychain
 /// The functions without a `database` argument use the user's default keychain (opened on
 /// first use), or the database given to ``withDefaultDatabase(_:operation:)``. Tests pass a
-/// ``KeychainCore/TemporaryKeychain``'s or an in-memory ``KeychainCore/KeychainDatabase``.
+/// `TemporaryKeychain`'s or an in-memory `KeychainDatabase` (both `KeychainCore`'s).
 ///
 /// ### Thread safety
 /// Every instance method is safe to call from any thread; calls on one instance run one at
@@ -211,7 +211,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     /// functions that take no `database` argument.
     ///
     /// ```swift
-    /// let temporary = try TemporaryKeychain()
+    /// let temporary = try TemporaryKeychain()   // KeychainCore
     /// try KeychainStorage.withDefaultDatabase(temporary.keychain) {
     ///     let store = try KeychainStorage.createStore(name: "s", cipher: nil, accessGroup: nil)
     /// }

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 
 /// The error thrown by ``KeychainStorage`` and ``Cipher``.
 ///

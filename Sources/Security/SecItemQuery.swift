@@ -8,7 +8,7 @@
 // kSecMatchLimit in SecItemDelete).
 
 internal import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 
 /// The four SecItem operations, which parse dictionaries slightly differently.
 enum SecOperation {

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 import Security
 
 /// A failed command: what it returns (macOS's `security` returns an `OSStatus`, `1`, or `2` for

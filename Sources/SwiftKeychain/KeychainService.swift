@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 
 /// The storage that ``KeychainItemType`` saves to, fetches from and removes from.
 ///
@@ -210,7 +210,7 @@ public struct KeychainService: KeychainServiceType, Sendable {
 /// ```
 public final class InMemoryKeychainService: KeychainServiceType, Sendable {
     /// The engine handle of the in-memory keychain.
-    public let database: KeychainDatabase
+    public let database: any KeychainHandle
     private let service: KeychainService
 
     /// Creates an empty, unlocked keychain in memory.
@@ -219,7 +219,7 @@ public final class InMemoryKeychainService: KeychainServiceType, Sendable {
     public init(accessGroups: AccessGroups = .standard) throws {
         var configuration = KeychainConfiguration.testing()
         configuration.accessGroups = accessGroups
-        database = try KeychainDatabase.inMemory(configuration: configuration)
+        database = try Keychains.inMemory(configuration: configuration)
         service = KeychainService(database: database)
     }
 

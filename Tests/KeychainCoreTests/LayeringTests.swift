@@ -28,6 +28,25 @@ struct LayeringTests {
         }
     }
 
+    @Test("KeychainModel imports Foundation and the C library only")
+    func modelImportsFoundationOnly() throws {
+        let allowed: Set = ["Foundation", "KeychainLibc", "Synchronization"]
+        for (file, modules) in try Self.imports(of: "KeychainModel") {
+            #expect(Set(modules).isSubset(of: allowed), "Sources/KeychainModel/\(file) imports \(modules)")
+        }
+    }
+
+    @Test(
+        "The API products import KeychainModel and KeychainClient, never the engine",
+        arguments: ["Security", "Keychain", "KeychainStorage", "SwiftKeychain", "SecurityTool"])
+    func apiProductsDoNotImportTheEngine(module: String) throws {
+        for (file, modules) in try Self.imports(of: module) {
+            #expect(
+                !modules.contains { $0 == "KeychainCore" || $0.hasPrefix("GRDB") },
+                "Sources/\(module)/\(file) imports the engine")
+        }
+    }
+
     @Test("Only KeychainCore's *_sqlite.swift files import GRDB")
     func onlySQLiteFilesImportGRDB() throws {
         for (file, modules) in try Self.imports(of: "KeychainCore") where !file.hasSuffix("_sqlite.swift") {
