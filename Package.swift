@@ -223,6 +223,8 @@ let package = Package(
             dependencies: ["KeychainCore", "KeychainLibc"],
             path: "Tests/Worker"
         ),
+        // KeychainModel alone: no engine, no GRDB, no swift-crypto in this target.
+        .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [

@@ -27,14 +27,30 @@ public struct KeychainPaths: Sendable, Hashable {
     /// so a command that names its keychain never parses them.
     public var defaultKeychain: String {
         get {
-            chosenDefaultKeychain
-                ?? (try? KeychainPreferences.load(from: preferencesFile))?.defaultKeychain
-                .flatMap { $0.isEmpty ? nil : $0 }
-                ?? loginKeychain
+            if let chosenDefaultKeychain { return chosenDefaultKeychain }
+            return defaultKeychain(preferences: try? KeychainPreferences.load(from: preferencesFile))
         }
         set { chosenDefaultKeychain = newValue }
     }
     private var chosenDefaultKeychain: String?
+
+    /// The default keychain's file given the user's preferences, reading no file: the policy
+    /// itself. The one chosen for these paths (by `KEYCHAIN_DEFAULT_PATH` or by setting
+    /// ``defaultKeychain``), else the preferences' default keychain, else ``loginKeychain``.
+    ///
+    /// ```swift
+    /// let paths = KeychainPaths(environment: ["HOME": "/home/u"])
+    /// var preferences = KeychainPreferences()
+    /// paths.defaultKeychain(preferences: preferences)  // "/home/u/.local/share/keychains/login.keychain-db"
+    /// preferences.defaultKeychain = "/srv/ci.keychain-db"
+    /// paths.defaultKeychain(preferences: preferences)  // "/srv/ci.keychain-db"
+    /// ```
+    /// - Parameter preferences: The user's preferences (``KeychainPreferences/load(from:)``
+    ///   of ``preferencesFile``), or `nil` for none.
+    /// - Returns: The default keychain's path.
+    public func defaultKeychain(preferences: KeychainPreferences?) -> String {
+        chosenDefaultKeychain ?? preferences?.defaultKeychain.flatMap { $0.isEmpty ? nil : $0 } ?? loginKeychain
+    }
 
     /// The default keychain when it was chosen for these paths (by `KEYCHAIN_DEFAULT_PATH` or
     /// by setting ``defaultKeychain``), `nil` when the user's preferences decide. A client of
