@@ -5,7 +5,7 @@ extension KeychainDatabase {
     /// The keychain's lock settings, as stored in its file (the defaults when none were set).
     ///
     /// Reading them needs no password: a locked keychain has settings too.
-    /// - Throws: ``KeychainError``: `.notAvailable` after ``close()``, `.decode` when the
+    /// - Throws: ``KeychainModel/KeychainError``: `.notAvailable` after ``close()``, `.decode` when the
     ///   stored settings are damaged, `.wrongVersion` when a later version wrote them.
     public var settings: KeychainSettings {
         get throws {
@@ -29,7 +29,7 @@ extension KeychainDatabase {
     /// As macOS's `SecKeychainSetSettings`, this needs the keychain unlocked (a keychain
     /// without a password always is) and its file writable.
     /// - Parameter settings: The new settings.
-    /// - Throws: ``KeychainError``: `.parameter` for a lock interval out of range,
+    /// - Throws: ``KeychainModel/KeychainError``: `.parameter` for a lock interval out of range,
     ///   `.interactionNotAllowed` while the keychain is locked, `.readOnly` for a file that
     ///   cannot be written, `.notAvailable` after ``close()``.
     public func setSettings(_ settings: KeychainSettings) throws {
