@@ -77,7 +77,8 @@ public protocol KeychainHandle: AnyObject, Sendable {
 /// another process (the session agent's client) need not pretend to offer it. The engine's
 /// handles (`KeychainDatabase` and the handles it gives a caller with `acting(for:)`) conform;
 /// on `any KeychainHandle`, the members of the same names forward here and fail on a handle
-/// that does not conform.
+/// that does not conform. A type that adopts this protocol implements each member itself (the
+/// forwarding members would otherwise stand in for them, and call themselves).
 public protocol KeychainMaintenance: KeychainHandle {
     /// The persistent ids of the generic passwords that match `query` by the keychain's index
     /// and cannot be read now because their protection class is locked.
