@@ -3,9 +3,13 @@ import PackageDescription
 
 // Keychain for Linux. One module per layer, dependencies pointing down to the engine:
 //
-//   KeychainCore            the engine: encrypted, indexed, crash-safe item store
+//   KeychainModel           the vocabulary (items, queries, errors), the seam (KeychainHandle) and where the
+//                           user's keychains are (KeychainPaths, KeychainPreferences); Foundation only
+//   KeychainCore            the engine: encrypted, indexed, crash-safe item store (only its *_sqlite.swift
+//                           files import GRDB)
 //   KeychainPKI             X.509 and PKCS#12 on swift-asn1 + swift-crypto; knows nothing of keychains
-//   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainCore
+//   Security                Apple's Keychain Services API (SecItem*, kSec*, errSec*) on KeychainModel and
+//                           KeychainClient
 //   _SecurityFoundation     Foundation re-exported to Security from a resilient module (Security's interface)
 //   Keychain                the idiomatic Swift API (new code starts here)
 //   KeychainStorage         named encrypted stores with a pluggable cipher
@@ -32,6 +36,7 @@ let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "KeychainModel", targets: ["KeychainModel"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "KeychainClient", targets: ["KeychainClient"]),
         .library(name: "Security", targets: ["Security"]),
@@ -58,10 +63,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
+        // Foundation and the C library only: every layer, the API products included, speaks it
+        // without linking SQLite or swift-crypto.
+        .target(name: "KeychainModel", dependencies: ["KeychainLibc"]),
         .target(
             name: "KeychainCore",
             dependencies: [
-                "KeychainLibc",
+                "KeychainModel", "KeychainLibc",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // GRDB's own SQLite module: the hot read path steps statements and reads
                 // columns through the C API (GRDB's documented raw-pointer access).
@@ -75,7 +83,8 @@ let package = Package(
             dependencies: [
                 // KeychainPKI parses certificates and PKCS#12 on swift-asn1 (never swift-certificates:
                 // docs/keys-and-certificates.md says why).
-                "KeychainCore", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
+                // KeychainModel and KeychainClient, never the engine (issue 51).
+                "KeychainModel", "KeychainClient", "KeychainPKI", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 // KeychainLibc: imported `internal`, as Glibc was: Security's interface names no C library.
                 "_SecurityFoundation", "KeychainLibc",
@@ -107,17 +116,18 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .target(name: "Keychain", dependencies: ["KeychainCore", "KeychainClient"]),
+        // The API products import KeychainModel and KeychainClient, never the engine (issue 51).
+        .target(name: "Keychain", dependencies: ["KeychainModel", "KeychainClient"]),
         .target(
             name: "KeychainStorage",
             dependencies: [
-                "KeychainCore", "KeychainClient",
+                "KeychainModel", "KeychainClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "SwiftKeychain", dependencies: ["KeychainCore", "KeychainClient"]),
+        .target(name: "SwiftKeychain", dependencies: ["KeychainModel", "KeychainClient"]),
         .target(name: "SeededRandom"),
         // The C library under one name (Glibc, Musl or Darwin, re-exported), so that no other
         // source file repeats the `#if canImport(Glibc)` block.
@@ -155,7 +165,7 @@ let package = Package(
             name: "SecurityTool",
             dependencies: [
                 // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
-                "KeychainCore", "KeychainClient", "Security", "KeychainPKI", "KeychainLibc",
+                "KeychainModel", "KeychainClient", "Security", "KeychainPKI", "KeychainLibc",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -219,6 +229,8 @@ let package = Package(
             dependencies: ["KeychainCore", "KeychainLibc"],
             path: "Tests/Worker"
         ),
+        // KeychainModel alone: no engine, no GRDB, no swift-crypto in this target.
+        .testTarget(name: "KeychainModelTests", dependencies: ["KeychainModel"]),
         .testTarget(
             name: "KeychainCoreTests",
             dependencies: [
@@ -303,7 +315,9 @@ let package = Package(
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
         .target(
             name: "KeychainClient",
-            dependencies: ["KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent", "KeychainLibc"]
+            dependencies: [
+                "KeychainModel", "KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent", "KeychainLibc",
+            ]
         ),
         .target(
             name: "SecretService",

@@ -1,5 +1,6 @@
 import Foundation
-import KeychainCore
+import KeychainClient
+import KeychainModel
 
 /// A keychain that lives in memory, for the tests of projects that use ``Keychain``.
 ///
@@ -19,17 +20,18 @@ import KeychainCore
 /// }
 /// ```
 public final class InMemoryKeychain: Sendable {
-    /// The engine handle; pass it wherever a ``KeychainCore/KeychainDatabase`` is expected.
-    public let database: KeychainDatabase
+    /// The in-memory keychain's handle (the engine's, in this process); pass it wherever an
+    /// `any KeychainHandle` is expected.
+    public let database: any KeychainHandle
 
     /// Creates an empty, unlocked in-memory keychain.
     /// - Parameter accessGroups: The access groups the simulated process may use; the
     ///   default adds to `"default"` and reads every group.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot start.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot start.
     public init(accessGroups: AccessGroups = .standard) throws {
         var configuration = KeychainConfiguration.testing()
         configuration.accessGroups = accessGroups
-        database = try KeychainDatabase.inMemory(configuration: configuration)
+        database = try Keychains.inMemory(configuration: configuration)
     }
 
     /// A ``Keychain`` of the generic passwords of `service` in this keychain.
@@ -59,7 +61,7 @@ public final class InMemoryKeychain: Sendable {
 
     /// Simulates the device locking.
     ///
-    /// Until ``unlock()``, items whose accessibility is ``KeychainCore/Accessibility/whenUnlocked``
+    /// Until ``unlock()``, items whose accessibility is ``KeychainModel/Accessibility/whenUnlocked``
     /// (or another when-unlocked value, the default) can be neither read, listed nor
     /// written: every such operation throws `KeychainError` with `.interactionNotAllowed`
     /// (`errSecInteractionNotAllowed`, -25308), exactly as on a locked device. Items that are
@@ -69,7 +71,7 @@ public final class InMemoryKeychain: Sendable {
     }
 
     /// Simulates the device unlocking.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot unwrap its keys.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot unwrap its keys.
     public func unlock() throws {
         try database.unlock(password: nil)
     }

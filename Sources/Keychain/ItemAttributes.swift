@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 
 extension Keychain {
     /// The attributes of one item, as listed by ``Keychain/allItems()``. It holds no secret.

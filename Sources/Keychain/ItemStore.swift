@@ -1,8 +1,8 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 
-/// The three keychain operations `Keychain` uses; every ``KeychainCore/KeychainHandle``
+/// The three keychain operations `Keychain` uses; every ``KeychainModel/KeychainHandle``
 /// provides them.
 ///
 /// Tests substitute an implementation that records calls or injects failures.

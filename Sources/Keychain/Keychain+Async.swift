@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import KeychainCore
+import KeychainModel
 
 // The asynchronous variants run the blocking keychain work on a global dispatch queue, so
 // that a caller on the cooperative thread pool (or the main actor) never blocks. In an

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 
 extension Keychain {
     // MARK: Reading
@@ -7,7 +7,7 @@ extension Keychain {
     /// Reads the secret stored under `key` as bytes.
     /// - Parameter key: The item's key (its account, `kSecAttrAccount`).
     /// - Returns: The secret, or `nil` when no item has that key.
-    /// - Throws: ``KeychainCore/KeychainError`` for any other failure, such as
+    /// - Throws: ``KeychainModel/KeychainError`` for any other failure, such as
     ///   `.interactionNotAllowed` (-25308) while the keychain is locked.
     public func data(forKey key: String) throws -> Data? {
         let store = try store.resolve()
@@ -20,7 +20,7 @@ extension Keychain {
     /// Reads the secret stored under `key` as UTF-8 text.
     /// - Parameter key: The item's key.
     /// - Returns: The text, or `nil` when no item has that key.
-    /// - Throws: ``KeychainCore/KeychainError``; `.decode` (-26275) when the secret is not
+    /// - Throws: ``KeychainModel/KeychainError``; `.decode` (-26275) when the secret is not
     ///   UTF-8 text.
     public func string(forKey key: String) throws -> String? {
         guard let data = try data(forKey: key) else { return nil }
@@ -41,7 +41,7 @@ extension Keychain {
     ///   - type: The type to decode.
     ///   - key: The item's key.
     /// - Returns: The value, or `nil` when no item has that key.
-    /// - Throws: ``KeychainCore/KeychainError``; `.decode` (-26275) when the stored bytes
+    /// - Throws: ``KeychainModel/KeychainError``; `.decode` (-26275) when the stored bytes
     ///   are not a `type` (the error does not quote them).
     public func value<T: Decodable>(_ type: T.Type = T.self, forKey key: String) throws -> T? {
         guard let data = try data(forKey: key) else { return nil }
@@ -51,7 +51,7 @@ extension Keychain {
     /// Whether an item is stored under `key`. Its secret is not decrypted.
     /// - Parameter key: The item's key.
     /// - Returns: `true` when the item exists.
-    /// - Throws: ``KeychainCore/KeychainError``, such as `.interactionNotAllowed` while the
+    /// - Throws: ``KeychainModel/KeychainError``, such as `.interactionNotAllowed` while the
     ///   keychain is locked (the item's attributes are sealed too).
     public func contains(_ key: String) throws -> Bool {
         let store = try store.resolve()
@@ -64,7 +64,7 @@ extension Keychain {
     ///
     /// Listing reads attributes only: no secret is decrypted.
     /// - Returns: The keys; empty when there are none.
-    /// - Throws: ``KeychainCore/KeychainError``.
+    /// - Throws: ``KeychainModel/KeychainError``.
     public func allKeys() throws -> [String] {
         try allItems().map(\.key)
     }
@@ -73,7 +73,7 @@ extension Keychain {
     ///
     /// No secret is decrypted or returned; read one with ``data(forKey:)``.
     /// - Returns: The items' attributes; empty when there are none.
-    /// - Throws: ``KeychainCore/KeychainError``.
+    /// - Throws: ``KeychainModel/KeychainError``.
     public func allItems() throws -> [ItemAttributes] {
         let store = try store.resolve()
         return try store.find(readQuery(key: nil), includeData: false).map(ItemAttributes.init)
@@ -82,7 +82,7 @@ extension Keychain {
     /// The attributes of the item stored under `key`; its secret is not decrypted.
     /// - Parameter key: The item's key.
     /// - Returns: The attributes, or `nil` when no item has that key.
-    /// - Throws: ``KeychainCore/KeychainError``.
+    /// - Throws: ``KeychainModel/KeychainError``.
     public func attributes(forKey key: String) throws -> ItemAttributes? {
         let store = try store.resolve()
         var query = readQuery(key: key)
@@ -100,7 +100,7 @@ extension Keychain {
     /// - Parameters:
     ///   - data: The secret.
     ///   - key: The item's key.
-    /// - Throws: ``KeychainCore/KeychainError``, such as `.interactionNotAllowed` while the
+    /// - Throws: ``KeychainModel/KeychainError``, such as `.interactionNotAllowed` while the
     ///   keychain is locked or `.parameter` when the secret is too large.
     public func set(_ data: Data, forKey key: String) throws {
         try upsert(data, key: key)
@@ -110,7 +110,7 @@ extension Keychain {
     /// - Parameters:
     ///   - string: The secret.
     ///   - key: The item's key.
-    /// - Throws: ``KeychainCore/KeychainError``.
+    /// - Throws: ``KeychainModel/KeychainError``.
     public func set(_ string: String, forKey key: String) throws {
         try upsert(Data(string.utf8), key: key)
     }
@@ -123,7 +123,7 @@ extension Keychain {
     /// - Parameters:
     ///   - value: The value.
     ///   - key: The item's key.
-    /// - Throws: ``KeychainCore/KeychainError``; `.parameter` (-50) when the value cannot
+    /// - Throws: ``KeychainModel/KeychainError``; `.parameter` (-50) when the value cannot
     ///   be encoded (the error does not quote it).
     public func set<T: Encodable & Sendable>(_ value: T, forKey key: String) throws {
         try upsert(Self.encode(value), key: key)
@@ -132,7 +132,7 @@ extension Keychain {
     /// Removes the item stored under `key`.
     /// - Parameter key: The item's key.
     /// - Returns: `true` if an item was removed, `false` if there was none.
-    /// - Throws: ``KeychainCore/KeychainError`` for any failure other than "not found".
+    /// - Throws: ``KeychainModel/KeychainError`` for any failure other than "not found".
     @discardableResult
     public func remove(_ key: String) throws -> Bool {
         try delete(readQuery(key: key))
@@ -141,7 +141,7 @@ extension Keychain {
     /// Removes every item of this keychain (of its service or server, access group and
     /// synchronizable state); other items are left alone.
     /// - Returns: `true` if any item was removed.
-    /// - Throws: ``KeychainCore/KeychainError`` for any failure other than "not found".
+    /// - Throws: ``KeychainModel/KeychainError`` for any failure other than "not found".
     @discardableResult
     public func removeAll() throws -> Bool {
         try delete(readQuery(key: nil))

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 
 extension Keychain {
     /// The text stored under `key`; assigning `nil` removes the item.
@@ -97,21 +97,21 @@ public struct KeychainStored<Value: Codable & Sendable>: Sendable {
 
     /// Reads the value.
     /// - Returns: The value, or `nil` when absent.
-    /// - Throws: ``KeychainCore/KeychainError``.
+    /// - Throws: ``KeychainModel/KeychainError``.
     public func load() throws -> Value? {
         try keychain.value(Value.self, forKey: key)
     }
 
     /// Stores the value, or removes it when `value` is `nil`.
     /// - Parameter value: The new value.
-    /// - Throws: ``KeychainCore/KeychainError``; the old value is kept on failure.
+    /// - Throws: ``KeychainModel/KeychainError``; the old value is kept on failure.
     public func save(_ value: Value?) throws {
         if let value { try keychain.set(value, forKey: key) } else { try keychain.remove(key) }
     }
 
     /// Removes the value.
     /// - Returns: `true` if a value was removed.
-    /// - Throws: ``KeychainCore/KeychainError`` for any failure other than "not found".
+    /// - Throws: ``KeychainModel/KeychainError`` for any failure other than "not found".
     @discardableResult
     public func remove() throws -> Bool {
         try keychain.remove(key)

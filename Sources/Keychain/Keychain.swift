@@ -1,5 +1,5 @@
 import KeychainClient
-@_exported import KeychainCore
+@_exported import KeychainModel
 import Foundation
 
 /// The idiomatic Swift API to the keychain: read and write strings, data and `Codable`
@@ -21,8 +21,8 @@ import Foundation
 /// ```
 ///
 /// ### Errors
-/// Every failure is thrown as a ``KeychainCore/KeychainError`` whose
-/// ``KeychainCore/KeychainError/osStatus`` is Apple's `OSStatus` for it (for example
+/// Every failure is thrown as a ``KeychainModel/KeychainError`` whose
+/// ``KeychainModel/KeychainError/osStatus`` is Apple's `OSStatus` for it (for example
 /// `-25308`, `errSecInteractionNotAllowed`, while the keychain is locked). An item that
 /// does not exist is `nil` (or `false`), never an error, and no other error is turned into
 /// `nil` or printed.
@@ -33,8 +33,8 @@ import Foundation
 ///
 /// ### Which keychain
 /// ``init(service:accessGroup:)`` uses the user's default keychain, opened on first use.
-/// Pass a `database` (a ``KeychainCore/TemporaryKeychain``'s, an ``InMemoryKeychain``'s or
-/// any ``KeychainCore/KeychainDatabase``) to use another one, or run code under
+/// Pass a `database` (an ``InMemoryKeychain``'s, any `KeychainHandle` from `Keychains`, or,
+/// importing `KeychainCore`, a `TemporaryKeychain`'s) to use another one, or run code under
 /// ``withDefaultDatabase(_:operation:)``.
 public struct Keychain: Sendable, CustomStringConvertible {
     /// The items a `Keychain` addresses.
@@ -52,7 +52,7 @@ public struct Keychain: Sendable, CustomStringConvertible {
     /// The access group items are read from and written to; `nil` reads every group the
     /// process may read and writes to its first group (Apple's behaviour).
     public let accessGroup: String?
-    /// When new and rewritten items are readable. The default is ``KeychainCore/Accessibility/whenUnlocked``.
+    /// When new and rewritten items are readable. The default is ``KeychainModel/Accessibility/whenUnlocked``.
     public private(set) var accessibility: Accessibility = .whenUnlocked
     /// Whether this keychain addresses synchronizable items (`kSecAttrSynchronizable`).
     /// Items are matched exactly: a synchronizable keychain does not see other items.
@@ -81,7 +81,7 @@ public struct Keychain: Sendable, CustomStringConvertible {
     /// A keychain of the generic passwords of `service`, in `database`.
     ///
     /// ```swift
-    /// let temporary = try TemporaryKeychain()
+    /// let temporary = try TemporaryKeychain()   // KeychainCore
     /// let keychain = Keychain(service: "com.example.api", database: temporary.keychain)
     /// ```
     /// - Parameters:

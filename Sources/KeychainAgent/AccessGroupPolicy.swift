@@ -5,7 +5,7 @@ import KeychainCore
 ///
 /// - An add or update naming a group gets it only if the group is in the caller's set (or the
 ///   set holds `"*"`); otherwise `errSecMissingEntitlement` (-34018).
-/// - A request naming no group uses the caller's first group (``KeychainCore/AccessGroups/defaultGroup``).
+/// - A request naming no group uses the caller's first group (``KeychainModel/AccessGroups/defaultGroup``).
 /// - Queries see only the caller's groups.
 /// - A caller with no groups gets -34018 for everything.
 public enum AccessGroupPolicy {

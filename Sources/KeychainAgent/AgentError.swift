@@ -3,7 +3,7 @@ import KeychainLibc
 
 /// The error thrown by every part of the agent's security core.
 ///
-/// An `AgentError` carries a ``Code`` (an open set, like ``KeychainCore/KeychainError/Code``), a
+/// An `AgentError` carries a ``Code`` (an open set, like ``KeychainModel/KeychainError/Code``), a
 /// message that names the path or process involved and what to do about it, and the `errno`
 /// behind a system-call failure. Where it meets the keychain it becomes an `OSStatus`:
 /// ``osStatus`` (and ``keychainError``) map every code in one place, so a group outside the
@@ -32,7 +32,7 @@ public struct AgentError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The Apple `OSStatus` a keychain client receives for this failure.
     public var osStatus: Int32 { code.osStatus }
 
-    /// The same failure as a ``KeychainCore/KeychainError`` (same `OSStatus`, same message).
+    /// The same failure as a ``KeychainModel/KeychainError`` (same `OSStatus`, same message).
     public var keychainError: KeychainError {
         KeychainError(
             KeychainError.Code(rawValue: osStatus), message,

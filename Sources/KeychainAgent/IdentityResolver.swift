@@ -13,7 +13,7 @@ public struct IdentityResolver: Sendable {
     /// Where manifests are read from.
     public var manifests: ManifestDirectory
     /// The groups of unidentified callers: the user's configuration (today `KEYCHAIN_ACCESS_GROUPS`
-    /// as the agent sees it, ``KeychainCore/AccessGroups/standard`` when unset).
+    /// as the agent sees it, ``KeychainModel/AccessGroups/standard`` when unset).
     public var defaultGroups: AccessGroups
     /// The digest cache for pinned executables.
     public let hashCache: ExecutableHashCache

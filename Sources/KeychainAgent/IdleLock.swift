@@ -3,7 +3,7 @@ import Foundation
 import KeychainCore
 
 /// The agent's idle lock: a password keychain whose settings have a lock interval
-/// (``KeychainCore/KeychainSettings/lockInterval``) is locked once that many seconds pass
+/// (``KeychainModel/KeychainSettings/lockInterval``) is locked once that many seconds pass
 /// without a request that uses it, as macOS's `securityd` locks a keychain after its timeout.
 ///
 /// A keychain is watched from the moment it is unlocked (or its settings, password or keys

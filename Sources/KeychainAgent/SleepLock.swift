@@ -7,7 +7,7 @@ import Synchronization
 /// The agent's sleep and session lock: on the system bus, logind's
 /// `org.freedesktop.login1.Manager.PrepareForSleep(true)` and its `Session.Lock` signal for the
 /// agent's session lock every keychain whose settings say
-/// ``KeychainCore/KeychainSettings/locksOnSleep`` (`security set-keychain-settings -l`).
+/// ``KeychainModel/KeychainSettings/locksOnSleep`` (`security set-keychain-settings -l`).
 ///
 /// macOS's `security(1)` describes `-l` as "Lock keychain when the system sleeps", and has no
 /// setting for a screen lock. A locked session is the same situation, someone stepping away

@@ -59,14 +59,14 @@ public final class AgentKeychain: KeychainHandle {
     public func close() throws {}
 
     /// The keychain's lock settings, as the agent reads them from its file.
-    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.decode` for damaged settings).
+    /// - Throws: The agent's ``KeychainModel/KeychainError`` (`.decode` for damaged settings).
     public var settings: KeychainSettings {
         get throws { try AgentCodec.decodeSettings(try first(call(.settings))) }
     }
 
     /// Stores the keychain's lock settings through the agent, which locks the keychain after
-    /// ``KeychainCore/KeychainSettings/lockInterval`` seconds without a request from then on.
-    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.interactionNotAllowed` while
+    /// ``KeychainModel/KeychainSettings/lockInterval`` seconds without a request from then on.
+    /// - Throws: The agent's ``KeychainModel/KeychainError`` (`.interactionNotAllowed` while
     ///   the keychain is locked, `.missingEntitlement` for a caller that may not manage
     ///   keychains).
     public func setSettings(_ settings: KeychainSettings) throws {
@@ -137,7 +137,7 @@ extension AgentConnection {
     /// Has the agent create a keychain file at the absolute `path`, protected by `password`'s
     /// bytes (by the device key alone when `nil`), and returns it unlocked, as macOS leaves a
     /// keychain it has just created.
-    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.duplicateKeychain` when a file
+    /// - Throws: The agent's ``KeychainModel/KeychainError`` (`.duplicateKeychain` when a file
     ///   exists there, `.missingEntitlement` for a caller that may not manage keychains).
     public func createKeychain(at path: String, password: Data?) throws -> AgentKeychain {
         _ = try call(.create, [.string(path), .boolean(password != nil), .bytes(Array(password ?? Data()))])
@@ -145,7 +145,7 @@ extension AgentConnection {
     }
 
     /// Has the agent close and delete the keychain file at the absolute `path`.
-    /// - Throws: The agent's ``KeychainCore/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
+    /// - Throws: The agent's ``KeychainModel/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
     public func deleteKeychain(at path: String) throws {
         _ = try call(.deleteKeychain, [.string(path)])
     }
@@ -154,7 +154,7 @@ extension AgentConnection {
 extension AgentKeychain: TokenKeyHolder {
     /// Generates a token key in the agent (stored there as `template` when given); only its public
     /// key and an opaque handle come back.
-    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.unimplemented` from an agent that
+    /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func createTokenKey(storing template: Item?) throws -> (publicKey: Data, handle: Data) {
         let reply = try tokenCall(
@@ -166,7 +166,7 @@ extension AgentKeychain: TokenKeyHolder {
     }
 
     /// Runs a token key operation in the agent, which holds the private key.
-    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.unimplemented` from an agent that
+    /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
         let reply = try tokenCall(
@@ -183,7 +183,7 @@ extension AgentKeychain: TokenKeyHolder {
     }
 
     /// Stores a token key the agent made without `permanent` as the key item `template`.
-    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.unimplemented` from an agent that
+    /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
         let reply = try tokenCall(.storeTokenKey, [.bytes(Array(handle)), AgentCodec.encode(template)])

@@ -14,7 +14,7 @@ enum AgentLauncher {
     static let patience: Duration = .seconds(10)
 
     /// Starts the agent for `socketPath` and connects to it.
-    /// - Throws: ``KeychainCore/KeychainError`` `.notAvailable` naming what is missing.
+    /// - Throws: ``KeychainModel/KeychainError`` `.notAvailable` naming what is missing.
     static func start(socketPath: String, environment: [String: String]) throws -> AgentConnection {
         guard let program = program(environment: environment) else {
             throw KeychainError(

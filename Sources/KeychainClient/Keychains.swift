@@ -36,7 +36,7 @@ public enum Keychains {
     /// by ``withDefault(_:operation:)-(_,()->R)``, else the user's default keychain, kept by the
     /// agent, or opened in this process (and created, password-less, on first use) and then
     /// reused, so that every module shares one handle, and so one lock state.
-    /// - Throws: ``KeychainCore/KeychainError`` when the default keychain cannot be opened or created.
+    /// - Throws: ``KeychainModel/KeychainError`` when the default keychain cannot be opened or created.
     public static func current() throws -> any KeychainHandle {
         if let handle = TaskDefaultKeychain.handle { return handle }
         if let agent = try agent(startingIfNeeded: true) {
@@ -52,7 +52,7 @@ public enum Keychains {
     /// (`KEYCHAIN_DEFAULT_PATH`) is sent by its path, and created password-less on first use as
     /// in-process; otherwise `""`, the user's default keychain, which the agent resolves from
     /// the user's preferences (`security default-keychain -s`), else the login keychain.
-    /// - Throws: ``KeychainCore/KeychainError`` when the chosen keychain can be neither opened
+    /// - Throws: ``KeychainModel/KeychainError`` when the chosen keychain can be neither opened
     ///   nor created.
     static func agentDefault(_ agent: AgentConnection, chosen: String?) throws -> AgentKeychain {
         guard let chosen else { return agent.keychain(at: "") }
@@ -77,7 +77,7 @@ public enum Keychains {
 
     /// Opens the keychain file at `path`; a password keychain is locked unless the agent holds
     /// it unlocked.
-    /// - Throws: ``KeychainCore/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`, …).
+    /// - Throws: ``KeychainModel/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`, …).
     public static func open(
         at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
@@ -91,7 +91,7 @@ public enum Keychains {
 
     /// Opens the keychain at `path`, creating it password-less when there is none (the login
     /// keychain, which scripts may name before anything wrote to it).
-    /// - Throws: ``KeychainCore/KeychainError`` when it can be neither opened nor created.
+    /// - Throws: ``KeychainModel/KeychainError`` when it can be neither opened nor created.
     public static func openCreatingIfMissing(
         at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
@@ -116,7 +116,7 @@ public enum Keychains {
     /// Creates a keychain file protected by `password`'s bytes (by the device key alone when
     /// `nil`). Made by the agent, it is unlocked, as macOS leaves a keychain it has just
     /// created; made in this process, it starts locked.
-    /// - Throws: ``KeychainCore/KeychainError`` (`.duplicateKeychain` when a file exists there).
+    /// - Throws: ``KeychainModel/KeychainError`` (`.duplicateKeychain` when a file exists there).
     public static func create(
         at path: String, password: Data?, configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
@@ -124,8 +124,27 @@ public enum Keychains {
         return try KeychainDatabase.create(at: path, password: password, configuration: configuration)
     }
 
+    /// A new, empty keychain kept in this process's memory (never the agent's), unlocked: what
+    /// the in-memory keychains of `Keychain` and `SwiftKeychain` hold.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot start.
+    package static func inMemory(configuration: KeychainConfiguration = .testing()) throws -> any KeychainHandle {
+        try KeychainDatabase.inMemory(configuration: configuration)
+    }
+
+    /// Opens the keychain file at `path` in this process, whatever the agent, creating it
+    /// password-less when there is none: a keychain no user's agent may hold (the System
+    /// keychain, root's).
+    /// - Throws: ``KeychainModel/KeychainError`` when it can be neither opened nor created.
+    package static func openInProcessCreatingIfMissing(
+        at path: String, configuration: KeychainConfiguration
+    ) throws -> any KeychainHandle {
+        try KeychainDatabase.openCreatingIfMissing(
+            open: { try KeychainDatabase.open(at: path, configuration: configuration) },
+            create: { try KeychainDatabase.create(at: path, password: nil, configuration: configuration) })
+    }
+
     /// Deletes the keychain file at `path` and the files SQLite keeps beside it.
-    /// - Throws: ``KeychainCore/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
+    /// - Throws: ``KeychainModel/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
     public static func delete(at path: String) throws {
         if let agent = try taskAgent() {
             try agent.deleteKeychain(at: absolute(path))
@@ -190,7 +209,7 @@ public enum Keychains {
     ///   ``current()``, ``open(at:configuration:)`` and ``create(at:password:configuration:)``
     ///   give does in `auto` mode (`KEYCHAIN_AGENT=required` always does). `false` only asks
     ///   whether an agent answers (or was chosen already), as a probe.
-    /// - Throws: ``KeychainCore/KeychainError`` for a bad `KEYCHAIN_AGENT`, or, with
+    /// - Throws: ``KeychainModel/KeychainError`` for a bad `KEYCHAIN_AGENT`, or, with
     ///   `required`, `.notAvailable` when no agent can be reached or started.
     public static func agent(startingIfNeeded: Bool = false) throws -> AgentConnection? {
         try resolution.withLock { resolution throws(KeychainError) -> AgentConnection? in

@@ -2,37 +2,7 @@ import Crypto
 import Foundation
 import KeychainLibc
 
-/// Where the device key comes from: the random key that protects password-less keychains,
-/// the "always" class and the "this device only" classes.
-///
-/// The standard source is a file outside the data directory
-/// (``KeychainPaths/deviceKeyFile``), created with mode 0600 on first use.
-public struct DeviceKeySource: Sendable {
-    enum Storage: Sendable {
-        case file(String?)
-        case fixed(SymmetricKey)
-    }
-
-    let storage: Storage
-
-    /// The device key file of the process's environment (see ``KeychainPaths``).
-    public static let standard = DeviceKeySource(storage: .file(nil))
-
-    /// A device key kept in a file at `path`, created on first use.
-    public static func file(at path: String) -> DeviceKeySource {
-        DeviceKeySource(storage: .file(path))
-    }
-
-    /// A given 32-byte device key (for tests and for keychains kept only in memory).
-    public static func fixed(_ bytes: Data) -> DeviceKeySource {
-        DeviceKeySource(storage: .fixed(SymmetricKey(data: bytes)))
-    }
-
-    /// A new random device key, remembered only by the returned value.
-    public static func ephemeral() -> DeviceKeySource {
-        DeviceKeySource(storage: .fixed(SymmetricKey(size: .bits256)))
-    }
-
+extension DeviceKeySource {
     /// Loads the key to create a keychain with, creating the file when it does not exist.
     ///
     /// The standard file is never created while a password-less keychain already exists in the
@@ -41,8 +11,8 @@ public struct DeviceKeySource: Sendable {
     /// under sudo, cron or a systemd unit). The error names the file and where it was looked for.
     func loadForCreating() throws -> SymmetricKey {
         switch storage {
-        case .fixed(let key):
-            return key
+        case .fixed(let bytes):
+            return bytes.withUnsafeBytes { SymmetricKey(data: $0) }
         case .file(let path?):
             return try Self.loadFile(path, mayCreate: true)
         case .file(nil):
@@ -66,8 +36,8 @@ public struct DeviceKeySource: Sendable {
     /// not). A password-less keychain without its device key is an error that names the file.
     func loadForOpening(keychain path: String?, hasPassword: Bool) throws -> SymmetricKey? {
         switch storage {
-        case .fixed(let key):
-            return key
+        case .fixed(let bytes):
+            return bytes.withUnsafeBytes { SymmetricKey(data: $0) }
         case .file(let file):
             let file = file ?? KeychainPaths().deviceKeyFile
             if try SecureFileSystem.existingFile(file) { return try Self.loadFile(file, mayCreate: false) }

@@ -1,5 +1,10 @@
 import Foundation
 
+extension KeychainDatabase: KeychainMaintenance {
+    /// The access groups of the configuration this handle was opened with.
+    public var accessGroups: AccessGroups { configuration.accessGroups }
+}
+
 extension KeychainDatabase {
     /// The access groups of the caller an operation runs for (see ``acting(for:)``).
     @TaskLocal static var callerGroups: AccessGroups?
@@ -27,7 +32,7 @@ extension KeychainDatabase {
 }
 
 /// A keychain as one caller sees it (``KeychainDatabase/acting(for:)``).
-final class CallerKeychain: KeychainHandle {
+final class CallerKeychain: KeychainMaintenance {
     let database: KeychainDatabase
     let accessGroups: AccessGroups
 

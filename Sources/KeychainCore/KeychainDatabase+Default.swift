@@ -7,7 +7,7 @@ extension KeychainDatabase {
     ///
     /// Every module of this package resolves the default keychain through `Keychains`, so
     /// they share one handle, and so one lock state, per process.
-    /// - Throws: ``KeychainError`` when the default keychain cannot be opened or created, or
+    /// - Throws: ``KeychainModel/KeychainError`` when the default keychain cannot be opened or created, or
     ///   `.notAvailable` when the current task's default keychain is not an engine handle.
     public static func current() throws -> KeychainDatabase {
         guard let handle = TaskDefaultKeychain.handle else { return try processDefaultDatabase() }

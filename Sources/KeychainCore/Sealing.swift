@@ -179,7 +179,7 @@ struct IndexTagger: Sendable {
     }
 
     /// The tags the index holds for an attribute's value: one, or one per search term
-    /// (``AttributeSpec/indexedValues(_:)``).
+    /// (``KeychainModel/AttributeSpec/indexedValues(_:)``).
     func tags(_ itemClass: ItemClass, _ spec: AttributeSpec, _ value: AttributeValue) -> [Data] {
         var tags: [Data] = []
         forEachTag(itemClass, spec, value) { tags.append($0) }

@@ -265,7 +265,7 @@ enum Storage {
 
     /// Opens a keychain on one read-write connection, checked as ``validateSchema(of:)`` checks
     /// it but without a connection of its own: what a short-lived process that makes a few
-    /// calls opens (see ``KeychainConfiguration/concurrentReads``). Nothing but the SQLite
+    /// calls opens (see ``KeychainModel/KeychainConfiguration/concurrentReads``). Nothing but the SQLite
     /// settings of the connection is written before the check, and a refused file is left as
     /// it was found.
     static func openSingleConnection(at path: String, busyTimeout: TimeInterval) throws -> DatabaseQueue {

@@ -18,7 +18,7 @@ public final class TemporaryKeychain: Sendable {
     /// Creates a keychain in a new temporary directory.
     /// - Parameters:
     ///   - password: A password (the keychain then starts locked), or `nil`.
-    ///   - configuration: Defaults to ``KeychainConfiguration/testing(deviceKey:)``.
+    ///   - configuration: Defaults to ``KeychainModel/KeychainConfiguration/testing(deviceKey:)``.
     public init(password: String? = nil, configuration: KeychainConfiguration = .testing()) throws {
         let base = FileManager.default.temporaryDirectory.path
         directory = base + "/keychain-test-\(UUID().uuidString)"

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import Logging
 import Synchronization
 
@@ -21,12 +21,12 @@ import Synchronization
 ///
 /// ### Sharing
 /// A store lives in an access group: `nil` means the process's first group (see
-/// ``KeychainCore/AccessGroups``); a group shared by several programs shares the store.
+/// ``KeychainModel/AccessGroups``); a group shared by several programs shares the store.
 ///
 /// ### Which keychain
 /// The functions without a `database` argument use the user's default keychain (opened on
 /// first use), or the database given to ``withDefaultDatabase(_:operation:)``. Tests pass a
-/// ``KeychainCore/TemporaryKeychain``'s or an in-memory ``KeychainCore/KeychainDatabase``.
+/// `TemporaryKeychain`'s or an in-memory `KeychainDatabase` (both `KeychainCore`'s).
 ///
 /// ### Thread safety
 /// Every instance method is safe to call from any thread; calls on one instance run one at
@@ -99,7 +99,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     ///   - accessGroup: The access group, or `nil` for the handle's first group.
     ///   - database: The keychain to create the store in.
     ///   - accessibility: When the store's values are readable; the default is
-    ///     ``KeychainCore/Accessibility/whenUnlocked``.
+    ///     ``KeychainModel/Accessibility/whenUnlocked``.
     /// - Returns: The open store.
     /// - Throws: ``KeychainStorageError``.
     public static func createStore(
@@ -211,7 +211,7 @@ public final class KeychainStorage: DataStoring, CustomStringConvertible {
     /// functions that take no `database` argument.
     ///
     /// ```swift
-    /// let temporary = try TemporaryKeychain()
+    /// let temporary = try TemporaryKeychain()   // KeychainCore
     /// try KeychainStorage.withDefaultDatabase(temporary.keychain) {
     ///     let store = try KeychainStorage.createStore(name: "s", cipher: nil, accessGroup: nil)
     /// }

@@ -1,4 +1,4 @@
-import KeychainCore
+import KeychainModel
 
 /// The error thrown by ``KeychainStorage`` and ``Cipher``.
 ///
@@ -18,7 +18,7 @@ public struct KeychainStorageError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     /// An explanation free of secrets.
     public var message: String
-    /// The lower-level failure: a ``KeychainCore/KeychainError`` or a cipher's error.
+    /// The lower-level failure: a ``KeychainModel/KeychainError`` or a cipher's error.
     public var underlying: (any Error & Sendable)?
 
     /// Creates an error.
@@ -74,7 +74,7 @@ public struct KeychainStorageError: Error, Sendable, CustomStringConvertible {
         /// (errSecParam, -50).
         public static let invalidParameter = Code(rawValue: "invalidParameter")
         /// The keychain failed; ``KeychainStorageError/underlying`` is the
-        /// ``KeychainCore/KeychainError`` and its status is the error's.
+        /// ``KeychainModel/KeychainError`` and its status is the error's.
         public static let keychain = Code(rawValue: "keychain")
 
         var osStatus: Int32 {

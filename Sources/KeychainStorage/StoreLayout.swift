@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 
 /// How stores map onto keychain items.
 ///

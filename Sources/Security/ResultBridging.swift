@@ -17,7 +17,7 @@
 //   what Apple returns as a 0/1 `CFNumber`, and `as? Bool` cannot tell a Boolean from a number.
 
 internal import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 
 /// The class of every `kSec…` constant: an immutable `NSString` whose `AnyHashable` form is its
 /// Swift `String`.

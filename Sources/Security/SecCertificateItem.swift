@@ -21,7 +21,7 @@
 //   certificate's type, issuer and serial number.
 
 internal import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 internal import KeychainPKI
 
 /// What a dictionary becomes once a `SecKey` or `SecCertificate` under `kSecValueRef` is replaced by its

@@ -20,7 +20,7 @@
 //   summary and the key's SHA-1 public-key hash); iOS omits them.
 
 public import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 internal import KeychainPKI
 
 /// The import option that holds the passphrase of a PKCS#12 file (a string): `"passphrase"`.

@@ -16,7 +16,7 @@
 
 internal import Crypto
 public import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 
 /// Adds one item to a keychain.
 ///

@@ -8,7 +8,7 @@
 // kSecMatchLimit in SecItemDelete).
 
 internal import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 
 /// The four SecItem operations, which parse dictionaries slightly differently.
 enum SecOperation {
@@ -350,7 +350,7 @@ func attributeValue(_ value: Any) throws -> AttributeValue {
 }
 
 extension SecAccessControl {
-    /// The stored form (``KeychainCore/StoredAccessControl``).
+    /// The stored form (``KeychainModel/StoredAccessControl``).
     var serialized: Data {
         StoredAccessControl(flags: UInt64(flags.rawValue), protection: protectionValue).serialized
     }

@@ -14,7 +14,7 @@
 internal import Crypto
 internal import CryptoExtras
 public import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 
 /// An asymmetric key: an elliptic-curve (P-256, P-384, P-521) or RSA key, public or private.
 ///

@@ -14,7 +14,7 @@
 
 internal import Crypto
 internal import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 
 /// What a dictionary becomes once a `SecKey` under `kSecValueRef` is replaced by the key's attributes.
 ///

@@ -15,7 +15,7 @@
 
 internal import Crypto
 internal import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 
 /// A token private key: its public key, its handle and the keychain that holds it.
 struct TokenKeyBacking: Sendable {

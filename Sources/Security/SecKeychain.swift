@@ -9,7 +9,7 @@
 
 internal import _SecurityFoundation
 internal import KeychainClient
-package import KeychainCore
+package import KeychainModel
 
 /// A keychain file (macOS `SecKeychainRef`).
 public final class SecKeychain: Hashable, Sendable, CustomStringConvertible {

@@ -35,7 +35,7 @@
 
 internal import Crypto
 public import _SecurityFoundation
-internal import KeychainCore
+internal import KeychainModel
 internal import KeychainPKI
 
 /// The keys of Apple's external representation (TrustSettingsSchema.h, SecTrustSettingsPriv.h).

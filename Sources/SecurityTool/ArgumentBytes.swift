@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 import KeychainLibc
 
 /// Command-line arguments as bytes, carried through ArgumentParser in Swift strings.

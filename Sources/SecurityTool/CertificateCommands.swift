@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainModel
 import Security
 
 /// A certificate item found in a keychain: the item, its parsed certificate and where it is.

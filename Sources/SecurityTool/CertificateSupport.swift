@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import Security
 
 // How the certificate commands use the `Security` module, as a macOS program would: each call

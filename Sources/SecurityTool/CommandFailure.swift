@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 import Security
 
 /// A failed command: what it returns (macOS's `security` returns an `OSStatus`, `1`, or `2` for
@@ -51,7 +51,7 @@ package struct CommandFailure: Error {
     }
 
     /// The `OSStatus` for any error the engine or the tool throws
-    /// (``KeychainCore/KeychainError/osStatus(of:)``).
+    /// (``KeychainModel/KeychainError/osStatus(of:)``).
     static func osStatus(of error: any Error) -> Int32 { KeychainError.osStatus(of: error) }
 }
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainModel
 
 // MARK: - Shared option groups
 

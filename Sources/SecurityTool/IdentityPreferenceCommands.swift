@@ -1,7 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
-import KeychainCore
+import KeychainModel
 import Security
 
 // MARK: - Identity preferences

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainModel
 
 /// The attributes that make an internet password unique.
 private let internetPrimaryKey: [AttributeName] = [

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 
 /// The text macOS's `security` prints for keychain items (`keychain_utilities.c`), byte for
 /// byte: the `keychain:` / `version:` / `class:` / `attributes:` block, `print_buffer`'s

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainLibc
 
 // MARK: - Preference domains

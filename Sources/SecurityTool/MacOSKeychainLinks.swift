@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 import KeychainLibc
 
 /// The names macOS gives keychains on disk, kept as links in `~/Library/Keychains` for the

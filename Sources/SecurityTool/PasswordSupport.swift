@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainModel
 
 /// A `security` command: parsed by ArgumentParser, run against the process's ``Session``.
 package protocol ToolCommand: ParsableCommand {

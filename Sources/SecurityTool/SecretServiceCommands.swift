@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainModel
 
 /// `security import-secret-service`: copies every item of another running Secret Service
 /// provider (GNOME Keyring, KeePassXC) into a keychain, so that moving off it is one command.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainLibc
 
 /// The `security` command: its subcommands and the help that lists them.

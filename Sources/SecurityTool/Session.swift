@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainLibc
 
 /// An open keychain, with the name the user gave for it (for messages).

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import KeychainCore
+import KeychainModel
 
 /// `security sync`: sync of synchronizable items with the keychain's other machines, through a
 /// PostgreSQL server that holds only ciphertext (Linux only).

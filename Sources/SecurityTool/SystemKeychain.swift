@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 import KeychainLibc
 
 /// macOS's System keychain, `/Library/Keychains/System.keychain`, which
@@ -30,8 +30,6 @@ enum SystemKeychain {
         var configuration = configuration
         configuration.deviceKey = .file(at: directory + "/device-key")
         let path = selection.systemKeychain
-        return try KeychainDatabase.openCreatingIfMissing(
-            open: { try KeychainDatabase.open(at: path, configuration: configuration) },
-            create: { try KeychainDatabase.create(at: path, password: nil, configuration: configuration) })
+        return try Keychains.openInProcessCreatingIfMissing(at: selection.systemKeychain, configuration: configuration)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainCore
+import KeychainModel
 import KeychainLibc
 
 /// Unbuffered writes to standard output and standard error, byte-exact.

@@ -1,6 +1,6 @@
 import Foundation
 import KeychainClient
-import KeychainCore
+import KeychainModel
 
 /// The storage that ``KeychainItemType`` saves to, fetches from and removes from.
 ///
@@ -210,16 +210,16 @@ public struct KeychainService: KeychainServiceType, Sendable {
 /// ```
 public final class InMemoryKeychainService: KeychainServiceType, Sendable {
     /// The engine handle of the in-memory keychain.
-    public let database: KeychainDatabase
+    public let database: any KeychainHandle
     private let service: KeychainService
 
     /// Creates an empty, unlocked keychain in memory.
     /// - Parameter accessGroups: The access groups the simulated process may use.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot start.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot start.
     public init(accessGroups: AccessGroups = .standard) throws {
         var configuration = KeychainConfiguration.testing()
         configuration.accessGroups = accessGroups
-        database = try KeychainDatabase.inMemory(configuration: configuration)
+        database = try Keychains.inMemory(configuration: configuration)
         service = KeychainService(database: database)
     }
 
@@ -244,7 +244,7 @@ public final class InMemoryKeychainService: KeychainServiceType, Sendable {
     public func lock() { database.lock() }
 
     /// Simulates the device unlocking.
-    /// - Throws: ``KeychainCore/KeychainError`` if the engine cannot unwrap its keys.
+    /// - Throws: ``KeychainModel/KeychainError`` if the engine cannot unwrap its keys.
     public func unlock() throws { try database.unlock(password: nil) }
 
     /// The number of generic and Internet passwords stored (attributes only are read).

@@ -11,7 +11,7 @@ public struct SwiftKeychainError: Error, Sendable, CustomNSError, CustomStringCo
     public var osStatus: Int32
     /// An explanation free of secrets.
     public var message: String
-    /// The lower-level failure, such as a ``KeychainCore/KeychainError``.
+    /// The lower-level failure, such as a ``KeychainModel/KeychainError``.
     public var underlying: (any Error & Sendable)?
 
     /// Creates an error.

@@ -14,7 +14,7 @@ package struct SyncJournalEntry: Sendable {
     /// When it changed, on the keychain's hybrid logical clock.
     package var clock: UInt64
     /// The row now, with its secret: `nil` when it is gone; a tombstone carries
-    /// ``AttributeName/tombstone``. Also `nil` when the row's protection class is locked (see
+    /// ``KeychainModel/AttributeName/tombstone``. Also `nil` when the row's protection class is locked (see
     /// ``isLocked``).
     package var item: Item?
     /// Whether the row could not be read because its protection class is locked.
@@ -25,7 +25,7 @@ package struct SyncJournalEntry: Sendable {
 package struct SyncLocalRow: Sendable {
     /// The row.
     package var row: Int64
-    /// The item (with its secret; a tombstone carries ``AttributeName/tombstone``).
+    /// The item (with its secret; a tombstone carries ``KeychainModel/AttributeName/tombstone``).
     package var item: Item
     /// The clock of its journal entry, when a change to it is waiting to be pushed.
     package var pendingClock: UInt64?

@@ -8,7 +8,7 @@ extension KeychainDatabase {
     ///
     /// This is for a layer above the engine that starts keeping an attribute its earlier
     /// versions did not: the Secret Service fills in the search terms
-    /// (``AttributeName/searchTerms``) of the D-Bus items stored before it kept them. Every live
+    /// (``KeychainModel/AttributeName/searchTerms``) of the D-Bus items stored before it kept them. Every live
     /// item of those classes, in every access group, is offered to `change`, and everything
     /// happens in one transaction: when an item cannot be read (the keychain is locked, a row
     /// fails authentication) nothing changes and nothing is recorded, so a later call tries

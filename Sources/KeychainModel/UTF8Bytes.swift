@@ -7,9 +7,9 @@ import Foundation
 /// instructions per byte; every lookup compares and decodes a dozen strings, so these work
 /// on the strings' contiguous storage instead and fall back to the views only when a string
 /// has none (a bridged string).
-enum UTF8Bytes {
+package enum UTF8Bytes {
     /// Whether two strings have the same UTF-8 bytes.
-    static func equal(_ a: String, _ b: String) -> Bool {
+    package static func equal(_ a: String, _ b: String) -> Bool {
         let compared = a.utf8.withContiguousStorageIfAvailable { x in
             b.utf8.withContiguousStorageIfAvailable { y in same(UnsafeRawBufferPointer(x), UnsafeRawBufferPointer(y)) }
         }
@@ -23,7 +23,7 @@ enum UTF8Bytes {
     /// with U+FFFD, so the text is returned only when its encoding is the input, byte for
     /// byte (a count alone would not do: a truncated 3-byte sequence becomes one 3-byte
     /// U+FFFD).
-    static func string(validating bytes: UnsafeRawBufferPointer) -> String? {
+    package static func string(validating bytes: UnsafeRawBufferPointer) -> String? {
         let text = bytes.withMemoryRebound(to: UInt8.self) { String(decoding: $0, as: UTF8.self) }
         let compared = text.utf8.withContiguousStorageIfAvailable { same(UnsafeRawBufferPointer($0), bytes) }
         if let result = compared { return result ? text : nil }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// What ``KeychainDatabase/findReadable(_:includeData:)`` found: the items that could be read
+/// What `KeychainDatabase.findReadable(_:includeData:)` found: the items that could be read
 /// and the matching rows that could not.
 public struct ReadableItems: Sendable {
     /// The items that decrypted and authenticated, in the order they were added.

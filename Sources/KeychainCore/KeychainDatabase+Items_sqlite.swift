@@ -418,7 +418,7 @@ extension KeychainDatabase {
     /// ``find(_:includeData:)`` fails as a whole when one matching row fails authentication:
     /// a tampered item is an error, never silently skipped. This variant is for recovery and
     /// inspection (`security dump-keychain`): each row that is malformed or fails
-    /// authentication is reported in ``ReadableItems/unreadable`` and the others are returned,
+    /// authentication is reported in ``KeychainModel/ReadableItems/unreadable`` and the others are returned,
     /// so that whatever is intact can always be got out.
     ///
     /// ```swift

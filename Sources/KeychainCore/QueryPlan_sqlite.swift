@@ -115,12 +115,7 @@ struct QueryPlan {
     /// accessibility value selects a large share of the items anyway. A filter on them is
     /// checked after decryption (see ``residualFilters(_:)``); leaving them out saves three
     /// index rows, three keyed hashes and their B-tree pages on every add.
-    static func isIndexed(_ spec: AttributeSpec) -> Bool {
-        switch spec.kind {
-        case .sync, .uuid, .accessControl, .access, .date: false
-        default: spec.name != .accessGroup && spec.name != .tombstone
-        }
-    }
+    static func isIndexed(_ spec: AttributeSpec) -> Bool { spec.isIndexed }
 
     /// The protection class an accessibility filter implies. The `protection` column is
     /// authenticated and not encrypted, so SQL narrows the rows to that class: rows of other

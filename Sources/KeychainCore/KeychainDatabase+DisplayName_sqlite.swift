@@ -13,7 +13,7 @@ extension KeychainDatabase {
     ///
     /// It is kept in the keychain's header, so it travels with the file. It is not secret and
     /// not sealed: reading it needs no password.
-    /// - Throws: ``KeychainError``: `.notAvailable` after ``close()``, `.decode` when the stored
+    /// - Throws: ``KeychainModel/KeychainError``: `.notAvailable` after ``close()``, `.decode` when the stored
     ///   name is not UTF-8.
     public var displayName: String? {
         get throws {
@@ -27,7 +27,7 @@ extension KeychainDatabase {
 
     /// Sets the name people see for the keychain (``displayName``), or removes it (`nil` or
     /// empty), in one transaction. A name is not secret, so the keychain may be locked.
-    /// - Throws: ``KeychainError``: `.parameter` for a name longer than
+    /// - Throws: ``KeychainModel/KeychainError``: `.parameter` for a name longer than
     ///   ``maximumDisplayNameLength`` bytes, `.readOnly` for a file that cannot be written,
     ///   `.notAvailable` after ``close()``.
     public func setDisplayName(_ name: String?) throws {

@@ -270,7 +270,7 @@ public enum ProtectionClass: UInt8, Sendable, CaseIterable, CustomStringConverti
     public var isThisDeviceOnly: Bool { rawValue >= 4 }
 
     /// The lock tier: when-unlocked, after-first-unlock or always.
-    var tier: Tier {
+    package var tier: Tier {
         switch self {
         case .whenUnlocked, .whenUnlockedThisDeviceOnly: .whenUnlocked
         case .afterFirstUnlock, .afterFirstUnlockThisDeviceOnly: .afterFirstUnlock
@@ -278,7 +278,7 @@ public enum ProtectionClass: UInt8, Sendable, CaseIterable, CustomStringConverti
         }
     }
 
-    enum Tier { case whenUnlocked, afterFirstUnlock, always }
+    package enum Tier { case whenUnlocked, afterFirstUnlock, always }
 
     /// The class's name.
     public var description: String {

@@ -83,7 +83,7 @@ public final class KeychainDatabase: Sendable {
     /// The file is checked before SQLite reads it: a file that is not a keychain, of an
     /// unknown format version, a symbolic link or another user's file is refused and left
     /// unchanged. A password keychain opens locked.
-    /// - Throws: ``KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`,
+    /// - Throws: ``KeychainModel/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`, `.wrongVersion`,
     ///   `.decode`, `.authFailed`).
     public static func open(
         at path: String, configuration: KeychainConfiguration = KeychainConfiguration()
@@ -116,7 +116,7 @@ public final class KeychainDatabase: Sendable {
     }
 
     /// The connections to a checked keychain file: a pool whose reads run in parallel, or one
-    /// connection (see ``KeychainConfiguration/concurrentReads``).
+    /// connection (see ``KeychainModel/KeychainConfiguration/concurrentReads``).
     private static func openWriter(
         at path: String, configuration: KeychainConfiguration
     ) throws -> any DatabaseWriter {
@@ -160,7 +160,7 @@ public final class KeychainDatabase: Sendable {
     ///   - path: Where to create it.
     ///   - password: The password, or `nil` for a keychain protected by the device key.
     ///   - configuration: Key derivation, device key, access groups.
-    /// - Throws: ``KeychainError`` (`.duplicateKeychain` when a file exists there).
+    /// - Throws: ``KeychainModel/KeychainError`` (`.duplicateKeychain` when a file exists there).
     @_disfavoredOverload
     public static func create(
         at path: String, password: String?,
@@ -178,7 +178,7 @@ public final class KeychainDatabase: Sendable {
     ///   - password: The password's bytes, used exactly as given (UTF-8 or not), or `nil` for
     ///     a keychain protected by the device key.
     ///   - configuration: Key derivation, device key, access groups.
-    /// - Throws: ``KeychainError`` (`.duplicateKeychain` when a file exists there).
+    /// - Throws: ``KeychainModel/KeychainError`` (`.duplicateKeychain` when a file exists there).
     public static func create(
         at path: String, password: Data?,
         configuration: KeychainConfiguration = KeychainConfiguration()
@@ -223,7 +223,7 @@ public final class KeychainDatabase: Sendable {
     /// Opens the default keychain, creating it password-less on first use.
     ///
     /// The default is `${XDG_DATA_HOME:-$HOME/.local/share}/keychains/login.keychain-db`,
-    /// or the file named by `KEYCHAIN_DEFAULT_PATH` (see ``KeychainPaths``).
+    /// or the file named by `KEYCHAIN_DEFAULT_PATH` (see ``KeychainModel/KeychainPaths``).
     public static func openDefault(
         paths: KeychainPaths = KeychainPaths(),
         configuration: KeychainConfiguration = KeychainConfiguration()
@@ -614,7 +614,7 @@ public final class KeychainDatabase: Sendable {
 
     // MARK: Helpers
 
-    /// Runs a storage operation, turning its failures into ``KeychainError``.
+    /// Runs a storage operation, turning its failures into ``KeychainModel/KeychainError``.
     static func run<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()

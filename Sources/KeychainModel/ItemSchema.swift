@@ -45,8 +45,21 @@ public struct AttributeSpec: Sendable, Hashable {
     /// exactly Apple's, and so is its tag in files written before the attribute existed.
     public var countsOnlyWhenSet: Bool = false
 
+    /// Describes an attribute (the schema's tables and the engine's column tags).
+    package init(
+        name: AttributeName, kind: AttributeKind, comparesBytes: Bool, defaultValue: AttributeValue?,
+        storesDefault: Bool = true, countsOnlyWhenSet: Bool = false
+    ) {
+        self.name = name
+        self.kind = kind
+        self.comparesBytes = comparesBytes
+        self.defaultValue = defaultValue
+        self.storesDefault = storesDefault
+        self.countsOnlyWhenSet = countsOnlyWhenSet
+    }
+
     /// Whether `value` leaves this attribute out of the primary key.
-    func isLeftOutOfPrimaryKey(_ value: AttributeValue?) -> Bool {
+    package func isLeftOutOfPrimaryKey(_ value: AttributeValue?) -> Bool {
         guard countsOnlyWhenSet else { return false }
         switch value {
         case nil: return true
@@ -54,24 +67,6 @@ public struct AttributeSpec: Sendable, Hashable {
         case .string(let string)?: return string.isEmpty
         default: return false
         }
-    }
-}
-
-/// How an index layout finds a class's items by attribute: through the primary-key index,
-/// whose tags begin with 8 bytes of the tags of up to two primary-key attributes, and
-/// through tag rows.
-struct KeyIndexing: Sendable {
-    /// The primary-key attributes whose tags' first bytes begin every primary-key tag, in
-    /// order: none, one or two. A filter on the first, or on both, is a range of the index.
-    let prefixSpecs: [AttributeSpec]
-    /// The indexed attributes that have tag rows.
-    let tagRowAttributes: [AttributeName: AttributeSpec]
-
-    /// The second prefix attribute when it has no tag rows: a filter on it without the first
-    /// scans the primary-key index for its 8 bytes.
-    var scannedSecondSpec: AttributeSpec? {
-        guard prefixSpecs.count == 2, tagRowAttributes[prefixSpecs[1].name] == nil else { return nil }
-        return prefixSpecs[1]
     }
 }
 
@@ -85,28 +80,14 @@ public struct ItemSchema: Sendable {
     /// The attributes whose values together identify an item, in a fixed order.
     public let primaryKey: [AttributeName]
     /// The specifications of ``primaryKey``'s attributes, in the same order.
-    let primaryKeySpecs: [AttributeSpec]
+    package let primaryKeySpecs: [AttributeSpec]
     /// The specifications of the attributes whose values are indexed (tag rows, or the
     /// primary-key prefix).
-    let indexedAttributes: [AttributeName: AttributeSpec]
-    /// How the ``IndexLayout/primaryKeyPrefix`` and ``IndexLayout/lookupKeys`` layouts index
-    /// the class (``IndexLayout/tagged`` gives every indexed attribute tag rows).
-    private let firstKeyIndexing: KeyIndexing
-    private let lookupKeyIndexing: KeyIndexing
-
-    /// How `layout` indexes the class's attributes.
-    func indexing(_ layout: IndexLayout) -> KeyIndexing {
-        switch layout {
-        case .tagged: KeyIndexing(prefixSpecs: [], tagRowAttributes: indexedAttributes)
-        case .primaryKeyPrefix: firstKeyIndexing
-        case .lookupKeys: lookupKeyIndexing
-        }
-    }
-
-    /// The attributes that have tag rows in a layout.
-    func tagRowAttributes(_ layout: IndexLayout) -> [AttributeName: AttributeSpec] {
-        indexing(layout).tagRowAttributes
-    }
+    package let indexedAttributes: [AttributeName: AttributeSpec]
+    /// The two primary-key attributes whose tags begin the class's primary-key tags in the
+    /// engine's `lookupKeys` index layout, or `nil` for the first indexed ones of ``primaryKey``
+    /// (as in its `primaryKeyPrefix` layout).
+    package let lookupKeys: [AttributeName]?
 
     /// The schema of a class.
     public static func of(_ itemClass: ItemClass) -> ItemSchema {
@@ -124,7 +105,7 @@ public struct ItemSchema: Sendable {
 
     /// Whether two attribute sets have the same primary key: equal values (or defaults) for
     /// every primary-key attribute, as the primary-key tag compares them.
-    func hasSamePrimaryKey(_ a: Attributes, _ b: Attributes) -> Bool { agree(a, b, on: primaryKey) }
+    package func hasSamePrimaryKey(_ a: Attributes, _ b: Attributes) -> Bool { agree(a, b, on: primaryKey) }
 
     /// The class's own primary-key attributes, as Apple defines them: without the ones every
     /// class shares (access group, synchronizable, …) and without Linux's discriminator `pkdx`.
@@ -187,8 +168,8 @@ public struct ItemSchema: Sendable {
     ]
 
     /// The schema of a class; `lookupKeys` are the two primary-key attributes whose tags begin
-    /// its primary-key tags in the ``IndexLayout/lookupKeys`` layout (by default, as in
-    /// ``IndexLayout/primaryKeyPrefix``).
+    /// its primary-key tags in the engine's `lookupKeys` index layout (by default, as in its
+    /// `primaryKeyPrefix` layout).
     private static func make(
         _ itemClass: ItemClass, _ specs: [AttributeSpec], primaryKey: [AttributeName],
         lookupKeys: [AttributeName]? = nil
@@ -196,22 +177,13 @@ public struct ItemSchema: Sendable {
         var table: [AttributeName: AttributeSpec] = [:]
         for spec in common + specs where table[spec.name] == nil { table[spec.name] = spec }
         let primaryKey = primaryKey + commonPrimaryKey
-        let indexed = table.filter { QueryPlan.isIndexed($0.value) }
-        let leading = Array(primaryKey.prefix(2).prefix { indexed[$0] != nil }.compactMap { table[$0] })
-        let firstKey = KeyIndexing(
-            prefixSpecs: leading, tagRowAttributes: indexed.filter { $0.key != primaryKey[0] })
-        let lookupKey = lookupKeys.map { names in
-            KeyIndexing(
-                prefixSpecs: names.compactMap { table[$0] },
-                tagRowAttributes: indexed.filter { !names.contains($0.key) })
-        }
         return ItemSchema(
             itemClass: itemClass, attributes: table, primaryKey: primaryKey,
-            primaryKeySpecs: primaryKey.compactMap { table[$0] }, indexedAttributes: indexed,
-            firstKeyIndexing: firstKey, lookupKeyIndexing: lookupKey ?? firstKey)
+            primaryKeySpecs: primaryKey.compactMap { table[$0] },
+            indexedAttributes: table.filter { $0.value.isIndexed }, lookupKeys: lookupKeys)
     }
 
-    static let genericPassword = make(
+    package static let genericPassword = make(
         .genericPassword,
         passwordCommon + [
             a("acct", .blob, bytes: true, default: .string("")),
@@ -222,7 +194,7 @@ public struct ItemSchema: Sendable {
         ],
         primaryKey: ["acct", "svce", "pkdx"], lookupKeys: ["svce", "acct"])
 
-    static let internetPassword = make(
+    package static let internetPassword = make(
         .internetPassword,
         passwordCommon + [
             a("acct", .blob, bytes: true, default: .string("")),
@@ -247,7 +219,7 @@ public struct ItemSchema: Sendable {
         a("skid", .data, bytes: true), a("pkhh", .data),
     ]
 
-    static let certificate = make(
+    package static let certificate = make(
         .certificate, certificateSpecs, primaryKey: ["ctyp", "issr", "slnr"])
 
     private static let referenceDate = AttributeValue.date(Date(timeIntervalSinceReferenceDate: 0))
@@ -267,17 +239,27 @@ public struct ItemSchema: Sendable {
             "sign", "vrfy", "snrc", "vyrc", "wrap", "unwp",
         ].map { a(AttributeName(rawValue: $0), .number) }
 
-    static let key = make(
+    package static let key = make(
         .key, keySpecs,
         primaryKey: ["kcls", "klbl", "atag", "crtr", "type", "bsiz", "esiz", "sdat", "edat"])
 
     /// Identities accept any certificate or key attribute (certificate attributes first).
-    static let identity = make(.identity, certificateSpecs + keySpecs, primaryKey: [])
+    package static let identity = make(.identity, certificateSpecs + keySpecs, primaryKey: [])
 }
 
 // MARK: - Value conversion
 
 extension AttributeSpec {
+    /// Whether the engine indexes the attribute's values (by keyed hashes): every attribute
+    /// but the synchronizable flag, identities, access control, accessibility, dates, the
+    /// access group and the tombstone flag.
+    package var isIndexed: Bool {
+        switch kind {
+        case .sync, .uuid, .accessControl, .access, .date: false
+        default: name != .accessGroup && name != .tombstone
+        }
+    }
+
     /// Converts a caller's value to the stored form for this attribute (as Apple's
     /// `keychain/securityd/SecDbItem.c` does for its kind).
     /// - Throws: ``KeychainError/Code/parameter`` when the value's type does not fit.
@@ -326,7 +308,7 @@ extension AttributeSpec {
         throw KeychainError.parameter("attribute \(name) does not take a value of that type")
     }
 
-    static func int32Bytes(_ n: Int64) -> Data {
+    package static func int32Bytes(_ n: Int64) -> Data {
         withUnsafeBytes(of: Int32(truncatingIfNeeded: n)) { Data($0) }
     }
 
@@ -334,7 +316,7 @@ extension AttributeSpec {
     ///
     /// Byte-compared attributes use the value's bytes alone, so a string and data with
     /// the same UTF-8 bytes are equal; other attributes include the value's type.
-    func canonicalBytes(_ value: AttributeValue) -> Data {
+    package func canonicalBytes(_ value: AttributeValue) -> Data {
         if comparesBytes {
             switch value {
             case .string(let s): return Data(s.utf8)
@@ -356,7 +338,7 @@ extension AttributeSpec {
     /// Whether a stored value meets a query's filter on this attribute: equal, or, for
     /// ``AttributeKind/terms``, holding every term of the filter.
     /// (A filter of no terms is met by every item, with terms or without.)
-    func satisfies(_ stored: AttributeValue?, _ filter: AttributeValue) -> Bool {
+    package func satisfies(_ stored: AttributeValue?, _ filter: AttributeValue) -> Bool {
         guard kind == .terms else { return stored.map { equal($0, filter) } ?? false }
         guard let wanted = filter.dataValue.flatMap(SearchTerms.init(encoded:)) else { return false }
         let have = stored?.dataValue.flatMap(SearchTerms.init(encoded:))?.terms ?? []
@@ -364,12 +346,12 @@ extension AttributeSpec {
     }
 
     /// The values the keyed index holds for `value`: the value itself, or each of its terms.
-    func indexedValues(_ value: AttributeValue) -> [AttributeValue] {
+    package func indexedValues(_ value: AttributeValue) -> [AttributeValue] {
         guard kind == .terms else { return [value] }
         return value.dataValue.flatMap(SearchTerms.init(encoded:)).map { $0.sorted.map(AttributeValue.string) } ?? []
     }
 
-    func equal(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
+    package func equal(_ a: AttributeValue, _ b: AttributeValue) -> Bool {
         switch (a, b) {
         case (.string(let x), .string(let y)): return UTF8Bytes.equal(x, y)
         case (.data(let x), .data(let y)): return x == y
@@ -384,7 +366,7 @@ extension AttributeSpec {
     /// Appends ``canonicalBytes(_:)`` of `value` to `out`, optionally after their 32-bit
     /// big-endian length, without building them separately (keyed hashes are computed over
     /// these bytes on every add and lookup).
-    func appendCanonicalBytes(of value: AttributeValue, to out: inout [UInt8], lengthPrefixed: Bool) {
+    package func appendCanonicalBytes(of value: AttributeValue, to out: inout [UInt8], lengthPrefixed: Bool) {
         let typeByte: UInt8? = comparesBytes ? nil : value.typeByte
         func emit(_ payload: UnsafeRawBufferPointer) {
             if lengthPrefixed {
@@ -410,7 +392,7 @@ extension AttributeSpec {
 
 extension AttributeValue {
     /// The byte that tags the value's type in canonical forms: `s`, `d`, `n` or `t`.
-    var typeByte: UInt8 {
+    package var typeByte: UInt8 {
         switch self {
         case .string: 0x73
         case .data: 0x64

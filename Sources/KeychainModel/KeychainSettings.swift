@@ -10,7 +10,7 @@ import Foundation
 /// The settings travel with the file (one entry of its header, written in one transaction),
 /// so they survive reopening and copying. They are not secret and not sealed: reading them
 /// needs no password, and changing them, as on macOS, needs the keychain unlocked
-/// (``KeychainDatabase/setSettings(_:)``).
+/// (`KeychainDatabase.setSettings(_:)`).
 ///
 /// ```swift
 /// try keychain.unlock(password: password)
@@ -51,13 +51,13 @@ public struct KeychainSettings: Hashable, Sendable, CustomStringConvertible {
     // MARK: Stored form
 
     /// The header entry that holds the settings.
-    static let metaName = "settings"
+    package static let metaName = "settings"
     /// The version of the stored form written here.
-    static let encodingVersion: UInt8 = 1
+    package static let encodingVersion: UInt8 = 1
 
     /// The stored form: 6 bytes, the version (1), the flags (bit 0: lock on sleep; the others
     /// zero) and the lock interval as a big-endian 32-bit count of seconds (0: no timeout).
-    func encoded() -> Data {
+    package func encoded() -> Data {
         let interval = UInt32(lockInterval ?? 0)
         return Data([
             Self.encodingVersion, locksOnSleep ? 1 : 0, UInt8(truncatingIfNeeded: interval >> 24),
@@ -69,7 +69,7 @@ public struct KeychainSettings: Hashable, Sendable, CustomStringConvertible {
     /// Reads the stored form; a missing entry is the default settings.
     /// - Throws: `.wrongVersion` for a form written by a later version, `.decode` for one that
     ///   is damaged (a wrong length, unknown flags, an interval out of range).
-    init(stored: Data?) throws {
+    package init(stored: Data?) throws {
         guard let stored else {
             self.init()
             return
@@ -93,53 +93,5 @@ public struct KeychainSettings: Hashable, Sendable, CustomStringConvertible {
             throw KeychainError.decode("the keychain's lock settings are damaged (a lock interval out of range)")
         }
         self.init(lockInterval: interval == 0 ? nil : interval, locksOnSleep: bytes[1] & 1 != 0)
-    }
-}
-
-extension KeychainDatabase {
-    /// The keychain's lock settings, as stored in its file (the defaults when none were set).
-    ///
-    /// Reading them needs no password: a locked keychain has settings too.
-    /// - Throws: ``KeychainError``: `.notAvailable` after ``close()``, `.decode` when the
-    ///   stored settings are damaged, `.wrongVersion` when a later version wrote them.
-    public var settings: KeychainSettings {
-        get throws {
-            try KeychainSettings(stored: headerEntry(KeychainSettings.metaName))
-        }
-    }
-
-    /// The header entry `name` (settings, display name, upgrades), or `nil`.
-    /// - Throws: `.notAvailable` after ``close()``.
-    func headerEntry(_ name: String) throws -> Data? {
-        guard keys.read({ !$0.isClosed }) else { throw KeychainError(.notAvailable, "the keychain was closed") }
-        return try Self.run {
-            try writer.read { db in
-                try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [name])
-            }
-        }
-    }
-
-    /// Stores the keychain's lock settings in its file, in one transaction.
-    ///
-    /// As macOS's `SecKeychainSetSettings`, this needs the keychain unlocked (a keychain
-    /// without a password always is) and its file writable.
-    /// - Parameter settings: The new settings.
-    /// - Throws: ``KeychainError``: `.parameter` for a lock interval out of range,
-    ///   `.interactionNotAllowed` while the keychain is locked, `.readOnly` for a file that
-    ///   cannot be written, `.notAvailable` after ``close()``.
-    public func setSettings(_ settings: KeychainSettings) throws {
-        guard settings.isValid else {
-            throw KeychainError.parameter(
-                "a lock interval is from 1 to \(KeychainSettings.maximumLockInterval) seconds, or none")
-        }
-        try keys.read { state in
-            guard !state.isClosed else { throw KeychainError(.notAvailable, "the keychain was closed") }
-            guard state.isUnlocked else {
-                throw KeychainError(.interactionNotAllowed, "the keychain must be unlocked to change its settings")
-            }
-        }
-        try Self.run {
-            try writer.write { db in try Storage.setMeta(db, KeychainSettings.metaName, settings.encoded()) }
-        }
     }
 }

@@ -1,118 +1,11 @@
 import Foundation
 import KeychainLibc
 
-/// Where keychains and the device key live, following the XDG base directories.
-///
-/// - Keychains: `${XDG_DATA_HOME:-$HOME/.local/share}/keychains/`, the default one being
-///   `login.keychain-db`.
-/// - The device key: `${XDG_CONFIG_HOME:-$HOME/.config}/keychain/device-key`, outside the
-///   data directory, so that a copy of the data directory alone opens nothing.
-/// - The default keychain: the file named by `KEYCHAIN_DEFAULT_PATH` when it is set, else the one
-///   chosen in the user's ``KeychainPreferences`` (`security default-keychain -s`), else
-///   `login.keychain-db`.
-/// - macOS's keychains directory, `$HOME/Library/Keychains`: a path in it, as macOS scripts
-///   write them, names the keychain of the same name in ``keychainsDirectory`` (see
-///   ``resolve(_:)``).
-public struct KeychainPaths: Sendable, Hashable {
-    /// The directory that holds keychain files.
-    public var keychainsDirectory: String
-    /// Where macOS keeps a user's keychains, `$HOME/Library/Keychains`: paths in it are read as
-    /// names of keychains in ``keychainsDirectory``. The engine creates nothing there (the
-    /// `security` tool keeps links of macOS's names for the keychains it creates by such a path).
-    public var macOSKeychainsDirectory: String
-    /// The directory that holds the device key.
-    public var configurationDirectory: String
-    /// The default keychain's file: the one chosen when these paths were made (by the
-    /// environment or by setting this property), else the one in the user's preferences as they
-    /// are now, else ``loginKeychain``. The preferences are read only when this is asked for,
-    /// so a command that names its keychain never parses them.
-    public var defaultKeychain: String {
-        get {
-            chosenDefaultKeychain
-                ?? (try? KeychainPreferences.load(from: preferencesFile))?.defaultKeychain
-                .flatMap { $0.isEmpty ? nil : $0 }
-                ?? loginKeychain
-        }
-        set { chosenDefaultKeychain = newValue }
-    }
-    private var chosenDefaultKeychain: String?
-
-    /// The default keychain when it was chosen for these paths (by `KEYCHAIN_DEFAULT_PATH` or
-    /// by setting ``defaultKeychain``), `nil` when the user's preferences decide. A client of
-    /// the agent sends this path with its requests: the agent serves every process of the
-    /// user, and its own environment is not this process's.
-    public var chosenDefault: String? { chosenDefaultKeychain }
-
-    /// The environment variable that points the default keychain elsewhere.
-    public static let defaultKeychainVariable = "KEYCHAIN_DEFAULT_PATH"
-
-    /// Creates the paths for an environment (the process's by default).
-    public init(environment: [String: String]? = nil) {
-        let environment = environment ?? ProcessEnvironment.current()
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        let data =
-            environment["XDG_DATA_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? home + "/.local/share"
-        let config =
-            environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
-            ?? home + "/.config"
-        keychainsDirectory = data + "/keychains"
-        macOSKeychainsDirectory = home + "/Library/Keychains"
-        configurationDirectory = config + "/keychain"
-        chosenDefaultKeychain = environment[Self.defaultKeychainVariable].flatMap { $0.isEmpty ? nil : $0 }
-    }
-
-    /// The login keychain: `login.keychain-db` in ``keychainsDirectory``.
-    public var loginKeychain: String { keychainsDirectory + "/login.keychain-db" }
-
-    /// The device key's file.
-    public var deviceKeyFile: String { configurationDirectory + "/device-key" }
-
-    /// The user's keychain preferences file (see ``KeychainPreferences``).
-    public var preferencesFile: String { configurationDirectory + "/preferences.json" }
-
-    /// Resolves a keychain argument: a path (containing `/`) as is, a bare name inside
-    /// ``keychainsDirectory`` (adding `.keychain-db` when it has no extension).
-    ///
-    /// A path in ``macOSKeychainsDirectory`` names the keychain that the same bare name names,
-    /// so that macOS scripts run unchanged. macOS keeps the keychain `X` in the file `X-db`, so
-    /// `$HOME/Library/Keychains/build` and `…/build-db` resolve as the name `build`, and
-    /// `…/build.keychain` and `…/build.keychain-db` as `build.keychain` and `build.keychain-db`
-    /// (the file that `security create-keychain build.keychain` makes).
-    ///
-    /// ```swift
-    /// let paths = KeychainPaths(environment: ["HOME": "/home/u"])
-    /// paths.resolve("/home/u/Library/Keychains/build-db")  // "/home/u/.local/share/keychains/build.keychain-db"
-    /// ```
-    public func resolve(_ nameOrPath: String) -> String {
-        let name = macOSKeychainName(nameOrPath) ?? nameOrPath
-        if name.contains("/") { return name }
-        return keychainsDirectory + "/" + (name.contains(".") ? name : name + ".keychain-db")
-    }
-
-    /// The bare name that a path in ``macOSKeychainsDirectory`` stands for, or `nil` for any
-    /// other argument. The path is compared as written (after the shell expanded `~`), with
-    /// repeated slashes ignored; files in subdirectories are not keychains of macOS's list.
-    package func macOSKeychainName(_ path: String) -> String? {
-        let directory = macOSKeychainsDirectory.split(separator: "/")
-        let components = path.split(separator: "/")
-        guard path.hasPrefix("/"), components.count == directory.count + 1,
-            components.starts(with: directory), let file = components.last, file != ".", file != ".."
-        else { return nil }
-        // macOS adds `-db` to the name it was given: `X-db` is the keychain `X`, except that
-        // `X.keychain-db` already names a file of ours.
-        if file.hasSuffix("-db"), !file.hasSuffix(".keychain-db"), file.count > 3 {
-            return String(file.dropLast(3))
-        }
-        return String(file)
-    }
-}
-
 /// File-system operations with the keychain's rules: directories 0700, files 0600 whatever
 /// the umask, and no symbolic link or foreign-owned file followed.
-enum SecureFileSystem {
+package enum SecureFileSystem {
     /// Creates a directory and its parents as needed; the last component gets mode 0700.
-    static func ensureDirectory(_ path: String) throws {
+    package static func ensureDirectory(_ path: String) throws {
         var info = stat()
         if lstat(path, &info) == 0 {
             try checkOwned(info, path: path, expecting: S_IFDIR)
@@ -133,7 +26,7 @@ enum SecureFileSystem {
     }
 
     /// Checks that `path` is a regular file owned by this user (not a link); `false` if absent.
-    static func existingFile(_ path: String) throws -> Bool {
+    package static func existingFile(_ path: String) throws -> Bool {
         var info = stat()
         if lstat(path, &info) != 0 {
             if errno == ENOENT { return false }
@@ -181,7 +74,7 @@ enum SecureFileSystem {
     }
 
     /// Creates a new file exclusively with mode 0600 and writes `contents`, synced.
-    static func createFile(_ path: String, contents: Data) throws {
+    package static func createFile(_ path: String, contents: Data) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             if errno == EEXIST { throw KeychainError(.duplicateKeychain, "file exists") }
@@ -202,7 +95,7 @@ enum SecureFileSystem {
 
     /// Reads a whole file without following a symbolic link, up to `limit` bytes (one more
     /// when the file is longer, so that callers can tell).
-    static func readFile(_ path: String, limit: Int) throws -> Data {
+    package static func readFile(_ path: String, limit: Int) throws -> Data {
         var data = Data(count: limit + 1)
         let count = try data.withUnsafeMutableBytes { try readAll(path, into: $0) }
         return data.prefix(count)
@@ -210,7 +103,7 @@ enum SecureFileSystem {
 
     /// Reads `path` (without following a symbolic link) into `buffer`, up to its size.
     /// - Returns: The number of bytes read.
-    static func readAll(_ path: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package static func readAll(_ path: String, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("cannot open file", path) }
         defer { close(fd) }
@@ -226,7 +119,7 @@ enum SecureFileSystem {
     ///   - limit: The most bytes read.
     ///   - body: Called with the bytes read.
     /// - Returns: What `body` returns, or `nil` when there is no file at `path`.
-    static func withContentsIfPresent<T>(
+    package static func withContentsIfPresent<T>(
         of path: String, limit: Int = .max, _ body: (UnsafeRawBufferPointer) throws -> T
     ) throws -> T? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
@@ -262,7 +155,7 @@ enum SecureFileSystem {
     }
 
     /// The size of a file in bytes, without following a symbolic link.
-    static func size(of path: String) throws -> Int {
+    package static func size(of path: String) throws -> Int {
         var info = stat()
         guard lstat(path, &info) == 0 else { throw posixError("cannot inspect file", path) }
         return Int(info.st_size)
@@ -272,13 +165,13 @@ enum SecureFileSystem {
     ///
     /// Asked with `access`, not by opening the file: closing a descriptor of a file releases
     /// every POSIX lock this process holds on it, SQLite's included.
-    static func isReadOnly(_ path: String) -> Bool {
+    package static func isReadOnly(_ path: String) -> Bool {
         guard access(path, W_OK) != 0 else { return false }
         return errno == EROFS || errno == EACCES || errno == EPERM
     }
 
     /// Makes a directory entry durable.
-    static func syncDirectory(_ path: String) throws {
+    package static func syncDirectory(_ path: String) throws {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("cannot open directory", path) }
         defer { close(fd) }
@@ -290,7 +183,7 @@ enum SecureFileSystem {
     /// A fresh temporary name beside `path`, in the one shape ``removeStaleTemporaries(of:)``
     /// and ``recoverInterruptedPublish(of:inode:device:)`` recognise:
     /// `.NAME.PID.RANDOM.tmp`.
-    static func temporaryPath(for path: String) -> String {
+    package static func temporaryPath(for path: String) -> String {
         let (directory, name) = split(path)
         return directory + "/.\(name).\(getpid()).\(UInt32.random(in: 0 ... .max)).tmp"
     }
@@ -302,7 +195,7 @@ enum SecureFileSystem {
     /// Uses `renameat2(RENAME_NOREPLACE)`; where the kernel or file system lacks it, falls back
     /// to `link` then `unlink`, and a process killed between the two leaves a second name that
     /// ``existingFile(_:)`` recognises and removes.
-    static func publish(_ temporary: String, as destination: String) throws {
+    package static func publish(_ temporary: String, as destination: String) throws {
         if let renameNoReplace = renameNoReplace {
             if renameNoReplace(AT_FDCWD, temporary, AT_FDCWD, destination, 1 /* RENAME_NOREPLACE */) == 0 {
                 return
@@ -336,7 +229,7 @@ enum SecureFileSystem {
 
     /// Runs `body` holding an exclusive `flock` on `directory`, so that creating and deleting
     /// files in it (and cleaning up after a process killed doing so) never interleave.
-    static func withDirectoryLock<T>(_ directory: String, _ body: () throws -> T) throws -> T {
+    package static func withDirectoryLock<T>(_ directory: String, _ body: () throws -> T) throws -> T {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw posixError("cannot open directory", directory) }
         defer { close(fd) }
@@ -345,7 +238,7 @@ enum SecureFileSystem {
     }
 
     /// Takes an exclusive `flock` on `fd` (the file at `path`), waiting for it.
-    static func lockExclusively(_ fd: Int32, _ path: String) throws {
+    package static func lockExclusively(_ fd: Int32, _ path: String) throws {
         while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else { throw posixError("cannot lock", path) }
         }
@@ -353,7 +246,7 @@ enum SecureFileSystem {
 
     /// Removes the temporary files (and SQLite's files beside them) that a process killed while
     /// creating or deleting `path` left behind: `.NAME.PID.RANDOM.tmp*` whose process is gone.
-    static func removeStaleTemporaries(of path: String) {
+    package static func removeStaleTemporaries(of path: String) {
         let (directory, name) = split(path)
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for entry in entries {
@@ -378,7 +271,7 @@ enum SecureFileSystem {
 
     /// The process id in a temporary name made by ``temporaryPath(for:)`` for `name` (also with
     /// SQLite's `-journal`, `-wal` or `-shm` after it), or `nil` for any other name.
-    static func temporaryOwner(_ entry: String, name: String) -> pid_t? {
+    package static func temporaryOwner(_ entry: String, name: String) -> pid_t? {
         let prefix = "." + name + "."
         guard entry.hasPrefix(prefix) else { return nil }
         var rest = entry.dropFirst(prefix.count)
@@ -398,9 +291,9 @@ enum SecureFileSystem {
         return (directory.isEmpty ? "." : directory, (path as NSString).lastPathComponent)
     }
 
-    static func remove(_ path: String) { unlink(path) }
+    package static func remove(_ path: String) { unlink(path) }
 
-    static func posixError(_ what: String, _ path: String) -> KeychainError {
+    package static func posixError(_ what: String, _ path: String) -> KeychainError {
         let code = errno
         let message = "\(what) \(path): \(String(cString: strerror(code)))"
         switch code {
@@ -441,7 +334,7 @@ package enum ProcessEnvironment {
 package enum CanonicalPath {
     /// The most symbolic links followed through a part of the path that does not exist, as
     /// `realpath(3)` allows (`MAXSYMLINKS`).
-    static let linkLimit = 40
+    package static let linkLimit = 40
 
     /// `path` made absolute against the working directory, with every `.`, `..`, repeated `/`
     /// and symbolic link resolved as `realpath(3)` does. The part of the path that does not

@@ -142,9 +142,9 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
 }
 
 extension KeychainError {
-    static func parameter(_ message: String) -> KeychainError { KeychainError(.parameter, message) }
-    static func decode(_ message: String) -> KeychainError { KeychainError(.decode, message) }
-    static func invalidKeychain(_ message: String) -> KeychainError {
+    package static func parameter(_ message: String) -> KeychainError { KeychainError(.parameter, message) }
+    package static func decode(_ message: String) -> KeychainError { KeychainError(.decode, message) }
+    package static func invalidKeychain(_ message: String) -> KeychainError {
         KeychainError(.invalidKeychain, message)
     }
 }

@@ -200,7 +200,7 @@ public struct AccessGroups: Sendable, Hashable {
     /// `trimmingCharacters(in: .whitespaces)` removes (tab, the space separators of Unicode's
     /// category Zs, and the zero-width space Foundation's set still counts), without loading
     /// Foundation's character sets in every short process.
-    static func trimmingBlanks(_ text: Substring) -> String {
+    package static func trimmingBlanks(_ text: Substring) -> String {
         func isBlank(_ scalar: Unicode.Scalar) -> Bool {
             if scalar.isASCII { return scalar == " " || scalar == "\t" }
             return scalar == "\u{200B}" || scalar.properties.generalCategory == .spaceSeparator
@@ -212,17 +212,17 @@ public struct AccessGroups: Sendable, Hashable {
         return String(scalars[first...last])
     }
 
-    static let token = "com.apple.token"
+    package static let token = "com.apple.token"
 
-    var allowsAll: Bool { groups.contains("*") }
-    var writable: [String] { groups.filter { $0 != Self.token } }
+    package var allowsAll: Bool { groups.contains("*") }
+    package var writable: [String] { groups.filter { $0 != Self.token } }
 
     /// The group of an item added without an explicit group: the first group that is
     /// neither `"*"` nor the read-only token group.
     public var defaultGroup: String? { groups.first { $0 != "*" && $0 != Self.token } }
 
-    func canRead(_ group: String) -> Bool { allowsAll || groups.contains(group) }
-    func canWrite(_ group: String) -> Bool {
+    package func canRead(_ group: String) -> Bool { allowsAll || groups.contains(group) }
+    package func canWrite(_ group: String) -> Bool {
         group != Self.token && (allowsAll || groups.contains(group))
     }
 }

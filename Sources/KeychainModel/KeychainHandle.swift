@@ -4,7 +4,7 @@ import Foundation
 ///
 /// `Keychain`, `KeychainStorage` and `SwiftKeychain` take and hold `any KeychainHandle`, and
 /// `Keychains` (in `KeychainClient`) is where they get one. The conforming types are the
-/// in-process engine, ``KeychainDatabase``, and the session agent's client, `AgentKeychain` (a
+/// in-process engine, `KeychainDatabase` (in `KeychainCore`), and the session agent's client, `AgentKeychain` (a
 /// keychain kept and unlocked in `keychaind`), chosen in `Keychains` alone, so that no module
 /// above knows which it holds (as application code holds GRDB's `any DatabaseWriter`).
 ///
@@ -66,40 +66,70 @@ public protocol KeychainHandle: AnyObject, Sendable {
     func rotateKeys(password: Data?, newPassword: Data?) throws
     /// Ends this handle's use of the keychain: later operations fail with `.notAvailable`.
     func close() throws
+}
+
+/// The maintenance of a keychain that only the engine, in the process that holds the
+/// keychain's file, can do: searching a locked keychain by its index, upgrading its items once,
+/// and naming it.
+///
+/// ``KeychainHandle`` is the seam every module above the engine uses; this protocol is apart,
+/// as GRDB keeps a database's maintenance out of `DatabaseReader`, so that a handle served by
+/// another process (the session agent's client) need not pretend to offer it. The engine's
+/// handles (`KeychainDatabase` and the handles it gives a caller with `acting(for:)`) conform;
+/// on `any KeychainHandle`, the members of the same names forward here and fail on a handle
+/// that does not conform. A type that adopts this protocol implements each member itself (the
+/// forwarding members would otherwise stand in for them, and call themselves).
+public protocol KeychainMaintenance: KeychainHandle {
     /// The persistent ids of the generic passwords that match `query` by the keychain's index
-    /// and cannot be read now because their protection class is locked (see
-    /// ``KeychainDatabase/lockedMatches(_:)``).
+    /// and cannot be read now because their protection class is locked.
+    /// - Throws: ``KeychainError`` (`.parameter` for a query the index cannot answer).
     func lockedMatches(_ query: ItemQuery) throws -> [UUID]
     /// Changes, once in the keychain's life, the items of `classes` that `change` gives new
-    /// attributes, in every access group (see ``KeychainDatabase/upgradeItems(named:classes:_:)``).
+    /// attributes, in every access group (the keychain records `name` when done).
     /// - Returns: How many items changed.
+    /// - Throws: ``KeychainError`` (`.interactionNotAllowed` while locked), or what `change` throws.
     func upgradeItems(named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?) throws -> Int
-    /// The name people see for the keychain, or `nil` when none was set
-    /// (``KeychainDatabase/displayName``).
+    /// The name people see for the keychain, or `nil` when none was set.
     var displayName: String? { get throws }
     /// Sets the name people see for the keychain, or removes it (`nil`).
+    /// - Throws: ``KeychainError`` (`.parameter` for a name too long).
     func setDisplayName(_ name: String?) throws
 }
 
 extension KeychainHandle {
-    /// A handle that cannot search a locked keychain by its index says so rather than find none.
+    /// ``KeychainMaintenance/lockedMatches(_:)`` when this handle is the engine's; a handle that
+    /// cannot search a locked keychain by its index says so rather than find none.
     public func lockedMatches(_ query: ItemQuery) throws -> [UUID] {
-        throw KeychainError(.interactionNotAllowed, "this handle cannot search a locked keychain")
+        guard let maintenance = self as? any KeychainMaintenance else {
+            throw KeychainError(.interactionNotAllowed, "this handle cannot search a locked keychain")
+        }
+        return try maintenance.lockedMatches(query)
     }
 
-    /// A handle that cannot upgrade a keychain's items (one served by another process) says so.
+    /// ``KeychainMaintenance/upgradeItems(named:classes:_:)`` when this handle is the engine's;
+    /// a handle that cannot upgrade a keychain's items (one served by another process) says so.
     public func upgradeItems(
         named name: String, classes: [ItemClass], _ change: (Item) throws -> Attributes?
     ) throws -> Int {
-        throw KeychainError(.unimplemented, "this handle cannot upgrade a keychain's items")
+        guard let maintenance = self as? any KeychainMaintenance else {
+            throw KeychainError(.unimplemented, "this handle cannot upgrade a keychain's items")
+        }
+        return try maintenance.upgradeItems(named: name, classes: classes, change)
     }
 
-    /// A handle without display names (one served by another process) has none.
-    public var displayName: String? { get throws { nil } }
+    /// ``KeychainMaintenance/displayName`` when this handle is the engine's; a handle without
+    /// display names (one served by another process) has none.
+    public var displayName: String? {
+        get throws { try (self as? any KeychainMaintenance)?.displayName }
+    }
 
-    /// A handle without display names (one served by another process) says so.
+    /// ``KeychainMaintenance/setDisplayName(_:)`` when this handle is the engine's; a handle
+    /// without display names (one served by another process) says so.
     public func setDisplayName(_ name: String?) throws {
-        throw KeychainError(.unimplemented, "this handle cannot name a keychain")
+        guard let maintenance = self as? any KeychainMaintenance else {
+            throw KeychainError(.unimplemented, "this handle cannot name a keychain")
+        }
+        try maintenance.setDisplayName(name)
     }
 
     /// The items that match `query`, without their secrets.
@@ -114,13 +144,8 @@ extension KeychainHandle {
     }
 }
 
-extension KeychainDatabase: KeychainHandle {
-    /// The access groups of the configuration this handle was opened with.
-    public var accessGroups: AccessGroups { configuration.accessGroups }
-}
-
 /// The default keychain set for the current task (and the tasks it creates) by
-/// `Keychains.withDefault` or ``KeychainDatabase/withDefault(_:operation:)-(_,()->R)``: tests
+/// `Keychains.withDefault` or `KeychainDatabase.withDefault(_:operation:)`: tests
 /// that run in parallel each give their code a keychain of their own.
 package enum TaskDefaultKeychain {
     @TaskLocal package static var handle: (any KeychainHandle)?
