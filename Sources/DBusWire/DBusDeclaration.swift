@@ -126,6 +126,68 @@ extension DBusCodec where Value == [String] {
     public static var strings: Self { .array(of: .string) }
 }
 
+extension DBusCodec where Value == DBusValue {
+    /// A value of `type` as it is, for a type no Swift type stands for (its type is checked
+    /// before it is decoded).
+    public static func value(of type: DBusType) -> Self {
+        Self(type, encode: { $0 }, decode: { $0 }, read: { try $0.read(type) })
+    }
+
+    /// A variant (`v`): the value inside it.
+    public static var variant: Self {
+        Self(
+            .variant, encode: { .variant($0) },
+            decode: { value in
+                guard case .variant(let inner) = value else { throw DBusCodecFailure.wrongType(.variant) }
+                return inner
+            })
+    }
+}
+
+extension DBusCodec where Value == String {
+    /// An object path (`o`), its validity checked by the wire layer.
+    public static var objectPath: Self {
+        Self(
+            .objectPath, encode: { .objectPath($0) },
+            decode: { value in
+                guard case .objectPath(let path) = value else { throw DBusCodecFailure.wrongType(.objectPath) }
+                return path
+            })
+    }
+}
+
+extension DBusCodec where Value == [String] {
+    /// Object paths (`ao`).
+    public static var objectPaths: Self { .array(of: .objectPath) }
+}
+
+extension DBusCodec where Value == [String: String] {
+    /// A dictionary of strings (`a{ss}`), written in the order of its keys; a key given twice
+    /// keeps its last value.
+    public static var stringDictionary: Self {
+        Self(
+            .dictionary(key: .string, value: .string),
+            encode: { map in
+                .dictionary(
+                    key: .string, value: .string,
+                    map.sorted { $0.key < $1.key }.map { DBusDictEntry(.string($0.key), .string($0.value)) })
+            },
+            decode: { value in
+                guard case .dictionary(.string, .string, let entries) = value else {
+                    throw DBusCodecFailure.wrongType(.dictionary(key: .string, value: .string))
+                }
+                var map: [String: String] = [:]
+                for entry in entries {
+                    guard let key = entry.key.stringValue, let value = entry.value.stringValue else {
+                        throw DBusCodecFailure.wrongType(.dictionary(key: .string, value: .string))
+                    }
+                    map[key] = value
+                }
+                return map
+            })
+    }
+}
+
 extension DBusCodec where Value == [String: DBusValue] {
     /// A dictionary of strings to variants (`a{sv}`), the variants unwrapped; written in the
     /// order of its keys.
@@ -153,12 +215,17 @@ extension DBusCodec where Value == [String: DBusValue] {
 public protocol DBusFieldVisitor {
     /// One argument: its name, its value (read, or replaced), and how it travels.
     mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws
+
+    /// An optional value travelling as two arguments: a flag `flag` saying whether it is there,
+    /// then `name`, `absent` in its place when it is not (passwords, so that a password is
+    /// never text). What follows a false flag is not decoded.
+    mutating func field<Value>(
+        _ flag: String, _ name: String, _ value: inout Value?, _ codec: DBusCodec<Value>, absent: Value
+    ) throws
 }
 
 extension DBusFieldVisitor {
-    /// An optional value travelling as two arguments: a flag `flag` saying whether it is there,
-    /// then `name`, `absent` in its place when it is not (passwords, so that a password is
-    /// never text).
+    /// The flag, then the value or `absent` (how values are written and listed).
     public mutating func field<Value>(
         _ flag: String, _ name: String, _ value: inout Value?, _ codec: DBusCodec<Value>, absent: Value
     ) throws {
@@ -292,6 +359,21 @@ private struct ValueReader: DBusFieldVisitor {
     let values: [DBusValue]
     var index = 0
 
+    mutating func field<Value>(
+        _ flag: String, _ name: String, _ value: inout Value?, _ codec: DBusCodec<Value>, absent: Value
+    ) throws {
+        var present = false
+        try field(flag, &present, .boolean)
+        guard present else {
+            index += 1  // its type is checked; it is not decoded
+            value = nil
+            return
+        }
+        var inner = absent
+        try field(name, &inner, codec)
+        value = inner
+    }
+
     mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
         defer { index += 1 }
         do {
@@ -307,6 +389,22 @@ private struct ValueReader: DBusFieldVisitor {
 private struct WireReader: DBusFieldVisitor {
     var body: DBusBodyReader
     var index = 0
+
+    mutating func field<Value>(
+        _ flag: String, _ name: String, _ value: inout Value?, _ codec: DBusCodec<Value>, absent: Value
+    ) throws {
+        var present = false
+        try field(flag, &present, .boolean)
+        guard present else {
+            _ = try body.read(codec.type)  // well-formed, not decoded
+            index += 1
+            value = nil
+            return
+        }
+        var inner = absent
+        try field(name, &inner, codec)
+        value = inner
+    }
 
     mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
         defer { index += 1 }

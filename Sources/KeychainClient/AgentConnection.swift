@@ -187,7 +187,7 @@ public final class AgentConnection: Sendable {
             state.authenticated = true
         }
         while true {
-            var received = try transport(mayRetry: false) { () throws -> DBusSocket.Received? in
+            let received = try transport(mayRetry: false) { () throws -> DBusSocket.Received? in
                 try state.socket?.receiveMessage()
             }
             guard var received else { throw TransportFailure(reason: "closed", mayRetry: false) }

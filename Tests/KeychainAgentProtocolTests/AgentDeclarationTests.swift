@@ -163,6 +163,22 @@ struct AgentDeclarationTests {
         #expect(try AgentInterface.PasswordArguments(decoding: stale).password == nil)
     }
 
+    @Test("what follows a false flag is not decoded: CreateTokenKey without permanent takes any a{sv}")
+    func absentValueIsNotDecoded() throws {
+        let values: [DBusValue] = [.string("/k"), .boolean(false), .stringVariantDictionary([:])]
+        #expect(try AgentInterface.CreateTokenKeyArguments(decoding: values).template == nil)
+        var message = DBusMessage.methodCall(
+            path: AgentInterface.objectPath, interface: AgentInterface.name, member: "CreateTokenKey", body: values)
+        message.serial = 1
+        var (_, body) = try DBusMessage.decodeHeader(try message.encoded())
+        #expect(try AgentInterface.CreateTokenKeyArguments(reading: &body).template == nil)
+        let permanent: [DBusValue] = [.string("/k"), .boolean(true), .stringVariantDictionary([:])]
+        let error = #expect(throws: KeychainError.self) {
+            try AgentInterface.CreateTokenKeyArguments(decoding: permanent)
+        }
+        #expect(error?.code == .parameter, "a template without a class")
+    }
+
     /// A value of a type other than `type`.
     static func wrongValue(for type: DBusType, _ random: inout SplitMix64) -> DBusValue {
         let candidates: [DBusValue] = [
