@@ -74,6 +74,39 @@ public struct DBusMethod: Sendable {
     }
 }
 
+extension DBusMethod {
+    /// The method `declaration` declares, served by one handler of its typed arguments and
+    /// reply: its name, signature and introspection come from the declaration, and a call's
+    /// arguments are decoded by field (``DBusWire/DBusArguments``).
+    ///
+    /// ```swift
+    /// DBusMethod(Files.rename) { call, arguments in
+    ///     try rename(arguments.path, to: arguments.name)
+    ///     return DBusNoArguments()
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - declaration: The method.
+    ///   - onEventLoop: For a method declared
+    ///     ``DBusWire/DBusMethodDescription/answersOnEventLoop``: answers the call where it was
+    ///     read, its arguments read straight from the wire, or declines it (`nil`) to `handler`;
+    ///     see ``wireHandler``. Ignored for a method not so declared.
+    ///   - handler: Runs every call not answered on the event loop, in a task.
+    public init<Arguments, Reply>(
+        _ declaration: DBusMethodDeclaration<Arguments, Reply>,
+        onEventLoop: (@Sendable (DBusMethodCall, Arguments) throws -> Reply?)? = nil,
+        handler: @escaping @Sendable (DBusMethodCall, Arguments) async throws -> Reply
+    ) {
+        var wire: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
+        if declaration.description.answersOnEventLoop, let onEventLoop {
+            wire = { call, body in try onEventLoop(call, try Arguments(reading: &body))?.values }
+        }
+        self.init(declaration.name, inputs: declaration.inputs, outputs: declaration.outputs, wireHandler: wire) {
+            call in try await handler(call, try Arguments(decoding: call.arguments)).values
+        }
+    }
+}
+
 /// A property of an exported interface, served through `org.freedesktop.DBus.Properties`.
 public struct DBusProperty: Sendable {
     /// The property's name.
