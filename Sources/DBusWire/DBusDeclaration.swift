@@ -20,6 +20,7 @@ public struct DBusCodec<Value>: Sendable {
     ///   - encode: The value as D-Bus holds it.
     ///   - decode: The Swift value from a D-Bus value of `type`; throws for one it refuses.
     ///   - read: The Swift value from the wire; by default, the D-Bus value read and decoded.
+    @inlinable
     public init(
         _ type: DBusType, encode: @escaping @Sendable (Value) -> DBusValue,
         decode: @escaping @Sendable (DBusValue) throws -> Value,
@@ -32,6 +33,7 @@ public struct DBusCodec<Value>: Sendable {
     }
 
     /// An array of values of `element`'s type (`aX`).
+    @inlinable
     public static func array<Element>(of element: DBusCodec<Element>) -> DBusCodec<[Element]>
     where Value == [Element] {
         DBusCodec<[Element]>(
@@ -50,12 +52,14 @@ public struct DBusCodec<Value>: Sendable {
 }
 
 /// The reason a codec refuses a value of the wrong shape (the caller names the argument).
+@usableFromInline
 enum DBusCodecFailure: Error {
     case wrongType(DBusType)
 }
 
 extension DBusCodec where Value == String {
     /// A string (`s`).
+    @inlinable
     public static var string: Self {
         Self(
             .string, encode: { .string($0) },
@@ -68,6 +72,7 @@ extension DBusCodec where Value == String {
 
 extension DBusCodec where Value == Bool {
     /// A boolean (`b`).
+    @inlinable
     public static var boolean: Self {
         Self(
             .boolean, encode: { .boolean($0) },
@@ -80,6 +85,7 @@ extension DBusCodec where Value == Bool {
 
 extension DBusCodec where Value == UInt8 {
     /// A byte (`y`).
+    @inlinable
     public static var byte: Self {
         Self(
             .byte, encode: { .byte($0) },
@@ -92,6 +98,7 @@ extension DBusCodec where Value == UInt8 {
 
 extension DBusCodec where Value == UInt32 {
     /// An unsigned 32-bit integer (`u`).
+    @inlinable
     public static var uint32: Self {
         Self(
             .uint32, encode: { .uint32($0) },
@@ -104,6 +111,7 @@ extension DBusCodec where Value == UInt32 {
 
 extension DBusCodec where Value == [UInt8] {
     /// Bytes (`ay`).
+    @inlinable
     public static var bytes: Self {
         Self(
             .array(.byte), encode: { .bytes($0) },
@@ -123,17 +131,20 @@ extension DBusCodec where Value == [UInt8] {
 
 extension DBusCodec where Value == [String] {
     /// Strings (`as`).
+    @inlinable
     public static var strings: Self { .array(of: .string) }
 }
 
 extension DBusCodec where Value == DBusValue {
     /// A value of `type` as it is, for a type no Swift type stands for (its type is checked
     /// before it is decoded).
+    @inlinable
     public static func value(of type: DBusType) -> Self {
         Self(type, encode: { $0 }, decode: { $0 }, read: { try $0.read(type) })
     }
 
     /// A variant (`v`): the value inside it.
+    @inlinable
     public static var variant: Self {
         Self(
             .variant, encode: { .variant($0) },
@@ -146,6 +157,7 @@ extension DBusCodec where Value == DBusValue {
 
 extension DBusCodec where Value == String {
     /// An object path (`o`), its validity checked by the wire layer.
+    @inlinable
     public static var objectPath: Self {
         Self(
             .objectPath, encode: { .objectPath($0) },
@@ -158,12 +170,14 @@ extension DBusCodec where Value == String {
 
 extension DBusCodec where Value == [String] {
     /// Object paths (`ao`).
+    @inlinable
     public static var objectPaths: Self { .array(of: .objectPath) }
 }
 
 extension DBusCodec where Value == [String: String] {
     /// A dictionary of strings (`a{ss}`), written in the order of its keys; a key given twice
     /// keeps its last value.
+    @inlinable
     public static var stringDictionary: Self {
         Self(
             .dictionary(key: .string, value: .string),
@@ -191,6 +205,7 @@ extension DBusCodec where Value == [String: String] {
 extension DBusCodec where Value == [String: DBusValue] {
     /// A dictionary of strings to variants (`a{sv}`), the variants unwrapped; written in the
     /// order of its keys.
+    @inlinable
     public static var stringVariantDictionary: Self {
         Self(
             .dictionary(key: .string, value: .variant), encode: { .stringVariantDictionary($0) },
@@ -226,6 +241,7 @@ public protocol DBusFieldVisitor {
 
 extension DBusFieldVisitor {
     /// The flag, then the value or `absent` (how values are written and listed).
+    @inlinable
     public mutating func field<Value>(
         _ flag: String, _ name: String, _ value: inout Value?, _ codec: DBusCodec<Value>, absent: Value
     ) throws {
@@ -264,6 +280,7 @@ public protocol DBusArguments: Sendable {
 
 extension DBusArguments {
     /// The arguments' names and types, in order.
+    @inlinable
     public static var arguments: [DBusArgument] {
         var lister = ArgumentLister()
         var placeholder = Self()
@@ -272,6 +289,7 @@ extension DBusArguments {
     }
 
     /// The arguments as D-Bus values, in order.
+    @inlinable
     public var values: [DBusValue] {
         var writer = ValueWriter()
         var copy = self
@@ -282,6 +300,7 @@ extension DBusArguments {
     /// Arguments from `values`, which must have the types of ``arguments``.
     /// - Throws: ``DBusError`` `.typeMismatch` for a wrong count or type (naming the argument,
     ///   never its value), or what a codec throws for a value it refuses.
+    @inlinable
     public init(decoding values: [DBusValue]) throws {
         self.init()
         // Every type first: no value is decoded from a list that is not what it should be.
@@ -295,6 +314,7 @@ extension DBusArguments {
     /// Arguments read straight from a body of their signature, which is read to its end.
     /// - Throws: ``DBusError`` `.typeMismatch` for a body of another signature;
     ///   `.malformedMessage` for bytes that do not form it; what a codec throws.
+    @inlinable
     public init(reading body: inout DBusBodyReader) throws {
         self.init()
         let types = body.signature.types
@@ -317,30 +337,40 @@ public struct DBusNoArguments: DBusArguments, Hashable {
 }
 
 /// Lists names and types.
-private struct ArgumentLister: DBusFieldVisitor {
-    var arguments: [DBusArgument] = []
-    mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) {
+@usableFromInline
+struct ArgumentLister: DBusFieldVisitor {
+    @usableFromInline var arguments: [DBusArgument] = []
+    @inlinable init() {}
+    @inlinable mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) {
         arguments.append(DBusArgument(name, codec.type))
     }
 }
 
 /// Writes values.
-private struct ValueWriter: DBusFieldVisitor {
-    var values: [DBusValue] = []
-    mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) {
+@usableFromInline
+struct ValueWriter: DBusFieldVisitor {
+    @usableFromInline var values: [DBusValue] = []
+    @inlinable init() {}
+    @inlinable mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) {
         values.append(codec.encode(value))
     }
 }
 
 /// Checks the count and the type of every argument, decoding nothing.
-private struct TypeChecker: DBusFieldVisitor {
+@usableFromInline
+struct TypeChecker: DBusFieldVisitor {
     /// How many arguments there are.
-    let count: Int
+    @usableFromInline let count: Int
     /// Whether the argument at an index has a type.
-    let matches: (Int, DBusType) -> Bool
-    var index = 0
+    @usableFromInline let matches: (Int, DBusType) -> Bool
+    @usableFromInline var index = 0
 
-    mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
+    @inlinable init(count: Int, matches: @escaping (Int, DBusType) -> Bool) {
+        self.count = count
+        self.matches = matches
+    }
+
+    @inlinable mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
         defer { index += 1 }
         guard index < count else { throw DBusError(.typeMismatch, "argument \(index + 1) (\(name)) is missing") }
         guard matches(index, codec.type) else {
@@ -349,17 +379,20 @@ private struct TypeChecker: DBusFieldVisitor {
     }
 
     /// Refuses arguments beyond the fields.
-    func finish() throws {
+    @inlinable func finish() throws {
         guard index == count else { throw DBusError(.typeMismatch, "\(count) arguments where \(index) are expected") }
     }
 }
 
 /// Reads values whose types are checked.
-private struct ValueReader: DBusFieldVisitor {
-    let values: [DBusValue]
-    var index = 0
+@usableFromInline
+struct ValueReader: DBusFieldVisitor {
+    @usableFromInline let values: [DBusValue]
+    @usableFromInline var index = 0
 
-    mutating func field<Value>(
+    @inlinable init(values: [DBusValue]) { self.values = values }
+
+    @inlinable mutating func field<Value>(
         _ flag: String, _ name: String, _ value: inout Value?, _ codec: DBusCodec<Value>, absent: Value
     ) throws {
         var present = false
@@ -374,7 +407,7 @@ private struct ValueReader: DBusFieldVisitor {
         value = inner
     }
 
-    mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
+    @inlinable mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
         defer { index += 1 }
         do {
             value = try codec.decode(values[index])
@@ -386,11 +419,14 @@ private struct ValueReader: DBusFieldVisitor {
 }
 
 /// Reads from the wire, the body's signature checked.
-private struct WireReader: DBusFieldVisitor {
-    var body: DBusBodyReader
-    var index = 0
+@usableFromInline
+struct WireReader: DBusFieldVisitor {
+    @usableFromInline var body: DBusBodyReader
+    @usableFromInline var index = 0
 
-    mutating func field<Value>(
+    @inlinable init(body: DBusBodyReader) { self.body = body }
+
+    @inlinable mutating func field<Value>(
         _ flag: String, _ name: String, _ value: inout Value?, _ codec: DBusCodec<Value>, absent: Value
     ) throws {
         var present = false
@@ -406,7 +442,7 @@ private struct WireReader: DBusFieldVisitor {
         value = inner
     }
 
-    mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
+    @inlinable mutating func field<Value>(_ name: String, _ value: inout Value, _ codec: DBusCodec<Value>) throws {
         defer { index += 1 }
         do {
             value = try codec.read(&body)
@@ -467,6 +503,7 @@ public struct DBusMethodDeclaration<Arguments: DBusArguments, Reply: DBusArgumen
     }
 
     /// The call message carrying `arguments` to the object at `path`.
+    @inlinable
     public func call(_ arguments: Arguments, path: String, destination: String? = nil) -> DBusMessage {
         .methodCall(path: path, interface: interface, member: name, destination: destination, body: arguments.values)
     }
@@ -474,6 +511,7 @@ public struct DBusMethodDeclaration<Arguments: DBusArguments, Reply: DBusArgumen
     /// A reply read from its body (a method return's).
     /// - Throws: ``DBusError`` for a body of another signature or malformed bytes; what a
     ///   codec throws for a value it refuses.
+    @inlinable
     public func reply(reading body: inout DBusBodyReader) throws -> Reply {
         try Reply(reading: &body)
     }

@@ -23,10 +23,10 @@ extension AgentService {
                     return I.Upserted(item, added: added)
                 }
             },
-            serve(I.find, idle: .lookup, seen: { !$0.items.isEmpty }) { [self] in
+            serve(I.find, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] in
                 try using($0) { I.Items(try $0.find($1.query, includeData: $1.includeData)) }
             },
-            serve(I.findReadable, idle: .lookup, seen: { !$0.items.isEmpty }) { [self] in
+            serve(I.findReadable, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] in
                 try using($0) { keychain, arguments in
                     let found = try keychain.findReadable(arguments.query, includeData: arguments.includeData)
                     return I.Readable(found.items, unreadable: found.unreadable.map(\.description))
@@ -42,7 +42,7 @@ extension AgentService {
                 try checkingPassword($0) { try $0.unlock(password: $1.password) }
             },
             serve(I.lock, access: .administration, idle: .reread) { [self] in try lock($0) },
-            serve(I.lockAll, access: .administration, idle: .none) { [self] _ in
+            serveWithoutKeychain(I.lockAll, access: .administration, idle: .none) { [self] _ in
                 lockAll()
                 return DBusNoArguments()
             },
@@ -83,7 +83,7 @@ extension AgentService {
             serve(I.storeTokenKey, idle: .use) { [self] in
                 try using($0) { I.TokenKeyHandle(try tokenHolder($0).storeTokenKey($1.handle, as: $1.item)) }
             },
-            serve(I.useAccessGroups, access: .connection, idle: .none) { [self] in
+            serveWithoutKeychain(I.useAccessGroups, access: .connection, idle: .none) { [self] in
                 try narrow($0.connection, to: $0.arguments.groups)
                 return DBusNoArguments()
             },
@@ -143,17 +143,38 @@ extension AgentService {
     /// Serves `method` with `body`: a call is decoded into its arguments once the caller may
     /// make it, and `body` runs on the engine's queue, or, for a method declared
     /// ``DBusWire/DBusMethodDescription/answersOnEventLoop``, first where it was read, when that
-    /// is quick (see ``answerOnEventLoop(_:_:_:_:)``). A keychain error is the caller's D-Bus error.
-    private func serve<A: DBusArguments, R: DBusArguments>(
+    /// is quick (see ``answerOnEventLoop(_:_:_:_:_:)``): on a keychain already open, and when
+    /// `quick` says its arguments ask for little. A keychain error is the caller's D-Bus error.
+    private func serve<A: AgentKeychainArguments, R: DBusArguments>(
         _ method: DBusMethodDeclaration<A, R>, access: Access = .items, idle effect: IdleLock.Effect,
-        seen: @escaping @Sendable (R) -> Bool = { _ in true },
+        seen: @escaping @Sendable (R) -> Bool = { _ in true }, quick: @escaping @Sendable (A) -> Bool = { _ in true },
         _ body: @escaping @Sendable (Request<A, R>) throws -> R
     ) -> ServedMethod {
         let handler = Handler(access: access, effect: effect, seen: seen, body: body)
         var onEventLoop: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
         if method.description.answersOnEventLoop {
-            onEventLoop = { [self] call, wire in try answerOnEventLoop(method, handler, call, &wire) }
+            onEventLoop = { [self] call, wire in
+                try answerOnEventLoop(handler, call, &wire) { isOpen($0.keychain) && quick($0) }
+            }
         }
+        return served(method, handler, onEventLoop: onEventLoop)
+    }
+
+    /// Serves `method`, which names no keychain, with `body`, on the engine's queue.
+    private func serveWithoutKeychain<A: DBusArguments, R: DBusArguments>(
+        _ method: DBusMethodDeclaration<A, R>, access: Access = .items, idle effect: IdleLock.Effect,
+        _ body: @escaping @Sendable (Request<A, R>) throws -> R
+    ) -> ServedMethod {
+        served(method, Handler(access: access, effect: effect, seen: { _ in true }, body: body), onEventLoop: nil)
+    }
+
+    /// The method to register for `method` and its handler.
+    private func served<A, R>(
+        _ method: DBusMethodDeclaration<A, R>, _ handler: Handler<A, R>,
+        onEventLoop: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
+    ) -> ServedMethod {
+        let access = handler.access
+        let effect = handler.effect
         let served = DBusMethod(
             method.name, inputs: method.inputs, outputs: method.outputs, wireHandler: onEventLoop
         ) { [self] call in try await answer(handler, call) }
@@ -194,8 +215,7 @@ extension AgentService {
     /// the engine's queue as every other call does; bytes that do not form the arguments close
     /// the connection.
     private func answerOnEventLoop<A, R>(
-        _ method: DBusMethodDeclaration<A, R>, _ handler: Handler<A, R>, _ call: DBusMethodCall,
-        _ wire: inout DBusBodyReader
+        _ handler: Handler<A, R>, _ call: DBusMethodCall, _ wire: inout DBusBodyReader, when isQuick: (A) -> Bool
     ) throws -> [DBusValue]? {
         let arguments: A
         do {
@@ -203,10 +223,7 @@ extension AgentService {
         } catch is KeychainError {
             return nil
         }
-        guard let named = arguments as? any AgentKeychainArguments, isOpen(named.keychain) else { return nil }
-        if let lookup = arguments as? I.LookupArguments {
-            guard let limit = lookup.query.limit, limit <= Self.quickLimit else { return nil }
-        }
+        guard isQuick(arguments) else { return nil }
         return try Self.agentErrors {
             // A caller not identified yet goes to the queue: identifying may read many files.
             guard let groups = try knownGroups(call.connection) else { return nil }
@@ -218,6 +235,11 @@ extension AgentService {
     /// The most items a lookup answered on the event loop may ask for: a larger or unlimited
     /// one may decrypt thousands of items, and goes to the engine's queue.
     static let quickLimit = 16
+
+    /// Whether a lookup asks for few enough items (``quickLimit``) to be answered on the event loop.
+    @Sendable static func fewItems(_ arguments: AgentInterface.LookupArguments) -> Bool {
+        arguments.query.limit.map { $0 <= quickLimit } ?? false
+    }
 
     /// Checks that the caller may make the call, decodes its arguments, and runs its handler.
     private func run<A, R>(

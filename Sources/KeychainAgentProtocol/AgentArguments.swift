@@ -15,6 +15,7 @@ extension AgentInterface {
         /// The arguments naming `keychain`.
         public init(keychain: String) { self.keychain = keychain }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
         }
@@ -34,6 +35,7 @@ extension AgentInterface {
             self.item = item
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("item", &item, .item)
@@ -54,6 +56,7 @@ extension AgentInterface {
             self.items = items
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("items", &items, .items)
@@ -77,6 +80,7 @@ extension AgentInterface {
             self.includeData = includeData
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("query", &query, .query)
@@ -98,6 +102,7 @@ extension AgentInterface {
             self.query = query
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("query", &query, .query)
@@ -124,6 +129,7 @@ extension AgentInterface {
             self.data = data
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("query", &query, .query)
@@ -146,6 +152,7 @@ extension AgentInterface {
             self.password = password
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("hasPassword", "password", &password, .data, absent: Data())
@@ -169,6 +176,7 @@ extension AgentInterface {
             self.new = new
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("hasOld", "old", &old, .data, absent: Data())
@@ -193,6 +201,7 @@ extension AgentInterface {
             self.newPassword = newPassword
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("hasPassword", "password", &password, .data, absent: Data())
@@ -214,6 +223,7 @@ extension AgentInterface {
             self.settings = settings
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("settings", &settings, .settings)
@@ -234,6 +244,7 @@ extension AgentInterface {
             self.template = template
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("permanent", "item", &template, .item, absent: Item(class: .key))
@@ -269,6 +280,7 @@ extension AgentInterface {
             outputSize = UInt32(clamping: request.outputSize)
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("handle", &handle, .data)
@@ -297,6 +309,7 @@ extension AgentInterface {
             self.item = item
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("keychain", &keychain, .string)
             try fields.field("handle", &handle, .data)
@@ -313,6 +326,7 @@ extension AgentInterface {
         /// The arguments naming `groups`.
         public init(groups: [String]) { self.groups = groups }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("groups", &groups, .strings)
         }
@@ -329,6 +343,7 @@ extension AgentInterface {
         /// The reply for `stored`.
         public init(_ stored: Item) { self.stored = stored }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("stored", &stored, .item)
         }
@@ -343,6 +358,7 @@ extension AgentInterface {
         /// The reply for `items`.
         public init(_ items: [Item]) { self.items = items }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("items", &items, .items)
         }
@@ -362,6 +378,7 @@ extension AgentInterface {
             self.added = added
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("stored", &stored, .item)
             try fields.field("added", &added, .boolean)
@@ -382,6 +399,7 @@ extension AgentInterface {
             self.unreadable = unreadable
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("items", &items, .items)
             try fields.field("unreadable", &unreadable, .strings)
@@ -397,6 +415,7 @@ extension AgentInterface {
         /// The reply for `count` items.
         public init(_ count: Int) { self.count = UInt32(clamping: count) }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("count", &count, .uint32)
         }
@@ -417,6 +436,7 @@ extension AgentInterface {
             ]
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("status", &status, .stringVariantDictionary)
         }
@@ -431,6 +451,7 @@ extension AgentInterface {
         /// The reply for `settings`.
         public init(_ settings: KeychainSettings) { self.settings = settings }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("settings", &settings, .settings)
         }
@@ -450,6 +471,7 @@ extension AgentInterface {
             self.handle = handle
         }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("publicKey", &publicKey, .data)
             try fields.field("handle", &handle, .data)
@@ -465,6 +487,7 @@ extension AgentInterface {
         /// The reply for `output`.
         public init(_ output: Data) { self.output = output }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("output", &output, .data)
         }
@@ -479,6 +502,7 @@ extension AgentInterface {
         /// The reply for `handle`.
         public init(_ handle: Data) { self.handle = handle }
         /// Shows each field to `fields`.
+        @inlinable
         public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
             try fields.field("handle", &handle, .data)
         }

@@ -6,6 +6,7 @@ import KeychainCore
 /// ``AgentCodec`` encodes them.
 extension DBusCodec where Value == Item {
     /// An item (`a{sv}`), as ``AgentCodec/encode(_:)-(Item)`` writes it.
+    @inlinable
     public static var item: Self {
         Self(
             AgentCodec.stringVariants, encode: { AgentCodec.encode($0) }, decode: { try AgentCodec.decodeItem($0) },
@@ -15,11 +16,13 @@ extension DBusCodec where Value == Item {
 
 extension DBusCodec where Value == [Item] {
     /// Items (`aa{sv}`).
+    @inlinable
     public static var items: Self { .array(of: .item) }
 }
 
 extension DBusCodec where Value == ItemQuery {
     /// A query (`a{sv}`), as ``AgentCodec/encode(_:)-(ItemQuery)`` writes it.
+    @inlinable
     public static var query: Self {
         Self(
             AgentCodec.stringVariants, encode: { AgentCodec.encode($0) }, decode: { try AgentCodec.decodeQuery($0) },
@@ -29,6 +32,7 @@ extension DBusCodec where Value == ItemQuery {
 
 extension DBusCodec where Value == Attributes {
     /// Attributes (`a{sv}`), as ``AgentCodec/encode(_:)-(Attributes)`` writes them.
+    @inlinable
     public static var attributes: Self {
         Self(
             AgentCodec.stringVariants, encode: { AgentCodec.encode($0) },
@@ -38,6 +42,7 @@ extension DBusCodec where Value == Attributes {
 
 extension DBusCodec where Value == KeychainSettings {
     /// Lock settings (`a{sv}`), as ``AgentCodec/encode(_:)-(KeychainSettings)`` writes them.
+    @inlinable
     public static var settings: Self {
         Self(
             AgentCodec.stringVariants, encode: { AgentCodec.encode($0) }, decode: { try AgentCodec.decodeSettings($0) })
@@ -46,6 +51,7 @@ extension DBusCodec where Value == KeychainSettings {
 
 extension DBusCodec where Value == Data {
     /// Bytes (`ay`) as `Data`.
+    @inlinable
     public static var data: Self {
         let bytes = DBusCodec<[UInt8]>.bytes
         return Self(bytes.type, encode: { .bytes(Array($0)) }, decode: { Data(try bytes.decode($0)) })
@@ -54,5 +60,6 @@ extension DBusCodec where Value == Data {
 
 extension AgentCodec {
     /// `a{sv}`: how items, queries, attributes and settings travel.
+    @usableFromInline
     static let stringVariants = DBusType.dictionary(key: .string, value: .variant)
 }

@@ -20,7 +20,6 @@ struct AgentMethodsTests {
             #expect(served.inputs == declared.inputs, "\(declared.name)")
             #expect(served.outputs == declared.outputs, "\(declared.name)")
             #expect((served.wireHandler != nil) == declared.answersOnEventLoop, "\(declared.name)")
-            #expect(served.immediateHandler == nil, "\(declared.name): one handler, no twin")
         }
     }
 
