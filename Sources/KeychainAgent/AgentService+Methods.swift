@@ -143,7 +143,7 @@ extension AgentService {
     /// Serves `method` with `body`: a call is decoded into its arguments once the caller may
     /// make it, and `body` runs on the engine's queue, or, for a method declared
     /// ``DBusWire/DBusMethodDescription/answersOnEventLoop``, first where it was read, when that
-    /// is quick (see ``answerOnEventLoop(_:_:_:_:_:)``): on a keychain already open, and when
+    /// is quick (see ``answerOnEventLoop(_:_:_:when:)``): on a keychain already open, and when
     /// `quick` says its arguments ask for little. A keychain error is the caller's D-Bus error.
     private func serve<A: AgentKeychainArguments, R: DBusArguments>(
         _ method: DBusMethodDeclaration<A, R>, access: Access = .items, idle effect: IdleLock.Effect,

@@ -149,11 +149,11 @@ public final class AgentConnection: Sendable {
     /// the narrowing to be acknowledged. A refused narrowing closes the connection (nothing is
     /// asked with more groups than the process has configured).
     private func exchange(_ message: DBusMessage, _ state: inout State) throws -> DBusBodyReader {
-        let narrowing = AgentInterface.useAccessGroups
-        if !state.authenticated, let accessGroups, message.member != narrowing.name {
+        if !state.authenticated, let accessGroups, message.member != AgentInterface.useAccessGroups.name {
             do {
-                _ = try exchange(
-                    narrowing.call(.init(groups: accessGroups), path: AgentInterface.objectPath), &state)
+                let narrowing = AgentInterface.useAccessGroups.call(
+                    .init(groups: accessGroups), path: AgentInterface.objectPath)
+                _ = try exchange(narrowing, &state)
             } catch let error as KeychainError {
                 reset(&state)
                 throw error
