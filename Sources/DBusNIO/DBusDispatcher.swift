@@ -25,12 +25,12 @@ struct DBusDispatcher: Sendable {
     }
 
     /// What to do with the call `received` on the event loop, its method looked up once: its
-    /// ``DBusMethod/wireHandler`` answers from the arguments' wire form, or else, the body
-    /// decoded, its ``DBusMethod/immediateHandler`` (`.answered(reply)`, `reply` `nil` when the
-    /// caller asked for none); `.malformed` when the body is not what its signature says (the
-    /// connection is closed, as for any malformed message); otherwise `.later(call)`, the
-    /// decoded call for ``handle(_:connection:)`` in a task. Only a call naming its interface,
-    /// to a registered method whose signature matches, is tried on the event loop.
+    /// ``DBusMethod/wireHandler`` answers from the arguments' wire form (`.answered(reply)`,
+    /// `reply` `nil` when the caller asked for none); `.malformed` when the body is not what its
+    /// signature says (the connection is closed, as for any malformed message); otherwise
+    /// `.later(call)`, the decoded call for ``handle(_:connection:)`` in a task. Only a call
+    /// naming its interface, to a registered method whose signature matches, is tried on the
+    /// event loop.
     func handleImmediately(_ received: DBusReceivedMessage, connection: DBusConnection) -> ImmediateOutcome {
         var call = received.header
         let method = immediateMethod(call)
@@ -43,12 +43,6 @@ struct DBusDispatcher: Sendable {
         var body = received.body
         guard let values = try? body.readAll() else { return .malformed }
         call.body = values
-        if let method, let immediate = method.immediateHandler, DBusValue.have(call.body, typesOf: method.inputs),
-            let outcome = Self.outcome(
-                of: call, method, { try immediate(DBusMethodCall(message: call, connection: connection)) })
-        {
-            return outcome
-        }
         return .later(call)
     }
 
@@ -61,7 +55,7 @@ struct DBusDispatcher: Sendable {
         return interface.methods.first { $0.name == member }
     }
 
-    /// The answer of an immediate handler: its values, checked against the method's outputs, or
+    /// The answer of a wire handler: its values, checked against the method's outputs, or
     /// its error; `nil` when it declined.
     private static func outcome(
         of call: DBusMessage, _ method: DBusMethod, _ answer: () throws -> [DBusValue]?

@@ -24,19 +24,16 @@ public struct DBusMethod: Sendable {
     public var outputs: [DBusArgument]
     /// Runs the method. Throw ``DBusError/method(_:_:)`` to reply with a specific D-Bus error.
     public var handler: @Sendable (DBusMethodCall) async throws -> [DBusValue]
-    /// Answers the call at once, on the connection's event-loop thread, or returns `nil` to leave
-    /// it to ``handler``: for calls that take microseconds and never wait (a lookup in memory or
-    /// in a cached file), which then cost no hand-off to another thread and back. A call it
-    /// answers blocks the other connections of that event loop while it runs, so it must
-    /// decline anything that may take long (`nil`).
-    public var immediateHandler: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)?
-    /// Answers the call at once, as ``immediateHandler`` does, reading its arguments straight
-    /// from the wire (a ``DBusBodyReader`` of the method's input signature) instead of as
-    /// ``DBusValue``s: for the few calls made so often that building their argument values
-    /// shows. `nil` leaves the call to ``immediateHandler`` and ``handler``, its arguments
-    /// decoded as usual (``DBusMethodCall/arguments`` is empty here). A body that is not what
-    /// its signature says (the reader throws ``DBusError`` `.malformedMessage` or
-    /// `.limitExceeded`) closes the connection, as any malformed message does.
+    /// Answers the call at once, on the connection's event-loop thread, reading its arguments
+    /// straight from the wire (a ``DBusBodyReader`` of the method's input signature), or returns
+    /// `nil` to leave it to ``handler``, its arguments decoded as usual
+    /// (``DBusMethodCall/arguments`` is empty here): for calls that take microseconds and never
+    /// wait (a lookup in memory or in a cached file), which then cost no hand-off to another
+    /// thread and back. A call it answers blocks the other connections of that event loop while
+    /// it runs, so it must decline anything that may take long. A body that is not what its
+    /// signature says (the reader throws ``DBusError`` `.malformedMessage` or `.limitExceeded`)
+    /// closes the connection, as any malformed message does. ``init(_:onEventLoop:handler:)``
+    /// makes it from a declaration.
     public var wireHandler: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
 
     /// The signature a call must have.
@@ -54,23 +51,52 @@ public struct DBusMethod: Sendable {
     ///   - outputs: The output arguments; the handlers must return values of these types.
     ///   - wireHandler: Answers quick calls on the event loop from their arguments' wire form,
     ///     or declines them (`nil`); see ``wireHandler``.
-    ///   - immediateHandler: Answers quick calls on the event loop, or declines them (`nil`);
-    ///     see ``immediateHandler``.
-    ///   - handler: Runs every call the immediate handlers decline, in a task.
+    ///   - handler: Runs every call the wire handler declines, in a task.
     public init(
         _ name: String,
         inputs: [DBusArgument] = [],
         outputs: [DBusArgument] = [],
         wireHandler: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)? = nil,
-        immediateHandler: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)? = nil,
         handler: @escaping @Sendable (DBusMethodCall) async throws -> [DBusValue]
     ) {
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
         self.wireHandler = wireHandler
-        self.immediateHandler = immediateHandler
         self.handler = handler
+    }
+}
+
+extension DBusMethod {
+    /// The method `declaration` declares, served by one handler of its typed arguments and
+    /// reply: its name, signature and introspection come from the declaration, and a call's
+    /// arguments are decoded by field (``DBusWire/DBusArguments``).
+    ///
+    /// ```swift
+    /// DBusMethod(Files.rename) { call, arguments in
+    ///     try rename(arguments.path, to: arguments.name)
+    ///     return DBusNoArguments()
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - declaration: The method.
+    ///   - onEventLoop: For a method declared
+    ///     ``DBusWire/DBusMethodDescription/answersOnEventLoop``: answers the call where it was
+    ///     read, its arguments read straight from the wire, or declines it (`nil`) to `handler`;
+    ///     see ``wireHandler``. Ignored for a method not so declared.
+    ///   - handler: Runs every call not answered on the event loop, in a task.
+    public init<Arguments, Reply>(
+        _ declaration: DBusMethodDeclaration<Arguments, Reply>,
+        onEventLoop: (@Sendable (DBusMethodCall, Arguments) throws -> Reply?)? = nil,
+        handler: @escaping @Sendable (DBusMethodCall, Arguments) async throws -> Reply
+    ) {
+        var wire: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
+        if declaration.description.answersOnEventLoop, let onEventLoop {
+            wire = { call, body in try onEventLoop(call, try Arguments(reading: &body))?.values }
+        }
+        self.init(declaration.name, inputs: declaration.inputs, outputs: declaration.outputs, wireHandler: wire) {
+            call in try await handler(call, try Arguments(decoding: call.arguments)).values
+        }
     }
 }
 

@@ -142,7 +142,7 @@ public final class DBusServer: Sendable {
     }
 
     /// An event-loop group of its own for a server whose methods answer on the event loop
-    /// (``DBusMethod/immediateHandler``): at least `minimumThreads` loops, and one per core
+    /// (``DBusMethod/wireHandler``): at least `minimumThreads` loops, and one per core
     /// where there are more cores. Each connection stays on one loop, so with more loops
     /// fewer clients wait behind another's call.
     ///

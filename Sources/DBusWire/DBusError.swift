@@ -32,6 +32,9 @@ public struct DBusError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidAddress = Code(rawValue: "invalidAddress")
         /// The SASL handshake failed.
         public static let authenticationFailed = Code(rawValue: "authenticationFailed")
+        /// The server refused the connection during its handshake (an `ERROR` line, such as a
+        /// limit on connections); the message is its reason.
+        public static let connectionRefused = Code(rawValue: "connectionRefused")
         /// The connection was closed before the operation completed.
         public static let connectionClosed = Code(rawValue: "connectionClosed")
         /// No reply arrived within the allowed time.

@@ -74,6 +74,7 @@ public enum DBusValue: Hashable, Sendable {
 extension DBusValue {
     /// Whether the value has type `type` (`self.type == type`, without building the type of
     /// a container).
+    @usableFromInline
     func hasType(_ type: DBusType) -> Bool {
         switch (self, type) {
         case (.array(let element, _), .array(let expected)): element == expected

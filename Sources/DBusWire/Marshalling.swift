@@ -422,6 +422,10 @@ public struct DBusBodyReader: Sendable {
         return values
     }
 
+    /// Reads one value of `type`, as ``readAll()`` reads each.
+    /// - Throws: ``DBusError`` for bytes that do not form a value of `type`.
+    public mutating func read(_ type: DBusType) throws -> DBusValue { try reader.read(type) }
+
     /// Reads a string (`s`).
     /// - Throws: ``DBusError`` for a bad length, a missing NUL, a NUL inside or invalid UTF-8.
     public mutating func readString() throws -> String { try reader.readString() }

@@ -93,112 +93,15 @@ public final class AgentService: Sendable {
         self.callers = callers
     }
 
-    /// The interface to register at ``KeychainAgentProtocol/AgentInterface/objectPath``.
+    /// The interface to register at ``KeychainAgentProtocol/AgentInterface/objectPath``: one
+    /// handler for each method ``KeychainAgentProtocol/AgentInterface`` declares (see
+    /// `AgentService+Methods.swift`).
     public var interface: DBusInterface {
-        var methods: [DBusMethod] = []
-        for method in AgentInterface.Method.allCases {
-            var immediate: (@Sendable (DBusMethodCall) throws -> [DBusValue]?)?
-            var wire: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
-            if Self.quick.contains(method) {
-                immediate = { [self] call in try respondImmediately(method, call) }
-            }
-            if method == .find || method == .findReadable {
-                wire = { [self] call, body in try respondFromWire(method, call, &body) }
-            }
-            let handler: @Sendable (DBusMethodCall) async throws -> [DBusValue] = { [self] call in
-                try await respond(method, call)
-            }
-            methods.append(
-                DBusMethod(
-                    method.rawValue, inputs: method.inputs, outputs: method.outputs, wireHandler: wire,
-                    immediateHandler: immediate, handler: handler))
-        }
-        return DBusInterface(AgentInterface.name, methods: methods)
-    }
-
-    /// The requests that may be answered on the event loop that read them
-    /// (``respondImmediately(_:_:)``): reads of a keychain already open, which never wait for
-    /// a lock or the disk's writes.
-    static let quick: Set<AgentInterface.Method> = [.find, .findReadable, .status, .settings]
-
-    /// The most items a lookup answered on the event loop may ask for: a larger or unlimited
-    /// one may decrypt thousands of items, and goes to the engine's queue.
-    static let quickLimit = 16
-
-    /// Runs one request: the engine's errors become the agent's D-Bus errors.
-    func respond(_ method: AgentInterface.Method, _ call: DBusMethodCall) async throws -> [DBusValue] {
-        let arguments = call.arguments
-        let connection = call.connection
-        do {
-            if method == .useAccessGroups {
-                return try await onWorkQueue { [self] in try narrow(connection, to: arguments) }
-            }
-            return try await onWorkQueue { [self] in
-                defer { MemoryHygiene.scrubStack() }
-                return try perform(method, arguments, groups: try callerGroups(connection))
-            }
-        } catch let error as KeychainError {
-            throw AgentCodec.dbusError(error)
-        } catch let error as AgentError {
-            throw AgentCodec.dbusError(error.keychainError)
-        }
-    }
-
-    /// Answers a quick read where it was read, on the connection's event loop, without the two
-    /// hand-offs to the engine's queue and back: a lookup of a few items (``quickLimit``), the
-    /// status or settings of a keychain this agent has already opened. Anything else (a
-    /// keychain to open first, an unlimited lookup, an argument that does not decode) is
-    /// declined (`nil`) and runs on the engine's queue as every other request does.
-    func respondImmediately(_ method: AgentInterface.Method, _ call: DBusMethodCall) throws -> [DBusValue]? {
-        let arguments = call.arguments
-        guard case .string(let name)? = arguments.first, isOpen(name) else { return nil }
-        if method == .find || method == .findReadable {
-            guard arguments.count > 1, let limit = AgentCodec.queryLimit(arguments[1]), limit <= Self.quickLimit
-            else { return nil }
-        }
-        do {
-            // A caller not identified yet goes to the queue: identifying may read many files.
-            guard let groups = try knownGroups(call.connection) else { return nil }
-            defer { MemoryHygiene.scrubStack() }
-            return try perform(method, arguments, groups: groups)
-        } catch let error as KeychainError {
-            throw AgentCodec.dbusError(error)
-        } catch let error as AgentError {
-            throw AgentCodec.dbusError(error.keychainError)
-        }
-    }
-
-    /// Answers a lookup (`Find`, `FindReadable`: `s a{sv} b`) on the event loop as
-    /// ``respondImmediately(_:_:)`` does, reading its arguments straight from the wire: the
-    /// lookup every client makes, without building its query as D-Bus values first. Declines
-    /// (`nil`) what ``respondImmediately(_:_:)`` declines; the call is then decoded and handled
-    /// as usual.
-    func respondFromWire(
-        _ method: AgentInterface.Method, _ call: DBusMethodCall, _ body: inout DBusBodyReader
-    ) throws -> [DBusValue]? {
-        let name = try body.readString()
-        guard isOpen(name) else { return nil }
-        do {
-            let query = try AgentCodec.decodeQuery(from: &body)
-            let includeData = try body.readBoolean()
-            try body.finish()
-            guard let limit = query.limit, limit <= Self.quickLimit,
-                let groups = try knownGroups(call.connection)
-            else { return nil }
-            try Self.requireSomeGroup(groups)
-            defer { MemoryHygiene.scrubStack() }
-            return try using(name, for: method, groups: groups) { keychain in
-                try lookup(method, query, includeData: includeData, on: keychain)
-            }
-        } catch let error as KeychainError {
-            throw AgentCodec.dbusError(error)
-        } catch let error as AgentError {
-            throw AgentCodec.dbusError(error.keychainError)
-        }
+        DBusInterface(AgentInterface.name, methods: served.map(\.method))
     }
 
     /// The access groups of the caller behind `connection`, as it narrowed them.
-    private func callerGroups(_ connection: DBusConnection) throws -> AccessGroups {
+    func callerGroups(_ connection: DBusConnection) throws -> AccessGroups {
         try Self.narrowed(grantedGroups(connection), for: connection)
     }
 
@@ -211,7 +114,7 @@ public final class AgentService: Sendable {
     /// The access groups of the caller behind `connection` when they are known without
     /// identifying it first (``CallerDirectory/knownAccessGroups(for:)``), or `nil`. With a
     /// ``groups`` closure of its own, the closure's answer (it must then be quick).
-    private func knownGroups(_ connection: DBusConnection) throws -> AccessGroups? {
+    func knownGroups(_ connection: DBusConnection) throws -> AccessGroups? {
         let known: AccessGroups?
         if let callers {
             known = try callers.knownAccessGroups(for: connection)
@@ -237,12 +140,8 @@ public final class AgentService: Sendable {
     /// caller has every one of them (`*` only when it has `*`).
     /// - Throws: `.missingEntitlement` naming the first group it does not have; `.parameter`
     ///   for an empty list.
-    private func narrow(_ connection: DBusConnection, to arguments: [DBusValue]) throws -> [DBusValue] {
-        guard case .array(_, let values)? = arguments.first else {
-            throw KeychainError(.parameter, "UseAccessGroups takes a list of groups")
-        }
-        let requested = values.compactMap(\.stringValue)
-        guard !requested.isEmpty, requested.count == values.count else {
+    func narrow(_ connection: DBusConnection, to requested: [String]) throws {
+        guard !requested.isEmpty else {
             throw KeychainError(.parameter, "UseAccessGroups takes at least one group")
         }
         let granted = try grantedGroups(connection)
@@ -250,7 +149,6 @@ public final class AgentService: Sendable {
             throw KeychainError(.missingEntitlement, "this program may not use the access group \(missing)")
         }
         connection.keep(RequestedGroups(groups: requested))
-        return []
     }
 
     /// Whether `granted` lets its caller name `group`: a group it has, or any group with `*`
@@ -289,8 +187,14 @@ public final class AgentService: Sendable {
     /// - Throws: ``KeychainCore/KeychainError`` `.authFailed` for a wrong password, or while the
     ///   back-off lasts.
     public func unlock(keychainNamed name: String, password: Data, for groups: AccessGroups) async throws {
+        try Self.requireSomeGroup(groups)
         _ = try await onWorkQueue { [self] in
-            try perform(.unlock, [.string(name), .boolean(true), .bytes(Array(password))], groups: groups)
+            let keychain = try keychain(name)
+            try idle.around(keychain, .reread) {
+                try throttled(keychain.path ?? name, for: groups) {
+                    try keychain.acting(for: groups).unlock(password: password)
+                }
+            }
         }
     }
 
@@ -328,18 +232,20 @@ public final class AgentService: Sendable {
     /// Creates a password-less keychain at the absolute `path`, as `security create-keychain`
     /// without a password does through the agent: only for the user's own programs (`AccessGroups.managesKeychains`).
     public func createKeychain(at path: String, for groups: AccessGroups) async throws {
-        _ = try await onWorkQueue { [self] in
-            try perform(.create, [.string(path), .boolean(false), .bytes([])], groups: groups)
-        }
+        try Self.requireSomeGroup(groups)
+        try Self.requireUserProgram(groups)
+        try await onWorkQueue { [self] in try create(path, password: nil) }
     }
 
     /// Deletes the keychain at the absolute `path` (its file, log and settings), as `security
     /// delete-keychain` does through the agent: only for the user's own programs (`AccessGroups.managesKeychains`).
     public func deleteKeychain(at path: String, for groups: AccessGroups) async throws {
-        _ = try await onWorkQueue { [self] in try perform(.deleteKeychain, [.string(path)], groups: groups) }
+        try Self.requireSomeGroup(groups)
+        try Self.requireUserProgram(groups)
+        try await onWorkQueue { [self] in try deleteKeychain(path) }
     }
 
-    private func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             work.async { continuation.resume(with: Result(catching: body)) }
         }
@@ -369,102 +275,34 @@ public final class AgentService: Sendable {
 
     // MARK: Requests
 
-    /// The methods that manage keychains rather than items in them: only a caller whose groups
-    /// include every group (the user's own programs, not a sandboxed or manifest-bound app).
-    /// (A switch, not a set: every request asks, and a set hashes the method's name.)
-    static func isAdministration(_ method: AgentInterface.Method) -> Bool {
-        switch method {
-        // Locking a keychain locks it for every program of the user: not for an app to do to
-        // the others (issue 50, item 5).
-        case .create, .deleteKeychain, .lockAll, .lock, .changePassword, .rotateKeys, .setSettings: true
-        default: false
-        }
+    /// `Create`: a keychain file at the absolute `path`, left unlocked when it has a password.
+    func create(_ path: String, password: Data?) throws {
+        let keychain = try KeychainDatabase.create(
+            at: try absolute(path), password: password, configuration: configuration)
+        remember(keychain)
+        if let password { try keychain.unlock(password: password) }
+        idle.reread(keychain)
     }
 
-    /// What each request does to its keychain's idle timer (``IdleLock``): looking at the
-    /// keychain leaves it running, using it starts it again.
-    static func idleEffect(of method: AgentInterface.Method) -> IdleLock.Effect {
-        switch method {
-        case .status, .settings, .close, .create, .deleteKeychain, .lockAll, .useAccessGroups: .none
-        case .find, .findReadable, .update, .delete: .lookup
-        case .add, .addMany, .upsert, .createTokenKey, .useTokenKey, .storeTokenKey: .use
-        case .unlock, .lock, .changePassword, .rotateKeys, .setSettings: .reread
-        }
+    /// `DeleteKeychain`: closes and deletes the keychain at the absolute `path`.
+    func deleteKeychain(_ path: String) throws {
+        let path = try absolute(path)
+        forget(path)
+        idle.forget(path)
+        try KeychainDatabase.deleteKeychain(at: path)
     }
 
-    private func perform(
-        _ method: AgentInterface.Method, _ arguments: [DBusValue], groups: AccessGroups
-    ) throws -> [DBusValue] {
-        try Self.requireSomeGroup(groups)
-        if Self.isAdministration(method) { try Self.requireUserProgram(groups) }
-        let name = method == .lockAll ? "" : try string(arguments, 0)
-        switch method {
-        case .create:
-            let password = try password(arguments, 1)
-            let keychain = try KeychainDatabase.create(
-                at: try absolute(name), password: password, configuration: configuration)
-            remember(keychain)
-            if let password { try keychain.unlock(password: password) }
-            idle.reread(keychain)
-            return []
-        case .deleteKeychain:
-            let path = try absolute(name)
-            forget(path)
-            idle.forget(path)
-            try KeychainDatabase.deleteKeychain(at: path)
-            return []
-        case .lockAll:
-            // As `security lock-keychain -a`: after-first-unlock items too (an idle lock keeps them).
-            for keychain in open.withLock({ Array(keychains.values) }) {
-                keychain.lock(includingAfterFirstUnlockItems: true)
-                if let path = keychain.path { idle.forget(path) }
-            }
-            return []
-        case .close:
-            return []
-        case .lock:
-            // As `security lock-keychain`: after-first-unlock items too (an idle lock keeps them).
-            let keychain = try keychain(name)
-            return try idle.around(keychain, Self.idleEffect(of: method)) {
-                keychain.lock(includingAfterFirstUnlockItems: true)
-                return []
-            }
-        case .unlock, .changePassword, .rotateKeys:
-            let keychain = try keychain(name)
-            return try idle.around(keychain, Self.idleEffect(of: method)) {
-                try throttled(keychain.path ?? name, for: groups) {
-                    try perform(method, arguments, on: keychain.acting(for: groups))
-                }
-            }
-        default:
-            return try using(name, for: method, groups: groups) { try perform(method, arguments, on: $0) }
-        }
-    }
-
-    /// Runs `body` on the keychain `name` as `groups` see it, with `method`'s effect on the
-    /// keychain's idle timer.
-    private func using(
-        _ name: String, for method: AgentInterface.Method, groups: AccessGroups,
-        _ body: (any KeychainHandle) throws -> [DBusValue]
-    ) throws -> [DBusValue] {
-        let keychain = try keychain(name)
-        return try idle.around(keychain, Self.idleEffect(of: method), seen: Self.sawItems) {
-            try body(keychain.acting(for: groups))
-        }
-    }
-
-    /// Whether a request's answer shows the caller some of the keychain's items: a lookup's
-    /// items, or an update's or a delete's count.
-    static func sawItems(_ answer: [DBusValue]) -> Bool {
-        switch answer.first {
-        case .array(_, let items)?: !items.isEmpty
-        case .uint32(let count)?: count > 0
-        default: true
+    /// `LockAll`: as `security lock-keychain -a`, after-first-unlock items too (an idle lock
+    /// keeps them).
+    func lockAll() {
+        for keychain in open.withLock({ Array(keychains.values) }) {
+            keychain.lock(includingAfterFirstUnlockItems: true)
+            if let path = keychain.path { idle.forget(path) }
         }
     }
 
     /// Refuses a caller with no access group at all.
-    private static func requireSomeGroup(_ groups: AccessGroups) throws {
+    static func requireSomeGroup(_ groups: AccessGroups) throws {
         guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "the caller has no access group") }
     }
 
@@ -475,7 +313,7 @@ public final class AgentService: Sendable {
     /// app's wrong passwords never keep the user's own programs (or another app) out. The user's
     /// unsandboxed programs share one (the agent cannot tell them apart); they can read the
     /// keychain file and guess offline anyway. While it runs, the caller is told how long to wait.
-    private func throttled<T>(_ path: String, for groups: AccessGroups, _ body: () throws -> T) throws -> T {
+    func throttled<T>(_ path: String, for groups: AccessGroups, _ body: () throws -> T) throws -> T {
         let key = Self.throttleKey(path, groups)
         do {
             try open.withLock { try throttle.checkAttempt(for: key) }
@@ -497,86 +335,8 @@ public final class AgentService: Sendable {
         ([path, groups.managesKeychains ? "*user*" : ""] + groups.groups).joined(separator: "\u{0}")
     }
 
-    private func perform(
-        _ method: AgentInterface.Method, _ arguments: [DBusValue], on keychain: any KeychainHandle
-    ) throws -> [DBusValue] {
-        switch method {
-        case .add: return [AgentCodec.encode(try keychain.add(try AgentCodec.decodeItem(try value(arguments, 1))))]
-        case .addMany:
-            return [
-                AgentCodec.encode(try keychain.add(contentsOf: try AgentCodec.decodeItems(try value(arguments, 1))))
-            ]
-        case .upsert:
-            let (item, added) = try keychain.upsert(try AgentCodec.decodeItem(try value(arguments, 1)))
-            return [AgentCodec.encode(item), .boolean(added)]
-        case .find, .findReadable:
-            let query = try AgentCodec.decodeQuery(try value(arguments, 1))
-            return try lookup(method, query, includeData: try flag(arguments, 2), on: keychain)
-        case .update:
-            let query = try AgentCodec.decodeQuery(try value(arguments, 1))
-            let changes = try AgentCodec.decodeAttributes(try value(arguments, 2))
-            let data = try flag(arguments, 3) ? Data(try bytes(arguments, 4)) : nil
-            return [.uint32(UInt32(clamping: try keychain.update(query, attributes: changes, data: data)))]
-        case .delete:
-            return [.uint32(UInt32(clamping: try keychain.delete(try AgentCodec.decodeQuery(try value(arguments, 1)))))]
-        case .unlock:
-            try keychain.unlock(password: try password(arguments, 1))
-            return []
-        case .status:
-            return [
-                .stringVariantDictionary([
-                    "path": .string(keychain.path ?? ""), "hasPassword": .boolean(keychain.hasPassword),
-                    "isLocked": .boolean(keychain.isLocked),
-                    "accessGroups": .array(.string, keychain.accessGroups.groups.map { .string($0) }),
-                ])
-            ]
-        case .changePassword:
-            try keychain.changePassword(old: try password(arguments, 1), new: Data(try bytes(arguments, 3)))
-            return []
-        case .rotateKeys:
-            try keychain.rotateKeys(password: try password(arguments, 1), newPassword: try password(arguments, 3))
-            return []
-        case .settings:
-            return [AgentCodec.encode(try keychain.settings)]
-        case .setSettings:
-            try keychain.setSettings(try AgentCodec.decodeSettings(try value(arguments, 1)))
-            return []
-        case .createTokenKey:
-            let template = try flag(arguments, 1) ? try AgentCodec.decodeItem(try value(arguments, 2)) : nil
-            let created = try tokenHolder(keychain).createTokenKey(storing: template)
-            return [.bytes(Array(created.publicKey)), .bytes(Array(created.handle))]
-        case .useTokenKey:
-            guard case .byte(let code) = try value(arguments, 2),
-                let operation = TokenKeyRequest.Operation(rawValue: code),
-                case .uint32(let kdfHash) = try value(arguments, 4), case .uint32(let size) = try value(arguments, 6)
-            else { throw KeychainError(.parameter, "bad token key request") }
-            let request = TokenKeyRequest(
-                operation, input: Data(try bytes(arguments, 3)), kdfHash: Int(kdfHash),
-                sharedInfo: Data(try bytes(arguments, 5)), outputSize: Int(size))
-            return [.bytes(Array(try tokenHolder(keychain).useTokenKey(Data(try bytes(arguments, 1)), request)))]
-        case .storeTokenKey:
-            let template = try AgentCodec.decodeItem(try value(arguments, 2))
-            return [.bytes(Array(try tokenHolder(keychain).storeTokenKey(Data(try bytes(arguments, 1)), as: template)))]
-        case .create, .deleteKeychain, .lockAll, .close, .lock, .useAccessGroups:
-            // Served by the caller of this function, on the keychain itself.
-            return []
-        }
-    }
-
-    /// `Find` or `FindReadable` of `query` on `keychain`, as the caller sees it, in the form the
-    /// method returns.
-    private func lookup(
-        _ method: AgentInterface.Method, _ query: ItemQuery, includeData: Bool, on keychain: any KeychainHandle
-    ) throws -> [DBusValue] {
-        guard method == .findReadable else {
-            return [AgentCodec.encode(try keychain.find(query, includeData: includeData))]
-        }
-        let found = try keychain.findReadable(query, includeData: includeData)
-        return [AgentCodec.encode(found.items), .array(.string, found.unreadable.map { .string($0.description) })]
-    }
-
     /// The token keys of a keychain as a caller sees it (the engine's own handle).
-    private func tokenHolder(_ keychain: any KeychainHandle) throws -> any TokenKeyHolder {
+    func tokenHolder(_ keychain: any KeychainHandle) throws -> any TokenKeyHolder {
         guard let holder = keychain as? any TokenKeyHolder else {
             throw KeychainError(.unimplemented, "this keychain cannot hold token keys")
         }
@@ -586,7 +346,7 @@ public final class AgentService: Sendable {
     // MARK: Keychains
 
     /// The open keychain at `name` (`""`: the default keychain, created on first use).
-    private func keychain(_ name: String) throws -> KeychainDatabase {
+    func keychain(_ name: String) throws -> KeychainDatabase {
         if let known = open.withLock({ spellings[name].flatMap { keychains[$0] } }) { return known }
         let path = name.isEmpty ? paths.defaultKeychain : try absolute(name)
         if let open = open.withLock({ keychains[path] }) {
@@ -621,7 +381,7 @@ public final class AgentService: Sendable {
 
     /// Whether the keychain named `name` is open in this agent under that very name, so that a
     /// request on it resolves no path and opens no file.
-    private func isOpen(_ name: String) -> Bool {
+    func isOpen(_ name: String) -> Bool {
         open.withLock { spellings[name].map { keychains[$0] != nil } ?? false }
     }
 
@@ -635,12 +395,12 @@ public final class AgentService: Sendable {
         }
     }
 
-    private func remember(_ keychain: KeychainDatabase) {
+    func remember(_ keychain: KeychainDatabase) {
         guard let path = keychain.path else { return }
         open.withLock { keychains[path] = keychain }
     }
 
-    private func forget(_ path: String) {
+    func forget(_ path: String) {
         open.withLock {
             keychains.removeValue(forKey: path)
             spellings = spellings.filter { $0.value != path }
@@ -651,41 +411,11 @@ public final class AgentService: Sendable {
     /// keychain, with one lock state): its directory resolved as `security` resolves a path
     /// (``KeychainCore/CanonicalPath``), its file name as given, so that the engine still sees,
     /// and refuses, a link in place of the keychain's file.
-    private func absolute(_ path: String) throws -> String {
+    func absolute(_ path: String) throws -> String {
         guard path.hasPrefix("/") else { throw KeychainError(.parameter, "a keychain is named by its absolute path") }
         let url = URL(fileURLWithPath: path).standardizedFileURL
         let directory = CanonicalPath.of(url.deletingLastPathComponent().path)
         return (directory == "/" ? "" : directory) + "/" + url.lastPathComponent
     }
 
-    // MARK: Arguments (the dispatcher has checked their types against the signature)
-
-    private func value(_ arguments: [DBusValue], _ index: Int) throws -> DBusValue {
-        guard index < arguments.count else { throw KeychainError(.parameter, "missing argument") }
-        return arguments[index]
-    }
-
-    private func string(_ arguments: [DBusValue], _ index: Int) throws -> String {
-        guard case .string(let string) = try value(arguments, index) else { return "" }
-        return string
-    }
-
-    private func flag(_ arguments: [DBusValue], _ index: Int) throws -> Bool {
-        guard case .boolean(let flag) = try value(arguments, index) else {
-            throw KeychainError(.parameter, "expected a boolean")
-        }
-        return flag
-    }
-
-    private func bytes(_ arguments: [DBusValue], _ index: Int) throws -> [UInt8] {
-        guard case .bytes(let bytes) = try value(arguments, index) else {
-            throw KeychainError(.parameter, "expected bytes")
-        }
-        return bytes
-    }
-
-    /// A password given as a flag and bytes: `nil` when the flag is false.
-    private func password(_ arguments: [DBusValue], _ index: Int) throws -> Data? {
-        try flag(arguments, index) ? Data(try bytes(arguments, index + 1)) : nil
-    }
 }

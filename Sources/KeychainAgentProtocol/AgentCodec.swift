@@ -140,13 +140,19 @@ public enum AgentCodec {
             throw KeychainError(.decode, "the keychain agent's answer is not a list of items")
         }
         var items: [Item] = []
-        try body.readArray(elementAlignment: 4) { element in  // each element an `a{sv}`, 4-aligned
-            var fields = ItemFields(capacity: 16)
-            try element.readStringVariantDictionary { name, value in try fields.add(name, value) }
-            items.append(try fields.item())
-        }
+        try body.readArray(elementAlignment: 4) { items.append(try decodeItem(from: &$0)) }  // `a{sv}`s, 4-aligned
         try body.finish()
         return items
+    }
+
+    /// An item read straight from the wire (an `a{sv}` body value, as ``encode(_:)-(Item)``
+    /// writes it), with the checks of ``decodeItem(_:)``.
+    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for what ``decodeItem(_:)``
+    ///   refuses; ``DBusWire/DBusError`` for bytes that are not a well-formed `a{sv}`.
+    public static func decodeItem(from body: inout DBusBodyReader) throws -> Item {
+        var fields = ItemFields(capacity: 16)
+        try body.readStringVariantDictionary { name, value in try fields.add(name, value) }
+        return try fields.item()
     }
 
     /// `aa{sv}`: a body of items.

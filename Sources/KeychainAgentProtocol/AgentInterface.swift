@@ -1,8 +1,16 @@
 import DBusWire
+import Foundation
+import KeychainCore
 
 /// The session agent's interface: peer-to-peer D-Bus on its private socket (docs/agent.md), so
 /// `gdbus call --address unix:path=… --object-path /org/keychainlinux/Agent --method
 /// org.keychainlinux.Agent1.Status ''` can call it.
+///
+/// Each method is declared once, below, as a ``DBusWire/DBusMethodDeclaration`` of its typed
+/// arguments and reply: the client encodes its calls with it (``KeychainClient``'s
+/// `AgentConnection.call(_:_:)`), the agent decodes them and serves each with one handler, and
+/// introspection lists them from ``all``. Adding a method is one declaration here plus its body
+/// in the agent's `AgentService`.
 ///
 /// Every method names its keychain first: a file's absolute path, or `""` for the default
 /// keychain. Items, attributes and queries travel as ``AgentCodec`` encodes them; a failure is a
@@ -16,136 +24,91 @@ public enum AgentInterface {
     /// The prefix of every error name the agent returns.
     public static let errorPrefix = "org.keychainlinux.Error."
 
-    /// A method of the interface: its name and typed, named arguments.
-    public enum Method: String, CaseIterable, Sendable {
-        /// `Add(s keychain, a{sv} item) → a{sv} stored`.
-        case add = "Add"
-        /// `AddMany(s keychain, aa{sv} items) → aa{sv} stored`: all of them or none.
-        case addMany = "AddMany"
-        /// `Upsert(s keychain, a{sv} item) → (a{sv} stored, b added)`.
-        case upsert = "Upsert"
-        /// `Find(s keychain, a{sv} query, b includeData) → aa{sv} items`.
-        case find = "Find"
-        /// `FindReadable(s keychain, a{sv} query, b includeData) → (aa{sv} items, as unreadable)`.
-        case findReadable = "FindReadable"
-        /// `Update(s keychain, a{sv} query, a{sv} attributes, b replacesData, ay data) → u count`.
-        case update = "Update"
-        /// `Delete(s keychain, a{sv} query) → u count`.
-        case delete = "Delete"
-        /// `Unlock(s keychain, b hasPassword, ay password)`.
-        case unlock = "Unlock"
-        /// `Lock(s keychain)`.
-        case lock = "Lock"
-        /// `LockAll()`.
-        case lockAll = "LockAll"
-        /// `Status(s keychain) → a{sv}`: `path` (s), `hasPassword` (b), `isLocked` (b),
-        /// `accessGroups` (as).
-        case status = "Status"
-        /// `ChangePassword(s keychain, b hasOld, ay old, ay new)`.
-        case changePassword = "ChangePassword"
-        /// `RotateKeys(s keychain, b hasPassword, ay password, b hasNew, ay new)`.
-        case rotateKeys = "RotateKeys"
-        /// `Create(s path, b hasPassword, ay password)`.
-        case create = "Create"
-        /// `DeleteKeychain(s path)`.
-        case deleteKeychain = "DeleteKeychain"
-        /// `Close(s keychain)`: the caller is done with it.
-        case close = "Close"
-        /// `Settings(s keychain) → a{sv}`: the keychain's lock settings, `lockInterval` (u,
-        /// seconds; 0 for no timeout) and `locksOnSleep` (b) (as
-        /// ``AgentCodec`` encodes them).
-        case settings = "Settings"
-        /// `SetSettings(s keychain, a{sv} settings)`: stores the lock settings (the keychain must
-        /// be unlocked); the agent's idle lock follows them from then on.
-        case setSettings = "SetSettings"
-        /// `CreateTokenKey(s keychain, b permanent, a{sv} item) → (ay publicKey, ay handle)`:
-        /// generates a P-256 token key (`kSecAttrTokenIDSecureEnclave`) in the agent; with
-        /// `permanent`, stores it as `item` (a key item's attributes). The answer is the public
-        /// key (X9.63) and an opaque handle; the private key stays in the agent.
-        ///
-        /// Added to `Agent1` after its first release: an older agent answers
-        /// `org.freedesktop.DBus.Error.UnknownMethod`, which clients report as errSecUnimplemented.
-        case createTokenKey = "CreateTokenKey"
-        /// `UseTokenKey(s keychain, ay handle, y operation, ay input, u kdfHash, ay sharedInfo,
-        /// u outputSize) → ay output`: runs an operation of the token key `handle` names in the
-        /// agent: 1 signs the digest `input` (ECDSA, `r‖s`), 2 runs ECDH with the X9.63 public key
-        /// `input` (the shared secret, or with `kdfHash` 1/256/384/512 the X9.63 KDF's
-        /// `outputSize` bytes over it with `sharedInfo`). Added with ``createTokenKey``.
-        case useTokenKey = "UseTokenKey"
-        /// `StoreTokenKey(s keychain, ay handle, a{sv} item) → ay handle`: stores a token key the
-        /// agent made without `permanent` as `item` (`SecItemAdd` of its reference); the answer
-        /// is the stored key's handle. Added with ``createTokenKey``.
-        case storeTokenKey = "StoreTokenKey"
-        /// `UseAccessGroups(as groups)`: narrows the caller's access groups, for the rest of the
-        /// connection, to those it names (in order: the first is where its items are added),
-        /// as a process's `KEYCHAIN_ACCESS_GROUPS` does in-process. Only groups the caller has
-        /// may be named (errSecMissingEntitlement). An older agent answers `UnknownMethod`.
-        case useAccessGroups = "UseAccessGroups"
+    /// A method of this interface, its arguments `A` and reply `R`.
+    public typealias Method<A: DBusArguments, R: DBusArguments> = DBusMethodDeclaration<A, R>
 
-        /// The arguments the caller sends.
-        public var inputs: [DBusArgument] {
-            let keychain = DBusArgument("keychain", .string)
-            switch self {
-            case .add, .upsert: return [keychain, DBusArgument("item", Self.dictionary)]
-            case .addMany: return [keychain, DBusArgument("items", .array(Self.dictionary))]
-            case .find, .findReadable:
-                return [keychain, DBusArgument("query", Self.dictionary), DBusArgument("includeData", .boolean)]
-            case .update:
-                return [
-                    keychain, DBusArgument("query", Self.dictionary), DBusArgument("attributes", Self.dictionary),
-                    DBusArgument("replacesData", .boolean), DBusArgument("data", .array(.byte)),
-                ]
-            case .delete: return [keychain, DBusArgument("query", Self.dictionary)]
-            case .unlock, .create:
-                return [keychain, DBusArgument("hasPassword", .boolean), DBusArgument("password", .array(.byte))]
-            case .lock, .status, .deleteKeychain, .close, .settings: return [keychain]
-            case .setSettings: return [keychain, DBusArgument("settings", Self.dictionary)]
-            case .createTokenKey:
-                return [keychain, DBusArgument("permanent", .boolean), DBusArgument("item", Self.dictionary)]
-            case .storeTokenKey:
-                return [keychain, DBusArgument("handle", .array(.byte)), DBusArgument("item", Self.dictionary)]
-            case .useTokenKey:
-                return [
-                    keychain, DBusArgument("handle", .array(.byte)), DBusArgument("operation", .byte),
-                    DBusArgument("input", .array(.byte)), DBusArgument("kdfHash", .uint32),
-                    DBusArgument("sharedInfo", .array(.byte)), DBusArgument("outputSize", .uint32),
-                ]
-            case .lockAll: return []
-            case .useAccessGroups: return [DBusArgument("groups", .array(.string))]
-            case .changePassword:
-                return [
-                    keychain, DBusArgument("hasOld", .boolean), DBusArgument("old", .array(.byte)),
-                    DBusArgument("new", .array(.byte)),
-                ]
-            case .rotateKeys:
-                return [
-                    keychain, DBusArgument("hasPassword", .boolean), DBusArgument("password", .array(.byte)),
-                    DBusArgument("hasNew", .boolean), DBusArgument("new", .array(.byte)),
-                ]
-            }
-        }
-
-        /// The arguments the agent returns.
-        public var outputs: [DBusArgument] {
-            switch self {
-            case .add: [DBusArgument("stored", Self.dictionary)]
-            case .addMany, .find: [DBusArgument("items", .array(Self.dictionary))]
-            case .upsert: [DBusArgument("stored", Self.dictionary), DBusArgument("added", .boolean)]
-            case .findReadable:
-                [DBusArgument("items", .array(Self.dictionary)), DBusArgument("unreadable", .array(.string))]
-            case .update, .delete: [DBusArgument("count", .uint32)]
-            case .status: [DBusArgument("status", Self.dictionary)]
-            case .settings: [DBusArgument("settings", Self.dictionary)]
-            case .createTokenKey: [DBusArgument("publicKey", .array(.byte)), DBusArgument("handle", .array(.byte))]
-            case .useTokenKey: [DBusArgument("output", .array(.byte))]
-            case .storeTokenKey: [DBusArgument("handle", .array(.byte))]
-            case .unlock, .lock, .lockAll, .changePassword, .rotateKeys, .create, .deleteKeychain, .close,
-                .setSettings, .useAccessGroups:
-                []
-            }
-        }
-
-        /// `a{sv}`.
-        static let dictionary = DBusType.dictionary(key: .string, value: .variant)
+    /// The method `name` of this interface.
+    private static func method<A, R>(_ name: String, quick: Bool = false) -> Method<A, R> {
+        Method(name, interface: Self.name, answersOnEventLoop: quick)
     }
+
+    /// `Add(s keychain, a{sv} item) → a{sv} stored`.
+    public static let add: Method<ItemArguments, Stored> = method("Add")
+    /// `AddMany(s keychain, aa{sv} items) → aa{sv} stored`: all of them or none.
+    public static let addMany: Method<ItemsArguments, Items> = method("AddMany")
+    /// `Upsert(s keychain, a{sv} item) → (a{sv} stored, b added)`.
+    public static let upsert: Method<ItemArguments, Upserted> = method("Upsert")
+    /// `Find(s keychain, a{sv} query, b includeData) → aa{sv} items`; answered on the event loop
+    /// when it is quick.
+    public static let find: Method<LookupArguments, Items> = method("Find", quick: true)
+    /// `FindReadable(s keychain, a{sv} query, b includeData) → (aa{sv} items, as unreadable)`.
+    public static let findReadable: Method<LookupArguments, Readable> = method("FindReadable", quick: true)
+    /// `Update(s keychain, a{sv} query, a{sv} attributes, b replacesData, ay data) → u count`.
+    public static let update: Method<UpdateArguments, Count> = method("Update")
+    /// `Delete(s keychain, a{sv} query) → u count`.
+    public static let delete: Method<QueryArguments, Count> = method("Delete")
+    /// `Unlock(s keychain, b hasPassword, ay password)`.
+    public static let unlock: Method<PasswordArguments, DBusNoArguments> = method("Unlock")
+    /// `Lock(s keychain)`.
+    public static let lock: Method<KeychainArguments, DBusNoArguments> = method("Lock")
+    /// `LockAll()`.
+    public static let lockAll: Method<DBusNoArguments, DBusNoArguments> = method("LockAll")
+    /// `Status(s keychain) → a{sv}`: `path` (s), `hasPassword` (b), `isLocked` (b),
+    /// `accessGroups` (as).
+    public static let status: Method<KeychainArguments, Status> = method("Status", quick: true)
+    /// `ChangePassword(s keychain, b hasOld, ay old, ay new)`.
+    public static let changePassword: Method<ChangePasswordArguments, DBusNoArguments> = method("ChangePassword")
+    /// `RotateKeys(s keychain, b hasPassword, ay password, b hasNew, ay new)`.
+    public static let rotateKeys: Method<RotateKeysArguments, DBusNoArguments> = method("RotateKeys")
+    /// `Create(s path, b hasPassword, ay password)` (its first argument is named `keychain`).
+    public static let create: Method<PasswordArguments, DBusNoArguments> = method("Create")
+    /// `DeleteKeychain(s path)` (its argument is named `keychain`).
+    public static let deleteKeychain: Method<KeychainArguments, DBusNoArguments> = method("DeleteKeychain")
+    /// `Close(s keychain)`: the caller is done with it.
+    public static let close: Method<KeychainArguments, DBusNoArguments> = method("Close")
+    /// `Settings(s keychain) → a{sv}`: the keychain's lock settings, `lockInterval` (u,
+    /// seconds; 0 for no timeout) and `locksOnSleep` (b) (as ``AgentCodec`` encodes them).
+    public static let settings: Method<KeychainArguments, Settings> = method("Settings", quick: true)
+    /// `SetSettings(s keychain, a{sv} settings)`: stores the lock settings (the keychain must
+    /// be unlocked); the agent's idle lock follows them from then on.
+    public static let setSettings: Method<SettingsArguments, DBusNoArguments> = method("SetSettings")
+    /// `CreateTokenKey(s keychain, b permanent, a{sv} item) → (ay publicKey, ay handle)`:
+    /// generates a P-256 token key (`kSecAttrTokenIDSecureEnclave`) in the agent; with
+    /// `permanent`, stores it as `item` (a key item's attributes). The answer is the public
+    /// key (X9.63) and an opaque handle; the private key stays in the agent.
+    ///
+    /// Added to `Agent1` after its first release: an older agent answers
+    /// `org.freedesktop.DBus.Error.UnknownMethod`, which clients report as errSecUnimplemented.
+    public static let createTokenKey: Method<CreateTokenKeyArguments, CreatedTokenKey> = method("CreateTokenKey")
+    /// `UseTokenKey(s keychain, ay handle, y operation, ay input, u kdfHash, ay sharedInfo,
+    /// u outputSize) → ay output`: runs an operation of the token key `handle` names in the
+    /// agent: 1 signs the digest `input` (ECDSA, `r‖s`), 2 runs ECDH with the X9.63 public key
+    /// `input` (the shared secret, or with `kdfHash` 1/256/384/512 the X9.63 KDF's
+    /// `outputSize` bytes over it with `sharedInfo`). Added with ``createTokenKey``.
+    public static let useTokenKey: Method<UseTokenKeyArguments, TokenKeyOutput> = method("UseTokenKey")
+    /// `StoreTokenKey(s keychain, ay handle, a{sv} item) → ay handle`: stores a token key the
+    /// agent made without `permanent` as `item` (`SecItemAdd` of its reference); the answer
+    /// is the stored key's handle. Added with ``createTokenKey``.
+    public static let storeTokenKey: Method<StoreTokenKeyArguments, TokenKeyHandle> = method("StoreTokenKey")
+    /// `UseAccessGroups(as groups)`: narrows the caller's access groups, for the rest of the
+    /// connection, to those it names (in order: the first is where its items are added),
+    /// as a process's `KEYCHAIN_ACCESS_GROUPS` does in-process. Only groups the caller has
+    /// may be named (errSecMissingEntitlement). An older agent answers `UnknownMethod`.
+    public static let useAccessGroups: Method<AccessGroupsArguments, DBusNoArguments> = method("UseAccessGroups")
+
+    /// Every method, in the order introspection lists them.
+    public static let all: [DBusMethodDescription] = [
+        add.description, addMany.description, upsert.description, find.description, findReadable.description,
+        update.description, delete.description, unlock.description, lock.description, lockAll.description,
+        status.description, changePassword.description, rotateKeys.description, create.description,
+        deleteKeychain.description, close.description, settings.description, setSettings.description,
+        createTokenKey.description, useTokenKey.description, storeTokenKey.description,
+        useAccessGroups.description,
+    ]
+}
+
+/// The arguments of an agent method that names its keychain first.
+public protocol AgentKeychainArguments: DBusArguments {
+    /// The keychain: a file's absolute path, or `""` for the default keychain.
+    var keychain: String { get }
 }

@@ -16,18 +16,13 @@ public final class AgentKeychain: KeychainHandle {
         self.keychain = keychain
     }
 
-    private func call(_ method: AgentInterface.Method, _ arguments: [DBusValue] = []) throws -> [DBusValue] {
-        try connection.call(method, [.string(keychain)] + arguments)
-    }
+    private typealias I = AgentInterface
+
+    /// The arguments naming this keychain alone.
+    private var named: I.KeychainArguments { I.KeychainArguments(keychain: keychain) }
 
     /// The agent's `Status` answer, variants unwrapped.
-    func status() throws -> [String: DBusValue] {
-        (try call(.status).first?.stringKeyedEntries ?? [:]).mapValues { $0.variantValue ?? $0 }
-    }
-
-    private static func password(_ data: Data?) -> [DBusValue] {
-        [.boolean(data != nil), .bytes(Array(data ?? Data()))]
-    }
+    func status() throws -> [String: DBusValue] { try connection.call(I.status, named).status }
 
     /// The keychain's file, as the agent reports it.
     public var path: String? {
@@ -47,13 +42,15 @@ public final class AgentKeychain: KeychainHandle {
     /// Whether the keychain is locked in the agent (for every process).
     public var isLocked: Bool { (try? status())?["isLocked"] != .boolean(false) }
 
-    public func unlock(password: Data?) throws { _ = try call(.unlock, Self.password(password)) }
-    public func lock() { _ = try? call(.lock) }
+    public func unlock(password: Data?) throws {
+        _ = try connection.call(I.unlock, .init(keychain: keychain, password: password))
+    }
+    public func lock() { _ = try? connection.call(I.lock, named) }
     public func changePassword(old: Data?, new: Data) throws {
-        _ = try call(.changePassword, Self.password(old) + [.bytes(Array(new))])
+        _ = try connection.call(I.changePassword, .init(keychain: keychain, old: old, new: new))
     }
     public func rotateKeys(password: Data?, newPassword: Data?) throws {
-        _ = try call(.rotateKeys, Self.password(password) + Self.password(newPassword))
+        _ = try connection.call(I.rotateKeys, .init(keychain: keychain, password: password, newPassword: newPassword))
     }
     /// Nothing to release: the agent keeps the keychain open for every process.
     public func close() throws {}
@@ -61,7 +58,7 @@ public final class AgentKeychain: KeychainHandle {
     /// The keychain's lock settings, as the agent reads them from its file.
     /// - Throws: The agent's ``KeychainModel/KeychainError`` (`.decode` for damaged settings).
     public var settings: KeychainSettings {
-        get throws { try AgentCodec.decodeSettings(try first(call(.settings))) }
+        get throws { try connection.call(I.settings, named).settings }
     }
 
     /// Stores the keychain's lock settings through the agent, which locks the keychain after
@@ -70,24 +67,21 @@ public final class AgentKeychain: KeychainHandle {
     ///   the keychain is locked, `.missingEntitlement` for a caller that may not manage
     ///   keychains).
     public func setSettings(_ settings: KeychainSettings) throws {
-        _ = try call(.setSettings, [AgentCodec.encode(settings)])
+        _ = try connection.call(I.setSettings, .init(keychain: keychain, settings: settings))
     }
 
     public func add(_ item: Item) throws -> Item {
-        try AgentCodec.decodeItem(try first(call(.add, [AgentCodec.encode(item)])))
+        try connection.call(I.add, .init(keychain: keychain, item: item)).stored
     }
     public func add(contentsOf items: [Item]) throws -> [Item] {
-        try AgentCodec.decodeItems(try first(call(.addMany, [AgentCodec.encode(items)])))
+        try connection.call(I.addMany, .init(keychain: keychain, items: items)).items
     }
     public func upsert(_ item: Item) throws -> (item: Item, added: Bool) {
-        let answer = try call(.upsert, [AgentCodec.encode(item)])
-        guard answer.count == 2, case .boolean(let added) = answer[1] else { throw Self.malformed }
-        return (try AgentCodec.decodeItem(answer[0]), added)
+        let reply = try connection.call(I.upsert, .init(keychain: keychain, item: item))
+        return (reply.stored, reply.added)
     }
     public func find(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
-        try connection.call(.find, [.string(keychain), AgentCodec.encode(query), .boolean(includeData)]) {
-            try AgentCodec.decodeItems(from: &$0)
-        }
+        try connection.call(I.find, .init(keychain: keychain, query: query, includeData: includeData)).items
     }
     public func findFirst(_ query: ItemQuery, includeData: Bool) throws -> Item? {
         var limited = query
@@ -95,42 +89,21 @@ public final class AgentKeychain: KeychainHandle {
         return try find(limited, includeData: includeData).first
     }
     public func findReadable(_ query: ItemQuery, includeData: Bool) throws -> ReadableItems {
-        let answer = try call(.findReadable, [AgentCodec.encode(query), .boolean(includeData)])
-        guard answer.count == 2, case .array(_, let rows) = answer[1] else { throw Self.malformed }
+        let reply = try connection.call(
+            I.findReadable, .init(keychain: keychain, query: query, includeData: includeData))
         var found = ReadableItems()
-        found.items = try AgentCodec.decodeItems(answer[0])
-        found.unreadable = rows.map { row in
-            guard case .string(let text) = row else {
-                return UnreadableItem(
-                    rowID: nil, persistentID: nil, itemClass: nil, error: KeychainError(.decode, "unreadable item"))
-            }
-            return UnreadableItem(parsing: text)
-        }
+        found.items = reply.items
+        // The agent describes each row as the engine does (row, class, persistent reference).
+        found.unreadable = reply.unreadable.map(UnreadableItem.init(parsing:))
         return found
     }
     public func update(_ query: ItemQuery, attributes changes: Attributes, data: Data?) throws -> Int {
-        let answer = try call(
-            .update,
-            [
-                AgentCodec.encode(query), AgentCodec.encode(changes), .boolean(data != nil),
-                .bytes(Array(data ?? Data())),
-            ])
-        guard case .uint32(let count)? = answer.first else { throw Self.malformed }
-        return Int(count)
+        let arguments = I.UpdateArguments(keychain: keychain, query: query, attributes: changes, data: data)
+        return Int(try connection.call(I.update, arguments).count)
     }
     public func delete(_ query: ItemQuery) throws -> Int {
-        guard case .uint32(let count)? = try call(.delete, [AgentCodec.encode(query)]).first else {
-            throw Self.malformed
-        }
-        return Int(count)
+        Int(try connection.call(I.delete, .init(keychain: keychain, query: query)).count)
     }
-
-    private func first(_ answer: [DBusValue]) throws -> DBusValue {
-        guard let value = answer.first else { throw Self.malformed }
-        return value
-    }
-
-    private static let malformed = KeychainError(.decode, "the keychain agent's answer is malformed")
 }
 
 extension AgentConnection {
@@ -140,14 +113,14 @@ extension AgentConnection {
     /// - Throws: The agent's ``KeychainModel/KeychainError`` (`.duplicateKeychain` when a file
     ///   exists there, `.missingEntitlement` for a caller that may not manage keychains).
     public func createKeychain(at path: String, password: Data?) throws -> AgentKeychain {
-        _ = try call(.create, [.string(path), .boolean(password != nil), .bytes(Array(password ?? Data()))])
+        _ = try call(AgentInterface.create, .init(keychain: path, password: password))
         return keychain(at: path)
     }
 
     /// Has the agent close and delete the keychain file at the absolute `path`.
     /// - Throws: The agent's ``KeychainModel/KeychainError`` (`.noSuchKeychain`, `.invalidKeychain`).
     public func deleteKeychain(at path: String) throws {
-        _ = try call(.deleteKeychain, [.string(path)])
+        _ = try call(AgentInterface.deleteKeychain, .init(keychain: path))
     }
 }
 
@@ -157,46 +130,28 @@ extension AgentKeychain: TokenKeyHolder {
     /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func createTokenKey(storing template: Item?) throws -> (publicKey: Data, handle: Data) {
-        let reply = try tokenCall(
-            .createTokenKey, [.boolean(template != nil), AgentCodec.encode(template ?? Item(class: .key))])
-        guard reply.count == 2, case .bytes(let publicKey) = reply[0], case .bytes(let handle) = reply[1] else {
-            throw KeychainError(.internalComponent, "the keychain agent's token key answer is malformed")
-        }
-        return (Data(publicKey), Data(handle))
+        let reply = try tokenCall(I.createTokenKey, .init(keychain: keychain, template: template))
+        return (reply.publicKey, reply.handle)
     }
 
     /// Runs a token key operation in the agent, which holds the private key.
     /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
-        let reply = try tokenCall(
-            .useTokenKey,
-            [
-                .bytes(Array(handle)), .byte(request.operation.rawValue), .bytes(Array(request.input)),
-                .uint32(UInt32(clamping: request.kdfHash)), .bytes(Array(request.sharedInfo)),
-                .uint32(UInt32(clamping: request.outputSize)),
-            ])
-        guard reply.count == 1, case .bytes(let output) = reply[0] else {
-            throw KeychainError(.internalComponent, "the keychain agent's token key answer is malformed")
-        }
-        return Data(output)
+        try tokenCall(I.useTokenKey, .init(keychain: keychain, handle: handle, request: request)).output
     }
 
     /// Stores a token key the agent made without `permanent` as the key item `template`.
     /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
-        let reply = try tokenCall(.storeTokenKey, [.bytes(Array(handle)), AgentCodec.encode(template)])
-        guard reply.count == 1, case .bytes(let stored) = reply[0] else {
-            throw KeychainError(.internalComponent, "the keychain agent's token key answer is malformed")
-        }
-        return Data(stored)
+        try tokenCall(I.storeTokenKey, .init(keychain: keychain, handle: handle, item: template)).handle
     }
 
     /// A token key call; an agent without the method (older than token keys) is `.unimplemented`.
-    private func tokenCall(_ method: AgentInterface.Method, _ arguments: [DBusValue]) throws -> [DBusValue] {
+    private func tokenCall<A, R>(_ method: DBusMethodDeclaration<A, R>, _ arguments: A) throws -> R {
         do {
-            return try call(method, arguments)
+            return try connection.call(method, arguments)
         } catch let error as KeychainError where error.message.contains("UnknownMethod") {
             throw KeychainError(.unimplemented, "the keychain agent predates token keys: restart keychaind")
         }

@@ -1,3 +1,4 @@
+import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
@@ -162,7 +163,7 @@ public enum Keychains {
         } else {
             agent = try self.agent()
         }
-        if let agent { _ = try agent.call(.lockAll, []) }
+        if let agent { _ = try agent.call(AgentInterface.lockAll, DBusNoArguments()) }
     }
 
     /// Runs `operation` with `keychain` as the default keychain of the current task (and of

@@ -123,11 +123,13 @@ extension SecretServiceProvider {
     /// the label (letters, digits and `_`); with an alias that names a collection already, that
     /// collection. Only the user's own programs (access group `*`) make keychains, as through
     /// `security create-keychain`. A password can be given later (`security set-keychain-password`).
-    func createCollection(_ call: DBusMethodCall) async throws -> [DBusValue] {
-        let properties = call.arguments.first?.stringKeyedEntries ?? [:]
-        let alias = call.arguments.count > 1 ? call.arguments[1].stringValue ?? "" : ""
+    func createCollection(_ call: DBusMethodCall, _ arguments: SecretServiceInterface.CreateCollectionArguments)
+        async throws -> SecretServiceInterface.CreatedCollection
+    {
+        let properties = arguments.properties
+        let alias = arguments.alias
         if !alias.isEmpty, let existing = collections().collection(alias: alias) {
-            return [.objectPath(existing.path), .objectPath("/")]
+            return SecretServiceInterface.CreatedCollection(collection: existing.path, prompt: "/")
         }
         let label = Self.unwrap(properties[Self.collectionLabelProperty])?.stringValue ?? ""
         let stem = SecretCollection.identifier(label.isEmpty ? "Untitled" : label)
@@ -158,13 +160,15 @@ extension SecretServiceProvider {
                 ? list.defaultCollection : list.collections.first(where: { $0.store == .file(standardized) })
         else { throw SecretServiceError.noSuchCollection }
         await emitCollections("CollectionCreated", made.path, on: call.connection)
-        return [.objectPath(made.path), .objectPath("/")]
+        return SecretServiceInterface.CreatedCollection(collection: made.path, prompt: "/")
     }
 
     /// `Collection.Delete`: deletes the keychain (as `security delete-keychain`), for the user's
     /// own programs. The default keychain and the session are refused: make another keychain
     /// the default first.
-    func deleteCollection(_ collection: SecretCollection, _ call: DBusMethodCall) async throws -> [DBusValue] {
+    func deleteCollection(_ collection: SecretCollection, _ call: DBusMethodCall) async throws
+        -> SecretServiceInterface.CollectionDeleted
+    {
         guard case .file(let file) = collection.store else {
             throw SecretServiceError.notSupported(
                 "the default keychain and the session collection cannot be deleted; make another keychain the default first"
@@ -179,26 +183,26 @@ extension SecretServiceProvider {
         objects.unregister(path: collection.path)
         collectionsChanged()
         await emitCollections("CollectionDeleted", collection.path, on: call.connection)
-        return [.objectPath("/")]
+        return SecretServiceInterface.CollectionDeleted(prompt: "/")
     }
 
     /// `SetAlias("default", collection)`: makes the collection's keychain the default one, as
     /// `security default-keychain -s` does (kept in the user's preferences; `KEYCHAIN_DEFAULT_PATH`
     /// still wins). Other aliases are not kept.
-    func setAlias(_ call: DBusMethodCall) async throws -> [DBusValue] {
-        guard call.arguments.count == 2, call.arguments[0].stringValue == "default",
-            let target = call.arguments[1].objectPathValue
-        else { throw SecretServiceError.notSupported("only the default alias can be set, to a collection") }
+    func setAlias(_ call: DBusMethodCall, _ arguments: SecretServiceInterface.SetAliasArguments) async throws {
+        guard arguments.name == "default" else {
+            throw SecretServiceError.notSupported("only the default alias can be set, to a collection")
+        }
+        let target = arguments.collection
         guard let (collection, item) = resolve(target), item == nil else { throw SecretServiceError.noSuchCollection }
         let groups = try await groups(call.message, call.connection)
         switch collection.store {
-        case .defaultKeychain: return []
+        case .defaultKeychain: return
         case .session: throw SecretServiceError.notSupported("the session collection cannot be the default")
         case .file(let file):
             try makeDefault(file, groups: groups)
             collectionsChanged()
             await emitCollections("CollectionChanged", collection.path, on: call.connection)
-            return []
         }
     }
 

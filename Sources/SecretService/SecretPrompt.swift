@@ -15,7 +15,7 @@ import Synchronization
 /// ([Secret Service API, Prompts](https://specifications.freedesktop.org/secret-service/latest/prompts.html)).
 extension SecretServiceProvider {
     static let promptPrefix = "/org/freedesktop/secrets/prompt/"
-    static let promptInterface = "org.freedesktop.Secret.Prompt"
+    static let promptInterface = SecretServiceInterface.prompt
 
     /// How long an unlock prompt waits for the keychain to be unlocked before it is dismissed.
     static let promptLifetime: Duration = .seconds(300)
@@ -23,25 +23,23 @@ extension SecretServiceProvider {
     /// How often a started unlock prompt looks at the keychain's lock state.
     static let promptPollInterval: Duration = .milliseconds(100)
 
-    func unlock(_ call: DBusMethodCall) async throws -> [DBusValue] {
-        let requested = (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue)
+    func unlock(_ call: DBusMethodCall, _ requested: [String]) async throws -> SecretServiceInterface.Unlocked {
         let groups = try await groups(call.message, call.connection)
         let collections = Set(requested.compactMap { resolve($0)?.collection })
         let locked = try await lockedCollections(collections, groups)
         guard !locked.isEmpty, let owner = call.message.sender else {
-            return [Self.paths(requested), .objectPath("/")]
+            return SecretServiceInterface.Unlocked(unlocked: requested, prompt: "/")
         }
         let path = try registerUnlockPrompt(
             objects: requested, collections: locked, groups: groups, owner: owner, connection: call.connection)
         await dismissIfGone(owner, on: call.connection)
-        return [Self.paths([]), .objectPath(path)]
+        return SecretServiceInterface.Unlocked(unlocked: [], prompt: path)
     }
 
     /// Locks the password keychains of the collections asked for (and so every item in them),
     /// for every process; a password-less keychain has nothing to lock it with. Only the user's
     /// own programs lock keychains (`AccessGroups.managesKeychains`), as through the agent.
-    func lock(_ call: DBusMethodCall) async throws -> [DBusValue] {
-        let requested = (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue)
+    func lock(_ call: DBusMethodCall, _ requested: [String]) async throws -> SecretServiceInterface.Locked {
         let groups = try await groups(call.message, call.connection)
         do {
             try AgentService.requireUserProgram(groups)
@@ -58,7 +56,7 @@ extension SecretServiceProvider {
             }
             if done { locked.append(path) }
         }
-        return [Self.paths(locked), .objectPath("/")]
+        return SecretServiceInterface.Locked(locked: locked, prompt: "/")
     }
 
     /// Those of `collections` whose keychains are locked.
@@ -109,7 +107,7 @@ extension SecretServiceProvider {
             DBusInterface(
                 Self.promptInterface,
                 methods: [
-                    DBusMethod("Prompt", inputs: [.init("window-id", .string)]) { [self] call in
+                    DBusMethod(SecretServiceInterface.showPrompt) { [self] call, _ in
                         guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
                         let connection = call.connection
                         let task = Task {
@@ -134,12 +132,12 @@ extension SecretServiceProvider {
                                 }
                             }
                         }
-                        return []
+                        return DBusNoArguments()
                     },
-                    DBusMethod("Dismiss") { call in
+                    DBusMethod(SecretServiceInterface.dismiss) { call, _ in
                         guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
                         await complete(call.connection, true)
-                        return []
+                        return DBusNoArguments()
                     },
                 ],
                 signals: [

@@ -4,53 +4,39 @@ import Foundation
 import KeychainCore
 
 extension SecretServiceProvider {
+    typealias I = SecretServiceInterface
+
     // MARK: Service
 
     var serviceObject: DBusInterface {
         DBusInterface(
             Self.serviceInterface,
             methods: [
+                DBusMethod(I.openSession) { [self] in try await openSession($0, $1) },
+                DBusMethod(I.createCollection) { [self] in try await createCollection($0, $1) },
                 DBusMethod(
-                    "OpenSession", inputs: [.init("algorithm", .string), .init("input", .variant)],
-                    outputs: [.init("output", .variant), .init("result", .objectPath)]
-                ) { [self] call in try await openSession(call) },
-                DBusMethod(
-                    "CreateCollection",
-                    inputs: [.init("properties", .dictionary(key: .string, value: .variant)), .init("alias", .string)],
-                    outputs: [.init("collection", .objectPath), .init("prompt", .objectPath)]
-                ) { [self] call in try await createCollection(call) },
-                DBusMethod(
-                    "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
-                    outputs: [.init("unlocked", .array(.objectPath)), .init("locked", .array(.objectPath))],
-                    immediateHandler: { [self] call in
-                        try searchImmediately(call, in: \.collections).map { [Self.paths($0), Self.paths([])] }
+                    I.searchItems,
+                    onEventLoop: { [self] call, arguments in
+                        try searchImmediately(call, arguments.attributes, in: \.collections).map {
+                            I.FoundItems(unlocked: $0, locked: [])
+                        }
                     }
-                ) { [self] call in
+                ) { [self] call, arguments in
                     let found = try await search(
-                        Self.stringMap(call.arguments.first), in: collections().collections, call.message,
-                        call.connection)
-                    return [Self.paths(found.unlocked), Self.paths(found.locked)]
+                        arguments.attributes, in: collections().collections, call.message, call.connection)
+                    return I.FoundItems(unlocked: found.unlocked, locked: found.locked)
                 },
-                DBusMethod(
-                    "Unlock", inputs: [.init("objects", .array(.objectPath))],
-                    outputs: [.init("unlocked", .array(.objectPath)), .init("prompt", .objectPath)]
-                ) { [self] call in try await unlock(call) },
-                DBusMethod(
-                    "Lock", inputs: [.init("objects", .array(.objectPath))],
-                    outputs: [.init("locked", .array(.objectPath)), .init("Prompt", .objectPath)]
-                ) { [self] call in try await lock(call) },
-                DBusMethod(
-                    "GetSecrets", inputs: [.init("items", .array(.objectPath)), .init("session", .objectPath)],
-                    outputs: [.init("secrets", .dictionary(key: .objectPath, value: Self.secretType))],
-                    immediateHandler: { [self] call in try getSecretsImmediately(call) }
-                ) { [self] call in try await getSecrets(call) },
-                DBusMethod("ReadAlias", inputs: [.init("name", .string)], outputs: [.init("collection", .objectPath)]) {
-                    [self] call in
-                    let alias = call.arguments.first?.stringValue ?? ""
-                    return [.objectPath(collections().collection(alias: alias)?.path ?? "/")]
+                DBusMethod(I.unlock) { [self] in try await unlock($0, $1.objects) },
+                DBusMethod(I.lock) { [self] in try await lock($0, $1.objects) },
+                DBusMethod(I.getSecrets, onEventLoop: { [self] in try getSecretsImmediately($0, $1) }) { [self] in
+                    try await getSecrets($0, $1)
                 },
-                DBusMethod("SetAlias", inputs: [.init("name", .string), .init("collection", .objectPath)]) {
-                    [self] call in try await setAlias(call)
+                DBusMethod(I.readAlias) { [self] _, arguments in
+                    I.CollectionPath(collection: collections().collection(alias: arguments.name)?.path ?? "/")
+                },
+                DBusMethod(I.setAlias) { [self] in
+                    try await setAlias($0, $1)
+                    return DBusNoArguments()
                 },
             ],
             properties: [
@@ -81,9 +67,9 @@ extension SecretServiceProvider {
     /// secretstorage open one per connection); more are refused with `LimitsExceeded`.
     static let sessionsPerCaller = 64
 
-    func openSession(_ call: DBusMethodCall) async throws -> [DBusValue] {
+    func openSession(_ call: DBusMethodCall, _ arguments: I.OpenSessionArguments) async throws -> I.OpenedSession {
         guard let owner = call.message.sender else { throw SecretServiceError.refused }
-        let input = call.arguments.count > 1 ? Self.unwrap(call.arguments[1]) : nil
+        let input: DBusValue? = arguments.input
         let open = sessions.withLock { $0.values.count { $0.owner == owner } }
         guard open < Self.sessionsPerCaller else {
             throw DBusError.method(
@@ -91,7 +77,7 @@ extension SecretServiceProvider {
         }
         let session: SecretSession
         let output: DBusValue
-        switch call.arguments.first?.stringValue {
+        switch arguments.algorithm {
         case "plain":
             session = SecretSession(owner: owner, key: nil)
             output = .string("")
@@ -115,29 +101,29 @@ extension SecretServiceProvider {
             DBusInterface(
                 Self.sessionInterface,
                 methods: [
-                    DBusMethod("Close") { [self] call in
+                    DBusMethod(I.close) { [self] call, _ in
                         try checkSession(path, caller: call.message.sender)
                         sessions.withLock { $0[path] = nil }
                         objects.unregister(path: path)
-                        return []
+                        return DBusNoArguments()
                     }
                 ]),
             at: path)
-        return [.variant(output), .objectPath(path)]
+        return I.OpenedSession(output: output, result: path)
     }
 
-    func getSecrets(_ call: DBusMethodCall) async throws -> [DBusValue] {
-        let path = call.arguments.count > 1 ? call.arguments[1].objectPathValue : nil
+    func getSecrets(_ call: DBusMethodCall, _ arguments: I.GetSecretsArguments) async throws -> I.Secrets {
+        let path: String? = arguments.session
         let session = try checkSession(path, caller: call.message.sender)
         var entries: [DBusDictEntry] = []
-        for itemPath in (call.arguments.first?.arrayElements ?? []).compactMap(\.objectPathValue) {
+        for itemPath in arguments.items {
             // Items that are missing, not the caller's or locked are left out.
             guard let found = try? await item(at: itemPath, includeData: true, call.message, call.connection) else {
                 continue
             }
             entries.append(DBusDictEntry(.objectPath(itemPath), try secretValue(found, session: path ?? "/", session)))
         }
-        return [.dictionary(key: .objectPath, value: Self.secretType, entries)]
+        return I.Secrets(secrets: .dictionary(key: .objectPath, value: Self.secretType, entries))
     }
 
     // MARK: Collection
@@ -148,26 +134,13 @@ extension SecretServiceProvider {
         DBusInterface(
             Self.collectionInterface,
             methods: [
-                DBusMethod(
-                    "SearchItems", inputs: [.init("attributes", .dictionary(key: .string, value: .string))],
-                    outputs: [.init("results", .array(.objectPath))]
-                ) { [self] call in
-                    let query = Self.stringMap(call.arguments.first)
-                    let found = try await search(query, in: [try collection()], call.message, call.connection)
-                    return [Self.paths(found.unlocked + found.locked)]
+                DBusMethod(I.searchCollection) { [self] call, arguments in
+                    let found = try await search(
+                        arguments.attributes, in: [try collection()], call.message, call.connection)
+                    return I.SearchResults(results: found.unlocked + found.locked)
                 },
-                DBusMethod(
-                    "CreateItem",
-                    inputs: [
-                        .init("properties", .dictionary(key: .string, value: .variant)),
-                        .init("secret", Self.secretType),
-                        .init("replace", .boolean),
-                    ],
-                    outputs: [.init("item", .objectPath), .init("prompt", .objectPath)]
-                ) { [self] call in try await createItem(in: try collection(), call) },
-                DBusMethod("Delete", outputs: [.init("prompt", .objectPath)]) { [self] call in
-                    try await deleteCollection(try collection(), call)
-                },
+                DBusMethod(I.createItem) { [self] in try await createItem(in: try collection(), $0, $1) },
+                DBusMethod(I.deleteCollection) { [self] call, _ in try await deleteCollection(try collection(), call) },
             ],
             properties: [
                 DBusProperty(
@@ -221,16 +194,15 @@ extension SecretServiceProvider {
         }
     }
 
-    func createItem(in collection: SecretCollection, _ call: DBusMethodCall) async throws -> [DBusValue] {
-        let properties = call.arguments.first?.stringKeyedEntries ?? [:]
+    func createItem(in collection: SecretCollection, _ call: DBusMethodCall, _ arguments: I.CreateItemArguments)
+        async throws -> I.CreatedItem
+    {
+        let properties = arguments.properties
         let label = Self.unwrap(properties[Self.itemInterface + ".Label"])?.stringValue ?? ""
         let attributes = Self.stringMap(Self.unwrap(properties[Self.itemInterface + ".Attributes"]))
-        guard call.arguments.count == 3 else {
-            throw DBusError.method(DBusErrorName.invalidArgs, "expected properties, a secret and replace")
-        }
-        let data = try receivedSecret(call.arguments[1], caller: call.message.sender)
+        let data = try receivedSecret(arguments.secret, caller: call.message.sender)
         try Self.checkSessionSecret(data, in: collection)
-        let replace = call.arguments[2] == .boolean(true)
+        let replace = arguments.replace
         let stored = SecretAttributes.keychainAttributes(for: attributes, label: label)
         let itemClass = SecretAttributes.itemClass(for: attributes)
         let (item, added) = try await withKeychain(collection, call.message, call.connection) {
@@ -279,7 +251,7 @@ extension SecretServiceProvider {
             added ? "ItemCreated" : "ItemChanged", interface: Self.collectionInterface, path: collection.path,
             [.objectPath(path)], on: call.connection)
         if added { await emitItemsChanged(collection, on: call.connection) }
-        return [.objectPath(path), .objectPath("/")]
+        return I.CreatedItem(item: path, prompt: "/")
     }
 
     // MARK: Items
@@ -293,21 +265,16 @@ extension SecretServiceProvider {
         DBusInterface(
             Self.itemInterface,
             methods: [
-                DBusMethod(
-                    "GetSecret", inputs: [.init("session", .objectPath)], outputs: [.init("secret", Self.secretType)]
-                ) {
-                    [self] call in
-                    let sessionPath = call.arguments.first?.objectPathValue
-                    let session = try checkSession(sessionPath, caller: call.message.sender)
+                DBusMethod(I.getSecret) { [self] call, arguments in
+                    let session = try checkSession(arguments.session, caller: call.message.sender)
                     let found = try await item(at: path, includeData: true, call.message, call.connection)
-                    return [try secretValue(found, session: sessionPath ?? "/", session)]
+                    return I.SecretReply(secret: try secretValue(found, session: arguments.session, session))
                 },
-                DBusMethod("SetSecret", inputs: [.init("secret", Self.secretType)]) { [self] call in
-                    try await setSecret(path, call)
+                DBusMethod(I.setSecret) { [self] call, arguments in
+                    try await setSecret(path, call, arguments.secret)
+                    return DBusNoArguments()
                 },
-                DBusMethod("Delete", outputs: [.init("Prompt", .objectPath)]) { [self] call in
-                    try await delete(path, call)
-                },
+                DBusMethod(I.deleteItem) { [self] call, _ in I.ItemDeleted(prompt: try await delete(path, call)) },
             ],
             properties: [
                 DBusProperty(
@@ -388,8 +355,8 @@ extension SecretServiceProvider {
         }
     }
 
-    func setSecret(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
-        let value = try receivedSecret(call.arguments.first, caller: call.message.sender)
+    func setSecret(_ path: String, _ call: DBusMethodCall, _ secret: DBusValue) async throws {
+        let value = try receivedSecret(secret, caller: call.message.sender)
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         try Self.checkSessionSecret(value, in: collection)
         let changed = try await withKeychain(collection, call.message, call.connection) { keychain in
@@ -399,10 +366,10 @@ extension SecretServiceProvider {
         await emit(
             "ItemChanged", interface: Self.collectionInterface, path: collection.path, [.objectPath(path)],
             on: call.connection)
-        return []
     }
 
-    func delete(_ path: String, _ call: DBusMethodCall) async throws -> [DBusValue] {
+    /// Deletes the caller's item at `path`; the answer is the prompt (none: `/`).
+    func delete(_ path: String, _ call: DBusMethodCall) async throws -> String {
         guard let (collection, id) = resolve(path), let id else { throw SecretServiceError.noSuchObject }
         let deleted = try await withKeychain(collection, call.message, call.connection) { keychain in
             try Self.firstPassword(id) { try keychain.delete($0) }
@@ -414,7 +381,7 @@ extension SecretServiceProvider {
             "ItemDeleted", interface: Self.collectionInterface, path: collection.path, [.objectPath(path)],
             on: call.connection)
         await emitItemsChanged(collection, on: call.connection)
-        return [.objectPath("/")]
+        return "/"
     }
 
     // MARK: Values

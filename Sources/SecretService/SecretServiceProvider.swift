@@ -25,13 +25,13 @@ public final class SecretServiceProvider: Sendable {
     static let aliasPrefix = "/org/freedesktop/secrets/aliases/"
     static let sessionPrefix = "/org/freedesktop/secrets/session/"
 
-    static let serviceInterface = "org.freedesktop.Secret.Service"
-    static let collectionInterface = "org.freedesktop.Secret.Collection"
-    static let itemInterface = "org.freedesktop.Secret.Item"
-    static let sessionInterface = "org.freedesktop.Secret.Session"
+    static let serviceInterface = SecretServiceInterface.service
+    static let collectionInterface = SecretServiceInterface.collection
+    static let itemInterface = SecretServiceInterface.item
+    static let sessionInterface = SecretServiceInterface.session
 
     /// The secret struct `(oayays)`: session, parameters, value, content type.
-    static let secretType = DBusType.structure([.objectPath, .array(.byte), .array(.byte), .string])
+    static let secretType = SecretServiceInterface.secretType
 
     /// How long the list of collections is kept before the keychains directory and the default
     /// keychain's preference are read again (a keychain made by `security` shows up after it).

@@ -47,11 +47,10 @@ extension SecretServiceProvider {
 
     /// `SearchItems` on `collections` here, or `nil` to decline (the unlocked results only: a
     /// locked keychain declines).
-    func searchImmediately(_ call: DBusMethodCall, in collections: (SecretCollectionList) -> [SecretCollection])
-        throws -> [String]?
-    {
+    func searchImmediately(
+        _ call: DBusMethodCall, _ query: [String: String], in collections: (SecretCollectionList) -> [SecretCollection]
+    ) throws -> [String]? {
         guard let groups = knownGroups(call.message), let list = recentCollections() else { return nil }
-        let query = Self.stringMap(call.arguments.first)
         let engineQueries = SecretAttributes.engineQueries(for: query).map { engineQuery in
             var limited = engineQuery
             limited.limit = Self.quickLimit + 1
@@ -77,12 +76,13 @@ extension SecretServiceProvider {
 
     /// `GetSecrets` here, or `nil` to decline. As in the task, items that are missing or not
     /// the caller's are left out.
-    func getSecretsImmediately(_ call: DBusMethodCall) throws -> [DBusValue]? {
-        guard let groups = knownGroups(call.message), let list = recentCollections(), call.arguments.count == 2
-        else { return nil }
-        let paths = (call.arguments[0].arrayElements ?? []).compactMap(\.objectPathValue)
+    func getSecretsImmediately(_ call: DBusMethodCall, _ arguments: SecretServiceInterface.GetSecretsArguments)
+        throws -> SecretServiceInterface.Secrets?
+    {
+        guard let groups = knownGroups(call.message), let list = recentCollections() else { return nil }
+        let paths = arguments.items
         guard paths.count <= Self.quickLimit else { return nil }
-        let sessionPath = call.arguments[1].objectPathValue
+        let sessionPath: String? = arguments.session
         let session = try checkSession(sessionPath, caller: call.message.sender)
         var entries: [DBusDictEntry] = []
         for path in paths {
@@ -100,6 +100,6 @@ extension SecretServiceProvider {
             entries.append(
                 DBusDictEntry(.objectPath(path), try secretValue(item, session: sessionPath ?? "/", session)))
         }
-        return [.dictionary(key: .objectPath, value: Self.secretType, entries)]
+        return SecretServiceInterface.Secrets(secrets: .dictionary(key: .objectPath, value: Self.secretType, entries))
     }
 }

@@ -44,7 +44,7 @@ func runManyClients(socket: String, count: Int) -> Never {
     var firstError: String?
     func status(_ connection: AgentConnection) {
         do {
-            _ = try connection.call(.status, [.string("")])
+            _ = try connection.call(AgentInterface.status, .init(keychain: ""))
             answered += 1
         } catch {
             firstError = firstError ?? "\(error)"

@@ -204,7 +204,7 @@ case "status" where arguments.count == 3:
         let reply = try await connection.call(
             .methodCall(
                 path: AgentInterface.objectPath, interface: AgentInterface.name,
-                member: AgentInterface.Method.status.rawValue, body: [.string("")]))
+                member: AgentInterface.status.name, body: [.string("")]))
         var groups = reply.body.first?.stringKeyedEntries?["accessGroups"]
         if case .variant(let inner) = groups { groups = inner }
         guard case .array(_, let values) = groups else {

@@ -5,7 +5,7 @@ import Testing
 @testable import DBusNIO
 @testable import DBusWire
 
-/// Methods answered on the connection's event loop (``DBusMethod/immediateHandler``), and what
+/// Methods answered on the connection's event loop (``DBusMethod/wireHandler``), and what
 /// a server keeps per connection (``DBusConnection/attachment``).
 @Suite("Immediate handlers and connection attachments")
 struct ImmediateHandlerTests {
@@ -18,8 +18,9 @@ struct ImmediateHandlerTests {
                     DBusMethod(
                         "Echo", inputs: [.init("text", .string)],
                         outputs: [.init("where", .string), .init("text", .string)],
-                        immediateHandler: { call in
-                            guard case .string(let text)? = call.arguments.first else { return nil }
+                        wireHandler: { call, body in
+                            let text = try body.readString()
+                            try body.finish()
                             if text == "decline" { return nil }
                             if text == "fail" { throw DBusError.method("org.example.Error.Nope", "as requested") }
                             if text == "wrong" { return [.int32(1)] }
@@ -42,10 +43,6 @@ struct ImmediateHandlerTests {
                             if text == "decline" { return nil }
                             if text == "fail" { throw DBusError.method("org.example.Error.Nope", "as requested") }
                             return [.string("wire"), .string(flag ? text.uppercased() : text)]
-                        },
-                        immediateHandler: { call in
-                            guard case .string(let text)? = call.arguments.first, text == "decline" else { return nil }
-                            return [.string("event loop"), .string(text)]
                         }
                     ) { call in
                         [.string("task"), call.arguments[0]]
@@ -91,7 +88,7 @@ struct ImmediateHandlerTests {
         } catch let error as DBusError {
             #expect(error.errorName == DBusErrorName.failed)
         }
-        // A call of the wrong signature never reaches the immediate handler.
+        // A call of the wrong signature never reaches the wire handler.
         do {
             _ = try await connection.call(
                 .methodCall(
@@ -117,7 +114,7 @@ struct ImmediateHandlerTests {
     }
 
     @Test(
-        "a wire handler reads the arguments as bytes: it answers, or declines to the other handlers; errors are replies; a malformed body closes the connection"
+        "a wire handler reads the arguments as bytes: it answers, or declines to the task; errors are replies; a malformed body closes the connection"
     )
     func wireHandler() async throws {
         let directory = try TemporaryDirectory()
@@ -127,10 +124,10 @@ struct ImmediateHandlerTests {
         #expect(try await Self.pair(connection, [.string("hi"), .boolean(true)]) == [.string("wire"), .string("HI")])
         #expect(
             try await Self.pair(connection, [.string("hé ✓"), .boolean(false)]) == [.string("wire"), .string("hé ✓")])
-        // Declined: the arguments are decoded and the immediate handler answers.
+        // Declined: the arguments are decoded and the task answers.
         #expect(
             try await Self.pair(connection, [.string("decline"), .boolean(true)])
-                == [.string("event loop"), .string("decline")])
+                == [.string("task"), .string("decline")])
         do {
             _ = try await Self.pair(connection, [.string("fail"), .boolean(true)])
             Issue.record("an error reply was expected")

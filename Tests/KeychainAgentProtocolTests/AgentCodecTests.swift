@@ -299,23 +299,23 @@ struct AgentCodecTests {
         let encoded = AgentCodec.encode(settings).stringKeyedEntries
         #expect(encoded?["lockInterval"] == .variant(.uint32(UInt32(settings.lockInterval ?? 0))))
         #expect(encoded?["locksOnSleep"] == .variant(.boolean(settings.locksOnSleep)))
-        let signature = AgentInterface.Method.setSettings.inputs.map(\.type.signature).joined()
+        let signature = AgentInterface.setSettings.inputs.map(\.type.signature).joined()
         #expect(signature == "sa{sv}")
-        #expect(AgentInterface.Method.settings.outputs.map(\.type.signature).joined() == "a{sv}")
+        #expect(AgentInterface.settings.outputs.map(\.type.signature).joined() == "a{sv}")
     }
 
     @Test("the token key methods: their D-Bus signatures, and nothing in them carries a private key to the client")
     func tokenKeyMethodSignatures() {
         let signature = { (arguments: [DBusArgument]) in arguments.map(\.type.signature).joined() }
-        #expect(signature(AgentInterface.Method.createTokenKey.inputs) == "sba{sv}")
-        #expect(signature(AgentInterface.Method.createTokenKey.outputs) == "ayay")
-        #expect(AgentInterface.Method.createTokenKey.outputs.map(\.name) == ["publicKey", "handle"])
-        #expect(signature(AgentInterface.Method.useTokenKey.inputs) == "sayyayuayu")
-        #expect(signature(AgentInterface.Method.useTokenKey.outputs) == "ay")
-        #expect(AgentInterface.Method(rawValue: "CreateTokenKey") == .createTokenKey)
-        #expect(AgentInterface.Method(rawValue: "UseTokenKey") == .useTokenKey)
-        #expect(signature(AgentInterface.Method.storeTokenKey.inputs) == "saya{sv}")
-        #expect(signature(AgentInterface.Method.storeTokenKey.outputs) == "ay")
+        #expect(signature(AgentInterface.createTokenKey.inputs) == "sba{sv}")
+        #expect(signature(AgentInterface.createTokenKey.outputs) == "ayay")
+        #expect(AgentInterface.createTokenKey.outputs.map(\.name) == ["publicKey", "handle"])
+        #expect(signature(AgentInterface.useTokenKey.inputs) == "sayyayuayu")
+        #expect(signature(AgentInterface.useTokenKey.outputs) == "ay")
+        #expect(AgentInterface.createTokenKey.name == "CreateTokenKey")
+        #expect(AgentInterface.useTokenKey.name == "UseTokenKey")
+        #expect(signature(AgentInterface.storeTokenKey.inputs) == "saya{sv}")
+        #expect(signature(AgentInterface.storeTokenKey.outputs) == "ay")
     }
 
     @Test("malformed lock settings are errSecParam: an unknown field, a wrong type, an interval past the maximum")
@@ -335,9 +335,9 @@ struct AgentCodecTests {
 
     @Test("every method has a valid name and signatures the wire layer accepts")
     func methodTable() throws {
-        #expect(AgentInterface.Method.allCases.count == Set(AgentInterface.Method.allCases.map(\.rawValue)).count)
-        for method in AgentInterface.Method.allCases {
-            #expect(DBusNames.isValidMemberName(method.rawValue), "\(method)")
+        #expect(AgentInterface.all.count == Set(AgentInterface.all.map(\.name)).count)
+        for method in AgentInterface.all {
+            #expect(DBusNames.isValidMemberName(method.name), "\(method)")
             for error in [
                 KeychainError(.itemNotFound), KeychainError(.missingEntitlement),
                 KeychainError(KeychainError.Code(rawValue: 5)),

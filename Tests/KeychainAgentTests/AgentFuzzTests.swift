@@ -31,8 +31,8 @@ struct AgentFuzzer {
     }
 
     static let agentSignatures: [String: String] = Dictionary(
-        uniqueKeysWithValues: AgentInterface.Method.allCases.map { method in
-            (method.rawValue, method.inputs.map(\.type.signature).joined())
+        uniqueKeysWithValues: AgentInterface.all.map { method in
+            (method.name, method.inputs.map(\.type.signature).joined())
         })
 
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &random) }
@@ -83,7 +83,7 @@ struct AgentFuzzer {
         case 0: member = name()
         case 1:
             path = "/" + name()
-            member = AgentInterface.Method.allCases[int(0...AgentInterface.Method.allCases.count - 1)].rawValue
+            member = AgentInterface.all[int(0...AgentInterface.all.count - 1)].name
         case 2:
             interface =
                 [
@@ -93,9 +93,9 @@ struct AgentFuzzer {
             member = ["Ping", "GetMachineId", "Introspect", "Get", "GetAll", "Set", "Hello", name()][int(0...7)]
         case 3:
             interface = nil
-            member = AgentInterface.Method.allCases[int(0...AgentInterface.Method.allCases.count - 1)].rawValue
+            member = AgentInterface.all[int(0...AgentInterface.all.count - 1)].name
         default:
-            member = AgentInterface.Method.allCases[int(0...AgentInterface.Method.allCases.count - 1)].rawValue
+            member = AgentInterface.all[int(0...AgentInterface.all.count - 1)].name
         }
         var body = (0..<int(0...4)).map { _ in value() }
         // Never the agent's own signature: a matching call would run for real.
@@ -403,7 +403,7 @@ struct AgentFuzzTests {
         #expect(agent.process.isRunning)
 
         let connection = try await agent.connection()
-        let reply = try await AgentServiceTests.call(connection, .status, [.string("")])
+        let reply = try await AgentServiceTests.call(connection, AgentInterface.status.name, [.string("")])
         let entries = reply.first?.stringKeyedEntries
         #expect(
             entries?["accessGroups"] == .variant(.array(.string, [.string("fuzz")])), "\(String(describing: entries))")

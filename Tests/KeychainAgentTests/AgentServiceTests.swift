@@ -58,16 +58,16 @@ struct AgentServiceTests {
     }
 
     static func call(
-        _ connection: DBusConnection, _ method: AgentInterface.Method, _ arguments: [DBusValue]
+        _ connection: DBusConnection, _ method: String, _ arguments: [DBusValue]
     ) async throws -> [DBusValue] {
         let message = DBusMessage.methodCall(
-            path: AgentInterface.objectPath, interface: AgentInterface.name, member: method.rawValue, body: arguments)
+            path: AgentInterface.objectPath, interface: AgentInterface.name, member: method, body: arguments)
         return try await connection.call(message).body
     }
 
     /// The keychain error of a failed call.
     static func failure(
-        _ connection: DBusConnection, _ method: AgentInterface.Method, _ arguments: [DBusValue]
+        _ connection: DBusConnection, _ method: String, _ arguments: [DBusValue]
     ) async -> KeychainError? {
         do {
             _ = try await call(connection, method, arguments)
@@ -91,14 +91,15 @@ struct AgentServiceTests {
             atPath: agent.directory + "/data/keychains", withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
         let first = try await agent.connection()
-        _ = try await Self.call(first, .create, [.string(path)] + Self.password("P"))
+        _ = try await Self.call(first, AgentInterface.create.name, [.string(path)] + Self.password("P"))
         await first.close()
 
         let second = try await agent.connection()
-        _ = try await Self.call(second, .lock, [.string(path)])
+        _ = try await Self.call(second, AgentInterface.lock.name, [.string(path)])
         #expect(
-            await Self.failure(second, .unlock, [.string(path)] + Self.password("wrong"))?.code == .authFailed)
-        _ = try await Self.call(second, .unlock, [.string(path)] + Self.password("P"))
+            await Self.failure(second, AgentInterface.unlock.name, [.string(path)] + Self.password("wrong"))?.code
+                == .authFailed)
+        _ = try await Self.call(second, AgentInterface.unlock.name, [.string(path)] + Self.password("P"))
         await second.close()
 
         let third = try await agent.connection()
@@ -106,21 +107,22 @@ struct AgentServiceTests {
             class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string("ci")],
             data: Data("s3cret".utf8))
         let stored = try AgentCodec.decodeItem(
-            try await Self.call(third, .add, [.string(path), AgentCodec.encode(item)])[0])
+            try await Self.call(third, AgentInterface.add.name, [.string(path), AgentCodec.encode(item)])[0])
         #expect(stored.attributes[.accessGroup] == .string("build"))
         await third.close()
 
         let fourth = try await agent.connection()
         let query = AgentCodec.encode(ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")]))
         let found = try AgentCodec.decodeItems(
-            try await Self.call(fourth, .find, [.string(path), query, .boolean(true)])[0])
+            try await Self.call(fourth, AgentInterface.find.name, [.string(path), query, .boolean(true)])[0])
         #expect(found.map(\.data) == [Data("s3cret".utf8)])
         // A lookup of a few items is answered on the event loop, its query read from the wire;
         // a query with a field twice is errSecParam there too, and the connection carries on.
         var limited = ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")])
         limited.limit = 1
         let quick = try AgentCodec.decodeItems(
-            try await Self.call(fourth, .find, [.string(path), AgentCodec.encode(limited), .boolean(true)])[0])
+            try await Self.call(
+                fourth, AgentInterface.find.name, [.string(path), AgentCodec.encode(limited), .boolean(true)])[0])
         #expect(quick.map(\.data) == [Data("s3cret".utf8)])
         let twice = DBusValue.dictionary(
             key: .string, value: .variant,
@@ -128,22 +130,26 @@ struct AgentServiceTests {
                 DBusDictEntry(.string("limit"), .variant(.int64(1))),
                 DBusDictEntry(.string("limit"), .variant(.int64(1))),
             ])
-        #expect(await Self.failure(fourth, .find, [.string(path), twice, .boolean(true)])?.code == .parameter)
+        #expect(
+            await Self.failure(fourth, AgentInterface.find.name, [.string(path), twice, .boolean(true)])?.code
+                == .parameter)
         // Another spelling of the same file is the same keychain, with the same lock state
         // (a handle of its own would have opened locked).
         let spelling = agent.directory + "/data//keychains/./build.keychain-db"
-        let other = try await Self.call(fourth, .status, [.string(spelling)])[0].stringKeyedEntries
+        let other = try await Self.call(fourth, AgentInterface.status.name, [.string(spelling)])[0].stringKeyedEntries
         #expect(other?["isLocked"] == .variant(.boolean(false)), "\(String(describing: other))")
         // So is a spelling through a link to its directory, with a relative target.
         try FileManager.default.createSymbolicLink(
             atPath: agent.directory + "/linked", withDestinationPath: "data/keychains")
-        let linked = try await Self.call(fourth, .status, [.string(agent.directory + "/linked/build.keychain-db")])[0]
+        let linked = try await Self.call(
+            fourth, AgentInterface.status.name, [.string(agent.directory + "/linked/build.keychain-db")])[0]
             .stringKeyedEntries
         #expect(linked?["isLocked"] == .variant(.boolean(false)), "\(String(describing: linked))")
-        _ = try await Self.call(fourth, .lock, [.string(path)])
+        _ = try await Self.call(fourth, AgentInterface.lock.name, [.string(path)])
         #expect(
-            await Self.failure(fourth, .find, [.string(path), query, .boolean(true)])?.code == .interactionNotAllowed)
-        let status = try await Self.call(fourth, .status, [.string(path)])[0].stringKeyedEntries
+            await Self.failure(fourth, AgentInterface.find.name, [.string(path), query, .boolean(true)])?.code
+                == .interactionNotAllowed)
+        let status = try await Self.call(fourth, AgentInterface.status.name, [.string(path)])[0].stringKeyedEntries
         #expect(status?["isLocked"] == .variant(.boolean(true)) || status?["isLocked"] == .boolean(true))
         await fourth.close()
         await agent.close()
@@ -156,12 +162,12 @@ struct AgentServiceTests {
         let connection = try await agent.connection()
         var item = Item(class: .genericPassword, attributes: [.service: .string("s")], data: Data("x".utf8))
         item.attributes[.accessGroup] = .string("theirs")
-        let refused = await Self.failure(connection, .add, [.string(""), AgentCodec.encode(item)])
+        let refused = await Self.failure(connection, AgentInterface.add.name, [.string(""), AgentCodec.encode(item)])
         #expect(refused?.code == .missingEntitlement)
         #expect(refused?.osStatus == -34018)
         item.attributes[.accessGroup] = nil
         let stored = try AgentCodec.decodeItem(
-            try await Self.call(connection, .add, [.string(""), AgentCodec.encode(item)])[0])
+            try await Self.call(connection, AgentInterface.add.name, [.string(""), AgentCodec.encode(item)])[0])
         #expect(stored.attributes[.accessGroup] == .string("mine"))
         await connection.close()
         await agent.close()
@@ -330,10 +336,11 @@ struct AgentServiceTests {
         let connection = try await agent.connection()
         let path = agent.directory + "/data/keychains/x.keychain-db"
         for (method, arguments) in [
-            (AgentInterface.Method.create, [DBusValue.string(path)] + Self.password("P")),
-            (.deleteKeychain, [.string(path)]), (.lockAll, []), (.lock, [.string("")]),
-            (.changePassword, [.string(""), .boolean(false), .bytes([]), .bytes(Array("n".utf8))]),
-            (.rotateKeys, [.string("")] + Self.password(nil) + Self.password(nil)),
+            (AgentInterface.create.name, [DBusValue.string(path)] + Self.password("P")),
+            (AgentInterface.deleteKeychain.name, [.string(path)]), (AgentInterface.lockAll.name, []),
+            (AgentInterface.lock.name, [.string("")]),
+            (AgentInterface.changePassword.name, [.string(""), .boolean(false), .bytes([]), .bytes(Array("n".utf8))]),
+            (AgentInterface.rotateKeys.name, [.string("")] + Self.password(nil) + Self.password(nil)),
         ] {
             #expect(await Self.failure(connection, method, arguments)?.code == .missingEntitlement, "\(method)")
         }
@@ -343,8 +350,8 @@ struct AgentServiceTests {
 
         let nobody = try await Running(groups: [])
         let none = try await nobody.connection()
-        #expect(await Self.failure(none, .status, [.string("")])?.code == .missingEntitlement)
-        #expect(await Self.failure(none, .lock, [.string("")])?.code == .missingEntitlement)
+        #expect(await Self.failure(none, AgentInterface.status.name, [.string("")])?.code == .missingEntitlement)
+        #expect(await Self.failure(none, AgentInterface.lock.name, [.string("")])?.code == .missingEntitlement)
         await none.close()
         await nobody.close()
     }

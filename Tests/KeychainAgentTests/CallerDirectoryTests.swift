@@ -294,7 +294,7 @@ struct IdentifiedServiceTests {
         #expect(server.child.readLine() == "ready listener unset")
 
         let connection = try await DBusConnection.connect(to: .unixPath(server.socket))
-        let reply = try await AgentServiceTests.call(connection, .status, [.string("")])
+        let reply = try await AgentServiceTests.call(connection, AgentInterface.status.name, [.string("")])
         let groups = reply.first?.stringKeyedEntries?["accessGroups"]
         #expect(groups == .variant(.array(.string, [.string("user")])) || groups == .array(.string, [.string("user")]))
         await connection.close()

@@ -23,18 +23,21 @@ struct IdleLockTests {
             atPath: agent.directory + "/data/keychains", withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
         let path = agent.directory + "/data/keychains/\(name).keychain-db"
-        _ = try await AgentServiceTests.call(connection, .create, [.string(path)] + AgentServiceTests.password("P"))
+        _ = try await AgentServiceTests.call(
+            connection, AgentInterface.create.name, [.string(path)] + AgentServiceTests.password("P"))
         return path
     }
 
     static func isLocked(_ connection: DBusConnection, _ path: String) async throws -> Bool {
-        let status = try await AgentServiceTests.call(connection, .status, [.string(path)])[0].stringKeyedEntries
+        let status = try await AgentServiceTests.call(connection, AgentInterface.status.name, [.string(path)])[0]
+            .stringKeyedEntries
         return status?["isLocked"] != .variant(.boolean(false))
     }
 
     static func setInterval(_ connection: DBusConnection, _ path: String, _ seconds: Int?) async throws {
         _ = try await AgentServiceTests.call(
-            connection, .setSettings, [.string(path), AgentCodec.encode(KeychainSettings(lockInterval: seconds))])
+            connection, AgentInterface.setSettings.name,
+            [.string(path), AgentCodec.encode(KeychainSettings(lockInterval: seconds))])
     }
 
     /// Asks for the lock state every 100 ms until the keychain is locked or `limit` has passed
@@ -99,20 +102,21 @@ struct IdleLockTests {
         let agent = try await Running(groups: ["app", "*"])
         let connection = try await agent.connection()
         let path = try await Self.makeKeychain(agent, connection)
-        let initial = try await AgentServiceTests.call(connection, .settings, [.string(path)])
+        let initial = try await AgentServiceTests.call(connection, AgentInterface.settings.name, [.string(path)])
         #expect(try AgentCodec.decodeSettings(initial[0]) == KeychainSettings())
 
         let chosen = KeychainSettings(lockInterval: 600, locksOnSleep: true)
-        _ = try await AgentServiceTests.call(connection, .setSettings, [.string(path), AgentCodec.encode(chosen)])
-        let read = try await AgentServiceTests.call(connection, .settings, [.string(path)])
+        _ = try await AgentServiceTests.call(
+            connection, AgentInterface.setSettings.name, [.string(path), AgentCodec.encode(chosen)])
+        let read = try await AgentServiceTests.call(connection, AgentInterface.settings.name, [.string(path)])
         #expect(try AgentCodec.decodeSettings(read[0]) == chosen)
 
-        _ = try await AgentServiceTests.call(connection, .lock, [.string(path)])
+        _ = try await AgentServiceTests.call(connection, AgentInterface.lock.name, [.string(path)])
         let refused = await AgentServiceTests.failure(
-            connection, .setSettings, [.string(path), AgentCodec.encode(KeychainSettings())])
+            connection, AgentInterface.setSettings.name, [.string(path), AgentCodec.encode(KeychainSettings())])
         #expect(refused?.code == .interactionNotAllowed)
         // Reading needs no unlock, and the file holds what was set.
-        let locked = try await AgentServiceTests.call(connection, .settings, [.string(path)])
+        let locked = try await AgentServiceTests.call(connection, AgentInterface.settings.name, [.string(path)])
         #expect(try AgentCodec.decodeSettings(locked[0]) == chosen)
         let configuration = KeychainConfiguration.testing(deviceKey: .file(at: agent.directory + "/config/device-key"))
         #expect(try KeychainDatabase.open(at: path, configuration: configuration).settings == chosen)
@@ -125,7 +129,7 @@ struct IdleLockTests {
         try handle.setSettings(KeychainSettings(lockInterval: 900))
         #expect(try handle.settings == KeychainSettings(lockInterval: 900))
         // LockAll, which names no keychain, locks it and ends its idle timer.
-        _ = try await AgentServiceTests.call(connection, .lockAll, [])
+        _ = try await AgentServiceTests.call(connection, AgentInterface.lockAll.name, [])
         #expect(try await Self.isLocked(connection, path))
         client.close()
         await connection.close()
@@ -137,9 +141,10 @@ struct IdleLockTests {
         let agent = try await Running(groups: ["app"])
         let connection = try await agent.connection()
         let refused = await AgentServiceTests.failure(
-            connection, .setSettings, [.string(""), AgentCodec.encode(KeychainSettings(lockInterval: 5))])
+            connection, AgentInterface.setSettings.name,
+            [.string(""), AgentCodec.encode(KeychainSettings(lockInterval: 5))])
         #expect(refused?.code == .missingEntitlement)
-        let read = try await AgentServiceTests.call(connection, .settings, [.string("")])
+        let read = try await AgentServiceTests.call(connection, AgentInterface.settings.name, [.string("")])
         #expect(try AgentCodec.decodeSettings(read[0]) == KeychainSettings())
         await connection.close()
         await agent.close()
@@ -154,7 +159,8 @@ struct IdleLockTests {
         let item = Item(
             class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string("ci")],
             data: Data("s3cret".utf8))
-        _ = try await AgentServiceTests.call(connection, .add, [.string(path), AgentCodec.encode(item)])
+        _ = try await AgentServiceTests.call(
+            connection, AgentInterface.add.name, [.string(path), AgentCodec.encode(item)])
 
         let start = ContinuousClock.now
         try await Self.setInterval(connection, path, 2)
@@ -168,7 +174,8 @@ struct IdleLockTests {
         if let lockedAfter { #expect(lockedAfter >= .seconds(2), "locked after \(lockedAfter)") }
         // Locked for real: the items are out of reach until an unlock.
         let query = AgentCodec.encode(ItemQuery(class: .genericPassword, attributes: [.service: .string("deploy")]))
-        let find = await AgentServiceTests.failure(connection, .find, [.string(path), query, .boolean(true)])
+        let find = await AgentServiceTests.failure(
+            connection, AgentInterface.find.name, [.string(path), query, .boolean(true)])
         #expect(find?.code == .interactionNotAllowed)
         await connection.close()
         await agent.close()
@@ -184,13 +191,15 @@ struct IdleLockTests {
                 class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string(account)],
                 data: Data("secret-\(account)".utf8))
             item.attributes[.accessible] = .string(accessibility.rawValue)
-            _ = try await AgentServiceTests.call(connection, .add, [.string(path), AgentCodec.encode(item)])
+            _ = try await AgentServiceTests.call(
+                connection, AgentInterface.add.name, [.string(path), AgentCodec.encode(item)])
         }
         func find(_ account: String) async -> KeychainError? {
             let query = AgentCodec.encode(
                 ItemQuery(
                     class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string(account)]))
-            return await AgentServiceTests.failure(connection, .find, [.string(path), query, .boolean(true)])
+            return await AgentServiceTests.failure(
+                connection, AgentInterface.find.name, [.string(path), query, .boolean(true)])
         }
 
         let start = ContinuousClock.now
@@ -199,13 +208,14 @@ struct IdleLockTests {
         #expect(await find("wu")?.code == .interactionNotAllowed, "the idle lock took the when-unlocked item")
         #expect(await find("afu") == nil, "the after-first-unlock item is still readable after an idle lock")
 
-        _ = try await AgentServiceTests.call(connection, .lock, [.string(path)])
+        _ = try await AgentServiceTests.call(connection, AgentInterface.lock.name, [.string(path)])
         #expect(await find("afu")?.code == .interactionNotAllowed, "Lock took the after-first-unlock item")
 
         // The 1 s interval still runs: on a loaded machine it may lock again between the unlock
         // and the request that clears it, so unlock again until the clearing lands.
         for attempt in 1...5 {
-            _ = try await AgentServiceTests.call(connection, .unlock, [.string(path)] + AgentServiceTests.password("P"))
+            _ = try await AgentServiceTests.call(
+                connection, AgentInterface.unlock.name, [.string(path)] + AgentServiceTests.password("P"))
             do {
                 try await Self.setInterval(connection, path, nil)
                 break
@@ -215,7 +225,7 @@ struct IdleLockTests {
         }
         let afterUnlock = (await find("afu"), await find("wu"))
         #expect(afterUnlock.0 == nil && afterUnlock.1 == nil, "an unlock brings both back")
-        _ = try await AgentServiceTests.call(connection, .lockAll, [])
+        _ = try await AgentServiceTests.call(connection, AgentInterface.lockAll.name, [])
         #expect(await find("afu")?.code == .interactionNotAllowed, "LockAll took the after-first-unlock item")
         await connection.close()
         await agent.close()
@@ -242,7 +252,8 @@ struct IdleLockTests {
         // On a loaded machine the keychain may already have locked (its first deadline passed
         // before the agent read the request): the lookup is then refused, and only the lock is
         // checked below.
-        let found = try? await AgentServiceTests.call(connection, .find, [.string(path), query, .boolean(false)])
+        let found = try? await AgentServiceTests.call(
+            connection, AgentInterface.find.name, [.string(path), query, .boolean(false)])
         let answered = ContinuousClock.now
 
         // Past the first deadline (2 s after `set`, plus a check), before the new one.
@@ -295,15 +306,15 @@ struct IdleLockTests {
 
     @Test("each request's effect on the idle timer: items use it, Status and Settings only look")
     func requestEffects() {
-        #expect(AgentService.idleEffect(of: .find) == .lookup, "counts only when it finds items")
-        #expect(AgentService.idleEffect(of: .delete) == .lookup)
-        #expect(AgentService.sawItems([.array(.byte, [])]) == false && AgentService.sawItems([.uint32(0)]) == false)
-        #expect(AgentService.sawItems([.uint32(2)]) && AgentService.sawItems([]))
-        #expect(AgentService.idleEffect(of: .add) == .use)
-        #expect(AgentService.idleEffect(of: .status) == .none)
-        #expect(AgentService.idleEffect(of: .settings) == .none)
-        #expect(AgentService.idleEffect(of: .setSettings) == .reread)
-        #expect(AgentService.idleEffect(of: .unlock) == .reread)
-        #expect(AgentService.idleEffect(of: .lock) == .reread)
+        let service = AgentService(configuration: KeychainConfiguration()) { _ in AccessGroups(["*"]) }
+        let effect = { (name: String) in service.served(name)?.effect }
+        #expect(effect(AgentInterface.find.name) == .lookup, "counts only when it finds items")
+        #expect(effect(AgentInterface.delete.name) == .lookup)
+        #expect(effect(AgentInterface.add.name) == .use)
+        #expect(effect(AgentInterface.status.name) == IdleLock.Effect.none)
+        #expect(effect(AgentInterface.settings.name) == IdleLock.Effect.none)
+        #expect(effect(AgentInterface.setSettings.name) == .reread)
+        #expect(effect(AgentInterface.unlock.name) == .reread)
+        #expect(effect(AgentInterface.lock.name) == .reread)
     }
 }

@@ -1,3 +1,4 @@
+import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainClient
@@ -80,7 +81,7 @@ struct KeychaindTests {
         var daemon = try Daemon()
         let keychain = daemon.home + "/crash.keychain-db"
         let connection = try daemon.connect()
-        _ = try connection.call(.create, [.string(keychain), .boolean(true), .bytes(Array("pw".utf8))])
+        _ = try connection.call(AgentInterface.create, .init(keychain: keychain, password: Data("pw".utf8)))
         // Far more writes than are waited for: the writer is still writing when the agent dies,
         // however far behind this test reads its output.
         let writer = try Child.worker(["write", daemon.socket, keychain, "20000"])
@@ -157,16 +158,16 @@ struct KeychaindTests {
         let secret = random("sx-")
         let keychain = daemon.home + "/scan.keychain-db"
         let connection = try daemon.connect()
-        _ = try connection.call(.create, [.string(keychain), .boolean(true), .bytes(Array(password.utf8))])
+        _ = try connection.call(AgentInterface.create, .init(keychain: keychain, password: Data(password.utf8)))
         let handle = connection.keychain(at: keychain)
         let query = ItemQuery(class: .genericPassword, attributes: [.service: .string("scan")])
         _ = try handle.add(
             Item(class: .genericPassword, attributes: [.service: .string("scan")], data: Data(secret.utf8)))
         for _ in 0..<3 { #expect(try handle.findFirst(query, includeData: true)?.data == Data(secret.utf8)) }
-        _ = try connection.call(.lock, [.string(keychain)])
+        _ = try connection.call(AgentInterface.lock, .init(keychain: keychain))
         try handle.unlock(password: Data(password.utf8))
         #expect(try handle.findFirst(query, includeData: true)?.data == Data(secret.utf8))
-        _ = try connection.call(.lockAll, [])
+        _ = try connection.call(AgentInterface.lockAll, DBusNoArguments())
         connection.close()
         usleep(200_000)
         let found = try MemoryScan.occurrences(of: [Array(password.utf8), Array(secret.utf8)], pid: daemon.child.pid)

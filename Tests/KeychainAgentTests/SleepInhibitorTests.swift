@@ -288,7 +288,7 @@ struct SleepInhibitorTests {
 
         let agent = try daemon.connect()
         let sleepy = daemon.home + "/sleepy.keychain-db"
-        _ = try agent.call(.create, [.string(sleepy), .boolean(true), .bytes(Array("pw".utf8))])
+        _ = try agent.call(AgentInterface.create, .init(keychain: sleepy, password: Data("pw".utf8)))
         try agent.keychain(at: sleepy).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
         let keychain = agent.keychain(at: sleepy)
         #expect(!keychain.isLocked)

@@ -192,7 +192,7 @@ struct SleepLockTests {
         let sleepy = daemon.home + "/sleepy.keychain-db"
         let awake = daemon.home + "/awake.keychain-db"
         for path in [sleepy, awake] {
-            _ = try agent.call(.create, [.string(path), .boolean(true), .bytes(Array(password))])
+            _ = try agent.call(AgentInterface.create, .init(keychain: path, password: Data(password)))
         }
         try agent.keychain(at: sleepy).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
         let lockOnSleep = agent.keychain(at: sleepy)
@@ -268,7 +268,7 @@ struct SleepLockTests {
         defer { daemon.stop() }
         let agent = try daemon.connect()
         let sleepy = daemon.home + "/sleepy.keychain-db"
-        _ = try agent.call(.create, [.string(sleepy), .boolean(true), .bytes(Array("pw".utf8))])
+        _ = try agent.call(AgentInterface.create, .init(keychain: sleepy, password: Data("pw".utf8)))
         try agent.keychain(at: sleepy).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
         let keychain = agent.keychain(at: sleepy)
         #expect(try await Self.eventually { login1.lastCaller != nil }, "the agent looked up its session")
@@ -292,7 +292,7 @@ struct SleepLockTests {
         defer { daemon.stop() }
         let agent = try daemon.connect()
         let path = daemon.home + "/sleepy.keychain-db"
-        _ = try agent.call(.create, [.string(path), .boolean(true), .bytes(Array("pw".utf8))])
+        _ = try agent.call(AgentInterface.create, .init(keychain: path, password: Data("pw".utf8)))
         try agent.keychain(at: path).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
         #expect(!agent.keychain(at: path).isLocked)
         #expect(AgentConnection.isAnswering(at: daemon.socket))

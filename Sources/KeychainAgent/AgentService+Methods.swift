@@ -1,0 +1,320 @@
+import DBusNIO
+import DBusWire
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+
+/// The agent's methods: one handler for each method ``KeychainAgentProtocol/AgentInterface``
+/// declares, with who may call it and what it does to its keychain's idle timer. Adding a
+/// method is its declaration in `AgentInterface` plus one `serve` line here.
+extension AgentService {
+    private typealias I = AgentInterface
+
+    /// Every method the agent serves, in the interface's order.
+    var served: [ServedMethod] {
+        [
+            serve(I.add, idle: .use) { [self] in try using($0) { I.Stored(try $0.add($1.item)) } },
+            serve(I.addMany, idle: .use, seen: { !$0.items.isEmpty }) { [self] in
+                try using($0) { I.Items(try $0.add(contentsOf: $1.items)) }
+            },
+            serve(I.upsert, idle: .use) { [self] in
+                try using($0) { keychain, arguments in
+                    let (item, added) = try keychain.upsert(arguments.item)
+                    return I.Upserted(item, added: added)
+                }
+            },
+            serve(I.find, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] in
+                try using($0) { I.Items(try $0.find($1.query, includeData: $1.includeData)) }
+            },
+            serve(I.findReadable, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] in
+                try using($0) { keychain, arguments in
+                    let found = try keychain.findReadable(arguments.query, includeData: arguments.includeData)
+                    return I.Readable(found.items, unreadable: found.unreadable.map(\.description))
+                }
+            },
+            serve(I.update, idle: .lookup, seen: { $0.count > 0 }) { [self] in
+                try using($0) { I.Count(try $0.update($1.query, attributes: $1.attributes, data: $1.data)) }
+            },
+            serve(I.delete, idle: .lookup, seen: { $0.count > 0 }) { [self] in
+                try using($0) { I.Count(try $0.delete($1.query)) }
+            },
+            serve(I.unlock, idle: .reread) { [self] in
+                try checkingPassword($0) { try $0.unlock(password: $1.password) }
+            },
+            serve(I.lock, access: .administration, idle: .reread) { [self] in try lock($0) },
+            serveWithoutKeychain(I.lockAll, access: .administration, idle: .none) { [self] _ in
+                lockAll()
+                return DBusNoArguments()
+            },
+            serve(I.status, idle: .none) { [self] in try using($0) { keychain, _ in I.Status(of: keychain) } },
+            serve(I.changePassword, access: .administration, idle: .reread) { [self] in
+                try checkingPassword($0) { try $0.changePassword(old: $1.old, new: $1.new) }
+            },
+            serve(I.rotateKeys, access: .administration, idle: .reread) { [self] in
+                try checkingPassword($0) { try $0.rotateKeys(password: $1.password, newPassword: $1.newPassword) }
+            },
+            serve(I.create, access: .administration, idle: .none) { [self] in
+                try create($0.arguments.keychain, password: $0.arguments.password)
+                return DBusNoArguments()
+            },
+            serve(I.deleteKeychain, access: .administration, idle: .none) { [self] in
+                try deleteKeychain($0.arguments.keychain)
+                return DBusNoArguments()
+            },
+            serve(I.close, idle: .none) { _ in DBusNoArguments() },
+            serve(I.settings, idle: .none) { [self] in
+                try using($0) { keychain, _ in I.Settings(try keychain.settings) }
+            },
+            serve(I.setSettings, access: .administration, idle: .reread) { [self] in
+                try using($0) { keychain, arguments in
+                    try keychain.setSettings(arguments.settings)
+                    return DBusNoArguments()
+                }
+            },
+            serve(I.createTokenKey, idle: .use) { [self] in
+                try using($0) { keychain, arguments in
+                    let created = try tokenHolder(keychain).createTokenKey(storing: arguments.template)
+                    return I.CreatedTokenKey(publicKey: created.publicKey, handle: created.handle)
+                }
+            },
+            serve(I.useTokenKey, idle: .use) { [self] in
+                try using($0) { I.TokenKeyOutput(try tokenHolder($0).useTokenKey($1.handle, try Self.request($1))) }
+            },
+            serve(I.storeTokenKey, idle: .use) { [self] in
+                try using($0) { I.TokenKeyHandle(try tokenHolder($0).storeTokenKey($1.handle, as: $1.item)) }
+            },
+            serveWithoutKeychain(I.useAccessGroups, access: .connection, idle: .none) { [self] in
+                try narrow($0.connection, to: $0.arguments.groups)
+                return DBusNoArguments()
+            },
+        ]
+    }
+
+    /// The token key request a `UseTokenKey` call carries.
+    /// - Throws: `.parameter` for an unknown operation.
+    private static func request(_ arguments: I.UseTokenKeyArguments) throws -> TokenKeyRequest {
+        guard let operation = TokenKeyRequest.Operation(rawValue: arguments.operation) else {
+            throw KeychainError(.parameter, "bad token key request")
+        }
+        return TokenKeyRequest(
+            operation, input: arguments.input, kdfHash: Int(arguments.kdfHash), sharedInfo: arguments.sharedInfo,
+            outputSize: Int(arguments.outputSize))
+    }
+
+    // MARK: Serving a declaration
+
+    /// Who may call a method.
+    enum Access: Sendable {
+        /// A caller with some access group: items are read and written as its groups allow.
+        case items
+        /// Only the user's own programs (``KeychainCore/AccessGroups/managesKeychains``): the
+        /// methods that manage keychains rather than items in them.
+        case administration
+        /// Any caller: the method works on the connection itself (`UseAccessGroups`).
+        case connection
+    }
+
+    /// A method as the agent serves it.
+    struct ServedMethod: Sendable {
+        /// The declaration's name, signature and flags.
+        let description: DBusMethodDescription
+        /// Who may call it.
+        let access: Access
+        /// What it does to its keychain's idle timer.
+        let effect: IdleLock.Effect
+        /// The method to register.
+        let method: DBusMethod
+    }
+
+    /// One request, as a handler sees it.
+    struct Request<Arguments: DBusArguments, Reply: DBusArguments>: Sendable {
+        /// The call's arguments, decoded.
+        let arguments: Arguments
+        /// The caller's access groups, as it narrowed them (none for ``Access/connection``).
+        let groups: AccessGroups
+        /// The connection the call came on.
+        let connection: DBusConnection
+        /// What the method does to its keychain's idle timer.
+        let effect: IdleLock.Effect
+        /// Whether a reply shows the caller some of the keychain's items (for ``IdleLock``).
+        let seen: @Sendable (Reply) -> Bool
+    }
+
+    /// Serves `method` with `body`: a call is decoded into its arguments once the caller may
+    /// make it, and `body` runs on the engine's queue, or, for a method declared
+    /// ``DBusWire/DBusMethodDescription/answersOnEventLoop``, first where it was read, when that
+    /// is quick (see ``answerOnEventLoop(_:_:_:when:)``): on a keychain already open, and when
+    /// `quick` says its arguments ask for little. A keychain error is the caller's D-Bus error.
+    private func serve<A: AgentKeychainArguments, R: DBusArguments>(
+        _ method: DBusMethodDeclaration<A, R>, access: Access = .items, idle effect: IdleLock.Effect,
+        seen: @escaping @Sendable (R) -> Bool = { _ in true }, quick: @escaping @Sendable (A) -> Bool = { _ in true },
+        _ body: @escaping @Sendable (Request<A, R>) throws -> R
+    ) -> ServedMethod {
+        let handler = Handler(access: access, effect: effect, seen: seen, body: body)
+        var onEventLoop: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
+        if method.description.answersOnEventLoop {
+            onEventLoop = { [self] call, wire in
+                try answerOnEventLoop(handler, call, &wire) { isOpen($0.keychain) && quick($0) }
+            }
+        }
+        return served(method, handler, onEventLoop: onEventLoop)
+    }
+
+    /// Serves `method`, which names no keychain, with `body`, on the engine's queue.
+    private func serveWithoutKeychain<A: DBusArguments, R: DBusArguments>(
+        _ method: DBusMethodDeclaration<A, R>, access: Access = .items, idle effect: IdleLock.Effect,
+        _ body: @escaping @Sendable (Request<A, R>) throws -> R
+    ) -> ServedMethod {
+        served(method, Handler(access: access, effect: effect, seen: { _ in true }, body: body), onEventLoop: nil)
+    }
+
+    /// The method to register for `method` and its handler.
+    private func served<A, R>(
+        _ method: DBusMethodDeclaration<A, R>, _ handler: Handler<A, R>,
+        onEventLoop: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
+    ) -> ServedMethod {
+        let access = handler.access
+        let effect = handler.effect
+        let served = DBusMethod(
+            method.name, inputs: method.inputs, outputs: method.outputs, wireHandler: onEventLoop
+        ) { [self] call in try await answer(handler, call) }
+        return ServedMethod(description: method.description, access: access, effect: effect, method: served)
+    }
+
+    /// A method's handler and what the agent needs to know to run it.
+    struct Handler<A: DBusArguments, R: DBusArguments>: Sendable {
+        let access: Access
+        let effect: IdleLock.Effect
+        let seen: @Sendable (R) -> Bool
+        let body: @Sendable (Request<A, R>) throws -> R
+    }
+
+    /// Runs a call on the engine's queue.
+    private func answer<A, R>(_ handler: Handler<A, R>, _ call: DBusMethodCall) async throws -> [DBusValue] {
+        let values = call.arguments
+        let connection = call.connection
+        return try await Self.agentErrorsAsync {
+            try await onWorkQueue { [self] in
+                // Arguments are decoded once the caller may make the call; the dispatcher has
+                // checked their types, what they hold is checked here (`.parameter`).
+                guard handler.access != .connection else {
+                    return try run(handler, { try A(decoding: values) }, groups: AccessGroups([]), connection).values
+                }
+                defer { MemoryHygiene.scrubStack() }
+                let groups = try callerGroups(connection)
+                return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
+            }
+        }
+    }
+
+    /// Answers a quick call where it was read, on the connection's event loop, without the two
+    /// hand-offs to the engine's queue and back: a lookup of a few items (``quickLimit``), the
+    /// status or settings of a keychain this agent has already opened, its arguments read
+    /// straight from the wire. Anything else (a keychain to open first, an unlimited lookup, a
+    /// caller not identified yet, arguments the agent refuses) is declined (`nil`) and runs on
+    /// the engine's queue as every other call does; bytes that do not form the arguments close
+    /// the connection.
+    private func answerOnEventLoop<A, R>(
+        _ handler: Handler<A, R>, _ call: DBusMethodCall, _ wire: inout DBusBodyReader, when isQuick: (A) -> Bool
+    ) throws -> [DBusValue]? {
+        let arguments: A
+        do {
+            arguments = try A(reading: &wire)
+        } catch is KeychainError {
+            return nil
+        }
+        guard isQuick(arguments) else { return nil }
+        return try Self.agentErrors {
+            // A caller not identified yet goes to the queue: identifying may read many files.
+            guard let groups = try knownGroups(call.connection) else { return nil }
+            defer { MemoryHygiene.scrubStack() }
+            return try run(handler, { arguments }, groups: groups, call.connection).values
+        }
+    }
+
+    /// The most items a lookup answered on the event loop may ask for: a larger or unlimited
+    /// one may decrypt thousands of items, and goes to the engine's queue.
+    static let quickLimit = 16
+
+    /// Whether a lookup asks for few enough items (``quickLimit``) to be answered on the event loop.
+    @Sendable static func fewItems(_ arguments: AgentInterface.LookupArguments) -> Bool {
+        arguments.query.limit.map { $0 <= quickLimit } ?? false
+    }
+
+    /// Checks that the caller may make the call, decodes its arguments, and runs its handler.
+    private func run<A, R>(
+        _ handler: Handler<A, R>, _ decode: () throws -> A, groups: AccessGroups, _ connection: DBusConnection
+    ) throws -> R {
+        switch handler.access {
+        case .connection: break
+        case .items: try Self.requireSomeGroup(groups)
+        case .administration:
+            try Self.requireSomeGroup(groups)
+            try Self.requireUserProgram(groups)
+        }
+        let request = Request<A, R>(
+            arguments: try decode(), groups: groups, connection: connection, effect: handler.effect,
+            seen: handler.seen)
+        return try handler.body(request)
+    }
+
+    /// Runs `body`, the engine's errors become the agent's D-Bus errors.
+    private static func agentErrorsAsync<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as KeychainError {
+            throw AgentCodec.dbusError(error)
+        } catch let error as AgentError {
+            throw AgentCodec.dbusError(error.keychainError)
+        }
+    }
+
+    /// Runs `body`, the engine's errors become the agent's D-Bus errors.
+    private static func agentErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as KeychainError {
+            throw AgentCodec.dbusError(error)
+        } catch let error as AgentError {
+            throw AgentCodec.dbusError(error.keychainError)
+        }
+    }
+
+    // MARK: What handlers share
+
+    /// Runs `body` on the request's keychain as its caller sees it, with the method's effect on
+    /// the keychain's idle timer.
+    private func using<A: AgentKeychainArguments, R>(
+        _ request: Request<A, R>, _ body: (any KeychainHandle, A) throws -> R
+    ) throws -> R {
+        let keychain = try keychain(request.arguments.keychain)
+        return try idle.around(keychain, request.effect, seen: request.seen) {
+            try body(keychain.acting(for: request.groups), request.arguments)
+        }
+    }
+
+    /// Runs `body`, which checks a password, on the request's keychain, in its back-off after
+    /// wrong passwords (``throttled(_:for:_:)``).
+    private func checkingPassword<A: AgentKeychainArguments>(
+        _ request: Request<A, DBusNoArguments>, _ body: (any KeychainHandle, A) throws -> Void
+    ) throws -> DBusNoArguments {
+        let name = request.arguments.keychain
+        let keychain = try keychain(name)
+        try idle.around(keychain, request.effect) {
+            try throttled(keychain.path ?? name, for: request.groups) {
+                try body(keychain.acting(for: request.groups), request.arguments)
+            }
+        }
+        return DBusNoArguments()
+    }
+
+    /// `Lock`: as `security lock-keychain`, after-first-unlock items too (an idle lock keeps them).
+    private func lock(_ request: Request<I.KeychainArguments, DBusNoArguments>) throws -> DBusNoArguments {
+        let keychain = try keychain(request.arguments.keychain)
+        idle.around(keychain, request.effect) { keychain.lock(includingAfterFirstUnlockItems: true) }
+        return DBusNoArguments()
+    }
+
+    /// The method the agent serves under `name`, if any.
+    func served(_ name: String) -> ServedMethod? { served.first { $0.description.name == name } }
+}
