@@ -107,7 +107,7 @@ extension AgentService {
     enum Access: Sendable {
         /// A caller with some access group: items are read and written as its groups allow.
         case items
-        /// Only the user's own programs (``KeychainCore/AccessGroups/managesKeychains``): the
+        /// Only the user's own programs (``KeychainModel/AccessGroups/managesKeychains``): the
         /// methods that manage keychains rather than items in them.
         case administration
         /// Any caller: the method works on the connection itself (`UseAccessGroups`).

@@ -159,7 +159,7 @@ public final class AgentService: Sendable {
 
     /// Runs `body` on the default keychain, acting for `groups`, on the engine's work queue
     /// (another door to the same keychains, such as the Secret Service, uses this).
-    /// - Throws: ``KeychainCore/KeychainError`` `.missingEntitlement` without groups, or what
+    /// - Throws: ``KeychainModel/KeychainError`` `.missingEntitlement` without groups, or what
     ///   `body` throws.
     public func withDefaultKeychain<T: Sendable>(
         for groups: AccessGroups, _ body: @escaping @Sendable (any KeychainHandle) throws -> T
@@ -169,7 +169,7 @@ public final class AgentService: Sendable {
 
     /// Runs `body` on the keychain `name` (`""`: the default keychain; else an absolute path),
     /// acting for `groups`, on the engine's work queue, as ``withDefaultKeychain(for:_:)`` does.
-    /// - Throws: ``KeychainCore/KeychainError`` `.missingEntitlement` without groups,
+    /// - Throws: ``KeychainModel/KeychainError`` `.missingEntitlement` without groups,
     ///   `.noSuchKeychain` when there is no such file, or what `body` throws.
     public func withKeychain<T: Sendable>(
         named name: String, for groups: AccessGroups, _ body: @escaping @Sendable (any KeychainHandle) throws -> T
@@ -184,7 +184,7 @@ public final class AgentService: Sendable {
 
     /// Unlocks the keychain `name` (`""`: the default one) with `password`, as a client's
     /// `Unlock` does: counted in the back-off after wrong passwords.
-    /// - Throws: ``KeychainCore/KeychainError`` `.authFailed` for a wrong password, or while the
+    /// - Throws: ``KeychainModel/KeychainError`` `.authFailed` for a wrong password, or while the
     ///   back-off lasts.
     public func unlock(keychainNamed name: String, password: Data, for groups: AccessGroups) async throws {
         try Self.requireSomeGroup(groups)
@@ -208,7 +208,7 @@ public final class AgentService: Sendable {
     }
 
     /// Creating, deleting, choosing, naming and re-keying keychains is for the user's own
-    /// programs (``KeychainCore/AccessGroups/managesKeychains``).
+    /// programs (``KeychainModel/AccessGroups/managesKeychains``).
     /// - Throws: `.missingEntitlement` for any other caller.
     public static func requireUserProgram(_ groups: AccessGroups) throws {
         guard groups.managesKeychains else {
@@ -252,7 +252,7 @@ public final class AgentService: Sendable {
     }
 
     /// Locks every open password keychain whose settings say
-    /// ``KeychainCore/KeychainSettings/locksOnSleep``: what the machine going to sleep, or the
+    /// ``KeychainModel/KeychainSettings/locksOnSleep``: what the machine going to sleep, or the
     /// session locking, does (see ``SleepLock``). A keychain the agent has not opened is locked
     /// already; one whose settings cannot be read is left as it is, as the idle lock leaves it.
     ///

@@ -24,7 +24,7 @@ public enum AgentCodec {
     }
 
     /// Attributes from `a{sv}`.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for anything else.
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for anything else.
     public static func decodeAttributes(_ value: DBusValue) throws -> Attributes {
         let pairs = try stringVariantPairs(value, "attributes")
         var attributes: Attributes = [:]
@@ -79,7 +79,7 @@ public enum AgentCodec {
     }
 
     /// An item from `a{sv}`.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for a missing or unknown class, a
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for a missing or unknown class, a
     ///   wrong type, or an identity that is not 16 bytes.
     public static func decodeItem(_ value: DBusValue) throws -> Item {
         // Read in one pass over the entries, without a dictionary of them first.
@@ -132,7 +132,7 @@ public enum AgentCodec {
 
     /// Items from an `aa{sv}` body, read straight from the wire: the client's side of every
     /// lookup, with the same checks as ``decodeItems(_:)``.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for what ``decodeItem(_:)`` refuses,
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for what ``decodeItem(_:)`` refuses,
     ///   `.decode` for a body of another signature; ``DBusWire/DBusError`` for bytes that are
     ///   not a well-formed body.
     public static func decodeItems(from body: inout DBusBodyReader) throws -> [Item] {
@@ -147,7 +147,7 @@ public enum AgentCodec {
 
     /// An item read straight from the wire (an `a{sv}` body value, as ``encode(_:)-(Item)``
     /// writes it), with the checks of ``decodeItem(_:)``.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for what ``decodeItem(_:)``
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for what ``decodeItem(_:)``
     ///   refuses; ``DBusWire/DBusError`` for bytes that are not a well-formed `a{sv}`.
     public static func decodeItem(from body: inout DBusBodyReader) throws -> Item {
         var fields = ItemFields(capacity: 16)
@@ -206,8 +206,8 @@ public enum AgentCodec {
     /// The query every decoded query starts from: what a field left out means.
     private static let defaultQuery = ItemQuery(class: nil)
 
-    /// A query from `a{sv}`; fields left out take ``KeychainCore/ItemQuery``'s defaults.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for an unknown field or value, or
+    /// A query from `a{sv}`; fields left out take ``KeychainModel/ItemQuery``'s defaults.
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for an unknown field or value, or
     ///   a wrong type.
     public static func decodeQuery(_ value: DBusValue) throws -> ItemQuery {
         var query = QueryFields()
@@ -220,7 +220,7 @@ public enum AgentCodec {
 
     /// A query read straight from the wire (an `a{sv}` body value, as ``encode(_:)-(ItemQuery)``
     /// writes it), with the checks of ``decodeQuery(_:)``: what the agent does for every lookup.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for what ``decodeQuery(_:)``
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for what ``decodeQuery(_:)``
     ///   refuses; ``DBusWire/DBusError`` for bytes that are not a well-formed `a{sv}`.
     public static func decodeQuery(from body: inout DBusBodyReader) throws -> ItemQuery {
         var query = QueryFields()
@@ -287,9 +287,9 @@ public enum AgentCodec {
         ])
     }
 
-    /// Lock settings from `a{sv}`; a field left out takes ``KeychainCore/KeychainSettings``'s
+    /// Lock settings from `a{sv}`; a field left out takes ``KeychainModel/KeychainSettings``'s
     /// default.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for an unknown field, a wrong type
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for an unknown field, a wrong type
     ///   or a lock interval out of range.
     public static func decodeSettings(_ value: DBusValue) throws -> KeychainSettings {
         var settings = KeychainSettings()
@@ -390,9 +390,9 @@ public enum AgentCodec {
             ))
     }
 
-    /// The wire names of ``KeychainCore/ItemQuery/Synchronizable``.
+    /// The wire names of ``KeychainModel/ItemQuery/Synchronizable``.
     static let synchronizableNames: [(ItemQuery.Synchronizable, String)] = [(.no, "no"), (.yes, "yes"), (.any, "any")]
-    /// The wire names of ``KeychainCore/ItemQuery/AuthenticationUI``.
+    /// The wire names of ``KeychainModel/ItemQuery/AuthenticationUI``.
     static let authenticationUINames: [(ItemQuery.AuthenticationUI, String)] = [
         (.ignore, "ignore"), (.fail, "fail"), (.skip, "skip"),
     ]

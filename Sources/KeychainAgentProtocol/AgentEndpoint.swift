@@ -28,7 +28,7 @@ public enum AgentEndpoint {
 
         /// The mode `environment` asks for: `KEYCHAIN_AGENT` = `auto`, `off` (also `0`, `no`) or
         /// `required` (also `1`, `on`, `yes`); unset or empty is `auto`.
-        /// - Throws: ``KeychainCore/KeychainError`` `.parameter` for another value, naming the
+        /// - Throws: ``KeychainModel/KeychainError`` `.parameter` for another value, naming the
         ///   accepted ones.
         public init(environment: [String: String]) throws {
             switch environment[AgentEndpoint.modeVariable]?.lowercased() {
@@ -45,7 +45,7 @@ public enum AgentEndpoint {
     }
 
     /// The socket path for `environment` on the host named `hostName`.
-    /// - Throws: ``KeychainCore/KeychainError`` `.parameter` when `KEYCHAIN_AGENT_SOCK` is not
+    /// - Throws: ``KeychainModel/KeychainError`` `.parameter` when `KEYCHAIN_AGENT_SOCK` is not
     ///   absolute, or when neither `XDG_RUNTIME_DIR` nor `HOME` gives a place.
     public static func socketPath(environment: [String: String], hostName: String) throws -> String {
         if let path = environment[socketVariable], !path.isEmpty {

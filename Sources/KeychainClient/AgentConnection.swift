@@ -38,7 +38,7 @@ public final class AgentConnection: Sendable {
     ///     agent refuses groups the process does not have); by default the process's
     ///     `KEYCHAIN_ACCESS_GROUPS`, as in-process. The agent serves every process of the user,
     ///     so this travels with the connection and never through the agent's environment.
-    /// - Throws: ``KeychainCore/KeychainError`` `.notAvailable` when no agent listens there.
+    /// - Throws: ``KeychainModel/KeychainError`` `.notAvailable` when no agent listens there.
     public init(
         socketPath: String, timeout: Duration = .seconds(60),
         accessGroups: [String]? = AgentConnection.configuredAccessGroups()
@@ -61,7 +61,7 @@ public final class AgentConnection: Sendable {
     ///
     /// When the connection has broken (the agent was restarted), the call is made once more on a
     /// new connection; a second failure is reported.
-    /// - Throws: The agent's ``KeychainCore/KeychainError``; `.interactionNotAllowed` when the
+    /// - Throws: The agent's ``KeychainModel/KeychainError``; `.interactionNotAllowed` when the
     ///   agent cannot be reached or does not answer; `.decode` for a malformed reply.
     public func call<Arguments, Reply>(
         _ method: DBusMethodDeclaration<Arguments, Reply>, _ arguments: Arguments
@@ -135,7 +135,7 @@ public final class AgentConnection: Sendable {
     }
 
     /// The groups `KEYCHAIN_ACCESS_GROUPS` configures for this process (as
-    /// ``KeychainCore/AccessGroups/fromEnvironment(_:)`` reads it), or `nil` when it is unset.
+    /// ``KeychainModel/AccessGroups/fromEnvironment(_:)`` reads it), or `nil` when it is unset.
     /// - Parameter environment: The environment; the process's when `nil`.
     public static func configuredAccessGroups(environment: [String: String]? = nil) -> [String]? {
         let environment = environment ?? ProcessEnvironment.current()

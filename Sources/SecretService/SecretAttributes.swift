@@ -114,7 +114,7 @@ public enum SecretAttributes {
         "server", "account", "username", "user", "protocol", "port", "object", "domain",
     ]
 
-    /// The search terms of a map for an item of `itemClass` (``KeychainCore/SearchTerms``): one
+    /// The search terms of a map for an item of `itemClass` (``KeychainModel/SearchTerms``): one
     /// per attribute outside ``applesKeys(_:)``, its name, a NUL and its value (D-Bus strings
     /// hold no NUL, so no two pairs give one term).
     static func searchTerms(_ attributes: [String: String], for itemClass: ItemClass) -> SearchTerms {
