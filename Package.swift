@@ -356,7 +356,7 @@ let package = Package(
         // pam_keychain.so in real PAM transactions (libpam-wrapper, pamtester, pam_unix).
         .testTarget(
             name: "PAMKeychainTests",
-            dependencies: ["keychaind", "SecurityToolMain", "PAMKeychain", "KeychainClient", "DBusNIO", "KeychainLibc"]
+            dependencies: ["keychaind", "SecurityToolMain", "PAMKeychain", "KeychainTestSupport", "KeychainLibc"]
         ),
         .testTarget(
             name: "KeychainAgentProtocolTests",

@@ -84,7 +84,7 @@ struct LoginUnlock {
         case .scrypt(let logN, let r, let p):
             return try KDF.Scrypt.deriveKey(
                 from: password, salt: salt, outputByteCount: 32, rounds: 1 << Int(logN), blockSize: Int(r),
-                parallelism: Int(p), maxMemory: 128 * Int(r) * ((1 << Int(logN)) + Int(p)) + 4096)
+                parallelism: Int(p), maxMemory: lifecycle.keyDerivation.memoryCost)
         case .pbkdf2SHA256(let rounds):
             return try KDF.Insecure.PBKDF2.deriveKey(
                 from: password, salt: salt, using: .sha256, outputByteCount: 32, unsafeUncheckedRounds: Int(rounds))

@@ -62,8 +62,10 @@ public struct KeychainSelection: Sendable {
 
     /// The default keychain: the one this process chose, else the user's choice in
     /// `preferences`, else the login keychain.
+    /// The rule is ``KeychainModel/KeychainPaths/defaultKeychain(preferences:)``'s; this gives
+    /// the answer its one spelling.
     public func defaultKeychain(preferences: KeychainPreferences?) -> String {
-        chosenDefault ?? preferences?.defaultKeychain.flatMap { $0.isEmpty ? nil : $0 } ?? loginKeychain
+        Self.canonical(paths.defaultKeychain(preferences: preferences))
     }
 
     /// The keychains searched when a call names none: the user's list, else the default keychain.

@@ -49,7 +49,7 @@ enum PAMHandoff {
             let login = agent.keychain(at: KeychainSelection().loginKeychain)
             switch mode {
             case .login: try unlockAtLogin(login, agent: agent, password: secrets[0])
-            case .password: try changePassword(login, agent: agent, old: secrets[0], new: secrets[1])
+            case .password: try changePassword(login, old: secrets[0], new: secrets[1])
             }
             return 0
         } catch let error as KeychainError where error.code == .authFailed {
@@ -105,7 +105,7 @@ enum PAMHandoff {
 
     /// At `passwd`: re-wrap the login keychain's keys from `old` to `new` (a password-less one
     /// gets `new`).
-    static func changePassword(_ login: AgentKeychain, agent: AgentConnection, old: Data, new: Data) throws {
+    static func changePassword(_ login: AgentKeychain, old: Data, new: Data) throws {
         try login.changePassword(old: login.hasPassword ? old : nil, new: new)
     }
 

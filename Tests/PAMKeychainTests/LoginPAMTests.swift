@@ -1,7 +1,7 @@
-import DBusNIO
 import Foundation
 import KeychainClient
 import KeychainLibc
+import KeychainTestSupport
 import Testing
 
 /// `pam_keychain.so` in real PAM transactions: Linux-PAM through Debian's `libpam-wrapper` (a
@@ -34,7 +34,7 @@ import Testing
             home = String(cString: entry.pointee.pw_dir)
             password = Account.randomPassword()
             stack = FileManager.default.temporaryDirectory.path + "/pam-\(UUID().uuidString)"
-            Account.stopAgent(at: "/run/user/\(uid)/keychain/agent.sock")
+            stopAgent(at: "/run/user/\(uid)/keychain/agent.sock")
             for directory in [".local", ".config"] {
                 try? FileManager.default.removeItem(atPath: home + "/" + directory)
             }
@@ -59,7 +59,7 @@ import Testing
         }
 
         deinit {
-            Account.stopAgent(at: socket)
+            stopAgent(at: socket)
             try? FileManager.default.removeItem(atPath: stack)
             // No password stays usable on the account.
             _ = try? LoginPAMTests.run("/usr/sbin/usermod", ["--lock", LoginPAMTests.userName])
@@ -98,30 +98,6 @@ import Testing
         static func makePrivateDirectory(_ path: String, uid: uid_t, gid: gid_t) throws {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             guard chown(path, uid, gid) == 0, chmod(path, 0o700) == 0 else { throw Missing("cannot prepare \(path)") }
-        }
-
-        /// Stops the agent listening at `path`, by the pid its socket reports (a plain connect:
-        /// the agent's client refuses, rightly, a listener of another uid than its own).
-        static func stopAgent(at path: String) {
-            let fd = KeychainLibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { return }
-            defer { close(fd) }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            let bytes = Array(path.utf8)
-            guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return }
-            withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-                for (index, byte) in bytes.enumerated() { buffer[index] = byte }
-            }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    KeychainLibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            guard connected == 0, let pid = (try? DBusPeerCredentials(socket: fd))?.pid, pid > 0 else { return }
-            kill(pid, SIGTERM)
-            for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
-            kill(pid, SIGKILL)
         }
     }
 

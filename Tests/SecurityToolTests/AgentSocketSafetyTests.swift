@@ -70,7 +70,7 @@ import Testing
         let first = try sandbox.run(
             ["show-keychain-info"], environment: ["KEYCHAIN_AGENT": "required", "KEYCHAIN_AGENT_SOCK": socket])
         #expect(first.status == 0, "\(first)")
-        #expect(agentProcess(at: socket) == activated.pid)
+        #expect(agentPid(at: socket) == activated.pid)
         #expect(unlink(socket) == 0)
 
         let second = try Spawned(keychaind, ["--socket", socket], environment: sandbox.environment)
@@ -82,11 +82,6 @@ import Testing
         #expect(kill(activated.pid, 0) == 0, "the first agent still runs")
     }
 
-    private func agentProcess(at path: String) -> pid_t? {
-        guard let fd = try? AgentConnection.connect(path, timeout: .seconds(5)) else { return nil }
-        defer { close(fd) }
-        return (try? DBusPeerCredentials(socket: fd))?.pid
-    }
 }
 
 /// A program started by ``spawnWithDefaultSignals(_:_:environment:files:)`` (not Foundation's

@@ -1,6 +1,7 @@
 import DBusNIO
 import DBusWire
 import Foundation
+import KeychainTestSupport
 import KeychainClient
 import KeychainLibc
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainTestSupport
 import Testing
 
 /// The exact command lines of macOS CI scripts, each command a process of its own through the

@@ -1,6 +1,4 @@
-import DBusNIO
 import Foundation
-import KeychainClient
 import KeychainTestSupport
 import KeychainLibc
 import Testing
@@ -283,35 +281,4 @@ extension Sandbox {
             String(decoding: echoed, as: UTF8.self)
         )
     }
-}
-
-// MARK: The agent's process
-
-/// The pid of the process listening at `path` (`SO_PEERCRED` of a connection), or `nil`.
-func agentPid(at path: String) -> pid_t? {
-    guard let fd = try? AgentConnection.connect(path, timeout: .seconds(5)) else { return nil }
-    defer { close(fd) }
-    return (try? DBusPeerCredentials(socket: fd))?.pid
-}
-
-/// Waits (up to 10 s) until `pid` no longer exists.
-func waitUntilGone(_ pid: pid_t) -> Bool {
-    for _ in 0..<1000 {
-        if kill(pid, 0) != 0 && errno == ESRCH { return true }
-        // A zombie waiting for its parent (init here) to reap it is gone too.
-        if let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "Z"
-        {
-            return true
-        }
-        usleep(10_000)
-    }
-    return false
-}
-
-/// Stops the agent listening at `path`, by its pid.
-func stopAgent(at path: String) {
-    guard let pid = agentPid(at: path) else { return }
-    kill(pid, SIGTERM)
-    if !waitUntilGone(pid) { kill(pid, SIGKILL) }
 }
