@@ -140,6 +140,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // tpm2-tss's ESYS, TCTI loader and marshalling (libtss2-dev), for KeychainTPM.
+        .systemLibrary(name: "CTSS2", providers: [.apt(["libtss2-dev"])]),
+        // A TPM 2.0 through tpm2-tss: sealing small secrets in salted, encrypted sessions.
+        .target(name: "KeychainTPM", dependencies: ["CTSS2"]),
         // The PAM module: C, because PAM's ABI is; it carries the login password to `keychaind --pam`
         // and nothing more (libpam0g-dev).
         .target(name: "PAMKeychain", linkerSettings: [.linkedLibrary("pam")]),
@@ -353,6 +357,8 @@ let package = Package(
             ],
             exclude: ["Clients"]
         ),
+        // KeychainTPM against swtpm, with tpm2-tools as a cross-check.
+        .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainTestSupport", "KeychainLibc"]),
         // pam_keychain.so in real PAM transactions (libpam-wrapper, pamtester, pam_unix).
         .testTarget(
             name: "PAMKeychainTests",

@@ -1,0 +1,323 @@
+import CTSS2
+import Foundation
+import Synchronization
+
+/// Why a TPM operation failed, with the TPM's response code (no secret is ever in it).
+public struct TPMError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// What went wrong, as a caller acts on it.
+    public enum Kind: Sendable, Equatable {
+        /// No TPM answers at the configured TCTI (none on this machine, or not reachable).
+        case unavailable
+        /// The authorization (derived from the password) is wrong; the TPM counted it against its
+        /// dictionary-attack limit.
+        case authorizationFailed
+        /// The TPM refuses authorizations for a while: too many wrong ones (dictionary-attack lockout).
+        case lockedOut
+        /// The sealed secret was not made by this TPM (another machine, or this TPM was cleared).
+        case notThisTPM
+        /// The sealed secret is not a well-formed blob.
+        case malformed
+        /// Any other failure.
+        case failed
+    }
+
+    /// What went wrong.
+    public var kind: Kind
+    /// The TSS operation that failed (`Esys_Unseal`, …).
+    public var operation: String
+    /// The TPM or TSS response code (0 when none).
+    public var code: UInt32
+
+    /// For example `Esys_Unseal: the authorization is wrong (TPM response 0x98e)`.
+    public var description: String {
+        let what: String =
+            switch kind {
+            case .unavailable: "no TPM answers"
+            case .authorizationFailed: "the authorization is wrong"
+            case .lockedOut: "the TPM is locked out after too many wrong authorizations; try again later"
+            case .notThisTPM: "the secret was sealed by another TPM (another machine, or this TPM was cleared)"
+            case .malformed: "the sealed secret is malformed"
+            case .failed: "the TPM operation failed"
+            }
+        return "\(operation): \(what)" + (code == 0 ? "" : " (TPM response 0x\(String(code, radix: 16)))")
+    }
+
+    /// An error for a TSS response code.
+    init(_ operation: String, code: UInt32) {
+        self.operation = operation
+        self.code = code
+        // Format-one codes carry the parameter, handle or session number in bits 8–11.
+        let base = code & 0x0000_0080 != 0 ? code & ~UInt32(0xF00) : code
+        let layer = code & 0xFFFF_0000
+        switch (layer, base & 0xFFFF) {
+        case (0, 0x08E), (0, 0x0A2): kind = .authorizationFailed  // TPM2_RC_AUTH_FAIL, TPM2_RC_BAD_AUTH
+        case (0, 0x921): kind = .lockedOut  // TPM2_RC_LOCKOUT
+        case (0, 0x09F): kind = .notThisTPM  // TPM2_RC_INTEGRITY: a blob this TPM did not make
+        case (0x000A_0000, _), (0x0006_0000, _): kind = .unavailable  // TCTI layer, TCTI loader (TSS2_TCTI_RC_LAYER, …)
+        default: kind = .failed
+        }
+    }
+
+    init(_ kind: Kind, _ operation: String) {
+        self.kind = kind
+        self.operation = operation
+        code = 0
+    }
+}
+
+/// A secret sealed by a TPM: the TPM's public and private areas of a sealed data object, as
+/// `tpm2_create` writes them (`-u`, `-r`). Only the TPM that sealed it can unseal it, and only
+/// with the authorization it was sealed under.
+public struct TPMSealedSecret: Sendable, Hashable {
+    /// The object's marshalled `TPM2B_PUBLIC`.
+    public var publicArea: Data
+    /// The object's marshalled `TPM2B_PRIVATE` (encrypted by the TPM under its storage key).
+    public var privateArea: Data
+
+    /// A sealed secret from its two areas.
+    public init(publicArea: Data, privateArea: Data) {
+        self.publicArea = publicArea
+        self.privateArea = privateArea
+    }
+
+    /// One blob for storage: a version byte, then each area with a 2-byte big-endian length.
+    public var serialized: Data {
+        var bytes = Data([1])
+        for area in [publicArea, privateArea] {
+            bytes.append(contentsOf: [UInt8(area.count >> 8), UInt8(area.count & 0xFF)])
+            bytes.append(area)
+        }
+        return bytes
+    }
+
+    /// Reads ``serialized``'s form back.
+    /// - Throws: ``TPMError`` `.malformed` for anything else.
+    public init(serialized bytes: Data) throws {
+        var rest = bytes[...]
+        guard rest.popFirst() == 1 else { throw TPMError(.malformed, "TPMSealedSecret") }
+        var areas: [Data] = []
+        for _ in 0..<2 {
+            guard rest.count >= 2 else { throw TPMError(.malformed, "TPMSealedSecret") }
+            let length = Int(rest[rest.startIndex]) << 8 | Int(rest[rest.startIndex + 1])
+            rest = rest.dropFirst(2)
+            guard rest.count >= length else { throw TPMError(.malformed, "TPMSealedSecret") }
+            areas.append(Data(rest.prefix(length)))
+            rest = rest.dropFirst(length)
+        }
+        guard rest.isEmpty else { throw TPMError(.malformed, "TPMSealedSecret") }
+        publicArea = areas[0]
+        privateArea = areas[1]
+    }
+}
+
+/// A TPM 2.0, through tpm2-tss's Enhanced System API: seals and unseals small secrets under the
+/// owner hierarchy's storage key, every command in a salted, encrypted HMAC session (the secret
+/// and the authorization never cross the bus in the clear).
+///
+/// ```swift
+/// let tpm = try TPM(tcti: "device:/dev/tpmrm0")
+/// let sealed = try tpm.seal(secret, authorization: passwordDerivedKey)
+/// let secret = try tpm.unseal(sealed, authorization: passwordDerivedKey)
+/// ```
+///
+/// The sealed object is protected against dictionary attacks (no `noDA`): each wrong
+/// authorization counts against the TPM's lockout, so guesses are rate-limited by the hardware.
+public final class TPM: Sendable {
+    /// The TCTI configuration: `device:/dev/tpmrm0`, `swtpm:host=127.0.0.1,port=2321`, …
+    public let tcti: String
+    private let handles: Mutex<Handles>
+
+    private struct Handles: ~Copyable {
+        var tcti: OpaquePointer?
+        var esys: OpaquePointer?
+
+        deinit {
+            var esys = esys
+            var tcti = tcti
+            if esys != nil { Esys_Finalize(&esys) }
+            if tcti != nil { Tss2_TctiLdr_Finalize(&tcti) }
+        }
+    }
+
+    /// The most a sealed secret may hold (a TPM's `MAX_SYM_DATA`).
+    public static let maximumSecret = 128
+
+    /// Connects to the TPM at `tcti`.
+    /// - Throws: ``TPMError`` `.unavailable` when none answers.
+    public init(tcti: String) throws {
+        self.tcti = tcti
+        var handles = Handles()
+        var rc = Tss2_TctiLdr_Initialize(tcti, &handles.tcti)
+        guard rc == 0 else { throw TPMError(.unavailable, "Tss2_TctiLdr_Initialize") }
+        rc = Esys_Initialize(&handles.esys, handles.tcti, nil)
+        guard rc == 0 else { throw TPMError("Esys_Initialize", code: rc) }
+        self.handles = Mutex(handles)
+    }
+
+    /// Seals `secret` (at most ``maximumSecret`` bytes) under `authorization` (at most 32 bytes).
+    public func seal(_ secret: Data, authorization: Data) throws -> TPMSealedSecret {
+        guard secret.count <= Self.maximumSecret, authorization.count <= 32 else {
+            throw TPMError(.malformed, "TPM.seal")
+        }
+        return try handles.withLock { handles in
+            let esys = handles.esys
+            let primary = try Self.storageKey(esys)
+            defer { Esys_FlushContext(esys, primary) }
+            let session = try Self.saltedSession(esys, key: primary)
+            defer { Esys_FlushContext(esys, session) }
+            var sensitive = TPM2B_SENSITIVE_CREATE()
+            Self.fill(&sensitive.sensitive.userAuth.size, &sensitive.sensitive.userAuth.buffer, authorization)
+            Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
+            var template = TPM2B_PUBLIC()
+            template.publicArea.type = 0x0008  // TPM2_ALG_KEYEDHASH
+            template.publicArea.nameAlg = 0x000B  // TPM2_ALG_SHA256
+            // fixedTPM, fixedParent, userWithAuth; not noDA: wrong authorizations count.
+            template.publicArea.objectAttributes = 0x0000_0002 | 0x0000_0010 | 0x0000_0040
+            template.publicArea.parameters.keyedHashDetail.scheme.scheme = 0x0010  // TPM2_ALG_NULL
+            var outsideInfo = TPM2B_DATA()
+            var pcrs = TPML_PCR_SELECTION()
+            var privateArea: UnsafeMutablePointer<TPM2B_PRIVATE>?
+            var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
+            let rc = Esys_Create(
+                esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo, &pcrs,
+                &privateArea, &publicArea, nil, nil, nil)
+            explicit_bzero(&sensitive, MemoryLayout<TPM2B_SENSITIVE_CREATE>.size)
+            defer {
+                Esys_Free(privateArea)
+                Esys_Free(publicArea)
+            }
+            guard rc == 0, let privateArea, let publicArea else { throw TPMError("Esys_Create", code: rc) }
+            return TPMSealedSecret(
+                publicArea: try Self.marshal(publicArea.pointee, Tss2_MU_TPM2B_PUBLIC_Marshal),
+                privateArea: try Self.marshal(privateArea.pointee, Tss2_MU_TPM2B_PRIVATE_Marshal))
+        }
+    }
+
+    /// Unseals what ``seal(_:authorization:)`` sealed, with the same authorization.
+    /// - Throws: ``TPMError``: `.authorizationFailed` (counted by the TPM), `.lockedOut`,
+    ///   `.notThisTPM`, `.malformed`.
+    public func unseal(_ sealed: TPMSealedSecret, authorization: Data) throws -> Data {
+        guard authorization.count <= 32 else { throw TPMError(.malformed, "TPM.unseal") }
+        let publicArea: TPM2B_PUBLIC = try Self.unmarshal(sealed.publicArea, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
+        let privateArea: TPM2B_PRIVATE = try Self.unmarshal(sealed.privateArea, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
+        return try handles.withLock { handles in
+            let esys = handles.esys
+            let primary = try Self.storageKey(esys)
+            defer { Esys_FlushContext(esys, primary) }
+            let session = try Self.saltedSession(esys, key: primary)
+            defer { Esys_FlushContext(esys, session) }
+            var object = ESYS_TR(ESYS_TR_NONE)
+            var inPrivate = privateArea
+            var inPublic = publicArea
+            var rc = Esys_Load(esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &object)
+            guard rc == 0 else {
+                // A blob another TPM (or this one before a clear) made fails its integrity check here.
+                let error = TPMError("Esys_Load", code: rc)
+                throw error.kind == .failed ? TPMError(.notThisTPM, "Esys_Load") : error
+            }
+            defer { Esys_FlushContext(esys, object) }
+            var auth = TPM2B_AUTH()
+            Self.fill(&auth.size, &auth.buffer, authorization)
+            rc = Esys_TR_SetAuth(esys, object, &auth)
+            explicit_bzero(&auth, MemoryLayout<TPM2B_AUTH>.size)
+            guard rc == 0 else { throw TPMError("Esys_TR_SetAuth", code: rc) }
+            var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+            rc = Esys_Unseal(esys, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &data)
+            defer {
+                if let data { explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
+                Esys_Free(data)
+            }
+            guard rc == 0, let data else { throw TPMError("Esys_Unseal", code: rc) }
+            return withUnsafeBytes(of: data.pointee.buffer) { Data($0.prefix(Int(data.pointee.size))) }
+        }
+    }
+
+    // MARK: The storage key and the session
+
+    /// The owner hierarchy's storage key (an ECC P-256 restricted decryption key with AES-128-CFB,
+    /// as `tpm2_createprimary -C o -G ecc256:aes128cfb` makes it): derived from the owner seed,
+    /// so the same key every time on this TPM, and another on any other.
+    static func storageKey(_ esys: OpaquePointer?) throws -> ESYS_TR {
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        var template = TPM2B_PUBLIC()
+        template.publicArea.type = 0x0023  // TPM2_ALG_ECC
+        template.publicArea.nameAlg = 0x000B  // TPM2_ALG_SHA256
+        // fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, noDA, restricted, decrypt.
+        template.publicArea.objectAttributes =
+            0x0000_0002 | 0x0000_0010 | 0x0000_0020 | 0x0000_0040 | 0x0000_0400 | 0x0001_0000 | 0x0002_0000
+        template.publicArea.parameters.eccDetail.symmetric.algorithm = 0x0006  // TPM2_ALG_AES
+        template.publicArea.parameters.eccDetail.symmetric.keyBits.aes = 128
+        template.publicArea.parameters.eccDetail.symmetric.mode.aes = 0x0043  // TPM2_ALG_CFB
+        template.publicArea.parameters.eccDetail.scheme.scheme = 0x0010  // TPM2_ALG_NULL
+        template.publicArea.parameters.eccDetail.curveID = 0x0003  // TPM2_ECC_NIST_P256
+        template.publicArea.parameters.eccDetail.kdf.scheme = 0x0010  // TPM2_ALG_NULL
+        var outsideInfo = TPM2B_DATA()
+        var pcrs = TPML_PCR_SELECTION()
+        var handle = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_CreatePrimary(
+            esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR_NONE, ESYS_TR_NONE, &sensitive,
+            &template, &outsideInfo, &pcrs, &handle, nil, nil, nil, nil)
+        guard rc == 0 else { throw TPMError("Esys_CreatePrimary", code: rc) }
+        return handle
+    }
+
+    /// An HMAC session salted with `key` (so its session key is unknown to anyone on the bus) that
+    /// encrypts the first command and response parameters with AES-128-CFB.
+    static func saltedSession(_ esys: OpaquePointer?, key: ESYS_TR) throws -> ESYS_TR {
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = 0x0006  // TPM2_ALG_AES
+        symmetric.keyBits.aes = 128
+        symmetric.mode.aes = 0x0043  // TPM2_ALG_CFB
+        var session = ESYS_TR(ESYS_TR_NONE)
+        var rc = Esys_StartAuthSession(
+            esys, key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, 0x00 /* TPM2_SE_HMAC */,
+            &symmetric, 0x000B /* TPM2_ALG_SHA256 */, &session)
+        guard rc == 0 else { throw TPMError("Esys_StartAuthSession", code: rc) }
+        // continueSession, decrypt (the command's first parameter), encrypt (the response's).
+        let attributes: TPMA_SESSION = 0x01 | 0x20 | 0x40
+        rc = Esys_TRSess_SetAttributes(esys, session, attributes, 0xFF)
+        guard rc == 0 else {
+            Esys_FlushContext(esys, session)
+            throw TPMError("Esys_TRSess_SetAttributes", code: rc)
+        }
+        return session
+    }
+
+    // MARK: Buffers
+
+    /// Copies `bytes` into a TPM2B's buffer and sets its size.
+    static func fill<Buffer>(_ size: inout UInt16, _ buffer: inout Buffer, _ bytes: Data) {
+        withUnsafeMutableBytes(of: &buffer) { destination in
+            precondition(bytes.count <= destination.count)
+            destination.copyBytes(from: bytes)
+        }
+        size = UInt16(bytes.count)
+    }
+
+    static func marshal<Value>(
+        _ value: Value,
+        _ function: (UnsafePointer<Value>?, UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int>?) -> UInt32
+    ) throws -> Data {
+        var value = value
+        var buffer = [UInt8](repeating: 0, count: MemoryLayout<Value>.size + 16)
+        var offset = 0
+        let rc = function(&value, &buffer, buffer.count, &offset)
+        guard rc == 0 else { throw TPMError("Tss2_MU marshal", code: rc) }
+        return Data(buffer.prefix(offset))
+    }
+
+    static func unmarshal<Value>(
+        _ bytes: Data,
+        _ function: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<Value>?) -> UInt32
+    ) throws -> Value {
+        let value = UnsafeMutablePointer<Value>.allocate(capacity: 1)
+        defer { value.deallocate() }
+        memset(value, 0, MemoryLayout<Value>.size)
+        var offset = 0
+        let rc = bytes.withUnsafeBytes { raw in
+            function(raw.bindMemory(to: UInt8.self).baseAddress, raw.count, &offset, value)
+        }
+        guard rc == 0, offset == bytes.count else { throw TPMError(.malformed, "Tss2_MU unmarshal") }
+        return value.pointee
+    }
+}

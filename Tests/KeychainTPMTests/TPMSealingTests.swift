@@ -1,0 +1,161 @@
+import Foundation
+import KeychainLibc
+import KeychainTPM
+import KeychainTestSupport
+import Testing
+
+/// KeychainTPM against a real software TPM: `swtpm` started by each test with a state directory
+/// of its own (a machine of its own), and `tpm2-tools` as a cross-check.
+@Suite struct TPMSealingTests {
+
+    static func random(_ count: Int) -> Data { Data((0..<count).map { _ in UInt8.random(in: 0...255) }) }
+
+    @Test("a secret sealed by the TPM unseals with its authorization, for secrets of every size")
+    func sealThenUnseal() throws {
+        let software = try SoftwareTPM()
+        let tpm = try TPM(tcti: software.tcti)
+        for size in [1, 32, 64, TPM.maximumSecret] {
+            let secret = Self.random(size)
+            let authorization = Self.random(32)
+            let sealed = try tpm.seal(secret, authorization: authorization)
+            #expect(try tpm.unseal(sealed, authorization: authorization) == secret)
+            // Through storage and back.
+            let stored = try TPMSealedSecret(serialized: sealed.serialized)
+            #expect(try tpm.unseal(stored, authorization: authorization) == secret)
+        }
+    }
+
+    @Test("a wrong authorization is refused, and counted by the TPM")
+    func wrongAuthorizationIsRefused() throws {
+        let software = try SoftwareTPM()
+        let tpm = try TPM(tcti: software.tcti)
+        let sealed = try tpm.seal(Self.random(32), authorization: Self.random(32))
+        #expect(throws: TPMError.self) { try tpm.unseal(sealed, authorization: Self.random(32)) }
+        do {
+            _ = try tpm.unseal(sealed, authorization: Self.random(32))
+            Issue.record("a wrong authorization unsealed")
+        } catch let error as TPMError {
+            #expect(error.kind == .authorizationFailed || error.kind == .lockedOut, "\(error)")
+        }
+    }
+
+    @Test("a secret sealed on one machine does not unseal on another, with the right authorization")
+    func anotherTPMCannotUnseal() throws {
+        let authorization = Self.random(32)
+        let first = try SoftwareTPM()
+        let sealed = try TPM(tcti: first.tcti).seal(Self.random(32), authorization: authorization)
+        let other = try SoftwareTPM()
+        do {
+            _ = try TPM(tcti: other.tcti).unseal(sealed, authorization: authorization)
+            Issue.record("another TPM unsealed the secret")
+        } catch let error as TPMError {
+            #expect(error.kind == .notThisTPM, "\(error)")
+            #expect(error.description.contains("another TPM"), "a clear error: \(error)")
+        }
+    }
+
+    @Test("the same machine unseals after a restart (the storage key comes from the TPM's seed)")
+    func theSameTPMAfterARestart() throws {
+        let first = try SoftwareTPM()
+        let authorization = Self.random(32)
+        let secret = Self.random(48)
+        let sealed = try TPM(tcti: first.tcti).seal(secret, authorization: authorization)
+        first.stop()
+        let again = try SoftwareTPM(state: first.state)
+        #expect(try TPM(tcti: again.tcti).unseal(sealed, authorization: authorization) == secret)
+    }
+
+    @Test("a damaged or foreign blob is refused, never unsealed", arguments: 0..<20)
+    func damagedBlobsAreRefused(seed: Int) throws {
+        let software = try SoftwareTPM()
+        let tpm = try TPM(tcti: software.tcti)
+        let authorization = Self.random(32)
+        let sealed = try tpm.seal(Self.random(32), authorization: authorization)
+        var bytes = sealed.serialized
+        let index = Int.random(in: 0..<bytes.count)
+        bytes[index] ^= UInt8.random(in: 1...255)
+        do {
+            let damaged = try TPMSealedSecret(serialized: bytes)
+            _ = try tpm.unseal(damaged, authorization: authorization)
+            Issue.record("a damaged blob (byte \(index)) unsealed")
+        } catch is TPMError {
+            // Refused, with a TPMError.
+        }
+        #expect(throws: TPMError.self) { try TPMSealedSecret(serialized: bytes.prefix(bytes.count / 2)) }
+    }
+
+    @Test("tpm2-tools unseals what KeychainTPM sealed: the standard storage key and object format")
+    func tpm2ToolsUnsealsIt() throws {
+        let software = try SoftwareTPM()
+        let secret = Self.random(32)
+        let authorization = Self.random(32)
+        let sealed = try TPM(tcti: software.tcti).seal(secret, authorization: authorization)
+        let directory = software.state + "-tools"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try sealed.publicArea.write(to: URL(fileURLWithPath: directory + "/seal.pub"))
+        try sealed.privateArea.write(to: URL(fileURLWithPath: directory + "/seal.priv"))
+        let environment = ["TPM2TOOLS_TCTI": software.tcti, "PATH": "/usr/bin:/bin"]
+        func tool(_ name: String, _ arguments: [String]) throws -> Data {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/" + name)
+            process.arguments = arguments
+            process.environment = environment
+            let output = Pipe()
+            process.standardOutput = output
+            let errors = Pipe()
+            process.standardError = errors
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(name) \(arguments): \(diagnostics)")
+            return data
+        }
+        // The storage key's template: tpm2-tools' ECC default plus noDA, as the TCG's SRK template has it.
+        let attributes = "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt"
+        _ = try tool(
+            "tpm2_createprimary",
+            ["-C", "o", "-G", "ecc256:aes128cfb", "-a", attributes, "-c", directory + "/p.ctx", "-Q"])
+        // swtpm has no resource manager: each tool leaves its objects loaded unless flushed.
+        _ = try tool("tpm2_flushcontext", ["-t"])
+        _ = try tool(
+            "tpm2_load",
+            [
+                "-C", directory + "/p.ctx", "-u", directory + "/seal.pub", "-r", directory + "/seal.priv", "-c",
+                directory + "/o.ctx", "-Q",
+            ])
+        _ = try tool("tpm2_flushcontext", ["-t"])
+        let hex = authorization.map { String(format: "%02x", $0) }.joined()
+        let unsealed = try tool("tpm2_unseal", ["-c", directory + "/o.ctx", "-p", "hex:" + hex])
+        #expect(unsealed == secret)
+    }
+
+    @Test("the secret and its authorization never cross the TPM's bus in the clear (a pcap of every command)")
+    func nothingInTheClearOnTheBus() throws {
+        let software = try SoftwareTPM()
+        let capture = software.state + ".pcap"
+        defer { try? FileManager.default.removeItem(atPath: capture) }
+        setenv("TCTI_PCAP_FILE", capture, 1)
+        let tpm = try TPM(tcti: "pcap:" + software.tcti)
+        let secret = Data("a keychain key that must not be on the bus".utf8)
+        let authorization = Self.random(32)
+        let sealed = try tpm.seal(secret, authorization: authorization)
+        #expect(try tpm.unseal(sealed, authorization: authorization) == secret)
+        let traffic = FileManager.default.contents(atPath: capture) ?? Data()
+        #expect(traffic.count > 1_000, "the capture holds the commands")
+        #expect(traffic.range(of: secret) == nil, "the secret is encrypted on the bus")
+        #expect(traffic.range(of: authorization) == nil, "the authorization is never sent")
+    }
+
+    @Test("a missing TPM is a clear error")
+    func aMissingTPMIsAClearError() throws {
+        do {
+            let tpm = try TPM(tcti: "swtpm:path=/nonexistent/tpm")
+            _ = try tpm.seal(Data([1]), authorization: Data())
+            Issue.record("sealed without a TPM")
+        } catch let error as TPMError {
+            #expect(error.kind == .unavailable || error.kind == .failed, "\(error)")
+        }
+    }
+}
