@@ -143,7 +143,7 @@ let package = Package(
         // tpm2-tss's ESYS, TCTI loader and marshalling (libtss2-dev), for KeychainTPM.
         .systemLibrary(name: "CTSS2", providers: [.apt(["libtss2-dev"])]),
         // A TPM 2.0 through tpm2-tss: sealing small secrets in salted, encrypted sessions.
-        .target(name: "KeychainTPM", dependencies: ["CTSS2"]),
+        .target(name: "KeychainTPM", dependencies: ["CTSS2", "KeychainModel"]),
         // The PAM module: C, because PAM's ABI is; it carries the login password to `keychaind --pam`
         // and nothing more (libpam0g-dev).
         .target(name: "PAMKeychain", linkerSettings: [.linkedLibrary("pam")]),
@@ -345,6 +345,8 @@ let package = Package(
                 "KeychainSync", "KeychainLibc",
                 // KeychainClient: `keychaind --pam` is a client of the user's agent (PAMHandoff.swift).
                 "KeychainClient",
+                // KeychainTPM: the login keychain sealed to this machine's TPM (loginKeychainSealing).
+                "KeychainTPM",
             ]
         ),
         .testTarget(
@@ -358,7 +360,13 @@ let package = Package(
             exclude: ["Clients"]
         ),
         // KeychainTPM against swtpm, with tpm2-tools as a cross-check.
-        .testTarget(name: "KeychainTPMTests", dependencies: ["KeychainTPM", "KeychainTestSupport", "KeychainLibc"]),
+        .testTarget(
+            name: "KeychainTPMTests",
+            dependencies: [
+                "KeychainTPM", "KeychainCore", "KeychainTestSupport", "KeychainLibc",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // pam_keychain.so in real PAM transactions (libpam-wrapper, pamtester, pam_unix).
         .testTarget(
             name: "PAMKeychainTests",

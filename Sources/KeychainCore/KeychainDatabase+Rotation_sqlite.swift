@@ -41,7 +41,7 @@ extension KeychainDatabase {
                     let old = try unwrapEveryKey(meta, header: current, password: password)
                     let keys = rotating ? KeyName.freshKeys() : old
                     if rotating { try resealEveryRow(db, from: old, to: keys, layout: current.indexLayout) }
-                    let next = try storeHeader(db, keys: keys, newPassword: newPassword, layout: current.indexLayout)
+                    let next = try storeHeader(db, keys: keys, newPassword: newPassword, current: current)
                     committed = (next, keys)
                     return .commit
                 }

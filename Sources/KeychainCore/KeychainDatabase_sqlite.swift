@@ -41,6 +41,8 @@ public final class KeychainDatabase: Sendable {
     struct Header: Sendable {
         var kdf: (KeyDerivation, salt: Data)?
         var indexLayout = IndexLayout.tagged
+        /// The hardware-sealed secret the password is entangled with (``HardwareSealing``), if any.
+        var sealed: Data?
         var kdfBytes: Data { kdf.map { $0.0.encoded(salt: $0.salt) } ?? Data() }
     }
 
@@ -203,7 +205,9 @@ public final class KeychainDatabase: Sendable {
             try queue.writeWithoutTransaction { try $0.execute(sql: "PRAGMA journal_mode = WAL") }
             try queue.write { db in
                 try Storage.createSchema(db)
-                try initializeHeader(db, password: password, configuration: configuration)
+                try initializeHeader(
+                    db, password: password, configuration: configuration,
+                    sealer: configuration.hardwareSealing.flatMap { $0.keychains.contains(path) ? $0.sealer : nil })
             }
             try queue.close()
         }
@@ -273,7 +277,7 @@ public final class KeychainDatabase: Sendable {
             let queue = try DatabaseQueue(configuration: Storage.configuration(busyTimeout: 0))
             try queue.write { db in
                 try Storage.createSchema(db)
-                try initializeHeader(db, password: password, configuration: configuration)
+                try initializeHeader(db, password: password, configuration: configuration, sealer: nil)
             }
             return queue
         }
@@ -281,7 +285,7 @@ public final class KeychainDatabase: Sendable {
     }
 
     private static func initializeHeader(
-        _ db: Database, password: Data?, configuration: KeychainConfiguration
+        _ db: Database, password: Data?, configuration: KeychainConfiguration, sealer: (any KeychainSealer)?
     ) throws {
         let keychainID = Sealing.randomBytes(16)
         try Storage.setMeta(db, "id", keychainID)
@@ -290,7 +294,8 @@ public final class KeychainDatabase: Sendable {
         let deviceKey = try configuration.deviceKey.loadForCreating()
         _ = try writeHeader(
             db, keys: KeyName.freshKeys(), password: password,
-            layout: layout, deviceKey: deviceKey, keychainID: keychainID, configuration: configuration)
+            layout: layout, deviceKey: deviceKey, keychainID: keychainID, configuration: configuration,
+            sealer: sealer)
     }
 
     // MARK: Keys
@@ -377,7 +382,13 @@ public final class KeychainDatabase: Sendable {
         let key = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: deviceKey, salt: keychainID, info: Data("keychain-linux header seal v1".utf8),
             outputByteCount: 32)
-        return Data(HMAC<SHA256>.authenticationCode(for: header.kdfBytes, using: key))
+        var sealedBytes = header.kdfBytes
+        if let sealed = header.sealed {
+            // A sealed keychain's seal covers its sealed secret too: one stripped of it is altered.
+            sealedBytes.append(contentsOf: "sealed".utf8)
+            sealedBytes.appendLengthPrefixed(sealed)
+        }
+        return Data(HMAC<SHA256>.authenticationCode(for: sealedBytes, using: key))
     }
 
     private func unwrapDeviceKeys(meta: [String: Data], header: Header) throws {
@@ -463,8 +474,9 @@ public final class KeychainDatabase: Sendable {
             let (derivation, salt) = try KeyDerivation.decode(kdf)
             try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
             current.kdf = (derivation, salt)
+            current.sealed = meta["kdf.sealed"]
         }
-        guard let (derivation, salt) = current.kdf else {
+        guard current.kdf != nil else {
             guard password == nil || password == Data() else {
                 throw KeychainError(.authFailed, "this keychain has no password")
             }
@@ -476,7 +488,7 @@ public final class KeychainDatabase: Sendable {
             meta: meta, header: current,
             wrapping: WrappingKeys(deviceKey: deviceKey, passwordKey: nil, keychainID: keychainID))
         try verifyHeader(meta: meta, header: current, deviceOpens: !deviceOnly.isEmpty)
-        let passwordKey = try derivation.deriveKey(password: password, salt: salt)
+        let passwordKey = try self.passwordKey(password, header: current)
         let wrapping = WrappingKeys(
             deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
         // A wrong password opens none of its entries (`.authFailed` below); partial failure is
@@ -490,6 +502,12 @@ public final class KeychainDatabase: Sendable {
             state.install(unwrapped)
             state.isUnlocked = true
             state.hasBeenUnlocked = true
+        }
+        // A keychain to be sealed that is not yet (made before this machine's TPM was used, or
+        // while it did not answer) is sealed now that the password is at hand; if the hardware
+        // still does not answer, it stays as it was and the next unlock tries again.
+        if current.sealed == nil, (try? sealerForNewPassword(current: current)) != nil {
+            try? replaceKeys(password: password, newPassword: password, rotating: false)
         }
     }
 
@@ -551,7 +569,7 @@ public final class KeychainDatabase: Sendable {
         switch (current.kdf, password) {
         case (nil, nil), (nil, Data()): passwordKey = nil
         case (nil, _): throw KeychainError(.authFailed, "this keychain has no password")
-        case (let kdf?, let password?): passwordKey = try kdf.0.deriveKey(password: password, salt: kdf.salt)
+        case (_?, let password?): passwordKey = try self.passwordKey(password, header: current)
         case (_?, nil): throw KeychainError(.authFailed, "the old password is required")
         }
         let unwrapped = try unwrapAll(
@@ -576,20 +594,23 @@ public final class KeychainDatabase: Sendable {
 
     /// Writes the header of `keys` wrapped for `newPassword` (a fresh salt; `nil` for a
     /// password-less keychain), replacing every stored wrapping.
-    func storeHeader(_ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, layout: IndexLayout)
-        throws -> Header
-    {
-        try Self.writeHeader(
-            db, keys: keys, password: newPassword, layout: layout, deviceKey: deviceKey, keychainID: keychainID,
-            configuration: configuration)
+    func storeHeader(
+        _ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, current: Header
+    ) throws -> Header {
+        let sealer = newPassword == nil ? nil : try sealerForNewPassword(current: current)
+        return try Self.writeHeader(
+            db, keys: keys, password: newPassword, layout: current.indexLayout, deviceKey: deviceKey,
+            keychainID: keychainID, configuration: configuration, sealer: sealer)
     }
 
     /// Writes a header: the key derivation (a fresh salt) and its device-key seal when there is
     /// a password, and every key of `keys` wrapped as ``Wrapper/wrappers(for:hasPassword:)``
     /// says, replacing what the file held.
+    /// With `sealer`, the password is entangled with a new secret sealed by it.
     private static func writeHeader(
         _ db: Database, keys: [KeyName: SymmetricKey], password: Data?, layout: IndexLayout,
-        deviceKey: SymmetricKey, keychainID: Data, configuration: KeychainConfiguration
+        deviceKey: SymmetricKey, keychainID: Data, configuration: KeychainConfiguration,
+        sealer: (any KeychainSealer)?
     ) throws -> Header {
         var header = Header(kdf: nil, indexLayout: layout)
         var passwordKey: SymmetricKey?
@@ -598,11 +619,20 @@ public final class KeychainDatabase: Sendable {
             try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
             let salt = Sealing.randomBytes(32)
             header.kdf = (derivation, salt)
-            passwordKey = try derivation.deriveKey(password: password, salt: salt)
+            let derived = try derivation.deriveKey(password: password, salt: salt)
+            if let sealer {
+                let secret = Sealing.randomBytes(32)
+                header.sealed = try sealer.seal(
+                    secret, authorization: sealAuthorization(derived, keychainID: keychainID))
+                passwordKey = entangle(derived, with: secret, keychainID: keychainID)
+            } else {
+                passwordKey = derived
+            }
         }
-        try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%' OR name IN ('kdf', 'kdf.mac')")
+        try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%' OR name IN ('kdf', 'kdf.mac', 'kdf.sealed')")
         if header.kdf != nil {
             try Storage.setMeta(db, "kdf", header.kdfBytes)
+            if let sealed = header.sealed { try Storage.setMeta(db, "kdf.sealed", sealed) }
             try Storage.setMeta(db, "kdf.mac", headerSeal(header, deviceKey: deviceKey, keychainID: keychainID))
         }
         let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
@@ -728,5 +758,6 @@ extension KeychainDatabase.Header {
     init(meta: [String: Data]) throws {
         indexLayout = try IndexLayout(meta: meta[IndexLayout.metaName])
         kdf = try meta["kdf"].map(KeyDerivation.decode)
+        sealed = meta["kdf.sealed"]
     }
 }

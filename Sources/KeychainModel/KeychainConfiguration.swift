@@ -29,6 +29,9 @@ public struct KeychainConfiguration: Sendable {
     /// short-lived process that makes a few calls on one thread wants, since it opens in
     /// about half the time.
     public var concurrentReads: Bool = true
+    /// The keychains whose passwords are entangled with this machine's hardware (a TPM), and
+    /// how; `nil` (the default) seals none, and a keychain sealed before then does not open.
+    public var hardwareSealing: HardwareSealing?
 
     /// Creates a configuration; every argument has a production default.
     public init(

@@ -29,6 +29,10 @@ public struct KeychainPreferences: Codable, Equatable, Sendable {
     public var defaultKeychain: String?
     /// The absolute paths of the keychains searched when a command names none, when set.
     public var searchList: [String]?
+    /// The TPM that seals the login keychain to this machine, as a tpm2-tss TCTI configuration
+    /// (`device:/dev/tpmrm0`, `swtpm:path=…`), or `none`; when not set, `/dev/tpmrm0` if this
+    /// machine has one (docs/login.md).
+    public var tpm: String?
 
     /// Empty preferences.
     public init() {}

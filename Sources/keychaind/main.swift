@@ -22,6 +22,7 @@ import KeychainAgent
 import KeychainAgentProtocol
 import KeychainCore
 import KeychainSync
+import KeychainTPM
 import KeychainLibc
 import SecretService
 import Synchronization
@@ -269,9 +270,10 @@ func run() async throws -> Never {
         keychains.keyDerivation = .unsafeTestingOnly
         keychains.allowsUnsafeKeyDerivation = true
     }
+    let paths = KeychainPaths(environment: environment)
+    keychains.hardwareSealing = loginKeychainSealing(paths)
     // Callers are identified once per connection, and re-checked cheaply on each call.
-    let service = AgentService(
-        configuration: keychains, paths: KeychainPaths(environment: environment), callers: directory)
+    let service = AgentService(configuration: keychains, paths: paths, callers: directory)
     let objects = DBusObjectTree()
     try objects.register(service.interface, at: AgentInterface.objectPath)
     let secretService = SecretServiceHost(
@@ -358,4 +360,20 @@ do {
 } catch {
     complain("\(error)")
     exit(1)
+}
+
+/// The login keychain sealed to this machine's TPM, when it has one (docs/login.md): the TPM the
+/// user's preferences name, else `/dev/tpmrm0`. A preference that names no TPM is reported and
+/// seals nothing; a keychain sealed already still needs its TPM (it never opens without).
+func loginKeychainSealing(_ paths: KeychainPaths) -> HardwareSealing? {
+    do {
+        let preferences = try KeychainPreferences.load(from: paths.preferencesFile)
+        guard let sealer = try TPMSealer.configured(by: preferences) else { return nil }
+        return HardwareSealing(sealer: sealer, keychains: [paths.loginKeychain])
+    } catch let error as KeychainError {
+        complain("the login keychain is not sealed to a TPM: \(error.message)")
+        return nil
+    } catch {
+        return nil
+    }
 }

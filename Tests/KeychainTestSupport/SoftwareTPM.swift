@@ -17,9 +17,10 @@ public final class SoftwareTPM: @unchecked Sendable {
     /// The TCTI configuration that reaches this TPM through tpm2-tss.
     public var tcti: String { "swtpm:path=\(socketPath)" }
 
-    /// Starts a TPM on the state in `existing` (a fresh state directory when `nil`).
+    /// Starts a TPM on the state in `existing` (a fresh state directory when `nil`), its sockets
+    /// reachable by `owner` as well as by this process's user.
     /// - Throws: when `/usr/bin/swtpm` is missing (`bash .ci/run` installs it) or does not start.
-    public init(state existing: String? = nil) throws {
+    public init(state existing: String? = nil, owner: (uid: uid_t, gid: gid_t)? = nil) throws {
         let swtpm = "/usr/bin/swtpm"
         guard FileManager.default.isExecutableFile(atPath: swtpm) else {
             throw SoftwareTPMFailure("\(swtpm) is missing (bash .ci/run installs swtpm)")
@@ -34,6 +35,11 @@ public final class SoftwareTPM: @unchecked Sendable {
         defer { close(commands) }
         let control = try Self.listeningSocket(at: socketPath + ".ctrl")
         defer { close(control) }
+        if let owner {
+            for path in [sockets, socketPath, socketPath + ".ctrl"] where chown(path, owner.uid, owner.gid) != 0 {
+                throw SoftwareTPMFailure("chown \(path): errno \(errno)")
+            }
+        }
         pid = try spawnWithDefaultSignals(
             swtpm,
             [

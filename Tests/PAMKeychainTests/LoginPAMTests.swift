@@ -91,6 +91,22 @@ import Testing
                 environment: ["HOME": home, "XDG_RUNTIME_DIR": runtime, "PATH": "/usr/bin:/bin"], cleared: true)
         }
 
+        /// Names `tpm` (`nil`: none) in the account's preferences, as a user or an administrator
+        /// would (docs/login.md), and stops the account's agent so that the next one reads it.
+        func useTPM(_ tpm: SoftwareTPM?) throws {
+            let directory = home + "/.config/keychain"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            for path in [home + "/.config", directory] { try Account.makePrivateDirectory(path, uid: uid, gid: gid) }
+            let file = directory + "/preferences.json"
+            let json = "{\"version\": 1, \"tpm\": \"\(tpm?.tcti ?? "none")\"}\n"
+            try Data(json.utf8).write(to: URL(fileURLWithPath: file))
+            guard chown(file, uid, gid) == 0, chmod(file, 0o600) == 0 else { throw Missing("cannot prepare \(file)") }
+            stopAgent(at: socket)
+        }
+
+        /// A TPM of its own that the account can reach.
+        func softwareTPM() throws -> SoftwareTPM { try SoftwareTPM(owner: (uid, gid)) }
+
         static func randomPassword() -> String {
             "Pw-" + (0..<16).map { _ in String("abcdefghjkmnpqrstuvwxyz23456789".randomElement()!) }.joined()
         }
@@ -271,6 +287,57 @@ import Testing
         let moved = try account.security(["set-keychain-password", "-o", account.password, "-p", new])
         #expect(moved.status == 0, "\(moved)")
         #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+    }
+
+    // MARK: Sealed to this machine's TPM
+
+    @Test(
+        "with a TPM, the first login seals the login keychain to it: the same files and password on another TPM open nothing"
+    )
+    func loginSealsTheLoginKeychainToTheTPM() throws {
+        let account = try Account()
+        let tpm = try account.softwareTPM()
+        try account.useTPM(tpm)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        // Another machine: the home directory (keychain and device key) with another TPM.
+        let other = try account.softwareTPM()
+        try account.useTPM(other)
+        let elsewhere = try account.security(["unlock-keychain", "-p", account.password])
+        #expect(elsewhere.status == 51, "\(elsewhere)")
+        #expect(elsewhere.err.contains("another TPM"), "a clear error: \(elsewhere)")
+        // No TPM at all: a clear error too, never a silent downgrade.
+        try account.useTPM(nil)
+        let none = try account.security(["unlock-keychain", "-p", account.password])
+        #expect(none.status != 0 && none.err.contains("TPM"), "\(none)")
+        // Back on its machine, the login unlocks it.
+        try account.useTPM(tpm)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        let found = try account.security(["find-generic-password", "-s", "svc", "-a", "me", "-w"])
+        #expect(found.status == 0 && found.out == "s3cret\n", "\(found)")
+    }
+
+    @Test("with a TPM, passwd re-seals the login keychain under the new password")
+    func passwordChangeKeepsTheLoginKeychainSealed() throws {
+        let account = try Account()
+        let tpm = try account.softwareTPM()
+        try account.useTPM(tpm)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let new = Account.randomPassword()
+        let change = try account.pam(["chauthtok(PAM_CHANGE_EXPIRED_AUTHTOK)"], input: [account.password, new, new])
+        #expect(change.status == 0, "\(change)")
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.security(["unlock-keychain", "-p", account.password]).status == 51)
+        #expect(try account.security(["unlock-keychain", "-p", new]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+        // Still sealed: another TPM refuses the new password.
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        let other = try account.softwareTPM()
+        try account.useTPM(other)
+        let elsewhere = try account.security(["unlock-keychain", "-p", new])
+        #expect(elsewhere.status == 51 && elsewhere.err.contains("another TPM"), "\(elsewhere)")
     }
 
     // MARK: Where the password goes

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Something that seals a small secret to this machine's hardware, so that only this machine
+/// can unseal it, and only with the authorization it was sealed under: a TPM 2.0
+/// (`KeychainTPM`'s `TPMSealer`).
+///
+/// The engine uses it to entangle a keychain's password with the machine (``HardwareSealing``).
+/// A conforming type throws ``KeychainError`` only: `.authFailed` for a wrong authorization (one
+/// the hardware counts against its dictionary-attack limit), `.authFailed` with
+/// ``KeychainError/isSetupProblem`` when the hardware refuses for now (locked out) or the secret
+/// was sealed by other hardware (another machine, or this TPM cleared), `.notAvailable` when no
+/// hardware answers, `.decode` for a malformed sealed secret.
+public protocol KeychainSealer: Sendable {
+    /// Seals `secret` (at most 128 bytes) under `authorization` (at most 32 bytes).
+    func seal(_ secret: Data, authorization: Data) throws -> Data
+    /// Unseals what ``seal(_:authorization:)`` returned, with the same authorization.
+    func unseal(_ sealed: Data, authorization: Data) throws -> Data
+}
+
+/// Which keychains' passwords are entangled with this machine's hardware, and the sealer.
+///
+/// A keychain listed in ``keychains`` is sealed when a password is set on it (created with one,
+/// converted from password-less, or its password changed): its password-derived key becomes
+/// `HKDF(scrypt(password) ‖ secret)`, where `secret` is 32 random bytes sealed by ``sealer``
+/// under an authorization derived from the password. Opening it then needs both the password
+/// and this machine, and each wrong password is counted by the hardware. A keychain sealed once
+/// stays sealed through every password change, listed or not; none is ever unsealed silently.
+public struct HardwareSealing: Sendable {
+    /// The hardware.
+    public var sealer: any KeychainSealer
+    /// The keychain files sealed when a password is set on them (the login keychain), as
+    /// ``KeychainPaths`` spells them.
+    public var keychains: Set<String>
+
+    /// Sealing for `keychains` by `sealer`.
+    public init(sealer: any KeychainSealer, keychains: Set<String>) {
+        self.sealer = sealer
+        self.keychains = keychains
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import KeychainModel
+
+/// The engine's ``KeychainModel/KeychainSealer`` on a TPM 2.0: what seals the login keychain to
+/// this machine (docs/login.md).
+///
+/// It connects to the TPM for each call (a few milliseconds; nothing is held open between
+/// unlocks), and its errors are ``KeychainModel/KeychainError``s that say what to do.
+public struct TPMSealer: KeychainSealer {
+    /// The TCTI configuration of the TPM (`device:/dev/tpmrm0`, `swtpm:path=…`).
+    public let tcti: String
+
+    /// The TPM at `tcti`. Only the `device`, `swtpm`, `mssim` and `tabrmd` TCTIs are accepted:
+    /// the configuration names where a TPM is, never a program to run (`cmd`).
+    /// - Throws: `.parameter` for any other.
+    public init(tcti: String) throws {
+        let kind = tcti.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        guard ["device", "swtpm", "mssim", "tabrmd"].contains(kind) else {
+            throw KeychainError(.parameter, "not a TPM's TCTI configuration: \(tcti)", isSetupProblem: true)
+        }
+        self.tcti = tcti
+    }
+
+    /// The TPM of this machine by the user's preferences (``KeychainModel/KeychainPreferences/tpm``):
+    /// the TCTI they name, none for `none`, else `/dev/tpmrm0` when this machine has one.
+    /// - Throws: `.parameter` for a preference that names no TPM.
+    public static func configured(by preferences: KeychainPreferences) throws -> TPMSealer? {
+        switch preferences.tpm {
+        case "none": return nil
+        case let tcti?: return try TPMSealer(tcti: tcti)
+        case nil:
+            return FileManager.default.fileExists(atPath: "/dev/tpmrm0")
+                ? try TPMSealer(tcti: "device:/dev/tpmrm0") : nil
+        }
+    }
+
+    /// Seals `secret` in the TPM under `authorization`; see ``TPM/seal(_:authorization:)``.
+    public func seal(_ secret: Data, authorization: Data) throws -> Data {
+        try mapped { try TPM(tcti: tcti).seal(secret, authorization: authorization).serialized }
+    }
+
+    /// Unseals `sealed`; see ``TPM/unseal(_:authorization:)``.
+    public func unseal(_ sealed: Data, authorization: Data) throws -> Data {
+        try mapped {
+            let secret = try TPMSealedSecret(serialized: sealed)
+            return try TPM(tcti: tcti).unseal(secret, authorization: authorization)
+        }
+    }
+
+    /// Runs `body`, turning a ``TPMError`` into the ``KeychainModel/KeychainError`` a user acts on.
+    private func mapped<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as TPMError {
+            throw KeychainError(error, tcti: tcti)
+        }
+    }
+}
+
+extension KeychainError {
+    /// What a TPM failure means for a keychain sealed to it.
+    init(_ error: TPMError, tcti: String) {
+        switch error.kind {
+        case .authorizationFailed:
+            self.init(.authFailed, "the password is not correct (counted by the TPM)", underlying: error)
+        case .lockedOut:
+            self.init(
+                .authFailed,
+                "the TPM refuses passwords for now, after too many wrong ones (its dictionary-attack "
+                    + "lockout); try again later", underlying: error, isSetupProblem: true)
+        case .notThisTPM:
+            self.init(
+                .authFailed,
+                "the keychain is sealed to another TPM (another machine, or this TPM was cleared): "
+                    + "open it with its recovery key (docs/login.md)", underlying: error, isSetupProblem: true)
+        case .unavailable:
+            self.init(
+                .notAvailable, "the keychain is sealed to this machine's TPM, and no TPM answers at \(tcti)",
+                underlying: error, isSetupProblem: true)
+        case .malformed:
+            self.init(.decode, "the keychain's TPM-sealed secret is malformed", underlying: error)
+        case .failed:
+            self.init(.internalComponent, "the TPM failed: \(error)", underlying: error)
+        }
+    }
+}
