@@ -31,7 +31,9 @@ extension KeychainDatabase {
     }
 
     /// Rewraps (and with `rotating`, replaces) every key for `newPassword`, in one transaction.
-    func replaceKeys(password: Data?, newPassword: Data?, rotating: Bool) throws {
+    func replaceKeys(
+        password: Data?, newPassword: Data?, rotating: Bool, sealing: SealingDemand = .whereConfigured
+    ) throws {
         var committed: (Header, [KeyName: SymmetricKey])?
         try Self.run {
             try writer.writeWithoutTransaction { db in
@@ -41,7 +43,8 @@ extension KeychainDatabase {
                     let old = try unwrapEveryKey(meta, header: current, password: password)
                     let keys = rotating ? KeyName.freshKeys() : old
                     if rotating { try resealEveryRow(db, from: old, to: keys, layout: current.indexLayout) }
-                    let next = try storeHeader(db, keys: keys, newPassword: newPassword, current: current)
+                    let next = try storeHeader(
+                        db, keys: keys, newPassword: newPassword, current: current, sealing: sealing)
                     committed = (next, keys)
                     return .commit
                 }

@@ -295,7 +295,7 @@ public final class KeychainDatabase: Sendable {
         _ = try writeHeader(
             db, keys: KeyName.freshKeys(), password: password,
             layout: layout, deviceKey: deviceKey, keychainID: keychainID, configuration: configuration,
-            sealer: sealer)
+            sealer: sealer, mayFallBack: true)
     }
 
     // MARK: Keys
@@ -507,7 +507,7 @@ public final class KeychainDatabase: Sendable {
         // while it did not answer) is sealed now that the password is at hand; if the hardware
         // still does not answer, it stays as it was and the next unlock tries again.
         if current.sealed == nil, (try? sealerForNewPassword(current: current)) != nil {
-            try? replaceKeys(password: password, newPassword: password, rotating: false)
+            try? replaceKeys(password: password, newPassword: password, rotating: false, sealing: .required)
         }
     }
 
@@ -594,23 +594,37 @@ public final class KeychainDatabase: Sendable {
 
     /// Writes the header of `keys` wrapped for `newPassword` (a fresh salt; `nil` for a
     /// password-less keychain), replacing every stored wrapping.
+    /// A keychain sealed already is sealed again (or nothing is written); one to be sealed for
+    /// the first time stays unsealed when the hardware fails, unless `sealing` is `.required`.
     func storeHeader(
-        _ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, current: Header
+        _ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, current: Header,
+        sealing: SealingDemand = .whereConfigured
     ) throws -> Header {
         let sealer = newPassword == nil ? nil : try sealerForNewPassword(current: current)
         return try Self.writeHeader(
             db, keys: keys, password: newPassword, layout: current.indexLayout, deviceKey: deviceKey,
-            keychainID: keychainID, configuration: configuration, sealer: sealer)
+            keychainID: keychainID, configuration: configuration, sealer: sealer,
+            mayFallBack: current.sealed == nil && sealing != .required)
+    }
+
+    /// Whether a password set now must be sealed.
+    enum SealingDemand {
+        /// Sealed where the configuration or the keychain says; a first sealing that fails leaves
+        /// the keychain unsealed (a login must not fail because the TPM does not answer).
+        case whereConfigured
+        /// Sealed, or nothing is written.
+        case required
     }
 
     /// Writes a header: the key derivation (a fresh salt) and its device-key seal when there is
     /// a password, and every key of `keys` wrapped as ``Wrapper/wrappers(for:hasPassword:)``
     /// says, replacing what the file held.
-    /// With `sealer`, the password is entangled with a new secret sealed by it.
+    /// With `sealer`, the password is entangled with a new secret sealed by it; when the sealer
+    /// fails and `mayFallBack`, the password is not entangled.
     private static func writeHeader(
         _ db: Database, keys: [KeyName: SymmetricKey], password: Data?, layout: IndexLayout,
         deviceKey: SymmetricKey, keychainID: Data, configuration: KeychainConfiguration,
-        sealer: (any KeychainSealer)?
+        sealer: (any KeychainSealer)?, mayFallBack: Bool
     ) throws -> Header {
         var header = Header(kdf: nil, indexLayout: layout)
         var passwordKey: SymmetricKey?
@@ -620,13 +634,16 @@ public final class KeychainDatabase: Sendable {
             let salt = Sealing.randomBytes(32)
             header.kdf = (derivation, salt)
             let derived = try derivation.deriveKey(password: password, salt: salt)
+            passwordKey = derived
             if let sealer {
                 let secret = Sealing.randomBytes(32)
-                header.sealed = try sealer.seal(
-                    secret, authorization: sealAuthorization(derived, keychainID: keychainID))
-                passwordKey = entangle(derived, with: secret, keychainID: keychainID)
-            } else {
-                passwordKey = derived
+                do {
+                    header.sealed = try sealer.seal(
+                        secret, authorization: sealAuthorization(derived, keychainID: keychainID))
+                    passwordKey = entangle(derived, with: secret, keychainID: keychainID)
+                } catch  where mayFallBack {
+                    // Not sealed yet, and the hardware does not answer: the next unlock seals it.
+                }
             }
         }
         try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%' OR name IN ('kdf', 'kdf.mac', 'kdf.sealed')")

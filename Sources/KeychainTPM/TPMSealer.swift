@@ -22,15 +22,16 @@ public struct TPMSealer: KeychainSealer {
     }
 
     /// The TPM of this machine by the user's preferences (``KeychainModel/KeychainPreferences/tpm``):
-    /// the TCTI they name, none for `none`, else `/dev/tpmrm0` when this machine has one.
+    /// the TCTI they name, none for `none`, else `/dev/tpmrm0` when this machine has one and the
+    /// user may use it.
     /// - Throws: `.parameter` for a preference that names no TPM.
     public static func configured(by preferences: KeychainPreferences) throws -> TPMSealer? {
         switch preferences.tpm {
         case "none": return nil
         case let tcti?: return try TPMSealer(tcti: tcti)
         case nil:
-            return FileManager.default.fileExists(atPath: "/dev/tpmrm0")
-                ? try TPMSealer(tcti: "device:/dev/tpmrm0") : nil
+            // Only when this user may use it (Debian gives /dev/tpmrm0 to the group `tss`).
+            return access("/dev/tpmrm0", R_OK | W_OK) == 0 ? try TPMSealer(tcti: "device:/dev/tpmrm0") : nil
         }
     }
 

@@ -157,6 +157,40 @@ import Testing
         #expect(!plain.isLocked, "a keychain not listed is not sealed: its file and password open it anywhere")
     }
 
+    @Test("a TPM that does not answer when the login keychain is made leaves it unsealed, and the next unlock seals it")
+    func aSilentTPMNeverStopsCreation() throws {
+        let machine = try Machine()
+        var absent = try machine.configuration()
+        absent.hardwareSealing?.sealer = try TPMSealer(tcti: "swtpm:path=/nonexistent/tpm")
+        let created = try KeychainDatabase.create(at: machine.path, password: "login", configuration: absent)
+        try created.unlock(password: "login")
+        _ = try created.add(Self.item)
+        #expect(try !machine.isSealed(password: "login"))
+        // Unlocked again where the TPM answers: sealed now, items kept.
+        let again = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        try again.unlock(password: "login")
+        #expect(try machine.isSealed(password: "login"))
+        #expect(try Self.readsItem(again))
+    }
+
+    @Test("a sealed keychain whose TPM does not answer refuses to change its password, and stays as it was")
+    func aSealedKeychainNeverLosesItsSeal() throws {
+        let machine = try Machine()
+        _ = try KeychainDatabase.create(at: machine.path, password: "login", configuration: try machine.configuration())
+        var absent = try machine.configuration()
+        absent.hardwareSealing?.sealer = try TPMSealer(tcti: "swtpm:path=/nonexistent/tpm")
+        let keychain = try KeychainDatabase.open(at: machine.path, configuration: absent)
+        do {
+            try keychain.changePassword(old: Data("login".utf8), new: Data("new".utf8))
+            Issue.record("the password changed without the TPM")
+        } catch let error as KeychainError {
+            #expect(error.code == .notAvailable && error.message.contains("no TPM answers"), "\(error)")
+        }
+        let again = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        try again.unlock(password: "login")
+        #expect(try machine.isSealed(password: "login"))
+    }
+
     @Test("a sealed keychain stripped of its sealed secret is refused as altered")
     func strippedSealIsRefused() throws {
         let machine = try Machine()
