@@ -87,6 +87,9 @@ extension AgentService {
                 try narrow($0.connection, to: $0.arguments.groups)
                 return DBusNoArguments()
             },
+            serve(I.makeRecoveryKey, access: .administration, idle: .use) { [self] in
+                try using($0) { keychain, _ in I.RecoveryKey(Data(try recovery(keychain).makeRecoveryKey().utf8)) }
+            },
         ]
     }
 

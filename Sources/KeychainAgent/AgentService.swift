@@ -336,6 +336,13 @@ public final class AgentService: Sendable {
     }
 
     /// The token keys of a keychain as a caller sees it (the engine's own handle).
+    func recovery(_ keychain: any KeychainHandle) throws -> any KeychainRecovery {
+        guard let recovery = keychain as? any KeychainRecovery else {
+            throw KeychainError(.unimplemented, "this keychain has no recovery key")
+        }
+        return recovery
+    }
+
     func tokenHolder(_ keychain: any KeychainHandle) throws -> any TokenKeyHolder {
         guard let holder = keychain as? any TokenKeyHolder else {
             throw KeychainError(.unimplemented, "this keychain cannot hold token keys")

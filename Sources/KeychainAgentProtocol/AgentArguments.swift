@@ -493,6 +493,21 @@ extension AgentInterface {
         }
     }
 
+    /// `ay key`.
+    public struct RecoveryKey: DBusArguments {
+        /// The recovery key's text (UTF-8), to be shown once.
+        public var key = Data()
+        /// A placeholder reply.
+        public init() {}
+        /// The reply for `key`.
+        public init(_ key: Data) { self.key = key }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try fields.field("key", &key, .data)
+        }
+    }
+
     /// `ay handle`.
     public struct TokenKeyHandle: DBusArguments {
         /// The stored key's handle.

@@ -96,6 +96,11 @@ public enum AgentInterface {
     /// may be named (errSecMissingEntitlement). An older agent answers `UnknownMethod`.
     public static let useAccessGroups: Method<AccessGroupsArguments, DBusNoArguments> = method("UseAccessGroups")
 
+    /// `MakeRecoveryKey(s keychain) → ay key`: makes a new recovery key for the keychain (which
+    /// must be unlocked and have a password), replacing any earlier one, and answers its text
+    /// (docs/login.md). Added to `Agent1` after its first release.
+    public static let makeRecoveryKey: Method<KeychainArguments, RecoveryKey> = method("MakeRecoveryKey")
+
     /// Every method, in the order introspection lists them.
     public static let all: [DBusMethodDescription] = [
         add.description, addMany.description, upsert.description, find.description, findReadable.description,
@@ -103,7 +108,7 @@ public enum AgentInterface {
         status.description, changePassword.description, rotateKeys.description, create.description,
         deleteKeychain.description, close.description, settings.description, setSettings.description,
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
-        useAccessGroups.description,
+        useAccessGroups.description, makeRecoveryKey.description,
     ]
 }
 

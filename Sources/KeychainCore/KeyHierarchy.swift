@@ -121,6 +121,26 @@ enum Wrapper: String, Sendable, CaseIterable {
     case password
     /// A key derived from both the password-derived key and the device key.
     case passwordAndDevice = "password+device"
+    /// The recovery key alone, where the password wraps (``recoveryWrappers(for:)``).
+    case recovery
+    /// The recovery key and the device key, where the password and the device key wrap.
+    case recoveryAndDevice = "recovery+device"
+
+    /// Whether the key-derivation parameters are bound into the wrapping (those of the password
+    /// change with each password; the device's and the recovery key's wrappings outlive them).
+    var bindsKeyDerivation: Bool { self == .password || self == .passwordAndDevice }
+
+    /// The recovery key's wrappings of a password keychain's key: the password's, with the
+    /// recovery key in the password's place.
+    static func recoveryWrappers(for key: KeyName) -> [Wrapper] {
+        wrappers(for: key, hasPassword: true).compactMap {
+            switch $0 {
+            case .password: .recovery
+            case .passwordAndDevice: .recoveryAndDevice
+            default: nil
+            }
+        }
+    }
 
     /// Which wrappings a key has. A password-less keychain wraps every key with the device
     /// key; a password keychain wraps when-unlocked and after-first-unlock keys with the
@@ -144,6 +164,8 @@ struct WrappingKeys {
     var device: SymmetricKey
     var password: SymmetricKey?
     var passwordAndDevice: SymmetricKey?
+    var recovery: SymmetricKey?
+    var recoveryAndDevice: SymmetricKey?
 
     init(deviceKey: SymmetricKey, passwordKey: SymmetricKey?, keychainID: Data) {
         device = Self.derive(deviceKey.bytes, keychainID, "device")
@@ -153,11 +175,20 @@ struct WrappingKeys {
         }
     }
 
+    /// The device key's wrapping keys and the recovery key's (no password's).
+    init(deviceKey: SymmetricKey, recoveryKey: SymmetricKey, keychainID: Data) {
+        self.init(deviceKey: deviceKey, passwordKey: nil, keychainID: keychainID)
+        recovery = Self.derive(recoveryKey.bytes, keychainID, "recovery")
+        recoveryAndDevice = Self.derive(recoveryKey.bytes + deviceKey.bytes, keychainID, "recovery+device")
+    }
+
     subscript(wrapper: Wrapper) -> SymmetricKey? {
         switch wrapper {
         case .device: device
         case .password: password
         case .passwordAndDevice: passwordAndDevice
+        case .recovery: recovery
+        case .recoveryAndDevice: recoveryAndDevice
         }
     }
 

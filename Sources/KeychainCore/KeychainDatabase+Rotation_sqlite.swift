@@ -44,7 +44,8 @@ extension KeychainDatabase {
                     let keys = rotating ? KeyName.freshKeys() : old
                     if rotating { try resealEveryRow(db, from: old, to: keys, layout: current.indexLayout) }
                     let next = try storeHeader(
-                        db, keys: keys, newPassword: newPassword, current: current, sealing: sealing)
+                        db, keys: keys, newPassword: newPassword, current: current, sealing: sealing,
+                        keepsRecoveryKey: !rotating)
                     committed = (next, keys)
                     return .commit
                 }
@@ -107,7 +108,7 @@ extension Dictionary where Key == KeyName, Value == SymmetricKey {
     }
 
     /// Puts these keys in `ring`, unlocked (the caller has just proven the password).
-    fileprivate func withUnlockedState(_ ring: KeyRing) {
+    func withUnlockedState(_ ring: KeyRing) {
         ring.modify { state in
             state.classKeys = [:]
             state.install(self)

@@ -312,7 +312,7 @@ public final class KeychainDatabase: Sendable {
             context.append(contentsOf: "index".utf8)
             context.appendLengthPrefixed(layout)
         }
-        context.appendLengthPrefixed(wrapper == .device ? Data() : header.kdfBytes)
+        context.appendLengthPrefixed(wrapper.bindsKeyDerivation ? header.kdfBytes : Data())
         context.appendLengthPrefixed(Data(name.rawValue.utf8))
         context.appendLengthPrefixed(Data(wrapper.rawValue.utf8))
         return context
@@ -342,7 +342,8 @@ public final class KeychainDatabase: Sendable {
         var opened: Set<Wrapper> = []
         var failed: Set<Wrapper> = []
         for name in KeyName.all {
-            for wrapper in Wrapper.wrappers(for: name, hasPassword: header.kdf != nil) {
+            let recovery = header.kdf != nil && wrapping.recovery != nil ? Wrapper.recoveryWrappers(for: name) : []
+            for wrapper in Wrapper.wrappers(for: name, hasPassword: header.kdf != nil) + recovery {
                 guard let wrappingKey = wrapping[wrapper] else { continue }
                 guard let sealed = meta["wrap.\(name.rawValue).\(wrapper.rawValue)"],
                     let bytes = try? Sealing.open(
@@ -484,6 +485,11 @@ public final class KeychainDatabase: Sendable {
             return
         }
         guard let password else { throw KeychainError(.authFailed, "a password is required") }
+        if let keys = try unwrapWithRecoveryKey(password, meta: meta, header: current) {
+            header.withLock { $0 = current }
+            keys.withUnlockedState(self.keys)
+            return
+        }
         let deviceOnly = try unwrapAll(
             meta: meta, header: current,
             wrapping: WrappingKeys(deviceKey: deviceKey, passwordKey: nil, keychainID: keychainID))
@@ -565,6 +571,10 @@ public final class KeychainDatabase: Sendable {
     func unwrapEveryKey(_ meta: [String: Data], header current: Header, password: Data?) throws
         -> [KeyName: SymmetricKey]
     {
+        if let password, let keys = try unwrapWithRecoveryKey(password, meta: meta, header: current) {
+            guard keys.count == KeyName.all.count else { throw Self.deviceKeysMissing }
+            return keys
+        }
         let passwordKey: SymmetricKey?
         switch (current.kdf, password) {
         case (nil, nil), (nil, Data()): passwordKey = nil
@@ -581,16 +591,16 @@ public final class KeychainDatabase: Sendable {
         // Every stored key is rewrapped, so each must open now. On another machine (or with a
         // re-created device key) the keys bound to the device do not; dropping them would make
         // this device's items unreadable for good on the machine that has the right key.
-        guard unwrapped.count == KeyName.all.count else {
-            throw KeychainError(
-                .authFailed,
-                "this machine's device key does not open the keychain's this-device-only keys "
-                    + "(it was made on another machine, or its device key was re-created); change "
-                    + "the password on the machine that made it",
-                isSetupProblem: true)
-        }
+        guard unwrapped.count == KeyName.all.count else { throw Self.deviceKeysMissing }
         return unwrapped
     }
+
+    static let deviceKeysMissing = KeychainError(
+        .authFailed,
+        "this machine's device key does not open the keychain's this-device-only keys "
+            + "(it was made on another machine, or its device key was re-created); change "
+            + "the password on the machine that made it",
+        isSetupProblem: true)
 
     /// Writes the header of `keys` wrapped for `newPassword` (a fresh salt; `nil` for a
     /// password-less keychain), replacing every stored wrapping.
@@ -598,13 +608,14 @@ public final class KeychainDatabase: Sendable {
     /// the first time stays unsealed when the hardware fails, unless `sealing` is `.required`.
     func storeHeader(
         _ db: Database, keys: [KeyName: SymmetricKey], newPassword: Data?, current: Header,
-        sealing: SealingDemand = .whereConfigured
+        sealing: SealingDemand = .whereConfigured, keepsRecoveryKey: Bool
     ) throws -> Header {
         let sealer = newPassword == nil ? nil : try sealerForNewPassword(current: current)
         return try Self.writeHeader(
             db, keys: keys, password: newPassword, layout: current.indexLayout, deviceKey: deviceKey,
             keychainID: keychainID, configuration: configuration, sealer: sealer,
-            mayFallBack: current.sealed == nil && sealing != .required)
+            mayFallBack: current.sealed == nil && sealing != .required,
+            keepsRecoveryKey: keepsRecoveryKey && newPassword != nil)
     }
 
     /// Whether a password set now must be sealed.
@@ -624,7 +635,7 @@ public final class KeychainDatabase: Sendable {
     private static func writeHeader(
         _ db: Database, keys: [KeyName: SymmetricKey], password: Data?, layout: IndexLayout,
         deviceKey: SymmetricKey, keychainID: Data, configuration: KeychainConfiguration,
-        sealer: (any KeychainSealer)?, mayFallBack: Bool
+        sealer: (any KeychainSealer)?, mayFallBack: Bool, keepsRecoveryKey: Bool = false
     ) throws -> Header {
         var header = Header(kdf: nil, indexLayout: layout)
         var passwordKey: SymmetricKey?
@@ -646,7 +657,13 @@ public final class KeychainDatabase: Sendable {
                 }
             }
         }
-        try db.execute(sql: "DELETE FROM meta WHERE name LIKE 'wrap.%' OR name IN ('kdf', 'kdf.mac', 'kdf.sealed')")
+        // A recovery key's wrappings stay valid through a password change (the keys are the same).
+        let keptWrappings =
+            keepsRecoveryKey ? "AND name NOT LIKE '%.recovery' AND name NOT LIKE '%.recovery+device'" : ""
+        try db.execute(
+            sql:
+                "DELETE FROM meta WHERE (name LIKE 'wrap.%' \(keptWrappings)) OR name IN ('kdf', 'kdf.mac', 'kdf.sealed')"
+        )
         if header.kdf != nil {
             try Storage.setMeta(db, "kdf", header.kdfBytes)
             if let sealed = header.sealed { try Storage.setMeta(db, "kdf.sealed", sealed) }

@@ -1,12 +1,11 @@
 import Crypto
 import Foundation
+import KeychainModel
 
 /// The recovery key RK (docs/sync.md, "Cryptography" and "Machines"): 128 random bits, shown once
 /// to the user as 26 base32 characters, that open the zone's escrow when every device is lost.
 ///
-/// Display form: RFC 4648 base32 (A–Z, 2–7) in dash-separated groups of 4, the last group of 2
-/// ("ABCD-EFGH-…-XY"); the last character's two low bits are zero. Parsing ignores dashes,
-/// spaces and case.
+/// Display form: `RecoveryKeyText`'s, as every recovery key of this project.
 ///
 /// ## Escrow blob
 ///
@@ -15,8 +14,6 @@ import Foundation
 /// AES-256-GCM under HKDF-SHA256(RK, salt: zone, info: "kcsync-escrow-v1"), authenticated data
 /// "kcsync-escrow-v1" ‖ zone (16) ‖ epoch (8).
 public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable {
-    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
-    static let characterCount = 26
     static let escrowVersion: UInt8 = 1
 
     /// The 16 bytes.
@@ -32,53 +29,22 @@ public struct RecoveryKey: Sendable, CustomStringConvertible, CustomReflectable 
     /// - Throws: `.malformed` unless it is 26 base32 characters (dashes, spaces and case ignored)
     ///   whose last character's unused bits are zero.
     public init(parsing text: String) throws {
-        let characters = text.uppercased().filter { $0 != "-" && !$0.isWhitespace }
-        guard characters.count == Self.characterCount else {
-            throw SyncError(.malformed, "a recovery key has \(Self.characterCount) characters")
+        do {
+            bytes = try RecoveryKeyText.bytes(parsing: text)
+        } catch .length {
+            throw SyncError(.malformed, "a recovery key has \(RecoveryKeyText.characterCount) characters")
+        } catch .character {
+            throw SyncError(.malformed, "a recovery key has only letters and the digits 2 to 7")
+        } catch {
+            throw SyncError(.malformed, "the recovery key is mistyped")
         }
-        var accumulator: UInt32 = 0
-        var bits = 0
-        var bytes = Data()
-        for character in characters {
-            guard let value = Self.alphabet.firstIndex(of: character) else {
-                throw SyncError(.malformed, "a recovery key has only letters and the digits 2 to 7")
-            }
-            accumulator = (accumulator << 5) | UInt32(value)
-            bits += 5
-            if bits >= 8 {
-                bits -= 8
-                bytes.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-            }
-            accumulator &= (1 << UInt32(bits)) - 1
-        }
-        guard bytes.count == 16, accumulator == 0 else { throw SyncError(.malformed, "the recovery key is mistyped") }
-        self.bytes = bytes
     }
 
     /// The 26 characters, undecorated.
-    var characters: String {
-        var result = ""
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            accumulator = (accumulator << 8) | UInt32(byte)
-            bits += 8
-            while bits >= 5 {
-                bits -= 5
-                result.append(Self.alphabet[Int((accumulator >> UInt32(bits)) & 31)])
-            }
-            accumulator &= (1 << UInt32(bits)) - 1
-        }
-        if bits > 0 { result.append(Self.alphabet[Int((accumulator << UInt32(5 - bits)) & 31)]) }
-        return result
-    }
+    var characters: String { RecoveryKeyText.characters(of: bytes) }
 
     /// The key for showing once: groups of 4 characters separated by dashes.
-    public var displayString: String {
-        let all = Array(characters)
-        return stride(from: 0, to: all.count, by: 4).map { String(all[$0..<min($0 + 4, all.count)]) }.joined(
-            separator: "-")
-    }
+    public var displayString: String { RecoveryKeyText.display(bytes) }
 
     /// Seals an escrow payload (the zone key chain) for `zone` at `epoch`.
     public func sealEscrow(_ payload: Data, zone: ZoneID, epoch: Int64) throws -> Data {

@@ -189,8 +189,9 @@ static int wait_for(pid_t child, int seconds) {
     return -1;
 }
 
-// What `keychaind --pam` exits with when the password does not open the login keychain.
-enum { kWrongPassword = 3 };
+// What `keychaind --pam` exits with when the password does not open the login keychain, and when
+// the keychain is sealed to a TPM that cannot open it now (another machine's, or this one cleared).
+enum { kWrongPassword = 3, kOtherTPM = 4 };
 
 // Hands `first` (and `second`, for a password change) to `keychaind --pam MODE` run as the user.
 // The input is the first secret's length (4 bytes, big-endian) and bytes, then the second's.
@@ -277,6 +278,11 @@ EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
         (void)pam_info(pamh,
                        "Your login keychain still uses your previous password. To move it to this one, run: "
                        "security set-keychain-password");
+    } else if (status == kOtherTPM && !(flags & PAM_SILENT)) {
+        // The keychain is sealed to a TPM that is not this machine's any more (cleared or replaced).
+        (void)pam_info(pamh,
+                       "Your login keychain is sealed to a TPM that cannot open it now (cleared or replaced). "
+                       "Open it with its recovery key: security set-keychain-password -o RECOVERY-KEY");
     }
     return status == 0 ? PAM_SUCCESS : PAM_IGNORE;
 }

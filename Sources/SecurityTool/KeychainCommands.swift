@@ -287,13 +287,22 @@ struct LoginKeychain: ToolCommand {
         commandName: Self.name,
         _superCommandName: "security",
         abstract: "Display the login keychain.",
-        usage: "security login-keychain",
+        usage: "security login-keychain [--recovery-key]",
         discussion: HelpText.wrapped(
             """
             Prints the path of the login keychain, ~/.local/share/keychains/login.keychain-db (under \
             $XDG_DATA_HOME when that is set). As on macOS, -s and -d are accepted but not supported: \
             they fail with exit status 1.
+
+            With --recovery-key (Linux only), makes a new recovery key for the login keychain and \
+            prints it, this once: it opens the keychain wherever its password is asked for \
+            (unlock-keychain -p, set-keychain-password -o), with no TPM, after a lost password or a \
+            cleared TPM. A new one replaces the last; rotating the keys voids it. The keychain must \
+            have a password; when it is locked, its password is asked for first.
             """))
+
+    @Flag(name: .customLong("recovery-key"), help: "Make and print a new recovery key for the login keychain.")
+    var recoveryKey = false
 
     @Option(name: .customShort("d", allowingJoined: true), parsing: .unconditional, help: domainHelp)
     var domain: String?
@@ -309,8 +318,41 @@ struct LoginKeychain: ToolCommand {
         guard keychains.count <= (set ? 1 : 0) else { throw CommandFailure.usage("Too many keychains.") }
         if set { throw CommandFailure.failure("login-keychain -s: setting the login keychain is not supported") }
         if domain != nil { throw CommandFailure.failure("login-keychain -d: preference domains are not supported") }
+        if recoveryKey { return try makeRecoveryKey(in: session) }
         displayPaths([session.loginKeychainPath])
         return 0
+    }
+
+    /// `--recovery-key`: unlocks the login keychain if needed (asking its password) and prints a
+    /// new recovery key.
+    private func makeRecoveryKey(in session: Session) throws -> Int32 {
+        let context = "login-keychain --recovery-key"
+        do {
+            let keychain = try session.database(at: session.loginKeychainPath)
+            guard keychain.hasPassword else {
+                throw CommandFailure.failure(
+                    "the login keychain has no password, so it needs no recovery key (docs/login.md)")
+            }
+            guard let recovery = keychain as? any KeychainRecovery else {
+                throw CommandFailure.failure("this keychain cannot make a recovery key")
+            }
+            if keychain.isLocked {
+                guard let typed = try session.secrets.readSecret(prompt: "password of the login keychain: ") else {
+                    throw CommandFailure.failure("no password was entered")
+                }
+                try keychain.unlock(password: Data(typed))
+            }
+            let key = try recovery.makeRecoveryKey()
+            Console.out("Recovery key of \(session.loginKeychainPath):\n\n    \(key)\n\n")
+            Console.out(
+                "Keep it apart from this computer: it opens the login keychain as its password does. "
+                    + "It is shown only this once.\n")
+            return 0
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure.status(of: error, context)
+        }
     }
 }
 

@@ -18,8 +18,9 @@ import KeychainLibc
 ///   (no item is re-sealed); a password-less one is converted to the new password.
 ///
 /// Exit status: 0 done; 2 usage or malformed input; 3 the password does not open the login
-/// keychain (an administrator's password reset: docs/login.md says how to recover); 1 any other
-/// failure. The PAM module logs the status and never fails the login.
+/// keychain (an administrator's password reset: docs/login.md says how to recover); 4 the
+/// keychain is sealed to a TPM that cannot open it (cleared or replaced: its recovery key does);
+/// 1 any other failure. The PAM module logs the status and never fails the login.
 enum PAMHandoff {
     /// The longest secret accepted (the module sends at most 4,096 bytes).
     static let maximumSecret = 4096
@@ -52,6 +53,10 @@ enum PAMHandoff {
             case .password: try changePassword(login, old: secrets[0], new: secrets[1])
             }
             return 0
+        } catch let error as KeychainError where error.code == .authFailed && error.isSetupProblem {
+            // The TPM it is sealed to cannot open it, or refuses for now: the message says which.
+            complain("pam: \(error.message)")
+            return error.message.contains("another TPM") ? 4 : 1
         } catch let error as KeychainError where error.code == .authFailed {
             complain("pam: the password does not open the login keychain (docs/login.md: after a password reset)")
             return 3

@@ -41,6 +41,7 @@ struct AgentDeclarationTests {
         ),
         ("StoreTokenKey", "saya{sv}", ["keychain", "handle", "item"], "ay", ["handle"]),
         ("UseAccessGroups", "as", ["groups"], "", []),
+        ("MakeRecoveryKey", "s", ["keychain"], "ay", ["key"]),
     ]
 
     static func signature(_ arguments: [DBusArgument]) -> String { arguments.map(\.type.signature).joined() }
@@ -125,6 +126,7 @@ struct AgentDeclarationTests {
             .init(keychain: "/k", handle: Data([1, 2]), request: TokenKeyRequest(.sign, input: Data([3])))),
         testCase(I.storeTokenKey, .init(keychain: "/k", handle: Data([9]), item: Item(class: .key))),
         testCase(I.useAccessGroups, .init(groups: ["a", "b"])),
+        testCase(I.makeRecoveryKey, .init(keychain: "/k")),
     ]
 
     @Test("every declaration's arguments come back as they went, from values and from the wire")

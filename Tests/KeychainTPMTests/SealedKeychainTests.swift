@@ -226,6 +226,84 @@ import Testing
         }
     }
 
+    // MARK: The recovery key
+
+    @Test("a cleared TPM and the recovery key open the keychain; a new password seals it to the new TPM")
+    func recoveryKeyAfterTheTPMWasCleared() throws {
+        let machine = try Machine()
+        let keychain = try KeychainDatabase.create(
+            at: machine.path, password: "login", configuration: try machine.configuration())
+        try keychain.unlock(password: "login")
+        _ = try keychain.add(Self.item)
+        let recovery = try keychain.makeRecoveryKey()
+        #expect(recovery.count == 32 && recovery.split(separator: "-").count == 7, "\(recovery.count) characters")
+        // The TPM is cleared (a new state): the password no longer opens it.
+        let cleared = try SoftwareTPM()
+        let after = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration(tpm: cleared))
+        #expect(throws: KeychainError.self) { try after.unlock(password: "login") }
+        // The recovery key does, typed as a person would (lower case, spaces for dashes).
+        try after.unlock(password: recovery.lowercased().replacingOccurrences(of: "-", with: " "))
+        #expect(try Self.readsItem(after))
+        // A new password, set with the recovery key, is sealed to the new TPM.
+        try after.changePassword(old: Data(recovery.utf8), new: Data("again".utf8))
+        let next = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration(tpm: cleared))
+        try next.unlock(password: "again")
+        #expect(try Self.readsItem(next))
+        let old = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        #expect(throws: KeychainError.self) { try old.unlock(password: "again") }
+    }
+
+    @Test("a recovery key outlives password changes, and key rotation voids it")
+    func recoveryKeyLifetime() throws {
+        let machine = try Machine()
+        let keychain = try KeychainDatabase.create(
+            at: machine.path, password: "first", configuration: try machine.configuration())
+        try keychain.unlock(password: "first")
+        _ = try keychain.add(Self.item)
+        let recovery = try keychain.makeRecoveryKey()
+        try keychain.changePassword(old: Data("first".utf8), new: Data("second".utf8))
+        let reopened = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        try reopened.unlock(password: recovery)
+        #expect(try Self.readsItem(reopened))
+        try reopened.rotateKeys(password: Data("second".utf8))
+        let rotated = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        #expect(throws: KeychainError.self) { try rotated.unlock(password: recovery) }
+        try rotated.unlock(password: "second")
+        #expect(try Self.readsItem(rotated))
+    }
+
+    @Test("a wrong or mistyped recovery key opens nothing", arguments: 0..<8)
+    func wrongRecoveryKeysOpenNothing(seed: Int) throws {
+        let machine = try Machine()
+        let keychain = try KeychainDatabase.create(
+            at: machine.path, password: "login", configuration: try machine.configuration())
+        try keychain.unlock(password: "login")
+        var recovery = Array(try keychain.makeRecoveryKey())
+        let positions = recovery.indices.filter { recovery[$0] != "-" }
+        let index = positions[(seed * 7) % positions.count]
+        recovery[index] = recovery[index] == "A" ? "B" : "A"
+        let reopened = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        #expect(throws: KeychainError.self) { try reopened.unlock(password: String(recovery)) }
+        #expect(reopened.isLocked)
+        // Another keychain's recovery key neither.
+        let other = try KeychainDatabase.create(
+            at: machine.directory + "/other.keychain-db", password: "x", configuration: try machine.configuration())
+        try other.unlock(password: "x")
+        let foreign = try other.makeRecoveryKey()
+        #expect(throws: KeychainError.self) { try reopened.unlock(password: foreign) }
+    }
+
+    @Test("a recovery key needs the keychain unlocked, and a password")
+    func recoveryKeyPreconditions() throws {
+        let machine = try Machine()
+        let locked = try KeychainDatabase.create(
+            at: machine.path, password: "login", configuration: try machine.configuration())
+        #expect(throws: KeychainError.self) { _ = try locked.makeRecoveryKey() }
+        let passwordless = try KeychainDatabase.create(
+            at: machine.directory + "/plain.keychain-db", password: nil, configuration: try machine.configuration())
+        #expect(throws: KeychainError.self) { _ = try passwordless.makeRecoveryKey() }
+    }
+
     // MARK: Tools
 
     static func tpm2(_ arguments: [String], tcti: String) throws {

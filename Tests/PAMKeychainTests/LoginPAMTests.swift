@@ -340,6 +340,52 @@ import Testing
         #expect(elsewhere.status == 51 && elsewhere.err.contains("another TPM"), "\(elsewhere)")
     }
 
+    @Test("a cleared TPM: the login says so, and the recovery key opens the keychain and seals it to the new TPM")
+    func recoveryKeyAfterTheTPMWasCleared() throws {
+        let account = try Account()
+        let tpm = try account.softwareTPM()
+        try account.useTPM(tpm)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let made = try account.security(["login-keychain", "--recovery-key"])
+        let recovery = try #require(
+            made.out.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.count == 32 }, "\(made)")
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        // The TPM is cleared: the login goes on, the keychain stays locked, and the login says how.
+        let cleared = try account.softwareTPM()
+        try account.useTPM(cleared)
+        let login = try account.pam(["authenticate", "open_session"], input: [account.password])
+        #expect(login.status == 0, "\(login)")
+        #expect((login.out + login.err).contains("recovery key"), "\(login)")
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        // The recovery key opens it and sets the login password again, sealed to the new TPM.
+        let moved = try account.security(["set-keychain-password", "-o", recovery, "-p", account.password])
+        #expect(moved.status == 0, "\(moved)")
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        let found = try account.security(["find-generic-password", "-s", "svc", "-a", "me", "-w"])
+        #expect(found.status == 0 && found.out == "s3cret\n", "\(found)")
+    }
+
+    @Test("an administrator's reset: the recovery key opens the login keychain and moves it to the new password")
+    func recoveryKeyAfterAnAdministratorsReset() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let made = try account.security(["login-keychain", "--recovery-key"])
+        let recovery = try #require(
+            made.out.split(whereSeparator: \.isWhitespace).map(String.init).first { $0.count == 32 }, "\(made)")
+        let new = Account.randomPassword()
+        #expect(try account.pam(["chauthtok"], input: [new, new]).status == 0)
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        // The old password is forgotten too: the recovery key moves the keychain to the new one.
+        let moved = try account.security(["set-keychain-password", "-o", recovery, "-p", new])
+        #expect(moved.status == 0, "\(moved)")
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.pam(["authenticate", "open_session"], input: [new]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+    }
+
     // MARK: Where the password goes
 
     @Test("the password is in no process's arguments or environment and in no file of the account")
