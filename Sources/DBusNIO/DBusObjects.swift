@@ -32,8 +32,9 @@ public struct DBusMethod: Sendable {
     /// thread and back. A call it answers blocks the other connections of that event loop while
     /// it runs, so it must decline anything that may take long. A body that is not what its
     /// signature says (the reader throws ``DBusError`` `.malformedMessage` or `.limitExceeded`)
-    /// closes the connection, as any malformed message does. ``init(_:onEventLoop:handler:)``
-    /// makes it from a declaration.
+    /// closes the connection, as any malformed message does. A server whose method's declaration
+    /// says ``DBusWire/DBusMethodDescription/answersOnEventLoop`` makes it from the same body
+    /// as ``handler``: the fast path is a property of the declaration, not a second body.
     public var wireHandler: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
 
     /// The signature a call must have.
@@ -78,24 +79,19 @@ extension DBusMethod {
     ///     return DBusNoArguments()
     /// }
     /// ```
+    ///
+    /// The handler runs in a task, whatever the declaration says of the event loop (a server
+    /// that answers quick calls there builds ``wireHandler`` from the same body, with
+    /// ``init(_:inputs:outputs:wireHandler:handler:)``).
     /// - Parameters:
     ///   - declaration: The method.
-    ///   - onEventLoop: For a method declared
-    ///     ``DBusWire/DBusMethodDescription/answersOnEventLoop``: answers the call where it was
-    ///     read, its arguments read straight from the wire, or declines it (`nil`) to `handler`;
-    ///     see ``wireHandler``. Ignored for a method not so declared.
-    ///   - handler: Runs every call not answered on the event loop, in a task.
+    ///   - handler: Runs every call, in a task.
     public init<Arguments, Reply>(
         _ declaration: DBusMethodDeclaration<Arguments, Reply>,
-        onEventLoop: (@Sendable (DBusMethodCall, Arguments) throws -> Reply?)? = nil,
         handler: @escaping @Sendable (DBusMethodCall, Arguments) async throws -> Reply
     ) {
-        var wire: (@Sendable (DBusMethodCall, inout DBusBodyReader) throws -> [DBusValue]?)?
-        if declaration.description.answersOnEventLoop, let onEventLoop {
-            wire = { call, body in try onEventLoop(call, try Arguments(reading: &body))?.values }
-        }
-        self.init(declaration.name, inputs: declaration.inputs, outputs: declaration.outputs, wireHandler: wire) {
-            call in try await handler(call, try Arguments(decoding: call.arguments)).values
+        self.init(declaration.name, inputs: declaration.inputs, outputs: declaration.outputs) { call in
+            try await handler(call, try Arguments(decoding: call.arguments)).values
         }
     }
 }

@@ -515,4 +515,12 @@ public struct DBusMethodDeclaration<Arguments: DBusArguments, Reply: DBusArgumen
     public func reply(reading body: inout DBusBodyReader) throws -> Reply {
         try Reply(reading: &body)
     }
+
+    /// A reply from its values (a method return's body, decoded).
+    /// - Throws: ``DBusError`` `.typeMismatch` for values of another count or type; what a
+    ///   codec throws for a value it refuses.
+    @inlinable
+    public func reply(decoding values: [DBusValue]) throws -> Reply {
+        try Reply(decoding: values)
+    }
 }

@@ -175,11 +175,20 @@ public final class AgentService: Sendable {
         named name: String, for groups: AccessGroups, _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
         try Self.requireSomeGroup(groups)
-        return try await onWorkQueue { [self] in
-            defer { MemoryHygiene.scrubStack() }
-            let keychain = try keychain(name)
-            return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
-        }
+        return try await onWorkQueue { [self] in try withKeychainOnWorkQueue(named: name, for: groups, body) }
+    }
+
+    /// ``withKeychain(named:for:_:)`` for a caller already on the engine's work queue
+    /// (``onWorkQueue(_:)``): runs `body` right here, opening the keychain when it must.
+    /// - Throws: ``KeychainModel/KeychainError`` `.missingEntitlement` without groups,
+    ///   `.noSuchKeychain` when there is no such file, or what `body` throws.
+    package func withKeychainOnWorkQueue<T>(
+        named name: String, for groups: AccessGroups, _ body: (any KeychainHandle) throws -> T
+    ) throws -> T {
+        try Self.requireSomeGroup(groups)
+        defer { MemoryHygiene.scrubStack() }
+        let keychain = try keychain(name)
+        return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
     }
 
     /// Unlocks the keychain `name` (`""`: the default one) with `password`, as a client's
@@ -245,7 +254,9 @@ public final class AgentService: Sendable {
         try await onWorkQueue { [self] in try deleteKeychain(path) }
     }
 
-    func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs `body` on the engine's work queue, where a call may wait on files and the engine
+    /// (never on an event loop or the cooperative pool).
+    package func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             work.async { continuation.resume(with: Result(catching: body)) }
         }

@@ -14,23 +14,13 @@ extension SecretServiceProvider {
             methods: [
                 DBusMethod(I.openSession) { [self] in try await openSession($0, $1) },
                 DBusMethod(I.createCollection) { [self] in try await createCollection($0, $1) },
-                DBusMethod(
-                    I.searchItems,
-                    onEventLoop: { [self] call, arguments in
-                        try searchImmediately(call, arguments.attributes, in: \.collections).map {
-                            I.FoundItems(unlocked: $0, locked: [])
-                        }
-                    }
-                ) { [self] call, arguments in
-                    let found = try await search(
-                        arguments.attributes, in: collections().collections, call.message, call.connection)
+                serve(I.searchItems) { [self] call, arguments in
+                    let found = try search(arguments.attributes, in: call.list.collections, call)
                     return I.FoundItems(unlocked: found.unlocked, locked: found.locked)
                 },
                 DBusMethod(I.unlock) { [self] in try await unlock($0, $1.objects) },
                 DBusMethod(I.lock) { [self] in try await lock($0, $1.objects) },
-                DBusMethod(I.getSecrets, onEventLoop: { [self] in try getSecretsImmediately($0, $1) }) { [self] in
-                    try await getSecrets($0, $1)
-                },
+                serve(I.getSecrets) { [self] in try getSecrets($0, $1) },
                 DBusMethod(I.readAlias) { [self] _, arguments in
                     I.CollectionPath(collection: collections().collection(alias: arguments.name)?.path ?? "/")
                 },
@@ -112,16 +102,26 @@ extension SecretServiceProvider {
         return I.OpenedSession(output: output, result: path)
     }
 
-    func getSecrets(_ call: DBusMethodCall, _ arguments: I.GetSecretsArguments) async throws -> I.Secrets {
-        let path: String? = arguments.session
-        let session = try checkSession(path, caller: call.message.sender)
+    /// `GetSecrets`: the caller's secrets of `arguments.items`, encrypted for its session; items
+    /// that are missing, not the caller's or locked are left out. On the event loop, more than
+    /// ``quickLimit`` items, or a keychain not open or locked, decline.
+    func getSecrets(_ call: SecretCall, _ arguments: I.GetSecretsArguments) throws -> I.Secrets {
+        try call.require(quick: arguments.items.count <= Self.quickLimit)
+        let session = try checkSession(arguments.session, caller: call.sender)
         var entries: [DBusDictEntry] = []
-        for itemPath in arguments.items {
-            // Items that are missing, not the caller's or locked are left out.
-            guard let found = try? await item(at: itemPath, includeData: true, call.message, call.connection) else {
+        for path in arguments.items {
+            guard let (collection, id) = resolve(path, in: call.list), let id else { continue }
+            let found: Item?
+            do {
+                found = try withKeychain(collection, call) { try Self.findPassword(id, in: $0, includeData: true) }
+            } catch let declined as SecretCall.Declined {
+                throw declined
+            } catch {
                 continue
             }
-            entries.append(DBusDictEntry(.objectPath(itemPath), try secretValue(found, session: path ?? "/", session)))
+            guard let found else { continue }
+            entries.append(
+                DBusDictEntry(.objectPath(path), try secretValue(found, session: arguments.session, session)))
         }
         return I.Secrets(secrets: .dictionary(key: .objectPath, value: Self.secretType, entries))
     }

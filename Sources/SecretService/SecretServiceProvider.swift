@@ -227,12 +227,23 @@ public final class SecretServiceProvider: Sendable {
         _ collection: SecretCollection, for groups: AccessGroups,
         _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
+        // The session's keychain is in memory: no hand-off.
+        guard collection.keychainName != nil else { return try withKeychainHere(collection, for: groups, body) }
+        return try await agent.onWorkQueue { [self] in try withKeychainHere(collection, for: groups, body) }
+    }
+
+    /// Runs `body` here on `collection`'s keychain acting for `groups`, opening it when it must
+    /// (on the agent's work queue, or in memory for the session's); engine errors become D-Bus
+    /// errors without secrets (a keychain deleted meanwhile: `NoSuchObject`).
+    func withKeychainHere<T>(
+        _ collection: SecretCollection, for groups: AccessGroups, _ body: (any KeychainHandle) throws -> T
+    ) throws -> T {
         do {
             guard let name = collection.keychainName else {
                 guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "no access group") }
                 return try body(try session().acting(for: groups))
             }
-            return try await agent.withKeychain(named: name, for: groups, body)
+            return try agent.withKeychainOnWorkQueue(named: name, for: groups, body)
         } catch let error as KeychainError {
             throw SecretServiceError.dbusError(error)
         }
@@ -319,15 +330,26 @@ public final class SecretServiceProvider: Sendable {
         _ query: [String: String], in collections: [SecretCollection], _ message: DBusMessage?,
         _ connection: DBusConnection
     ) async throws -> (unlocked: [String], locked: [String]) {
+        try await onWorkQueue(message, connection) { [self] in try search(query, in: collections, $0) }
+    }
+
+    /// ``search(_:in:_:_:)`` where `call` runs. On the event loop it declines a keychain not yet
+    /// upgraded (``upgradeSearchTerms(of:)`` reads every item) and more than ``quickLimit``
+    /// items in a collection.
+    func search(_ query: [String: String], in collections: [SecretCollection], _ call: SecretCall) throws -> (
+        unlocked: [String], locked: [String]
+    ) {
         var unlocked: [String] = []
         var locked: [String] = []
         var unanswered: DBusError?
+        let limit = call.onEventLoop ? Self.quickLimit + 1 : nil
         for collection in searched(collections) {
             let found: (items: [Item], locked: [UUID])
             do {
-                found = try await withKeychain(collection, message, connection) { [self] keychain in
+                found = try withKeychain(collection, call) { [self] keychain in
+                    try call.require(quick: hasSearchTerms(keychain))
                     upgradeSearchTerms(of: keychain)
-                    return try Self.find(query, in: keychain)
+                    return try Self.find(query, in: keychain, limit: limit)
                 }
             } catch let error as DBusError where error.errorName == SecretServiceError.isLocked {
                 unanswered = error
@@ -335,6 +357,7 @@ public final class SecretServiceProvider: Sendable {
             } catch let error as DBusError where error.errorName == SecretServiceError.noSuchObjectName {
                 continue  // a keychain deleted since the list was read
             }
+            try call.require(quick: found.items.count + found.locked.count <= Self.quickLimit)
             unlocked += Self.matchingPaths(found.items, query, in: collection)
             locked += found.locked.map { Self.itemPath($0, in: collection) }
         }
@@ -358,13 +381,15 @@ public final class SecretServiceProvider: Sendable {
 
     /// The items of `keychain` that may match `query` (to be checked with
     /// ``SecretAttributes/matches(_:_:)-(Item,_)``), and the ids a locked keychain's index finds.
+    /// Each engine query reads `limit` items at most (none: all).
     /// - Throws: `.interactionNotAllowed` when the keychain is locked and cannot say what matches.
-    static func find(_ query: [String: String], in keychain: any KeychainHandle) throws -> (
+    static func find(_ query: [String: String], in keychain: any KeychainHandle, limit: Int? = nil) throws -> (
         items: [Item], locked: [UUID]
     ) {
         var items: [Item] = []
         var locked: [UUID] = []
-        for engineQuery in SecretAttributes.engineQueries(for: query) {
+        for var engineQuery in SecretAttributes.engineQueries(for: query) {
+            if let limit { engineQuery.limit = limit }
             do {
                 items += try keychain.find(engineQuery, includeData: false)
             } catch let error as KeychainError where error.code == .interactionNotAllowed {

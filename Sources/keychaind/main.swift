@@ -143,27 +143,23 @@ actor SecretServiceHost {
 }
 
 /// How a `keychaind --secret-service` hands the session bus to the agent already running:
-/// `org.keychainlinux.SecretService1.Serve(s address, b replace) → b served` on the agent's
-/// object, for the user's own programs only (access groups `*`).
+/// ``KeychainAgentProtocol/SecretServiceHandoffInterface/serve`` on the agent's object, for the
+/// user's own programs only (access groups `*`).
 enum SecretServiceHandoff {
-    static let interface = "org.keychainlinux.SecretService1"
+    private typealias I = SecretServiceHandoffInterface
 
     /// The interface the agent serves beside ``KeychainAgentProtocol/AgentInterface``.
     static func serving(_ host: SecretServiceHost, directory: CallerDirectory) -> DBusInterface {
         DBusInterface(
-            interface,
+            I.name,
             methods: [
-                DBusMethod(
-                    "Serve", inputs: [.init("address", .string), .init("replace", .boolean)],
-                    outputs: [.init("served", .boolean)]
-                ) { call in
+                DBusMethod(I.serve) { call, arguments in
                     guard (try? directory.accessGroups(for: call.connection))?.managesKeychains == true else {
                         throw DBusError.method(
                             "org.freedesktop.DBus.Error.AccessDenied", "only the user's own programs may ask")
                     }
-                    let address = call.arguments.first?.stringValue ?? ""
-                    let replace = call.arguments.count > 1 && call.arguments[1] == .boolean(true)
-                    return [.boolean(await host.serve(address: address.isEmpty ? nil : address, replace: replace))]
+                    let address = arguments.address.isEmpty ? nil : arguments.address
+                    return I.Served(served: await host.serve(address: address, replace: arguments.replace))
                 }
             ])
     }
@@ -176,10 +172,8 @@ enum SecretServiceHandoff {
             let agent = try await DBusConnection.connect(to: .unixPath(socket))
             defer { agent.closeSoon() }
             let reply = try await agent.call(
-                .methodCall(
-                    path: AgentInterface.objectPath, interface: interface, member: "Serve",
-                    body: [.string(address), .boolean(replace)]))
-            guard reply.body.first == .boolean(true) else {
+                I.serve.call(I.ServeArguments(address: address, replace: replace), path: AgentInterface.objectPath))
+            guard try I.serve.reply(decoding: reply.body).served else {
                 complain("the running agent could not take \(SecretServiceProvider.busName)")
                 return 1
             }

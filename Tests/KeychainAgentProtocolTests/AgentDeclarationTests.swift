@@ -60,6 +60,33 @@ struct AgentDeclarationTests {
         #expect(quick == ["Find", "FindReadable", "Status", "Settings"])
     }
 
+    /// keychaind's hand-off of the Secret Service: the wire form every `keychaind` has sent and
+    /// served (an older one started by the bus hands over to a newer agent, and the reverse),
+    /// and one declaration that both its sides use.
+    @Test("SecretService1.Serve(s address, b replace) → b served: one declaration, the call it makes is what it serves")
+    func secretServiceHandoffIsDeclaredOnce() throws {
+        typealias H = SecretServiceHandoffInterface
+        let method = H.serve.description
+        #expect(method.interface == "org.keychainlinux.SecretService1" && method.name == "Serve")
+        #expect(Self.signature(method.inputs) == "sb")
+        #expect(method.inputs.map(\.name) == ["address", "replace"])
+        #expect(Self.signature(method.outputs) == "b")
+        #expect(method.outputs.map(\.name) == ["served"])
+        #expect(!method.answersOnEventLoop)
+        // What keychaind sends is what the agent reads, from values and from the wire.
+        let sent = H.ServeArguments(address: "unix:path=/run/user/1000/bus", replace: true)
+        var message = H.serve.call(sent, path: AgentInterface.objectPath)
+        #expect(message.interface == H.name && message.member == "Serve" && message.path == AgentInterface.objectPath)
+        #expect(try H.ServeArguments(decoding: message.body) == sent)
+        message.serial = 1
+        var (_, body) = try DBusMessage.decodeHeader(try message.encoded())
+        #expect(try H.ServeArguments(reading: &body) == sent)
+        // What the agent answers is what keychaind reads; the body an older keychaind sent decodes.
+        #expect(try H.serve.reply(decoding: H.Served(served: true).values) == H.Served(served: true))
+        #expect(try H.ServeArguments(decoding: [.string(""), .boolean(false)]) == H.ServeArguments())
+        #expect(throws: DBusError.self) { try H.ServeArguments(decoding: [.boolean(true), .string("")]) }
+    }
+
     /// Decoding tests of one declaration, whatever its types.
     struct Case {
         let name: String

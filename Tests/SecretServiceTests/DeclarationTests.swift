@@ -1,4 +1,7 @@
 import DBusWire
+import Foundation
+import KeychainAgent
+import KeychainCore
 import Testing
 
 @testable import SecretService
@@ -49,6 +52,23 @@ struct DeclarationTests {
         }
         let quick = Self.specified.map(\.0).filter(\.answersOnEventLoop).map(\.name)
         #expect(quick == ["SearchItems", "GetSecrets"])
+    }
+
+    @Test("the provider answers on the event loop exactly the methods declared so, from their one body")
+    func eventLoopAnswersFollowTheDeclarations() throws {
+        let home = FileManager.default.temporaryDirectory.path + "/declarations-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let paths = KeychainPaths(environment: ["HOME": home, "XDG_DATA_HOME": home + "/data"])
+        let agent = AgentService(configuration: .testing(), paths: paths) { _ in AccessGroups(["user"]) }
+        let provider = try SecretServiceProvider(
+            agent: agent, directory: CallerDirectory(resolver: IdentityResolver(defaultGroups: AccessGroups(["user"]))))
+        let service = try #require(provider.objects.interfaces(at: SecretServiceProvider.servicePath)?[I.service])
+        let declared = Self.specified.map(\.0).filter { $0.interface == I.service }
+        #expect(service.methods.map(\.name) == declared.map(\.name))
+        for method in service.methods {
+            let declaration = try #require(declared.first { $0.name == method.name })
+            #expect((method.wireHandler != nil) == declaration.answersOnEventLoop, "\(method.name)")
+        }
     }
 
     @Test("a malformed argument list is refused, naming the argument and not its value")
