@@ -30,8 +30,10 @@ import PackageDescription
 //   SecretService           the freedesktop Secret Service (org.freedesktop.secrets) on the agent's keychains
 //   keychaind               the session agent's executable
 //   PAMKeychain             pam_keychain.so, the PAM module that unlocks the login keychain at login (C: PAM's ABI)
+//   KeychainTPM             a TPM 2.0 through tpm2-tss's ESYS (CTSS2): the login keychain sealed to this machine
 //   KeychainSync            sync of synchronizable items through PostgreSQL, end-to-end encrypted
 //   PostgresScratchServer   a throw-away PostgreSQL server (initdb, pg_ctl) for the sync tests and benchmark
+//   ScratchTPM              a throw-away swtpm for the TPM tests and benchmark
 let package = Package(
     name: "keychain-linux",
     platforms: [.macOS(.v15)],
@@ -192,6 +194,8 @@ let package = Package(
                 "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "DBusNIO", "SecretService",
                 // KeychainSync and PostgresScratchServer: the sync rows, on a private PostgreSQL.
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
+                // ScratchTPM and KeychainTPM: the sealed login unlock's rows, on a private swtpm.
+                "ScratchTPM", "KeychainTPM",
                 // CKeychainAgent: the scheduler's CPU calls, for the agent's lookups on one CPU.
                 // CLibCrypto: OpenSSL's PKCS12_parse, the floor of the legacy PKCS#12 row.
                 "CKeychainAgent", "CLibCrypto", "KeychainLibc",
@@ -218,7 +222,7 @@ let package = Package(
             name: "KeychainTestSupport",
             dependencies: [
                 "KeychainClient", "KeychainCore", "DBusWire", "DBusNIO", "CKeychainAgent", "CKeychainTestSupport",
-                "KeychainLibc",
+                "KeychainLibc", "ScratchTPM",
             ],
             path: "Tests/KeychainTestSupport"
         ),
@@ -395,6 +399,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A throw-away swtpm for the TPM tests and benchmark rows, and how scratch daemons are
+        // started (posix_spawn with default signal actions).
+        .target(name: "ScratchTPM", dependencies: ["KeychainLibc"]),
         .target(
             name: "PostgresScratchServer",
             // CKeychainAgent: posix_spawn's closefrom, so a postmaster started from a process (a

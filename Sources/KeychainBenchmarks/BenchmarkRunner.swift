@@ -107,10 +107,12 @@ struct BenchmarkRunner {
         }
         if report.agentLookups != nil {
             progress("login unlock (pam_keychain.so's keychaind --pam login)")
-            report.loginUnlock = LoginUnlock(
+            let login = LoginUnlock(
                 lifecycle: lifecycle, scratch: scratch, repetitions: max(3, options.keyDerivationRepetitions),
-                progress: progress
-            ).run()
+                progress: progress)
+            report.loginUnlock = login.run()
+            progress("sealed login unlock (the login keychain sealed to a private swtpm)")
+            report.sealedLoginUnlock = login.run(sealed: true)
             let size = options.agentMemoryItems
             progress("resident memory of keychaind after lookups on \(Format.count(size)) items")
             do {

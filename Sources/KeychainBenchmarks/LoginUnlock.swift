@@ -3,25 +3,30 @@ import CryptoExtras
 import Foundation
 import KeychainClient
 import KeychainCore
+import ScratchTPM
 
 /// The login unlock `pam_keychain.so` starts (docs/login.md): `keychaind --pam login` run as a
 /// process with the password on its standard input, unlocking the locked login keychain in a
 /// running agent. Its floors, interleaved in the same rounds: the key derivation alone (scrypt
 /// through swift-crypto's own call, with the login keychain's parameters), and a Swift process
 /// that does nothing. The target (issue 52): at most 1.2× the two together.
+///
+/// Sealed (``run(sealed:)`` with `true`): the same login with the login keychain sealed to a
+/// private `swtpm`, against the key derivation plus `tpm2_unseal` of a sealed object on that same
+/// swtpm (a process too); the target is again ≤ 1.2×.
 struct LoginUnlock {
     let lifecycle: Lifecycle
     let scratch: String
     let repetitions: Int
     let progress: (String) -> Void
 
-    func run() -> LoginUnlockResult {
+    func run(sealed: Bool = false) -> LoginUnlockResult {
         var result = LoginUnlockResult()
         do {
             guard let keychaind = lifecycle.agentExecutable, let bench = lifecycle.probeExecutable else {
                 throw BenchmarkFailure("no keychaind or keychain-bench executable beside this one")
             }
-            let home = scratch + "/login"
+            let home = scratch + (sealed ? "/login-sealed" : "/login")
             let socket = home + "/agent.sock"
             let environment = [
                 "HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config",
@@ -29,6 +34,13 @@ struct LoginUnlock {
             ]
             try FileManager.default.createDirectory(
                 atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let tpm = sealed ? try SoftwareTPM(state: scratch + "/swtpm") : nil
+            var unsealFloor: TPMUnsealFloor?
+            if let tpm {
+                try Self.useTPM(tpm, configuration: home + "/config")
+                unsealFloor = try TPMUnsealFloor(tpm: tpm, directory: scratch + "/tpm2-tools")
+            }
+            defer { withExtendedLifetime(tpm) {} }
             var agentEnvironment = environment
             if lifecycle.options.testKeyDerivation { agentEnvironment["KEYCHAIN_UNSAFE_TEST_KDF"] = "1" }
             let agent = try BenchAgent.start(keychaind, socket: socket, environment: agentEnvironment)
@@ -42,16 +54,21 @@ struct LoginUnlock {
             guard !login.isLocked, login.hasPassword else {
                 throw BenchmarkFailure("keychaind --pam login left no unlocked password keychain")
             }
-            progress("  login unlock: keychaind --pam login, the key derivation alone, a Swift process doing nothing")
+            progress(
+                sealed
+                    ? "  sealed login unlock: keychaind --pam login on a swtpm, the key derivation, tpm2_unseal"
+                    : "  login unlock: keychaind --pam login, the key derivation alone, a Swift process doing nothing")
             var unlocks: [UInt64] = []
             var derivations: [UInt64] = []
             var processes: [UInt64] = []
+            var unseals: [UInt64] = []
             let salt = Data(repeating: 7, count: 16)
             for _ in 0..<repetitions {
                 login.lock()
                 unlocks.append(try Clock.time { try self.login(keychaind, environment: environment, input: input) })
                 guard !login.isLocked else { throw BenchmarkFailure("keychaind --pam login did not unlock") }
                 derivations.append(try Clock.time { _ = try self.derive(password, salt: salt) })
+                if let unsealFloor { unseals.append(try unsealFloor.time()) }
                 processes.append(
                     try ChildProcess.run(bench, ["--internal-noop"], environment: environment, capture: false)
                         .nanoseconds)
@@ -59,6 +76,7 @@ struct LoginUnlock {
             result.unlock = Summary(nanoseconds: unlocks)
             result.keyDerivation = Summary(nanoseconds: derivations)
             result.swiftProcess = Summary(nanoseconds: processes)
+            if sealed { result.tpmUnseal = Summary(nanoseconds: unseals) }
             result.keyDerivationName = lifecycle.keyDerivation.description
         } catch {
             result.note = "not available: \(error)"
@@ -91,6 +109,17 @@ struct LoginUnlock {
         }
     }
 
+    /// Names `tpm` in the preferences under `configuration` (`$XDG_CONFIG_HOME`), as a user would.
+    static func useTPM(_ tpm: SoftwareTPM, configuration: String) throws {
+        let directory = configuration + "/keychain"
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let json = "{\"version\": 1, \"tpm\": \"\(tpm.tcti)\"}\n"
+        guard FileManager.default.createFile(atPath: directory + "/preferences.json", contents: Data(json.utf8)) else {
+            throw BenchmarkFailure("cannot write the preferences under \(directory)")
+        }
+    }
+
     /// The PAM module's framing: a 4-byte big-endian length, then the bytes.
     static func framed(_ secret: Data) -> Data {
         let length = UInt32(secret.count)
@@ -108,6 +137,8 @@ struct LoginUnlockResult: Codable, Sendable {
     var keyDerivation: Summary?
     /// `keychain-bench --internal-noop`: a Swift process that does nothing.
     var swiftProcess: Summary?
+    /// `tpm2_unseal` of a sealed object on the same swtpm (sealed rows only).
+    var tpmUnseal: Summary?
     /// The derivation's name (`scrypt(logN: 17, r: 8, p: 1)`).
     var keyDerivationName: String?
     /// Why the rows are missing.
@@ -116,6 +147,58 @@ struct LoginUnlockResult: Codable, Sendable {
     /// The unlock ÷ (the derivation + the Swift process): the issue's target is ≤ 1.2×.
     var unlockOverFloor: Double? {
         guard let unlock, let keyDerivation, let swiftProcess else { return nil }
+        if let tpmUnseal {
+            return unlock.medianMicroseconds / (keyDerivation.medianMicroseconds + tpmUnseal.medianMicroseconds)
+        }
         return unlock.medianMicroseconds / (keyDerivation.medianMicroseconds + swiftProcess.medianMicroseconds)
+    }
+}
+
+/// The floor of the sealed login unlock: `tpm2_unseal` (tpm2-tools, a process) of an object
+/// sealed on the same swtpm under a 32-byte authorization, as the login keychain's is, under the
+/// same storage key's template.
+struct TPMUnsealFloor {
+    let tools: [String: String]
+    let directory: String
+    let authorization: String
+
+    init(tpm: SoftwareTPM, directory: String) throws {
+        self.directory = directory
+        tools = ["TPM2TOOLS_TCTI": tpm.tcti, "PATH": "/usr/bin:/bin"]
+        authorization = "hex:" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: directory + "/secret", contents: Data(count: 32)) else {
+            throw BenchmarkFailure("cannot write under \(directory)")
+        }
+        let (primary, secret, sealedPublic, sealedPrivate) = (
+            file("p.ctx"), file("secret"), file("s.pub"), file("s.priv")
+        )
+        let attributes = "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt"
+        try tool("tpm2_createprimary", ["-C", "o", "-G", "ecc256:aes128cfb", "-a", attributes, "-c", primary])
+        try tool(
+            "tpm2_create", ["-C", primary, "-i", secret, "-p", authorization, "-u", sealedPublic, "-r", sealedPrivate])
+        try tool("tpm2_flushcontext", ["-t"])
+        try tool("tpm2_load", ["-C", primary, "-u", sealedPublic, "-r", sealedPrivate, "-c", file("o.ctx")])
+        try tool("tpm2_flushcontext", ["-t"])
+    }
+
+    /// One timed `tpm2_unseal`; the object it leaves loaded is flushed after, untimed (swtpm has
+    /// no resource manager).
+    func time() throws -> UInt64 {
+        let elapsed = try Clock.time {
+            try tool("tpm2_unseal", ["-c", file("o.ctx"), "-p", authorization, "-o", file("out")])
+        }
+        try tool("tpm2_flushcontext", ["-t"])
+        return elapsed
+    }
+
+    private func file(_ name: String) -> String { directory + "/" + name }
+
+    private func tool(_ name: String, _ arguments: [String]) throws {
+        let outcome = try ChildProcess.run("/usr/bin/" + name, arguments, environment: tools, capture: true)
+        guard outcome.status == 0 else {
+            throw BenchmarkFailure(
+                "\(name) exited \(outcome.status): \(String(decoding: outcome.standardError, as: UTF8.self))")
+        }
     }
 }

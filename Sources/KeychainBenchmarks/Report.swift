@@ -24,6 +24,8 @@ struct BenchmarkReport: Codable, Sendable {
     var agentSaturation: AgentSaturationResult?
     /// `keychaind --pam login` unlocking the login keychain, against its floors.
     var loginUnlock: LoginUnlockResult?
+    /// The same, with the login keychain sealed to a private swtpm.
+    var sealedLoginUnlock: LoginUnlockResult?
     /// `keychaind --secret-service` against GNOME Keyring, each on a private bus.
     var secretService: SecretServiceResult?
     /// The sync rows.
@@ -272,6 +274,14 @@ extension BenchmarkReport {
                     limit: "≤ 1.20×",
                     measured: loginUnlock.unlockOverFloor.map(Format.ratio) ?? (loginUnlock.note ?? "not measured"),
                     met: loginUnlock.unlockOverFloor.map { $0 <= 1.2 }))
+        }
+        if let sealed = sealedLoginUnlock {
+            targets.append(
+                TargetResult(
+                    name: "sealed login unlock (keychaind --pam login, swtpm) ÷ (key derivation + tpm2_unseal)",
+                    limit: "≤ 1.20×",
+                    measured: sealed.unlockOverFloor.map(Format.ratio) ?? (sealed.note ?? "not measured"),
+                    met: sealed.unlockOverFloor.map { $0 <= 1.2 }))
         }
         secretServiceTargets(secretService)
     }

@@ -35,6 +35,7 @@ enum TableRenderer {
         }
         if let login = report.loginUnlock {
             out.append(loginUnlockTable(login))
+            if let sealed = report.sealedLoginUnlock { out.append(sealedLoginUnlockTable(sealed)) }
             out.append("")
         }
         if let secretService = report.secretService {
@@ -314,6 +315,34 @@ enum TableRenderer {
         rows.append(["floor: the two together", Format.duration(floor), "", "1.00×"])
         rows.append([
             "keychaind --pam login: unlock the login keychain in the running agent",
+            Format.duration(unlock.medianMicroseconds), Format.duration(unlock.p99Microseconds),
+            login.unlockOverFloor.map(Format.ratio) ?? "",
+        ])
+        return columns(rows, right: [1, 2, 3])
+    }
+
+    /// `keychaind --pam login` with the login keychain sealed to a swtpm, against the key
+    /// derivation and `tpm2_unseal` on the same swtpm, timed in the same rounds.
+    static func sealedLoginUnlockTable(_ login: LoginUnlockResult) -> String {
+        var rows: [[String]] = [["Sealed login unlock (swtpm)", "Median", "p99", "Ratio"]]
+        guard let unlock = login.unlock, let derivation = login.keyDerivation, let unseal = login.tpmUnseal else {
+            rows.append(["keychaind --pam login, sealed", login.note ?? "not available", "", ""])
+            return columns(rows, right: [1, 2, 3])
+        }
+        rows.append([
+            "key derivation alone, \(login.keyDerivationName ?? "") (swift-crypto's own call)",
+            Format.duration(derivation.medianMicroseconds), Format.duration(derivation.p99Microseconds), "",
+        ])
+        rows.append([
+            "tpm2_unseal on the same swtpm (a process)", Format.duration(unseal.medianMicroseconds),
+            Format.duration(unseal.p99Microseconds), "",
+        ])
+        rows.append([
+            "floor: the two together", Format.duration(derivation.medianMicroseconds + unseal.medianMicroseconds), "",
+            "1.00×",
+        ])
+        rows.append([
+            "keychaind --pam login: unlock the sealed login keychain in the running agent",
             Format.duration(unlock.medianMicroseconds), Format.duration(unlock.p99Microseconds),
             login.unlockOverFloor.map(Format.ratio) ?? "",
         ])

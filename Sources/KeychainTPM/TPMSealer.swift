@@ -78,6 +78,11 @@ extension KeychainError {
             self.init(
                 .notAvailable, "the keychain is sealed to this machine's TPM, and no TPM answers at \(tcti)",
                 underlying: error, isSetupProblem: true)
+        case .policyFailed:
+            self.init(
+                .authFailed,
+                "this machine's boot state changed since unlocking without a password was turned on: "
+                    + "unlock with the password (docs/login.md)", underlying: error, isSetupProblem: true)
         case .malformed:
             self.init(.decode, "the keychain's TPM-sealed secret is malformed", underlying: error)
         case .failed:

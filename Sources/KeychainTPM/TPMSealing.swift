@@ -17,6 +17,8 @@ public struct TPMError: Error, CustomStringConvertible, Sendable, Equatable {
         case notThisTPM
         /// The sealed secret is not a well-formed blob.
         case malformed
+        /// A policy the secret was sealed under does not hold: the PCRs (the boot state) changed.
+        case policyFailed
         /// Any other failure.
         case failed
     }
@@ -37,6 +39,7 @@ public struct TPMError: Error, CustomStringConvertible, Sendable, Equatable {
             case .lockedOut: "the TPM is locked out after too many wrong authorizations; try again later"
             case .notThisTPM: "the secret was sealed by another TPM (another machine, or this TPM was cleared)"
             case .malformed: "the sealed secret is malformed"
+            case .policyFailed: "the machine's boot state (its PCRs) changed since the secret was sealed"
             case .failed: "the TPM operation failed"
             }
         return "\(operation): \(what)" + (code == 0 ? "" : " (TPM response 0x\(String(code, radix: 16)))")
@@ -53,6 +56,7 @@ public struct TPMError: Error, CustomStringConvertible, Sendable, Equatable {
         case (0, 0x08E), (0, 0x0A2): kind = .authorizationFailed  // TPM2_RC_AUTH_FAIL, TPM2_RC_BAD_AUTH
         case (0, 0x921): kind = .lockedOut  // TPM2_RC_LOCKOUT
         case (0, 0x09F): kind = .notThisTPM  // TPM2_RC_INTEGRITY: a blob this TPM did not make
+        case (0, 0x09D), (0, 0x128): kind = .policyFailed  // TPM2_RC_POLICY_FAIL, TPM2_RC_PCR_CHANGED
         case (0x000A_0000, _), (0x0006_0000, _): kind = .unavailable  // TCTI layer, TCTI loader (TSS2_TCTI_RC_LAYER, …)
         default: kind = .failed
         }
@@ -204,21 +208,13 @@ public final class TPM: Sendable {
             let esys = handles.esys
             let primary = try Self.storageKey(esys)
             defer { Esys_FlushContext(esys, primary) }
+            let object = try Self.load(esys, primary: primary, publicArea: publicArea, privateArea: privateArea)
+            defer { Esys_FlushContext(esys, object) }
             let session = try Self.saltedSession(esys, key: primary)
             defer { Esys_FlushContext(esys, session) }
-            var object = ESYS_TR(ESYS_TR_NONE)
-            var inPrivate = privateArea
-            var inPublic = publicArea
-            var rc = Esys_Load(esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &object)
-            guard rc == 0 else {
-                // A blob another TPM (or this one before a clear) made fails its integrity check here.
-                let error = TPMError("Esys_Load", code: rc)
-                throw error.kind == .failed ? TPMError(.notThisTPM, "Esys_Load") : error
-            }
-            defer { Esys_FlushContext(esys, object) }
             var auth = TPM2B_AUTH()
             Self.fill(&auth.size, &auth.buffer, authorization)
-            rc = Esys_TR_SetAuth(esys, object, &auth)
+            var rc = Esys_TR_SetAuth(esys, object, &auth)
             explicit_bzero(&auth, MemoryLayout<TPM2B_AUTH>.size)
             guard rc == 0 else { throw TPMError("Esys_TR_SetAuth", code: rc) }
             var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
@@ -230,6 +226,135 @@ public final class TPM: Sendable {
             guard rc == 0, let data else { throw TPMError("Esys_Unseal", code: rc) }
             return withUnsafeBytes(of: data.pointee.buffer) { Data($0.prefix(Int(data.pointee.size))) }
         }
+    }
+
+    // MARK: Sealed to the boot state
+
+    /// Seals `secret` (at most ``maximumSecret`` bytes) under a policy of the current values of
+    /// the SHA-256 PCRs `pcrs` (`TPM2_PolicyPCR`): it unseals, with no authorization, only while
+    /// those PCRs hold the same values (the same firmware, boot loader and Secure Boot state for
+    /// PCR 7). The object has no authorization value and is not counted by the dictionary-attack
+    /// protection (there is nothing to guess).
+    public func seal(_ secret: Data, toPCRs pcrs: [Int]) throws -> TPMSealedSecret {
+        guard secret.count <= Self.maximumSecret, !pcrs.isEmpty, pcrs.allSatisfy({ (0..<24).contains($0) }) else {
+            throw TPMError(.malformed, "TPM.seal")
+        }
+        return try handles.withLock { handles in
+            let esys = handles.esys
+            let primary = try Self.storageKey(esys)
+            defer { Esys_FlushContext(esys, primary) }
+            let policy = try Self.pcrPolicyDigest(esys, pcrs: pcrs)
+            let session = try Self.saltedSession(esys, key: primary)
+            defer { Esys_FlushContext(esys, session) }
+            var sensitive = TPM2B_SENSITIVE_CREATE()
+            Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
+            var template = TPM2B_PUBLIC()
+            template.publicArea.type = 0x0008  // TPM2_ALG_KEYEDHASH
+            template.publicArea.nameAlg = 0x000B  // TPM2_ALG_SHA256
+            // fixedTPM, fixedParent, noDA; not userWithAuth: only the policy authorizes.
+            template.publicArea.objectAttributes = 0x0000_0002 | 0x0000_0010 | 0x0000_0400
+            template.publicArea.parameters.keyedHashDetail.scheme.scheme = 0x0010  // TPM2_ALG_NULL
+            Self.fill(&template.publicArea.authPolicy.size, &template.publicArea.authPolicy.buffer, policy)
+            var outsideInfo = TPM2B_DATA()
+            var creationPCRs = TPML_PCR_SELECTION()
+            var privateArea: UnsafeMutablePointer<TPM2B_PRIVATE>?
+            var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
+            let rc = Esys_Create(
+                esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo,
+                &creationPCRs, &privateArea, &publicArea, nil, nil, nil)
+            explicit_bzero(&sensitive, MemoryLayout<TPM2B_SENSITIVE_CREATE>.size)
+            defer {
+                Esys_Free(privateArea)
+                Esys_Free(publicArea)
+            }
+            guard rc == 0, let privateArea, let publicArea else { throw TPMError("Esys_Create", code: rc) }
+            return TPMSealedSecret(
+                publicArea: try Self.marshal(publicArea.pointee, Tss2_MU_TPM2B_PUBLIC_Marshal),
+                privateArea: try Self.marshal(privateArea.pointee, Tss2_MU_TPM2B_PRIVATE_Marshal))
+        }
+    }
+
+    /// Unseals what ``seal(_:toPCRs:)`` sealed, in a salted, encrypted policy session.
+    /// - Throws: ``TPMError``: `.policyFailed` when the PCRs changed, `.notThisTPM`, `.malformed`.
+    public func unseal(_ sealed: TPMSealedSecret, fromPCRs pcrs: [Int]) throws -> Data {
+        guard !pcrs.isEmpty, pcrs.allSatisfy({ (0..<24).contains($0) }) else {
+            throw TPMError(.malformed, "TPM.unseal")
+        }
+        let publicArea: TPM2B_PUBLIC = try Self.unmarshal(sealed.publicArea, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
+        let privateArea: TPM2B_PRIVATE = try Self.unmarshal(sealed.privateArea, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
+        return try handles.withLock { handles in
+            let esys = handles.esys
+            let primary = try Self.storageKey(esys)
+            defer { Esys_FlushContext(esys, primary) }
+            let object = try Self.load(esys, primary: primary, publicArea: publicArea, privateArea: privateArea)
+            defer { Esys_FlushContext(esys, object) }
+            let session = try Self.saltedSession(esys, key: primary, type: 0x01 /* TPM2_SE_POLICY */)
+            defer { Esys_FlushContext(esys, session) }
+            var empty = TPM2B_DIGEST()
+            var selection = Self.selection(pcrs)
+            var rc = Esys_PolicyPCR(esys, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &selection)
+            guard rc == 0 else { throw TPMError("Esys_PolicyPCR", code: rc) }
+            var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+            rc = Esys_Unseal(esys, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &data)
+            defer {
+                if let data { explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
+                Esys_Free(data)
+            }
+            guard rc == 0, let data else { throw TPMError("Esys_Unseal", code: rc) }
+            return withUnsafeBytes(of: data.pointee.buffer) { Data($0.prefix(Int(data.pointee.size))) }
+        }
+    }
+
+    /// The policy digest of `TPM2_PolicyPCR` over the current values of the SHA-256 PCRs `pcrs`,
+    /// computed by the TPM in a trial session.
+    static func pcrPolicyDigest(_ esys: OpaquePointer?, pcrs: [Int]) throws -> Data {
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = 0x0010  // TPM2_ALG_NULL
+        var trial = ESYS_TR(ESYS_TR_NONE)
+        var rc = Esys_StartAuthSession(
+            esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, 0x03 /* TPM2_SE_TRIAL */,
+            &symmetric, 0x000B, &trial)
+        guard rc == 0 else { throw TPMError("Esys_StartAuthSession", code: rc) }
+        defer { Esys_FlushContext(esys, trial) }
+        var empty = TPM2B_DIGEST()
+        var selection = selection(pcrs)
+        rc = Esys_PolicyPCR(esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &selection)
+        guard rc == 0 else { throw TPMError("Esys_PolicyPCR", code: rc) }
+        var digest: UnsafeMutablePointer<TPM2B_DIGEST>?
+        rc = Esys_PolicyGetDigest(esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &digest)
+        defer { Esys_Free(digest) }
+        guard rc == 0, let digest else { throw TPMError("Esys_PolicyGetDigest", code: rc) }
+        return withUnsafeBytes(of: digest.pointee.buffer) { Data($0.prefix(Int(digest.pointee.size))) }
+    }
+
+    /// A selection of the SHA-256 bank's PCRs `pcrs`.
+    static func selection(_ pcrs: [Int]) -> TPML_PCR_SELECTION {
+        var selection = TPML_PCR_SELECTION()
+        selection.count = 1
+        selection.pcrSelections.0.hash = 0x000B  // TPM2_ALG_SHA256
+        selection.pcrSelections.0.sizeofSelect = 3
+        withUnsafeMutableBytes(of: &selection.pcrSelections.0.pcrSelect) { bytes in
+            for pcr in pcrs { bytes[pcr / 8] |= UInt8(1 << (pcr % 8)) }
+        }
+        return selection
+    }
+
+    /// Loads a sealed object under `primary` through a salted session.
+    static func load(
+        _ esys: OpaquePointer?, primary: ESYS_TR, publicArea: TPM2B_PUBLIC, privateArea: TPM2B_PRIVATE
+    ) throws -> ESYS_TR {
+        let session = try saltedSession(esys, key: primary)
+        defer { Esys_FlushContext(esys, session) }
+        var object = ESYS_TR(ESYS_TR_NONE)
+        var inPrivate = privateArea
+        var inPublic = publicArea
+        let rc = Esys_Load(esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &object)
+        guard rc == 0 else {
+            // A blob another TPM (or this one before a clear) made fails its integrity check here.
+            let error = TPMError("Esys_Load", code: rc)
+            throw error.kind == .failed ? TPMError(.notThisTPM, "Esys_Load") : error
+        }
+        return object
     }
 
     // MARK: The storage key and the session
@@ -263,14 +388,14 @@ public final class TPM: Sendable {
 
     /// An HMAC session salted with `key` (so its session key is unknown to anyone on the bus) that
     /// encrypts the first command and response parameters with AES-128-CFB.
-    static func saltedSession(_ esys: OpaquePointer?, key: ESYS_TR) throws -> ESYS_TR {
+    static func saltedSession(_ esys: OpaquePointer?, key: ESYS_TR, type: TPM2_SE = 0x00) throws -> ESYS_TR {
         var symmetric = TPMT_SYM_DEF()
         symmetric.algorithm = 0x0006  // TPM2_ALG_AES
         symmetric.keyBits.aes = 128
         symmetric.mode.aes = 0x0043  // TPM2_ALG_CFB
         var session = ESYS_TR(ESYS_TR_NONE)
         var rc = Esys_StartAuthSession(
-            esys, key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, 0x00 /* TPM2_SE_HMAC */,
+            esys, key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, type /* TPM2_SE_HMAC by default */,
             &symmetric, 0x000B /* TPM2_ALG_SHA256 */, &session)
         guard rc == 0 else { throw TPMError("Esys_StartAuthSession", code: rc) }
         // continueSession, decrypt (the command's first parameter), encrypt (the response's).

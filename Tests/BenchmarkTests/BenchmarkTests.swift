@@ -89,8 +89,8 @@ struct BenchmarkTests {
         // a saturated agent ÷ an idle one);
         // SecKey's three (sign, verify, key lookup by tag); the PKI three (.p12 import, legacy .p12
         // import, chain evaluation); the Secret Service's four (secret-tool, SearchItems + GetSecrets, CreateItem,
-        // OpenSession with Diffie-Hellman); the login unlock's one.
-        #expect(report.targets.count == 24 + 4 * report.scripts.count)
+        // OpenSession with Diffie-Hellman); the login unlock's two (plain, sealed to a swtpm).
+        #expect(report.targets.count == 25 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         let saturation = report.agentSaturation
@@ -203,6 +203,13 @@ struct BenchmarkTests {
             "\(report.loginUnlock?.note ?? "")")
         #expect(table.contains("keychaind --pam login"))
         #expect(report.targets.contains { $0.name.hasPrefix("login unlock") })
+        // The same sealed to a private swtpm, against the derivation and tpm2_unseal on it.
+        #expect(
+            report.sealedLoginUnlock?.unlockOverFloor.map { $0.isFinite && $0 > 0 } == true,
+            "\(report.sealedLoginUnlock?.note ?? "")")
+        #expect(report.sealedLoginUnlock?.tpmUnseal != nil)
+        #expect(table.contains("tpm2_unseal on the same swtpm"))
+        #expect(report.targets.contains { $0.name.hasPrefix("sealed login unlock") })
 
         let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
         #expect(decoded.sizes.map(\.items) == report.sizes.map(\.items))

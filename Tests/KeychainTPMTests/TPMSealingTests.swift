@@ -148,6 +148,53 @@ import Testing
         #expect(traffic.range(of: authorization) == nil, "the authorization is never sent")
     }
 
+    @Test("a secret sealed to PCR 7 unseals with no authorization until PCR 7 is extended")
+    func sealedToTheBootState() throws {
+        let software = try SoftwareTPM()
+        let tpm = try TPM(tcti: software.tcti)
+        let secret = Self.random(32)
+        let sealed = try tpm.seal(secret, toPCRs: [7])
+        #expect(try tpm.unseal(sealed, fromPCRs: [7]) == secret)
+        #expect(try tpm.unseal(TPMSealedSecret(serialized: sealed.serialized), fromPCRs: [7]) == secret)
+        // Another PCR extended: still the same boot state for PCR 7.
+        try Self.extend(pcr: 8, on: software)
+        #expect(try tpm.unseal(sealed, fromPCRs: [7]) == secret)
+        // PCR 7 extended (another Secure Boot state): refused, with the reason.
+        try Self.extend(pcr: 7, on: software)
+        do {
+            _ = try tpm.unseal(sealed, fromPCRs: [7])
+            Issue.record("unsealed after PCR 7 changed")
+        } catch let error as TPMError {
+            #expect(error.kind == .policyFailed, "\(error)")
+        }
+        // Nor does an authorization-sealed unseal of it work: the object has no authorization value.
+        #expect(throws: TPMError.self) { try tpm.unseal(sealed, authorization: Data()) }
+    }
+
+    @Test("a secret sealed to the boot state of one machine does not unseal on another")
+    func bootStateSealIsThisMachines() throws {
+        let first = try SoftwareTPM()
+        let sealed = try TPM(tcti: first.tcti).seal(Self.random(32), toPCRs: [7])
+        let other = try SoftwareTPM()
+        do {
+            _ = try TPM(tcti: other.tcti).unseal(sealed, fromPCRs: [7])
+            Issue.record("another TPM unsealed it")
+        } catch let error as TPMError {
+            #expect(error.kind == .notThisTPM, "\(error)")
+        }
+    }
+
+    /// Extends a SHA-256 PCR of `software` with `tpm2_pcrextend`.
+    static func extend(pcr: Int, on software: SoftwareTPM) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/tpm2_pcrextend")
+        process.arguments = ["\(pcr):sha256=" + String(repeating: "ab", count: 32)]
+        process.environment = ["TPM2TOOLS_TCTI": software.tcti, "PATH": "/usr/bin:/bin"]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "tpm2_pcrextend \(pcr)")
+    }
+
     @Test("a missing TPM is a clear error")
     func aMissingTPMIsAClearError() throws {
         do {

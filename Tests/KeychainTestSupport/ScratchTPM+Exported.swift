@@ -1,0 +1,2 @@
+// The tests start swtpm and their daemons through ScratchTPM (SoftwareTPM, spawnWithDefaultSignals).
+@_exported import ScratchTPM
