@@ -493,6 +493,31 @@ extension AgentInterface {
         }
     }
 
+    /// `s keychain, b enabled, b hasPassword, ay password`.
+    public struct BootStateUnlockArguments: AgentKeychainArguments {
+        /// The keychain.
+        public var keychain = ""
+        /// On or off.
+        public var enabled = false
+        /// The keychain's password (to turn it on), or `nil`.
+        public var password: Data?
+        /// Placeholder arguments.
+        public init() {}
+        /// The arguments for `keychain`.
+        public init(keychain: String, enabled: Bool, password: Data?) {
+            self.keychain = keychain
+            self.enabled = enabled
+            self.password = password
+        }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try fields.field("keychain", &keychain, .string)
+            try fields.field("enabled", &enabled, .boolean)
+            try fields.field("hasPassword", "password", &password, .data, absent: Data())
+        }
+    }
+
     /// `ay key`.
     public struct RecoveryKey: DBusArguments {
         /// The recovery key's text (UTF-8), to be shown once.

@@ -101,6 +101,12 @@ public enum AgentInterface {
     /// (docs/login.md). Added to `Agent1` after its first release.
     public static let makeRecoveryKey: Method<KeychainArguments, RecoveryKey> = method("MakeRecoveryKey")
 
+    /// `SetUnlocksWithBootState(s keychain, b enabled, b hasPassword, ay password)`: turns
+    /// unlocking without a password on this machine's boot state on (with the keychain's
+    /// password) or off (docs/login.md). Added to `Agent1` after its first release.
+    public static let setUnlocksWithBootState: Method<BootStateUnlockArguments, DBusNoArguments> = method(
+        "SetUnlocksWithBootState")
+
     /// Every method, in the order introspection lists them.
     public static let all: [DBusMethodDescription] = [
         add.description, addMany.description, upsert.description, find.description, findReadable.description,
@@ -108,7 +114,7 @@ public enum AgentInterface {
         status.description, changePassword.description, rotateKeys.description, create.description,
         deleteKeychain.description, close.description, settings.description, setSettings.description,
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
-        useAccessGroups.description, makeRecoveryKey.description,
+        useAccessGroups.description, makeRecoveryKey.description, setUnlocksWithBootState.description,
     ]
 }
 

@@ -43,6 +43,8 @@ public final class KeychainDatabase: Sendable {
         var indexLayout = IndexLayout.tagged
         /// The hardware-sealed secret the password is entangled with (``HardwareSealing``), if any.
         var sealed: Data?
+        /// Whether the password key is also sealed to the boot state (unlock without a password).
+        var unlocksWithBootState = false
         var kdfBytes: Data { kdf.map { $0.0.encoded(salt: $0.salt) } ?? Data() }
     }
 
@@ -476,6 +478,7 @@ public final class KeychainDatabase: Sendable {
             try derivation.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
             current.kdf = (derivation, salt)
             current.sealed = meta["kdf.sealed"]
+            current.unlocksWithBootState = meta["kdf.boot"] != nil
         }
         guard current.kdf != nil else {
             guard password == nil || password == Data() else {
@@ -484,7 +487,14 @@ public final class KeychainDatabase: Sendable {
             try unwrapDeviceKeys(meta: meta, header: current)
             return
         }
-        guard let password else { throw KeychainError(.authFailed, "a password is required") }
+        guard let password else {
+            guard let keys = try unwrapWithBootState(meta: meta, header: current) else {
+                throw KeychainError(.authFailed, "a password is required")
+            }
+            header.withLock { $0 = current }
+            keys.withUnlockedState(self.keys)
+            return
+        }
         if let keys = try unwrapWithRecoveryKey(password, meta: meta, header: current) {
             header.withLock { $0 = current }
             keys.withUnlockedState(self.keys)
@@ -615,7 +625,8 @@ public final class KeychainDatabase: Sendable {
             db, keys: keys, password: newPassword, layout: current.indexLayout, deviceKey: deviceKey,
             keychainID: keychainID, configuration: configuration, sealer: sealer,
             mayFallBack: current.sealed == nil && sealing != .required,
-            keepsRecoveryKey: keepsRecoveryKey && newPassword != nil)
+            keepsRecoveryKey: keepsRecoveryKey && newPassword != nil,
+            bootStateSealer: current.unlocksWithBootState ? configuration.hardwareSealing?.sealer : nil)
     }
 
     /// Whether a password set now must be sealed.
@@ -635,7 +646,8 @@ public final class KeychainDatabase: Sendable {
     private static func writeHeader(
         _ db: Database, keys: [KeyName: SymmetricKey], password: Data?, layout: IndexLayout,
         deviceKey: SymmetricKey, keychainID: Data, configuration: KeychainConfiguration,
-        sealer: (any KeychainSealer)?, mayFallBack: Bool, keepsRecoveryKey: Bool = false
+        sealer: (any KeychainSealer)?, mayFallBack: Bool, keepsRecoveryKey: Bool = false,
+        bootStateSealer: (any KeychainSealer)? = nil
     ) throws -> Header {
         var header = Header(kdf: nil, indexLayout: layout)
         var passwordKey: SymmetricKey?
@@ -662,11 +674,19 @@ public final class KeychainDatabase: Sendable {
             keepsRecoveryKey ? "AND name NOT LIKE '%.recovery' AND name NOT LIKE '%.recovery+device'" : ""
         try db.execute(
             sql:
-                "DELETE FROM meta WHERE (name LIKE 'wrap.%' \(keptWrappings)) OR name IN ('kdf', 'kdf.mac', 'kdf.sealed')"
+                "DELETE FROM meta WHERE (name LIKE 'wrap.%' \(keptWrappings)) OR name IN ('kdf', 'kdf.mac', 'kdf.sealed', 'kdf.boot')"
         )
         if header.kdf != nil {
             try Storage.setMeta(db, "kdf", header.kdfBytes)
             if let sealed = header.sealed { try Storage.setMeta(db, "kdf.sealed", sealed) }
+            // Unlock without a password follows the password key when it was on; if the boot
+            // state cannot be sealed to now, it is off and the password still opens the keychain.
+            if let bootStateSealer, let passwordKey,
+                let boot = try? bootStateSealer.sealToBootState(passwordKey.bytes)
+            {
+                try Storage.setMeta(db, "kdf.boot", boot)
+                header.unlocksWithBootState = true
+            }
             try Storage.setMeta(db, "kdf.mac", headerSeal(header, deviceKey: deviceKey, keychainID: keychainID))
         }
         let wrapping = WrappingKeys(deviceKey: deviceKey, passwordKey: passwordKey, keychainID: keychainID)
@@ -793,5 +813,6 @@ extension KeychainDatabase.Header {
         indexLayout = try IndexLayout(meta: meta[IndexLayout.metaName])
         kdf = try meta["kdf"].map(KeyDerivation.decode)
         sealed = meta["kdf.sealed"]
+        unlocksWithBootState = meta["kdf.boot"] != nil
     }
 }

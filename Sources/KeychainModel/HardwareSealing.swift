@@ -15,6 +15,12 @@ public protocol KeychainSealer: Sendable {
     func seal(_ secret: Data, authorization: Data) throws -> Data
     /// Unseals what ``seal(_:authorization:)`` returned, with the same authorization.
     func unseal(_ sealed: Data, authorization: Data) throws -> Data
+    /// Seals `secret` to this machine's boot state: it unseals with no authorization, and only
+    /// while the machine boots the same way (a TPM's PCR 7: Secure Boot's state and keys).
+    func sealToBootState(_ secret: Data) throws -> Data
+    /// Unseals what ``sealToBootState(_:)`` returned.
+    /// - Throws: `.authFailed` with ``KeychainError/isSetupProblem`` when the boot state changed.
+    func unsealFromBootState(_ sealed: Data) throws -> Data
 }
 
 /// Which keychains' passwords are entangled with this machine's hardware, and the sealer.

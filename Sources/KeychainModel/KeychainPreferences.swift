@@ -33,6 +33,9 @@ public struct KeychainPreferences: Codable, Equatable, Sendable {
     /// (`device:/dev/tpmrm0`, `swtpm:path=…`), or `none`; when not set, `/dev/tpmrm0` if this
     /// machine has one (docs/login.md).
     public var tpm: String?
+    /// `tpm` when the login keychain unlocks at a login without a password on this machine's
+    /// boot state (`security set-login-unlock tpm`); not set otherwise.
+    public var loginUnlock: String?
 
     /// Empty preferences.
     public init() {}

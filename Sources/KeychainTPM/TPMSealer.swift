@@ -48,6 +48,22 @@ public struct TPMSealer: KeychainSealer {
         }
     }
 
+    /// The PCRs a boot-state seal is bound to: PCR 7, Secure Boot's state and the keys it trusts
+    /// (it changes when Secure Boot is turned off or its keys change, not at every kernel update).
+    public static let bootStatePCRs = [7]
+
+    /// Seals `secret` to PCR 7's current value; see ``TPM/seal(_:toPCRs:)``.
+    public func sealToBootState(_ secret: Data) throws -> Data {
+        try mapped { try TPM(tcti: tcti).seal(secret, toPCRs: Self.bootStatePCRs).serialized }
+    }
+
+    /// Unseals what ``sealToBootState(_:)`` sealed; see ``TPM/unseal(_:fromPCRs:)``.
+    public func unsealFromBootState(_ sealed: Data) throws -> Data {
+        try mapped {
+            try TPM(tcti: tcti).unseal(TPMSealedSecret(serialized: sealed), fromPCRs: Self.bootStatePCRs)
+        }
+    }
+
     /// Runs `body`, turning a ``TPMError`` into the ``KeychainModel/KeychainError`` a user acts on.
     private func mapped<T>(_ body: () throws -> T) throws -> T {
         do {

@@ -191,7 +191,7 @@ static int wait_for(pid_t child, int seconds) {
 
 // What `keychaind --pam` exits with when the password does not open the login keychain, and when
 // the keychain is sealed to a TPM that cannot open it now (another machine's, or this one cleared).
-enum { kWrongPassword = 3, kOtherTPM = 4 };
+enum { kWrongPassword = 3, kOtherTPM = 4, kBootStateChanged = 5 };
 
 // Hands `first` (and `second`, for a password change) to `keychaind --pam MODE` run as the user.
 // The input is the first secret's length (4 bytes, big-endian) and bytes, then the second's.
@@ -267,7 +267,19 @@ EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **
 EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     struct options options = parse_options(pamh, argc, argv);
     const void *data = NULL;
-    if (pam_get_data(pamh, kPasswordData, &data) != PAM_SUCCESS || data == NULL) return PAM_IGNORE;
+    if (pam_get_data(pamh, kPasswordData, &data) != PAM_SUCCESS || data == NULL) {
+        // A login without a password (autologin, a fingerprint, a FIDO2 key): keychaind unlocks the
+        // login keychain on this machine's boot state if the user turned that on
+        // (security set-login-unlock tpm), and otherwise does nothing.
+        int status = hand_off(pamh, &options, "unlock", NULL, NULL);
+        if (status == kBootStateChanged && !(flags & PAM_SILENT)) {
+            (void)pam_info(pamh,
+                           "Your login keychain stays locked: this machine's boot state changed since it was set "
+                           "to unlock without a password. Unlock it with your password, then run: "
+                           "security set-login-unlock tpm");
+        }
+        return status == 0 ? PAM_SUCCESS : PAM_IGNORE;
+    }
     const struct secret *password = data;
     int status = hand_off(pamh, &options, "login", password->bytes, NULL);
     // The password is not kept past its one use (PAM calls the cleanup, which wipes it).

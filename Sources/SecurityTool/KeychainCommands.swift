@@ -356,6 +356,68 @@ struct LoginKeychain: ToolCommand {
     }
 }
 
+// MARK: - set-login-unlock
+
+/// `security set-login-unlock tpm|password` (Linux only): whether the login keychain unlocks at a
+/// login without a password (autologin, fingerprint, FIDO2) on this machine's boot state.
+struct SetLoginUnlock: ToolCommand {
+    static let name = "set-login-unlock"
+    static let configuration = CommandConfiguration(
+        commandName: Self.name,
+        _superCommandName: "security",
+        abstract: "Choose how the login keychain unlocks at a login without a password (Linux only).",
+        usage: "security set-login-unlock [-p <password>] tpm | password",
+        discussion: HelpText.wrapped(
+            """
+            tpm: the login keychain's key is also sealed by this machine's TPM to its boot state \
+            (PCR 7: Secure Boot's state and keys), so a login that gives pam_keychain.so no password \
+            (autologin, a fingerprint, a FIDO2 key) unlocks it while the machine boots as it does now. \
+            The login keychain's password is asked for (or -p). Anyone who can log in as you on this \
+            machine then opens it; a stolen disk, or another system booted, does not. When the boot \
+            state changes, the password is needed again, and this command turns it back on.
+
+            password (the default): only the password unlocks it.
+            """))
+
+    @Option(
+        name: .customShort("p", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The login keychain's password (insecure: prefer the prompt).", valueName: "password"))
+    var password: String?
+
+    @Argument(help: ArgumentHelp("tpm or password.", valueName: "mode"))
+    var mode: String
+
+    func execute(in session: Session) throws -> Int32 {
+        guard mode == "tpm" || mode == "password" else { throw CommandFailure.usage("The mode is tpm or password.") }
+        let enabled = mode == "tpm"
+        do {
+            let keychain = try session.database(at: session.loginKeychainPath)
+            guard let boot = keychain as? any KeychainBootStateUnlock else {
+                throw CommandFailure.failure("this keychain cannot unlock without a password")
+            }
+            var secret: Data?
+            if enabled {
+                if let password {
+                    secret = Data(ArgumentBytes.bytes(of: password))
+                } else {
+                    guard let typed = try session.secrets.readSecret(prompt: "password of the login keychain: ") else {
+                        throw CommandFailure.failure("no password was entered")
+                    }
+                    secret = Data(typed)
+                }
+            }
+            try boot.setUnlocksWithBootState(enabled, password: secret)
+            // pam_keychain.so asks keychaind to unlock at a login without a password only then.
+            try session.updatePreferences { $0.loginUnlock = enabled ? "tpm" : nil }
+            return 0
+        } catch let failure as CommandFailure {
+            throw failure
+        } catch {
+            throw CommandFailure.status(of: error, "set-login-unlock \(mode)")
+        }
+    }
+}
+
 // MARK: - lock-keychain
 
 /// `security lock-keychain`.

@@ -54,7 +54,7 @@ enum LinuxCompanion {
 }
 
 extension Session {
-    /// Runs a command of ``SecurityTool/linuxCommandNames``: with the implementations
+    /// Runs a command of ``SecurityTool/companionCommandNames``: with the implementations
     /// `security-linux` gave, or else in `security-linux`.
     func runLinuxCommand(_ command: some ToolCommand) throws -> Int32 {
         if let linuxCommandRunner { return try linuxCommandRunner(command, self) }

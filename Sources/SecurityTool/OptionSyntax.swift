@@ -31,7 +31,7 @@ struct OptionSyntax {
             OptionSyntax(valued: internetMatch.union(partitionList), secret: ["k"])
         case "set-key-partition-list":
             OptionSyntax(valued: partitionList.union(["a", "c", "D", "j", "l", "t"]), secret: ["k"])
-        case "create-keychain", "unlock-keychain": OptionSyntax(valued: ["p"], secret: ["p"])
+        case "create-keychain", "unlock-keychain", "set-login-unlock": OptionSyntax(valued: ["p"], secret: ["p"])
         case "set-keychain-password": OptionSyntax(valued: ["o", "p"], secret: ["o", "p"])
         case "list-keychains", "default-keychain", "login-keychain": OptionSyntax(valued: ["d"])
         case "set-keychain-settings": OptionSyntax(valued: ["t"])

@@ -39,7 +39,7 @@ package enum SecurityTool {
         DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, AddTrustedCert.self,
         RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
         VerifyCert.self, CMSCommand.self, SetIdentityPreference.self, GetIdentityPreference.self,
-        ErrorCommand.self, ImportSecretService.self, SyncCommand.self,
+        ErrorCommand.self, ImportSecretService.self, SetLoginUnlock.self, SyncCommand.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name
@@ -174,7 +174,10 @@ package enum SecurityTool {
     }
 
     /// The commands of this `security` that macOS's has not, matched after macOS's names.
-    static let linuxCommandNames = ["import-secret-service", "sync"]
+    static let linuxCommandNames = ["import-secret-service", "set-login-unlock", "sync"]
+
+    /// The Linux commands `security-linux` runs (``LinuxCompanion``).
+    static let companionCommandNames = ["import-secret-service", "sync"]
 
     /// Runs one command line.
     static func execute(_ arguments: [String], session: Session) -> Int32 {
@@ -192,7 +195,7 @@ package enum SecurityTool {
         }
         var rest = Array(arguments.dropFirst())
         session.commandLine = [name] + rest
-        let runsElsewhere = linuxCommandNames.contains(name) && session.linuxCommandRunner == nil
+        let runsElsewhere = companionCommandNames.contains(name) && session.linuxCommandRunner == nil
         if session.verbose && !runsElsewhere {
             // The arguments' own bytes, as macOS prints them (not the escapes of ArgumentBytes).
             let line = ([name] + redacted(rest, command: name).map { "\"\($0)\"" }).joined(separator: " ") + "\n"

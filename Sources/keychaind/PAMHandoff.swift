@@ -16,11 +16,14 @@ import KeychainLibc
 ///   password-less to the password in place (its items kept), or unlocked with it.
 /// - `password`: the login keychain's keys are re-wrapped from the old password to the new one
 ///   (no item is re-sealed); a password-less one is converted to the new password.
+/// - `unlock` (no secret): a login without a password; the login keychain is unlocked on this
+///   machine's boot state when the user turned that on (`security set-login-unlock tpm`).
 ///
 /// Exit status: 0 done; 2 usage or malformed input; 3 the password does not open the login
 /// keychain (an administrator's password reset: docs/login.md says how to recover); 4 the
 /// keychain is sealed to a TPM that cannot open it (cleared or replaced: its recovery key does);
-/// 1 any other failure. The PAM module logs the status and never fails the login.
+/// 5 the boot state changed since unlocking without a password was turned on; 1 any other
+/// failure. The PAM module logs the status and never fails the login.
 enum PAMHandoff {
     /// The longest secret accepted (the module sends at most 4,096 bytes).
     static let maximumSecret = 4096
@@ -28,7 +31,7 @@ enum PAMHandoff {
     /// Runs the mode named by `arguments` (`--pam MODE`) and returns the exit status.
     static func run(_ arguments: [String]) -> Int32 {
         guard arguments.count == 3, let mode = Mode(rawValue: arguments[2]) else {
-            complain("usage: keychaind --pam login|password (started by pam_keychain.so)")
+            complain("usage: keychaind --pam login|password|unlock (started by pam_keychain.so)")
             return 2
         }
         // No core dump and no ptrace by the user's other processes while the password is here.
@@ -42,6 +45,13 @@ enum PAMHandoff {
         }
         defer { for index in secrets.indices { secrets[index].resetBytes(in: 0..<secrets[index].count) } }
         useLoginRuntimeDirectory()
+        // A login without a password reaches the agent only when the user turned unlocking on the
+        // boot state on: other logins (ssh keys, su from root) start nothing.
+        if mode == .unlock,
+            (try? KeychainPreferences.load(from: KeychainPaths().preferencesFile))?.loginUnlock != "tpm"
+        {
+            return 0
+        }
         do {
             guard let agent = try Keychains.agent(startingIfNeeded: true) else {
                 complain("pam: the agent is turned off (KEYCHAIN_AGENT=off); the login keychain was not unlocked")
@@ -51,12 +61,14 @@ enum PAMHandoff {
             switch mode {
             case .login: try unlockAtLogin(login, agent: agent, password: secrets[0])
             case .password: try changePassword(login, old: secrets[0], new: secrets[1])
+            case .unlock: if login.hasPassword && login.isLocked { try login.unlock(password: nil) }
             }
             return 0
         } catch let error as KeychainError where error.code == .authFailed && error.isSetupProblem {
             // The TPM it is sealed to cannot open it, or refuses for now: the message says which.
             complain("pam: \(error.message)")
-            return error.message.contains("another TPM") ? 4 : 1
+            if error.message.contains("another TPM") { return 4 }
+            return error.message.contains("boot state changed") ? 5 : 1
         } catch let error as KeychainError where error.code == .authFailed {
             complain("pam: the password does not open the login keychain (docs/login.md: after a password reset)")
             return 3
@@ -85,9 +97,15 @@ enum PAMHandoff {
 
     /// What the PAM module asks.
     enum Mode: String {
-        case login, password
+        case login, password, unlock
 
-        var secretCount: Int { self == .login ? 1 : 2 }
+        var secretCount: Int {
+            switch self {
+            case .login: 1
+            case .password: 2
+            case .unlock: 0
+            }
+        }
     }
 
     /// At login: create, convert or unlock the login keychain with `password`.

@@ -42,6 +42,7 @@ struct AgentDeclarationTests {
         ("StoreTokenKey", "saya{sv}", ["keychain", "handle", "item"], "ay", ["handle"]),
         ("UseAccessGroups", "as", ["groups"], "", []),
         ("MakeRecoveryKey", "s", ["keychain"], "ay", ["key"]),
+        ("SetUnlocksWithBootState", "sbbay", ["keychain", "enabled", "hasPassword", "password"], "", []),
     ]
 
     static func signature(_ arguments: [DBusArgument]) -> String { arguments.map(\.type.signature).joined() }
@@ -154,6 +155,7 @@ struct AgentDeclarationTests {
         testCase(I.storeTokenKey, .init(keychain: "/k", handle: Data([9]), item: Item(class: .key))),
         testCase(I.useAccessGroups, .init(groups: ["a", "b"])),
         testCase(I.makeRecoveryKey, .init(keychain: "/k")),
+        testCase(I.setUnlocksWithBootState, .init(keychain: "/k", enabled: true, password: Data([7]))),
     ]
 
     @Test("every declaration's arguments come back as they went, from values and from the wire")

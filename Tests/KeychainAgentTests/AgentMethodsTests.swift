@@ -51,7 +51,7 @@ struct AgentMethodsTests {
         #expect(
             administration == [
                 "Create", "DeleteKeychain", "LockAll", "Lock", "ChangePassword", "RotateKeys", "SetSettings",
-                "MakeRecoveryKey",
+                "MakeRecoveryKey", "SetUnlocksWithBootState",
             ])
         #expect(Self.service.served("UseAccessGroups")?.access == .connection)
         #expect(Self.service.served("Find")?.access == .items)

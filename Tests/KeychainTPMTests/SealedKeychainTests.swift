@@ -304,6 +304,69 @@ import Testing
         #expect(throws: KeychainError.self) { _ = try passwordless.makeRecoveryKey() }
     }
 
+    // MARK: Unlock without a password
+
+    @Test("turned on, the keychain unlocks without a password until the boot state changes, then with the password")
+    func bootStateUnlock() throws {
+        let machine = try Machine()
+        let keychain = try KeychainDatabase.create(
+            at: machine.path, password: "login", configuration: try machine.configuration())
+        try keychain.unlock(password: "login")
+        _ = try keychain.add(Self.item)
+        #expect(throws: KeychainError.self) { try keychain.setUnlocksWithBootState(true, password: Data("wrong".utf8)) }
+        try keychain.setUnlocksWithBootState(true, password: Data("login".utf8))
+        #expect(keychain.unlocksWithBootState)
+        let autologin = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        try autologin.unlock(password: nil as Data?)
+        #expect(try Self.readsItem(autologin))
+        // The boot state changes (PCR 7 extended): the password is needed again, and said so.
+        try TPMSealingTests.extend(pcr: 7, on: machine.tpm)
+        let changed = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        do {
+            try changed.unlock(password: nil as Data?)
+            Issue.record("unlocked without a password after the boot state changed")
+        } catch let error as KeychainError {
+            #expect(error.code == .authFailed && error.message.contains("boot state changed"), "\(error)")
+        }
+        #expect(changed.isLocked)
+        try changed.unlock(password: "login")
+        #expect(try Self.readsItem(changed))
+    }
+
+    @Test("a password change keeps unlocking without a password; turning it off stops it")
+    func bootStateUnlockFollowsThePassword() throws {
+        let machine = try Machine()
+        let keychain = try KeychainDatabase.create(
+            at: machine.path, password: "old", configuration: try machine.configuration())
+        try keychain.setUnlocksWithBootState(true, password: Data("old".utf8))
+        try keychain.changePassword(old: Data("old".utf8), new: Data("new".utf8))
+        let after = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        #expect(after.unlocksWithBootState)
+        try after.unlock(password: nil as Data?)
+        #expect(!after.isLocked)
+        try after.setUnlocksWithBootState(false, password: nil)
+        let off = try KeychainDatabase.open(at: machine.path, configuration: try machine.configuration())
+        #expect(!off.unlocksWithBootState)
+        #expect(throws: KeychainError.self) { try off.unlock(password: nil as Data?) }
+        try off.unlock(password: "new")
+    }
+
+    @Test("without a TPM, or for a keychain without a password, unlocking without a password cannot be turned on")
+    func bootStateUnlockNeedsATPMAndAPassword() throws {
+        let machine = try Machine()
+        let plain = try KeychainDatabase.create(
+            at: machine.path, password: "login", configuration: try machine.configuration(sealing: false))
+        do {
+            try plain.setUnlocksWithBootState(true, password: Data("login".utf8))
+            Issue.record("turned on without a TPM")
+        } catch let error as KeychainError {
+            #expect(error.code == .notAvailable && error.message.contains("TPM"), "\(error)")
+        }
+        let passwordless = try KeychainDatabase.create(
+            at: machine.directory + "/plain.keychain-db", password: nil, configuration: try machine.configuration())
+        #expect(throws: KeychainError.self) { try passwordless.setUnlocksWithBootState(true, password: nil) }
+    }
+
     // MARK: Tools
 
     static func tpm2(_ arguments: [String], tcti: String) throws {

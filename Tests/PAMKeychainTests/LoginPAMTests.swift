@@ -386,6 +386,58 @@ import Testing
         #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
     }
 
+    // MARK: Logins without a password
+
+    @Test("set-login-unlock tpm: a login without a password unlocks the login keychain, until the boot state changes")
+    func loginWithoutAPasswordOnTheBootState() throws {
+        let account = try Account()
+        let tpm = try account.softwareTPM()
+        try account.useTPM(tpm)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        let on = try account.security(["set-login-unlock", "-p", account.password, "tpm"])
+        #expect(on.status == 0, "\(on)")
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        // Autologin, a fingerprint, a FIDO2 key: the session opens with no password in the stack.
+        let autologin = try account.pam(["open_session"], input: [])
+        #expect(autologin.status == 0, "\(autologin)")
+        let found = try account.security(["find-generic-password", "-s", "svc", "-a", "me", "-w"])
+        #expect(found.status == 0 && found.out == "s3cret\n", "\(found)")
+        // Another boot state (PCR 7 extended, as when Secure Boot is turned off).
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        let extend = try LoginPAMTests.run(
+            "/usr/bin/tpm2_pcrextend", ["7:sha256=" + String(repeating: "ab", count: 32)],
+            environment: ["TPM2TOOLS_TCTI": tpm.tcti])
+        #expect(extend.status == 0, "\(extend)")
+        let changed = try account.pam(["open_session"], input: [])
+        #expect(changed.status == 0, "the login goes on: \(changed)")
+        #expect((changed.out + changed.err).contains("boot state changed"), "\(changed)")
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        // The password still opens it, and turning it on again seals it to the new boot state.
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["set-login-unlock", "-p", account.password, "tpm"]).status == 0)
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.pam(["open_session"], input: []).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
+        // Turned off: a login without a password leaves it locked.
+        #expect(try account.security(["set-login-unlock", "password"]).status == 0)
+        #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        #expect(try account.pam(["open_session"], input: []).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+    }
+
+    @Test("a login without a password, when unlocking on the boot state is off, starts nothing")
+    func loginWithoutAPasswordStartsNothing() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        stopAgent(at: account.socket)
+        #expect(try account.pam(["open_session"], input: []).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: account.socket), "no agent was started")
+        // Without a TPM it cannot be turned on, and says why.
+        let refused = try account.security(["set-login-unlock", "-p", account.password, "tpm"])
+        #expect(refused.status != 0 && refused.err.contains("TPM"), "\(refused)")
+    }
+
     // MARK: Where the password goes
 
     @Test("the password is in no process's arguments or environment and in no file of the account")

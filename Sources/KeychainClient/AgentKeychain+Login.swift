@@ -10,3 +10,12 @@ extension AgentKeychain: KeychainRecovery {
         return String(decoding: reply.key, as: UTF8.self)
     }
 }
+
+extension AgentKeychain: KeychainBootStateUnlock {
+    /// Turns unlocking without a password on or off in the agent (`SetUnlocksWithBootState`).
+    /// - Throws: The agent's ``KeychainModel/KeychainError``.
+    public func setUnlocksWithBootState(_ enabled: Bool, password: Data?) throws {
+        _ = try connection.call(
+            AgentInterface.setUnlocksWithBootState, .init(keychain: keychain, enabled: enabled, password: password))
+    }
+}
