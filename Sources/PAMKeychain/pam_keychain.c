@@ -256,12 +256,19 @@ EXPORT int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const ch
     return PAM_IGNORE;
 }
 
+// A screen unlock: the application authenticated the user again and refreshes the credentials
+// (PAM_REFRESH_CRED, PAM_REINITIALIZE_CRED) without opening a session, and only after the whole
+// auth stack succeeded. The login keychain, locked when the session locked, is unlocked with the
+// password just checked. A login's PAM_ESTABLISH_CRED is left to the session.
 EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv) {
-    (void)pamh;
-    (void)flags;
-    (void)argc;
-    (void)argv;
-    return PAM_IGNORE;
+    if (!(flags & (PAM_REFRESH_CRED | PAM_REINITIALIZE_CRED))) return PAM_IGNORE;
+    struct options options = parse_options(pamh, argc, argv);
+    const void *data = NULL;
+    if (pam_get_data(pamh, kPasswordData, &data) != PAM_SUCCESS || data == NULL) return PAM_IGNORE;
+    const struct secret *password = data;
+    int status = hand_off(pamh, &options, "login", password->bytes, NULL);
+    (void)pam_set_data(pamh, kPasswordData, NULL, NULL);
+    return status == 0 ? PAM_SUCCESS : PAM_IGNORE;
 }
 
 EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {

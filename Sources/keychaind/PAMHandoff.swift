@@ -113,6 +113,7 @@ enum PAMHandoff {
         if !FileManager.default.fileExists(atPath: login.keychain) {
             do {
                 _ = try agent.createKeychain(at: login.keychain, password: password)
+                try lockWithTheSession(login)
                 return
             } catch let raced as KeychainError where raced.code == .duplicateKeychain {
                 // Another login of the user made it first: it is there to unlock.
@@ -121,9 +122,19 @@ enum PAMHandoff {
         if !login.hasPassword {
             // Today's password-less login keychain becomes a password keychain, items kept.
             try login.changePassword(old: nil, new: password)
+            try lockWithTheSession(login)
         } else if login.isLocked {
             try login.unlock(password: password)
         }
+    }
+
+    /// A login keychain the login password now protects locks its when-unlocked items when the
+    /// session locks or the machine sleeps (`set-keychain-settings -l`; a user who turns it off
+    /// keeps it off: only creation and conversion set it).
+    static func lockWithTheSession(_ login: AgentKeychain) throws {
+        var settings = try login.settings
+        settings.locksOnSleep = true
+        try login.setSettings(settings)
     }
 
     /// At `passwd`: re-wrap the login keychain's keys from `old` to `new` (a password-less one

@@ -386,6 +386,34 @@ import Testing
         #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).out == "s3cret\n")
     }
 
+    // MARK: The session's lock
+
+    @Test("the login keychain locks with the session, and a screen unlock through PAM unlocks it again")
+    func screenUnlockUnlocksTheLoginKeychain() throws {
+        let account = try Account()
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        // Made by the login: it locks when the session locks or the machine sleeps (-l).
+        let info = try account.security(["show-keychain-info"])
+        #expect(info.status == 0 && info.err.contains("lock-on-sleep"), "\(info)")
+        #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
+        // What logind's Session.Lock does to it (SleepLockTests drive that signal itself).
+        #expect(try account.security(["lock-keychain"]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        // A screen locker with the module in its stack: a wrong password unlocks nothing...
+        let wrong = try account.pam(["authenticate", "setcred(PAM_REFRESH_CRED)"], input: ["not-" + account.password])
+        #expect(wrong.status != 0, "\(wrong)")
+        #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
+        // ...the right one does, with no session opened.
+        let unlock = try account.pam(["authenticate", "setcred(PAM_REFRESH_CRED)"], input: [account.password])
+        #expect(unlock.status == 0, "\(unlock)")
+        let found = try account.security(["find-generic-password", "-s", "svc", "-a", "me", "-w"])
+        #expect(found.status == 0 && found.out == "s3cret\n", "\(found)")
+        // Turned off by the user, it stays off at the next login.
+        #expect(try account.security(["set-keychain-settings"]).status == 0)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try !account.security(["show-keychain-info"]).err.contains("lock-on-sleep"))
+    }
+
     // MARK: Logins without a password
 
     @Test("set-login-unlock tpm: a login without a password unlocks the login keychain, until the boot state changes")
