@@ -167,33 +167,12 @@ public final class TPM: Sendable {
             let esys = handles.esys
             let primary = try Self.storageKey(esys)
             defer { Esys_FlushContext(esys, primary) }
-            let session = try Self.saltedSession(esys, key: primary)
-            defer { Esys_FlushContext(esys, session) }
             var sensitive = TPM2B_SENSITIVE_CREATE()
             Self.fill(&sensitive.sensitive.userAuth.size, &sensitive.sensitive.userAuth.buffer, authorization)
             Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
-            var template = TPM2B_PUBLIC()
-            template.publicArea.type = 0x0008  // TPM2_ALG_KEYEDHASH
-            template.publicArea.nameAlg = 0x000B  // TPM2_ALG_SHA256
             // fixedTPM, fixedParent, userWithAuth; not noDA: wrong authorizations count.
-            template.publicArea.objectAttributes = 0x0000_0002 | 0x0000_0010 | 0x0000_0040
-            template.publicArea.parameters.keyedHashDetail.scheme.scheme = 0x0010  // TPM2_ALG_NULL
-            var outsideInfo = TPM2B_DATA()
-            var pcrs = TPML_PCR_SELECTION()
-            var privateArea: UnsafeMutablePointer<TPM2B_PRIVATE>?
-            var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
-            let rc = Esys_Create(
-                esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo, &pcrs,
-                &privateArea, &publicArea, nil, nil, nil)
-            explicit_bzero(&sensitive, MemoryLayout<TPM2B_SENSITIVE_CREATE>.size)
-            defer {
-                Esys_Free(privateArea)
-                Esys_Free(publicArea)
-            }
-            guard rc == 0, let privateArea, let publicArea else { throw TPMError("Esys_Create", code: rc) }
-            return TPMSealedSecret(
-                publicArea: try Self.marshal(publicArea.pointee, Tss2_MU_TPM2B_PUBLIC_Marshal),
-                privateArea: try Self.marshal(privateArea.pointee, Tss2_MU_TPM2B_PRIVATE_Marshal))
+            let template = Self.sealedObject(attributes: 0x0000_0002 | 0x0000_0010 | 0x0000_0040, policy: Data())
+            return try Self.create(esys, under: primary, sensitive: &sensitive, template: template)
         }
     }
 
@@ -202,29 +181,13 @@ public final class TPM: Sendable {
     ///   `.notThisTPM`, `.malformed`.
     public func unseal(_ sealed: TPMSealedSecret, authorization: Data) throws -> Data {
         guard authorization.count <= 32 else { throw TPMError(.malformed, "TPM.unseal") }
-        let publicArea: TPM2B_PUBLIC = try Self.unmarshal(sealed.publicArea, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
-        let privateArea: TPM2B_PRIVATE = try Self.unmarshal(sealed.privateArea, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
-        return try handles.withLock { handles in
-            let esys = handles.esys
-            let primary = try Self.storageKey(esys)
-            defer { Esys_FlushContext(esys, primary) }
-            let object = try Self.load(esys, primary: primary, publicArea: publicArea, privateArea: privateArea)
-            defer { Esys_FlushContext(esys, object) }
-            let session = try Self.saltedSession(esys, key: primary)
-            defer { Esys_FlushContext(esys, session) }
+        return try unseal(sealed) { esys, object, primary in
             var auth = TPM2B_AUTH()
             Self.fill(&auth.size, &auth.buffer, authorization)
-            var rc = Esys_TR_SetAuth(esys, object, &auth)
+            let rc = Esys_TR_SetAuth(esys, object, &auth)
             explicit_bzero(&auth, MemoryLayout<TPM2B_AUTH>.size)
             guard rc == 0 else { throw TPMError("Esys_TR_SetAuth", code: rc) }
-            var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-            rc = Esys_Unseal(esys, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &data)
-            defer {
-                if let data { explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
-                Esys_Free(data)
-            }
-            guard rc == 0, let data else { throw TPMError("Esys_Unseal", code: rc) }
-            return withUnsafeBytes(of: data.pointee.buffer) { Data($0.prefix(Int(data.pointee.size))) }
+            return try Self.saltedSession(esys, key: primary)
         }
     }
 
@@ -243,34 +206,12 @@ public final class TPM: Sendable {
             let esys = handles.esys
             let primary = try Self.storageKey(esys)
             defer { Esys_FlushContext(esys, primary) }
-            let policy = try Self.pcrPolicyDigest(esys, pcrs: pcrs)
-            let session = try Self.saltedSession(esys, key: primary)
-            defer { Esys_FlushContext(esys, session) }
             var sensitive = TPM2B_SENSITIVE_CREATE()
             Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
-            var template = TPM2B_PUBLIC()
-            template.publicArea.type = 0x0008  // TPM2_ALG_KEYEDHASH
-            template.publicArea.nameAlg = 0x000B  // TPM2_ALG_SHA256
             // fixedTPM, fixedParent, noDA; not userWithAuth: only the policy authorizes.
-            template.publicArea.objectAttributes = 0x0000_0002 | 0x0000_0010 | 0x0000_0400
-            template.publicArea.parameters.keyedHashDetail.scheme.scheme = 0x0010  // TPM2_ALG_NULL
-            Self.fill(&template.publicArea.authPolicy.size, &template.publicArea.authPolicy.buffer, policy)
-            var outsideInfo = TPM2B_DATA()
-            var creationPCRs = TPML_PCR_SELECTION()
-            var privateArea: UnsafeMutablePointer<TPM2B_PRIVATE>?
-            var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
-            let rc = Esys_Create(
-                esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo,
-                &creationPCRs, &privateArea, &publicArea, nil, nil, nil)
-            explicit_bzero(&sensitive, MemoryLayout<TPM2B_SENSITIVE_CREATE>.size)
-            defer {
-                Esys_Free(privateArea)
-                Esys_Free(publicArea)
-            }
-            guard rc == 0, let privateArea, let publicArea else { throw TPMError("Esys_Create", code: rc) }
-            return TPMSealedSecret(
-                publicArea: try Self.marshal(publicArea.pointee, Tss2_MU_TPM2B_PUBLIC_Marshal),
-                privateArea: try Self.marshal(privateArea.pointee, Tss2_MU_TPM2B_PRIVATE_Marshal))
+            let template = Self.sealedObject(
+                attributes: 0x0000_0002 | 0x0000_0010 | 0x0000_0400, policy: try Self.pcrPolicyDigest(esys, pcrs: pcrs))
+            return try Self.create(esys, under: primary, sensitive: &sensitive, template: template)
         }
     }
 
@@ -280,6 +221,64 @@ public final class TPM: Sendable {
         guard !pcrs.isEmpty, pcrs.allSatisfy({ (0..<24).contains($0) }) else {
             throw TPMError(.malformed, "TPM.unseal")
         }
+        return try unseal(sealed) { esys, _, primary in
+            let session = try Self.saltedSession(esys, key: primary, type: 0x01 /* TPM2_SE_POLICY */)
+            var empty = TPM2B_DIGEST()
+            var selection = Self.selection(pcrs)
+            let rc = Esys_PolicyPCR(esys, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &selection)
+            guard rc == 0 else {
+                Esys_FlushContext(esys, session)
+                throw TPMError("Esys_PolicyPCR", code: rc)
+            }
+            return session
+        }
+    }
+
+    // MARK: Creating, loading and unsealing
+
+    /// A sealed data object's template: a keyed hash with no scheme, named with SHA-256.
+    static func sealedObject(attributes: TPMA_OBJECT, policy: Data) -> TPM2B_PUBLIC {
+        var template = TPM2B_PUBLIC()
+        template.publicArea.type = 0x0008  // TPM2_ALG_KEYEDHASH
+        template.publicArea.nameAlg = 0x000B  // TPM2_ALG_SHA256
+        template.publicArea.objectAttributes = attributes
+        template.publicArea.parameters.keyedHashDetail.scheme.scheme = 0x0010  // TPM2_ALG_NULL
+        fill(&template.publicArea.authPolicy.size, &template.publicArea.authPolicy.buffer, policy)
+        return template
+    }
+
+    /// Creates the sealed object `template` holding `sensitive` (wiped after) under `primary`,
+    /// through a salted session.
+    static func create(
+        _ esys: OpaquePointer?, under primary: ESYS_TR, sensitive: inout TPM2B_SENSITIVE_CREATE,
+        template: TPM2B_PUBLIC
+    ) throws -> TPMSealedSecret {
+        defer { explicit_bzero(&sensitive, MemoryLayout<TPM2B_SENSITIVE_CREATE>.size) }
+        let session = try saltedSession(esys, key: primary)
+        defer { Esys_FlushContext(esys, session) }
+        var template = template
+        var outsideInfo = TPM2B_DATA()
+        var creationPCRs = TPML_PCR_SELECTION()
+        var privateArea: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var publicArea: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        let rc = Esys_Create(
+            esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template, &outsideInfo, &creationPCRs,
+            &privateArea, &publicArea, nil, nil, nil)
+        defer {
+            Esys_Free(privateArea)
+            Esys_Free(publicArea)
+        }
+        guard rc == 0, let privateArea, let publicArea else { throw TPMError("Esys_Create", code: rc) }
+        return TPMSealedSecret(
+            publicArea: try marshal(publicArea.pointee, Tss2_MU_TPM2B_PUBLIC_Marshal),
+            privateArea: try marshal(privateArea.pointee, Tss2_MU_TPM2B_PRIVATE_Marshal))
+    }
+
+    /// Loads `sealed` under the storage key and unseals it in the session `authorize` starts for
+    /// the loaded object (given the ESYS context, the object and the storage key).
+    private func unseal(
+        _ sealed: TPMSealedSecret, authorize: (OpaquePointer?, ESYS_TR, ESYS_TR) throws -> ESYS_TR
+    ) throws -> Data {
         let publicArea: TPM2B_PUBLIC = try Self.unmarshal(sealed.publicArea, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
         let privateArea: TPM2B_PRIVATE = try Self.unmarshal(sealed.privateArea, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
         return try handles.withLock { handles in
@@ -288,14 +287,10 @@ public final class TPM: Sendable {
             defer { Esys_FlushContext(esys, primary) }
             let object = try Self.load(esys, primary: primary, publicArea: publicArea, privateArea: privateArea)
             defer { Esys_FlushContext(esys, object) }
-            let session = try Self.saltedSession(esys, key: primary, type: 0x01 /* TPM2_SE_POLICY */)
+            let session = try authorize(esys, object, primary)
             defer { Esys_FlushContext(esys, session) }
-            var empty = TPM2B_DIGEST()
-            var selection = Self.selection(pcrs)
-            var rc = Esys_PolicyPCR(esys, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &selection)
-            guard rc == 0 else { throw TPMError("Esys_PolicyPCR", code: rc) }
             var data: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-            rc = Esys_Unseal(esys, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &data)
+            let rc = Esys_Unseal(esys, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &data)
             defer {
                 if let data { explicit_bzero(data, MemoryLayout<TPM2B_SENSITIVE_DATA>.size) }
                 Esys_Free(data)
