@@ -8,11 +8,14 @@ import KeychainLibc
 /// sockets bound and listening *before* swtpm starts and handed to it by descriptor, so there is
 /// no port to race for and no wait: a client's first connection queues until swtpm accepts it.
 public final class SoftwareTPM: @unchecked Sendable {
-    /// The TPM's state directory: start another `SoftwareTPM` on it for the same machine again.
+    /// The TPM's state directory: start another `SoftwareTPM` on it for the same machine again
+    /// (a directory this value made is removed when it is released).
     public let state: String
     /// The command socket; the control socket is beside it, with `.ctrl` appended.
     public let socketPath: String
     private var pid: pid_t = 0
+    /// Whether this value made ``state`` (and so removes it when released).
+    private let ownsState: Bool
 
     /// The TCTI configuration that reaches this TPM through tpm2-tss.
     public var tcti: String { "swtpm:path=\(socketPath)" }
@@ -25,6 +28,7 @@ public final class SoftwareTPM: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: swtpm) else {
             throw SoftwareTPMFailure("\(swtpm) is missing (bash .ci/run installs swtpm)")
         }
+        ownsState = existing == nil
         state = existing ?? NSTemporaryDirectory() + "swtpm-" + UUID().uuidString.prefix(8)
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         // A socket path of its own per start (sun_path holds 108 bytes).
@@ -74,7 +78,10 @@ public final class SoftwareTPM: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: (socketPath as NSString).deletingLastPathComponent)
     }
 
-    deinit { stop() }
+    deinit {
+        stop()
+        if ownsState { try? FileManager.default.removeItem(atPath: state) }
+    }
 
     /// A Unix stream socket bound at `path` and listening.
     private static func listeningSocket(at path: String) throws -> Int32 {
