@@ -88,13 +88,17 @@ extension AgentService {
                 return DBusNoArguments()
             },
             serve(I.makeRecoveryKey, access: .administration, idle: .use) { [self] in
-                try using($0) { keychain, _ in I.RecoveryKey(Data(try recovery(keychain).makeRecoveryKey().utf8)) }
+                try using($0) { keychain, _ in
+                    let recovery = try capability(
+                        keychain, as: (any KeychainRecovery).self, "this keychain has no recovery key")
+                    return I.RecoveryKey(Data(try recovery.makeRecoveryKey().utf8))
+                }
             },
             serve(I.setUnlocksWithBootState, access: .administration, idle: .reread) { [self] in
                 try checkingPassword($0) { keychain, arguments in
-                    guard let boot = keychain as? any KeychainBootStateUnlock else {
-                        throw KeychainError(.unimplemented, "this keychain cannot unlock without a password")
-                    }
+                    let boot = try capability(
+                        keychain, as: (any KeychainBootStateUnlock).self,
+                        "this keychain cannot unlock without a password")
                     try boot.setUnlocksWithBootState(arguments.enabled, password: arguments.password)
                 }
             },

@@ -346,19 +346,19 @@ public final class AgentService: Sendable {
         ([path, groups.managesKeychains ? "*user*" : ""] + groups.groups).joined(separator: "\u{0}")
     }
 
-    /// The token keys of a keychain as a caller sees it (the engine's own handle).
-    func recovery(_ keychain: any KeychainHandle) throws -> any KeychainRecovery {
-        guard let recovery = keychain as? any KeychainRecovery else {
-            throw KeychainError(.unimplemented, "this keychain has no recovery key")
-        }
-        return recovery
+    /// What a keychain as a caller sees it can do beyond its items (the engine's own handles
+    /// can: hold token keys, make a recovery key, unlock on the boot state).
+    /// - Throws: `.unimplemented`, saying `missing`, for a handle that cannot.
+    func capability<Capability>(
+        _ keychain: any KeychainHandle, as type: Capability.Type, _ missing: String
+    ) throws -> Capability {
+        guard let capable = keychain as? Capability else { throw KeychainError(.unimplemented, missing) }
+        return capable
     }
 
+    /// The token keys of a keychain as a caller sees it.
     func tokenHolder(_ keychain: any KeychainHandle) throws -> any TokenKeyHolder {
-        guard let holder = keychain as? any TokenKeyHolder else {
-            throw KeychainError(.unimplemented, "this keychain cannot hold token keys")
-        }
-        return holder
+        try capability(keychain, as: (any TokenKeyHolder).self, "this keychain cannot hold token keys")
     }
 
     // MARK: Keychains

@@ -314,11 +314,13 @@ public enum AgentCodec {
     }
 
     /// A keychain error as the D-Bus error a method handler throws: named by
-    /// ``errorName(of:)``, its message (which tools print) and, after it, its status (`i`) and
-    /// whether the message says what to fix on the machine (`b`).
+    /// ``errorName(of:)``, its message (which tools print) and, after it, its status (`i`),
+    /// whether the message says what to fix on the machine (`b`) and, when it has one, its
+    /// ``KeychainModel/KeychainError/reason`` (`s`).
     public static func dbusError(_ error: KeychainError) -> DBusError {
-        DBusError.method(
-            errorName(of: error), error.message, details: [.int32(error.osStatus), .boolean(error.isSetupProblem)])
+        var details: [DBusValue] = [.int32(error.osStatus), .boolean(error.isSetupProblem)]
+        if let reason = error.reason { details.append(.string(reason.rawValue)) }
+        return DBusError.method(errorName(of: error), error.message, details: details)
     }
 
     /// The keychain error an agent's D-Bus error carries, or `nil` when it is not one.
@@ -328,7 +330,11 @@ public enum AgentCodec {
         else { return nil }
         var setup = false
         if error.details.count >= 2, case .boolean(let flag) = error.details[1] { setup = flag }
-        return KeychainError(KeychainError.Code(rawValue: status), error.message, isSetupProblem: setup)
+        var decoded = KeychainError(KeychainError.Code(rawValue: status), error.message, isSetupProblem: setup)
+        if error.details.count >= 3, case .string(let reason) = error.details[2] {
+            decoded.reason = KeychainError.Reason(rawValue: reason)
+        }
+        return decoded
     }
 
     // MARK: Pieces

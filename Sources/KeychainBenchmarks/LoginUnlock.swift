@@ -111,13 +111,7 @@ struct LoginUnlock {
 
     /// Names `tpm` in the preferences under `configuration` (`$XDG_CONFIG_HOME`), as a user would.
     static func useTPM(_ tpm: SoftwareTPM, configuration: String) throws {
-        let directory = configuration + "/keychain"
-        try FileManager.default.createDirectory(
-            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let json = "{\"version\": 1, \"tpm\": \"\(tpm.tcti)\"}\n"
-        guard FileManager.default.createFile(atPath: directory + "/preferences.json", contents: Data(json.utf8)) else {
-            throw BenchmarkFailure("cannot write the preferences under \(directory)")
-        }
+        try KeychainPreferences.update(at: configuration + "/keychain/preferences.json") { $0.tpm = tpm.tcti }
     }
 
     /// The PAM module's framing: a 4-byte big-endian length, then the bytes.

@@ -82,9 +82,7 @@ struct RecoveryKey {
 
     /// The key in text as typed; `nil` when the text is not a recovery key's form.
     init?(text: Data) {
-        guard text.count <= 64, let typed = String(data: text, encoding: .utf8),
-            let bytes = try? RecoveryKeyText.bytes(parsing: typed)
-        else { return nil }
+        guard text.count <= 64, let bytes = try? RecoveryKeyText.bytes(parsingUTF8: text) else { return nil }
         self.bytes = bytes
     }
 }

@@ -35,6 +35,10 @@ public final class KeychainDatabase: Sendable {
     /// Connections of their own for one-`SELECT` searches of a pooled file (``QuickReaders``).
     let quickReaders: QuickReaders?
     let header: Mutex<Header>
+    /// Whether this handle has tried to seal its keychain at an unlock (``unlock(password:)-(Data?)``):
+    /// each try derives the password twice more, so a TPM that does not answer costs that once
+    /// per handle, not at every unlock.
+    private let triedSealing = Mutex(false)
     /// The file this handle keeps open, counted in ``OpenKeychainFiles`` while the handle lives.
     private let openFile: OpenKeychainFiles.FileID?
 
@@ -521,8 +525,12 @@ public final class KeychainDatabase: Sendable {
         }
         // A keychain to be sealed that is not yet (made before this machine's TPM was used, or
         // while it did not answer) is sealed now that the password is at hand; if the hardware
-        // still does not answer, it stays as it was and the next unlock tries again.
-        if current.sealed == nil, (try? sealerForNewPassword(current: current)) != nil {
+        // still does not answer, it stays as it was and the next handle tries again.
+        if current.sealed == nil, (try? sealerForNewPassword(current: current)) != nil,
+            !triedSealing.withLock({ tried in
+                defer { tried = true }; return tried
+            })
+        {
             try? replaceKeys(password: password, newPassword: password, rotating: false, sealing: .required)
         }
     }
@@ -665,7 +673,7 @@ public final class KeychainDatabase: Sendable {
                         secret, authorization: sealAuthorization(derived, keychainID: keychainID))
                     passwordKey = entangle(derived, with: secret, keychainID: keychainID)
                 } catch  where mayFallBack {
-                    // Not sealed yet, and the hardware does not answer: the next unlock seals it.
+                    // Not sealed yet, and the hardware does not answer: a later unlock seals it.
                 }
             }
         }

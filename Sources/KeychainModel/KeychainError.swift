@@ -27,6 +27,10 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
     /// keychain held by another process. Apple's status text cannot say what to fix then, so
     /// tools print ``message`` beside it.
     public var isSetupProblem: Bool
+    /// Which of the failures that share a ``code`` this is, when a program acts on the
+    /// difference (the PAM hand-off tells a TPM that cannot open the keychain from a wrong
+    /// password); `nil` for most errors. It crosses the agent's socket with the code.
+    public var reason: Reason?
 
     /// Creates an error.
     /// - Parameters:
@@ -44,8 +48,29 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         self.isSetupProblem = isSetupProblem
     }
 
+    /// This error with `reason`.
+    public func because(_ reason: Reason) -> KeychainError {
+        var error = self
+        error.reason = reason
+        return error
+    }
+
     /// The Apple `OSStatus` for this error.
     public var osStatus: Int32 { code.rawValue }
+
+    /// Which failure of several that share a code this is (an open set, named by strings).
+    public struct Reason: RawRepresentable, Hashable, Sendable {
+        /// The reason's name.
+        public var rawValue: String
+        /// A reason named `rawValue`.
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The keychain is sealed to a TPM that cannot open it (another machine's, or this one
+        /// cleared or replaced): its recovery key can.
+        public static let sealedToAnotherTPM = Reason(rawValue: "sealedToAnotherTPM")
+        /// The boot state changed since the keychain was set to unlock on it: the password is needed.
+        public static let bootStateChanged = Reason(rawValue: "bootStateChanged")
+    }
 
     /// The Apple `OSStatus` of any error, the one mapping every layer uses: an error that
     /// knows its status (``OSStatusConvertible``: this type, the agent's, the libraries',

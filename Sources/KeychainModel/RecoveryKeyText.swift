@@ -48,7 +48,14 @@ public enum RecoveryKeyText {
     /// The 16 bytes of a key as a person typed it: dashes, spaces and case ignored.
     /// - Throws: ``Problem``.
     public static func bytes(parsing text: some StringProtocol) throws(Problem) -> Data {
-        let characters = text.utf8.filter { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: " ") && $0 != 9 && $0 != 10 }
+        try bytes(parsingUTF8: text.utf8)
+    }
+
+    /// ``bytes(parsing:)`` of text given as its UTF-8 bytes (a password field's, which need not
+    /// become a `String`).
+    /// - Throws: ``Problem``.
+    public static func bytes(parsingUTF8 text: some Sequence<UInt8>) throws(Problem) -> Data {
+        let characters = text.filter { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: " ") && $0 != 9 && $0 != 10 }
         guard characters.count == characterCount else { throw .length }
         var accumulator: UInt32 = 0
         var bits = 0

@@ -90,6 +90,7 @@ extension KeychainError {
                 .authFailed,
                 "the keychain is sealed to another TPM (another machine, or this TPM was cleared): "
                     + "open it with its recovery key (docs/login.md)", underlying: error, isSetupProblem: true)
+            reason = .sealedToAnotherTPM
         case .unavailable:
             self.init(
                 .notAvailable, "the keychain is sealed to this machine's TPM, and no TPM answers at \(tcti)",
@@ -99,6 +100,7 @@ extension KeychainError {
                 .authFailed,
                 "this machine's boot state changed since unlocking without a password was turned on: "
                     + "unlock with the password (docs/login.md)", underlying: error, isSetupProblem: true)
+            reason = .bootStateChanged
         case .malformed:
             self.init(.decode, "the keychain's TPM-sealed secret is malformed", underlying: error)
         case .failed:

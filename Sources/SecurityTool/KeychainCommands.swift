@@ -336,12 +336,7 @@ struct LoginKeychain: ToolCommand {
             guard let recovery = keychain as? any KeychainRecovery else {
                 throw CommandFailure.failure("this keychain cannot make a recovery key")
             }
-            if keychain.isLocked {
-                guard let typed = try session.secrets.readSecret(prompt: "password of the login keychain: ") else {
-                    throw CommandFailure.failure("no password was entered")
-                }
-                try keychain.unlock(password: Data(typed))
-            }
+            if keychain.isLocked { try keychain.unlock(password: try loginKeychainPassword(nil, in: session)) }
             let key = try recovery.makeRecoveryKey()
             Console.out("Recovery key of \(session.loginKeychainPath):\n\n    \(key)\n\n")
             Console.out(
@@ -354,6 +349,16 @@ struct LoginKeychain: ToolCommand {
             throw CommandFailure.status(of: error, context)
         }
     }
+}
+
+/// The login keychain's password: `given` (`-p`), else asked for on the terminal (or read as
+/// one line from standard input).
+private func loginKeychainPassword(_ given: String?, in session: Session) throws -> Data {
+    if let given { return Data(ArgumentBytes.bytes(of: given)) }
+    guard let typed = try session.secrets.readSecret(prompt: "password of the login keychain: ") else {
+        throw CommandFailure.failure("no password was entered")
+    }
+    return Data(typed)
 }
 
 // MARK: - set-login-unlock
@@ -395,17 +400,7 @@ struct SetLoginUnlock: ToolCommand {
             guard let boot = keychain as? any KeychainBootStateUnlock else {
                 throw CommandFailure.failure("this keychain cannot unlock without a password")
             }
-            var secret: Data?
-            if enabled {
-                if let password {
-                    secret = Data(ArgumentBytes.bytes(of: password))
-                } else {
-                    guard let typed = try session.secrets.readSecret(prompt: "password of the login keychain: ") else {
-                        throw CommandFailure.failure("no password was entered")
-                    }
-                    secret = Data(typed)
-                }
-            }
+            let secret = enabled ? try loginKeychainPassword(password, in: session) : nil
             try boot.setUnlocksWithBootState(enabled, password: secret)
             // pam_keychain.so asks keychaind to unlock at a login without a password only then.
             try session.updatePreferences { $0.loginUnlock = enabled ? "tpm" : nil }

@@ -67,8 +67,11 @@ enum PAMHandoff {
         } catch let error as KeychainError where error.code == .authFailed && error.isSetupProblem {
             // The TPM it is sealed to cannot open it, or refuses for now: the message says which.
             complain("pam: \(error.message)")
-            if error.message.contains("another TPM") { return 4 }
-            return error.message.contains("boot state changed") ? 5 : 1
+            switch error.reason {
+            case .sealedToAnotherTPM?: return 4
+            case .bootStateChanged?: return 5
+            default: return 1
+            }
         } catch let error as KeychainError where error.code == .authFailed {
             complain("pam: the password does not open the login keychain (docs/login.md: after a password reset)")
             return 3

@@ -126,18 +126,21 @@ struct AgentCodecTests {
         #expect(AgentCodec.queryLimit(AgentCodec.encode(ItemQuery(class: .genericPassword))) == nil)
     }
 
-    @Test("a keychain error keeps its status, message and set-up flag; its D-Bus name says what it is")
+    @Test("a keychain error keeps its status, message, set-up flag and reason; its D-Bus name says what it is")
     func errorsRoundTrip() throws {
         for error in [
             KeychainError(.itemNotFound, "no such item"), KeychainError(.missingEntitlement, "group x"),
             KeychainError(.databaseLocked, "busy", isSetupProblem: true),
             KeychainError(KeychainError.Code(rawValue: -1234), "odd"),
+            KeychainError(.authFailed, "sealed elsewhere", isSetupProblem: true).because(.sealedToAnotherTPM),
+            KeychainError(.authFailed, "boot", isSetupProblem: true).because(.bootStateChanged),
         ] {
             let name = AgentCodec.errorName(of: error)
             #expect(name.hasPrefix(AgentInterface.errorPrefix))
             let back = try #require(AgentCodec.keychainError(AgentCodec.dbusError(error)))
             #expect(
                 back.code == error.code && back.message == error.message && back.isSetupProblem == error.isSetupProblem)
+            #expect(back.reason == error.reason)
         }
         #expect(AgentCodec.errorName(of: KeychainError(.itemNotFound)) == "org.keychainlinux.Error.ItemNotFound")
         #expect(
