@@ -61,6 +61,8 @@ package enum LogIntegrity {
         var backfilled: Int
         /// The log's salts, as the log's header stores them.
         var salts: [UInt8]
+        /// The page size the index was built with.
+        var pageSize: Int
 
         init?(_ bytes: UnsafeRawBufferPointer) {
             guard bytes.count >= Self.size,
@@ -78,6 +80,9 @@ package enum LogIntegrity {
             lastFrame = Int(LogIntegrity.word(bytes, 16, bigEndian: Self.bigEndianHost))
             backfilled = Int(LogIntegrity.word(bytes, 96, bigEndian: Self.bigEndianHost))
             salts = Array(bytes[32..<40])
+            // A 16-bit field: SQLite keeps 65536 in its lowest bit.
+            let storedPageSize = Int(bytes.loadUnaligned(fromByteOffset: 14, as: UInt16.self))
+            pageSize = storedPageSize & 0xFE00 + (storedPageSize & 1) << 16
         }
 
         static let bigEndianHost = UInt32(1).bigEndian == 1
@@ -108,41 +113,54 @@ package enum LogIntegrity {
     private static func scan(_ log: UnsafeRawBufferPointer, index: IndexHeader?) -> Damage? {
         guard log.count >= headerSize else { return nil }
         let magic = word(log, 0, bigEndian: true)
-        let pageSize = Int(word(log, 8, bigEndian: true))
-        guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else { return nil }
-        let frames = (log.count - headerSize) / (frameHeaderSize + pageSize)
-        guard frames > 0 else { return nil }
+        let headerPageSize = Int(word(log, 8, bigEndian: true))
         let storedHeaderSum = (word(log, 24, bigEndian: true), word(log, 28, bigEndian: true))
-        let sound = magic & 0xFFFF_FFFE == 0x377F_0682
-        if let index {
-            let frames = Frames(bytes: log, pageSize: pageSize, frames: frames, bigEndian: magic & 1 == 1)
+        // SQLite's walIndexRecover ignores the whole log when its magic, page size or checksum fails.
+        let sound = magic & 0xFFFF_FFFE == 0x377F_0682 && isPageSize(headerPageSize)
+        if sound {
+            let frames = Frames(bytes: log, pageSize: headerPageSize, bigEndian: magic & 1 == 1)
+            guard frames.frames > 0 else { return nil }
             let headerSum = frames.checksum(0, 24, seed: (0, 0))
-            guard sound && headerSum == storedHeaderSum else {
-                // SQLite ignores the whole log: what the index counted past the last checkpoint is lost.
-                guard index.lastFrame > index.backfilled else { return nil }
-                return Damage(
-                    frame: 1, lostCommits: frames.commits(in: (index.backfilled + 1)...index.lastFrame))
-            }
-            guard Array(log[16..<24]) == index.salts else { return nil }  // another generation
-            let end = frames.replayEnd(salts: (frames.word(16), frames.word(20)), seed: headerSum)
-            guard end < index.lastFrame else { return nil }
-            return Damage(frame: end + 1, lostCommits: max(1, frames.commits(in: (end + 1)...index.lastFrame)))
-        }
-        for bigEndian in sound ? [magic & 1 == 1] : [false, true] {
-            let log = Frames(bytes: log, pageSize: pageSize, frames: frames, bigEndian: bigEndian)
-            let headerSum = log.checksum(0, 24, seed: (0, 0))
-            if sound && headerSum == storedHeaderSum {
-                if let damage = log.damage(salts: (log.word(16), log.word(20)), seed: headerSum) { return damage }
-            } else {
-                // SQLite ignores a log whose header fails, and so every frame in it.
-                let lost =
-                    [storedHeaderSum, headerSum].map {
-                        log.commitsChained(from: 1, seed: $0, salts: log.salts(1))
-                    }.max() ?? 0
-                if lost > 0 { return Damage(frame: 1, lostCommits: lost) }
+            if headerSum == storedHeaderSum {
+                return intactHeaderDamage(frames, headerSum: headerSum, index: index)
             }
         }
-        return nil
+        if let index {
+            // What the index counted past the last checkpoint is lost, in frames of the index's page size.
+            guard index.lastFrame > index.backfilled, isPageSize(index.pageSize) else { return nil }
+            let frames = Frames(bytes: log, pageSize: index.pageSize, bigEndian: magic & 1 == 1)
+            return Damage(frame: 1, lostCommits: frames.commits(in: (index.backfilled + 1)...index.lastFrame))
+        }
+        // Without an index, the damaged header may be the page size or the byte order itself:
+        // committed frames chained from the header under any of them were lost.
+        var lost = 0
+        for pageSize in (9...16).map({ 1 << $0 }) {
+            for bigEndian in [false, true] {
+                let frames = Frames(bytes: log, pageSize: pageSize, bigEndian: bigEndian)
+                guard frames.frames > 0 else { continue }
+                for seed in [storedHeaderSum, frames.checksum(0, 24, seed: (0, 0))] {
+                    lost = max(lost, frames.commitsChained(from: 1, seed: seed, salts: frames.salts(1)))
+                }
+            }
+        }
+        return lost > 0 ? Damage(frame: 1, lostCommits: lost) : nil
+    }
+
+    /// Damage past a sound, intact log header: where SQLite's replay ends before what the index
+    /// counted, or (without an index) committed frames chained past a failing one.
+    private static func intactHeaderDamage(_ frames: Frames, headerSum: (UInt32, UInt32), index: IndexHeader?)
+        -> Damage?
+    {
+        let salts = (frames.word(16), frames.word(20))
+        guard let index else { return frames.damage(salts: salts, seed: headerSum) }
+        guard Array(frames.bytes[16..<24]) == index.salts else { return nil }  // another generation
+        let end = frames.replayEnd(salts: salts, seed: headerSum)
+        guard end < index.lastFrame else { return nil }
+        return Damage(frame: end + 1, lostCommits: max(1, frames.commits(in: (end + 1)...index.lastFrame)))
+    }
+
+    private static func isPageSize(_ size: Int) -> Bool {
+        size >= 512 && size <= 65536 && size & (size - 1) == 0
     }
 
     /// A log's frames, read with its checksum byte order.
@@ -151,6 +169,13 @@ package enum LogIntegrity {
         let pageSize: Int
         let frames: Int
         let bigEndian: Bool
+
+        init(bytes: UnsafeRawBufferPointer, pageSize: Int, bigEndian: Bool) {
+            self.bytes = bytes
+            self.pageSize = pageSize
+            self.frames = max(0, (bytes.count - headerSize) / (frameHeaderSize + pageSize))
+            self.bigEndian = bigEndian
+        }
 
         func offset(_ frame: Int) -> Int { headerSize + (frame - 1) * (frameHeaderSize + pageSize) }
         func word(_ offset: Int) -> UInt32 { LogIntegrity.word(bytes, offset, bigEndian: true) }

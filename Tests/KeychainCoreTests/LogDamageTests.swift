@@ -106,6 +106,22 @@ struct LogDamageTests {
         #expect(try keychain.find(ItemQuery(class: .genericPassword)).count == CrashedCopy.items)
     }
 
+    @Test(
+        "a flipped byte in the log's header (magic, page size, salts, checksum), which makes SQLite ignore every frame, is reported",
+        arguments: 0..<32)
+    func flippedHeaderByteIsReported(offset: Int) throws {
+        let copy = try CrashedCopy()
+        for flip: UInt8 in [0x01, 0x80, 0xFF] {
+            var damaged = copy.log
+            damaged[offset] ^= flip
+            for index in [copy.index, nil] {
+                let context = Comment(rawValue: "byte \(offset) ^ \(flip), index \(index != nil)")
+                #expect(LogIntegrity.scan(damaged, index: index)?.frame == 1, context)
+                #expect(throws: KeychainError.self, context) { _ = try copy.open(withLog: damaged, index: index) }
+            }
+        }
+    }
+
     @Test("without an index, a flipped byte anywhere but the log's last frame is still reported")
     func flippedByteWithoutTheIndexIsReported() throws {
         let copy = try CrashedCopy()
