@@ -346,6 +346,17 @@ enum TableRenderer {
             Format.duration(unlock.medianMicroseconds), Format.duration(unlock.p99Microseconds),
             login.unlockOverFloor.map(Format.ratio) ?? "",
         ])
+        if let plain = login.plainDeviceKeyOpen, let sealed = login.sealedDeviceKeyOpen {
+            rows.append([
+                "open a password-less keychain in process, plain device key file",
+                Format.duration(plain.medianMicroseconds), Format.duration(plain.p99Microseconds), "",
+            ])
+            rows.append([
+                "the same, device key file sealed to the swtpm (÷ plain open + tpm2_unseal)",
+                Format.duration(sealed.medianMicroseconds), Format.duration(sealed.p99Microseconds),
+                login.sealedDeviceKeyOverFloor.map(Format.ratio) ?? "",
+            ])
+        }
         return columns(rows, right: [1, 2, 3])
     }
 

@@ -9,12 +9,12 @@ extension DeviceKeySource {
     /// user's keychains directory: those were made with a device key, and a new one would not
     /// open them (a missing file usually means `XDG_CONFIG_HOME` or `HOME` point elsewhere, as
     /// under sudo, cron or a systemd unit). The error names the file and where it was looked for.
-    func loadForCreating() throws -> SymmetricKey {
+    func loadForCreating(sealing: HardwareSealing?) throws -> SymmetricKey {
         switch storage {
         case .fixed(let bytes):
             return bytes.withUnsafeBytes { SymmetricKey(data: $0) }
         case .file(let path?):
-            return try Self.loadFile(path, mayCreate: true)
+            return try Self.loadFile(path, mayCreate: true, sealing: sealing)
         case .file(nil):
             let paths = KeychainPaths()
             if try !SecureFileSystem.existingFile(paths.deviceKeyFile),
@@ -27,25 +27,40 @@ extension DeviceKeySource {
                     paths.deviceKeyFile,
                     needed: "a keychain made with it exists (\(orphan)), and a new key would not open it")
             }
-            return try Self.loadFile(paths.deviceKeyFile, mayCreate: true)
+            return try Self.loadFile(paths.deviceKeyFile, mayCreate: true, sealing: sealing)
         }
     }
 
     /// Loads the key of an existing keychain, or `nil` when the file is missing and the keychain
     /// has a password (whose keys open without the device key; those bound to the device do
     /// not). A password-less keychain without its device key is an error that names the file.
-    func loadForOpening(keychain path: String?, hasPassword: Bool) throws -> SymmetricKey? {
+    ///
+    /// A device key sealed to another machine's hardware (or this one's, cleared) counts as
+    /// missing for a password keychain, which opens with its password alone.
+    func loadForOpening(keychain path: String?, hasPassword: Bool, sealing: HardwareSealing?) throws -> SymmetricKey? {
         switch storage {
         case .fixed(let bytes):
             return bytes.withUnsafeBytes { SymmetricKey(data: $0) }
         case .file(let file):
             let file = file ?? KeychainPaths().deviceKeyFile
-            if try SecureFileSystem.existingFile(file) { return try Self.loadFile(file, mayCreate: false) }
+            if try SecureFileSystem.existingFile(file) {
+                do {
+                    return try Self.loadFile(file, mayCreate: false, sealing: sealing)
+                } catch let error as KeychainError where hasPassword && Self.isSealedOutOfReach(error) {
+                    return nil
+                }
+            }
             guard hasPassword else {
                 throw Self.missing(file, needed: "the keychain \(path ?? "in memory") was made with it")
             }
             return nil
         }
+    }
+
+    /// Whether `error` says the device key is sealed where this process cannot unseal it: by
+    /// another machine's hardware, or with no sealer in this process.
+    private static func isSealedOutOfReach(_ error: KeychainError) -> Bool {
+        error.reason == .sealedToAnotherTPM || (error.code == .notAvailable && error.isSetupProblem)
     }
 
     private static func missing(_ file: String, needed why: String) -> KeychainError {
@@ -57,17 +72,20 @@ extension DeviceKeySource {
             isSetupProblem: true)
     }
 
-    private static let fileHeader = Data("keychain-linux device key v1\n".utf8)
+    /// The file's first line: the key follows it, in the clear (v1) or sealed to this
+    /// machine's hardware (v2, ``HardwareSealing/sealsDeviceKey``).
+    private static let plainHeader = Data("keychain-linux device key v1\n".utf8)
+    private static let sealedHeader = Data("keychain-linux device key v2 sealed\n".utf8)
 
-    private static func loadFile(_ path: String, mayCreate: Bool) throws -> SymmetricKey {
+    private static func loadFile(_ path: String, mayCreate: Bool, sealing: HardwareSealing?) throws -> SymmetricKey {
         if try SecureFileSystem.existingFile(path) {
-            return try parse(SecureFileSystem.readFile(path, limit: 4096))
+            return try deviceKey(in: SecureFileSystem.readFile(path, limit: 4096), at: path, sealing: sealing)
         }
         guard mayCreate else { throw missing(path, needed: "a keychain needs it") }
         let directory = (path as NSString).deletingLastPathComponent
         try SecureFileSystem.ensureDirectory(directory)
         let key = SymmetricKey(size: .bits256)
-        let contents = fileHeader + key.withUnsafeBytes { Data($0) }
+        let contents = try fileContents(key, sealing: sealing)
         SecureFileSystem.removeStaleTemporaries(of: path)
         let temporary = SecureFileSystem.temporaryPath(for: path)
         try SecureFileSystem.createFile(temporary, contents: contents)
@@ -81,15 +99,99 @@ extension DeviceKeySource {
         } catch let error as KeychainError where error.code == .duplicateKeychain {
             // Another process created it first: use theirs.
             _ = try SecureFileSystem.existingFile(path)
-            return try parse(SecureFileSystem.readFile(path, limit: 4096))
+            return try deviceKey(in: SecureFileSystem.readFile(path, limit: 4096), at: path, sealing: sealing)
         }
     }
 
-    private static func parse(_ contents: Data) throws -> SymmetricKey {
-        guard contents.count == fileHeader.count + 32, contents.starts(with: fileHeader) else {
-            throw KeychainError(.invalidKeychain, "the device key file is malformed")
+    /// The file's contents for `key`: sealed when `sealing` seals device keys.
+    private static func fileContents(_ key: SymmetricKey, sealing: HardwareSealing?) throws -> Data {
+        guard let sealing, sealing.sealsDeviceKey else { return plainHeader + key.bytes }
+        return sealedHeader + (try sealing.sealer.sealToMachine(key.bytes))
+    }
+
+    /// The key in a device key file's `contents`. A plain key read by a process that seals
+    /// device keys is sealed in place (when the hardware does not answer, it stays plain for
+    /// now and the next read tries again).
+    private static func deviceKey(in contents: Data, at path: String, sealing: HardwareSealing?) throws -> SymmetricKey
+    {
+        if contents.count == plainHeader.count + 32, contents.starts(with: plainHeader) {
+            let key = SymmetricKey(data: contents.suffix(32))
+            if let sealing, sealing.sealsDeviceKey { try? seal(key, replacing: contents, at: path, sealing: sealing) }
+            return key
         }
-        return SymmetricKey(data: contents.suffix(32))
+        guard contents.count > sealedHeader.count, contents.starts(with: sealedHeader) else {
+            throw KeychainError(.invalidKeychain, "the device key file \(path) is malformed")
+        }
+        guard let sealing else {
+            throw KeychainError(
+                .notAvailable,
+                "the device key file \(path) is sealed to this machine's TPM, and this process has none "
+                    + "configured: open keychains through keychaind (KEYCHAIN_AGENT not `off`; docs/login.md)",
+                isSetupProblem: true)
+        }
+        let sealed = Data(contents.dropFirst(sealedHeader.count))
+        let key = try sealing.unsealedDeviceKeys.key(for: sealed) { try sealing.sealer.unsealFromMachine(sealed) }
+        guard key.withUnsafeBytes(\.count) == 32 else {
+            throw KeychainError(.invalidKeychain, "the device key file \(path) is malformed")
+        }
+        return key.withUnsafeBytes { SymmetricKey(data: $0) }
+    }
+
+    /// Puts `key` back in the device key file: where the file is missing, or holds a key this
+    /// process cannot read (sealed by a TPM since cleared or replaced), which is kept beside it
+    /// as `NAME.unreadable-TIME`. A file holding a key this process reads is never replaced.
+    /// - Throws: `.duplicateKeychain` when the file holds another key this process reads.
+    func restore(_ key: SymmetricKey, sealing: HardwareSealing?) throws {
+        guard case .file(let file) = storage else { return }
+        let path = file ?? KeychainPaths().deviceKeyFile
+        let directory = (path as NSString).deletingLastPathComponent
+        try SecureFileSystem.ensureDirectory(directory)
+        let temporary = SecureFileSystem.temporaryPath(for: path)
+        try SecureFileSystem.createFile(temporary, contents: try Self.fileContents(key, sealing: sealing))
+        defer { SecureFileSystem.remove(temporary) }
+        try SecureFileSystem.withDirectoryLock(directory) {
+            if try SecureFileSystem.existingFile(path) {
+                let contents = try SecureFileSystem.readFile(path, limit: 4096)
+                if let current = try? Self.readableKey(in: contents, sealing: sealing) {
+                    guard current == key else {
+                        throw KeychainError(.duplicateKeychain, "the device key file \(path) holds another key")
+                    }
+                    return
+                }
+                let aside = path + ".unreadable-\(Int(Date().timeIntervalSince1970))"
+                guard rename(path, aside) == 0 else { throw SecureFileSystem.posixError("cannot move aside", path) }
+            }
+            try SecureFileSystem.publish(temporary, as: path)
+            try SecureFileSystem.syncDirectory(directory)
+        }
+    }
+
+    /// The key in a device key file's `contents` when this process can read it (plain, or
+    /// sealed by `sealing`'s hardware); never converts the file.
+    private static func readableKey(in contents: Data, sealing: HardwareSealing?) throws -> SymmetricKey? {
+        if contents.count == plainHeader.count + 32, contents.starts(with: plainHeader) {
+            return SymmetricKey(data: contents.suffix(32))
+        }
+        guard let sealing, contents.starts(with: sealedHeader) else { return nil }
+        let secret = try sealing.sealer.unsealFromMachine(Data(contents.dropFirst(sealedHeader.count)))
+        return secret.count == 32 ? SymmetricKey(data: secret) : nil
+    }
+
+    /// Replaces the plain device key file at `path`, still holding `plain`, with `key` sealed: in
+    /// one rename, under the directory's lock, so that a reader sees one file or the other.
+    private static func seal(_ key: SymmetricKey, replacing plain: Data, at path: String, sealing: HardwareSealing)
+        throws
+    {
+        let contents = try fileContents(key, sealing: sealing)
+        let directory = (path as NSString).deletingLastPathComponent
+        let temporary = SecureFileSystem.temporaryPath(for: path)
+        try SecureFileSystem.createFile(temporary, contents: contents)
+        defer { SecureFileSystem.remove(temporary) }
+        try SecureFileSystem.withDirectoryLock(directory) {
+            guard try SecureFileSystem.readFile(path, limit: 4096) == plain else { return }
+            guard rename(temporary, path) == 0 else { throw SecureFileSystem.posixError("cannot replace", path) }
+            try SecureFileSystem.syncDirectory(directory)
+        }
     }
 }
 

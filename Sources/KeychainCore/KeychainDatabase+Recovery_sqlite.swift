@@ -49,10 +49,28 @@ extension KeychainDatabase {
                             try Sealing.seal(key.bytes, key: wrappingKey, context: context))
                     }
                 }
+                // The device key too, so that the recovery key brings back this machine's keys
+                // when the TPM that sealed the device key file was cleared or replaced.
+                try Storage.setMeta(
+                    db, Self.escrowedDeviceKey,
+                    try Sealing.seal(deviceKey.bytes, key: escrowKey(recovery), context: escrowContext))
             }
         }
         return recovery.text
     }
+
+    /// Where the device key is kept under the recovery key: a `wrap.…recovery` name, so that it
+    /// lives and dies with the recovery key's wrappings (kept by a password change, removed by a
+    /// new recovery key or a key rotation).
+    static let escrowedDeviceKey = "wrap.devicekey.recovery"
+
+    private func escrowKey(_ recovery: RecoveryKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: recovery.key, salt: keychainID,
+            info: Data("keychain-linux wrap devicekey recovery v1".utf8), outputByteCount: 32)
+    }
+
+    private var escrowContext: Data { keychainID + Data("devicekey.recovery".utf8) }
 
     /// The keys that `text` opens when it is this keychain's recovery key; `nil` when it is not
     /// a recovery key's text or not this keychain's (a password, then).
@@ -62,7 +80,18 @@ extension KeychainDatabase {
             meta: meta, header: header,
             wrapping: WrappingKeys(deviceKey: deviceKey, recoveryKey: recovery.key, keychainID: keychainID))
         guard keys[.protection(.whenUnlocked)] != nil, keys[.protection(.afterFirstUnlock)] != nil else { return nil }
-        return keys
+        // This process cannot read the device key (its file is sealed to a TPM that was cleared
+        // or replaced, or gone): the one the recovery key kept opens the rest, and is put back.
+        guard keys.count < KeyName.all.count, deviceKeyIsStandIn, let escrowed = meta[Self.escrowedDeviceKey],
+            let bytes = try? Sealing.open(escrowed, key: escrowKey(recovery), context: escrowContext), bytes.count == 32
+        else { return keys }
+        let recovered = SymmetricKey(data: bytes)
+        let all = try unwrapAll(
+            meta: meta, header: header,
+            wrapping: WrappingKeys(deviceKey: recovered, recoveryKey: recovery.key, keychainID: keychainID))
+        guard all.count == KeyName.all.count else { return keys }
+        try restoreDeviceKey(recovered)
+        return all
     }
 }
 

@@ -29,7 +29,11 @@ public final class KeychainDatabase: Sendable {
 
     let writer: any DatabaseWriter
     let keychainID: Data
-    let deviceKey: SymmetricKey
+    /// The device key, or a key that opens nothing standing in for one this process cannot
+    /// read (a password keychain opens without it); a recovery key may restore it.
+    private let deviceKeyState: Mutex<(key: SymmetricKey, isStandIn: Bool)>
+    var deviceKey: SymmetricKey { deviceKeyState.withLock { $0.key } }
+    var deviceKeyIsStandIn: Bool { deviceKeyState.withLock { $0.isStandIn } }
     let keys: KeyRing
     let searchStatements = SearchStatements()
     /// Connections of their own for one-`SELECT` searches of a pooled file (``QuickReaders``).
@@ -68,9 +72,9 @@ public final class KeychainDatabase: Sendable {
         let header = try Header(meta: meta)
         // A password keychain whose device key is gone still opens with its password; a key
         // that opens nothing stands in, as on another machine.
-        deviceKey =
-            try configuration.deviceKey.loadForOpening(keychain: path, hasPassword: header.kdf != nil)
-            ?? SymmetricKey(size: .bits256)
+        let deviceKey = try configuration.deviceKey.loadForOpening(
+            keychain: path, hasPassword: header.kdf != nil, sealing: configuration.hardwareSealing)
+        deviceKeyState = Mutex((deviceKey ?? SymmetricKey(size: .bits256), deviceKey == nil))
         keys = KeyRing(layout: header.indexLayout, groups: configuration.accessGroups.groups.filter { $0 != "*" })
         try header.kdf?.0.validate(allowingWeak: configuration.allowsUnsafeKeyDerivation)
         self.header = Mutex(header)
@@ -297,7 +301,7 @@ public final class KeychainDatabase: Sendable {
         try Storage.setMeta(db, "id", keychainID)
         let layout = IndexLayout.lookupKeys
         if let value = layout.metaValue { try Storage.setMeta(db, IndexLayout.metaName, value) }
-        let deviceKey = try configuration.deviceKey.loadForCreating()
+        let deviceKey = try configuration.deviceKey.loadForCreating(sealing: configuration.hardwareSealing)
         _ = try writeHeader(
             db, keys: KeyName.freshKeys(), password: password,
             layout: layout, deviceKey: deviceKey, keychainID: keychainID, configuration: configuration,
@@ -611,6 +615,13 @@ public final class KeychainDatabase: Sendable {
         // this device's items unreadable for good on the machine that has the right key.
         guard unwrapped.count == KeyName.all.count else { throw Self.deviceKeysMissing }
         return unwrapped
+    }
+
+    /// Puts back the device key a recovery key kept (``unwrapWithRecoveryKey(_:meta:header:)``):
+    /// in its file, sealed as this process seals device keys, and in this handle.
+    func restoreDeviceKey(_ key: SymmetricKey) throws {
+        try configuration.deviceKey.restore(key, sealing: configuration.hardwareSealing)
+        deviceKeyState.withLock { $0 = (key, false) }
     }
 
     static let deviceKeysMissing = KeychainError(

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Something that seals a small secret to this machine's hardware, so that only this machine
 /// can unseal it, and only with the authorization it was sealed under: a TPM 2.0
@@ -21,6 +22,11 @@ public protocol KeychainSealer: Sendable {
     /// Unseals what ``sealToBootState(_:)`` returned.
     /// - Throws: `.authFailed` with ``KeychainError/isSetupProblem`` when the boot state changed.
     func unsealFromBootState(_ sealed: Data) throws -> Data
+    /// Seals `secret` to this machine alone: it unseals with no authorization, only on this
+    /// hardware, and even while wrong passwords have locked the hardware out.
+    func sealToMachine(_ secret: Data) throws -> Data
+    /// Unseals what ``sealToMachine(_:)`` returned.
+    func unsealFromMachine(_ sealed: Data) throws -> Data
 }
 
 /// Which keychains' passwords are entangled with this machine's hardware, and the sealer.
@@ -37,10 +43,32 @@ public struct HardwareSealing: Sendable {
     /// The keychain files sealed when a password is set on them (the login keychain), as
     /// ``KeychainPaths`` spells them.
     public var keychains: Set<String>
+    /// Whether the device key file is sealed too (``sealer``'s ``KeychainSealer/sealToMachine(_:)``):
+    /// converted in place when first read, and made sealed. Only processes with a sealer can
+    /// then open password-less keychains and the "this device only" classes.
+    public var sealsDeviceKey: Bool
+    /// The device keys unsealed so far, so that the hardware is asked once per key file.
+    package let unsealedDeviceKeys = UnsealedDeviceKeys()
 
-    /// Sealing for `keychains` by `sealer`.
-    public init(sealer: any KeychainSealer, keychains: Set<String>) {
+    /// Sealing for `keychains` by `sealer`, and of the device key file when `sealsDeviceKey`.
+    public init(sealer: any KeychainSealer, keychains: Set<String>, sealsDeviceKey: Bool = true) {
         self.sealer = sealer
         self.keychains = keychains
+        self.sealsDeviceKey = sealsDeviceKey
+    }
+}
+
+/// Device keys already unsealed by a process's ``HardwareSealing``, by their sealed bytes.
+package final class UnsealedDeviceKeys: Sendable {
+    private let keys = Mutex<[Data: DeviceKeySource.KeyBytes]>([:])
+
+    /// The key unsealed from `sealed`, by `unseal` the first time.
+    package func key(for sealed: Data, unseal: () throws -> Data) throws -> DeviceKeySource.KeyBytes {
+        if let key = keys.withLock({ $0[sealed] }) { return key }
+        var secret = try unseal()
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        let key = DeviceKeySource.KeyBytes(secret)
+        keys.withLock { $0[sealed] = key }
+        return key
     }
 }

@@ -48,6 +48,16 @@ public struct TPMSealer: KeychainSealer {
         }
     }
 
+    /// Seals `secret` to this TPM alone; see ``TPM/seal(_:)``.
+    public func sealToMachine(_ secret: Data) throws -> Data {
+        try mapped { try TPM(tcti: tcti).seal(secret).serialized }
+    }
+
+    /// Unseals what ``sealToMachine(_:)`` sealed; see ``TPM/unseal(_:)``.
+    public func unsealFromMachine(_ sealed: Data) throws -> Data {
+        try mapped { try TPM(tcti: tcti).unseal(TPMSealedSecret(serialized: sealed)) }
+    }
+
     /// The PCRs a boot-state seal is bound to: PCR 7, Secure Boot's state and the keys it trusts
     /// (it changes when Secure Boot is turned off or its keys change, not at every kernel update).
     public static let bootStatePCRs = [7]

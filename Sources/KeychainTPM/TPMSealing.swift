@@ -191,6 +191,33 @@ public final class TPM: Sendable {
         }
     }
 
+    // MARK: Sealed to this TPM alone
+
+    /// Seals `secret` (at most ``maximumSecret`` bytes) to this TPM alone: it unseals with no
+    /// authorization, on this TPM only (not on another machine, nor after this one is cleared).
+    /// The object is not counted by the dictionary-attack protection (there is nothing to
+    /// guess), so a TPM locked out by wrong passwords still unseals it.
+    public func seal(_ secret: Data) throws -> TPMSealedSecret {
+        guard secret.count <= Self.maximumSecret else { throw TPMError(.malformed, "TPM.seal") }
+        return try handles.withLock { handles in
+            let esys = handles.esys
+            let primary = try Self.storageKey(esys)
+            defer { Esys_FlushContext(esys, primary) }
+            var sensitive = TPM2B_SENSITIVE_CREATE()
+            Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
+            // fixedTPM, fixedParent, userWithAuth (an empty one), noDA.
+            let template = Self.sealedObject(
+                attributes: 0x0000_0002 | 0x0000_0010 | 0x0000_0040 | 0x0000_0400, policy: Data())
+            return try Self.create(esys, under: primary, sensitive: &sensitive, template: template)
+        }
+    }
+
+    /// Unseals what ``seal(_:)`` sealed, in a salted, encrypted session.
+    /// - Throws: ``TPMError``: `.notThisTPM`, `.malformed`.
+    public func unseal(_ sealed: TPMSealedSecret) throws -> Data {
+        try unseal(sealed, authorization: Data())
+    }
+
     // MARK: Sealed to the boot state
 
     /// Seals `secret` (at most ``maximumSecret`` bytes) under a policy of the current values of

@@ -191,7 +191,7 @@ static int wait_for(pid_t child, int seconds) {
 
 // What `keychaind --pam` exits with when the password does not open the login keychain, and when
 // the keychain is sealed to a TPM that cannot open it now (another machine's, or this one cleared).
-enum { kWrongPassword = 3, kOtherTPM = 4, kBootStateChanged = 5 };
+enum { kWrongPassword = 3, kOtherTPM = 4, kBootStateChanged = 5, kCreated = 6 };
 
 // Hands `first` (and `second`, for a password change) to `keychaind --pam MODE` run as the user.
 // The input is the first secret's length (4 bytes, big-endian) and bytes, then the second's.
@@ -235,7 +235,7 @@ static int hand_off(pam_handle_t *pamh, const struct options *options, const cha
     int status = wait_for(child, options->timeout);
     close(pair[0]);
     if (failed) status = -1;
-    if (status != 0) {
+    if (status != 0 && status != kCreated) {
         pam_syslog(pamh, LOG_NOTICE, "keychaind --pam %s for %s ended with %d", mode, user_name, status);
     } else if (options->debug) {
         pam_syslog(pamh, LOG_DEBUG, "keychaind --pam %s for %s: done", mode, user_name);
@@ -268,7 +268,7 @@ EXPORT int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **
     const struct secret *password = data;
     int status = hand_off(pamh, &options, "login", password->bytes, NULL);
     (void)pam_set_data(pamh, kPasswordData, NULL, NULL);
-    return status == 0 ? PAM_SUCCESS : PAM_IGNORE;
+    return status == 0 || status == kCreated ? PAM_SUCCESS : PAM_IGNORE;
 }
 
 EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {
@@ -302,8 +302,14 @@ EXPORT int pam_sm_open_session(pam_handle_t *pamh, int flags, int argc, const ch
         (void)pam_info(pamh,
                        "Your login keychain is sealed to a TPM that cannot open it now (cleared or replaced). "
                        "Open it with its recovery key: security set-keychain-password -o RECOVERY-KEY");
+    } else if (status == kCreated && !(flags & PAM_SILENT)) {
+        // The login keychain has had the login password since this login: said once, as the way
+        // back after a forgotten password or a cleared TPM (the key itself is never in a message).
+        (void)pam_info(pamh,
+                       "Your login keychain now opens with your login password. Make its recovery key once, "
+                       "and keep it apart from this computer: security login-keychain --recovery-key");
     }
-    return status == 0 ? PAM_SUCCESS : PAM_IGNORE;
+    return status == 0 || status == kCreated ? PAM_SUCCESS : PAM_IGNORE;
 }
 
 EXPORT int pam_sm_close_session(pam_handle_t *pamh, int flags, int argc, const char **argv) {

@@ -22,8 +22,10 @@ import KeychainLibc
 /// Exit status: 0 done; 2 usage or malformed input; 3 the password does not open the login
 /// keychain (an administrator's password reset: docs/login.md says how to recover); 4 the
 /// keychain is sealed to a TPM that cannot open it (cleared or replaced: its recovery key does);
-/// 5 the boot state changed since unlocking without a password was turned on; 1 any other
-/// failure. The PAM module logs the status and never fails the login.
+/// 5 the boot state changed since unlocking without a password was turned on; 6 done, and the
+/// login keychain was created or converted under the password now (the module suggests a
+/// recovery key, once); 1 any other failure. The PAM module logs the failures and never fails
+/// the login.
 enum PAMHandoff {
     /// The longest secret accepted (the module sends at most 4,096 bytes).
     static let maximumSecret = 4096
@@ -59,7 +61,7 @@ enum PAMHandoff {
             }
             let login = agent.keychain(at: KeychainSelection().loginKeychain)
             switch mode {
-            case .login: try unlockAtLogin(login, agent: agent, password: secrets[0])
+            case .login: return try unlockAtLogin(login, agent: agent, password: secrets[0]) ? 6 : 0
             case .password: try changePassword(login, old: secrets[0], new: secrets[1])
             case .unlock: if login.hasPassword && login.isLocked { try login.unlock(password: nil) }
             }
@@ -111,13 +113,14 @@ enum PAMHandoff {
         }
     }
 
-    /// At login: create, convert or unlock the login keychain with `password`.
-    static func unlockAtLogin(_ login: AgentKeychain, agent: AgentConnection, password: Data) throws {
+    /// At login: create, convert or unlock the login keychain with `password`; `true` when it was
+    /// created or converted (it has had the login password since this login).
+    static func unlockAtLogin(_ login: AgentKeychain, agent: AgentConnection, password: Data) throws -> Bool {
         if !FileManager.default.fileExists(atPath: login.keychain) {
             do {
                 _ = try agent.createKeychain(at: login.keychain, password: password)
                 try lockWithTheSession(login)
-                return
+                return true
             } catch let raced as KeychainError where raced.code == .duplicateKeychain {
                 // Another login of the user made it first: it is there to unlock.
             }
@@ -126,9 +129,11 @@ enum PAMHandoff {
             // Today's password-less login keychain becomes a password keychain, items kept.
             try login.changePassword(old: nil, new: password)
             try lockWithTheSession(login)
+            return true
         } else if login.isLocked {
             try login.unlock(password: password)
         }
+        return false
     }
 
     /// A login keychain the login password now protects locks its when-unlocked items when the

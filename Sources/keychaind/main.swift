@@ -356,14 +356,15 @@ do {
     exit(1)
 }
 
-/// The login keychain sealed to this machine's TPM, when it has one (docs/login.md): the TPM the
-/// user's preferences name, else `/dev/tpmrm0`. A preference that names no TPM is reported and
-/// seals nothing; a keychain sealed already still needs its TPM (it never opens without).
+/// The login keychain and the device key file sealed to this machine's TPM, when it has one
+/// (docs/login.md): the TPM the user's preferences name, else `/dev/tpmrm0`. A preference that
+/// names no TPM is reported and seals nothing; a keychain or device key sealed already still
+/// needs its TPM (neither ever opens without).
 func loginKeychainSealing(_ paths: KeychainPaths) -> HardwareSealing? {
     do {
         let preferences = try KeychainPreferences.load(from: paths.preferencesFile)
         guard let sealer = try TPMSealer.configured(by: preferences) else { return nil }
-        return HardwareSealing(sealer: sealer, keychains: [paths.loginKeychain])
+        return HardwareSealing(sealer: sealer, keychains: [paths.loginKeychain], sealsDeviceKey: true)
     } catch let error as KeychainError {
         complain("the login keychain is not sealed to a TPM: \(error.message)")
         return nil

@@ -191,6 +191,7 @@ import Testing
         let login = try account.pam(["authenticate", "open_session"], input: [account.password])
         #expect(login.status == 0, "\(login)")
         #expect(!(login.out + login.err).contains("set-keychain-password"), "no note when all is well: \(login)")
+        #expect((login.out + login.err).contains("security login-keychain --recovery-key"), "once: \(login)")
         #expect(FileManager.default.fileExists(atPath: account.loginKeychain))
         // Unlocked in the agent: a later process adds and reads without a password.
         #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
@@ -212,6 +213,7 @@ import Testing
         #expect(try account.security(["find-generic-password", "-s", "svc", "-w"]).status == 36)
         let again = try account.pam(["authenticate", "open_session"], input: [account.password])
         #expect(again.status == 0, "\(again)")
+        #expect(!(again.out + again.err).contains("recovery"), "the recovery key is suggested once: \(again)")
         let found = try account.security(["find-generic-password", "-s", "svc", "-a", "me", "-w"])
         #expect(found.status == 0 && found.out == "s3cret\n", "\(found)")
     }
@@ -223,7 +225,9 @@ import Testing
         let add = try account.security(["add-generic-password", "-s", "old", "-a", "me", "-w", "kept"])
         #expect(add.status == 0, "\(add)")
         #expect(try account.security(["unlock-keychain", "-p", "anything"]).status == 0, "password-less")
-        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        let converting = try account.pam(["authenticate", "open_session"], input: [account.password])
+        #expect(converting.status == 0, "\(converting)")
+        #expect((converting.out + converting.err).contains("security login-keychain --recovery-key"), "\(converting)")
         #expect(try account.security(["lock-keychain", "-a"]).status == 0)
         let locked = try account.security(["find-generic-password", "-s", "old", "-w"])
         #expect(locked.status == 36, "now locked: \(locked)")
@@ -319,6 +323,9 @@ import Testing
         #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
         #expect(try account.security(["add-generic-password", "-s", "svc", "-a", "me", "-w", "s3cret"]).status == 0)
         #expect(try account.security(["lock-keychain", "-a"]).status == 0)
+        // The agent sealed the device key file too: its key is in it only as the TPM sealed it.
+        let deviceKey = try Data(contentsOf: URL(fileURLWithPath: account.home + "/.config/keychain/device-key"))
+        #expect(deviceKey.starts(with: Data("keychain-linux device key v2 sealed\n".utf8)))
         // Another machine: the home directory (keychain and device key) with another TPM.
         let other = try account.softwareTPM()
         try account.useTPM(other)
