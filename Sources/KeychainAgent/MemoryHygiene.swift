@@ -39,6 +39,7 @@ public enum MemoryHygiene {
                 let rest = tunables.split(separator: ":").filter { $0 != tunable }.joined(separator: ":")
                 if rest.isEmpty { unsetenv("GLIBC_TUNABLES") } else { setenv("GLIBC_TUNABLES", rest, 1) }
             }
+            restoreProcessName(arguments.first ?? "keychaind")
             return
         }
         let tunables = getenv("GLIBC_TUNABLES").map { String(cString: $0) + ":" } ?? ""
@@ -51,6 +52,19 @@ public enum MemoryHygiene {
         for pointer in argv { free(pointer) }
         unsetenv(marker)
         unsetenv("MALLOC_PERTURB_")
+    }
+
+    /// Gives the process started again through `/proc/self/exe` its name back (the kernel names
+    /// it `exe`), so that `ps`, `top` and `pkill keychaind` find it: the last component of
+    /// `program`, at most 15 bytes, written to `/proc/self/comm` (the main thread's name, which
+    /// is the process's; no other thread runs yet).
+    static func restoreProcessName(_ program: String) {
+        let last = program.split(separator: "/").last.map(String.init) ?? "keychaind"
+        let name = String(decoding: Array(last.utf8).prefix(15), as: UTF8.self)
+        let fd = open("/proc/self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = name.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
     }
 
     /// Zeroes the stack below the caller's frame (64 KiB, deeper than a request's calls go).

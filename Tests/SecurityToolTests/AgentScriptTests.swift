@@ -30,7 +30,11 @@ import Testing
         defer { stopAgent(at: socketPath(sandbox)) }
         let create = try run(sandbox, ["create-keychain", "-p", "P4ss", "build.keychain"])
         #expect(create.status == 0, "\(create)")
-        #expect(agentPid(at: socketPath(sandbox)) != nil, "the first command started the agent")
+        let agent = agentPid(at: socketPath(sandbox))
+        #expect(agent != nil, "the first command started the agent")
+        // Started again with the wiping allocator, it is still named keychaind (for ps and pkill).
+        let name = agent.flatMap { try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8) }
+        #expect(name == "keychaind\n", "\(name ?? "no /proc entry")")
         let unlock = try run(sandbox, ["unlock-keychain", "-p", "P4ss", "build.keychain"])
         #expect(unlock.status == 0, "\(unlock)")
         let add = try run(
