@@ -376,6 +376,8 @@ let package = Package(
             name: "PAMKeychainTests",
             dependencies: ["keychaind", "SecurityToolMain", "PAMKeychain", "KeychainTestSupport", "KeychainLibc"]
         ),
+        // The Debian package scripts/make-deb builds: dpkg-deb, lintian, dpkg into a throwaway root.
+        .testTarget(name: "PackageTests"),
         .testTarget(
             name: "KeychainAgentProtocolTests",
             dependencies: ["KeychainAgentProtocol", "KeychainCore", "DBusWire", "SeededRandom"]

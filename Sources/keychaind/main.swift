@@ -336,6 +336,8 @@ func run() async throws -> Never {
     }
 }
 
+answerHelpIfAsked(CommandLine.arguments)
+
 // `keychaind --pam MODE`: pam_keychain.so handing the login password over (a client, not an agent).
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "--pam" {
     exit(PAMHandoff.run(CommandLine.arguments))

@@ -101,13 +101,16 @@ struct SystemdUnitTests {
         #expect(created.contains("-m 0700"))
     }
 
-    @Test("the service is sandboxed, restarts on failure and dumps no core")
+    @Test(
+        "the service is sandboxed, restarts on failure and dumps no core; it reaches the TPM and, for sync, IP"
+    )
     func serviceHardening() throws {
         let service = try Self.unit("keychaind.service")
         for (key, value) in [
             ("ExecStart", "%h/.local/bin/keychaind"), ("Restart", "on-failure"), ("LimitCORE", "0"),
             ("NoNewPrivileges", "yes"), ("PrivateTmp", "yes"), ("ProtectSystem", "strict"),
-            ("MemoryDenyWriteExecute", "yes"), ("RestrictAddressFamilies", "AF_UNIX"), ("LockPersonality", "yes"),
+            ("MemoryDenyWriteExecute", "yes"), ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
+            ("LockPersonality", "yes"), ("PrivateDevices", "yes"), ("BindPaths", "-/dev/tpmrm0"),
             ("ProtectKernelTunables", "yes"), ("ProtectKernelModules", "yes"), ("ProtectControlGroups", "yes"),
             ("RestrictNamespaces", "yes"), ("RestrictSUIDSGID", "yes"), ("UMask", "0077"),
         ] {
