@@ -163,17 +163,8 @@ public final class TPM: Sendable {
         guard secret.count <= Self.maximumSecret, authorization.count <= 32 else {
             throw TPMError(.malformed, "TPM.seal")
         }
-        return try handles.withLock { handles in
-            let esys = handles.esys
-            let primary = try Self.storageKey(esys)
-            defer { Esys_FlushContext(esys, primary) }
-            var sensitive = TPM2B_SENSITIVE_CREATE()
-            Self.fill(&sensitive.sensitive.userAuth.size, &sensitive.sensitive.userAuth.buffer, authorization)
-            Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
-            // fixedTPM, fixedParent, userWithAuth; not noDA: wrong authorizations count.
-            let template = Self.sealedObject(attributes: 0x0000_0002 | 0x0000_0010 | 0x0000_0040, policy: Data())
-            return try Self.create(esys, under: primary, sensitive: &sensitive, template: template)
-        }
+        // Not noDA: wrong authorizations count.
+        return try sealObject(secret, authorization: authorization, attributes: Self.userWithAuth)
     }
 
     /// Unseals what ``seal(_:authorization:)`` sealed, with the same authorization.
@@ -199,17 +190,8 @@ public final class TPM: Sendable {
     /// guess), so a TPM locked out by wrong passwords still unseals it.
     public func seal(_ secret: Data) throws -> TPMSealedSecret {
         guard secret.count <= Self.maximumSecret else { throw TPMError(.malformed, "TPM.seal") }
-        return try handles.withLock { handles in
-            let esys = handles.esys
-            let primary = try Self.storageKey(esys)
-            defer { Esys_FlushContext(esys, primary) }
-            var sensitive = TPM2B_SENSITIVE_CREATE()
-            Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
-            // fixedTPM, fixedParent, userWithAuth (an empty one), noDA.
-            let template = Self.sealedObject(
-                attributes: 0x0000_0002 | 0x0000_0010 | 0x0000_0040 | 0x0000_0400, policy: Data())
-            return try Self.create(esys, under: primary, sensitive: &sensitive, template: template)
-        }
+        // An empty authorization value.
+        return try sealObject(secret, authorization: Data(), attributes: Self.userWithAuth | Self.noDA)
     }
 
     /// Unseals what ``seal(_:)`` sealed, in a salted, encrypted session.
@@ -229,16 +211,9 @@ public final class TPM: Sendable {
         guard secret.count <= Self.maximumSecret, !pcrs.isEmpty, pcrs.allSatisfy({ (0..<24).contains($0) }) else {
             throw TPMError(.malformed, "TPM.seal")
         }
-        return try handles.withLock { handles in
-            let esys = handles.esys
-            let primary = try Self.storageKey(esys)
-            defer { Esys_FlushContext(esys, primary) }
-            var sensitive = TPM2B_SENSITIVE_CREATE()
-            Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
-            // fixedTPM, fixedParent, noDA; not userWithAuth: only the policy authorizes.
-            let template = Self.sealedObject(
-                attributes: 0x0000_0002 | 0x0000_0010 | 0x0000_0400, policy: try Self.pcrPolicyDigest(esys, pcrs: pcrs))
-            return try Self.create(esys, under: primary, sensitive: &sensitive, template: template)
+        // Not userWithAuth: only the policy authorizes.
+        return try sealObject(secret, authorization: Data(), attributes: Self.noDA) { esys in
+            try Self.pcrPolicyDigest(esys, pcrs: pcrs)
         }
     }
 
@@ -262,6 +237,33 @@ public final class TPM: Sendable {
     }
 
     // MARK: Creating, loading and unsealing
+
+    // The object attributes of TPM 2.0 Part 2, 8.3 (TPMA_OBJECT).
+    static let fixedTPM: TPMA_OBJECT = 0x0000_0002
+    static let fixedParent: TPMA_OBJECT = 0x0000_0010
+    static let userWithAuth: TPMA_OBJECT = 0x0000_0040
+    static let noDA: TPMA_OBJECT = 0x0000_0400
+
+    /// Creates a sealed data object holding `secret` under the owner's storage key:
+    /// `fixedTPM|fixedParent` and `attributes`, with `authorization` as its authorization value
+    /// and `policy`'s digest as its policy.
+    private func sealObject(
+        _ secret: Data, authorization: Data, attributes: TPMA_OBJECT,
+        policy: (OpaquePointer?) throws -> Data = { _ in Data() }
+    ) throws -> TPMSealedSecret {
+        try handles.withLock { handles in
+            let esys = handles.esys
+            let primary = try Self.storageKey(esys)
+            defer { Esys_FlushContext(esys, primary) }
+            var sensitive = TPM2B_SENSITIVE_CREATE()
+            Self.fill(&sensitive.sensitive.userAuth.size, &sensitive.sensitive.userAuth.buffer, authorization)
+            Self.fill(&sensitive.sensitive.data.size, &sensitive.sensitive.data.buffer, secret)
+            defer { explicit_bzero(&sensitive, MemoryLayout<TPM2B_SENSITIVE_CREATE>.size) }
+            let template = Self.sealedObject(
+                attributes: Self.fixedTPM | Self.fixedParent | attributes, policy: try policy(esys))
+            return try Self.create(esys, under: primary, sensitive: &sensitive, template: template)
+        }
+    }
 
     /// A sealed data object's template: a keyed hash with no scheme, named with SHA-256.
     static func sealedObject(attributes: TPMA_OBJECT, policy: Data) -> TPM2B_PUBLIC {

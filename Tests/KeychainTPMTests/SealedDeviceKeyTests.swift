@@ -37,13 +37,9 @@ import Testing
         var isKeyFileSealed: Bool { keyFileContents.starts(with: Data("keychain-linux device key v2 sealed\n".utf8)) }
     }
 
-    static let item = Item(
-        class: .genericPassword, attributes: [.service: .string("mail"), .account: .string("me")],
-        data: Data("hunter2".utf8))
+    static let item = SealedKeychainTests.item
 
-    static func readsItem(_ keychain: KeychainDatabase) throws -> Bool {
-        try keychain.findFirst(ItemQuery(class: .genericPassword), includeData: true)?.data == item.data
-    }
+    static func readsItem(_ keychain: KeychainDatabase) throws -> Bool { try SealedKeychainTests.readsItem(keychain) }
 
     @Test("a device key made by a process with a TPM is sealed, and a password-less keychain opens with it")
     func newDeviceKeyIsSealed() throws {
