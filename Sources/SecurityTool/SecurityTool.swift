@@ -39,7 +39,8 @@ package enum SecurityTool {
         DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, AddTrustedCert.self,
         RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
         VerifyCert.self, CMSCommand.self, SetIdentityPreference.self, GetIdentityPreference.self,
-        ErrorCommand.self, ImportSecretService.self, SetLoginUnlock.self, SyncCommand.self,
+        ErrorCommand.self, ImportSecretService.self, SecretServiceProvider.self, SetLoginUnlock.self,
+        SyncCommand.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name
@@ -174,7 +175,7 @@ package enum SecurityTool {
     }
 
     /// The commands of this `security` that macOS's has not, matched after macOS's names.
-    static let linuxCommandNames = ["import-secret-service", "set-login-unlock", "sync"]
+    static let linuxCommandNames = ["import-secret-service", "secret-service", "set-login-unlock", "sync"]
 
     /// The Linux commands `security-linux` runs (``LinuxCompanion``).
     static let companionCommandNames = ["import-secret-service", "sync"]

@@ -161,7 +161,13 @@ final class PrivateSessionBus: @unchecked Sendable {
 
     /// Starts the bus; `serviceFile` is the repository's activation file, whose `Exec` is
     /// pointed at the built `keychaind`.
-    init(serviceFile: String, keychaind: String, environment extra: [String: String] = [:]) throws {
+    /// With `standardDirectories`, the bus reads activation files where a user's session bus does
+    /// (`<standard_session_servicedirs/>`: `XDG_DATA_HOME`, `XDG_DATA_DIRS` from `environment`,
+    /// then `/usr/share`) and not the private directory holding `serviceFile`'s copy.
+    init(
+        serviceFile: String, keychaind: String, environment extra: [String: String] = [:],
+        standardDirectories: Bool = false
+    ) throws {
         extraEnvironment = extra
         root = FileManager.default.temporaryDirectory.path + "/secret-service-\(UUID().uuidString.prefix(8))"
         for directory in ["home", "data", "config", "run", "services", "bus"] {
@@ -181,7 +187,7 @@ final class PrivateSessionBus: @unchecked Sendable {
               <type>session</type>
               <listen>unix:dir=\(root)/bus</listen>
               <auth>EXTERNAL</auth>
-              <servicedir>\(root)/services</servicedir>
+              \(standardDirectories ? "<standard_session_servicedirs/>" : "<servicedir>\(root)/services</servicedir>")
               <!-- A user's session bus has these limits (Debian's /usr/share/dbus-1/session.conf);
                    dbus-daemon's own defaults are a system bus's. -->
               <limit name="max_incoming_bytes">1000000000</limit>

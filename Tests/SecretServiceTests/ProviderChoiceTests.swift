@@ -1,0 +1,103 @@
+import Foundation
+import KeychainLibc
+import KeychainTestSupport
+import Testing
+
+/// `security secret-service enable|disable|status` on a session bus that reads activation files
+/// where a user's does: the system's gnome-keyring file (Debian's, copied into a private
+/// `XDG_DATA_DIRS`) against ours in the user's `XDG_DATA_HOME`, each provider really started by
+/// the bus and identified by its executable.
+@Suite struct ProviderChoiceTests {
+    /// Debian's gnome-keyring activation file, as the system has it.
+    static let gnomeKeyringFile = "/usr/share/dbus-1/services/org.freedesktop.secrets.service"
+
+    /// Asks the bus to start the provider (a call to it) and returns the executable of the process
+    /// that owns the name then.
+    static func activatedProvider(_ bus: PrivateSessionBus) throws -> (pid: Int32, executable: String) {
+        // The bus notices a new activation file by inotify; a reload makes this test not depend on
+        // which of two ready descriptors it serves first.
+        _ = try runTool(
+            try requireTool("/usr/bin/dbus-send"),
+            [
+                "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.ReloadConfig",
+            ], environment: bus.environment)
+        _ = try runTool(
+            try requireTool("/usr/bin/dbus-send"),
+            [
+                "--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.freedesktop.DBus.Peer.Ping",
+            ], environment: bus.environment, deadline: 60)
+        let pid = try #require(try bus.ownerPID(of: "org.freedesktop.secrets"), "a provider was started")
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+        return (pid, executable)
+    }
+
+    static func stopProvider(_ pid: Int32) {
+        kill(pid, SIGTERM)
+        if !waitUntilGone(pid) { kill(pid, SIGKILL) }
+    }
+
+    @Test("enable makes the bus start keychaind instead of the system's gnome-keyring, and disable gives the name back")
+    func enableAndDisable() throws {
+        let gnome = try String(contentsOfFile: try Self.requireFile(Self.gnomeKeyringFile), encoding: .utf8)
+        let system = FileManager.default.temporaryDirectory.path + "/system-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: system + "/dbus-1/services", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: system) }
+        try gnome.write(
+            toFile: system + "/dbus-1/services/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        let keychaind = try requireTool(productsDirectory + "/keychaind")
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: keychaind, environment: ["XDG_DATA_DIRS": system], standardDirectories: true)
+        defer { bus.stop() }
+        let security = try requireTool(productsDirectory + "/security")
+        func tool(_ action: String) throws -> ToolResult {
+            try runTool(security, ["secret-service", action], environment: bus.environment)
+        }
+
+        // The system's provider, as on a desktop with gnome-keyring installed.
+        #expect(try tool("status").out.contains("gnome-keyring-daemon"))
+        let before = try Self.activatedProvider(bus)
+        #expect(before.executable.hasSuffix("/gnome-keyring-daemon"), "\(before.executable)")
+        Self.stopProvider(before.pid)
+
+        let enabled = try tool("enable")
+        #expect(enabled.status == 0, "\(enabled)")
+        #expect(try tool("status").out.contains(keychaind + " --secret-service"))
+        let ours = try Self.activatedProvider(bus)
+        #expect(ours.executable == keychaind, "\(ours.executable)")
+        Self.stopProvider(ours.pid)
+
+        let disabled = try tool("disable")
+        #expect(disabled.status == 0 && disabled.out.contains("gnome-keyring-daemon"), "\(disabled)")
+        let after = try Self.activatedProvider(bus)
+        #expect(after.executable.hasSuffix("/gnome-keyring-daemon"), "\(after.executable)")
+        Self.stopProvider(after.pid)
+        // Nothing left of ours; a second disable has nothing to do.
+        #expect(
+            !FileManager.default.fileExists(atPath: bus.root + "/data/dbus-1/services/org.freedesktop.secrets.service"))
+        #expect(try tool("disable").out.contains("nothing to do"))
+    }
+
+    @Test("enable never overwrites an activation file it did not make")
+    func enableKeepsAForeignFile() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let directory = bus.root + "/data/dbus-1/services"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let mine = "[D-BUS Service]\nName=org.freedesktop.secrets\nExec=/usr/bin/oo7-daemon\n"
+        try mine.write(toFile: directory + "/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        let security = try requireTool(productsDirectory + "/security")
+        let refused = try runTool(security, ["secret-service", "enable"], environment: bus.environment)
+        #expect(refused.status != 0, "\(refused)")
+        let disabled = try runTool(security, ["secret-service", "disable"], environment: bus.environment)
+        #expect(disabled.status == 0)
+        #expect(try String(contentsOfFile: directory + "/org.freedesktop.secrets.service", encoding: .utf8) == mine)
+    }
+
+    static func requireFile(_ path: String) throws -> String {
+        guard FileManager.default.fileExists(atPath: path) else { throw ToolMissing(description: "\(path) is missing") }
+        return path
+    }
+}
