@@ -172,6 +172,21 @@ public enum SleepLock {
             DBusMatchRule(sender: login1, interface: sessionInterface, member: "Lock", path: path)
         }
 
+        /// The session's properties changing: `LockedHint` turns true when the desktop locks the
+        /// screen by itself (GNOME's and KDE's lock screens set it through `SetLockedHint`, and
+        /// send no `Lock`).
+        static func sessionProperties(_ path: String) -> DBusMatchRule {
+            DBusMatchRule(
+                sender: login1, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: path,
+                arguments: [0: sessionInterface])
+        }
+
+        /// Whether `signal`'s changed properties set `LockedHint` to true.
+        static func setsLockedHint(_ signal: DBusMessage) -> Bool {
+            guard signal.body.count >= 2, case .dictionary(_, _, let entries) = signal.body[1] else { return false }
+            return entries.contains { $0.key == .string("LockedHint") && $0.value == .variant(.boolean(true)) }
+        }
+
         init(connection: DBusConnection, environment: [String: String], log: @escaping @Sendable (String) -> Void) {
             self.connection = connection
             self.environment = environment
@@ -209,6 +224,9 @@ public enum SleepLock {
             if let sessionPath, Self.sessionLock(sessionPath).matches(signal, senderOwner: owner) {
                 return .sessionLock
             }
+            if let sessionPath, Self.sessionProperties(sessionPath).matches(signal, senderOwner: owner) {
+                return Self.setsLockedHint(signal) ? .sessionLock : nil
+            }
             if signal.sender != owner, signal.interface == managerInterface || signal.interface == sessionInterface {
                 log("ignored \(signal.member ?? "a signal") from \(signal.sender ?? "no sender"): not \(login1)")
             }
@@ -221,11 +239,15 @@ public enum SleepLock {
         mutating func findSession() async {
             let path = owner == nil ? nil : await lookUpSession()
             guard path != sessionPath else { return }
-            if let sessionPath { try? await connection.removeMatch(Self.sessionLock(sessionPath)) }
+            if let sessionPath {
+                try? await connection.removeMatch(Self.sessionLock(sessionPath))
+                try? await connection.removeMatch(Self.sessionProperties(sessionPath))
+            }
             sessionPath = nil
             guard let path else { return }
             do {
                 try await connection.addMatch(Self.sessionLock(path))
+                try await connection.addMatch(Self.sessionProperties(path))
                 sessionPath = path
                 log("following Session.Lock of \(path)")
             } catch {

@@ -343,6 +343,56 @@ struct SleepLockTests {
         return connection
     }
 
+    /// The session's `PropertiesChanged`, as logind emits it when a lock screen calls `SetLockedHint`.
+    static func emitLockedHint(_ connection: DBusConnection, _ locked: Bool, path: String) async throws {
+        try await connection.send(
+            .signal(
+                path: path, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                body: [
+                    .string("org.freedesktop.login1.Session"),
+                    .dictionary(
+                        key: .string, value: .variant,
+                        [DBusDictEntry(.string("LockedHint"), .variant(.boolean(locked)))]),
+                    .array(.string, []),
+                ]))
+        _ = try await connection.callBus("GetId")
+    }
+
+    @Test(
+        "a lock screen's LockedHint (GNOME's and KDE's, which send no Lock) locks as Session.Lock does, from logind only"
+    )
+    func lockedHintLocks() async throws {
+        let bus = try SystemBus()
+        defer { bus.stop() }
+        let login1 = try await Self.fallbackLogin1(bus)
+        let expected = "/org/freedesktop/login1/session/c7"
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "XDG_SESSION_ID": "c7"]
+        let lines = Mutex<[String]>([])
+        let (events, received) = AsyncStream.makeStream(of: SleepLock.Event.self)
+        let watching = Task {
+            await SleepLock.watch(environment: environment, log: { line in lines.withLock { $0.append(line) } }) {
+                received.yield($0)
+            }
+            received.finish()
+        }
+        #expect(try await Self.eventually { lines.withLock { $0.contains("following Session.Lock of \(expected)") } })
+        // Unlocked, another session's, and a forger's: nothing. Then the session's own: a lock.
+        let forger = try await DBusConnection.connect(to: try DBusAddress.parseList(bus.address))
+        try await forger.hello()
+        try await Self.emitLockedHint(login1, false, path: expected)
+        try await Self.emitLockedHint(login1, true, path: "/org/freedesktop/login1/session/other")
+        try await Self.emitLockedHint(forger, true, path: expected)
+        try await Self.emitLockedHint(login1, true, path: expected)
+        var iterator = events.makeAsyncIterator()
+        #expect(await iterator.next() == .sessionLock, "only logind's LockedHint=true of the agent's session")
+        try await Self.emit(login1, sleep: true)
+        #expect(await iterator.next() == .sleep, "and nothing came between")
+        bus.stop()
+        await watching.value
+        await forger.close()
+        await login1.close()
+    }
+
     @Test(
         "outside a session by pid, the agent follows $XDG_SESSION_ID's session, else its user's display session",
         arguments: [("c7", "/org/freedesktop/login1/session/c7"), (nil, "/org/freedesktop/login1/session/c9")])
