@@ -367,15 +367,8 @@ struct SleepLockTests {
         let login1 = try await Self.fallbackLogin1(bus)
         let expected = "/org/freedesktop/login1/session/c7"
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "XDG_SESSION_ID": "c7"]
-        let lines = Mutex<[String]>([])
-        let (events, received) = AsyncStream.makeStream(of: SleepLock.Event.self)
-        let watching = Task {
-            await SleepLock.watch(environment: environment, log: { line in lines.withLock { $0.append(line) } }) {
-                received.yield($0)
-            }
-            received.finish()
-        }
-        #expect(try await Self.eventually { lines.withLock { $0.contains("following Session.Lock of \(expected)") } })
+        let (lines, events, watching) = LogLines.watching(environment)
+        #expect(try await Self.eventually { lines.contains("following Session.Lock of \(expected)") })
         // Unlocked, another session's, and a forger's: nothing. Then the session's own: a lock.
         let forger = try await DBusConnection.connect(to: try DBusAddress.parseList(bus.address))
         try await forger.hello()
@@ -402,16 +395,9 @@ struct SleepLockTests {
         let login1 = try await Self.fallbackLogin1(bus)
         var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
         environment["XDG_SESSION_ID"] = sessionID
-        let lines = Mutex<[String]>([])
-        let (events, received) = AsyncStream.makeStream(of: SleepLock.Event.self)
-        let watching = Task {
-            await SleepLock.watch(environment: environment, log: { line in lines.withLock { $0.append(line) } }) {
-                received.yield($0)
-            }
-            received.finish()
-        }
+        let (lines, events, watching) = LogLines.watching(environment)
         let following = "following Session.Lock of \(expected)"
-        #expect(try await Self.eventually { lines.withLock { $0.contains(following) } }, "\(lines.withLock { $0 })")
+        #expect(try await Self.eventually { lines.contains(following) }, "\(lines.all)")
         try await Self.emit(login1, lockSession: "/org/freedesktop/login1/session/other")
         try await Self.emit(login1, lockSession: expected)
         var iterator = events.makeAsyncIterator()
@@ -422,5 +408,25 @@ struct SleepLockTests {
         await watching.value
         #expect(await iterator.next() == nil)
         await login1.close()
+    }
+}
+
+/// The log lines of a `SleepLock.watch` run in this process.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    func contains(_ line: String) -> Bool { lines.withLock { $0.contains(line) } }
+    var all: [String] { lines.withLock { $0 } }
+
+    /// `SleepLock.watch` run in this process: its log lines, its events, and its task.
+    static func watching(_ environment: [String: String]) -> (LogLines, AsyncStream<SleepLock.Event>, Task<Void, Never>)
+    {
+        let lines = LogLines()
+        let (events, received) = AsyncStream.makeStream(of: SleepLock.Event.self)
+        let task = Task {
+            await SleepLock.watch(environment: environment, log: { lines.append($0) }) { received.yield($0) }
+            received.finish()
+        }
+        return (lines, events, task)
     }
 }
