@@ -118,6 +118,10 @@ struct DebianPackageTests {
             #expect(!dynamic.output.contains("libswift") && !dynamic.output.contains("libFoundation"), "\(program)")
             #expect(!dynamic.output.contains("RUNPATH") && !dynamic.output.contains("RPATH"), "\(dynamic.output)")
         }
+        // The PAM profile: optional in each stack, and sessions of cron and other non-interactive
+        // services left alone.
+        let profile = try String(contentsOfFile: root.path + "/usr/share/pam-configs/keychain", encoding: .utf8)
+        #expect(profile.contains("Session-Interactive-Only: yes") && profile.contains("optional\tpam_keychain.so"))
         // They run, with no toolchain on the library path.
         let help = try Self.run(
             root.path + "/usr/bin/keychaind", ["--help"], environment: ["PATH": "/usr/bin:/bin"])
