@@ -109,72 +109,100 @@ extension DeviceKeySource {
         return sealedHeader + (try sealing.sealer.sealToMachine(key.bytes))
     }
 
+    /// What a device key file holds: the key, or the key sealed to a machine's hardware.
+    private enum Stored {
+        case plain(SymmetricKey)
+        case sealed(Data)
+
+        /// The file's `contents`, read from `path`.
+        /// - Throws: `.invalidKeychain` for a file of neither form.
+        init(_ contents: Data, path: String) throws {
+            if contents.count == plainHeader.count + 32, contents.starts(with: plainHeader) {
+                self = .plain(SymmetricKey(data: contents.suffix(32)))
+            } else if contents.count > sealedHeader.count, contents.starts(with: sealedHeader) {
+                self = .sealed(Data(contents.dropFirst(sealedHeader.count)))
+            } else {
+                throw KeychainError(.invalidKeychain, "the device key file \(path) is malformed")
+            }
+        }
+    }
+
     /// The key in a device key file's `contents`. A plain key read by a process that seals
     /// device keys is sealed in place (when the hardware does not answer, it stays plain for
     /// now and the next read tries again).
     private static func deviceKey(in contents: Data, at path: String, sealing: HardwareSealing?) throws -> SymmetricKey
     {
-        if contents.count == plainHeader.count + 32, contents.starts(with: plainHeader) {
-            let key = SymmetricKey(data: contents.suffix(32))
+        switch try Stored(contents, path: path) {
+        case .plain(let key):
             if let sealing, sealing.sealsDeviceKey { try? seal(key, replacing: contents, at: path, sealing: sealing) }
             return key
+        case .sealed(let sealed):
+            guard let sealing else {
+                throw KeychainError(
+                    .notAvailable,
+                    "the device key file \(path) is sealed to this machine's TPM, and this process has none "
+                        + "configured: open keychains through keychaind (KEYCHAIN_AGENT not `off`; docs/login.md)",
+                    isSetupProblem: true)
+            }
+            let key = try sealing.unsealedDeviceKeys.key(for: sealed) { try sealing.sealer.unsealFromMachine(sealed) }
+            guard key.withUnsafeBytes(\.count) == 32 else {
+                throw KeychainError(.invalidKeychain, "the device key file \(path) is malformed")
+            }
+            return key.withUnsafeBytes { SymmetricKey(data: $0) }
         }
-        guard contents.count > sealedHeader.count, contents.starts(with: sealedHeader) else {
-            throw KeychainError(.invalidKeychain, "the device key file \(path) is malformed")
-        }
-        guard let sealing else {
-            throw KeychainError(
-                .notAvailable,
-                "the device key file \(path) is sealed to this machine's TPM, and this process has none "
-                    + "configured: open keychains through keychaind (KEYCHAIN_AGENT not `off`; docs/login.md)",
-                isSetupProblem: true)
-        }
-        let sealed = Data(contents.dropFirst(sealedHeader.count))
-        let key = try sealing.unsealedDeviceKeys.key(for: sealed) { try sealing.sealer.unsealFromMachine(sealed) }
-        guard key.withUnsafeBytes(\.count) == 32 else {
-            throw KeychainError(.invalidKeychain, "the device key file \(path) is malformed")
-        }
-        return key.withUnsafeBytes { SymmetricKey(data: $0) }
     }
 
-    /// Puts `key` back in the device key file: where the file is missing, or holds a key this
-    /// process cannot read (sealed by a TPM since cleared or replaced), which is kept beside it
-    /// as `NAME.unreadable-TIME`. A file holding a key this process reads is never replaced.
+    /// Puts `key` back in the device key file where it is missing, malformed, or sealed to
+    /// hardware that answers it is not this machine's (a TPM since cleared or replaced); the file
+    /// it replaces is kept beside it as `NAME.unreadable-TIME`. Anything else is left as it is:
+    /// a file with a key this process reads, and a sealed file this process cannot judge (no
+    /// sealer, or hardware that does not answer now), so that a process without a TPM never
+    /// writes the key in the clear over a sealed one.
     /// - Throws: `.duplicateKeychain` when the file holds another key this process reads.
     func restore(_ key: SymmetricKey, sealing: HardwareSealing?) throws {
         guard case .file(let file) = storage else { return }
         let path = file ?? KeychainPaths().deviceKeyFile
         let directory = (path as NSString).deletingLastPathComponent
         try SecureFileSystem.ensureDirectory(directory)
-        let temporary = SecureFileSystem.temporaryPath(for: path)
-        try SecureFileSystem.createFile(temporary, contents: try Self.fileContents(key, sealing: sealing))
-        defer { SecureFileSystem.remove(temporary) }
         try SecureFileSystem.withDirectoryLock(directory) {
             if try SecureFileSystem.existingFile(path) {
-                let contents = try SecureFileSystem.readFile(path, limit: 4096)
-                if let current = try? Self.readableKey(in: contents, sealing: sealing) {
-                    guard current == key else {
-                        throw KeychainError(.duplicateKeychain, "the device key file \(path) holds another key")
-                    }
-                    return
-                }
+                guard try Self.isReplaceable(SecureFileSystem.readFile(path, limit: 4096), at: path, by: key, sealing)
+                else { return }
                 let aside = path + ".unreadable-\(Int(Date().timeIntervalSince1970))"
                 guard rename(path, aside) == 0 else { throw SecureFileSystem.posixError("cannot move aside", path) }
             }
+            let temporary = SecureFileSystem.temporaryPath(for: path)
+            try SecureFileSystem.createFile(temporary, contents: try Self.fileContents(key, sealing: sealing))
+            defer { SecureFileSystem.remove(temporary) }
             try SecureFileSystem.publish(temporary, as: path)
             try SecureFileSystem.syncDirectory(directory)
         }
     }
 
-    /// The key in a device key file's `contents` when this process can read it (plain, or
-    /// sealed by `sealing`'s hardware); never converts the file.
-    private static func readableKey(in contents: Data, sealing: HardwareSealing?) throws -> SymmetricKey? {
-        if contents.count == plainHeader.count + 32, contents.starts(with: plainHeader) {
-            return SymmetricKey(data: contents.suffix(32))
+    /// Whether a device key file holding `contents` gives way to `key` (``restore(_:sealing:)``).
+    private static func isReplaceable(
+        _ contents: Data, at path: String, by key: SymmetricKey, _ sealing: HardwareSealing?
+    )
+        throws -> Bool
+    {
+        let current: SymmetricKey
+        switch try? Stored(contents, path: path) {
+        case nil: return true
+        case .plain(let plain): current = plain
+        case .sealed(let sealed):
+            guard let sealing else { return false }
+            do {
+                current = SymmetricKey(data: try sealing.sealer.unsealFromMachine(sealed))
+            } catch let error as KeychainError where error.reason == .sealedToAnotherTPM {
+                return true
+            } catch {
+                return false
+            }
         }
-        guard let sealing, contents.starts(with: sealedHeader) else { return nil }
-        let secret = try sealing.sealer.unsealFromMachine(Data(contents.dropFirst(sealedHeader.count)))
-        return secret.count == 32 ? SymmetricKey(data: secret) : nil
+        guard current == key else {
+            throw KeychainError(.duplicateKeychain, "the device key file \(path) holds another key")
+        }
+        return false
     }
 
     /// Replaces the plain device key file at `path`, still holding `plain`, with `key` sealed: in

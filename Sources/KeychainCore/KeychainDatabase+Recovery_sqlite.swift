@@ -90,7 +90,7 @@ extension KeychainDatabase {
             meta: meta, header: header,
             wrapping: WrappingKeys(deviceKey: recovered, recoveryKey: recovery.key, keychainID: keychainID))
         guard all.count == KeyName.all.count else { return keys }
-        try restoreDeviceKey(recovered)
+        restoreDeviceKey(recovered)
         return all
     }
 }

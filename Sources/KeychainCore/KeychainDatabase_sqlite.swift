@@ -617,11 +617,13 @@ public final class KeychainDatabase: Sendable {
         return unwrapped
     }
 
-    /// Puts back the device key a recovery key kept (``unwrapWithRecoveryKey(_:meta:header:)``):
-    /// in its file, sealed as this process seals device keys, and in this handle.
-    func restoreDeviceKey(_ key: SymmetricKey) throws {
-        try configuration.deviceKey.restore(key, sealing: configuration.hardwareSealing)
+    /// Puts back the device key a recovery key kept (``unwrapWithRecoveryKey(_:meta:header:)``),
+    /// which opened every key of this keychain: in this handle, and in its file where that file
+    /// gives way (``DeviceKeySource``'s `restore`). A file left as it is costs nothing here: the
+    /// handle uses the key, and the recovery key puts it back again later.
+    func restoreDeviceKey(_ key: SymmetricKey) {
         deviceKeyState.withLock { $0 = (key, false) }
+        try? configuration.deviceKey.restore(key, sealing: configuration.hardwareSealing)
     }
 
     static let deviceKeysMissing = KeychainError(

@@ -165,6 +165,28 @@ import Testing
         #expect(try next.find(ItemQuery(class: .genericPassword), includeData: true).count == 2)
     }
 
+    @Test(
+        "a process without a TPM that uses the recovery key reads every item, and never writes the device key in the clear"
+    )
+    func recoveryWithoutATPMLeavesTheSealedFile() throws {
+        let machine = try Machine()
+        let login = try KeychainDatabase.create(
+            at: machine.path, password: "login", configuration: machine.configuration())
+        try login.unlock(password: "login")
+        var deviceOnly = Self.item
+        deviceOnly.attributes[.accessible] = .string(Accessibility.whenUnlockedThisDeviceOnly.rawValue)
+        _ = try login.add(deviceOnly)
+        let recovery = try login.makeRecoveryKey()
+        let sealed = machine.keyFileContents
+        #expect(machine.isKeyFileSealed)
+        let plain = try KeychainDatabase.open(at: machine.path, configuration: machine.configuration(sealing: false))
+        try plain.unlock(password: recovery)
+        #expect(try Self.readsItem(plain), "the this-device-only item, with the key the recovery key kept")
+        #expect(machine.keyFileContents == sealed, "the sealed file is left as it was")
+        let files = try FileManager.default.contentsOfDirectory(atPath: machine.directory)
+        #expect(!files.contains { $0.contains("unreadable") })
+    }
+
     @Test("without a recovery key, a cleared TPM leaves a password keychain's password working for its other items")
     func withoutARecoveryKeyThePasswordStillOpens() throws {
         let machine = try Machine()
