@@ -181,7 +181,8 @@ let package = Package(
         .executableTarget(
             name: "SecurityLinuxTool",
             dependencies: [
-                "SecurityTool", "KeychainCore", "SecretService", "DBusWire", "DBusNIO", "KeychainSync",
+                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "DBusWire", "DBusNIO",
+                "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -334,6 +335,13 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"), "CLibCrypto",
             ]),
+        // Other keyrings' files, read from disk to move in (docs/moving-in.md): GNOME Keyring's.
+        .target(
+            name: "KeyringImport",
+            dependencies: [
+                "SecretService", "KeychainCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         // OpenSSL's PKCS#12 reader decrypts what swift-crypto has no cipher for: the legacy
         // password-based encryption (RC2, RC4, 3DES, DES) of old .p12 files (see
         // docs/keys-and-certificates.md). KeychainPKI still parses the file.
@@ -356,7 +364,8 @@ let package = Package(
         .testTarget(
             name: "SecretServiceTests",
             dependencies: [
-                "SecretService", "KeychainAgent", "KeychainCore", "keychaind", "SecurityToolMain", "SecurityLinuxTool",
+                "SecretService", "KeyringImport", "KeychainAgent", "KeychainCore", "keychaind", "SecurityToolMain",
+                "SecurityLinuxTool",
                 "DBusWire", "DBusNIO",
                 "SeededRandom", "KeychainTestSupport", "KeychainLibc",
                 "keychain-secitem-worker",

@@ -102,6 +102,9 @@ extension AgentService {
                     try boot.setUnlocksWithBootState(arguments.enabled, password: arguments.password)
                 }
             },
+            serve(I.moveIn, idle: .use, seen: { !$0.items.isEmpty }) { [self] in
+                try using($0) { I.Items(try $0.add(contentsOf: $1.items, keepingDates: true)) }
+            },
         ]
     }
 

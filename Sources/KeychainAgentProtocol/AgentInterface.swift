@@ -107,6 +107,11 @@ public enum AgentInterface {
     public static let setUnlocksWithBootState: Method<BootStateUnlockArguments, DBusNoArguments> = method(
         "SetUnlocksWithBootState")
 
+    /// `MoveIn(s keychain, aa{sv} items) → aa{sv} stored`: as `AddMany`, each item keeping the
+    /// creation and modification dates it carries (items moved in from another keyring). Added
+    /// to `Agent1` after its first release.
+    public static let moveIn: Method<ItemsArguments, Items> = method("MoveIn")
+
     /// Every method, in the order introspection lists them.
     public static let all: [DBusMethodDescription] = [
         add.description, addMany.description, upsert.description, find.description, findReadable.description,
@@ -115,6 +120,7 @@ public enum AgentInterface {
         deleteKeychain.description, close.description, settings.description, setSettings.description,
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
         useAccessGroups.description, makeRecoveryKey.description, setUnlocksWithBootState.description,
+        moveIn.description,
     ]
 }
 

@@ -76,6 +76,10 @@ public final class AgentKeychain: KeychainHandle {
     public func add(contentsOf items: [Item]) throws -> [Item] {
         try connection.call(I.addMany, .init(keychain: keychain, items: items)).items
     }
+    public func add(contentsOf items: [Item], keepingDates: Bool) throws -> [Item] {
+        guard keepingDates else { return try add(contentsOf: items) }
+        return try connection.call(I.moveIn, .init(keychain: keychain, items: items)).items
+    }
     public func upsert(_ item: Item) throws -> (item: Item, added: Bool) {
         let reply = try connection.call(I.upsert, .init(keychain: keychain, item: item))
         return (reply.stored, reply.added)

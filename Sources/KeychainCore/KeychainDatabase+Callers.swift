@@ -62,6 +62,9 @@ final class CallerKeychain: KeychainMaintenance {
 
     func add(_ item: Item) throws -> Item { try run { try database.add(item) } }
     func add(contentsOf items: [Item]) throws -> [Item] { try run { try database.add(contentsOf: items) } }
+    func add(contentsOf items: [Item], keepingDates: Bool) throws -> [Item] {
+        try run { try database.add(contentsOf: items, keepingDates: keepingDates) }
+    }
     func upsert(_ item: Item) throws -> (item: Item, added: Bool) { try run { try database.upsert(item) } }
     func find(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
         try run { try database.find(query, includeData: includeData) }

@@ -30,7 +30,19 @@ extension KeychainDatabase {
     /// - Throws: As ``add(_:)``; nothing is stored when any item fails.
     @discardableResult
     public func add(contentsOf items: [Item]) throws -> [Item] {
-        let prepared = try items.map(prepareForAdd)
+        try add(contentsOf: items, keepingDates: false)
+    }
+
+    /// Adds several items in one transaction, as ``add(contentsOf:)`` does, each keeping the
+    /// creation and modification dates it carries when `keepingDates` is `true`: items moved in
+    /// from another keyring keep their history (an item without a date gets now, as on add).
+    ///
+    /// Apple's `SecItemAdd` always sets both dates to now; this is for imports only.
+    /// - Returns: The stored items, in order.
+    /// - Throws: As ``add(_:)``; nothing is stored when any item fails.
+    @discardableResult
+    public func add(contentsOf items: [Item], keepingDates: Bool) throws -> [Item] {
+        let prepared = try items.map { try prepareForAdd($0, keepingDates: keepingDates) }
         let identities = try withWriteTransaction { db, state in
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
@@ -98,14 +110,16 @@ extension KeychainDatabase {
     /// Validates an item and fills in what the engine assigns, as Apple's securityd does on add
     /// (`SecServerItemAddWithCustomDb`, `keychain/securityd/SecItemServer.c`): defaults, dates,
     /// access group, accessibility. (Its persistent identity is assigned when it is inserted.)
-    private func prepareForAdd(_ item: Item) throws -> Item {
+    private func prepareForAdd(_ item: Item, keepingDates: Bool = false) throws -> Item {
         let schema = try Self.schema(forWriting: item.itemClass)
         var attributes = try normalize(
             item.attributes, schema: schema, ignoring: Self.setOnAdd)
         try checkSize(data: item.data)
         let now = Date()
-        attributes[.creationDate] = .date(now)
-        attributes[.modificationDate] = .date(now)
+        let created = keepingDates ? item.attributes[.creationDate]?.dateValue : nil
+        attributes[.creationDate] = .date(created ?? now)
+        attributes[.modificationDate] = .date(
+            keepingDates ? item.attributes[.modificationDate]?.dateValue ?? created ?? now : now)
         attributes[.multiUser] = .data(Data())
         if let group = attributes[.accessGroup]?.stringValue {
             guard effectiveGroups.canWrite(group) else {

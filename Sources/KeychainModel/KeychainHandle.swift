@@ -44,6 +44,9 @@ public protocol KeychainHandle: AnyObject, Sendable {
     func add(_ item: Item) throws -> Item
     /// Adds items in one transaction: all of them or none.
     func add(contentsOf items: [Item]) throws -> [Item]
+    /// Adds items in one transaction, each keeping the creation and modification dates it
+    /// carries when `keepingDates` is `true` (items moved in from another keyring).
+    func add(contentsOf items: [Item], keepingDates: Bool) throws -> [Item]
     /// Adds the item or, when one has its primary key, replaces that item's secret and
     /// attributes, in one transaction.
     func upsert(_ item: Item) throws -> (item: Item, added: Bool)

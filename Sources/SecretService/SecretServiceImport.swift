@@ -3,16 +3,34 @@ import DBusWire
 import Foundation
 import KeychainCore
 
-/// An item read from another Secret Service provider (GNOME Keyring, KeePassXC).
-public struct ForeignSecretItem: Sendable {
+/// An item read from another Secret Service provider (GNOME Keyring, KeePassXC), over D-Bus or
+/// from its files.
+public struct ForeignSecretItem: Sendable, Equatable {
     /// The item's `Label`.
     public var label: String
     /// The item's `Attributes`.
     public var attributes: [String: String]
     /// The secret.
     public var secret: Data
-    /// The object path of the collection it came from.
+    /// The object path of the collection it came from (empty when it was read from a file).
     public var collection: String
+    /// When it was created, when the source says.
+    public var created: Date?
+    /// When it was last changed, when the source says.
+    public var modified: Date?
+
+    /// An item with its label, attributes and secret, and the dates the source gives.
+    public init(
+        label: String, attributes: [String: String], secret: Data, collection: String = "", created: Date? = nil,
+        modified: Date? = nil
+    ) {
+        self.label = label
+        self.attributes = attributes
+        self.secret = secret
+        self.collection = collection
+        self.created = created
+        self.modified = modified
+    }
 }
 
 /// Copies the items of another running Secret Service provider into a keychain: what
@@ -77,7 +95,7 @@ public enum SecretServiceImport {
                     ForeignSecretItem(
                         label: item["Label"]?.stringValue ?? "",
                         attributes: SecretServiceProvider.stringMap(item["Attributes"]), secret: secret,
-                        collection: collection))
+                        collection: collection, created: date(item["Created"]), modified: date(item["Modified"])))
             }
         }
         _ = try? await call(connection, session.path, "org.freedesktop.Secret.Session", "Close")
@@ -86,26 +104,86 @@ public enum SecretServiceImport {
 
     /// Stores `item` in `keychain` as the provider stores a D-Bus item.
     public static func store(_ item: ForeignSecretItem, in keychain: any KeychainHandle) throws -> Outcome {
-        let stored = SecretAttributes.keychainAttributes(for: item.attributes, label: item.label)
-        let itemClass = SecretAttributes.itemClass(for: item.attributes)
-        let candidates = try SecretAttributes.engineQueries(for: item.attributes, usingTerms: false).filter {
-            $0.itemClass == itemClass
+        try store([item], in: keychain)[0]
+    }
+
+    /// Stores `items` in `keychain` as the provider stores D-Bus items, for a move-in: what is
+    /// new in one transaction, each keeping the dates it carries; an item with the attributes
+    /// of a stored one updates it when its label or secret differ, and leaves it otherwise.
+    /// - Returns: What became of each item, in order.
+    /// - Throws: ``KeychainModel/KeychainError`` when the keychain refuses (then nothing new
+    ///   was added).
+    public static func store(_ items: [ForeignSecretItem], in keychain: any KeychainHandle) throws -> [Outcome] {
+        var outcomes = [Outcome](repeating: .unchanged, count: items.count)
+        var stored = try storedItems(of: Set(items.map { SecretAttributes.itemClass(for: $0.attributes) }), keychain)
+        var additions: [(position: Int, item: Item)] = []
+        var added: [ItemClass: [[String: String]: Int]] = [:]
+        for (position, foreign) in items.enumerated() {
+            let itemClass = SecretAttributes.itemClass(for: foreign.attributes)
+            var attributes = SecretAttributes.keychainAttributes(for: foreign.attributes, label: foreign.label)
+            if let same = stored[itemClass]?[foreign.attributes], let id = same.persistentID {
+                guard same.data != foreign.secret || same.attributes[.label] != attributes[.label] else { continue }
+                _ = try keychain.update(
+                    ItemQuery(class: itemClass, persistentID: id), attributes: [.label: attributes[.label]!],
+                    data: foreign.secret)
+                stored[itemClass]?[foreign.attributes]?.data = foreign.secret
+                stored[itemClass]?[foreign.attributes]?.attributes[.label] = attributes[.label]
+                outcomes[position] = .updated
+            } else if let earlier = added[itemClass]?[foreign.attributes] {
+                // The same attributes twice in one move-in: the later item wins, as a second
+                // CreateItem with replace would.
+                additions[earlier].item.data = foreign.secret
+                additions[earlier].item.attributes[.label] = attributes[.label]
+                outcomes[position] = .updated
+            } else {
+                if let created = foreign.created { attributes[.creationDate] = .date(created) }
+                if let modified = foreign.modified { attributes[.modificationDate] = .date(modified) }
+                added[itemClass, default: [:]][foreign.attributes] = additions.count
+                additions.append((position, Item(class: itemClass, attributes: attributes, data: foreign.secret)))
+            }
         }
-        .flatMap { try keychain.find($0, includeData: true) }
-        if let same = candidates.first(where: { SecretAttributes.attributes(of: $0) == item.attributes }),
-            let id = same.persistentID
-        {
-            if same.data == item.secret && same.attributes[.label] == stored[.label] { return .unchanged }
-            _ = try keychain.update(
-                ItemQuery(class: itemClass, persistentID: id), attributes: [.label: stored[.label]!], data: item.secret)
-            return .updated
+        for (position, outcome) in try add(additions.map(\.item), to: keychain).enumerated() {
+            outcomes[additions[position].position] = outcome
         }
+        return outcomes
+    }
+
+    /// The stored items of `classes`, with their secrets, by their Secret Service attributes.
+    private static func storedItems(of classes: Set<ItemClass>, _ keychain: any KeychainHandle) throws
+        -> [ItemClass: [[String: String]: Item]]
+    {
+        var stored: [ItemClass: [[String: String]: Item]] = [:]
+        for itemClass in classes {
+            let items = try keychain.find(ItemQuery(class: itemClass, synchronizable: .any), includeData: true)
+            stored[itemClass] = Dictionary(items.map { (SecretAttributes.attributes(of: $0), $0) }) { first, _ in first
+            }
+        }
+        return stored
+    }
+
+    /// Adds `items` in one transaction; when one's service and account (Apple's primary key)
+    /// are taken, one by one instead, so that only the colliding ones are left out.
+    private static func add(_ items: [Item], to keychain: any KeychainHandle) throws -> [Outcome] {
+        guard !items.isEmpty else { return [] }
         do {
-            _ = try keychain.add(Item(class: itemClass, attributes: stored, data: item.secret))
-            return .added
+            _ = try keychain.add(contentsOf: items, keepingDates: true)
+            return Array(repeating: .added, count: items.count)
         } catch let error as KeychainError where error.code == .duplicateItem {
-            return .collides
+            return try items.map { item in
+                do {
+                    _ = try keychain.add(contentsOf: [item], keepingDates: true)
+                    return .added
+                } catch let error as KeychainError where error.code == .duplicateItem {
+                    return .collides
+                }
+            }
         }
+    }
+
+    /// A `Created` or `Modified` property: seconds since 1970, `0` for none.
+    static func date(_ value: DBusValue?) -> Date? {
+        guard case .uint64(let seconds)? = value, seconds > 0, seconds < UInt64(Int64.max) else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(seconds))
     }
 
     // MARK: Calls

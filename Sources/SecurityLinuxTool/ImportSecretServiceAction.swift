@@ -33,11 +33,11 @@ extension ImportSecretService {
             throw CommandFailure.failure("import-secret-service: the Secret Service provider could not be read")
         }
         let target = try session.open(keychain, createDefault: keychain == nil)
+        let outcomes = try session.withAccess(to: target) {
+            try SecretServiceImport.store(contents.items, in: target.database)
+        }
         var counts: [SecretServiceImport.Outcome: Int] = [:]
-        for item in contents.items {
-            let outcome = try session.withAccess(to: target) {
-                try SecretServiceImport.store(item, in: target.database)
-            }
+        for (item, outcome) in zip(contents.items, outcomes) {
             counts[outcome, default: 0] += 1
             if outcome == .collides {
                 Console.err(

@@ -43,6 +43,7 @@ struct AgentDeclarationTests {
         ("UseAccessGroups", "as", ["groups"], "", []),
         ("MakeRecoveryKey", "s", ["keychain"], "ay", ["key"]),
         ("SetUnlocksWithBootState", "sbbay", ["keychain", "enabled", "hasPassword", "password"], "", []),
+        ("MoveIn", "saa{sv}", ["keychain", "items"], "aa{sv}", ["items"]),
     ]
 
     static func signature(_ arguments: [DBusArgument]) -> String { arguments.map(\.type.signature).joined() }
@@ -156,6 +157,7 @@ struct AgentDeclarationTests {
         testCase(I.useAccessGroups, .init(groups: ["a", "b"])),
         testCase(I.makeRecoveryKey, .init(keychain: "/k")),
         testCase(I.setUnlocksWithBootState, .init(keychain: "/k", enabled: true, password: Data([7]))),
+        testCase(I.moveIn, .init(keychain: "", items: [item])),
     ]
 
     @Test("every declaration's arguments come back as they went, from values and from the wire")

@@ -12,12 +12,14 @@ struct DebianPackageTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
 
-    /// The package, built once for the suite.
-    static let package: Result<String, PackageFailure> = {
+    /// The package, built once for the suite, on a thread of its own: the build takes minutes, and
+    /// a test that waited for it on one of the test process's two pooled threads would stall every
+    /// other suite behind it.
+    static let package = Task<Result<String, PackageFailure>, Never> {
         let output = NSTemporaryDirectory() + "keychain-deb-" + UUID().uuidString.prefix(8)
         do {
             // At the lowest priority: the other suites run meanwhile, and their timing matters more.
-            let built = try run(
+            let built = try await run(
                 "/usr/bin/nice",
                 [
                     "-n", "19", repository + "/scripts/make-deb", "--configuration", "debug", "--output", output,
@@ -30,7 +32,7 @@ struct DebianPackageTests {
         } catch {
             return .failure(PackageFailure(text: "\(error)"))
         }
-    }()
+    }
 
     struct PackageFailure: Error, CustomStringConvertible {
         var text: String
@@ -43,9 +45,24 @@ struct DebianPackageTests {
         var errors: String
     }
 
-    /// Runs `program` with `arguments`, waiting for it; its output and errors captured.
+    /// Runs `program` with `arguments` and waits for it on a thread of its own, never on the
+    /// cooperative pool; its output and errors captured.
     static func run(
         _ program: String, _ arguments: [String], directory: String? = nil, environment: [String: String]? = nil
+    ) async throws -> Outcome {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        try runWaiting(program, arguments, directory: directory, environment: environment)
+                    })
+            }.start()
+        }
+    }
+
+    /// Runs `program` with `arguments`, blocking the calling thread until it exits.
+    private static func runWaiting(
+        _ program: String, _ arguments: [String], directory: String?, environment: [String: String]?
     ) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
@@ -71,14 +88,14 @@ struct DebianPackageTests {
             errors: String(decoding: errorBytes, as: UTF8.self))
     }
 
-    static func builtPackage() throws -> String { try package.get() }
+    static func builtPackage() async throws -> String { try await package.value.get() }
 
     static let multiarch = "x86_64-linux-gnu"
 
     @Test("the package holds the programs, units, activation file, PAM module, completions and manual pages")
-    func contents() throws {
-        let package = try Self.builtPackage()
-        let listing = try Self.run("/usr/bin/dpkg-deb", ["-c", package])
+    func contents() async throws {
+        let package = try await Self.builtPackage()
+        let listing = try await Self.run("/usr/bin/dpkg-deb", ["-c", package])
         #expect(listing.status == 0, "\(listing.errors)")
         for path in [
             "./usr/bin/security", "./usr/bin/security-linux", "./usr/bin/keychaind",
@@ -93,27 +110,27 @@ struct DebianPackageTests {
         ] {
             #expect(listing.output.contains(" " + path + "\n"), "\(path) in the package")
         }
-        let fields = try Self.run("/usr/bin/dpkg-deb", ["-f", package, "Package", "Version", "Depends"])
+        let fields = try await Self.run("/usr/bin/dpkg-deb", ["-f", package, "Package", "Version", "Depends"])
         #expect(fields.output.contains("Package: keychain-linux"))
         #expect(fields.output.contains("libc6") && fields.output.contains("libpam0g"), "\(fields.output)")
     }
 
     @Test("lintian finds no error in it")
-    func lintian() throws {
-        let package = try Self.builtPackage()
-        let lintian = try Self.run("/usr/bin/lintian", ["--fail-on", "error", "--no-tag-display-limit", package])
+    func lintian() async throws {
+        let package = try await Self.builtPackage()
+        let lintian = try await Self.run("/usr/bin/lintian", ["--fail-on", "error", "--no-tag-display-limit", package])
         #expect(lintian.status == 0, "\(lintian.output)\(lintian.errors)")
         #expect(!lintian.output.split(separator: "\n").contains { $0.hasPrefix("E: ") }, "\(lintian.output)")
     }
 
     @Test("the programs carry the Swift runtime: no Swift library and no run path is needed beside them")
-    func staticSwiftRuntime() throws {
-        let package = try Self.builtPackage()
+    func staticSwiftRuntime() async throws {
+        let package = try await Self.builtPackage()
         let root = try ThrowawayRoot()
-        let extracted = try Self.run("/usr/bin/dpkg-deb", ["-x", package, root.path])
+        let extracted = try await Self.run("/usr/bin/dpkg-deb", ["-x", package, root.path])
         #expect(extracted.status == 0)
         for program in ["security", "security-linux", "keychaind"] {
-            let dynamic = try Self.run("/usr/bin/readelf", ["-d", root.path + "/usr/bin/" + program])
+            let dynamic = try await Self.run("/usr/bin/readelf", ["-d", root.path + "/usr/bin/" + program])
             #expect(dynamic.status == 0)
             #expect(!dynamic.output.contains("libswift") && !dynamic.output.contains("libFoundation"), "\(program)")
             #expect(!dynamic.output.contains("RUNPATH") && !dynamic.output.contains("RPATH"), "\(dynamic.output)")
@@ -123,7 +140,7 @@ struct DebianPackageTests {
         let profile = try String(contentsOfFile: root.path + "/usr/share/pam-configs/keychain", encoding: .utf8)
         #expect(profile.contains("Session-Interactive-Only: yes") && profile.contains("optional\tpam_keychain.so"))
         // They run, with no toolchain on the library path.
-        let help = try Self.run(
+        let help = try await Self.run(
             root.path + "/usr/bin/keychaind", ["--help"], environment: ["PATH": "/usr/bin:/bin"])
         #expect(help.status == 0 && help.output.contains("Usage: keychaind"), "\(help.errors)")
         let home = try root.make("home")
@@ -131,10 +148,10 @@ struct DebianPackageTests {
             "HOME": home, "PATH": "/usr/bin:/bin", "KEYCHAIN_AGENT": "off", "XDG_RUNTIME_DIR": home,
         ]
         let security = root.path + "/usr/bin/security"
-        let add = try Self.run(
+        let add = try await Self.run(
             security, ["add-generic-password", "-a", "me", "-s", "pkg", "-w", "v1"], environment: environment)
         #expect(add.status == 0, "\(add.errors)")
-        let find = try Self.run(
+        let find = try await Self.run(
             security, ["find-generic-password", "-a", "me", "-s", "pkg", "-w"], environment: environment)
         #expect(find.status == 0 && find.output == "v1\n", "\(find.errors)")
     }
@@ -142,8 +159,8 @@ struct DebianPackageTests {
     @Test(
         "installed, upgraded, removed and purged by dpkg: the socket is enabled once, a user's choice is kept, nothing stays enabled and no keychain is deleted"
     )
-    func lifecycle() throws {
-        let package = try Self.builtPackage()
+    func lifecycle() async throws {
+        let package = try await Self.builtPackage()
         let root = try ThrowawayRoot()
         try root.prepareDpkgDatabase()
         let wanted = root.path + "/etc/systemd/user/sockets.target.wants/keychaind.socket"
@@ -152,34 +169,34 @@ struct DebianPackageTests {
         let keychain = keychains + "/login.keychain-db"
         try Data("a keychain".utf8).write(to: URL(fileURLWithPath: keychain))
 
-        var installed = try root.dpkg(["--install", package])
+        var installed = try await root.dpkg(["--install", package])
         #expect(installed.status == 0, "\(installed.output)\(installed.errors)")
         #expect(FileManager.default.isExecutableFile(atPath: root.path + "/usr/bin/keychaind"))
         #expect(root.isLink(wanted), "the socket is enabled for every user")
-        let enabled = try root.systemctl(["--global", "is-enabled", "keychaind.socket"])
+        let enabled = try await root.systemctl(["--global", "is-enabled", "keychaind.socket"])
         #expect(enabled.output.trimmingCharacters(in: .whitespacesAndNewlines) == "enabled", "\(enabled)")
         #expect(root.status.contains("Status: install ok installed"))
 
         // The administrator turns the socket off; an upgrade keeps that choice.
-        #expect(try root.systemctl(["--global", "disable", "keychaind.socket"]).status == 0)
+        #expect(try await root.systemctl(["--global", "disable", "keychaind.socket"]).status == 0)
         #expect(!root.isLink(wanted))
-        installed = try root.dpkg(["--install", package])
+        installed = try await root.dpkg(["--install", package])
         #expect(installed.status == 0, "\(installed.output)\(installed.errors)")
         #expect(!root.isLink(wanted), "an upgrade does not enable what was turned off")
         // Turned on again, it stays on through the next upgrade.
-        #expect(try root.systemctl(["--global", "enable", "keychaind.socket"]).status == 0)
-        installed = try root.dpkg(["--install", package])
+        #expect(try await root.systemctl(["--global", "enable", "keychaind.socket"]).status == 0)
+        installed = try await root.dpkg(["--install", package])
         #expect(installed.status == 0)
         #expect(root.isLink(wanted))
 
-        let removed = try root.dpkg(["--remove", "keychain-linux"])
+        let removed = try await root.dpkg(["--remove", "keychain-linux"])
         #expect(removed.status == 0, "\(removed.output)\(removed.errors)")
         #expect(!FileManager.default.fileExists(atPath: root.path + "/usr/bin/keychaind"))
         // As Debian's packages leave a removed unit: masked (systemd will not start it) until purged.
-        let state = try root.systemctl(["--global", "is-enabled", "keychaind.socket"])
+        let state = try await root.systemctl(["--global", "is-enabled", "keychaind.socket"])
         #expect(state.output.trimmingCharacters(in: .whitespacesAndNewlines) == "masked", "\(state)")
 
-        let purged = try root.dpkg(["--purge", "keychain-linux"])
+        let purged = try await root.dpkg(["--purge", "keychain-linux"])
         #expect(purged.status == 0, "\(purged.output)\(purged.errors)")
         #expect(root.filesUnder("etc/systemd").isEmpty, "\(root.filesUnder("etc/systemd"))")
         #expect(root.filesUnder("usr").isEmpty, "\(root.filesUnder("usr"))")
@@ -218,16 +235,16 @@ final class ThrowawayRoot {
 
     /// `dpkg --root` with the maintainer scripts run here (`DPKG_ROOT` set), and the package's
     /// dependencies taken as present (this root has no libc package to satisfy them).
-    func dpkg(_ arguments: [String]) throws -> DebianPackageTests.Outcome {
-        try DebianPackageTests.run(
+    func dpkg(_ arguments: [String]) async throws -> DebianPackageTests.Outcome {
+        try await DebianPackageTests.run(
             "/usr/bin/dpkg",
             ["--root=" + path, "--force-script-chrootless", "--force-depends", "--force-not-root"] + arguments,
             environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"])
     }
 
     /// `systemctl --root` on this root, as an administrator would run it.
-    func systemctl(_ arguments: [String]) throws -> DebianPackageTests.Outcome {
-        try DebianPackageTests.run(
+    func systemctl(_ arguments: [String]) async throws -> DebianPackageTests.Outcome {
+        try await DebianPackageTests.run(
             "/usr/bin/systemctl", ["--root=" + path] + arguments, environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
         )
     }

@@ -1,0 +1,115 @@
+import Crypto
+import Foundation
+import KeychainCore
+import SecretService
+
+/// Moving in from another keyring's files: what `security import-keyring` and the first login
+/// with `pam_keychain.so` do (docs/moving-in.md).
+///
+/// Each file is read whole and decrypted before anything is stored, so a wrong password, a
+/// truncated file or an altered one stores nothing. The items are stored as keychaind's Secret
+/// Service stores D-Bus items, so every program that used the old keyring finds them by the
+/// same attributes; what is new goes in in one transaction with its own dates. The old files
+/// are only read. Each file moved in is recorded in ``MoveInStamps``, by its contents' hash.
+public enum KeyringMoveIn {
+    /// What moving in one file did.
+    public struct Report: Sendable, Equatable {
+        /// The file.
+        public var path: String
+        /// The keyring's label.
+        public var label: String
+        /// How many items were added, updated, already there, and left out.
+        public var added = 0, updated = 0, unchanged = 0, leftOut = 0
+        /// The labels of the items left out (another item has their service and account).
+        public var leftOutLabels: [String] = []
+    }
+
+    /// GNOME Keyring's files in the data directory that holds `keychainsDirectory`
+    /// (`${XDG_DATA_HOME:-$HOME/.local/share}/keyrings/*.keyring`), sorted; none when it has none.
+    public static func gnomeKeyrings(besideKeychainsIn keychainsDirectory: String) -> [String] {
+        let directory = URL(fileURLWithPath: keychainsDirectory).deletingLastPathComponent()
+            .appendingPathComponent("keyrings").path
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasSuffix(".keyring") }.sorted().map { directory + "/" + $0 }
+    }
+
+    /// Reads the GNOME Keyring file at `path`, decrypts it with `password` (an empty one for a
+    /// keyring without a password) and stores its items in `keychain`; records it in `stamps`.
+    /// - Throws: ``KeyringFileError`` when the file cannot be read or opened (nothing stored),
+    ///   `CocoaError` when it cannot be read at all, ``KeychainModel/KeychainError`` when the
+    ///   keychain refuses.
+    public static func moveIn(
+        gnomeKeyringAt path: String, password: Data, into keychain: any KeychainHandle, stamps: MoveInStamps? = nil
+    ) throws -> Report {
+        let contents = try Data(contentsOf: URL(fileURLWithPath: path))
+        let file = try GnomeKeyringFile(contentsOf: contents)
+        let items = try file.items(password: password)
+        var report = Report(path: path, label: file.label)
+        for (item, outcome) in zip(items, try SecretServiceImport.store(items, in: keychain)) {
+            switch outcome {
+            case .added: report.added += 1
+            case .updated: report.updated += 1
+            case .unchanged: report.unchanged += 1
+            case .collides:
+                report.leftOut += 1
+                report.leftOutLabels.append(item.label)
+            }
+        }
+        try stamps?.record(path: path, contents: contents, items: items.count)
+        return report
+    }
+}
+
+/// The record of the keyring files moved in, kept beside the keychains
+/// (`moved-in.json` in the keychains directory), as oo7 records its migration: the first login
+/// moves a file in once, and again only when its contents change. It holds paths, hashes, dates
+/// and counts, never an item.
+public struct MoveInStamps: Sendable {
+    /// One file moved in.
+    public struct Entry: Codable, Sendable, Equatable {
+        /// The SHA-256 of its contents when it was moved in, in hexadecimal.
+        public var sha256: String
+        /// When.
+        public var date: Date
+        /// How many items it had.
+        public var items: Int
+    }
+
+    /// The record's file.
+    public let path: String
+
+    /// The record in `keychainsDirectory`.
+    public init(keychainsDirectory: String) {
+        path = keychainsDirectory + "/moved-in.json"
+    }
+
+    /// The entries by file path; none when there is no record (or it cannot be read).
+    public func entries() -> [String: Entry] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [:] }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return (try? decoder.decode([String: Entry].self, from: data)) ?? [:]
+    }
+
+    /// Whether the file at `path` was moved in with the contents it has now.
+    public func hasMovedIn(_ file: String) -> Bool {
+        guard let entry = entries()[file], let contents = FileManager.default.contents(atPath: file) else {
+            return false
+        }
+        return entry.sha256 == Self.hash(contents)
+    }
+
+    /// Records that `path`, with `contents`, was moved in (replacing the record atomically).
+    public func record(path file: String, contents: Data, items: Int) throws {
+        var all = entries()
+        all[file] = Entry(sha256: Self.hash(contents), date: Date(), items: items)
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(all).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    static func hash(_ contents: Data) -> String {
+        SHA256.hash(data: contents).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+
+/// `security import-keyring`: moves the items of another keyring's files into a keychain, read
+/// from disk, without the old keyring's daemon.
+package struct ImportKeyring: ToolCommand {
+    package static let name = "import-keyring"
+    package static let configuration = CommandConfiguration(
+        commandName: Self.name,
+        _superCommandName: "security",
+        abstract: "Move the items of GNOME Keyring's files into a keychain (Linux only).",
+        usage: "security import-keyring [-k keychain] [-p password] [file ...]",
+        discussion: HelpText.wrapped(
+            """
+            Reads each GNOME Keyring file (default: every ~/.local/share/keyrings/*.keyring) from \
+            disk, without gnome-keyring-daemon, and stores its items in the keychain (default: the \
+            default keychain) as keychaind's Secret Service stores items, so programs that used \
+            GNOME Keyring find them by the same attributes. Labels, attributes, secrets and dates \
+            are kept. A keyring with a password is opened with -p or the password asked for (the \
+            login keyring's is usually the login password); one without a password needs none.
+
+            A file that cannot be opened (wrong password, truncated, altered) stores nothing. \
+            Running it again adds only what is new. An item whose service and account are those \
+            of another item with other attributes is left out and reported. The files are only \
+            read; each one moved in is recorded in moved-in.json beside the keychains.
+            """))
+
+    @Option(
+        name: .customShort("k", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The keychain to import into (default: the default keychain).", valueName: "keychain"))
+    package var keychain: String?
+
+    @Option(
+        name: .customShort("p", allowingJoined: true), parsing: .unconditional,
+        help: ArgumentHelp("The keyrings' password (insecure: prefer the prompt).", valueName: "password"))
+    package var password: String?
+
+    @Argument(help: ArgumentHelp("GNOME Keyring files (.keyring).", valueName: "file"))
+    package var files: [String] = []
+
+    package init() {}
+
+    /// Runs in `security-linux` (``LinuxCompanion``).
+    package func execute(in session: Session) throws -> Int32 { try session.runLinuxCommand(self) }
+}
+
+extension ImportKeyring {
+    /// The directory of the session's keychains (the keyrings' data directory is its parent).
+    package func keychainsDirectory(in session: Session) -> String { session.paths.keychainsDirectory }
+
+    /// The keyrings' password: `-p`, else asked for on the terminal (or read as one line from
+    /// standard input) with the keyring's label in the prompt; `nil` when none is entered.
+    package func keyringPassword(for label: String, in session: Session) throws -> Data? {
+        if let password { return Data(ArgumentBytes.bytes(of: password)) }
+        let name = label.isEmpty ? "the GNOME keyring" : "the GNOME keyring \"\(label)\""
+        return try session.secrets.readSecret(prompt: "password of \(name): ").map { Data($0) }
+    }
+}
