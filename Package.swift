@@ -359,6 +359,8 @@ let package = Package(
                 "KeychainClient",
                 // KeychainTPM: the login keychain sealed to this machine's TPM (loginKeychainSealing).
                 "KeychainTPM",
+                // KeyringImport: the first login moves GNOME Keyring's login keyring in.
+                "KeyringImport",
             ]
         ),
         .testTarget(

@@ -33,6 +33,31 @@ public enum KeyringMoveIn {
         return names.filter { $0.hasSuffix(".keyring") }.sorted().map { directory + "/" + $0 }
     }
 
+    /// What the first login moves in (`keychaind --pam login`, with the login keychain unlocked):
+    /// GNOME Keyring's login keyring, which GNOME Keyring's own PAM module opens with the login
+    /// password, and every keyring without a password; each once, and again only when its file
+    /// changes (``MoveInStamps``). Another keyring has a password of its own: it is left for
+    /// `security import-keyring`, as is a login keyring the login password does not open.
+    /// - Returns: What each file tried did, or why it was not moved in.
+    public static func moveInAtLogin(
+        password: Data, into keychain: any KeychainHandle, keychainsDirectory: String
+    ) -> [(path: String, result: Result<Report, any Error>)] {
+        let stamps = MoveInStamps(keychainsDirectory: keychainsDirectory)
+        return gnomeKeyrings(besideKeychainsIn: keychainsDirectory).compactMap { path in
+            guard !stamps.hasMovedIn(path) else { return nil }
+            let isLogin = URL(fileURLWithPath: path).lastPathComponent == "login.keyring"
+            guard let contents = FileManager.default.contents(atPath: path),
+                let file = try? GnomeKeyringFile(contentsOf: contents), isLogin || file.form == .plain
+            else { return nil }
+            let result = Result {
+                try moveIn(
+                    gnomeKeyringAt: path, password: file.form == .plain ? Data() : password, into: keychain,
+                    stamps: stamps)
+            }
+            return (path, result)
+        }
+    }
+
     /// Reads the GNOME Keyring file at `path`, decrypts it with `password` (an empty one for a
     /// keyring without a password) and stores its items in `keychain`; records it in `stamps`.
     /// - Throws: ``KeyringFileError`` when the file cannot be read or opened (nothing stored),

@@ -3,6 +3,7 @@ import KeychainAgent
 import KeychainClient
 import KeychainCore
 import KeychainLibc
+import KeyringImport
 
 /// `keychaind --pam MODE`: what `pam_keychain.so` starts, as the user, to hand the login
 /// password to the user's agent (docs/login.md).
@@ -61,7 +62,10 @@ enum PAMHandoff {
             }
             let login = agent.keychain(at: KeychainSelection().loginKeychain)
             switch mode {
-            case .login: return try unlockAtLogin(login, agent: agent, password: secrets[0]) ? 6 : 0
+            case .login:
+                let made = try unlockAtLogin(login, agent: agent, password: secrets[0])
+                moveInAtLogin(login, password: secrets[0])
+                return made ? 6 : 0
             case .password: try changePassword(login, old: secrets[0], new: secrets[1])
             case .unlock: if login.hasPassword && login.isLocked { try login.unlock(password: nil) }
             }
@@ -134,6 +138,26 @@ enum PAMHandoff {
             try login.unlock(password: password)
         }
         return false
+    }
+
+    /// Moves GNOME Keyring's login keyring (and its keyrings without a password) into the login
+    /// keychain the first time, from their files (docs/moving-in.md); a file that does not open
+    /// is logged, without any secret, and never fails the login.
+    static func moveInAtLogin(_ login: AgentKeychain, password: Data) {
+        let directory = KeychainPaths().keychainsDirectory
+        for (path, result) in KeyringMoveIn.moveInAtLogin(password: password, into: login, keychainsDirectory: directory) {
+            switch result {
+            case .success(let report) where report.leftOut > 0:
+                complain("pam: \(path): \(report.leftOut) items left out (their service and account are taken)")
+            case .success: break
+            case .failure(let error as KeyringFileError):
+                complain("pam: \(path) was not moved in: \(error) (security import-keyring asks for its password)")
+            case .failure(let error as KeychainError):
+                complain("pam: \(path) was not moved in: \(error.message)")
+            case .failure:
+                complain("pam: \(path) was not moved in: it cannot be read")
+            }
+        }
     }
 
     /// A login keychain the login password now protects locks its when-unlocked items when the

@@ -467,6 +467,73 @@ import Testing
 
     // MARK: Where the password goes
 
+    /// GNOME Keyring's login keyring made by the real `gnome-keyring-daemon` under `password`
+    /// (read from standard input, as its PAM module gives it), holding what `secret-tool` stored,
+    /// on a bus of its own; then placed in the account's `~/.local/share/keyrings`.
+    static func makeGnomeLoginKeyring(for account: Account, password: String) throws {
+        let scratch = FileManager.default.temporaryDirectory.path + "/gnome-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try FileManager.default.createDirectory(atPath: scratch + "/run", withIntermediateDirectories: true)
+        let script = """
+            exec 3<&0
+            gnome-keyring-daemon --foreground --unlock --components=secrets <&3 >/dev/null 2>&1 &
+            daemon=$!
+            exec 3<&-
+            for i in $(seq 300); do
+              dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
+                org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets | grep -q true && break
+              sleep 0.1
+            done
+            echo -n mail-secret | secret-tool store --label=Mail service mail account alice || exit 3
+            echo -n wifi | secret-tool store --label=Wi-Fi xdg:schema org.gnome.keyring.NetworkPassword \\
+              server ap user bob || exit 3
+            kill -9 $daemon
+            """
+        // The password reaches the daemon on its standard input (a background job's own is
+        // /dev/null, hence descriptor 3).
+        let made = try run(
+            try require("/usr/bin/dbus-run-session"), ["--", "/bin/sh", "-c", script], input: password,
+            environment: [
+                "HOME": scratch, "XDG_DATA_HOME": scratch + "/data", "XDG_RUNTIME_DIR": scratch + "/run",
+                "PATH": "/usr/bin:/bin",
+            ], cleared: true)
+        #expect(made.status == 0, "\(made)")
+        let keyrings = account.home + "/.local/share/keyrings"
+        for directory in [account.home + "/.local", account.home + "/.local/share", keyrings] {
+            try Account.makePrivateDirectory(directory, uid: account.uid, gid: account.gid)
+        }
+        let file = keyrings + "/login.keyring"
+        try FileManager.default.copyItem(atPath: scratch + "/data/keyrings/login.keyring", toPath: file)
+        guard chown(file, account.uid, account.gid) == 0 else { throw Missing("cannot prepare \(file)") }
+    }
+
+    @Test("the first login moves GNOME Keyring's login keyring in, once; one the password does not open is left")
+    func firstLoginMovesGnomeKeyringIn() throws {
+        let account = try Account()
+        try Self.makeGnomeLoginKeyring(for: account, password: account.password)
+        let login = try account.pam(["authenticate", "open_session"], input: [account.password])
+        #expect(login.status == 0, "\(login)")
+        let mail = try account.security(["find-generic-password", "-s", "mail", "-a", "alice", "-w"])
+        #expect(mail.status == 0 && mail.out == "mail-secret\n", "\(mail)")
+        let wifi = try account.security(["find-internet-password", "-s", "ap", "-a", "bob", "-w"])
+        #expect(wifi.status == 0 && wifi.out == "wifi\n", "\(wifi)")
+        let record = account.home + "/.local/share/keychains/moved-in.json"
+        #expect(FileManager.default.fileExists(atPath: record))
+        // A later login moves nothing in again: an item deleted since stays deleted.
+        #expect(try account.security(["delete-generic-password", "-s", "mail", "-a", "alice"]).status == 0)
+        #expect(try account.pam(["authenticate", "open_session"], input: [account.password]).status == 0)
+        #expect(try account.security(["find-generic-password", "-s", "mail", "-a", "alice"]).status != 0)
+
+        // A login keyring under another password: the login goes on, the file is left for
+        // `security import-keyring`, and the log says so without the password.
+        let other = try Account()
+        try Self.makeGnomeLoginKeyring(for: other, password: "not-the-login-password")
+        let refused = try other.pam(["authenticate", "open_session"], input: [other.password])
+        #expect(refused.status == 0, "\(refused)")
+        #expect(try other.security(["find-generic-password", "-s", "mail"]).status != 0)
+        #expect(!FileManager.default.fileExists(atPath: other.home + "/.local/share/keychains/moved-in.json"))
+    }
+
     @Test("the password is in no process's arguments or environment and in no file of the account")
     func thePasswordIsInNoArgumentEnvironmentOrFile() throws {
         let account = try Account()
