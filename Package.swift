@@ -193,6 +193,8 @@ let package = Package(
                 // waited for on the benchmark's threads), and the keychain attributes the provider
                 // gives a D-Bus item (to seed its keychain as it would).
                 "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "DBusNIO", "SecretService",
+                // KeyringImport: the move-in rows (GNOME Keyring's file against the same adds).
+                "KeyringImport",
                 // KeychainSync and PostgresScratchServer: the sync rows, on a private PostgreSQL.
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
                 // ScratchTPM and KeychainTPM: the sealed login unlock's rows, on a private swtpm.

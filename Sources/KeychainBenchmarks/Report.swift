@@ -307,6 +307,15 @@ extension BenchmarkReport {
         }
         targets.append(
             TargetResult(
+                name: "moving in from GNOME Keyring's file ÷ the same adds in one transaction, \(size) items",
+                limit: "≤ 1.50×",
+                measured: result?.moveInOverFloor.map { ratio in
+                    "\(Format.ratio(ratio)) (moving in \(Format.duration(result!.moveIn!.medianMicroseconds)), adds "
+                        + "\(Format.duration(result!.moveInFloor!.medianMicroseconds)))"
+                } ?? result?.moveInNote ?? missing,
+                met: result?.moveInOverFloor.map { $0 <= 1.5 }))
+        targets.append(
+            TargetResult(
                 name: "secret-tool lookup process, keychaind --secret-service ÷ GNOME Keyring, \(size) items",
                 limit: "≤ 1.00×",
                 measured: measured(

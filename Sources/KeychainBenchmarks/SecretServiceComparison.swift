@@ -3,6 +3,7 @@ import DBusWire
 import Foundation
 import KeychainCore
 import KeychainLibc
+import KeyringImport
 import NIOCore
 import SecretService
 
@@ -58,6 +59,11 @@ struct SecretServiceComparison {
                 result.gnomeNote = "not available: \(error)"
             }
             defer { withExtendedLifetime(gnome) {} }
+            if gnome != nil {
+                progress("  moving GNOME Keyring's login file in, against the same adds in one transaction")
+                measureMoveIn(
+                    &result, file: directory + "/gnome/home/.local/share/keyrings/login.keyring", in: directory)
+            }
             let secretTool = GnomeKeyring.find("secret-tool")
             if secretTool == nil { result.secretToolNote = "not measured: secret-tool is not installed" }
 
@@ -174,6 +180,57 @@ struct SecretServiceComparison {
         }
         return PairedSamples(ours: ourSamples, theirs: theirSamples)
     }
+
+    /// Moving GNOME Keyring's encrypted `login` file in (``KeyringMoveIn``: read, decrypt, check,
+    /// compare with what is stored, add in one transaction) against its floor, the same items
+    /// added to a keychain in one transaction (`add(contentsOf:)`, the items made untimed); each
+    /// round into two new password-less keychains, interleaved, the first round untimed.
+    private func measureMoveIn(_ result: inout SecretServiceResult, file: String, in directory: String) {
+        let items = (0..<result.items).map { index in
+            let (service, account, secret) = ScriptComparison.item(index)
+            return Item(
+                class: .genericPassword,
+                attributes: SecretAttributes.keychainAttributes(
+                    for: ["service": service, "account": account], label: "\(service) \(account)"),
+                data: Data(secret.utf8))
+        }
+        var ours: [UInt64] = []
+        var floor: [UInt64] = []
+        do {
+            for round in 0...Self.moveInRounds {
+                let target = try KeychainDatabase.create(
+                    at: directory + "/moved-in-\(round).keychain-db", password: nil,
+                    configuration: lifecycle.configuration)
+                var start = Clock.now()
+                let report = try KeyringMoveIn.moveIn(
+                    gnomeKeyringAt: file, password: Data(GnomeKeyring.password.utf8), into: target)
+                let movedIn = Clock.now() - start
+                guard report.added == result.items else {
+                    throw BenchmarkFailure("\(report.added) of \(result.items) items were moved in")
+                }
+                let added = try KeychainDatabase.create(
+                    at: directory + "/added-\(round).keychain-db", password: nil, configuration: lifecycle.configuration
+                )
+                start = Clock.now()
+                _ = try added.add(contentsOf: items)
+                let adds = Clock.now() - start
+                if round > 0 {
+                    ours.append(movedIn)
+                    floor.append(adds)
+                }
+                for name in ["moved-in-\(round)", "added-\(round)"] {
+                    try? FileManager.default.removeItem(atPath: directory + "/\(name).keychain-db")
+                }
+            }
+            result.moveIn = Summary(nanoseconds: ours)
+            result.moveInFloor = Summary(nanoseconds: floor)
+        } catch {
+            result.moveInNote = "not available: \(error)"
+        }
+    }
+
+    /// Timed rounds of the move-in rows (each moves every item in twice).
+    static let moveInRounds = 5
 
     /// Creates the keychain at `path` with `size` items as the provider stores a D-Bus item
     /// with the attributes `service` and `account` (``ScriptComparison/item(_:)``).
@@ -455,6 +512,18 @@ struct SecretServiceResult: Codable, Sendable {
     var openSessionGnome: Summary?
     /// Seconds to start GNOME Keyring with ``items`` items in `login` and have it encrypt them.
     var gnomeFillSeconds: Double?
+    /// Moving GNOME Keyring's encrypted `login` file (``items`` items) into a new keychain.
+    var moveIn: Summary?
+    /// The floor: the same items added to a new keychain in one transaction.
+    var moveInFloor: Summary?
+    /// Why the move-in rows are missing.
+    var moveInNote: String?
+
+    /// Moving in ÷ the same adds in one transaction (target ≤ 1.5).
+    var moveInOverFloor: Double? {
+        guard let ours = moveIn, let floor = moveInFloor else { return nil }
+        return ours.medianMicroseconds / floor.medianMicroseconds
+    }
     /// Why our rows are missing.
     var note: String?
     /// Why GNOME Keyring's rows are missing.

@@ -534,6 +534,19 @@ enum TableRenderer {
             "OpenSession, Diffie-Hellman (same connection)", ours: result.openSessionOurs,
             theirs: result.openSessionGnome, theirTitle: "GNOME Keyring", theirItems: items,
             ratio: result.openSessionOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) }, note: nil)
+        if let moveIn = result.moveIn, let floor = result.moveInFloor {
+            rows.append([
+                "moving GNOME Keyring's encrypted login file in (read, decrypt, add in one transaction)", items,
+                Format.duration(moveIn.medianMicroseconds), Format.duration(moveIn.p99Microseconds),
+                result.moveInOverFloor.map { "÷ floor " + Format.ratio($0) } ?? "",
+            ])
+            rows.append([
+                "the same items added in one transaction (the floor)", items, Format.duration(floor.medianMicroseconds),
+                Format.duration(floor.p99Microseconds), "",
+            ])
+        } else {
+            rows.append(["moving GNOME Keyring's login file in", items, "—", result.moveInNote ?? gnomeNote])
+        }
         if let fill = result.gnomeFillSeconds {
             let line =
                 "GNOME Keyring started with the items in its login collection and encrypted them in "

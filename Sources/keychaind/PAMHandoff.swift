@@ -145,7 +145,9 @@ enum PAMHandoff {
     /// is logged, without any secret, and never fails the login.
     static func moveInAtLogin(_ login: AgentKeychain, password: Data) {
         let directory = KeychainPaths().keychainsDirectory
-        for (path, result) in KeyringMoveIn.moveInAtLogin(password: password, into: login, keychainsDirectory: directory) {
+        for (path, result) in KeyringMoveIn.moveInAtLogin(
+            password: password, into: login, keychainsDirectory: directory)
+        {
             switch result {
             case .success(let report) where report.leftOut > 0:
                 complain("pam: \(path): \(report.leftOut) items left out (their service and account are taken)")

@@ -132,16 +132,19 @@ struct BenchmarkTests {
             (result?.lookupOurs, "lookup on keychaind"), (result?.lookupGnome, "lookup on GNOME"),
             (result?.createOurs, "CreateItem on keychaind"), (result?.createGnomeLogin, "CreateItem on GNOME"),
             (result?.openSessionOurs, "OpenSession on keychaind"), (result?.openSessionGnome, "OpenSession on GNOME"),
+            (result?.moveIn, "moving GNOME Keyring's file in"), (result?.moveInFloor, "the move-in's floor"),
         ] {
             #expect(summary != nil, "no \(what) timing")
             if let summary { expectSensible(summary, what) }
         }
         for ratio in [
             result?.secretToolOursOverGnome, result?.lookupGnomeOverOurs, result?.createGnomeOverOurs,
-            result?.openSessionOursOverGnome,
+            result?.openSessionOursOverGnome, result?.moveInOverFloor,
         ] {
             #expect(ratio.map { $0.isFinite && $0 > 0 } == true)
         }
+        #expect(result?.moveInNote == nil, "\(result?.moveInNote ?? "")")
+        #expect(report.targets.contains { $0.name.hasPrefix("moving in from GNOME Keyring's file") && $0.met != nil })
         // The last four targets, in this order.
         let targets = Array(report.targets.suffix(4))
         #expect(
