@@ -80,6 +80,30 @@ import Testing
         #expect(try tool("disable").out.contains("nothing to do"))
     }
 
+    @Test(
+        "with no activation file and no provider running, a client is refused by the bus at once, not after a timeout")
+    func noProviderFailsFast() throws {
+        // A bus that reads only its private directory (this machine's /usr/share has
+        // gnome-keyring's file, which a standard session bus always reads), emptied.
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        try FileManager.default.removeItem(atPath: bus.root + "/services/org.freedesktop.secrets.service")
+        _ = try runTool(
+            try requireTool("/usr/bin/dbus-send"),
+            [
+                "--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                "org.freedesktop.DBus.ReloadConfig",
+            ], environment: bus.environment)
+        // The bus answers that nothing provides the name: no activation is started, so there is
+        // no activation timeout to wait out, and secret-tool reports it.
+        let lookup = try runTool(
+            try requireTool("/usr/bin/secret-tool"), ["lookup", "service", "mail"], environment: bus.environment,
+            deadline: 60)
+        let said = String(decoding: lookup.stderr, as: UTF8.self)
+        #expect(lookup.status != 0 && said.contains("not provided by any .service files"), "\(lookup)")
+        #expect(try bus.ownerPID(of: "org.freedesktop.secrets") == nil)
+    }
+
     @Test("enable never overwrites an activation file it did not make")
     func enableKeepsAForeignFile() throws {
         let bus = try PrivateSessionBus.activatingKeychaind()
