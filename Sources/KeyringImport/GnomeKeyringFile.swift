@@ -98,6 +98,8 @@ public struct GnomeKeyringFile: Sendable {
 /// The clear part of an encrypted keyring file.
 private struct BinaryHeader: Sendable {
     static let magic = Data("GnomeKeyring\n\r\0\n".utf8)
+    /// The most key-derivation rounds accepted (GNOME Keyring writes fewer than 4,096).
+    static let maximumIterations: UInt32 = 100_000
 
     var label: String
     var iterations: UInt32
@@ -120,7 +122,11 @@ private struct BinaryHeader: Sendable {
         _ = try reader.uint32()  // flags
         _ = try reader.uint32()  // lock timeout
         iterations = try reader.uint32()
-        guard iterations >= 1 else { throw KeyringFileError.damaged("the key derivation has no rounds") }
+        // GNOME Keyring writes 1,000 to 4,095 rounds; a count far above that is damage, and would
+        // otherwise hold the reader for hours (2³² hashes).
+        guard (1...Self.maximumIterations).contains(iterations) else {
+            throw KeyringFileError.damaged("its key derivation's round count (\(iterations)) is not GNOME Keyring's")
+        }
         salt = try reader.bytes(8)
         for _ in 0..<4 { _ = try reader.uint32() }  // reserved
         let count = try reader.uint32()

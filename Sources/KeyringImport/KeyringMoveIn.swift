@@ -3,8 +3,8 @@ import Foundation
 import KeychainCore
 import SecretService
 
-/// Moving in from another keyring's files: what `security import-keyring` and the first login
-/// with `pam_keychain.so` do (docs/moving-in.md).
+/// Moving in from another keyring's files: GNOME Keyring's and a `pass` store's, what
+/// `security import-keyring` and the first login with `pam_keychain.so` do (docs/moving-in.md).
 ///
 /// Each file is read whole and decrypted before anything is stored, so a wrong password, a
 /// truncated file or an altered one stores nothing. The items are stored as keychaind's Secret
@@ -69,7 +69,30 @@ public enum KeyringMoveIn {
         let contents = try Data(contentsOf: URL(fileURLWithPath: path))
         let file = try GnomeKeyringFile(contentsOf: contents)
         let items = try file.items(password: password)
-        var report = Report(path: path, label: file.label)
+        let report = try store(items, from: path, label: file.label, into: keychain)
+        try stamps?.record(path: path, contents: contents, items: items.count)
+        return report
+    }
+
+    /// Decrypts every entry of the `pass` store in `directory` (through `gpg`, all of them before
+    /// anything is stored) and stores them in `keychain` (``PassStore``); records it in `stamps`.
+    /// - Throws: ``KeyringFileError`` when it is not a store or an entry cannot be decrypted
+    ///   (nothing stored), ``KeychainModel/KeychainError`` when the keychain refuses.
+    public static func moveIn(
+        passStoreAt directory: String, into keychain: any KeychainHandle, stamps: MoveInStamps? = nil
+    ) throws -> Report {
+        let passStore = try PassStore(directory: directory)
+        let items = try passStore.items()
+        let report = try store(items, from: directory, label: "pass", into: keychain)
+        try stamps?.record(path: directory, contents: passStore.recordedContents(), items: items.count)
+        return report
+    }
+
+    /// Stores `items` read from `path` as the Secret Service stores D-Bus items, and counts.
+    private static func store(
+        _ items: [ForeignSecretItem], from path: String, label: String, into keychain: any KeychainHandle
+    ) throws -> Report {
+        var report = Report(path: path, label: label)
         for (item, outcome) in zip(items, try SecretServiceImport.store(items, in: keychain)) {
             switch outcome {
             case .added: report.added += 1
@@ -80,7 +103,6 @@ public enum KeyringMoveIn {
                 report.leftOutLabels.append(item.label)
             }
         }
-        try stamps?.record(path: path, contents: contents, items: items.count)
         return report
     }
 }
@@ -118,9 +140,10 @@ public struct MoveInStamps: Sendable {
 
     /// Whether the file at `path` was moved in with the contents it has now.
     public func hasMovedIn(_ file: String) -> Bool {
-        guard let entry = entries()[file], let contents = FileManager.default.contents(atPath: file) else {
-            return false
-        }
+        guard let entry = entries()[file],
+            let contents = FileManager.default.contents(atPath: file)
+                ?? (try? PassStore(directory: file))?.recordedContents()
+        else { return false }
         return entry.sha256 == Self.hash(contents)
     }
 

@@ -20,6 +20,14 @@ extension ImportKeyring {
         var failed = false
         for path in paths {
             do {
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+                    let report = try session.withAccess(to: target) {
+                        try KeyringMoveIn.moveIn(passStoreAt: path, into: target.database, stamps: stamps)
+                    }
+                    failed = Self.print(report) || failed
+                    continue
+                }
                 let file = try GnomeKeyringFile(contentsOf: try Data(contentsOf: URL(fileURLWithPath: path)))
                 var password = Data()
                 if file.form == .encrypted {
@@ -31,14 +39,7 @@ extension ImportKeyring {
                     try KeyringMoveIn.moveIn(
                         gnomeKeyringAt: path, password: password, into: target.database, stamps: stamps)
                 }
-                for label in report.leftOutLabels {
-                    Console.err(
-                        "security: import-keyring: \"\(label)\" left out: another item has its service and account\n")
-                }
-                Console.out(
-                    "\(path): \(report.added) imported, \(report.updated) updated, \(report.unchanged) already "
-                        + "present, \(report.leftOut) left out\n")
-                failed = failed || report.leftOut > 0
+                failed = Self.print(report) || failed
             } catch let error as KeyringFileError {
                 Console.err("security: import-keyring: \(path): \(error)\n")
                 failed = true
@@ -50,5 +51,16 @@ extension ImportKeyring {
             }
         }
         return failed ? 1 : 0
+    }
+
+    /// Prints what moving one file or store in did; `true` when items were left out.
+    private static func print(_ report: KeyringMoveIn.Report) -> Bool {
+        for label in report.leftOutLabels {
+            Console.err("security: import-keyring: \"\(label)\" left out: another item has its service and account\n")
+        }
+        Console.out(
+            "\(report.path): \(report.added) imported, \(report.updated) updated, \(report.unchanged) already "
+                + "present, \(report.leftOut) left out\n")
+        return report.leftOut > 0
     }
 }

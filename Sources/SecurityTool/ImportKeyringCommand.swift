@@ -1,14 +1,14 @@
 import ArgumentParser
 import Foundation
 
-/// `security import-keyring`: moves the items of another keyring's files into a keychain, read
-/// from disk, without the old keyring's daemon.
+/// `security import-keyring`: moves the items of another keyring's files (GNOME Keyring's, a
+/// `pass` store) into a keychain, read from disk, without the old keyring's daemon.
 package struct ImportKeyring: ToolCommand {
     package static let name = "import-keyring"
     package static let configuration = CommandConfiguration(
         commandName: Self.name,
         _superCommandName: "security",
-        abstract: "Move the items of GNOME Keyring's files into a keychain (Linux only).",
+        abstract: "Move the items of GNOME Keyring's files or a pass store into a keychain (Linux only).",
         usage: "security import-keyring [-k keychain] [-p password] [file ...]",
         discussion: HelpText.wrapped(
             """
@@ -18,6 +18,11 @@ package struct ImportKeyring: ToolCommand {
             GNOME Keyring find them by the same attributes. Labels, attributes, secrets and dates \
             are kept. A keyring with a password is opened with -p or the password asked for (the \
             login keyring's is usually the login password); one without a password needs none.
+
+            A directory is read as a pass store (~/.password-store): each entry, decrypted by gpg \
+            (your gpg-agent asks for the key's passphrase), becomes a generic password whose \
+            service and label are the entry's path, whose account is its login:, username: or \
+            user: line, and whose secret is the whole entry.
 
             A file that cannot be opened (wrong password, truncated, altered) stores nothing. \
             Running it again adds only what is new. An item whose service and account are those \
@@ -35,7 +40,7 @@ package struct ImportKeyring: ToolCommand {
         help: ArgumentHelp("The keyrings' password (insecure: prefer the prompt).", valueName: "password"))
     package var password: String?
 
-    @Argument(help: ArgumentHelp("GNOME Keyring files (.keyring).", valueName: "file"))
+    @Argument(help: ArgumentHelp("GNOME Keyring files (.keyring) or pass stores (directories).", valueName: "file"))
     package var files: [String] = []
 
     package init() {}

@@ -7,9 +7,10 @@ import SecretService
 import SeededRandom
 import Testing
 
-/// Moving in from GNOME Keyring's files on disk: files written by the real
-/// `gnome-keyring-daemon` (items stored with `secret-tool`), read without it.
-@Suite("Moving in from GNOME Keyring's files")
+/// Moving in from other keyrings' files on disk: GNOME Keyring's, written by the real
+/// `gnome-keyring-daemon` (items stored with `secret-tool`) and read without it, and a `pass`
+/// store made by the real `pass` with a throwaway GnuPG key.
+@Suite("Moving in from other keyrings' files")
 struct KeyringFileTests {
     /// Items stored with `secret-tool`: a plain one, libsecret's network schema, a multi-line secret.
     static let items: [(label: String, attributes: [String], secret: String)] = [
@@ -225,6 +226,76 @@ struct KeyringFileTests {
             } catch is KeyringFileError {
             }
         }
+        // The round count set to 2³² − 1: refused as damage, not hashed for hours.
+        var rounds = contents
+        let at = 16 + 4 + 4 + "Login".utf8.count + 8 + 8 + 4 + 4  // magic, version, label, dates, flags, timeout
+        rounds.replaceSubrange(at..<(at + 4), with: [0xff, 0xff, 0xff, 0xff])
+        #expect(
+            throws: KeyringFileError.damaged("its key derivation's round count (4294967295) is not GNOME Keyring's")
+        ) {
+            try GnomeKeyringFile(contentsOf: rounds)
+        }
+    }
+
+    @Test("a pass store moves in through gpg: each entry by its path, all or none; an altered entry stores nothing")
+    func passStore() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let gnupg = bus.root + "/gnupg"
+        let store = bus.root + "/password-store"
+        try FileManager.default.createDirectory(
+            atPath: gnupg, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var environment = bus.environment
+        environment["GNUPGHOME"] = gnupg
+        environment["PASSWORD_STORE_DIR"] = store
+        let gpg = try requireTool("/usr/bin/gpg")
+        defer { _ = try? runTool("/usr/bin/gpgconf", ["--kill", "all"], environment: environment) }
+        let made = try runTool(
+            gpg,
+            [
+                "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key",
+                "Keychain Test <test@keychain.invalid>", "future-default", "default", "never",
+            ], environment: environment)
+        #expect(made.status == 0, "\(made)")
+        let keys = try runTool(gpg, ["--list-keys", "--with-colons"], environment: environment)
+        let fingerprint = try #require(
+            keys.out.split(separator: "\n").first { $0.hasPrefix("fpr:") }?.split(separator: ":").last.map(String.init))
+        let pass = try requireTool("/usr/bin/pass")
+        #expect(try runTool(pass, ["init", fingerprint], environment: environment).status == 0)
+        let multiline = "hunter2\nlogin: alice\nurl: https://mail.example\n"
+        #expect(
+            try runTool(pass, ["insert", "-m", "Email/alice"], stdin: Data(multiline.utf8), environment: environment)
+                .status == 0)
+        #expect(
+            try runTool(pass, ["insert", "-e", "Web/shop"], stdin: Data("shop-pw\n".utf8), environment: environment)
+                .status == 0)
+        let security = try requireTool(productsDirectory + "/security")
+
+        // An altered entry: gpg refuses it, and the other entry is not stored either.
+        let altered = bus.root + "/altered-store"
+        try FileManager.default.copyItem(atPath: store, toPath: altered)
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: altered + "/Web/shop.gpg"))
+        bytes[bytes.count - 8] ^= 0x40
+        try bytes.write(to: URL(fileURLWithPath: altered + "/Web/shop.gpg"))
+        let refused = try runTool(security, ["import-keyring", altered], environment: environment)
+        #expect(refused.status == 1, "\(refused)")
+        #expect(String(decoding: refused.stderr, as: UTF8.self).contains("gpg cannot decrypt the entry Web/shop"))
+        #expect(
+            try runTool(security, ["find-generic-password", "-s", "Email/alice"], environment: environment).status != 0)
+
+        let imported = try runTool(security, ["import-keyring", store], environment: environment)
+        #expect(imported.out == "\(store): 2 imported, 0 updated, 0 already present, 0 left out\n", "\(imported)")
+        let shop = try runTool(security, ["find-generic-password", "-s", "Web/shop", "-w"], environment: environment)
+        #expect(shop.status == 0 && shop.out == "shop-pw\n", "\(shop)")
+        let alice = try runTool(
+            security, ["find-generic-password", "-s", "Email/alice", "-a", "alice", "-w"], environment: environment)
+        // The whole entry, less its last line break; printed in hexadecimal, as macOS's -w prints a
+        // secret with a line break in it.
+        let hex = multiline.dropLast().utf8.map { String(format: "%02x", $0) }.joined()
+        #expect(alice.status == 0 && alice.out == hex + "\n", "\(alice) \(alice.out)")
+        let again = try runTool(security, ["import-keyring", store], environment: environment)
+        #expect(again.out.hasSuffix(": 0 imported, 0 updated, 2 already present, 0 left out\n"), "\(again)")
+        #expect(MoveInStamps(keychainsDirectory: bus.root + "/data/keychains").hasMovedIn(store))
     }
 
     /// The encrypted part of a binary keyring file: its last bytes, their length written just before them.
