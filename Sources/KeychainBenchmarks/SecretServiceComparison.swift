@@ -186,14 +186,7 @@ struct SecretServiceComparison {
     /// added to a keychain in one transaction (`add(contentsOf:)`, the items made untimed); each
     /// round into two new password-less keychains, interleaved, the first round untimed.
     private func measureMoveIn(_ result: inout SecretServiceResult, file: String, in directory: String) {
-        let items = (0..<result.items).map { index in
-            let (service, account, secret) = ScriptComparison.item(index)
-            return Item(
-                class: .genericPassword,
-                attributes: SecretAttributes.keychainAttributes(
-                    for: ["service": service, "account": account], label: "\(service) \(account)"),
-                data: Data(secret.utf8))
-        }
+        let items = (0..<result.items).map(Self.secretServiceItem)
         var ours: [UInt64] = []
         var floor: [UInt64] = []
         do {
@@ -237,16 +230,20 @@ struct SecretServiceComparison {
     private func seed(path: String, size: Int) throws {
         let keychain = try KeychainDatabase.create(at: path, password: nil, configuration: lifecycle.configuration)
         for start in stride(from: 0, to: size, by: BenchmarkRunner.seedBatch) {
-            let items = (start..<min(size, start + BenchmarkRunner.seedBatch)).map { index in
-                let (service, account, secret) = ScriptComparison.item(index)
-                return Item(
-                    class: .genericPassword,
-                    attributes: SecretAttributes.keychainAttributes(
-                        for: ["service": service, "account": account], label: "\(service) \(account)"),
-                    data: Data(secret.utf8))
-            }
+            let items = (start..<min(size, start + BenchmarkRunner.seedBatch)).map(Self.secretServiceItem)
             _ = try keychain.add(contentsOf: items)
         }
+    }
+
+    /// Item `index` (``ScriptComparison/item(_:)``) as the provider stores a D-Bus item with the
+    /// attributes `service` and `account`.
+    static func secretServiceItem(_ index: Int) -> Item {
+        let (service, account, secret) = ScriptComparison.item(index)
+        return Item(
+            class: .genericPassword,
+            attributes: SecretAttributes.keychainAttributes(
+                for: ["service": service, "account": account], label: "\(service) \(account)"),
+            data: Data(secret.utf8))
     }
 
     /// `secret-tool lookup` against our provider and against GNOME Keyring, one after the other

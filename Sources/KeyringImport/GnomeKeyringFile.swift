@@ -214,13 +214,20 @@ struct BigEndianReader {
     var remaining: Int { data.endIndex - offset }
 
     mutating func bytes(_ count: Int) throws -> Data {
+        Data(try slice(count))
+    }
+
+    /// The next `count` bytes, not copied.
+    private mutating func slice(_ count: Int) throws -> Data.SubSequence {
         guard count >= 0, remaining >= count else { throw KeyringFileError.damaged("it is truncated") }
         defer { offset += count }
-        return Data(data[offset..<(offset + count)])
+        return data[offset..<(offset + count)]
     }
 
     mutating func uint32() throws -> UInt32 {
-        try bytes(4).reduce(0) { $0 << 8 | UInt32($1) }
+        guard remaining >= 4 else { throw KeyringFileError.damaged("it is truncated") }
+        defer { offset += 4 }
+        return (offset..<(offset + 4)).reduce(0) { $0 << 8 | UInt32(data[$1]) }
     }
 
     /// A time in seconds since 1970, as two 32-bit halves.
@@ -235,11 +242,19 @@ struct BigEndianReader {
     }
 
     mutating func string() throws -> String? {
-        guard let bytes = try byteArray() else { return nil }
-        guard let string = String(data: bytes, encoding: .utf8), !string.contains("\0") else {
+        let length = try uint32()
+        guard length != 0xffff_ffff else { return nil }
+        let bytes = try slice(Int(length))
+        guard !bytes.contains(0), let string = String(validating: bytes, as: UTF8.self) else {
             throw KeyringFileError.damaged("a text field is not UTF-8")
         }
         return string
+    }
+
+    /// Reads past a string or byte array.
+    mutating func skipString() throws {
+        let length = try uint32()
+        if length != 0xffff_ffff { _ = try slice(Int(length)) }
     }
 
     /// An attribute list: a count, then each name with a type (0: string, 1: unsigned 32-bit).
@@ -257,7 +272,18 @@ struct BigEndianReader {
         return attributes
     }
 
-    mutating func skipAttributes() throws { _ = try attributes() }
+    /// Reads past an attribute list (the clear part's hashed attributes, which nothing uses).
+    mutating func skipAttributes() throws {
+        let count = try uint32()
+        for _ in 0..<count {
+            try skipString()
+            switch try uint32() {
+            case 0: try skipString()
+            case 1: _ = try uint32()
+            default: throw KeyringFileError.damaged("an attribute has an unknown type")
+            }
+        }
+    }
 
     /// An item's access list (applications GNOME Keyring once asked about): read past.
     mutating func skipAccessList() throws {

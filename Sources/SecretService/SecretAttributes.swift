@@ -294,10 +294,16 @@ public enum SecretAttributes {
 
     /// The deterministic form kept in `gena`.
     static func encode(_ attributes: [String: String]) -> Data {
+        (try? encoder.encode([marker: attributes])) ?? Data()
+    }
+
+    /// The encoder of ``encode(_:)``: made once (a move-in encodes a map per item), configured
+    /// before it is shared and never changed after.
+    private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode([marker: attributes])) ?? Data()
-    }
+        return encoder
+    }()
 
     /// The map kept in `gena` by ``encode(_:)``, or `nil` when `data` is not such a map. The
     /// usual form, one object holding one object of strings, is read here without Foundation's
