@@ -1,7 +1,9 @@
 import DBusNIO
 import DBusWire
 import Foundation
+import Dispatch
 import KeychainCore
+import Synchronization
 
 /// An item read from another Secret Service provider (GNOME Keyring, KeePassXC), over D-Bus or
 /// from its files.
@@ -115,12 +117,13 @@ public enum SecretServiceImport {
     ///   was added).
     public static func store(_ items: [ForeignSecretItem], in keychain: any KeychainHandle) throws -> [Outcome] {
         var outcomes = [Outcome](repeating: .unchanged, count: items.count)
-        var stored = try storedItems(of: Set(items.map { SecretAttributes.itemClass(for: $0.attributes) }), keychain)
+        let prepared = keychainAttributes(of: items)
+        var stored = try storedItems(of: Set(prepared.map(\.itemClass)), keychain)
         var additions: [(position: Int, item: Item)] = []
         var added: [ItemClass: [[String: String]: Int]] = [:]
         for (position, foreign) in items.enumerated() {
-            let itemClass = SecretAttributes.itemClass(for: foreign.attributes)
-            var attributes = SecretAttributes.keychainAttributes(for: foreign.attributes, label: foreign.label)
+            let itemClass = prepared[position].itemClass
+            var attributes = prepared[position].1
             if let same = stored[itemClass]?[foreign.attributes], let id = same.persistentID {
                 guard same.data != foreign.secret || same.attributes[.label] != attributes[.label] else { continue }
                 _ = try keychain.update(
@@ -146,6 +149,24 @@ public enum SecretServiceImport {
             outcomes[additions[position].position] = outcome
         }
         return outcomes
+    }
+
+    /// Each item's class and keychain attributes (``SecretAttributes/keychainAttributes(for:label:clearing:)``),
+    /// made on every core: a move-in of thousands of items spends much of its time here.
+    private static func keychainAttributes(of items: [ForeignSecretItem]) -> [(itemClass: ItemClass, Attributes)] {
+        let chunk = 512
+        let chunks = (items.count + chunk - 1) / chunk
+        let results = Mutex([[(itemClass: ItemClass, Attributes)]](repeating: [], count: chunks))
+        DispatchQueue.concurrentPerform(iterations: chunks) { index in
+            let part = items[(index * chunk)..<min(items.count, (index + 1) * chunk)].map { item in
+                (
+                    itemClass: SecretAttributes.itemClass(for: item.attributes),
+                    SecretAttributes.keychainAttributes(for: item.attributes, label: item.label)
+                )
+            }
+            results.withLock { $0[index] = part }
+        }
+        return results.withLock { $0.flatMap { $0 } }
     }
 
     /// The stored items of `classes`, with their secrets, by their Secret Service attributes.
