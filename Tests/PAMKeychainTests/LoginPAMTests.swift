@@ -478,6 +478,7 @@ import Testing
             exec 3<&0
             gnome-keyring-daemon --foreground --unlock --components=secrets <&3 >/dev/null 2>&1 &
             daemon=$!
+            trap 'kill -9 $daemon' EXIT
             exec 3<&-
             for i in $(seq 300); do
               dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
@@ -487,7 +488,6 @@ import Testing
             echo -n mail-secret | secret-tool store --label=Mail service mail account alice || exit 3
             echo -n wifi | secret-tool store --label=Wi-Fi xdg:schema org.gnome.keyring.NetworkPassword \\
               server ap user bob || exit 3
-            kill -9 $daemon
             """
         // The password reaches the daemon on its standard input (a background job's own is
         // /dev/null, hence descriptor 3).
