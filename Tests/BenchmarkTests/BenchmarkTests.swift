@@ -88,9 +88,10 @@ struct BenchmarkTests {
         // keychaind's five (lookup ÷ in process, four clients ÷ one, its memory, connections at once,
         // a saturated agent ÷ an idle one);
         // SecKey's three (sign, verify, key lookup by tag); the PKI three (.p12 import, legacy .p12
-        // import, chain evaluation); the Secret Service's four (secret-tool, SearchItems + GetSecrets, CreateItem,
-        // OpenSession with Diffie-Hellman); the login unlock's two (plain, sealed to a swtpm).
-        #expect(report.targets.count == 25 + 4 * report.scripts.count)
+        // import, chain evaluation); the Secret Service's five (moving GNOME Keyring's file in, secret-tool,
+        // SearchItems + GetSecrets, CreateItem, OpenSession with Diffie-Hellman); the login unlock's two
+        // (plain, sealed to a swtpm).
+        #expect(report.targets.count == 26 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         let saturation = report.agentSaturation

@@ -45,3 +45,18 @@ public func stopAgent(at path: String) {
     kill(pid, SIGTERM)
     if !waitUntilGone(pid) { kill(pid, SIGKILL) }
 }
+
+/// Stops, with SIGKILL, every process (but this one) whose environment holds `variable` exactly:
+/// an agent a test's client started while it was itself being killed can come up after the test
+/// stopped the agent at its socket, and would outlive the test.
+public func stopProcesses(withEnvironmentEntry variable: String) {
+    let needle = Data(variable.utf8) + Data([0])
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    for entry in entries {
+        guard let pid = pid_t(entry), pid != getpid(),
+            var environment = FileManager.default.contents(atPath: "/proc/\(entry)/environ")
+        else { continue }
+        environment.insert(0, at: environment.startIndex)
+        if environment.range(of: Data([0]) + needle) != nil { kill(pid, SIGKILL) }
+    }
+}

@@ -76,6 +76,8 @@ final class Sandbox: @unchecked Sendable {
 
     deinit {
         stopAgent(at: agentSocket)
+        // An agent that came up after that (its client killed while starting it): its home is here.
+        stopProcesses(withEnvironmentEntry: "HOME=" + home)
         try? FileManager.default.removeItem(atPath: root)
     }
 
