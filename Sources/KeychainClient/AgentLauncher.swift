@@ -10,8 +10,13 @@ import KeychainLibc
 /// The agent takes an exclusive lock beside its socket before it listens, so when two processes
 /// start one at once, one agent serves and the other exits.
 enum AgentLauncher {
-    /// How long a client waits for a started agent to answer.
-    static let patience: Duration = .seconds(10)
+    /// How long a client waits for the agent it started to answer, while that agent runs (one
+    /// that ends is not waited for). Long: a client that gave up on a slow start would go on with
+    /// its keychains in its own process, and the agent, once up, would serve every later process
+    /// without what this one unlocked or created: a keychain made by `create-keychain -p` would
+    /// be locked for the next command (a CI failure on a loaded 2-core machine looked like this;
+    /// it was 10 s).
+    static let patience: Duration = .seconds(45)
 
     /// Starts the agent for `socketPath` and connects to it.
     /// - Throws: ``KeychainModel/KeychainError`` `.notAvailable` naming what is missing.
