@@ -198,8 +198,8 @@ struct SecretServiceComparison {
                 let report = try KeyringMoveIn.moveIn(
                     gnomeKeyringAt: file, password: Data(GnomeKeyring.password.utf8), into: target)
                 let movedIn = Clock.now() - start
-                guard report.added == result.items else {
-                    throw BenchmarkFailure("\(report.added) of \(result.items) items were moved in")
+                guard report.tally.added == result.items else {
+                    throw BenchmarkFailure("\(report.tally.added) of \(result.items) items were moved in")
                 }
                 let added = try KeychainDatabase.create(
                     at: directory + "/added-\(round).keychain-db", password: nil, configuration: lifecycle.configuration

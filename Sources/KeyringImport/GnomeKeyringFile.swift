@@ -35,23 +35,29 @@ public struct GnomeKeyringFile: Sendable {
     /// The keyring's label (from the clear header of an encrypted file: not authenticated).
     public let label: String
 
-    private let contents: Data
+    /// The file's bytes (what ``MoveInStamps`` hashes).
+    let contents: Data
     private let header: BinaryHeader?
+    private let plain: KeyFile?
 
     /// Recognizes `contents` as a GNOME Keyring file and reads its clear header.
     /// - Throws: ``KeyringFileError/unrecognized(_:)`` for anything else,
-    ///   ``KeyringFileError/damaged(_:)`` when its header is truncated or malformed.
+    ///   ``KeyringFileError/damaged(_:)`` when its header (or a textual file) is truncated or
+    ///   malformed.
     public init(contentsOf contents: Data) throws {
         self.contents = contents
         if contents.starts(with: BinaryHeader.magic) {
             let header = try BinaryHeader(contents)
             self.header = header
+            plain = nil
             form = .encrypted
             label = header.label
         } else if let text = String(data: contents, encoding: .utf8), KeyFile.firstGroup(text) == "keyring" {
+            let plain = try KeyFile(text)
+            self.plain = plain
             header = nil
             form = .plain
-            label = (try? KeyFile(text))?.value("display-name", in: "keyring") ?? ""
+            label = plain.value("display-name", in: "keyring") ?? ""
         } else {
             throw KeyringFileError.unrecognized("no GNOME Keyring header")
         }
@@ -65,10 +71,7 @@ public struct GnomeKeyringFile: Sendable {
     ///   encrypted part was altered), ``KeyringFileError/damaged(_:)`` when it is truncated or
     ///   malformed. Either way, no item is returned.
     public func items(password: Data) throws -> [ForeignSecretItem] {
-        switch form {
-        case .encrypted: try header!.items(in: contents, password: password)
-        case .plain: try PlainKeyring.items(try KeyFile(String(decoding: contents, as: UTF8.self)))
-        }
+        if let header { try header.items(in: contents, password: password) } else { try PlainKeyring.items(plain!) }
     }
 
     /// The schema GNOME Keyring gives an item of an old item type that has no `xdg:schema`

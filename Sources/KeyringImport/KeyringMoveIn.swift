@@ -18,10 +18,8 @@ public enum KeyringMoveIn {
         public var path: String
         /// The keyring's label.
         public var label: String
-        /// How many items were added, updated, already there, and left out.
-        public var added = 0, updated = 0, unchanged = 0, leftOut = 0
-        /// The labels of the items left out (another item has their service and account).
-        public var leftOutLabels: [String] = []
+        /// What became of its items.
+        public var tally: SecretServiceImport.Tally
     }
 
     /// GNOME Keyring's files in the data directory that holds `keychainsDirectory`
@@ -44,14 +42,14 @@ public enum KeyringMoveIn {
     ) -> [(path: String, result: Result<Report, any Error>)] {
         let stamps = MoveInStamps(keychainsDirectory: keychainsDirectory)
         return gnomeKeyrings(besideKeychainsIn: keychainsDirectory).compactMap { path in
-            guard !stamps.hasMovedIn(path) else { return nil }
             let isLogin = URL(fileURLWithPath: path).lastPathComponent == "login.keyring"
             guard let contents = FileManager.default.contents(atPath: path),
+                !stamps.hasMovedIn(path, contents: contents),
                 let file = try? GnomeKeyringFile(contentsOf: contents), isLogin || file.form == .plain
             else { return nil }
             let result = Result {
                 try moveIn(
-                    gnomeKeyringAt: path, password: file.form == .plain ? Data() : password, into: keychain,
+                    file, from: path, password: file.form == .plain ? Data() : password, into: keychain,
                     stamps: stamps)
             }
             return (path, result)
@@ -66,11 +64,18 @@ public enum KeyringMoveIn {
     public static func moveIn(
         gnomeKeyringAt path: String, password: Data, into keychain: any KeychainHandle, stamps: MoveInStamps? = nil
     ) throws -> Report {
-        let contents = try Data(contentsOf: URL(fileURLWithPath: path))
-        let file = try GnomeKeyringFile(contentsOf: contents)
+        let file = try GnomeKeyringFile(contentsOf: try Data(contentsOf: URL(fileURLWithPath: path)))
+        return try moveIn(file, from: path, password: password, into: keychain, stamps: stamps)
+    }
+
+    /// As ``moveIn(gnomeKeyringAt:password:into:stamps:)``, for a file already read from `path`.
+    public static func moveIn(
+        _ file: GnomeKeyringFile, from path: String, password: Data, into keychain: any KeychainHandle,
+        stamps: MoveInStamps? = nil
+    ) throws -> Report {
         let items = try file.items(password: password)
         let report = try store(items, from: path, label: file.label, into: keychain)
-        try stamps?.record(path: path, contents: contents, items: items.count)
+        try stamps?.record(path: path, contents: file.contents, items: items.count)
         return report
     }
 
@@ -92,18 +97,7 @@ public enum KeyringMoveIn {
     private static func store(
         _ items: [ForeignSecretItem], from path: String, label: String, into keychain: any KeychainHandle
     ) throws -> Report {
-        var report = Report(path: path, label: label)
-        for (item, outcome) in zip(items, try SecretServiceImport.store(items, in: keychain)) {
-            switch outcome {
-            case .added: report.added += 1
-            case .updated: report.updated += 1
-            case .unchanged: report.unchanged += 1
-            case .collides:
-                report.leftOut += 1
-                report.leftOutLabels.append(item.label)
-            }
-        }
-        return report
+        Report(path: path, label: label, tally: .init(try SecretServiceImport.store(items, in: keychain), of: items))
     }
 }
 
@@ -140,11 +134,16 @@ public struct MoveInStamps: Sendable {
 
     /// Whether the file at `path` was moved in with the contents it has now.
     public func hasMovedIn(_ file: String) -> Bool {
-        guard let entry = entries()[file],
+        guard
             let contents = FileManager.default.contents(atPath: file)
                 ?? (try? PassStore(directory: file))?.recordedContents()
         else { return false }
-        return entry.sha256 == Self.hash(contents)
+        return hasMovedIn(file, contents: contents)
+    }
+
+    /// Whether the file at `path`, read as `contents`, was moved in with those contents.
+    public func hasMovedIn(_ file: String, contents: Data) -> Bool {
+        entries()[file]?.sha256 == Self.hash(contents)
     }
 
     /// Records that `path`, with `contents`, was moved in (replacing the record atomically).

@@ -55,6 +55,31 @@ public enum SecretServiceImport {
         case collides
     }
 
+    /// What storing items did, counted: what both import commands print.
+    public struct Tally: Sendable, Equatable {
+        /// How many items were added, updated, and found already there.
+        public var added = 0, updated = 0, unchanged = 0
+        /// The labels of the items left out (``Outcome/collides``).
+        public var leftOut: [String] = []
+
+        /// The count of `outcomes`, the outcomes of `items`.
+        public init(_ outcomes: [Outcome], of items: [ForeignSecretItem]) {
+            for (item, outcome) in zip(items, outcomes) {
+                switch outcome {
+                case .added: added += 1
+                case .updated: updated += 1
+                case .unchanged: unchanged += 1
+                case .collides: leftOut.append(item.label)
+                }
+            }
+        }
+
+        /// `N imported, N updated, N already present, N left out`.
+        public var summary: String {
+            "\(added) imported, \(updated) updated, \(unchanged) already present, \(leftOut.count) left out"
+        }
+    }
+
     /// What the provider on the bus had: its items, and the collections skipped because they
     /// are locked.
     public struct Contents: Sendable {
@@ -102,11 +127,6 @@ public enum SecretServiceImport {
         }
         _ = try? await call(connection, session.path, "org.freedesktop.Secret.Session", "Close")
         return contents
-    }
-
-    /// Stores `item` in `keychain` as the provider stores a D-Bus item.
-    public static func store(_ item: ForeignSecretItem, in keychain: any KeychainHandle) throws -> Outcome {
-        try store([item], in: keychain)[0]
     }
 
     /// Stores `items` in `keychain` as the provider stores D-Bus items, for a move-in: what is

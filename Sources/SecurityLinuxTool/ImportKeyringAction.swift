@@ -37,7 +37,7 @@ extension ImportKeyring {
                 }
                 let report = try session.withAccess(to: target) {
                     try KeyringMoveIn.moveIn(
-                        gnomeKeyringAt: path, password: password, into: target.database, stamps: stamps)
+                        file, from: path, password: password, into: target.database, stamps: stamps)
                 }
                 failed = Self.print(report) || failed
             } catch let error as KeyringFileError {
@@ -55,12 +55,10 @@ extension ImportKeyring {
 
     /// Prints what moving one file or store in did; `true` when items were left out.
     private static func print(_ report: KeyringMoveIn.Report) -> Bool {
-        for label in report.leftOutLabels {
+        for label in report.tally.leftOut {
             Console.err("security: import-keyring: \"\(label)\" left out: another item has its service and account\n")
         }
-        Console.out(
-            "\(report.path): \(report.added) imported, \(report.updated) updated, \(report.unchanged) already "
-                + "present, \(report.leftOut) left out\n")
-        return report.leftOut > 0
+        Console.out("\(report.path): \(report.tally.summary)\n")
+        return !report.tally.leftOut.isEmpty
     }
 }

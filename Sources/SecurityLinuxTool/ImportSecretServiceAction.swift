@@ -36,22 +36,16 @@ extension ImportSecretService {
         let outcomes = try session.withAccess(to: target) {
             try SecretServiceImport.store(contents.items, in: target.database)
         }
-        var counts: [SecretServiceImport.Outcome: Int] = [:]
-        for (item, outcome) in zip(contents.items, outcomes) {
-            counts[outcome, default: 0] += 1
-            if outcome == .collides {
-                Console.err(
-                    "security: import-secret-service: \"\(item.label)\" left out: another item has its service "
-                        + "and account\n")
-            }
+        let tally = SecretServiceImport.Tally(outcomes, of: contents.items)
+        for label in tally.leftOut {
+            Console.err(
+                "security: import-secret-service: \"\(label)\" left out: another item has its service and account\n")
         }
         for label in contents.lockedCollections {
             Console.err("security: import-secret-service: the collection \"\(label)\" is locked: skipped\n")
         }
-        Console.out(
-            "\(counts[.added, default: 0]) imported, \(counts[.updated, default: 0]) updated, "
-                + "\(counts[.unchanged, default: 0]) already present, \(counts[.collides, default: 0]) left out\n")
-        return counts[.collides, default: 0] == 0 && contents.lockedCollections.isEmpty ? 0 : 1
+        Console.out(tally.summary + "\n")
+        return tally.leftOut.isEmpty && contents.lockedCollections.isEmpty ? 0 : 1
     }
 }
 

@@ -149,8 +149,9 @@ enum PAMHandoff {
             password: password, into: login, keychainsDirectory: directory)
         {
             switch result {
-            case .success(let report) where report.leftOut > 0:
-                complain("pam: \(path): \(report.leftOut) items left out (their service and account are taken)")
+            case .success(let report) where !report.tally.leftOut.isEmpty:
+                complain(
+                    "pam: \(path): \(report.tally.leftOut.count) items left out (their service and account are taken)")
             case .success: break
             case .failure(let error as KeyringFileError):
                 complain("pam: \(path) was not moved in: \(error) (security import-keyring asks for its password)")
