@@ -96,25 +96,16 @@ public enum SleepLock {
         }
     }
 
-    /// The longest wait between two attempts to reach the system bus.
-    static let longestRetryDelay: Duration = .seconds(30)
-
     /// ``watch(environment:log:onEvent:)`` again whenever it ends (the system bus restarted, or
-    /// was not there yet), after a delay that doubles from one second to
-    /// ``longestRetryDelay`` while no attempt subscribes, until the task is cancelled.
+    /// was not there yet), as ``BusRetry`` retries, until the task is cancelled.
     static func keepWatching(
         environment: [String: String],
         log: @escaping @Sendable (String) -> Void,
         onSubscribed: @escaping @Sendable () async -> Void = {},
         onEvent: @escaping @Sendable (Event) async -> Void
     ) async {
-        var delay: Duration = .seconds(1)
-        while !Task.isCancelled {
-            if await watch(environment: environment, log: log, onSubscribed: onSubscribed, onEvent: onEvent) {
-                delay = .seconds(1)
-            }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, longestRetryDelay)
+        await BusRetry.repeatedly {
+            await watch(environment: environment, log: log, onSubscribed: onSubscribed, onEvent: onEvent)
         }
     }
 

@@ -80,19 +80,25 @@ struct Options {
     }
 }
 
+/// `environment` with the session bus that activated this process (`DBUS_STARTER_ADDRESS`) as
+/// `DBUS_SESSION_BUS_ADDRESS`, when it names none.
+func withStarterBus(_ environment: [String: String]) -> [String: String] {
+    var environment = environment
+    if environment["DBUS_SESSION_BUS_ADDRESS"] == nil, environment["DBUS_STARTER_BUS_TYPE"] == "session" {
+        environment["DBUS_SESSION_BUS_ADDRESS"] = environment["DBUS_STARTER_ADDRESS"]
+    }
+    return environment
+}
+
 /// Connects to the session bus, exports the Secret Service and asks for its name. Returns
 /// `nil` (after saying why) when the name is taken or there is no bus: the private socket is
 /// served either way.
 func startSecretService(_ provider: SecretServiceProvider, replace: Bool, environment: [String: String]) async
     -> DBusConnection?
 {
-    var environment = environment
-    if environment["DBUS_SESSION_BUS_ADDRESS"] == nil, environment["DBUS_STARTER_BUS_TYPE"] == "session" {
-        environment["DBUS_SESSION_BUS_ADDRESS"] = environment["DBUS_STARTER_ADDRESS"]  // activated by the bus
-    }
     do {
         let bus = try await DBusConnection.connect(
-            to: try DBusAddress.sessionBus(environment: environment), objects: provider.objects)
+            to: try DBusAddress.sessionBus(environment: withStarterBus(environment)), objects: provider.objects)
         try await bus.hello()
         // Subscribed before the name is ours: a caller queued for the name (the one whose call
         // activated us) may leave right after its first call, and its sessions and prompts must
@@ -300,11 +306,17 @@ func run() async throws -> Never {
     }
 
     // Lock the keychains with lock-on-sleep when logind says the machine sleeps or the session
-    // locks, where a system bus exists; without one, nothing (a line with KEYCHAIND_DEBUG=1).
+    // locks, where a system bus exists, and when a screen saver starts, where a session bus
+    // exists; without them, nothing (a line with KEYCHAIND_DEBUG=1).
     let debug = environment["KEYCHAIND_DEBUG"] == "1"
-    let sleepEnvironment = environment
+    let busEnvironment = withStarterBus(environment)
     let sleepLock = Task.detached {
-        await SleepLock.run(service: service, environment: sleepEnvironment) { line in
+        await SleepLock.run(service: service, environment: busEnvironment) { line in
+            if debug { complain(line) }
+        }
+    }
+    let screenSaverLock = Task.detached {
+        await ScreenSaverLock.run(service: service, environment: busEnvironment) { line in
             if debug { complain(line) }
         }
     }
@@ -332,7 +344,9 @@ func run() async throws -> Never {
             complain("\(location.socketPath) was removed or replaced; exiting")
             exit(0)
         }
-        withExtendedLifetime((listener, instanceLock, server, sources, sleepLock, secretService, runners)) {}
+        withExtendedLifetime(
+            (listener, instanceLock, server, sources, sleepLock, screenSaverLock, secretService, runners)
+        ) {}
     }
 }
 

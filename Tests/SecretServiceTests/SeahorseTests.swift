@@ -1,6 +1,7 @@
 import CKeychainAgent
 import Foundation
 import KeychainLibc
+import KeychainTestSupport
 import SecretService
 import Testing
 
@@ -42,7 +43,7 @@ struct SeahorseTests {
         "Seahorse, under Xvfb, shows the Login collection and the label of an item SecItemAdd stored: read by OCR from a kept screenshot"
     )
     func seahorseShowsTheKeychain() throws {
-        let xvfb = try requireTool("/usr/bin/Xvfb")
+        _ = try requireTool("/usr/bin/Xvfb")
         let seahorse = try requireTool("/usr/bin/seahorse")
         let tesseract = try requireTool("/usr/bin/tesseract")
         let screenshot = try requireTool("/usr/bin/import")
@@ -73,19 +74,10 @@ struct SeahorseTests {
         try #require(added.status == 0 && added.out == "ok\n", "\(added) \(added.out)")
 
         // A private X server on a display it chooses (-displayfd), then Seahorse on it.
-        let server = try TestDaemon(
-            xvfb, ["-displayfd", "1", "-screen", "0", "1280x800x24", "-nolisten", "tcp"], environment: bus.environment)
+        let (server, display) = try TestDaemon.xServer(environment: bus.environment)
         defer { server.stop() }
-        var display = ""
-        let started = Date().addingTimeInterval(30)
-        while display.isEmpty && Date() < started && server.isRunning {
-            usleep(20_000)
-            let printed = server.output
-            if printed.hasSuffix("\n") { display = printed.trimmingCharacters(in: .whitespacesAndNewlines) }
-        }
-        try #require(Int(display) != nil, "Xvfb gave no display: \(server.output) \(server.errors)")
         var environment = bus.environment
-        environment["DISPLAY"] = ":" + display
+        environment["DISPLAY"] = display
         environment["GDK_BACKEND"] = "x11"
         environment["GSETTINGS_BACKEND"] = "memory"
         environment["NO_AT_BRIDGE"] = "1"
