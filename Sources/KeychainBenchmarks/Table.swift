@@ -318,7 +318,18 @@ enum TableRenderer {
             Format.duration(unlock.medianMicroseconds), Format.duration(unlock.p99Microseconds),
             login.unlockOverFloor.map(Format.ratio) ?? "",
         ])
+        rows.append(pamRow(login))
         return columns(rows, right: [1, 2, 3])
+    }
+
+    /// The login through a PAM transaction (``PAMLogin``), against the same floor.
+    static func pamRow(_ login: LoginUnlockResult) -> [String] {
+        let name = "a login through PAM: pamtester authenticate + open_session, pam_keychain.so"
+        guard let pam = login.throughPAM else { return [name, login.pamNote ?? "not available", "", ""] }
+        return [
+            name, Format.duration(pam.medianMicroseconds), Format.duration(pam.p99Microseconds),
+            login.pamOverFloor.map(Format.ratio) ?? "",
+        ]
     }
 
     /// `keychaind --pam login` with the login keychain sealed to a swtpm, against the key
@@ -346,6 +357,7 @@ enum TableRenderer {
             Format.duration(unlock.medianMicroseconds), Format.duration(unlock.p99Microseconds),
             login.unlockOverFloor.map(Format.ratio) ?? "",
         ])
+        rows.append(pamRow(login))
         if let plain = login.plainDeviceKeyOpen, let sealed = login.sealedDeviceKeyOpen {
             rows.append([
                 "open a password-less keychain in process, plain device key file",

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <time.h>
@@ -174,15 +176,50 @@ static int send_all(int socket, const void *bytes, size_t length) {
     return 0;
 }
 
+// The child's exit status once it has ended, or -1 (killed by a signal, or reaped by the
+// application's own SIGCHLD handler).
+static int reap(pid_t child) {
+    int status = 0;
+    pid_t ended;
+    while ((ended = waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+    }
+    if (ended != child) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static long milliseconds_since(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - start->tv_sec) * 1000L + (now.tv_nsec - start->tv_nsec) / 1000000L;
+}
+
 // Waits up to `seconds` for the child; kills it after that. Returns its exit status, or -1.
+// The wait is on a pidfd (Linux 5.3): the login goes on the moment the child ends; without one,
+// the child is polled every 2 ms.
 static int wait_for(pid_t child, int seconds) {
-    struct timespec step = {0, 20 * 1000 * 1000};
-    for (long waited = 0; waited < (long)seconds * 50; waited++) {
-        int status = 0;
-        pid_t ended = waitpid(child, &status, WNOHANG);
-        if (ended == child) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (ended < 0 && errno != EINTR) return -1;  // reaped by the application's own handler
-        nanosleep(&step, NULL);
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    long limit = (long)seconds * 1000L;
+    int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+    if (pidfd >= 0) {
+        struct pollfd ended = {pidfd, POLLIN, 0};
+        int ready = 0;
+        long left;
+        while ((left = limit - milliseconds_since(&start)) > 0 &&
+               (ready = poll(&ended, 1, (int)left)) < 0 && errno == EINTR) {
+        }
+        int done = left > 0 && ready > 0;
+        close(pidfd);
+        if (done) return reap(child);
+    } else {
+        struct timespec step = {0, 2 * 1000 * 1000};
+        while (milliseconds_since(&start) < limit) {
+            int status = 0;
+            pid_t ended = waitpid(child, &status, WNOHANG);
+            if (ended == child) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            if (ended < 0 && errno != EINTR) return -1;  // reaped by the application's own handler
+            nanosleep(&step, NULL);
+        }
     }
     kill(child, SIGKILL);
     (void)waitpid(child, NULL, 0);

@@ -89,9 +89,9 @@ struct BenchmarkTests {
         // a saturated agent ÷ an idle one);
         // SecKey's three (sign, verify, key lookup by tag); the PKI three (.p12 import, legacy .p12
         // import, chain evaluation); the Secret Service's five (moving GNOME Keyring's file in, secret-tool,
-        // SearchItems + GetSecrets, CreateItem, OpenSession with Diffie-Hellman); the login unlock's two
-        // (plain, sealed to a swtpm).
-        #expect(report.targets.count == 26 + 4 * report.scripts.count)
+        // SearchItems + GetSecrets, CreateItem, OpenSession with Diffie-Hellman); the login unlock's four
+        // (plain and sealed to a swtpm, each by keychaind --pam login and through PAM).
+        #expect(report.targets.count == 28 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         let saturation = report.agentSaturation
@@ -214,6 +214,12 @@ struct BenchmarkTests {
         #expect(report.sealedLoginUnlock?.tpmUnseal != nil)
         #expect(table.contains("tpm2_unseal on the same swtpm"))
         #expect(report.targets.contains { $0.name.hasPrefix("sealed login unlock") })
+        // Both through a real PAM transaction (pamtester, pam_wrapper, the built pam_keychain.so).
+        for login in [report.loginUnlock, report.sealedLoginUnlock] {
+            #expect(login?.pamOverFloor.map { $0.isFinite && $0 > 0 } == true, "\(login?.pamNote ?? "")")
+        }
+        #expect(table.contains("a login through PAM"))
+        #expect(report.targets.filter { $0.name.contains("through PAM") }.count == 2)
 
         let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
         #expect(decoded.sizes.map(\.items) == report.sizes.map(\.items))

@@ -24,7 +24,10 @@ import Testing
         var socket: String { runtime + "/keychain/agent.sock" }
         var loginKeychain: String { home + "/.local/share/keychains/login.keychain-db" }
 
-        init(helper: String = LoginPAMTests.products + "/keychaind") throws {
+        /// - Parameters:
+        ///   - helper: The module's `helper=`.
+        ///   - options: More arguments for the module, e.g. `timeout=1`.
+        init(helper: String = LoginPAMTests.products + "/keychaind", options: String = "") throws {
             #expect(getuid() == 0, "PAM's password check (pam_unix) and becoming the account need root")
             guard let entry = getpwnam(LoginPAMTests.userName) else {
                 throw Missing("the account \(LoginPAMTests.userName) is missing (bash .ci/run makes it)")
@@ -47,12 +50,12 @@ import Testing
             // The lines docs/login.md gives, after the stack's own modules.
             let lines = """
                 auth     required \(unix)
-                auth     optional \(module) helper=\(helper)
+                auth     optional \(module) helper=\(helper) \(options)
                 account  required \(unix)
                 password required \(unix)
-                password optional \(module) helper=\(helper)
+                password optional \(module) helper=\(helper) \(options)
                 session  required \(permit)
-                session  optional \(module) helper=\(helper)
+                session  optional \(module) helper=\(helper) \(options)
 
                 """
             try Data(lines.utf8).write(to: URL(fileURLWithPath: stack + "/" + LoginPAMTests.service))
@@ -255,6 +258,31 @@ import Testing
         let login = try account.pam(["authenticate", "open_session", "close_session"], input: [account.password])
         #expect(login.status == 0, "\(login)")
         #expect(!FileManager.default.fileExists(atPath: account.loginKeychain))
+    }
+
+    @Test("a helper that does not answer is killed at the module's timeout, and the login goes on")
+    func aHangingHelperIsKilledAndTheLoginGoesOn() throws {
+        // A helper the account can run that says it started, then never ends.
+        let directory = FileManager.default.temporaryDirectory.path + "/pam-hang-\(UUID().uuidString)"
+        let marker = "keychain-hang-" + UUID().uuidString
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let helper = directory + "/keychaind"
+        try Data("#!/bin/bash\ntouch \"$HOME/\(marker)\"\nexec -a \(marker) sleep 300\n".utf8)
+            .write(to: URL(fileURLWithPath: helper))
+        chmod(helper, 0o755)
+        let account = try Account(helper: helper, options: "timeout=1")
+        defer { try? FileManager.default.removeItem(atPath: account.home + "/" + marker) }
+
+        let login = try account.pam(["authenticate", "open_session"], input: [account.password])
+        #expect(login.status == 0, "the login succeeds: \(login)")
+        #expect(FileManager.default.fileExists(atPath: account.home + "/" + marker), "the helper ran")
+        let running = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { pid in
+            let arguments = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") ?? Data()
+            return String(decoding: arguments, as: UTF8.self).contains(marker)
+        }
+        #expect(running.isEmpty, "the helper was killed when the login went on: \(running)")
     }
 
     // MARK: Password changes
