@@ -291,9 +291,11 @@ extension BenchmarkReport {
                     met: sealed.unlockOverFloor.map { $0 <= 1.2 }))
             targets.append(
                 TargetResult(
-                    name: "sealed login through PAM (pamtester, pam_keychain.so, swtpm) ÷ (key derivation + tpm2_unseal)",
+                    name:
+                        "sealed login through PAM (pamtester, pam_keychain.so, swtpm) ÷ (key derivation + tpm2_unseal)",
                     limit: "≤ 1.20×",
-                    measured: sealed.pamOverFloor.map(Format.ratio) ?? (sealed.pamNote ?? sealed.note ?? "not measured"),
+                    measured: sealed.pamOverFloor.map(Format.ratio)
+                        ?? (sealed.pamNote ?? sealed.note ?? "not measured"),
                     met: sealed.pamOverFloor.map { $0 <= 1.2 }))
         }
         secretServiceTargets(secretService)
