@@ -181,7 +181,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityLinuxTool",
             dependencies: [
-                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "DBusWire", "DBusNIO",
+                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassImport", "DBusWire", "DBusNIO",
                 "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -344,6 +344,19 @@ let package = Package(
                 "SecretService", "KeychainCore", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
+        // KeePass's KDBX 4 files, read from disk to move in: Argon2 by libargon2 (libargon2-dev),
+        // the payload's gzip by zlib (zlib1g-dev), its XML by Foundation's parser (libxml2). A module
+        // of its own, so that keychaind, which moves GNOME Keyring's files in at login, links none
+        // of them.
+        .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .target(
+            name: "KeePassImport",
+            dependencies: [
+                "KeyringImport", "SecretService", "CArgon2", "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         // OpenSSL's PKCS#12 reader decrypts what swift-crypto has no cipher for: the legacy
         // password-based encryption (RC2, RC4, 3DES, DES) of old .p12 files (see
         // docs/keys-and-certificates.md). KeychainPKI still parses the file.
@@ -368,7 +381,8 @@ let package = Package(
         .testTarget(
             name: "SecretServiceTests",
             dependencies: [
-                "SecretService", "KeyringImport", "KeychainAgent", "KeychainCore", "keychaind", "SecurityToolMain",
+                "SecretService", "KeyringImport", "KeePassImport", "KeychainAgent", "KeychainCore", "keychaind",
+                "SecurityToolMain",
                 "SecurityLinuxTool",
                 "DBusWire", "DBusNIO",
                 "SeededRandom", "KeychainTestSupport", "KeychainLibc",

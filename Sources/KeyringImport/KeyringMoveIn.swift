@@ -93,6 +93,18 @@ public enum KeyringMoveIn {
         return report
     }
 
+    /// Stores `items`, read and decrypted from the file at `path` (a KeePass database, say), as
+    /// the Secret Service stores D-Bus items, and records the file's `contents` in `stamps`.
+    /// - Throws: ``KeychainModel/KeychainError`` when the keychain refuses.
+    public static func moveIn(
+        _ items: [ForeignSecretItem], readFrom path: String, label: String, contents: Data,
+        into keychain: any KeychainHandle, stamps: MoveInStamps? = nil
+    ) throws -> Report {
+        let report = try store(items, from: path, label: label, into: keychain)
+        try stamps?.record(path: path, contents: contents, items: items.count)
+        return report
+    }
+
     /// Stores `items` read from `path` as the Secret Service stores D-Bus items, and counts.
     private static func store(
         _ items: [ForeignSecretItem], from path: String, label: String, into keychain: any KeychainHandle

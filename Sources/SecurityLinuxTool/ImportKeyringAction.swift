@@ -1,4 +1,5 @@
 import Foundation
+import KeePassImport
 import KeychainCore
 import KeyringImport
 import SecurityTool
@@ -28,10 +29,28 @@ extension ImportKeyring {
                     failed = Self.print(report) || failed
                     continue
                 }
-                let file = try GnomeKeyringFile(contentsOf: try Data(contentsOf: URL(fileURLWithPath: path)))
+                let contents = try Data(contentsOf: URL(fileURLWithPath: path))
+                if KeePassFile.isKeePassFile(contents) {
+                    let database = try KeePassFile(contentsOf: contents)
+                    let name = URL(fileURLWithPath: path).lastPathComponent
+                    if typed == nil { typed = try keyringPassword(of: "the KeePass database \"\(name)\"", in: session) }
+                    guard let typed else { throw CommandFailure.failure("import-keyring: no password was entered") }
+                    let items = try database.items(password: typed)
+                    let report = try session.withAccess(to: target) {
+                        try KeyringMoveIn.moveIn(
+                            items, readFrom: path, label: name,
+                            contents: contents, into: target.database, stamps: stamps)
+                    }
+                    failed = Self.print(report) || failed
+                    continue
+                }
+                let file = try GnomeKeyringFile(contentsOf: contents)
                 var password = Data()
                 if file.form == .encrypted {
-                    if typed == nil { typed = try keyringPassword(for: file.label, in: session) }
+                    if typed == nil {
+                        let name = file.label.isEmpty ? "the GNOME keyring" : "the GNOME keyring \"\(file.label)\""
+                        typed = try keyringPassword(of: name, in: session)
+                    }
                     guard let typed else { throw CommandFailure.failure("import-keyring: no password was entered") }
                     password = typed
                 }

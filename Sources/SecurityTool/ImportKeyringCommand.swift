@@ -54,10 +54,9 @@ extension ImportKeyring {
     package func keychainsDirectory(in session: Session) -> String { session.paths.keychainsDirectory }
 
     /// The keyrings' password: `-p`, else asked for on the terminal (or read as one line from
-    /// standard input) with the keyring's label in the prompt; `nil` when none is entered.
-    package func keyringPassword(for label: String, in session: Session) throws -> Data? {
+    /// standard input) naming `name` ('the GNOME keyring "login"') in the prompt; `nil` when none is entered.
+    package func keyringPassword(of name: String, in session: Session) throws -> Data? {
         if let password { return Data(ArgumentBytes.bytes(of: password)) }
-        let name = label.isEmpty ? "the GNOME keyring" : "the GNOME keyring \"\(label)\""
         return try session.secrets.readSecret(prompt: "password of \(name): ").map { Data($0) }
     }
 }

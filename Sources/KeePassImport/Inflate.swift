@@ -1,0 +1,42 @@
+import CZlib
+import Foundation
+import KeyringImport
+
+/// gzip decompression by zlib: a KDBX payload is gzip-compressed unless its header says not.
+enum Inflate {
+    /// The most a payload may inflate to: far above any password database, far below memory.
+    static let maximumSize = 512 << 20
+
+    /// The bytes `gzip` holds.
+    /// - Throws: ``KeyringImport/KeyringFileError/damaged(_:)`` when they are not gzip data, are
+    ///   cut short, or inflate beyond ``maximumSize``.
+    static func gunzip(_ gzip: Data) throws -> Data {
+        var stream = z_stream()
+        // 16 + 15: a gzip wrapper around a window of up to 2^15 bytes.
+        guard inflateInit2_(&stream, 16 + 15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw KeyringFileError.damaged("zlib cannot start")
+        }
+        defer { inflateEnd(&stream) }
+        var output = Data()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var input = [UInt8](gzip)
+        let status: Int32 = input.withUnsafeMutableBufferPointer { bytes in
+            stream.next_in = bytes.baseAddress
+            stream.avail_in = uInt(bytes.count)
+            var status = Z_OK
+            repeat {
+                status = chunk.withUnsafeMutableBufferPointer { out in
+                    stream.next_out = out.baseAddress
+                    stream.avail_out = uInt(out.count)
+                    let status = inflate(&stream, Z_NO_FLUSH)
+                    output.append(out.baseAddress!, count: out.count - Int(stream.avail_out))
+                    return status
+                }
+            } while status == Z_OK && output.count <= maximumSize
+            return status
+        }
+        guard output.count <= maximumSize else { throw KeyringFileError.damaged("the payload inflates beyond 512 MiB") }
+        guard status == Z_STREAM_END else { throw KeyringFileError.damaged("the payload's compression is damaged") }
+        return output
+    }
+}

@@ -1,0 +1,205 @@
+import Crypto
+import CryptoExtras
+import Foundation
+import KeyringImport
+import SecretService
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// A KDBX 4 payload once decrypted: the inner header (the protected values' stream key; the
+/// attachments, skipped), then the database's XML.
+struct KeePassPayload {
+    /// The key of the ChaCha20 stream that enciphers the protected values, in document order.
+    var streamKey: Data
+    var xml: Data
+
+    init(_ payload: Data) throws {
+        var reader = LittleEndianReader(payload, from: 0)
+        var streamID: UInt32?
+        var key: Data?
+        while true {
+            let id = try reader.uint8()
+            let value = try reader.bytes(Int(try reader.uint32()))
+            if id == 0 { break }
+            if id == 1, value.count == 4 { streamID = UInt32(littleEndian: value) }
+            if id == 2 { key = value }
+        }
+        guard streamID == 3, let key else {
+            throw KeyringFileError.unrecognized(
+                "a KeePass database whose protected values are not enciphered with ChaCha20")
+        }
+        streamKey = key
+        xml = payload.subdata(in: payload.startIndex + reader.offset..<payload.endIndex)
+    }
+
+    /// The entries outside the recycle bin, as Secret Service items (see
+    /// ``KeePassFile/items(password:)``).
+    func items() throws -> [ForeignSecretItem] {
+        let reader = KeePassXMLReader()
+        let parser = XMLParser(data: xml)
+        parser.shouldResolveExternalEntities = false
+        parser.delegate = reader
+        guard parser.parse(), reader.failure == nil else {
+            throw KeyringFileError.damaged(reader.failure ?? "the database's XML is malformed")
+        }
+        let clear = try revealed(reader.protectedValues)
+        return reader.entries.filter { !$0.isHistory && !$0.inRecycleBin(reader.recycleBin) }.map { entry in
+            entry.item(protected: clear)
+        }
+    }
+
+    /// The protected values deciphered: the stream is ChaCha20 under the first 32 bytes of
+    /// SHA-512 of the stream key, with the next 12 as its nonce, run over the values in order.
+    private func revealed(_ values: [Data]) throws -> [Data] {
+        let hash = Data(SHA512.hash(data: streamKey))
+        let joined = values.reduce(Data(), +)
+        let clear = try Insecure.ChaCha20CTR.encrypt(
+            joined, using: SymmetricKey(data: hash.prefix(32)),
+            nonce: Insecure.ChaCha20CTR.Nonce(data: hash.subdata(in: 32..<44)))
+        var offset = clear.startIndex
+        return values.map { value in
+            defer { offset += value.count }
+            return clear.subdata(in: offset..<offset + value.count)
+        }
+    }
+}
+
+/// One entry as read from the XML.
+struct KeePassEntry {
+    var uuid = Data()
+    /// Its groups' names below the root, outermost first.
+    var groups: [String] = []
+    /// Its groups' UUIDs, outermost (the root) first.
+    var groupUUIDs: [Data] = []
+    var isHistory = false
+    /// Its fields: a clear value, or the index of a protected one.
+    var strings: [(key: String, value: Value)] = []
+    var created: Date?
+    var modified: Date?
+
+    enum Value {
+        case clear(String)
+        case protected(Int)
+    }
+
+    func inRecycleBin(_ recycleBin: Data?) -> Bool {
+        guard let recycleBin, recycleBin != Data(count: 16) else { return false }
+        return groupUUIDs.contains(recycleBin)
+    }
+
+    /// The item KeePassXC's Secret Service would give for it.
+    func item(protected: [Data]) -> ForeignSecretItem {
+        var attributes: [String: String] = [:]
+        var secret = Data()
+        for (key, value) in strings {
+            switch value {
+            case .clear(let text) where key == "Password": secret = Data(text.utf8)
+            case .protected(let index) where key == "Password": secret = protected[index]
+            case .clear(let text) where key == "Title" || !text.isEmpty: attributes[key] = text
+            case .protected(let index) where ["Title", "UserName", "URL", "Notes"].contains(key):
+                attributes[key] = String(decoding: protected[index], as: UTF8.self)
+            default: break  // an empty field, or a protected custom field (a TOTP seed): not an attribute
+            }
+        }
+        let title = attributes["Title"] ?? ""
+        attributes["Title"] = title
+        attributes["Uuid"] = uuid.map { String(format: "%02x", $0) }.joined()
+        attributes["Path"] = (groups + [title]).joined(separator: "/")
+        return ForeignSecretItem(
+            label: title, attributes: attributes, secret: secret, created: created, modified: modified)
+    }
+}
+
+/// The parts of a KeePass XML document an import needs, read as it streams by.
+final class KeePassXMLReader: NSObject, XMLParserDelegate {
+    private(set) var entries: [KeePassEntry] = []
+    /// The protected values' enciphered bytes, in document order.
+    private(set) var protectedValues: [Data] = []
+    private(set) var recycleBin: Data?
+    private(set) var failure: String?
+
+    private var path: [String] = []
+    private var text = ""
+    /// The open groups: name and UUID (filled in as their elements pass).
+    private var groups: [(name: String, uuid: Data)] = []
+    /// The open entries (an entry's history holds entries).
+    private var open: [KeePassEntry] = []
+    private var stringKey = ""
+    private var valueIsProtected = false
+    private var recycleBinEnabled = true
+
+    func parser(
+        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+        attributes: [String: String] = [:]
+    ) {
+        path.append(name)
+        text = ""
+        switch name {
+        case "Group" where open.isEmpty: groups.append((name: "", uuid: Data()))
+        case "Entry":
+            var entry = KeePassEntry()
+            entry.isHistory = !open.isEmpty
+            entry.groups = groups.dropFirst().map(\.name)
+            entry.groupUUIDs = groups.map(\.uuid)
+            open.append(entry)
+        case "Value": valueIsProtected = attributes["Protected"]?.lowercased() == "true"
+        default: break
+        }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+        let parent = path.dropLast().last
+        defer { path.removeLast() }
+        switch (parent, name) {
+        case ("Meta", "RecycleBinUUID"): recycleBin = Data(base64Encoded: text)
+        case ("Meta", "RecycleBinEnabled"): recycleBinEnabled = text.lowercased() == "true"
+        case ("Group", "Name") where open.isEmpty && !groups.isEmpty: groups[groups.count - 1].name = text
+        case ("Group", "UUID") where open.isEmpty && !groups.isEmpty: groups[groups.count - 1].uuid = decoded(text)
+        case (_, "Group") where open.isEmpty: groups.removeLast()
+        case ("Entry", "UUID") where !open.isEmpty: open[open.count - 1].uuid = decoded(text)
+        case ("Times", "CreationTime") where !open.isEmpty: open[open.count - 1].created = Self.date(text)
+        case ("Times", "LastModificationTime") where !open.isEmpty: open[open.count - 1].modified = Self.date(text)
+        case ("String", "Key") where !open.isEmpty: stringKey = text
+        case ("String", "Value"):
+            if valueIsProtected {
+                protectedValues.append(decoded(text))
+                if !open.isEmpty {
+                    open[open.count - 1].strings.append((stringKey, .protected(protectedValues.count - 1)))
+                }
+            } else if !open.isEmpty {
+                open[open.count - 1].strings.append((stringKey, .clear(text)))
+            }
+            valueIsProtected = false
+        case (_, "Entry") where !open.isEmpty: entries.append(open.removeLast())
+        case (_, "KeePassFile") where !recycleBinEnabled: recycleBin = nil
+        default: break
+        }
+        text = ""
+    }
+
+    func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+        failure = failure ?? "the database's XML is malformed (line \(parser.lineNumber))"
+    }
+
+    /// Base64 text's bytes; malformed base64 is damage.
+    private func decoded(_ text: String) -> Data {
+        guard let data = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            failure = failure ?? "a value is not base64"
+            return Data()
+        }
+        return data
+    }
+
+    /// A KDBX 4 time (base64 of seconds since 0001-01-01, little-endian) or a KDBX 3.1 one (ISO 8601).
+    static func date(_ text: String) -> Date? {
+        if let data = Data(base64Encoded: text), data.count == 8 {
+            let seconds = Int64(littleEndian: data)
+            return Date(timeIntervalSince1970: TimeInterval(seconds) - 62_135_596_800)
+        }
+        return ISO8601DateFormatter().date(from: text)
+    }
+}
