@@ -2,13 +2,14 @@ import ArgumentParser
 import Foundation
 
 /// `security import-keyring`: moves the items of another keyring's files (GNOME Keyring's, a
-/// `pass` store) into a keychain, read from disk, without the old keyring's daemon.
+/// KeePass database, a `pass` store) into a keychain, read from disk, without the old keyring's daemon.
 package struct ImportKeyring: ToolCommand {
     package static let name = "import-keyring"
     package static let configuration = CommandConfiguration(
         commandName: Self.name,
         _superCommandName: "security",
-        abstract: "Move the items of GNOME Keyring's files or a pass store into a keychain (Linux only).",
+        abstract:
+            "Move the items of GNOME Keyring's files, KeePass databases or a pass store into a keychain (Linux only).",
         usage: "security import-keyring [-k keychain] [-p password] [file ...]",
         discussion: HelpText.wrapped(
             """
@@ -18,6 +19,11 @@ package struct ImportKeyring: ToolCommand {
             GNOME Keyring find them by the same attributes. Labels, attributes, secrets and dates \
             are kept. A keyring with a password is opened with -p or the password asked for (the \
             login keyring's is usually the login password); one without a password needs none.
+
+            A KeePass database (.kdbx, KDBX 4, as KeePassXC saves it) is opened with its master \
+            password; each entry outside the recycle bin becomes an item as KeePassXC's own Secret \
+            Service gives it (attributes Title, UserName, URL, Notes, Path, Uuid; the password as \
+            the secret).
 
             A directory is read as a pass store (~/.password-store): each entry, decrypted by gpg \
             (your gpg-agent asks for the key's passphrase), becomes a generic password whose \
