@@ -181,7 +181,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityLinuxTool",
             dependencies: [
-                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassImport", "DBusWire", "DBusNIO",
+                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassFormat", "DBusWire", "DBusNIO",
                 "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -351,7 +351,7 @@ let package = Package(
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(
-            name: "KeePassImport",
+            name: "KeePassFormat",
             dependencies: [
                 "KeyringImport", "SecretService", "CArgon2", "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -381,7 +381,7 @@ let package = Package(
         .testTarget(
             name: "SecretServiceTests",
             dependencies: [
-                "SecretService", "KeyringImport", "KeePassImport", "KeychainAgent", "KeychainCore", "keychaind",
+                "SecretService", "KeyringImport", "KeePassFormat", "KeychainAgent", "KeychainCore", "keychaind",
                 "SecurityToolMain",
                 "SecurityLinuxTool",
                 "DBusWire", "DBusNIO",

@@ -1,5 +1,5 @@
 import Foundation
-import KeePassImport
+import KeePassFormat
 import KeychainCore
 import KeyringImport
 import SecurityTool

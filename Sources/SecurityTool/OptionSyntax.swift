@@ -41,6 +41,7 @@ struct OptionSyntax {
         case "find-identity": OptionSyntax(valued: ["p", "s"])
         case "add-certificates", "import-secret-service", "sync": OptionSyntax(valued: ["k"])
         case "import-keyring": OptionSyntax(valued: ["k", "p"], secret: ["p"])
+        case "export-keyring": OptionSyntax(valued: ["k", "p", "o"], secret: ["p"])
         case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
         case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])

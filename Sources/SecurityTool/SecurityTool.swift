@@ -39,7 +39,7 @@ package enum SecurityTool {
         DeleteCertificate.self, DeleteIdentity.self, ExportCommand.self, ImportCommand.self, AddTrustedCert.self,
         RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
         VerifyCert.self, CMSCommand.self, SetIdentityPreference.self, GetIdentityPreference.self,
-        ErrorCommand.self, ImportSecretService.self, ImportKeyring.self, SecretServiceProvider.self,
+        ErrorCommand.self, ImportSecretService.self, ImportKeyring.self, ExportKeyring.self, SecretServiceProvider.self,
         SetLoginUnlock.self,
         SyncCommand.self,
     ].map { Command(type: $0) }
@@ -177,11 +177,11 @@ package enum SecurityTool {
 
     /// The commands of this `security` that macOS's has not, matched after macOS's names.
     static let linuxCommandNames = [
-        "import-keyring", "import-secret-service", "secret-service", "set-login-unlock", "sync",
+        "export-keyring", "import-keyring", "import-secret-service", "secret-service", "set-login-unlock", "sync",
     ]
 
     /// The Linux commands `security-linux` runs (``LinuxCompanion``).
-    static let companionCommandNames = ["import-keyring", "import-secret-service", "sync"]
+    static let companionCommandNames = ["export-keyring", "import-keyring", "import-secret-service", "sync"]
 
     /// Runs one command line.
     static func execute(_ arguments: [String], session: Session) -> Int32 {

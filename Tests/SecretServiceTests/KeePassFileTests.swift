@@ -1,5 +1,5 @@
 import Foundation
-import KeePassImport
+import KeePassFormat
 import KeyringImport
 import SecretService
 import SeededRandom
@@ -166,5 +166,89 @@ struct KeePassFileTests {
         #expect(vpn.status == 0 && vpn.out == "vpn-secret", "\(vpn)")
         let mail = try runTool(tool, ["lookup", "Title", "Mail", "UserName", "alice"], environment: environment)
         #expect(mail.status == 0 && mail.out == "new-mail-password", "\(mail)")
+    }
+
+    @Test(
+        "security export-keyring writes a database KeePassXC opens with every password, field and date; our reader and pykeepass read the same; it never overwrites a file"
+    )
+    func exportKeyringCommand() throws {
+        let database = try Database(cipher: "")
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let tool = try requireTool(productsDirectory + "/security")
+        let environment = bus.environment
+        func security(_ arguments: [String], _ input: String = "") throws -> ToolResult {
+            let done = try runTool(tool, arguments, stdin: Data(input.utf8), environment: environment)
+            #expect(done.status == 0, "security \(arguments.first ?? ""): \(done)")
+            return done
+        }
+        // A KeePass database moved in, a generic password with markup in its label and a line
+        // break in its comment, an internet password, and a secret that is not text.
+        _ = try security(["import-keyring", "-p", Self.password, database.path])
+        _ = try security(
+            [
+                "add-generic-password", "-s", "demo", "-a", "me", "-l", "Demo & <Co> \"x\"", "-j", "line one\nline two",
+                "-w",
+            ],
+            "s3cret\n")
+        _ = try security(
+            [
+                "add-internet-password", "-s", "git.example.com", "-a", "dev", "-r", "htps", "-P", "8443", "-p",
+                "/repo", "-w",
+            ],
+            "inet-pw\n")
+        _ = try security(["add-generic-password", "-s", "binary", "-a", "me", "-X", "fffe00"])
+
+        let output = database.directory + "/exported.kdbx"
+        let exported = try security(["export-keyring", "-o", output], "export password\n")
+        #expect(exported.out == "\(output): 4 exported, 1 left out (not text)\n", "\(exported.out)")
+        var status = stat()
+        #expect(stat(output, &status) == 0 && status.st_mode & 0o777 == 0o600, "written with mode 600")
+
+        // KeePassXC opens it and shows each entry as it was in the keychain.
+        let cli = try requireTool("/usr/bin/keepassxc-cli")
+        func show(_ entry: String) throws -> String {
+            let shown = try runTool(
+                cli,
+                ["show", "-q", "-s", "-a", "UserName", "-a", "Password", "-a", "URL", "-a", "Notes", output, entry],
+                stdin: Data("export password\n".utf8),
+                environment: ["HOME": database.directory, "QT_QPA_PLATFORM": "offscreen"])
+            #expect(shown.status == 0, "keepassxc-cli show \(entry): \(shown)")
+            return shown.out
+        }
+        #expect(try show("Demo & <Co> \"x\"") == "me\ns3cret\n\nline one\nline two\n")
+        #expect(try show("git.example.com") == "dev\ninet-pw\nhttps://git.example.com:8443/repo\n\n")
+        #expect(try show("VPN") == "bob\nvpn-secret\n\n\n")
+        #expect(try show("Mail") == "alice\nnew-mail-password\nhttps://mail.example.com\nline one\nline two\n")
+
+        // pykeepass reads the same, with the keychain's dates; so does this reader, with the
+        // UUIDs of the entries that came from KeePass kept.
+        let reference = try runTool(
+            try requireTool(PythonClientTests.python), [Self.client, "dump", output],
+            stdin: Data("export password\n".utf8), environment: ["HOME": database.directory])
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(reference.out.utf8)) as? [[String: Any]])
+        #expect(entries.count == 4, "\(reference)")
+        let read = try KeePassFile(contentsOf: Data(contentsOf: URL(fileURLWithPath: output)))
+            .items(password: Data("export password".utf8))
+        let original = try database.reference()
+        for entry in original {
+            #expect(read.contains { $0.attributes["Uuid"] == entry["uuid"] as? String }, "\(entry["path"] ?? "")")
+        }
+        for entry in entries {
+            let item = try #require(read.first { $0.attributes["Uuid"] == entry["uuid"] as? String })
+            #expect(item.secret == Data((entry["password"] as? String ?? "").utf8))
+            #expect(item.created?.timeIntervalSince1970 == entry["created"] as? Double)
+            #expect(item.modified?.timeIntervalSince1970 == entry["modified"] as? Double)
+        }
+        let vpn = try #require(entries.first { $0["title"] as? String == "VPN" })
+        let vpnBefore = try #require(original.first { $0["title"] as? String == "VPN" })
+        #expect(vpn["created"] as? Double == vpnBefore["created"] as? Double, "KeePass's own date went round")
+
+        // Never over an existing file.
+        let before = try Data(contentsOf: URL(fileURLWithPath: output))
+        let again = try runTool(
+            tool, ["export-keyring", "-p", "other", "-o", output], environment: environment)
+        #expect(again.status != 0 && String(decoding: again.stderr, as: UTF8.self).contains("exists"), "\(again)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == before)
     }
 }

@@ -33,7 +33,7 @@ public struct KeePassFile: Sendable {
 
     /// Whether `contents` starts as a KeePass 2 file does (any version).
     public static func isKeePassFile(_ contents: Data) -> Bool {
-        contents.count >= 8 && contents.prefix(8).elementsEqual(OuterHeader.signature)
+        contents.count >= 8 && contents.prefix(8).elementsEqual(KDBX.signature)
     }
 
     /// Reads the clear header of the KDBX 4 file in `contents`.
@@ -62,17 +62,6 @@ public struct KeePassFile: Sendable {
 
 /// The clear part of a KDBX 4 file.
 private struct OuterHeader: Sendable {
-    /// KeePass 2's two signature words, little-endian.
-    static let signature: [UInt8] = [0x03, 0xd9, 0xa2, 0x9a, 0x67, 0xfb, 0x4b, 0xb5]
-    static let aes256 = UUID(uuidString: "31C1F2E6-BF71-4350-BE58-05216AFC5AFF")!
-    static let chaCha20 = UUID(uuidString: "D6038A2B-8B6F-4CB5-A524-339A31DBB59A")!
-    static let argon2d = UUID(uuidString: "EF636DDF-8C29-444B-91F7-A9A403E30A0C")!
-    static let argon2id = UUID(uuidString: "9E298B19-56DB-4773-B23D-FC3EC6F0A1E6")!
-    static let aesKDF = UUID(uuidString: "C9D9F39A-628A-4460-BF74-0D08C18A4FEA")!
-    /// The most memory an Argon2 derivation may ask for (KeePassXC offers up to 4 GiB; a database asks
-    /// 64 MiB to 1 GiB in practice).
-    static let maximumMemory: UInt64 = 4 << 30
-
     enum Cipher { case aes256, chaCha20 }
 
     /// The header's bytes, which its hash and HMAC cover.
@@ -81,7 +70,7 @@ private struct OuterHeader: Sendable {
     var compressed: Bool
     var masterSeed: Data
     var iv: Data
-    var argon2: Argon2Parameters
+    var argon2: Argon2
     /// The header's HMAC-SHA-256, under a key from the password.
     var storedHMAC: Data
     /// Where the header's SHA-256 and HMAC end and the blocks start.
@@ -116,9 +105,9 @@ private struct OuterHeader: Sendable {
         storedHMAC = try reader.bytes(32)
         blocksStart = reader.offset
 
-        switch fields[2].flatMap(UUID.init(bytes:)) {
-        case Self.aes256: cipher = .aes256
-        case Self.chaCha20: cipher = .chaCha20
+        switch fields[2] {
+        case KDBX.aes256: cipher = .aes256
+        case KDBX.chaCha20: cipher = .chaCha20
         case .some:
             throw KeyringFileError.unrecognized("a KeePass database with a cipher other than AES-256 or ChaCha20")
         case nil: throw KeyringFileError.damaged("no cipher in the header")
@@ -134,7 +123,7 @@ private struct OuterHeader: Sendable {
         }
         self.iv = iv
         guard let kdf = fields[11] else { throw KeyringFileError.damaged("no key derivation parameters") }
-        argon2 = try Argon2Parameters(try VariantDictionary(kdf))
+        argon2 = try Argon2(try VariantDictionary(kdf))
     }
 
     /// The payload's key and the blocks' HMAC key.
@@ -190,128 +179,6 @@ private struct OuterHeader: Sendable {
         } catch {
             throw KeyringFileError.damaged("the payload does not decrypt")
         }
-        return compressed ? try Inflate.gunzip(plain) : plain
-    }
-}
-
-/// Argon2's parameters from the header's key derivation dictionary.
-private struct Argon2Parameters: Sendable {
-    var type: argon2_type
-    var salt: Data
-    var parallelism: UInt32
-    var memoryKiB: UInt32
-    var iterations: UInt32
-    var version: UInt32
-
-    init(_ dictionary: VariantDictionary) throws {
-        switch dictionary.bytes("$UUID").flatMap(UUID.init(bytes:)) {
-        case OuterHeader.argon2d: type = Argon2_d
-        case OuterHeader.argon2id: type = Argon2_id
-        case OuterHeader.aesKDF:
-            throw KeyringFileError.unrecognized(
-                "a KeePass database whose key derivation is AES-KDF: set it to Argon2 in KeePassXC's database settings")
-        default: throw KeyringFileError.unrecognized("a KeePass database with an unknown key derivation")
-        }
-        guard let salt = dictionary.bytes("S"), salt.count >= 8, let parallelism = dictionary.uint32("P"),
-            (1...256).contains(parallelism), let memory = dictionary.uint64("M"),
-            (8 * 1024 * UInt64(parallelism)...OuterHeader.maximumMemory).contains(memory),
-            let iterations = dictionary.uint64("I"), (1...UInt64(UInt32.max)).contains(iterations),
-            let version = dictionary.uint32("V"), version == 0x10 || version == 0x13
-        else { throw KeyringFileError.damaged("Argon2 parameters out of range") }
-        self.salt = salt
-        self.parallelism = parallelism
-        memoryKiB = UInt32(memory / 1024)
-        self.iterations = UInt32(iterations)
-        self.version = version
-    }
-
-    /// The 32-byte key Argon2 derives from `password` (libargon2).
-    func derive(_ password: Data) throws -> Data {
-        var output = Data(count: 32)
-        let status = output.withUnsafeMutableBytes { out in
-            password.withUnsafeBytes { pwd in
-                salt.withUnsafeBytes { salt in
-                    argon2_hash(
-                        iterations, memoryKiB, parallelism, pwd.baseAddress, pwd.count, salt.baseAddress, salt.count,
-                        out.baseAddress, out.count, nil, 0, type, version)
-                }
-            }
-        }
-        guard status == ARGON2_OK.rawValue else {
-            throw KeyringFileError.damaged(
-                "Argon2 refused the parameters (\(String(cString: argon2_error_message(status))))")
-        }
-        return output
-    }
-}
-
-/// KeePass's typed key-value dictionary (the key derivation's parameters).
-struct VariantDictionary: Sendable {
-    private var values: [String: (type: UInt8, value: Data)] = [:]
-
-    init(_ data: Data) throws {
-        var reader = LittleEndianReader(data, from: 0)
-        let version = try reader.uint16()
-        guard version & 0xff00 == 0x0100 else {
-            throw KeyringFileError.unrecognized("a KDBX parameter dictionary of version \(version)")
-        }
-        while true {
-            let type = try reader.uint8()
-            if type == 0 { break }
-            let key = String(decoding: try reader.bytes(Int(try reader.uint32())), as: UTF8.self)
-            values[key] = (type, try reader.bytes(Int(try reader.uint32())))
-        }
-    }
-
-    func bytes(_ key: String) -> Data? { values[key].flatMap { $0.type == 0x42 ? $0.value : nil } }
-    func uint32(_ key: String) -> UInt32? {
-        values[key].flatMap { $0.type == 0x04 && $0.value.count == 4 ? UInt32(littleEndian: $0.value) : nil }
-    }
-    func uint64(_ key: String) -> UInt64? {
-        values[key].flatMap { $0.type == 0x05 && $0.value.count == 8 ? UInt64(littleEndian: $0.value) : nil }
-    }
-}
-
-/// Little-endian fields read in place from a file's bytes; reading past the end is damage.
-struct LittleEndianReader {
-    let data: Data
-    private(set) var offset: Int
-
-    init(_ data: Data, from offset: Int) {
-        self.data = data
-        self.offset = offset
-    }
-
-    var isAtEnd: Bool { offset == data.count }
-
-    mutating func bytes(_ count: Int) throws -> Data {
-        guard count >= 0, count <= data.count - offset else { throw KeyringFileError.damaged("truncated") }
-        defer { offset += count }
-        return data.subdata(in: data.startIndex + offset..<data.startIndex + offset + count)
-    }
-
-    mutating func uint8() throws -> UInt8 { try bytes(1).first! }
-    mutating func uint16() throws -> UInt16 { UInt16(littleEndian: try bytes(2)) }
-    mutating func uint32() throws -> UInt32 { UInt32(littleEndian: try bytes(4)) }
-}
-
-extension FixedWidthInteger {
-    /// The integer from its little-endian bytes (`bytes` holds exactly its width).
-    init(littleEndian bytes: Data) {
-        self = bytes.reversed().reduce(0) { $0 << 8 | Self($1) }
-    }
-
-    /// Its little-endian bytes.
-    var littleEndianBytes: Data { withUnsafeBytes(of: self.littleEndian) { Data($0) } }
-}
-
-extension UUID {
-    /// The UUID of 16 bytes, or `nil`.
-    init?(bytes: Data) {
-        guard bytes.count == 16 else { return nil }
-        let b = Array(bytes)
-        self.init(
-            uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
-        )
+        return compressed ? try Gzip.gunzip(plain) : plain
     }
 }

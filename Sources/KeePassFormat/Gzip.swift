@@ -2,8 +2,8 @@ import CZlib
 import Foundation
 import KeyringImport
 
-/// gzip decompression by zlib: a KDBX payload is gzip-compressed unless its header says not.
-enum Inflate {
+/// gzip by zlib: a KDBX payload is gzip-compressed unless its header says not.
+enum Gzip {
     /// The most a payload may inflate to: far above any password database, far below memory.
     static let maximumSize = 512 << 20
 
@@ -37,6 +37,38 @@ enum Inflate {
         }
         guard output.count <= maximumSize else { throw KeyringFileError.damaged("the payload inflates beyond 512 MiB") }
         guard status == Z_STREAM_END else { throw KeyringFileError.damaged("the payload's compression is damaged") }
+        return output
+    }
+
+    /// `data` gzip-compressed (zlib's default level).
+    /// - Throws: ``KeePassExportError`` when zlib fails.
+    static func gzip(_ data: Data) throws -> Data {
+        var stream = z_stream()
+        guard
+            deflateInit2_(
+                &stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+                Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else { throw KeePassExportError(description: "zlib cannot start") }
+        defer { deflateEnd(&stream) }
+        var output = Data()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var input = [UInt8](data)
+        let status: Int32 = input.withUnsafeMutableBufferPointer { bytes in
+            stream.next_in = bytes.baseAddress
+            stream.avail_in = uInt(bytes.count)
+            var status = Z_OK
+            repeat {
+                status = chunk.withUnsafeMutableBufferPointer { out in
+                    stream.next_out = out.baseAddress
+                    stream.avail_out = uInt(out.count)
+                    let status = deflate(&stream, Z_FINISH)
+                    output.append(out.baseAddress!, count: out.count - Int(stream.avail_out))
+                    return status
+                }
+            } while status == Z_OK
+            return status
+        }
+        guard status == Z_STREAM_END else { throw KeePassExportError(description: "zlib could not compress") }
         return output
     }
 }
