@@ -17,24 +17,7 @@ enum Gzip {
             throw KeyringFileError.damaged("zlib cannot start")
         }
         defer { inflateEnd(&stream) }
-        var output = Data()
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        var input = [UInt8](gzip)
-        let status: Int32 = input.withUnsafeMutableBufferPointer { bytes in
-            stream.next_in = bytes.baseAddress
-            stream.avail_in = uInt(bytes.count)
-            var status = Z_OK
-            repeat {
-                status = chunk.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = uInt(out.count)
-                    let status = inflate(&stream, Z_NO_FLUSH)
-                    output.append(out.baseAddress!, count: out.count - Int(stream.avail_out))
-                    return status
-                }
-            } while status == Z_OK && output.count <= maximumSize
-            return status
-        }
+        let (output, status) = pump(&stream, gzip, limit: maximumSize) { inflate(&$0, Z_NO_FLUSH) }
         guard output.count <= maximumSize else { throw KeyringFileError.damaged("the payload inflates beyond 512 MiB") }
         guard status == Z_STREAM_END else { throw KeyringFileError.damaged("the payload's compression is damaged") }
         return output
@@ -50,25 +33,32 @@ enum Gzip {
                 Int32(MemoryLayout<z_stream>.size)) == Z_OK
         else { throw KeePassExportError(description: "zlib cannot start") }
         defer { deflateEnd(&stream) }
-        var output = Data()
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        var input = [UInt8](data)
-        let status: Int32 = input.withUnsafeMutableBufferPointer { bytes in
-            stream.next_in = bytes.baseAddress
-            stream.avail_in = uInt(bytes.count)
-            var status = Z_OK
-            repeat {
-                status = chunk.withUnsafeMutableBufferPointer { out in
-                    stream.next_out = out.baseAddress
-                    stream.avail_out = uInt(out.count)
-                    let status = deflate(&stream, Z_FINISH)
-                    output.append(out.baseAddress!, count: out.count - Int(stream.avail_out))
-                    return status
-                }
-            } while status == Z_OK
-            return status
-        }
+        let (output, status) = pump(&stream, data, limit: .max) { deflate(&$0, Z_FINISH) }
         guard status == Z_STREAM_END else { throw KeePassExportError(description: "zlib could not compress") }
         return output
+    }
+
+    /// Runs `step` (zlib's `inflate` or `deflate`) over `input` into 64 KiB chunks until it says
+    /// other than `Z_OK`, or the output passes `limit`: the output, and what `step` said last.
+    private static func pump(
+        _ stream: inout z_stream, _ input: Data, limit: Int, step: (inout z_stream) -> Int32
+    ) -> (Data, Int32) {
+        var output = Data()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var bytes = [UInt8](input)
+        var status = Z_OK
+        bytes.withUnsafeMutableBufferPointer { bytes in
+            stream.next_in = bytes.baseAddress
+            stream.avail_in = uInt(bytes.count)
+            repeat {
+                chunk.withUnsafeMutableBufferPointer { out in
+                    stream.next_out = out.baseAddress
+                    stream.avail_out = uInt(out.count)
+                    status = step(&stream)
+                    output.append(out.baseAddress!, count: out.count - Int(stream.avail_out))
+                }
+            } while status == Z_OK && output.count <= limit
+        }
+        return (output, status)
     }
 }

@@ -65,16 +65,11 @@ public enum ScreenSaverLock {
         onSubscribed: @escaping @Sendable () async -> Void = {},
         onStart: @escaping @Sendable (String) async -> Void
     ) async -> Bool {
-        let connection: DBusConnection
-        do {
-            var configuration = DBusConnection.Configuration()
-            configuration.callTimeout = .seconds(10)
-            connection = try await DBusConnection.connect(
-                to: try DBusAddress.sessionBus(environment: environment), configuration: configuration)
-        } catch {
-            log("no session bus (\(error)): no locking when the screen saver starts until it appears")
-            return false
-        }
+        guard
+            let connection = await BusRetry.connect(
+                to: try DBusAddress.sessionBus(environment: environment),
+                unavailable: "no session bus: no locking when the screen saver starts until it appears", log: log)
+        else { return false }
         var watcher = Watcher()
         do {
             try await connection.hello()

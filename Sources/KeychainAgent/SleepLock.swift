@@ -119,16 +119,11 @@ public enum SleepLock {
         onSubscribed: @escaping @Sendable () async -> Void = {},
         onEvent: @escaping @Sendable (Event) async -> Void
     ) async -> Bool {
-        let connection: DBusConnection
-        do {
-            var configuration = DBusConnection.Configuration()
-            configuration.callTimeout = .seconds(10)
-            connection = try await DBusConnection.connect(
-                to: try DBusAddress.systemBus(environment: environment), configuration: configuration)
-        } catch {
-            log("no system bus (\(error)): no locking on sleep or session lock until it appears")
-            return false
-        }
+        guard
+            let connection = await BusRetry.connect(
+                to: try DBusAddress.systemBus(environment: environment),
+                unavailable: "no system bus: no locking on sleep or session lock until it appears", log: log)
+        else { return false }
         var watcher = Watcher(connection: connection, environment: environment, log: log)
         do {
             try await watcher.start()
