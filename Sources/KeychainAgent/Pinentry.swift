@@ -91,10 +91,18 @@ public struct PinentryScreen: Sendable, Equatable {
             break
         }
         let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
-        let term = environ.split(separator: 0).lazy.map { String(decoding: $0, as: UTF8.self) }
-            .first { $0.hasPrefix("TERM=") }.map { String($0.dropFirst(5)) }
+        let variables = environ.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        let term = variables.first { $0.hasPrefix("TERM=") }.map { String($0.dropFirst(5)) }
         self.init(terminal: found, terminalType: term.flatMap { $0.isEmpty ? nil : $0 } ?? "xterm")
+        hasDisplay = variables.contains { $0.hasPrefix("DISPLAY=") || $0.hasPrefix("WAYLAND_DISPLAY=") }
     }
+
+    /// Whether the caller runs with a display (`DISPLAY` or `WAYLAND_DISPLAY` in its environment).
+    public var hasDisplay = false
+
+    /// Whether the caller is a terminal's program with no display (logged in over SSH, on a
+    /// console): it is asked on its terminal rather than by the desktop's prompter.
+    public var isTerminalOnly: Bool { terminal != nil && !hasDisplay }
 }
 
 /// Why a pinentry dialog failed (never with the password in it).

@@ -165,7 +165,7 @@ struct SecretServiceComparison {
         var theirSamples: [UInt64] = []
         for round in 0..<rounds {
             for (client, isOurs) in [(ours, true)] + (theirs.map { [($0, false)] } ?? []) {
-                let agreement = OakleyGroup2Agreement()
+                let agreement = FiniteFieldAgreement(group: .oakley2)
                 let start = Clock.now()
                 let (peer, path) = try client.openDiffieHellmanSession(publicKey: agreement.publicKey)
                 let elapsed = Clock.now() - start
@@ -411,7 +411,7 @@ struct SecretServiceClient: Sendable {
             .methodCall(
                 path: Self.service, interface: Self.serviceInterface, member: "OpenSession",
                 destination: SecretServiceProvider.busName,
-                body: [.string(OakleyGroup2Agreement.algorithm), .variant(.bytes(publicKey))]))
+                body: [.string(FiniteFieldAgreement.secretServiceAlgorithm), .variant(.bytes(publicKey))]))
         guard reply.body.count == 2, case .bytes(let peer) = reply.body[0].variantValue ?? reply.body[0],
             case .objectPath(let path) = reply.body[1]
         else { throw BenchmarkFailure("OpenSession returned \(reply.signature)") }

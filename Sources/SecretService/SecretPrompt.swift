@@ -120,11 +120,12 @@ extension SecretServiceProvider {
                             }
                         }
                         state.waiting.withLock { $0 = task }
-                        if let pinentry, let sender = call.message.sender {
+                        if let sender = call.message.sender {
                             let caller = try? await credentials(of: sender, connection).pid
                             Task {
                                 let outcome = await askForPasswords(
-                                    pinentry, caller: caller, collections: collections, groups: groups, state: state)
+                                    on: connection, caller: caller, collections: collections, groups: groups,
+                                    state: state)
                                 switch outcome {
                                 case .unlocked: await complete(connection, false)
                                 case .cancelled: await complete(connection, true)
@@ -153,49 +154,58 @@ extension SecretServiceProvider {
         return path
     }
 
-    /// What asking through pinentry came to.
+    /// What asking for the passwords came to.
     enum PinentryOutcome {
         /// Every keychain is unlocked.
         case unlocked
         /// The person cancelled, or gave a wrong password three times for one keychain.
         case cancelled
-        /// No terminal and no display to ask on, or no program that runs.
+        /// No prompter on the session bus, no terminal and no display to ask on, or no program
+        /// that runs.
         case noOneToAsk
     }
 
-    /// Asks for the password of each of `collections` still locked, through `pinentry` on the
-    /// caller's terminal or the agent's display, and unlocks it in the agent (so for every
-    /// process, with the agent's back-off after wrong passwords); three tries a keychain.
+    /// Asks for the password of each of `collections` still locked, and unlocks it in the agent
+    /// (so for every process, with the agent's back-off after wrong passwords); three tries a
+    /// keychain. The dialog is the desktop's own prompter when the session bus has one
+    /// (``SystemPrompt``) and the caller is not a terminal's program without a display (over SSH,
+    /// on a console), else `pinentry`, on the caller's terminal or the agent's display.
     func askForPasswords(
-        _ pinentry: Pinentry, caller: Int32?, collections: [SecretCollection], groups: AccessGroups,
+        on connection: DBusConnection, caller: Int32?, collections: [SecretCollection], groups: AccessGroups,
         state: PromptState
     ) async -> PinentryOutcome {
-        let screen = caller.map { PinentryScreen(callerPID: $0) } ?? PinentryScreen(terminal: nil)
         let program = caller.flatMap(Self.programName) ?? "A program"
-        let environment = environment
+        let screen = caller.map { PinentryScreen(callerPID: $0) } ?? PinentryScreen(terminal: nil)
+        let systemPrompter = !screen.isTerminalOnly ? await SystemPrompt.isAvailable(on: connection) : false
         for collection in collections {
             guard !state.finished.load(ordering: .relaxed) else { return .cancelled }
             guard let name = collection.keychainName,
                 (try? await lockedCollections([collection], groups))?.isEmpty == false
             else { continue }
-            let opened = await Self.offThePool { try pinentry.open(on: screen, environment: environment) }
-            guard case .success(let dialog?) = opened else { return .noOneToAsk }
-            state.dialog.withLock { $0 = dialog }
-            defer {
-                state.dialog.withLock { $0 = nil }
-                dialog.close()
+            var dialog: PasswordDialog?
+            if systemPrompter, let prompt = try? await SystemPrompt.begin(on: connection, objects: objects) {
+                dialog = .system(prompt)
+            } else if let pinentry {
+                let environment = environment
+                if case .success(let opened?) = await Self.offThePool({
+                    try pinentry.open(on: screen, environment: environment)
+                }) {
+                    dialog = .pinentry(opened)
+                }
             }
+            guard let dialog else { return .noOneToAsk }
+            state.dialog.withLock { $0 = dialog }
+            defer { state.dialog.withLock { $0 = nil } }
             let description =
                 "The keychain \"\(collection.label)\" is locked.\n\n\(program)\(caller.map { " (pid \($0))" } ?? "") "
                 + "wants to use it. Enter the keychain's password to unlock it."
             var error: String?
             var unlocked = false
             for _ in 0..<3 where !unlocked {
-                let shown = error
-                let answer = await Self.offThePool {
-                    try dialog.askPassword(description: description, error: shown)
-                }
+                let answer = await dialog.askPassword(
+                    keychain: collection.label, description: description, error: error)
                 guard case .success(let password?) = answer, !state.finished.load(ordering: .relaxed) else {
+                    await dialog.close()
                     return .cancelled
                 }
                 do {
@@ -206,9 +216,11 @@ extension SecretServiceProvider {
                 } catch let failure as AgentError where failure.code == .throttled {
                     error = failure.message  // too many wrong passwords: when to try again
                 } catch {
+                    await dialog.close()
                     return .cancelled
                 }
             }
+            await dialog.close()
             if !unlocked { return .cancelled }
         }
         return .unlocked
@@ -268,8 +280,51 @@ final class PromptState: Sendable {
     /// The task that dismisses the prompt after ``SecretServiceProvider/promptLifetime``.
     let expiry = Mutex<Task<Void, Never>?>(nil)
     let finished = Atomic<Bool>(false)
-    /// The pinentry dialog on screen, taken off when the prompt completes another way.
-    let dialog = Mutex<PinentryDialog?>(nil)
+    /// The dialog on screen, taken off when the prompt completes another way.
+    let dialog = Mutex<PasswordDialog?>(nil)
+}
+
+/// A dialog asking a person for a keychain's password: the desktop's prompter, or pinentry.
+enum PasswordDialog: Sendable {
+    case system(SystemPrompt)
+    case pinentry(PinentryDialog)
+
+    /// The password typed for `keychain`, `nil` when the person cancelled; `error` says why the
+    /// last one did not open it.
+    func askPassword(keychain: String, description: String, error: String?) async -> Result<Data?, any Error> {
+        switch self {
+        case .system(let prompt):
+            var properties = [
+                "title": "Unlock Keychain", "message": "Unlock the keychain \"\(keychain)\"",
+                "description": description, "continue-label": "Unlock", "cancel-label": "Cancel",
+            ]
+            properties["warning"] = error
+            do { return .success(try await prompt.password(properties)) } catch { return .failure(error) }
+        case .pinentry(let dialog):
+            return await SecretServiceProvider.offThePool {
+                try dialog.askPassword(description: description, error: error)
+            }
+        }
+    }
+
+    /// Takes the dialog away.
+    func close() async {
+        switch self {
+        case .system(let prompt): await prompt.close()
+        case .pinentry(let dialog): dialog.close()
+        }
+    }
+
+    /// Takes the dialog away from another task (the prompt completed another way): whoever is
+    /// waiting for an answer gets none.
+    func cancel() {
+        switch self {
+        case .system(let prompt):
+            prompt.end()
+            Task { await prompt.close() }
+        case .pinentry(let dialog): dialog.cancel()
+        }
+    }
 }
 
 /// An unlock prompt not yet completed: the caller it was made for, and how to dismiss it.

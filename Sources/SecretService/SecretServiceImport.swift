@@ -230,11 +230,11 @@ public enum SecretServiceImport {
     // MARK: Calls
 
     static func openSession(_ connection: DBusConnection) async throws -> (path: String, session: SecretSession) {
-        let agreement = OakleyGroup2Agreement()
+        let agreement = FiniteFieldAgreement(group: .oakley2)
         do {
             let reply = try await call(
                 connection, service, SecretServiceProvider.serviceInterface, "OpenSession",
-                [.string(OakleyGroup2Agreement.algorithm), .variant(.bytes(agreement.publicKey))])
+                [.string(FiniteFieldAgreement.secretServiceAlgorithm), .variant(.bytes(agreement.publicKey))])
             guard reply.body.count == 2, case .bytes(let peer)? = SecretServiceProvider.unwrap(reply.body[0]),
                 let path = reply.body[1].objectPathValue, let key = agreement.sessionKey(peerPublicKey: peer)
             else { throw DBusError.method(DBusErrorName.failed, "the provider's DH answer is malformed") }

@@ -71,7 +71,7 @@ extension SecretServiceProvider {
         case "plain":
             session = SecretSession(owner: owner, key: nil)
             output = .string("")
-        case OakleyGroup2Agreement.algorithm:
+        case FiniteFieldAgreement.secretServiceAlgorithm:
             guard case .bytes(let peer)? = input else {
                 throw DBusError.method(DBusErrorName.invalidArgs, "expected the client's public value (ay)")
             }
@@ -83,7 +83,7 @@ extension SecretServiceProvider {
             output = .bytes(publicKey)
         default:
             throw SecretServiceError.notSupported(
-                "the algorithms are plain and " + OakleyGroup2Agreement.algorithm)
+                "the algorithms are plain and " + FiniteFieldAgreement.secretServiceAlgorithm)
         }
         let path = Self.sessionPrefix + String(nextSession.add(1, ordering: .relaxed).oldValue)
         sessions.withLock { $0[path] = session }

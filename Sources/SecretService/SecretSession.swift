@@ -37,31 +37,44 @@ struct SecretSession: Sendable {
     }
 }
 
-/// The `dh-ietf1024-sha256-aes128-cbc-pkcs7` key agreement: Diffie-Hellman in RFC 2409's
-/// Oakley group 2 (g = 2), the shared secret left-padded to 128 bytes, then HKDF-SHA256 with no
-/// salt and no info to a 16-byte AES key, as libsecret, secretstorage and GNOME Keyring do.
+/// Diffie-Hellman in a finite-field group with generator 2, the shared secret left-padded to the
+/// prime's length, then HKDF-SHA256 with no salt and no info to a 16-byte AES key: the Secret
+/// Service's `dh-ietf1024-sha256-aes128-cbc-pkcs7` sessions in RFC 2409's Oakley group 2, as
+/// libsecret, secretstorage and GNOME Keyring do, and gcr's secret exchange (`sx-aes-1`, the
+/// desktop's password prompter) in RFC 3526's 1536-bit group.
 ///
 /// swift-crypto has no finite-field Diffie-Hellman; the exponentiations are OpenSSL's
 /// constant-time `BN_mod_exp_mont_consttime`, the private exponent flagged `BN_FLG_CONSTTIME`.
-package struct OakleyGroup2Agreement: Sendable {
+package struct FiniteFieldAgreement: Sendable {
     /// The name clients pass to `OpenSession`.
-    package static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
+    package static let secretServiceAlgorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
 
-    /// RFC 2409 §6.2's prime, 2^1024 − 2^960 − 1 + 2^64 · (⌊2^894 π⌋ + 129093), big-endian, as
-    /// OpenSSL has it (`BN_get_rfc2409_prime_1024`).
-    static let prime: [UInt8] = {
-        let value = BN_get_rfc2409_prime_1024(nil)
-        defer { BN_free(value) }
-        var bytes = [UInt8](repeating: 0, count: byteCount)
-        precondition(value != nil && BN_bn2binpad(value, &bytes, Int32(byteCount)) == Int32(byteCount))
-        return bytes
-    }()
-    /// p − 1 (the prime ends in 0xFF): a peer's public value must be below it.
-    static let primeMinusOne: [UInt8] = prime.dropLast() + [prime[byteCount - 1] - 1]
-    static let byteCount = 128
+    /// A group: its prime, big-endian, as OpenSSL has it.
+    package struct Group: Sendable {
+        let prime: [UInt8]
+        /// p − 1 (the primes end in 0xFF): a peer's public value must be below it.
+        let primeMinusOne: [UInt8]
+        var byteCount: Int { prime.count }
 
+        init(_ make: (OpaquePointer?) -> OpaquePointer?, bits: Int) {
+            let value = make(nil)
+            defer { BN_free(value) }
+            var bytes = [UInt8](repeating: 0, count: bits / 8)
+            precondition(value != nil && BN_bn2binpad(value, &bytes, Int32(bytes.count)) == Int32(bytes.count))
+            prime = bytes
+            primeMinusOne = bytes.dropLast() + [bytes[bytes.count - 1] - 1]
+        }
+
+        /// RFC 2409 §6.2's group (Oakley group 2), 2^1024 − 2^960 − 1 + 2^64 · (⌊2^894 π⌋ + 129093).
+        package static let oakley2 = Group(BN_get_rfc2409_prime_1024, bits: 1024)
+        /// RFC 3526 §2's 1536-bit MODP group (IKE group 5).
+        package static let modp1536 = Group(BN_get_rfc3526_prime_1536, bits: 1536)
+    }
+
+    /// The group agreed in.
+    package let group: Group
     private let exponent: [UInt8]
-    /// Our public value g^x mod p, big-endian, 128 bytes.
+    /// Our public value g^x mod p, big-endian, the prime's length.
     package let publicKey: [UInt8]
 
     /// An agreement with a fresh random private exponent of 256 bits (the top bit set).
@@ -69,17 +82,18 @@ package struct OakleyGroup2Agreement: Sendable {
     /// The group's prime is a safe prime, so an exponent of twice the group's ~80-bit strength
     /// is enough (NIST SP 800-56A rev. 3, §5.6.1.1.1); 256 bits keeps a margin and costs a quarter
     /// of a full-size exponent per session.
-    package init() {
+    package init(group: Group) {
         var bytes = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         bytes[0] |= 0x80
-        self.init(privateExponent: bytes)
+        self.init(group: group, privateExponent: bytes)
         for index in bytes.indices { bytes[index] = 0 }
     }
 
     /// An agreement with a given private exponent (big-endian), for known-answer tests.
-    init(privateExponent: some Collection<UInt8>) {
+    init(group: Group, privateExponent: some Collection<UInt8>) {
+        self.group = group
         exponent = Array(privateExponent)
-        publicKey = Self.power(base: [2], exponent: exponent) ?? []
+        publicKey = Self.power(base: [2], exponent: exponent, in: group) ?? []
     }
 
     /// The AES-128 session key agreed with a peer's public value, or nil when the value is
@@ -87,23 +101,23 @@ package struct OakleyGroup2Agreement: Sendable {
     package func sessionKey(peerPublicKey: [UInt8]) -> SymmetricKey? {
         guard peerPublicKey.count <= 1024, !publicKey.isEmpty else { return nil }
         let significant = Array(peerPublicKey.drop { $0 == 0 })
-        guard significant.count <= Self.byteCount else { return nil }
-        let peer = [UInt8](repeating: 0, count: Self.byteCount - significant.count) + significant
+        guard significant.count <= group.byteCount else { return nil }
+        let peer = [UInt8](repeating: 0, count: group.byteCount - significant.count) + significant
         // Big-endian arrays of equal length compare as the numbers they hold.
-        guard significant.count > 1 || (significant.first ?? 0) > 1, peer.lexicographicallyPrecedes(Self.primeMinusOne)
+        guard significant.count > 1 || (significant.first ?? 0) > 1, peer.lexicographicallyPrecedes(group.primeMinusOne)
         else { return nil }
-        guard let secret = Self.power(base: peer, exponent: exponent) else { return nil }
+        guard let secret = Self.power(base: peer, exponent: exponent, in: group) else { return nil }
         return HKDF<SHA256>.deriveKey(
             inputKeyMaterial: SymmetricKey(data: secret), info: Data(), outputByteCount: 16)
     }
 
-    /// `base`^`exponent` mod the prime, as exactly 128 big-endian bytes (leading zero bytes
-    /// kept), by OpenSSL's constant-time Montgomery exponentiation; nil if OpenSSL fails
-    /// (out of memory).
-    static func power(base: [UInt8], exponent: [UInt8]) -> [UInt8]? {
+    /// `base`^`exponent` mod the group's prime, as big-endian bytes of the prime's length
+    /// (leading zero bytes kept), by OpenSSL's constant-time Montgomery exponentiation; nil if
+    /// OpenSSL fails (out of memory).
+    static func power(base: [UInt8], exponent: [UInt8], in group: Group) -> [UInt8]? {
         guard let context = BN_CTX_new() else { return nil }
         defer { BN_CTX_free(context) }
-        let modulus = BN_bin2bn(prime, Int32(prime.count), nil)
+        let modulus = BN_bin2bn(group.prime, Int32(group.byteCount), nil)
         let base = BN_bin2bn(base, Int32(base.count), nil)
         let secret = BN_secure_new()
         let result = BN_new()
@@ -121,8 +135,8 @@ package struct OakleyGroup2Agreement: Sendable {
         else { return nil }
         BN_set_flags(secret, BN_FLG_CONSTTIME)
         guard BN_mod_exp_mont_consttime(result, base, secret, modulus, context, montgomery) == 1 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: byteCount)
-        guard BN_bn2binpad(result, &bytes, Int32(byteCount)) == Int32(byteCount) else { return nil }
+        var bytes = [UInt8](repeating: 0, count: group.byteCount)
+        guard BN_bn2binpad(result, &bytes, Int32(group.byteCount)) == Int32(group.byteCount) else { return nil }
         return bytes
     }
 }
@@ -158,7 +172,7 @@ final class DiffieHellmanAgreements: Sendable {
         }
         return await withCheckedContinuation { continuation in
             queue.async {
-                let agreement = OakleyGroup2Agreement()
+                let agreement = FiniteFieldAgreement(group: .oakley2)
                 continuation.resume(
                     returning: (agreement.publicKey, agreement.sessionKey(peerPublicKey: peerPublicKey)))
             }

@@ -26,8 +26,8 @@ struct SessionEncryptionTests {
             ("kat-server-287", "37ba29bc214c68e4e546a41bed82204b"),
         ])
     func knownAnswerKeys(server: String, expected: String) throws {
-        let client = OakleyGroup2Agreement(privateExponent: Self.exponent("kat-client"))
-        let provider = OakleyGroup2Agreement(privateExponent: Self.exponent(server))
+        let client = FiniteFieldAgreement(group: .oakley2, privateExponent: Self.exponent("kat-client"))
+        let provider = FiniteFieldAgreement(group: .oakley2, privateExponent: Self.exponent(server))
         #expect(client.publicKey.count == 128 && provider.publicKey.count == 128)
         let serverKey = try #require(provider.sessionKey(peerPublicKey: client.publicKey))
         let clientKey = try #require(client.sessionKey(peerPublicKey: provider.publicKey))
@@ -45,8 +45,8 @@ struct SessionEncryptionTests {
             ("", "e33e37d2f257936617df359d1f14d039"),
         ])
     func knownAnswerCiphertexts(plaintext: String, expected: String) throws {
-        let client = OakleyGroup2Agreement(privateExponent: Self.exponent("kat-client"))
-        let provider = OakleyGroup2Agreement(privateExponent: Self.exponent("kat-server"))
+        let client = FiniteFieldAgreement(group: .oakley2, privateExponent: Self.exponent("kat-client"))
+        let provider = FiniteFieldAgreement(group: .oakley2, privateExponent: Self.exponent("kat-server"))
         let key = try #require(provider.sessionKey(peerPublicKey: client.publicKey))
         let session = SecretSession(owner: ":1.1", key: key)
         let iv = try AES._CBC.IV(ivBytes: Array(0..<16 as Range<UInt8>))
@@ -60,7 +60,7 @@ struct SessionEncryptionTests {
         "Public values outside 2…p−2, or longer than any client sends, are refused",
         arguments: ["empty", "zero", "one", "p-1", "p", "2^1024", "2^1600-1"])
     func outOfRangePublicValues(name: String) {
-        let prime = OakleyGroup2Agreement.prime
+        let prime = FiniteFieldAgreement.Group.oakley2.prime
         let value: [UInt8] =
             switch name {
             case "empty": []
@@ -71,7 +71,7 @@ struct SessionEncryptionTests {
             case "2^1024": [1] + [UInt8](repeating: 0, count: 128)
             default: [UInt8](repeating: 0xFF, count: 200)
             }
-        let agreement = OakleyGroup2Agreement()
+        let agreement = FiniteFieldAgreement(group: .oakley2)
         #expect(agreement.sessionKey(peerPublicKey: value) == nil)
         #expect(agreement.sessionKey(peerPublicKey: [2]) != nil, "2 is in range")
     }
@@ -101,8 +101,8 @@ struct SessionEncryptionTests {
 
     @Test("Random secrets of every length up to three blocks cross a fresh session both ways")
     func randomRoundTrips() throws {
-        let client = OakleyGroup2Agreement()
-        let provider = OakleyGroup2Agreement()
+        let client = FiniteFieldAgreement(group: .oakley2)
+        let provider = FiniteFieldAgreement(group: .oakley2)
         let providerKey = try #require(provider.sessionKey(peerPublicKey: client.publicKey))
         let clientKey = try #require(client.sessionKey(peerPublicKey: provider.publicKey))
         #expect(Self.key(providerKey) == Self.key(clientKey))
@@ -162,7 +162,9 @@ struct SessionEncryptionOnTheBusTests {
         #expect(found.status == 0 && found.stdout == secret, "\(found)")
         try await mark("after-secret-tool")
         let encrypted = captured()
-        #expect(encrypted.range(of: Data(OakleyGroup2Agreement.algorithm.utf8)) != nil, "secret-tool asked for DH")
+        #expect(
+            encrypted.range(of: Data(FiniteFieldAgreement.secretServiceAlgorithm.utf8)) != nil,
+            "secret-tool asked for DH")
         #expect(encrypted.range(of: Data("Monitored".utf8)) != nil, "the monitor saw CreateItem")
         #expect(encrypted.range(of: Data("ItemCreated".utf8)) != nil, "ItemCreated was signalled")
         #expect(encrypted.range(of: Data("PropertiesChanged".utf8)) != nil, "the collection's Items were invalidated")
@@ -222,7 +224,10 @@ struct SessionEncryptionOnTheBusTests {
         func openSession(on connection: DBusConnection, diffieHellman: Bool) async -> Result<String, DBusError> {
             let input: [DBusValue] =
                 diffieHellman
-                ? [.string(OakleyGroup2Agreement.algorithm), .variant(.bytes(OakleyGroup2Agreement().publicKey))]
+                ? [
+                    .string(FiniteFieldAgreement.secretServiceAlgorithm),
+                    .variant(.bytes(FiniteFieldAgreement(group: .oakley2).publicKey)),
+                ]
                 : [.string("plain"), .variant(.string(""))]
             do {
                 let reply = try await connection.call(
