@@ -193,8 +193,9 @@ let package = Package(
                 // waited for on the benchmark's threads), and the keychain attributes the provider
                 // gives a D-Bus item (to seed its keychain as it would).
                 "KeychainCore", "KeychainClient", "Security", "SeededRandom", "DBusWire", "DBusNIO", "SecretService",
-                // KeyringImport: the move-in rows (GNOME Keyring's file against the same adds).
-                "KeyringImport",
+                // KeyringImport: the move-in rows (GNOME Keyring's file against the same adds);
+                // KeePassFormat and CArgon2: the KeePass rows (against libargon2's own call).
+                "KeyringImport", "KeePassFormat", "CArgon2",
                 // KeychainSync and PostgresScratchServer: the sync rows, on a private PostgreSQL.
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
                 // ScratchTPM and KeychainTPM: the sealed login unlock's rows, on a private swtpm.

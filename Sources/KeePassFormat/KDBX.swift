@@ -30,13 +30,13 @@ struct Argon2: Sendable {
     var iterations: UInt64
     var version: UInt32
 
-    /// What a written database asks for: Argon2id, 64 MiB, 10 passes, 2 lanes.
+    /// What a written database asks for (``KeePassExport/keyDerivation``), Argon2id.
     init(salt: Data) {
         type = Argon2_id
         self.salt = salt
-        parallelism = 2
-        memory = 64 << 20
-        iterations = 10
+        parallelism = KeePassExport.keyDerivation.parallelism
+        memory = KeePassExport.keyDerivation.memory
+        iterations = KeePassExport.keyDerivation.iterations
         version = 0x13
     }
 

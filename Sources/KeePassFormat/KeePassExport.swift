@@ -8,11 +8,15 @@ import SecretService
 /// FILE.kdbx` writes a keychain's passwords into a file KeePassXC and KeePass 2 open with the
 /// password given (docs/moving-in.md).
 ///
-/// The file is what ``KeePassFile`` reads: Argon2id (64 MiB, 10 passes, 2 lanes, by libargon2)
+/// The file is what ``KeePassFile`` reads: Argon2id (``keyDerivation``, by libargon2)
 /// over `SHA-256(SHA-256(password))`, AES-256-CBC, gzip, HMAC-SHA-256 over the header and each
 /// block, and each password enciphered again with ChaCha20 inside the XML, as KeePassXC writes
 /// it. Every key, seed, salt and IV is fresh from the system's random source.
 public enum KeePassExport {
+    /// The Argon2id parameters a written database asks for: 64 MiB, 10 passes, 2 lanes (about
+    /// what KeePassXC's one-second default comes to on a laptop).
+    public static let keyDerivation = (memory: UInt64(64 << 20), iterations: UInt64(10), parallelism: UInt32(2))
+
     /// One entry of the database.
     public struct Entry: Sendable, Equatable {
         public var title: String

@@ -48,6 +48,7 @@ struct BenchmarkRunner {
         }
         if options.secretServiceOnly {
             report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
+            report.keePass = keePassComparison(lifecycle: lifecycle, scratch: scratch)
             report.machine.loadAtEnd = Machine.loadAverage()
             report.notes = notes(report)
             report.evaluateTargets()
@@ -138,6 +139,7 @@ struct BenchmarkRunner {
         }
         if !options.agentOnly {
             report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
+            report.keePass = keePassComparison(lifecycle: lifecycle, scratch: scratch)
             report.sync = syncComparison()
         }
         // Last: filling keychains with thousands of processes leaves the disk and the page
@@ -164,6 +166,15 @@ struct BenchmarkRunner {
         )
         return SecretServiceComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress)
             .run()
+    }
+
+    /// KeePass databases moved in and written out (``KeePassComparison``), at the Secret Service
+    /// rows' size.
+    private func keePassComparison(lifecycle: Lifecycle, scratch: String) -> KeePassResult {
+        progress("KeePass databases: moved in and written out, against Argon2 and the same adds or reads")
+        return KeePassComparison(
+            lifecycle: lifecycle, scratch: scratch, items: options.secretServiceItems, progress: progress
+        ).run()
     }
 
     /// The lookup processes on keychains filled by separate processes (``ScriptComparison``),

@@ -28,6 +28,8 @@ struct BenchmarkReport: Codable, Sendable {
     var sealedLoginUnlock: LoginUnlockResult?
     /// `keychaind --secret-service` against GNOME Keyring, each on a private bus.
     var secretService: SecretServiceResult?
+    /// KeePass databases moved in and written out.
+    var keePass: KeePassResult?
     /// The sync rows.
     var sync: SyncResult?
     var targets: [TargetResult] = []
@@ -299,6 +301,26 @@ extension BenchmarkReport {
                     met: sealed.pamOverFloor.map { $0 <= 1.2 }))
         }
         secretServiceTargets(secretService)
+        if let keePass { keePassTargets(keePass) }
+    }
+
+    /// Moving a KeePass database in and writing one out (issue 53), each ≤ 1.5× its floor.
+    private mutating func keePassTargets(_ result: KeePassResult) {
+        let size = Format.count(result.items)
+        func measured(_ ratio: Double?, _ ours: Summary?) -> String {
+            guard let ratio, let ours else { return result.note ?? "not measured" }
+            return "\(Format.ratio(ratio)) (\(Format.duration(ours.medianMicroseconds)))"
+        }
+        targets.append(
+            TargetResult(
+                name: "moving a KeePass database in ÷ (Argon2 + the same adds in one transaction), \(size) entries",
+                limit: "≤ 1.50×", measured: measured(result.moveInOverFloor, result.moveIn),
+                met: result.moveInOverFloor.map { $0 <= 1.5 }))
+        targets.append(
+            TargetResult(
+                name: "writing a KeePass database ÷ (Argon2 + reading the same items), \(size) entries",
+                limit: "≤ 1.50×", measured: measured(result.exportOverFloor, result.export),
+                met: result.exportOverFloor.map { $0 <= 1.5 }))
     }
 
     /// The Secret Service's targets (issue 29): a `secret-tool lookup` process against

@@ -42,6 +42,10 @@ enum TableRenderer {
             out.append(secretServiceTable(secretService))
             out.append("")
         }
+        if let keePass = report.keePass {
+            out.append(keePassTable(keePass))
+            out.append("")
+        }
         if let sync = report.sync {
             out.append(syncTable(sync))
             out.append("")
@@ -491,6 +495,28 @@ enum TableRenderer {
     }
 
     /// `keychaind --secret-service` against GNOME Keyring, each on a private bus, interleaved.
+    /// KeePass databases moved in and written out, against libargon2's own call and the same
+    /// adds or reads, timed in the same rounds.
+    static func keePassTable(_ result: KeePassResult) -> String {
+        var rows: [[String]] = [["KeePass databases (KDBX 4)", "Entries", "Median", "p99", "Ratio"]]
+        let items = Format.count(result.items)
+        guard let moveIn = result.moveIn, let adds = result.adds, let export = result.export, let reads = result.reads,
+            let argon2 = result.argon2
+        else {
+            rows.append(["moving a KeePass database in", items, result.note ?? "not available", "", ""])
+            return columns(rows, right: [1, 2, 3, 4])
+        }
+        func row(_ name: String, _ summary: Summary, _ ratio: String = "") -> [String] {
+            [name, items, Format.duration(summary.medianMicroseconds), Format.duration(summary.p99Microseconds), ratio]
+        }
+        rows.append(row("Argon2id alone, 64 MiB, 10 passes (libargon2's own call)", argon2))
+        rows.append(row("the same items added in one transaction", adds))
+        rows.append(row("moving the database in (Argon2, decrypt, parse, add)", moveIn, result.moveInOverFloor.map { "÷ floor " + Format.ratio($0) } ?? ""))
+        rows.append(row("the same items read with their secrets", reads))
+        rows.append(row("writing the database (read, Argon2, encrypt)", export, result.exportOverFloor.map { "÷ floor " + Format.ratio($0) } ?? ""))
+        return columns(rows, right: [1, 2, 3, 4])
+    }
+
     private static func secretServiceTable(_ result: SecretServiceResult) -> String {
         let items = Format.count(result.items)
         var rows: [[String]] = [

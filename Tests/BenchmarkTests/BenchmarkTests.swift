@@ -90,8 +90,9 @@ struct BenchmarkTests {
         // SecKey's three (sign, verify, key lookup by tag); the PKI three (.p12 import, legacy .p12
         // import, chain evaluation); the Secret Service's five (moving GNOME Keyring's file in, secret-tool,
         // SearchItems + GetSecrets, CreateItem, OpenSession with Diffie-Hellman); the login unlock's four
-        // (plain and sealed to a swtpm, each by keychaind --pam login and through PAM).
-        #expect(report.targets.count == 28 + 4 * report.scripts.count)
+        // (plain and sealed to a swtpm, each by keychaind --pam login and through PAM); KeePass's two
+        // (a database moved in, one written).
+        #expect(report.targets.count == 30 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         let saturation = report.agentSaturation
@@ -220,6 +221,10 @@ struct BenchmarkTests {
         }
         #expect(table.contains("a login through PAM"))
         #expect(report.targets.filter { $0.name.contains("through PAM") }.count == 2)
+        // A KeePass database moved in and one written out, each against Argon2 and the same adds or reads.
+        #expect(report.keePass?.moveInOverFloor.map { $0.isFinite && $0 > 0 } == true, "\(report.keePass?.note ?? "")")
+        #expect(report.keePass?.exportOverFloor.map { $0.isFinite && $0 > 0 } == true, "\(report.keePass?.note ?? "")")
+        #expect(table.contains("moving the database in"))
 
         let decoded = try JSONDecoder().decode(BenchmarkReport.self, from: Data(try KeychainBench.json(report).utf8))
         #expect(decoded.sizes.map(\.items) == report.sizes.map(\.items))
