@@ -300,8 +300,8 @@ extension BenchmarkReport {
                         ?? (sealed.pamNote ?? sealed.note ?? "not measured"),
                     met: sealed.pamOverFloor.map { $0 <= 1.2 }))
         }
-        secretServiceTargets(secretService)
         if let keePass { keePassTargets(keePass) }
+        secretServiceTargets(secretService)
     }
 
     /// Moving a KeePass database in and writing one out (issue 53), each ≤ 1.5× its floor.
