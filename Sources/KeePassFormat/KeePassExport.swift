@@ -150,7 +150,7 @@ public enum KeePassExport {
         let enciphered: Data
         do {
             enciphered = try Insecure.ChaCha20CTR.encrypt(
-                passwords.reduce(Data(), +), using: SymmetricKey(data: hash.prefix(32)),
+                passwords.reduce(into: Data()) { $0.append($1) }, using: SymmetricKey(data: hash.prefix(32)),
                 nonce: Insecure.ChaCha20CTR.Nonce(data: hash.subdata(in: 32..<44)))
         } catch {
             throw KeePassExportError(description: "ChaCha20 refused the passwords")

@@ -54,7 +54,7 @@ struct KeePassPayload {
     /// SHA-512 of the stream key, with the next 12 as its nonce, run over the values in order.
     private func revealed(_ values: [Data]) throws -> [Data] {
         let hash = Data(SHA512.hash(data: streamKey))
-        let joined = values.reduce(Data(), +)
+        let joined = values.reduce(into: Data()) { $0.append($1) }
         let clear = try Insecure.ChaCha20CTR.encrypt(
             joined, using: SymmetricKey(data: hash.prefix(32)),
             nonce: Insecure.ChaCha20CTR.Nonce(data: hash.subdata(in: 32..<44)))
@@ -105,7 +105,7 @@ struct KeePassEntry {
         }
         let title = attributes["Title"] ?? ""
         attributes["Title"] = title
-        attributes["Uuid"] = uuid.map { String(format: "%02x", $0) }.joined()
+        attributes["Uuid"] = uuid.hexDigits
         attributes["Path"] = (groups + [title]).joined(separator: "/")
         return ForeignSecretItem(
             label: title, attributes: attributes, secret: secret, created: created, modified: modified)
