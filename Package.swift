@@ -346,15 +346,16 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
         // KeePass's KDBX 4 files, read from disk to move in: Argon2 by libargon2 (libargon2-dev),
-        // the payload's gzip by zlib (zlib1g-dev), its XML by Foundation's parser (libxml2). A module
+        // the payload's gzip by zlib (zlib1g-dev), its XML by libxml2's reader (libxml2-dev). A module
         // of its own, so that keychaind, which moves GNOME Keyring's files in at login, links none
         // of them.
         .systemLibrary(name: "CArgon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .target(
             name: "KeePassFormat",
             dependencies: [
-                "KeyringImport", "SecretService", "CArgon2", "CZlib",
+                "KeyringImport", "SecretService", "CArgon2", "CZlib", "CLibXML2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),

@@ -4,9 +4,7 @@ import Foundation
 import KeyringImport
 import SecretService
 
-#if canImport(FoundationXML)
-    import FoundationXML
-#endif
+import CLibXML2
 
 /// A KDBX 4 payload once decrypted: the inner header (the protected values' stream key; the
 /// attachments, skipped), then the database's XML.
@@ -38,12 +36,7 @@ struct KeePassPayload {
     /// ``KeePassFile/items(password:)``).
     func items() throws -> [ForeignSecretItem] {
         let reader = KeePassXMLReader()
-        let parser = XMLParser(data: xml)
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = reader
-        guard parser.parse(), reader.failure == nil else {
-            throw KeyringFileError.damaged(reader.failure ?? "the database's XML is malformed")
-        }
+        try reader.read(xml)
         let clear = try revealed(reader.protectedValues)
         return reader.entries.filter { !$0.isHistory && !$0.inRecycleBin(reader.recycleBin) }.map { entry in
             entry.item(protected: clear)
@@ -112,8 +105,9 @@ struct KeePassEntry {
     }
 }
 
-/// The parts of a KeePass XML document an import needs, read as it streams by.
-final class KeePassXMLReader: NSObject, XMLParserDelegate {
+/// The parts of a KeePass XML document an import needs, read as it streams by (libxml2's
+/// streaming reader: no document tree, no entity substitution, no network).
+final class KeePassXMLReader {
     private(set) var entries: [KeePassEntry] = []
     /// The protected values' enciphered bytes, in document order.
     private(set) var protectedValues: [Data] = []
@@ -130,10 +124,50 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
     private var valueIsProtected = false
     private var recycleBinEnabled = true
 
-    func parser(
-        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
-        attributes: [String: String] = [:]
-    ) {
+    /// Reads the document in `xml`.
+    /// - Throws: ``KeyringImport/KeyringFileError/damaged(_:)`` when it is not well-formed XML,
+    ///   or a value that must be base64 is not.
+    func read(_ xml: Data) throws {
+        guard xml.count < Int32.max else { throw KeyringFileError.damaged("the database's XML is too large") }
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+        let status: Int32 = xml.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress,
+                let reader = xmlReaderForMemory(
+                    base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil, nil, options)
+            else { return -1 }
+            defer { xmlFreeTextReader(reader) }
+            var status = xmlTextReaderRead(reader)
+            while status == 1 && failure == nil {
+                step(reader)
+                status = xmlTextReaderRead(reader)
+            }
+            return status
+        }
+        guard status == 0 else { throw KeyringFileError.damaged(failure ?? "the database's XML is malformed") }
+        if let failure { throw KeyringFileError.damaged(failure) }
+    }
+
+    /// One node of the document.
+    private func step(_ reader: xmlTextReaderPtr) {
+        switch xmlTextReaderNodeType(reader) {
+        case 1:  // an element begins
+            let name = xmlTextReaderConstLocalName(reader).map { String(cString: $0) } ?? ""
+            var protected = false
+            if name == "Value", let value = xmlTextReaderGetAttribute(reader, "Protected") {
+                protected = String(cString: value).lowercased() == "true"
+                ck_xml_free(value)
+            }
+            didStart(name, protected: protected)
+            if xmlTextReaderIsEmptyElement(reader) == 1 { didEnd(name) }
+        case 15:  // an element ends
+            didEnd(xmlTextReaderConstLocalName(reader).map { String(cString: $0) } ?? "")
+        case 3, 4:  // text, CDATA
+            if let value = xmlTextReaderConstValue(reader) { text += String(cString: value) }
+        default: break
+        }
+    }
+
+    private func didStart(_ name: String, protected: Bool) {
         path.append(name)
         text = ""
         switch name {
@@ -144,14 +178,12 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
             entry.groups = groups.dropFirst().map(\.name)
             entry.groupUUIDs = groups.map(\.uuid)
             open.append(entry)
-        case "Value": valueIsProtected = attributes["Protected"]?.lowercased() == "true"
+        case "Value": valueIsProtected = protected
         default: break
         }
     }
 
-    func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
-
-    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+    private func didEnd(_ name: String) {
         let parent = path.dropLast().last
         defer { path.removeLast() }
         switch (parent, name) {
@@ -179,10 +211,6 @@ final class KeePassXMLReader: NSObject, XMLParserDelegate {
         default: break
         }
         text = ""
-    }
-
-    func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-        failure = failure ?? "the database's XML is malformed (line \(parser.lineNumber))"
     }
 
     /// Base64 text's bytes; malformed base64 is damage.

@@ -27,11 +27,15 @@ struct KeePassComparison {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let stored = (0..<items).map(SecretServiceComparison.secretServiceItem)
             let entries = stored.compactMap(KeePassExport.Entry.init(exporting:))
-            progress("  KeePass: a database of \(Format.count(items)) entries written and moved in, against Argon2 and the adds")
+            progress(
+                "  KeePass: a database of \(Format.count(items)) entries written and moved in, against Argon2 and the adds"
+            )
             let source = try KeychainDatabase.create(
                 at: directory + "/source.keychain-db", password: nil, configuration: lifecycle.configuration)
             _ = try source.add(contentsOf: stored)
-            var samples = (moveIn: [UInt64](), adds: [UInt64](), export: [UInt64](), reads: [UInt64](), argon2: [UInt64]())
+            var samples = (
+                moveIn: [UInt64](), adds: [UInt64](), export: [UInt64](), reads: [UInt64](), argon2: [UInt64]()
+            )
             for round in 0...Self.rounds {
                 var start = Clock.now()
                 let read = try source.find(ItemQuery(class: .genericPassword), includeData: true)
@@ -53,7 +57,8 @@ struct KeePassComparison {
                     throw BenchmarkFailure("\(tally.added) of \(items) entries were moved in")
                 }
                 let added = try KeychainDatabase.create(
-                    at: directory + "/added-\(round).keychain-db", password: nil, configuration: lifecycle.configuration)
+                    at: directory + "/added-\(round).keychain-db", password: nil, configuration: lifecycle.configuration
+                )
                 start = Clock.now()
                 _ = try added.add(contentsOf: stored)
                 let adds = Clock.now() - start

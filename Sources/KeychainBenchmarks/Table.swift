@@ -511,9 +511,15 @@ enum TableRenderer {
         }
         rows.append(row("Argon2id alone, 64 MiB, 10 passes (libargon2's own call)", argon2))
         rows.append(row("the same items added in one transaction", adds))
-        rows.append(row("moving the database in (Argon2, decrypt, parse, add)", moveIn, result.moveInOverFloor.map { "÷ floor " + Format.ratio($0) } ?? ""))
+        rows.append(
+            row(
+                "moving the database in (Argon2, decrypt, parse, add)", moveIn,
+                result.moveInOverFloor.map { "÷ floor " + Format.ratio($0) } ?? ""))
         rows.append(row("the same items read with their secrets", reads))
-        rows.append(row("writing the database (read, Argon2, encrypt)", export, result.exportOverFloor.map { "÷ floor " + Format.ratio($0) } ?? ""))
+        rows.append(
+            row(
+                "writing the database (read, Argon2, encrypt)", export,
+                result.exportOverFloor.map { "÷ floor " + Format.ratio($0) } ?? ""))
         return columns(rows, right: [1, 2, 3, 4])
     }
 
