@@ -175,16 +175,7 @@ struct ScreenSaverLockTests {
             "DBUS_SESSION_BUS_ADDRESS=\(session.address)", "KEYCHAIND_DEBUG=1",
         ])
         defer { daemon.stop() }
-        let agent = try daemon.connect()
-        let password = Data("pw".utf8)
-        let sleepy = daemon.home + "/sleepy.keychain-db"
-        let awake = daemon.home + "/awake.keychain-db"
-        for path in [sleepy, awake] {
-            _ = try agent.call(AgentInterface.create, .init(keychain: path, password: Data(password)))
-        }
-        try agent.keychain(at: sleepy).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
-        let locksWithScreen = agent.keychain(at: sleepy)
-        let staysUnlocked = agent.keychain(at: awake)
+        let (locksWithScreen, staysUnlocked, password) = try SleepLockTests.twoKeychains(in: daemon)
 
         // The agent has subscribed once the bus holds its rules: an owner change and
         // ActiveChanged for each screen saver.

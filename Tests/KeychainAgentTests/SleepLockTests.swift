@@ -165,6 +165,22 @@ struct SleepLockTests {
         _ = try await connection.callBus("GetId")
     }
 
+    /// Two password keychains made in `daemon`'s agent, the first set to lock on sleep, both
+    /// unlocked, and their password.
+    static func twoKeychains(in daemon: KeychaindTests.Daemon) throws
+        -> (locksOnSleep: AgentKeychain, doesNot: AgentKeychain, password: Data)
+    {
+        let agent = try daemon.connect()
+        let password = Data("pw".utf8)
+        let sleepy = daemon.home + "/sleepy.keychain-db"
+        let awake = daemon.home + "/awake.keychain-db"
+        for path in [sleepy, awake] {
+            _ = try agent.call(AgentInterface.create, .init(keychain: path, password: Data(password)))
+        }
+        try agent.keychain(at: sleepy).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
+        return (agent.keychain(at: sleepy), agent.keychain(at: awake), password)
+    }
+
     /// Waits (polling, for up to a minute: a wait for the agent, not a limit on its speed) until
     /// `condition` holds; whether it did.
     static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
@@ -187,16 +203,7 @@ struct SleepLockTests {
         ])
         defer { daemon.stop() }
 
-        let agent = try daemon.connect()
-        let password = Data("pw".utf8)
-        let sleepy = daemon.home + "/sleepy.keychain-db"
-        let awake = daemon.home + "/awake.keychain-db"
-        for path in [sleepy, awake] {
-            _ = try agent.call(AgentInterface.create, .init(keychain: path, password: Data(password)))
-        }
-        try agent.keychain(at: sleepy).setSettings(KeychainSettings(lockInterval: nil, locksOnSleep: true))
-        let lockOnSleep = agent.keychain(at: sleepy)
-        let noLockOnSleep = agent.keychain(at: awake)
+        let (lockOnSleep, noLockOnSleep, password) = try Self.twoKeychains(in: daemon)
         #expect(!lockOnSleep.isLocked && !noLockOnSleep.isLocked)
 
         // The agent has subscribed to PrepareForSleep once it asks for its session.
