@@ -105,7 +105,7 @@ struct KeePassFileTests {
 
         let seed = UInt64.random(in: 0 ... .max)
         var random = SplitMix64(seed: seed)
-        for trial in 0..<40 {
+        for trial in 0..<200 {
             var altered = contents
             let offset = Int.random(in: 0..<contents.count, using: &random)
             altered[offset] ^= UInt8.random(in: 1...255, using: &random)
