@@ -60,27 +60,31 @@ public enum KeePassExport {
             var map = SecretAttributes.attributes(of: item)
             func take(_ key: String) -> String { map.removeValue(forKey: key) ?? "" }
             func string(_ name: AttributeName) -> String { item.attributes[name]?.stringValue ?? "" }
-            let movedIn = map["Title"] != nil && map["Uuid"] != nil
-            let uuid = movedIn ? UUID(hex: take("Uuid")) : nil
-            _ = movedIn ? take("Path") : ""
-            let title =
-                movedIn
-                ? take("Title") : [string(.label), string(.service), string(.server)].first { !$0.isEmpty } ?? ""
-            let userName = movedIn ? take("UserName") : string(.account)
-            let url = movedIn ? take("URL") : Self.url(of: item)
-            let notes = movedIn ? take("Notes") : string(.comment)
+            let (title, userName, url, notes): (String, String, String, String)
+            var uuid: UUID?
+            if map["Title"] != nil, map["Uuid"] != nil {  // moved in from KeePass
+                uuid = UUID(hex: take("Uuid"))
+                map["Path"] = nil  // the entry's groups and title: made again when it moves in
+                (title, userName, url, notes) = (take("Title"), take("UserName"), take("URL"), take("Notes"))
+            } else {
+                title = [string(.label), string(.service), string(.server)].first { !$0.isEmpty } ?? ""
+                (userName, url, notes) = (
+                    string(.account), Self.url(of: item, scheme: map["protocol"]), string(.comment)
+                )
+            }
             self.init(
                 title: title, userName: userName, url: url, notes: notes, password: password, fields: map,
                 uuid: uuid ?? UUID(), created: item.attributes[.creationDate]?.dateValue,
                 modified: item.attributes[.modificationDate]?.dateValue)
         }
 
-        /// An internet password's `protocol://server:port/path`; empty for a generic password.
-        static func url(of item: Item) -> String {
+        /// An internet password's `scheme://server:port/path` (`https` when it names no protocol
+        /// libsecret knows); empty for a generic password.
+        static func url(of item: Item, scheme: String?) -> String {
             guard item.itemClass == .internetPassword, let server = item.attributes[.server]?.stringValue,
                 !server.isEmpty
             else { return "" }
-            let scheme = SecretAttributes.attributes(of: item)["protocol"] ?? "https"
+            let scheme = scheme ?? "https"
             let port = item.attributes[.port]?.numberValue.flatMap { $0 > 0 ? ":\($0)" : nil } ?? ""
             let path = item.attributes[.path]?.stringValue ?? ""
             return "\(scheme)://\(server)\(port)\(path.isEmpty || path.hasPrefix("/") ? path : "/" + path)"

@@ -26,7 +26,9 @@ struct KeePassComparison {
             let directory = scratch + "/keepass"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let stored = (0..<items).map(SecretServiceComparison.secretServiceItem)
-            let entries = stored.compactMap(KeePassExport.Entry.init(exporting:))
+            guard stored.compactMap(KeePassExport.Entry.init(exporting:)).count == items else {
+                throw BenchmarkFailure("not every item has a text secret")
+            }
             progress(
                 "  KeePass: a database of \(Format.count(items)) entries written and moved in, against Argon2 and the adds"
             )
@@ -74,7 +76,6 @@ struct KeePassComparison {
                     try? FileManager.default.removeItem(atPath: directory + "/\(name).keychain-db")
                 }
             }
-            guard entries.count == items else { throw BenchmarkFailure("not every item had a text secret") }
             result.moveIn = Summary(nanoseconds: samples.moveIn)
             result.adds = Summary(nanoseconds: samples.adds)
             result.export = Summary(nanoseconds: samples.export)

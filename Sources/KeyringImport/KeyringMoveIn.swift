@@ -73,10 +73,9 @@ public enum KeyringMoveIn {
         _ file: GnomeKeyringFile, from path: String, password: Data, into keychain: any KeychainHandle,
         stamps: MoveInStamps? = nil
     ) throws -> Report {
-        let items = try file.items(password: password)
-        let report = try store(items, from: path, label: file.label, into: keychain)
-        try stamps?.record(path: path, contents: file.contents, items: items.count)
-        return report
+        try moveIn(
+            try file.items(password: password), readFrom: path, label: file.label, contents: file.contents,
+            into: keychain, stamps: stamps)
     }
 
     /// Decrypts every entry of the `pass` store in `directory` (through `gpg`, all of them before
@@ -87,10 +86,9 @@ public enum KeyringMoveIn {
         passStoreAt directory: String, into keychain: any KeychainHandle, stamps: MoveInStamps? = nil
     ) throws -> Report {
         let passStore = try PassStore(directory: directory)
-        let items = try passStore.items()
-        let report = try store(items, from: directory, label: "pass", into: keychain)
-        try stamps?.record(path: directory, contents: passStore.recordedContents(), items: items.count)
-        return report
+        return try moveIn(
+            try passStore.items(), readFrom: directory, label: "pass", contents: passStore.recordedContents(),
+            into: keychain, stamps: stamps)
     }
 
     /// Stores `items`, read and decrypted from the file at `path` (a KeePass database, say), as
@@ -100,16 +98,10 @@ public enum KeyringMoveIn {
         _ items: [ForeignSecretItem], readFrom path: String, label: String, contents: Data,
         into keychain: any KeychainHandle, stamps: MoveInStamps? = nil
     ) throws -> Report {
-        let report = try store(items, from: path, label: label, into: keychain)
+        let report = Report(
+            path: path, label: label, tally: .init(try SecretServiceImport.store(items, in: keychain), of: items))
         try stamps?.record(path: path, contents: contents, items: items.count)
         return report
-    }
-
-    /// Stores `items` read from `path` as the Secret Service stores D-Bus items, and counts.
-    private static func store(
-        _ items: [ForeignSecretItem], from path: String, label: String, into keychain: any KeychainHandle
-    ) throws -> Report {
-        Report(path: path, label: label, tally: .init(try SecretServiceImport.store(items, in: keychain), of: items))
     }
 }
 

@@ -155,7 +155,7 @@ extension SecretServiceProvider {
     }
 
     /// What asking for the passwords came to.
-    enum PinentryOutcome {
+    enum PasswordOutcome {
         /// Every keychain is unlocked.
         case unlocked
         /// The person cancelled, or gave a wrong password three times for one keychain.
@@ -173,7 +173,7 @@ extension SecretServiceProvider {
     func askForPasswords(
         on connection: DBusConnection, caller: Int32?, collections: [SecretCollection], groups: AccessGroups,
         state: PromptState
-    ) async -> PinentryOutcome {
+    ) async -> PasswordOutcome {
         let program = caller.flatMap(Self.programName) ?? "A program"
         let screen = caller.map { PinentryScreen(callerPID: $0) } ?? PinentryScreen(terminal: nil)
         let systemPrompter = !screen.isTerminalOnly ? await SystemPrompt.isAvailable(on: connection) : false

@@ -21,43 +21,7 @@ extension ImportKeyring {
         var failed = false
         for path in paths {
             do {
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
-                    let report = try session.withAccess(to: target) {
-                        try KeyringMoveIn.moveIn(passStoreAt: path, into: target.database, stamps: stamps)
-                    }
-                    failed = Self.print(report) || failed
-                    continue
-                }
-                let contents = try Data(contentsOf: URL(fileURLWithPath: path))
-                if KeePassFile.isKeePassFile(contents) {
-                    let database = try KeePassFile(contentsOf: contents)
-                    let name = URL(fileURLWithPath: path).lastPathComponent
-                    if typed == nil { typed = try keyringPassword(of: "the KeePass database \"\(name)\"", in: session) }
-                    guard let typed else { throw CommandFailure.failure("import-keyring: no password was entered") }
-                    let items = try database.items(password: typed)
-                    let report = try session.withAccess(to: target) {
-                        try KeyringMoveIn.moveIn(
-                            items, readFrom: path, label: name,
-                            contents: contents, into: target.database, stamps: stamps)
-                    }
-                    failed = Self.print(report) || failed
-                    continue
-                }
-                let file = try GnomeKeyringFile(contentsOf: contents)
-                var password = Data()
-                if file.form == .encrypted {
-                    if typed == nil {
-                        let name = file.label.isEmpty ? "the GNOME keyring" : "the GNOME keyring \"\(file.label)\""
-                        typed = try keyringPassword(of: name, in: session)
-                    }
-                    guard let typed else { throw CommandFailure.failure("import-keyring: no password was entered") }
-                    password = typed
-                }
-                let report = try session.withAccess(to: target) {
-                    try KeyringMoveIn.moveIn(
-                        file, from: path, password: password, into: target.database, stamps: stamps)
-                }
+                let report = try moveIn(path, into: target, stamps: stamps, password: &typed, in: session)
                 failed = Self.print(report) || failed
             } catch let error as KeyringFileError {
                 Console.err("security: import-keyring: \(path): \(error)\n")
@@ -70,6 +34,43 @@ extension ImportKeyring {
             }
         }
         return failed ? 1 : 0
+    }
+
+    /// Moves one file (GNOME Keyring's, a KeePass database) or `pass` store in. A file with a
+    /// password asks for it the first time one is needed (`typed`), and uses it for the others.
+    private func moveIn(
+        _ path: String, into target: OpenKeychain, stamps: MoveInStamps, password typed: inout Data?,
+        in session: Session
+    ) throws -> KeyringMoveIn.Report {
+        func password(of name: String) throws -> Data {
+            if typed == nil { typed = try keyringPassword(of: name, in: session) }
+            guard let typed else { throw CommandFailure.failure("import-keyring: no password was entered") }
+            return typed
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            return try session.withAccess(to: target) {
+                try KeyringMoveIn.moveIn(passStoreAt: path, into: target.database, stamps: stamps)
+            }
+        }
+        let contents = try Data(contentsOf: URL(fileURLWithPath: path))
+        if KeePassFile.isKeePassFile(contents) {
+            let name = URL(fileURLWithPath: path).lastPathComponent
+            let items = try KeePassFile(contentsOf: contents).items(
+                password: try password(of: "the KeePass database \"\(name)\""))
+            return try session.withAccess(to: target) {
+                try KeyringMoveIn.moveIn(
+                    items, readFrom: path, label: name, contents: contents, into: target.database, stamps: stamps)
+            }
+        }
+        let file = try GnomeKeyringFile(contentsOf: contents)
+        let key =
+            file.form == .encrypted
+            ? try password(of: file.label.isEmpty ? "the GNOME keyring" : "the GNOME keyring \"\(file.label)\"")
+            : Data()
+        return try session.withAccess(to: target) {
+            try KeyringMoveIn.moveIn(file, from: path, password: key, into: target.database, stamps: stamps)
+        }
     }
 
     /// Prints what moving one file or store in did; `true` when items were left out.
