@@ -118,9 +118,8 @@ struct ClientEnvironmentTests {
         // This agent gives unidentified programs the group "default" only (its own configuration).
         let program = try CheapAgentProgram.make(in: home.directory.path, agent: KeychaindTests.program)
         let narrowAgent = home.directory.path + "/keychaind-default-only"
-        try Data("#!/bin/sh\nKEYCHAIN_ACCESS_GROUPS=default exec '\(program)' \"$@\"\n".utf8)
-            .write(to: URL(fileURLWithPath: narrowAgent))
-        chmod(narrowAgent, 0o755)
+        try ExecutableFile.write(
+            "#!/bin/sh\nKEYCHAIN_ACCESS_GROUPS=default exec '\(program)' \"$@\"\n", to: narrowAgent)
         let started = try home.library("add", "first", mode: "auto", program: narrowAgent, input: "x")
         #expect(started.last == "ok", "\(started)")
         let plain = try AgentConnection(socketPath: home.socket, accessGroups: nil)

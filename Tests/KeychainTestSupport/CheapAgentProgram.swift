@@ -17,10 +17,7 @@ public enum CheapAgentProgram {
         if access(path, X_OK) == 0 { return path }
         let quoted = "'" + agent.replacingOccurrences(of: "'", with: "'\\''") + "'"
         let script = "#!/bin/sh\nKEYCHAIN_UNSAFE_TEST_KDF=1 exec \(quoted) \"$@\"\n"
-        try Data(script.utf8).write(to: URL(fileURLWithPath: path))
-        guard chmod(path, 0o755) == 0 else {
-            throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
-        }
+        try ExecutableFile.write(script, to: path)
         return path
     }
 }

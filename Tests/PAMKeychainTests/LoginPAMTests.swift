@@ -269,9 +269,7 @@ import Testing
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let helper = directory + "/keychaind"
-        try Data("#!/bin/bash\ntouch \"$HOME/\(marker)\"\nexec -a \(marker) sleep 300\n".utf8)
-            .write(to: URL(fileURLWithPath: helper))
-        chmod(helper, 0o755)
+        try ExecutableFile.write("#!/bin/bash\ntouch \"$HOME/\(marker)\"\nexec -a \(marker) sleep 300\n", to: helper)
         let account = try Account(helper: helper, options: "timeout=1")
         defer { try? FileManager.default.removeItem(atPath: account.home + "/" + marker) }
 

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainLibc
+import KeychainTestSupport
 import SecretService
 import Testing
 
@@ -21,8 +22,7 @@ struct ManifestTests {
         }
         // The manifest binds a copy of secret-tool: the caller's executable, as /proc/PID/exe shows it.
         let mailTool = root + "/bin/secret-tool-mail"
-        try FileManager.default.copyItem(atPath: try requireTool("/usr/bin/secret-tool"), toPath: mailTool)
-        #expect(chmod(mailTool, 0o755) == 0)
+        try ExecutableFile.copy(try requireTool("/usr/bin/secret-tool"), to: mailTool)
         let manifest = """
             app-id = "com.example.mail"
             access-groups = ["com.example.mail"]

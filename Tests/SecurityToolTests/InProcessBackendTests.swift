@@ -22,10 +22,28 @@ import Testing
         try process.run()
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        let failures = printed.split(separator: "\n").filter { $0.contains("✘") }.prefix(40).joined(separator: "\n")
+        let failures = Self.failures(in: printed)
         #expect(process.terminationStatus == 0, "\(failures)\n\(printed.suffix(1500))")
         // It ran this module's tests (not an empty filter): the same count as this run has.
         let summary = printed.split(separator: "\n").last { $0.contains("Test run with") }.map(String.init) ?? ""
         #expect(summary.contains(" tests in "), "\(printed.suffix(1500))")
+    }
+
+    /// Each failure the run reported, with the lines of its comment (`↳`): what the failing
+    /// command printed, so a failure of the rerun can be told from the first run's report alone.
+    static func failures(in printed: String) -> String {
+        var kept: [Substring] = []
+        var inFailure = false
+        for line in printed.split(separator: "\n") {
+            if line.contains("✘") {
+                inFailure = true
+                kept.append(line)
+            } else if inFailure, line.trimmingCharacters(in: .whitespaces).hasPrefix("↳") {
+                kept.append(line)
+            } else {
+                inFailure = false
+            }
+        }
+        return kept.prefix(120).joined(separator: "\n")
     }
 }

@@ -37,8 +37,7 @@ import Testing
             """
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/swift"
-        try Data(script.utf8).write(to: URL(fileURLWithPath: path))
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        try ExecutableFile.write(script, to: path)
     }
 
     @Test("the documented install loop works on an account without ~/.local/bin, and the tools it installs run")
