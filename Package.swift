@@ -19,8 +19,8 @@ import PackageDescription
 //   SecurityLinuxTool       the `security-linux` executable: `security sync` and `import-secret-service`,
 //                           apart so that `security` does not load PostgreSQL's and D-Bus's code
 //   KeychainAgent           keychaind's server library: who the caller is, its access groups, hardening, socket
-//   KeychainBenchmarks      the `keychain-bench` executable
-//   KeychainStress          the `keychain-stress` executable: the long adversarial suite
+//   keychain-bench          the benchmark (Benchmarks/keychain-bench) \ the repository's own tools, not products:
+//   keychain-stress         the long adversarial suite               / `swift run keychain-bench` here only
 //   SeededRandom            the seedable generator that the benchmark, stress suite and tests share
 //   KeychainLibc            the C library (Glibc, Musl or Darwin) under one name: the one `#if canImport` import
 //   DBusWire                D-Bus's wire format (types, values, marshalling, messages, SASL); no I/O framework, no keychain code
@@ -47,8 +47,6 @@ let package = Package(
         .library(name: "SwiftKeychain", targets: ["SwiftKeychain"]),
         .executable(name: "security", targets: ["SecurityToolMain"]),
         .executable(name: "security-linux", targets: ["SecurityLinuxTool"]),
-        .executable(name: "keychain-bench", targets: ["KeychainBenchmarks"]),
-        .executable(name: "keychain-stress", targets: ["KeychainStress"]),
         .executable(name: "keychaind", targets: ["keychaind"]),
         // The PAM module (libpam_keychain.so, installed as pam_keychain.so: docs/login.md).
         .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
@@ -181,13 +179,17 @@ let package = Package(
         .executableTarget(
             name: "SecurityLinuxTool",
             dependencies: [
-                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassFormat", "DBusWire", "DBusNIO",
+                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassFormat", "DBusWire",
+                "DBusNIO",
                 "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The benchmark and the stress suite: executable targets of this repository, not products,
+        // so a package that depends on this one never sees them (docs/layout.md says why they
+        // are not a nested package).
         .executableTarget(
-            name: "KeychainBenchmarks",
+            name: "keychain-bench",
             dependencies: [
                 // DBusWire, DBusNIO, NIOCore and SecretService: the Secret Service rows' client (its futures
                 // waited for on the benchmark's threads), and the keychain attributes the provider
@@ -207,15 +209,17 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
-            ]
+            ],
+            path: "Benchmarks/keychain-bench"
         ),
         .executableTarget(
-            name: "KeychainStress",
+            name: "keychain-stress",
             dependencies: [
                 "KeychainCore", "Security", "SeededRandom", "KeychainLibc",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            path: "Benchmarks/keychain-stress"
         ),
         // The test process's fixed environment (KEYCHAIN_AGENT=off before main) and the end of
         // the keychaind the tests share.
@@ -321,7 +325,7 @@ let package = Package(
         .testTarget(
             name: "BenchmarkTests",
             dependencies: [
-                "KeychainBenchmarks", "keychaind", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift"),
+                "keychain-bench", "keychaind", "KeychainCore", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .target(name: "KeychainAgentProtocol", dependencies: ["KeychainCore", "DBusWire"]),
@@ -454,7 +458,7 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
-                "KeychainStress", "KeychainCore", "Security", "keychain-test-worker",
+                "keychain-stress", "KeychainCore", "Security", "keychain-test-worker",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

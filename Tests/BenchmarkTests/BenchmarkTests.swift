@@ -3,7 +3,7 @@ import GRDB
 import KeychainCore
 import Testing
 
-@testable import KeychainBenchmarks
+@testable import keychain_bench
 
 /// Keeps `keychain-bench` building and working: one tiny run through the module and one
 /// through the built executable. Rows and sanity of the numbers are checked, never timings

@@ -1,5 +1,5 @@
 import Foundation
-import KeychainStress
+import keychain_stress
 import Testing
 
 /// Rows of the quick table that fail because of a defect the engine has not fixed yet (see

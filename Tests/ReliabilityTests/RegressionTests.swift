@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import KeychainCore
-import KeychainStress
+import keychain_stress
 import Security
 import Testing
 
