@@ -340,7 +340,7 @@ public struct DBusSocket: Sendable {
     }
 
     /// Closes every descriptor of `descriptors` (`-1` entries are skipped).
-    static func closeAll(_ descriptors: [Int32]) {
+    public static func closeAll(_ descriptors: [Int32]) {
         for descriptor in descriptors where descriptor >= 0 { _ = Glibc.close(descriptor) }
     }
 }

@@ -78,6 +78,14 @@ public struct IdentityResolver: Sendable {
             pid: peer.pid)
     }
 
+    /// The access groups of the Flatpak app `appID` as a caller in its sandbox gets them
+    /// (``sandboxGroups(_:_:)``), for a caller that acts for the app (xdg-desktop-portal, through
+    /// the Secret portal); `nil` for a name that is not a valid Flatpak app id.
+    public func accessGroups(forSandboxedApp appID: String) -> AccessGroups? {
+        guard FlatpakInfo.isValidAppID(appID) else { return nil }
+        return AccessGroups(Self.sandboxGroups(appID, manifests.load().manifests))
+    }
+
     /// The groups of a sandbox whose `/.flatpak-info` names `appID`: those a root-owned manifest
     /// for that app id declares when it binds no executable (a Flatpak app's manifest), else the
     /// app id alone, less every group a manifest gives host executables, and none at all for an

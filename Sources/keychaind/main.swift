@@ -116,6 +116,14 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
             await bus.close()
             return nil
         }
+        // The Secret portal's backend follows the Secret Service: served while this is the
+        // provider the user chose (docs/secret-service.md, "Flatpak apps").
+        do {
+            try SecretPortal(provider: provider).start(
+                addresses: try DBusAddress.sessionBus(environment: withStarterBus(environment)), log: complain)
+        } catch {
+            complain("no Secret portal backend: \(error)")
+        }
         return bus
     } catch {
         complain("no Secret Service: the session bus could not be used (\(error))")

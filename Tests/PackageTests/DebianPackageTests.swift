@@ -92,7 +92,9 @@ struct DebianPackageTests {
 
     static let multiarch = "x86_64-linux-gnu"
 
-    @Test("the package holds the programs, units, activation file, PAM module, completions and manual pages")
+    @Test(
+        "the package holds the programs, units, activation files, portal file, PAM module, completions and manual pages"
+    )
     func contents() async throws {
         let package = try await Self.builtPackage()
         let listing = try await Self.run("/usr/bin/dpkg-deb", ["-c", package])
@@ -103,6 +105,8 @@ struct DebianPackageTests {
             "./usr/lib/systemd/user/keychaind.socket", "./usr/lib/systemd/user/keychaind.service",
             "./usr/lib/systemd/user/keychaind-secret-service.service",
             "./usr/share/keychain/dbus-1/services/org.freedesktop.secrets.service", "./usr/share/keychain/apps.d/",
+            "./usr/share/dbus-1/services/org.freedesktop.impl.portal.desktop.keychain.service",
+            "./usr/share/xdg-desktop-portal/portals/keychain.portal",
             "./usr/share/bash-completion/completions/security", "./usr/share/zsh/vendor-completions/_security",
             "./usr/share/fish/vendor_completions.d/security.fish", "./usr/share/man/man1/security.1.gz",
             "./usr/share/man/man1/security-linux.1.gz", "./usr/share/man/man8/keychaind.8.gz",

@@ -175,11 +175,19 @@ final class PrivateSessionBus: @unchecked Sendable {
                 atPath: root + "/" + directory, withIntermediateDirectories: true,
                 attributes: [.posixPermissions: 0o700])
         }
-        let template = try String(contentsOfFile: serviceFile, encoding: .utf8)
-        let service = template.split(separator: "\n", omittingEmptySubsequences: false).map { line in
-            line.hasPrefix("Exec=") ? "Exec=\(keychaind) --secret-service" : String(line)
-        }.joined(separator: "\n")
-        try service.write(toFile: root + "/services/org.freedesktop.secrets.service", atomically: true, encoding: .utf8)
+        // The service file and its siblings (the Secret portal backend's), each started as the
+        // built keychaind.
+        let serviceDirectory = URL(fileURLWithPath: serviceFile).deletingLastPathComponent().path
+        let siblings = try FileManager.default.contentsOfDirectory(atPath: serviceDirectory).filter {
+            $0.hasSuffix(".service")
+        }
+        for name in siblings {
+            let template = try String(contentsOfFile: serviceDirectory + "/" + name, encoding: .utf8)
+            let service = template.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                line.hasPrefix("Exec=") ? "Exec=\(keychaind) --secret-service" : String(line)
+            }.joined(separator: "\n")
+            try service.write(toFile: root + "/services/" + name, atomically: true, encoding: .utf8)
+        }
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">

@@ -1,0 +1,151 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// The Secret portal's backend with the real xdg-desktop-portal, reached the way a Flatpak app
+/// reaches it: from a bwrap sandbox with a `/.flatpak-info`, through libsecret itself
+/// (`secret-tool`, whose file backend asks the portal) and through a Gio client.
+@Suite("The Secret portal: a Flatpak app's secret through xdg-desktop-portal")
+struct SecretPortalTests {
+    /// A private bus that activates the built keychaind, and xdg-desktop-portal on it with the
+    /// repository's `.portal` file as its only backend.
+    final class Fixture {
+        let bus: PrivateSessionBus
+        let portal: TestDaemon
+
+        init() throws {
+            bus = try PrivateSessionBus.activatingKeychaind()
+            let portals = bus.root + "/portals"
+            try FileManager.default.createDirectory(atPath: portals, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                atPath: SecretToolTests.repository + "/dist/xdg-desktop-portal/keychain.portal",
+                toPath: portals + "/keychain.portal")
+            var environment = bus.environment
+            environment["XDG_DESKTOP_PORTAL_DIR"] = portals
+            environment["XDG_CURRENT_DESKTOP"] = "X-Test"
+            do {
+                portal = try TestDaemon(
+                    try requireTool("/usr/libexec/xdg-desktop-portal"), ["--verbose"], environment: environment)
+            } catch {
+                bus.stop()
+                throw error
+            }
+            let end = Date().addingTimeInterval(60)
+            while (try? bus.ownerPID(of: "org.freedesktop.portal.Desktop")) == nil, Date() < end {
+                usleep(50_000)
+            }
+        }
+
+        deinit {
+            portal.stop()
+            bus.stop()
+        }
+
+        /// Runs `arguments` in a sandbox of app `appID` with a home of its own (`home`), the bus
+        /// and the test clients bound in.
+        func sandboxed(_ appID: String, home: String, _ arguments: [String], stdin: Data? = nil) throws -> ToolResult {
+            let info = bus.root + "/flatpak-info-\(appID)"
+            try "[Application]\nname=\(appID)\nruntime=runtime/org.freedesktop.Platform/x86_64/23.08\n"
+                .write(toFile: info, atomically: true, encoding: .utf8)
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            let clients = SecretToolTests.repository + "/Tests/SecretServiceTests/Clients"
+            let sandbox = [
+                "--unshare-pid", "--die-with-parent", "--tmpfs", "/", "--ro-bind", "/usr", "/usr",
+                "--ro-bind", "/etc", "/etc", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev",
+                "--bind", bus.root + "/bus", bus.root + "/bus", "--ro-bind", clients, clients,
+                "--bind", home, home, "--ro-bind", info, "/.flatpak-info",
+            ]
+            var environment = bus.environment
+            environment["HOME"] = home
+            environment["XDG_DATA_HOME"] = home + "/data"
+            environment["XDG_CONFIG_HOME"] = home + "/config"
+            environment["XDG_RUNTIME_DIR"] = home
+            return try runTool(
+                try requireTool("/usr/bin/bwrap"), sandbox + arguments, stdin: stdin, environment: environment)
+        }
+
+        /// What `portal_client.py` printed.
+        func client(_ result: ToolResult) throws -> [String: Any] {
+            let line = try #require(result.out.split(separator: "\n").last, "\(result)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(result)")
+        }
+
+        var clientScript: String { SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/portal_client.py" }
+
+        /// `secret-tool` on the host, as the user's own programs run it.
+        func hostSecretTool(_ arguments: [String]) throws -> ToolResult {
+            try runTool(try requireTool("/usr/bin/secret-tool"), arguments, environment: bus.environment)
+        }
+    }
+
+    @Test("each sandboxed app gets a 64-byte secret of its own, the same on every request, kept in the keychain")
+    func eachAppGetsItsOwnSecret() throws {
+        let fixture = try Fixture()
+        let home = fixture.bus.root + "/apps"
+        var secrets: [String] = []
+        for appID in ["org.example.Notes", "org.example.Notes", "org.example.Mail"] {
+            let run = try fixture.sandboxed(
+                appID, home: home + "/" + appID, ["/usr/bin/python3", fixture.clientScript, "frontend"])
+            let answer = try fixture.client(run)
+            #expect(answer["response"] as? Int == 0, "\(answer) \(run) portal: \(fixture.portal.errors.suffix(2000))")
+            let secret = answer["secret"] as? String ?? ""
+            #expect(secret.count == 128, "64 bytes: \(secret.count / 2)")
+            secrets.append(secret)
+        }
+        #expect(secrets[0] == secrets[1], "the same app gets the same secret again")
+        #expect(secrets[0] != secrets[2], "another app gets another secret")
+        // Stored as GNOME Keyring stores it: a Secret Service item with the attribute app_id,
+        // which the user's own programs see.
+        // (secret-tool prints the attributes to standard error, the label and secret to output.)
+        let search = try fixture.hostSecretTool(["search", "--all", "app_id", "org.example.Notes"])
+        let attributes = String(decoding: search.stderr, as: UTF8.self)
+        #expect(attributes.contains("attribute.app_id = org.example.Notes"), "\(search)")
+        #expect(search.out.contains("label = Secret portal: org.example.Notes"), "\(search)")
+        #expect(!attributes.contains("org.example.Mail"), "\(search)")
+    }
+
+    @Test("a program that is not xdg-desktop-portal is refused, and nothing is written to its descriptor")
+    func onlyThePortalIsAnswered() throws {
+        let fixture = try Fixture()
+        // Started by a first request through the portal, so the backend runs.
+        let first = try fixture.sandboxed(
+            "org.example.Notes", home: fixture.bus.root + "/apps/notes",
+            ["/usr/bin/python3", fixture.clientScript, "frontend"])
+        #expect(try fixture.client(first)["response"] as? Int == 0, "\(first)")
+        let direct = try runTool(
+            "/usr/bin/python3", [fixture.clientScript, "backend", "org.example.Notes"],
+            environment: fixture.bus.environment)
+        let answer = try fixture.client(direct)
+        #expect(answer["error"] as? String == "org.freedesktop.DBus.Error.AccessDenied", "\(answer)")
+        #expect(answer["secret"] as? String == "", "no byte of the secret was written")
+    }
+
+    @Test("libsecret in a sandbox keeps its items in its own file, sealed with the portal's secret")
+    func libsecretInASandboxUsesThePortal() throws {
+        let fixture = try Fixture()
+        let home = fixture.bus.root + "/apps/notes"
+        let store = try fixture.sandboxed(
+            "org.example.Notes", home: home,
+            ["/usr/bin/secret-tool", "store", "--label=Notes sync", "service", "notes.example.org", "user", "me"],
+            stdin: Data("hunter2-in-a-sandbox".utf8))
+        #expect(store.status == 0, "\(store) portal: \(fixture.portal.errors.suffix(2000))")
+        let lookup = try fixture.sandboxed(
+            "org.example.Notes", home: home,
+            ["/usr/bin/secret-tool", "lookup", "service", "notes.example.org", "user", "me"])
+        #expect(lookup.status == 0 && lookup.out == "hunter2-in-a-sandbox", "\(lookup) \(lookup.out)")
+        // The item is in the app's own file, encrypted; the keychain holds only the app's secret.
+        let file = try #require(FileManager.default.contents(atPath: home + "/data/keyrings/default.keyring"))
+        #expect(file.range(of: Data("hunter2-in-a-sandbox".utf8)) == nil, "the file is encrypted")
+        let host = try fixture.hostSecretTool(["search", "--all", "service", "notes.example.org"])
+        #expect(!host.out.contains("notes.example.org"), "the app's item is not in the keychain: \(host.out)")
+        // Another app cannot open the first one's file: its secret is another.
+        let mail = fixture.bus.root + "/apps/mail"
+        try FileManager.default.createDirectory(atPath: mail + "/data/keyrings", withIntermediateDirectories: true)
+        try file.write(to: URL(fileURLWithPath: mail + "/data/keyrings/default.keyring"))
+        let other = try fixture.sandboxed(
+            "org.example.Mail", home: mail,
+            ["/usr/bin/secret-tool", "lookup", "service", "notes.example.org", "user", "me"])
+        #expect(other.out != "hunter2-in-a-sandbox", "\(other) \(other.out)")
+    }
+}
