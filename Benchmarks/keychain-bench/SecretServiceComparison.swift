@@ -148,6 +148,10 @@ struct SecretServiceComparison {
             let sessions = try measureDiffieHellmanSessions(ourClient, gnomeClient, rounds: rounds, warmup: warmup)
             result.openSessionOurs = Summary(nanoseconds: sessions.ours)
             result.openSessionGnome = sessions.theirs.isEmpty ? nil : Summary(nanoseconds: sessions.theirs)
+            progress("  RetrieveSecret through xdg-desktop-portal from a sandboxed app, with each as the backend")
+            measurePortal(
+                &result, ours: ours.environment, gnome: useGnome ? gnome?.environment : nil, in: directory,
+                rounds: rounds, warmup: warmup)
             gnomeClient?.connection.closeSoon()
         } catch {
             result.note = "not available: \(error)"
@@ -219,6 +223,35 @@ struct SecretServiceComparison {
             result.moveInFloor = Summary(nanoseconds: floor)
         } catch {
             result.moveInNote = "not available: \(error)"
+        }
+    }
+
+    /// The Secret portal's rows (``SecretPortalComparison``): keychaind's backend, then GNOME
+    /// Keyring's, each through its own xdg-desktop-portal.
+    private func measurePortal(
+        _ result: inout SecretServiceResult, ours: [String: String], gnome: [String: String]?, in directory: String,
+        rounds: Int, warmup: Int
+    ) {
+        let comparison = SecretPortalComparison(scratch: directory, rounds: rounds, warmup: warmup)
+        do {
+            let outcome = try comparison.measure(
+                environment: ours, portalFile: SecretPortalComparison.ourPortalFile, name: "keychain")
+            result.portalOurs = Summary(nanoseconds: outcome.calls)
+            result.portalFloor = Summary(nanoseconds: outcome.floor)
+        } catch {
+            result.portalNote = "not available: \(error)"
+            return
+        }
+        guard let gnome else {
+            result.portalGnomeNote = result.gnomeNote ?? GnomeKeyring.missingNote
+            return
+        }
+        do {
+            let outcome = try comparison.measure(
+                environment: gnome, portalFile: SecretPortalComparison.gnomePortalFile, name: "gnome-keyring")
+            result.portalGnome = Summary(nanoseconds: outcome.calls)
+        } catch {
+            result.portalGnomeNote = "not available: \(error)"
         }
     }
 
@@ -519,6 +552,27 @@ struct SecretServiceResult: Codable, Sendable {
     /// Moving in ÷ the same adds in one transaction (target ≤ 1.5).
     var moveInOverFloor: Double? {
         guard let ours = moveIn, let floor = moveInFloor else { return nil }
+        return ours.medianMicroseconds / floor.medianMicroseconds
+    }
+    /// The Secret portal's `RetrieveSecret` from a sandboxed app through xdg-desktop-portal,
+    /// with keychaind and with GNOME Keyring as the backend.
+    var portalOurs: Summary?
+    var portalGnome: Summary?
+    /// A `Peer.Ping` to xdg-desktop-portal from the same client, in the same rounds as ours.
+    var portalFloor: Summary?
+    /// Why the portal rows are missing (ours; GNOME Keyring's).
+    var portalNote: String?
+    var portalGnomeNote: String?
+
+    /// Our backend's RetrieveSecret ÷ GNOME Keyring's (target ≤ 1).
+    var portalOursOverGnome: Double? {
+        guard let ours = portalOurs, let theirs = portalGnome else { return nil }
+        return ours.medianMicroseconds / theirs.medianMicroseconds
+    }
+
+    /// Our backend's RetrieveSecret ÷ a Ping to the portal.
+    var portalOverFloor: Double? {
+        guard let ours = portalOurs, let floor = portalFloor else { return nil }
         return ours.medianMicroseconds / floor.medianMicroseconds
     }
     /// Why our rows are missing.

@@ -578,6 +578,18 @@ enum TableRenderer {
             "OpenSession, Diffie-Hellman (same connection)", ours: result.openSessionOurs,
             theirs: result.openSessionGnome, theirTitle: "GNOME Keyring", theirItems: items,
             ratio: result.openSessionOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) }, note: nil)
+        pair(
+            "Secret portal RetrieveSecret, sandboxed app through xdg-desktop-portal", ours: result.portalOurs,
+            theirs: result.portalGnome, theirTitle: "GNOME Keyring as the backend", theirItems: items,
+            ratio: result.portalOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) },
+            note: result.portalNote ?? result.portalGnomeNote)
+        if let floor = result.portalFloor {
+            rows.append([
+                "a Peer.Ping to xdg-desktop-portal (the portal's floor, same rounds)", "",
+                Format.duration(floor.medianMicroseconds), Format.duration(floor.p99Microseconds),
+                result.portalOverFloor.map { "RetrieveSecret ÷ floor " + Format.ratio($0) } ?? "",
+            ])
+        }
         if let moveIn = result.moveIn, let floor = result.moveInFloor {
             rows.append([
                 "moving GNOME Keyring's encrypted login file in (read, decrypt, add in one transaction)", items,

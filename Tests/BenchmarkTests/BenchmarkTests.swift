@@ -92,7 +92,7 @@ struct BenchmarkTests {
         // SearchItems + GetSecrets, CreateItem, OpenSession with Diffie-Hellman); the login unlock's four
         // (plain and sealed to a swtpm, each by keychaind --pam login and through PAM); KeePass's two
         // (a database moved in, one written).
-        #expect(report.targets.count == 30 + 4 * report.scripts.count)
+        #expect(report.targets.count == 31 + 4 * report.scripts.count)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         let saturation = report.agentSaturation
@@ -135,23 +135,30 @@ struct BenchmarkTests {
             (result?.createOurs, "CreateItem on keychaind"), (result?.createGnomeLogin, "CreateItem on GNOME"),
             (result?.openSessionOurs, "OpenSession on keychaind"), (result?.openSessionGnome, "OpenSession on GNOME"),
             (result?.moveIn, "moving GNOME Keyring's file in"), (result?.moveInFloor, "the move-in's floor"),
+            (result?.portalOurs, "RetrieveSecret with keychaind"), (result?.portalGnome, "RetrieveSecret with GNOME"),
+            (result?.portalFloor, "the portal's floor"),
         ] {
             #expect(summary != nil, "no \(what) timing")
             if let summary { expectSensible(summary, what) }
         }
         for ratio in [
             result?.secretToolOursOverGnome, result?.lookupGnomeOverOurs, result?.createGnomeOverOurs,
-            result?.openSessionOursOverGnome, result?.moveInOverFloor,
+            result?.openSessionOursOverGnome, result?.moveInOverFloor, result?.portalOursOverGnome,
+            result?.portalOverFloor,
         ] {
             #expect(ratio.map { $0.isFinite && $0 > 0 } == true)
         }
         #expect(result?.moveInNote == nil, "\(result?.moveInNote ?? "")")
+        #expect(
+            result?.portalNote == nil && result?.portalGnomeNote == nil,
+            "\(result?.portalNote ?? "") \(result?.portalGnomeNote ?? "")")
         #expect(report.targets.contains { $0.name.hasPrefix("moving in from GNOME Keyring's file") && $0.met != nil })
-        // The last four targets, in this order.
-        let targets = Array(report.targets.suffix(4))
+        // The last five targets, in this order.
+        let targets = Array(report.targets.suffix(5))
         #expect(
             targets.map { $0.name.prefix(18) } == [
                 "secret-tool lookup", "SearchItems + GetS", "CreateItem, GNOME ", "OpenSession with D",
+                "Secret portal Retr",
             ])
         #expect(targets.allSatisfy { $0.met != nil }, "\(targets.map(\.measured))")
         let table = TableRenderer.render(report)
