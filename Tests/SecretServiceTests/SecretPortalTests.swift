@@ -103,6 +103,14 @@ struct SecretPortalTests {
         #expect(attributes.contains("attribute.app_id = org.example.Notes"), "\(search)")
         #expect(search.out.contains("label = Secret portal: org.example.Notes"), "\(search)")
         #expect(!attributes.contains("org.example.Mail"), "\(search)")
+        // In the app's own access group: the app, talking to the Secret Service itself, finds
+        // it; another app does not.
+        for (appID, count) in [("org.example.Notes", 1), ("org.example.Mail", 0)] {
+            let run = try fixture.sandboxed(
+                appID, home: home + "/" + appID,
+                ["/usr/bin/python3", fixture.clientScript, "search", "org.example.Notes"])
+            #expect(try fixture.client(run)["found"] as? Int == count, "\(appID): \(run)")
+        }
     }
 
     @Test("a program that is not xdg-desktop-portal is refused, and nothing is written to its descriptor")

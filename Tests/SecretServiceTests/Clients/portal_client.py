@@ -1,5 +1,7 @@
 """Asks for this app's secret as libsecret in a Flatpak sandbox does.
 
+`search APP_ID`: how many Secret Service items with that app_id the caller finds.
+
 `frontend`: through xdg-desktop-portal (org.freedesktop.portal.Secret.RetrieveSecret), waiting
 for the request's Response signal. `backend APP_ID`: straight at the backend
 (org.freedesktop.impl.portal.Secret), as a program that is not the portal would try.
@@ -36,7 +38,15 @@ def read_secret():
     return data.hex()
 
 
-if sys.argv[1] == "frontend":
+if sys.argv[1] == "search":
+    # The Secret Service itself (not the portal): the items with this app_id the caller may see.
+    reply = bus.call_sync(
+        "org.freedesktop.secrets", "/org/freedesktop/secrets", "org.freedesktop.Secret.Service", "SearchItems",
+        GLib.Variant("(a{ss})", ({"app_id": sys.argv[2]},)), None, Gio.DBusCallFlags.NONE, 60000, None)
+    unlocked, locked = reply.unpack()
+    print(json.dumps({"found": len(unlocked) + len(locked)}))
+    sys.exit(0)
+elif sys.argv[1] == "frontend":
     token = "t%d" % os.getpid()
     sender = bus.get_unique_name()[1:].replace(".", "_")
     handle = "/org/freedesktop/portal/desktop/request/%s/%s" % (sender, token)
