@@ -346,7 +346,8 @@ let package = Package(
         .target(
             name: "KeyringImport",
             dependencies: [
-                "SecretService", "KeychainCore", .product(name: "Crypto", package: "swift-crypto"),
+                // CLibCrypto: KWallet's Blowfish and its SHA-1 variant (OpenSSL's compression function).
+                "SecretService", "KeychainCore", "CLibCrypto", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
         // KeePass's KDBX 4 files, read from disk to move in: Argon2 by libargon2 (libargon2-dev),

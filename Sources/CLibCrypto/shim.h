@@ -3,7 +3,14 @@
 //   Service's finite-field Diffie-Hellman;
 // - the PKCS#12 reader's decryption of legacy password-based encryption (PKCS12_pbe_crypt_ex
 //   in a library context with the legacy provider: RC2, RC4, 3DES, DES), used by KeychainPKILegacy.
+// - Blowfish-CBC and the SHA-1 compression function (BF_set_key, BF_cbc_encrypt, SHA1_Init,
+//   SHA1_Transform), used by KeyringImport to read KWallet's files: KWallet encrypts with
+//   Blowfish, and checks its contents with a SHA-1 that loads its words little-endian, which only
+//   the compression function itself can compute.
 // Nothing else of libcrypto is used.
+// Blowfish and SHA1_Transform are deprecated in OpenSSL 3 (they remain in libcrypto): no warnings.
+#define OPENSSL_SUPPRESS_DEPRECATED 1
+#include <openssl/blowfish.h>
 #include <openssl/bn.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -11,4 +18,5 @@
 #include <openssl/pkcs12.h>
 #include <openssl/pkcs12err.h>
 #include <openssl/provider.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>

@@ -31,6 +31,15 @@ public enum KeyringMoveIn {
         return names.filter { $0.hasSuffix(".keyring") }.sorted().map { directory + "/" + $0 }
     }
 
+    /// KWallet's files in the data directory that holds `keychainsDirectory`
+    /// (`${XDG_DATA_HOME:-$HOME/.local/share}/kwalletd/*.kwl`), sorted; none when it has none.
+    public static func kwallets(besideKeychainsIn keychainsDirectory: String) -> [String] {
+        let directory = URL(fileURLWithPath: keychainsDirectory).deletingLastPathComponent()
+            .appendingPathComponent("kwalletd").path
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasSuffix(".kwl") }.sorted().map { directory + "/" + $0 }
+    }
+
     /// What the first login moves in (`keychaind --pam login`, with the login keychain unlocked):
     /// GNOME Keyring's login keyring, which GNOME Keyring's own PAM module opens with the login
     /// password, and every keyring without a password; each once, and again only when its file
@@ -75,6 +84,24 @@ public enum KeyringMoveIn {
     ) throws -> Report {
         try moveIn(
             try file.items(password: password), readFrom: path, label: file.label, contents: file.contents,
+            into: keychain, stamps: stamps)
+    }
+
+    /// Reads the KWallet file at `path`, decrypts it with `password` and the salt file beside it
+    /// (``KWalletFile``), and stores its entries in `keychain`; records it in `stamps`.
+    /// - Throws: ``KeyringFileError`` when the file or its salt cannot be read or opened (nothing
+    ///   stored), ``KeychainModel/KeychainError`` when the keychain refuses.
+    public static func moveIn(
+        kwalletAt path: String, password: Data, into keychain: any KeychainHandle, stamps: MoveInStamps? = nil
+    ) throws -> Report {
+        let contents = try Data(contentsOf: URL(fileURLWithPath: path))
+        let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        let file = try KWalletFile(contentsOf: contents, name: name)
+        guard let salt = FileManager.default.contents(atPath: KWalletFile.saltPath(forWalletAt: path)) else {
+            throw KeyringFileError.damaged("its salt file \(KWalletFile.saltPath(forWalletAt: path)) cannot be read")
+        }
+        return try moveIn(
+            try file.items(password: password, salt: salt), readFrom: path, label: name, contents: contents,
             into: keychain, stamps: stamps)
     }
 

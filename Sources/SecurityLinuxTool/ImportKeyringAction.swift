@@ -9,11 +9,15 @@ extension ImportKeyring {
     /// that cannot be is reported and stores nothing.
     func run(in session: Session) throws -> Int32 {
         let directory = keychainsDirectory(in: session)
-        let paths = files.isEmpty ? KeyringMoveIn.gnomeKeyrings(besideKeychainsIn: directory) : files
+        let paths =
+            files.isEmpty
+            ? KeyringMoveIn.gnomeKeyrings(besideKeychainsIn: directory)
+                + KeyringMoveIn.kwallets(besideKeychainsIn: directory) : files
         guard !paths.isEmpty else {
+            let data = URL(fileURLWithPath: directory).deletingLastPathComponent().path
             throw CommandFailure.failure(
-                "import-keyring: no GNOME Keyring file in \(URL(fileURLWithPath: directory).deletingLastPathComponent().path)/keyrings",
-                then: "name the .keyring files to move in")
+                "import-keyring: no GNOME Keyring or KWallet file in \(data)/keyrings or \(data)/kwalletd",
+                then: "name the files (.keyring, .kwl, .kdbx) or the pass store to move in")
         }
         let target = try session.open(keychain, createDefault: keychain == nil)
         let stamps = MoveInStamps(keychainsDirectory: directory)
@@ -36,7 +40,7 @@ extension ImportKeyring {
         return failed ? 1 : 0
     }
 
-    /// Moves one file (GNOME Keyring's, a KeePass database) or `pass` store in. A file with a
+    /// Moves one file (GNOME Keyring's, a KeePass database, a KWallet) or `pass` store in. A file with a
     /// password asks for it the first time one is needed (`typed`), and uses it for the others.
     private func moveIn(
         _ path: String, into target: OpenKeychain, stamps: MoveInStamps, password typed: inout Data?,
@@ -61,6 +65,14 @@ extension ImportKeyring {
             return try session.withAccess(to: target) {
                 try KeyringMoveIn.moveIn(
                     items, readFrom: path, label: name, contents: contents, into: target.database, stamps: stamps)
+            }
+        }
+        if KWalletFile.isKWalletFile(contents) {
+            let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+            _ = try KWalletFile(contentsOf: contents, name: name)  // refused before a password is asked
+            let key = try password(of: "the KWallet \"\(name)\"")
+            return try session.withAccess(to: target) {
+                try KeyringMoveIn.moveIn(kwalletAt: path, password: key, into: target.database, stamps: stamps)
             }
         }
         let file = try GnomeKeyringFile(contentsOf: contents)

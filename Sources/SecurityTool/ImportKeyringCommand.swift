@@ -2,23 +2,28 @@ import ArgumentParser
 import Foundation
 
 /// `security import-keyring`: moves the items of another keyring's files (GNOME Keyring's, a
-/// KeePass database, a `pass` store) into a keychain, read from disk, without the old keyring's daemon.
+/// KWallet, a KeePass database, a `pass` store) into a keychain, read from disk, without the old keyring's daemon.
 package struct ImportKeyring: ToolCommand {
     package static let name = "import-keyring"
     package static let configuration = CommandConfiguration(
         commandName: Self.name,
         _superCommandName: "security",
         abstract:
-            "Move the items of GNOME Keyring's files, KeePass databases or a pass store into a keychain (Linux only).",
+            "Move the items of GNOME Keyring's files, KWallets, KeePass databases or a pass store into a keychain (Linux only).",
         usage: "security import-keyring [-k keychain] [-p password] [file ...]",
         discussion: HelpText.wrapped(
             """
-            Reads each GNOME Keyring file (default: every ~/.local/share/keyrings/*.keyring) from \
+            Reads each GNOME Keyring file (default: every ~/.local/share/keyrings/*.keyring and \
+            ~/.local/share/kwalletd/*.kwl) from \
             disk, without gnome-keyring-daemon, and stores its items in the keychain (default: the \
             default keychain) as keychaind's Secret Service stores items, so programs that used \
             GNOME Keyring find them by the same attributes. Labels, attributes, secrets and dates \
             are kept. A keyring with a password is opened with -p or the password asked for (the \
             login keyring's is usually the login password); one without a password needs none.
+
+            A KWallet (.kwl, KDE Frameworks 5 or 6) is opened with its password and the .salt \
+            file beside it; each entry becomes an item labelled with its key, with the attributes \
+            kwallet:folder and kwallet:key (a map's secret is a JSON object).
 
             A KeePass database (.kdbx, KDBX 4, as KeePassXC saves it) is opened with its master \
             password; each entry outside the recycle bin becomes an item as KeePassXC's own Secret \
