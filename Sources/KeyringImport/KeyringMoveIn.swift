@@ -42,27 +42,40 @@ public enum KeyringMoveIn {
 
     /// What the first login moves in (`keychaind --pam login`, with the login keychain unlocked):
     /// GNOME Keyring's login keyring, which GNOME Keyring's own PAM module opens with the login
-    /// password, and every keyring without a password; each once, and again only when its file
-    /// changes (``MoveInStamps``). Another keyring has a password of its own: it is left for
-    /// `security import-keyring`, as is a login keyring the login password does not open.
+    /// password, every keyring without a password, and KDE's default wallet (`kdewallet.kwl`),
+    /// which pam_kwallet opens with the login password; each once, and again only when its file
+    /// changes (``MoveInStamps``). Another keyring or wallet has a password of its own: it is left
+    /// for `security import-keyring`, as is a login keyring the login password does not open.
     /// - Returns: What each file tried did, or why it was not moved in.
     public static func moveInAtLogin(
         password: Data, into keychain: any KeychainHandle, keychainsDirectory: String
     ) -> [(path: String, result: Result<Report, any Error>)] {
         let stamps = MoveInStamps(keychainsDirectory: keychainsDirectory)
-        return gnomeKeyrings(besideKeychainsIn: keychainsDirectory).compactMap { path in
-            let isLogin = URL(fileURLWithPath: path).lastPathComponent == "login.keyring"
-            guard let contents = FileManager.default.contents(atPath: path),
-                !stamps.hasMovedIn(path, contents: contents),
-                let file = try? GnomeKeyringFile(contentsOf: contents), isLogin || file.form == .plain
-            else { return nil }
-            let result = Result {
-                try moveIn(
-                    file, from: path, password: file.form == .plain ? Data() : password, into: keychain,
-                    stamps: stamps)
+        let wallets: [(path: String, result: Result<Report, any Error>)] =
+            kwallets(besideKeychainsIn: keychainsDirectory).compactMap { path in
+                guard URL(fileURLWithPath: path).lastPathComponent == "kdewallet.kwl",
+                    let contents = FileManager.default.contents(atPath: path),
+                    !stamps.hasMovedIn(path, contents: contents),
+                    (try? KWalletFile(contentsOf: contents, name: "kdewallet")) != nil
+                else { return nil }
+                return (
+                    path, Result { try moveIn(kwalletAt: path, password: password, into: keychain, stamps: stamps) }
+                )
             }
-            return (path, result)
-        }
+        return wallets
+            + gnomeKeyrings(besideKeychainsIn: keychainsDirectory).compactMap { path in
+                let isLogin = URL(fileURLWithPath: path).lastPathComponent == "login.keyring"
+                guard let contents = FileManager.default.contents(atPath: path),
+                    !stamps.hasMovedIn(path, contents: contents),
+                    let file = try? GnomeKeyringFile(contentsOf: contents), isLogin || file.form == .plain
+                else { return nil }
+                let result = Result {
+                    try moveIn(
+                        file, from: path, password: file.form == .plain ? Data() : password, into: keychain,
+                        stamps: stamps)
+                }
+                return (path, result)
+            }
     }
 
     /// Reads the GNOME Keyring file at `path`, decrypts it with `password` (an empty one for a

@@ -140,9 +140,9 @@ enum PAMHandoff {
         return false
     }
 
-    /// Moves GNOME Keyring's login keyring (and its keyrings without a password) into the login
-    /// keychain the first time, from their files (docs/moving-in.md); a file that does not open
-    /// is logged, without any secret, and never fails the login.
+    /// Moves GNOME Keyring's login keyring (and its keyrings without a password) and KDE's default
+    /// wallet into the login keychain the first time, from their files (docs/moving-in.md); a
+    /// file that does not open is logged, without any secret, and never fails the login.
     static func moveInAtLogin(_ login: AgentKeychain, password: Data) {
         let directory = KeychainPaths().keychainsDirectory
         for (path, result) in KeyringMoveIn.moveInAtLogin(

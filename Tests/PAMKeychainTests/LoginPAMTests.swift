@@ -560,6 +560,59 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: other.home + "/.local/share/keychains/moved-in.json"))
     }
 
+    /// KDE's default wallet made by the real `kwalletd5` under `password`, as pam_kwallet makes
+    /// it at login (Tests/SecretServiceTests/Clients/kwallet_fixture.py), holding one password;
+    /// then placed, with its salt, in the account's `~/.local/share/kwalletd`.
+    static func makeKWallet(for account: Account, password: String) throws {
+        let scratch = FileManager.default.temporaryDirectory.path + "/kwallet-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        for directory in ["home", "data", "config", "run"] {
+            try FileManager.default.createDirectory(
+                atPath: scratch + "/" + directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("SecretServiceTests/Clients/kwallet_fixture.py").path
+        let entries =
+            #"[{"folder": "Passwords", "key": "forum.example.org", "type": "password", "value": "kde-secret"}]"#
+        let made = try run(
+            try require("/usr/bin/dbus-run-session"), ["--", "/usr/bin/python3", fixture],
+            input: password + "\n" + entries,
+            environment: [
+                "HOME": scratch + "/home", "XDG_DATA_HOME": scratch + "/data", "XDG_CONFIG_HOME": scratch + "/config",
+                "XDG_RUNTIME_DIR": scratch + "/run", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+            ], cleared: true)
+        #expect(made.status == 0, "\(made)")
+        let wallets = account.home + "/.local/share/kwalletd"
+        for directory in [account.home + "/.local", account.home + "/.local/share", wallets] {
+            try Account.makePrivateDirectory(directory, uid: account.uid, gid: account.gid)
+        }
+        for name in ["kdewallet.kwl", "kdewallet.salt"] {
+            try FileManager.default.copyItem(atPath: scratch + "/data/kwalletd/" + name, toPath: wallets + "/" + name)
+            guard chown(wallets + "/" + name, account.uid, account.gid) == 0 else {
+                throw Missing("cannot prepare \(name)")
+            }
+        }
+    }
+
+    @Test(
+        "the first login moves KDE's default wallet in, as pam_kwallet opens it; one the password does not open is left"
+    )
+    func firstLoginMovesKWalletIn() throws {
+        let account = try Account()
+        try Self.makeKWallet(for: account, password: account.password)
+        let login = try account.pam(["authenticate", "open_session"], input: [account.password])
+        #expect(login.status == 0, "\(login)")
+        let forum = try account.security(["find-generic-password", "-l", "forum.example.org", "-w"])
+        #expect(forum.status == 0 && forum.out == "kde-secret\n", "\(forum)")
+
+        let other = try Account()
+        try Self.makeKWallet(for: other, password: "not-the-login-password")
+        let refused = try other.pam(["authenticate", "open_session"], input: [other.password])
+        #expect(refused.status == 0, "\(refused)")
+        #expect(try other.security(["find-generic-password", "-l", "forum.example.org"]).status != 0)
+    }
+
     @Test("the password is in no process's arguments or environment and in no file of the account")
     func thePasswordIsInNoArgumentEnvironmentOrFile() throws {
         let account = try Account()

@@ -43,9 +43,8 @@ struct KWalletFileTests {
             ]
             let entries = try JSONSerialization.data(withJSONObject: KWalletFileTests.entries)
             let made = try runTool(
-                try requireTool("/usr/bin/dbus-run-session"),
-                ["--", "/usr/bin/python3", KWalletFileTests.fixture, KWalletFileTests.password], stdin: entries,
-                environment: environment)
+                try requireTool("/usr/bin/dbus-run-session"), ["--", "/usr/bin/python3", KWalletFileTests.fixture],
+                stdin: Data((KWalletFileTests.password + "\n").utf8) + entries, environment: environment)
             try #require(made.status == 0, "\(made)")
             path = made.out.trimmingCharacters(in: .whitespacesAndNewlines)
             try #require(path == root + "/data/kwalletd/kdewallet.kwl", "\(made.out)")

@@ -1,6 +1,7 @@
 """Makes a real KWallet file with the real kwalletd5, as a login with pam_kwallet does.
 
-Usage: kwallet_fixture.py PASSWORD < entries.json
+Usage: kwallet_fixture.py < input, the input being the wallet's password on its first line, then
+entries.json (the password is in no process's arguments).
 Runs with HOME, XDG_DATA_HOME, XDG_CONFIG_HOME, XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS set
 (a private bus). Like pam_kwallet it writes a 56-byte salt beside the wallet, derives the key with
 PBKDF2-SHA512 (50,000 rounds, 56 bytes), starts `kwalletd5 --pam-login` with the key on a pipe
@@ -23,8 +24,8 @@ import gi
 gi.require_version("Gio", "2.0")
 from gi.repository import Gio, GLib  # noqa: E402
 
-password = sys.argv[1].encode()
-entries = json.load(sys.stdin)
+password = sys.stdin.buffer.readline().rstrip(b"\n")
+entries = json.loads(sys.stdin.buffer.read())
 data = os.environ["XDG_DATA_HOME"] + "/kwalletd"
 os.makedirs(data, mode=0o700, exist_ok=True)
 salt = os.urandom(56)
