@@ -184,6 +184,24 @@ enum ChildProcess {
         return (started.pid, address)
     }
 
+    /// Ends a bus started with ``startSessionBus(_:environment:)`` at `address`, and the
+    /// services it activated (the document portal and permission store xdg-desktop-portal asks
+    /// for): they are not this process's children, run with SIGTERM blocked when this process
+    /// blocks it, and outlive their bus; each carries the bus's address (with its unique GUID) in
+    /// `DBUS_STARTER_ADDRESS`, which is how they are found.
+    static func stopBus(_ pid: pid_t, address: String?) {
+        stop(pid)
+        guard let address, !address.isEmpty else { return }
+        let needle = Data(("DBUS_STARTER_ADDRESS=" + address + "\0").utf8)
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let process = pid_t(entry), process != getpid(),
+                let environment = FileManager.default.contents(atPath: "/proc/\(entry)/environ"),
+                environment.range(of: needle) != nil
+            else { continue }
+            kill(process, SIGKILL)
+        }
+    }
+
     static func stop(_ pid: pid_t) {
         kill(pid, SIGTERM)
         var status: Int32 = 0

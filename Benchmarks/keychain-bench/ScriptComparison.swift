@@ -405,7 +405,7 @@ final class GnomeKeyring: Sendable {
 
     deinit {
         ChildProcess.stop(keyringProcess)
-        ChildProcess.stop(busProcess)
+        ChildProcess.stopBus(busProcess, address: environment["DBUS_SESSION_BUS_ADDRESS"])
     }
 
     /// Waits (10 s at most) until the keyring owns `org.freedesktop.secrets` on the bus.

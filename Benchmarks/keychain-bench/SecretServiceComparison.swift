@@ -370,7 +370,7 @@ final class SecretServiceAgent: Sendable {
 
     deinit {
         ChildProcess.stop(agentProcess)
-        ChildProcess.stop(busProcess)
+        ChildProcess.stopBus(busProcess, address: environment["DBUS_SESSION_BUS_ADDRESS"])
     }
 
     /// Waits (10 s at most) until keychaind owns `org.freedesktop.secrets` on its bus.
