@@ -1,4 +1,5 @@
 import Crypto
+import DBusNIO
 import DBusWire
 import Dispatch
 import Foundation
@@ -39,11 +40,16 @@ public final class SecretPortal: Sendable {
     static let secretLength = 64
 
     let provider: SecretServiceProvider
+    /// The Secret Service's own bus connection, on which a locked keychain's password is asked
+    /// for (the desktop's prompter, else pinentry), or `nil` to answer 2 while it is locked.
+    let prompts: DBusConnection?
     private let stopped = Atomic<Bool>(false)
 
-    /// A backend that keeps the apps' secrets in `provider`'s default keychain.
-    public init(provider: SecretServiceProvider) {
+    /// A backend that keeps the apps' secrets in `provider`'s default keychain, asking on
+    /// `prompts` for its password while it is locked.
+    public init(provider: SecretServiceProvider, prompts: DBusConnection? = nil) {
         self.provider = provider
+        self.prompts = prompts
     }
 
     /// Connects to the first bus of `addresses` that answers, takes ``busName``, and serves on a
@@ -158,7 +164,9 @@ public final class SecretPortal: Sendable {
         }
         let secret: [UInt8]
         do {
-            secret = try waitFor { [self] in try await appSecret(arguments.appID, for: groups) }
+            secret = try waitFor { [self] in try await appSecretUnlocking(arguments.appID, for: groups) }
+        } catch is PortalCancelled {
+            return 1
         } catch {
             log("secret portal: the secret of \(arguments.appID) is not available (\(error))")
             return 2
@@ -170,11 +178,35 @@ public final class SecretPortal: Sendable {
         return 0
     }
 
+    /// The app's secret; while the default keychain is locked, its password is asked for first
+    /// (the dialog names the app), as for a Secret Service client's unlock.
+    /// - Throws: ``PortalCancelled`` when the person cancels; ``PortalLocked`` when there is no
+    ///   one to ask.
+    func appSecretUnlocking(_ appID: String, for groups: AccessGroups) async throws -> [UInt8] {
+        do {
+            return try await appSecret(appID, for: groups)
+        } catch is PortalLocked {
+            guard let prompts else { throw PortalLocked() }
+            let collection = try provider.collection(alias: "default")
+            let outcome = await provider.askForPasswords(
+                on: prompts, caller: nil, asker: "The Flatpak app \(appID), through xdg-desktop-portal,",
+                collections: [collection], groups: groups, state: PromptState())
+            switch outcome {
+            case .unlocked: return try await appSecret(appID, for: groups)
+            case .cancelled: throw PortalCancelled()
+            case .noOneToAsk: throw PortalLocked()
+            }
+        }
+    }
+
     /// The app's secret in the default keychain, made and stored on its first request.
+    /// - Throws: ``PortalLocked`` while the keychain is locked (nothing is made then: the app's
+    ///   secret may be there, unreadable).
     func appSecret(_ appID: String, for groups: AccessGroups) async throws -> [UInt8] {
         let collection = try provider.collection(alias: "default")
         let attributes = ["app_id": appID]
         return try await provider.withKeychain(collection, for: groups) { keychain in
+            guard !keychain.isLocked else { throw PortalLocked() }
             let found = try SecretServiceProvider.find(attributes, in: keychain).items
             for item in found where SecretAttributes.matches(item, attributes) {
                 guard let id = item.persistentID,
@@ -228,6 +260,14 @@ public final class SecretPortal: Sendable {
         return try result.withLock { $0! }.get()
     }
 }
+
+/// The default keychain is locked and no password was given for it.
+struct PortalLocked: Error, CustomStringConvertible {
+    var description: String { "the default keychain is locked, and there is no one to ask for its password" }
+}
+
+/// The person cancelled the password dialog.
+struct PortalCancelled: Error {}
 
 /// Why a call was refused, with the D-Bus error it is answered with.
 struct PortalRefusal: Error {

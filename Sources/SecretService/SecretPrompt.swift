@@ -170,11 +170,13 @@ extension SecretServiceProvider {
     /// keychain. The dialog is the desktop's own prompter when the session bus has one
     /// (``SystemPrompt``) and the caller is not a terminal's program without a display (over SSH,
     /// on a console), else `pinentry`, on the caller's terminal or the agent's display.
+    /// - Parameter asker: How the dialog names who asks when it is not the caller's process (the
+    ///   Secret portal names the Flatpak app); by default the caller's executable.
     func askForPasswords(
-        on connection: DBusConnection, caller: Int32?, collections: [SecretCollection], groups: AccessGroups,
-        state: PromptState
+        on connection: DBusConnection, caller: Int32?, asker: String? = nil, collections: [SecretCollection],
+        groups: AccessGroups, state: PromptState
     ) async -> PasswordOutcome {
-        let program = caller.flatMap(Self.programName) ?? "A program"
+        let program = asker ?? caller.flatMap(Self.programName) ?? "A program"
         let screen = caller.map { PinentryScreen(callerPID: $0) } ?? PinentryScreen(terminal: nil)
         let systemPrompter = !screen.isTerminalOnly ? await SystemPrompt.isAvailable(on: connection) : false
         for collection in collections {

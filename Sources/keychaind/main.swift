@@ -119,7 +119,7 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
         // The Secret portal's backend follows the Secret Service: served while this is the
         // provider the user chose (docs/secret-service.md, "Flatpak apps").
         do {
-            try SecretPortal(provider: provider).start(
+            try SecretPortal(provider: provider, prompts: bus).start(
                 addresses: try DBusAddress.sessionBus(environment: withStarterBus(environment)), log: complain)
         } catch {
             complain("no Secret portal backend: \(error)")

@@ -13,8 +13,16 @@ struct SecretPortalTests {
         let bus: PrivateSessionBus
         let portal: TestDaemon
 
-        init() throws {
-            bus = try PrivateSessionBus.activatingKeychaind()
+        /// - Parameters:
+        ///   - environment: Added to the bus's (a display, say).
+        ///   - prompter: A program the bus starts for GNOME's system prompter's name.
+        init(environment extra: [String: String] = [:], prompter: String? = nil) throws {
+            bus = try PrivateSessionBus.activatingKeychaind(environment: extra)
+            if let prompter {
+                try "[D-BUS Service]\nName=org.gnome.keyring.SystemPrompter\nExec=\(prompter)\n".write(
+                    toFile: bus.root + "/services/org.gnome.keyring.SystemPrompter.service", atomically: true,
+                    encoding: .utf8)
+            }
             let portals = bus.root + "/portals"
             try FileManager.default.createDirectory(atPath: portals, withIntermediateDirectories: true)
             try FileManager.default.copyItem(
@@ -46,6 +54,18 @@ struct SecretPortalTests {
         func sandboxed(
             _ appID: String, home: String, _ arguments: [String], stdin: Data? = nil, deadline: TimeInterval = 60
         ) throws -> ToolResult {
+            let (arguments, environment) = try sandbox(appID, home: home, arguments)
+            do {
+                return try runTool(
+                    try requireTool("/usr/bin/bwrap"), arguments, stdin: stdin, environment: environment,
+                    deadline: deadline)
+            } catch {
+                throw ToolMissing(description: "\(error); \(logs)")
+            }
+        }
+
+        /// bwrap's arguments and environment for `arguments` in a sandbox of app `appID`.
+        func sandbox(_ appID: String, home: String, _ arguments: [String]) throws -> ([String], [String: String]) {
             let info = bus.root + "/flatpak-info-\(appID)"
             try "[Application]\nname=\(appID)\nruntime=runtime/org.freedesktop.Platform/x86_64/23.08\n"
                 .write(toFile: info, atomically: true, encoding: .utf8)
@@ -63,13 +83,7 @@ struct SecretPortalTests {
             environment["XDG_DATA_HOME"] = home + "/data"
             environment["XDG_CONFIG_HOME"] = home + "/config"
             environment["XDG_RUNTIME_DIR"] = home
-            do {
-                return try runTool(
-                    try requireTool("/usr/bin/bwrap"), sandbox + arguments, stdin: stdin, environment: environment,
-                    deadline: deadline)
-            } catch {
-                throw ToolMissing(description: "\(error); \(logs)")
-            }
+            return (sandbox + arguments, environment)
         }
 
         /// The last of what xdg-desktop-portal and the bus (with the keychaind it started) said.
@@ -185,5 +199,62 @@ struct SecretPortalTests {
         let other = try fixture.libsecret(
             "org.example.Mail", home: mail, ["lookup", "service", "notes.example.org", "user", "me"])
         #expect(other.out != "hunter2-in-a-sandbox", "\(other) \(other.out)")
+    }
+
+    @Test(
+        "while the keychain is locked, the app's request asks for its password in the desktop's prompter, naming the app; the right one unlocks it"
+    )
+    func lockedKeychainAsksThroughThePrompter() throws {
+        let xdotool = try requireTool("/usr/bin/xdotool")
+        _ = try requireTool("/usr/bin/Xvfb")
+        let (server, display) = try TestDaemon.xServer(environment: ["PATH": "/usr/bin:/bin"])
+        defer { server.stop() }
+        let fixture = try Fixture(
+            environment: [
+                "DISPLAY": display, "GDK_BACKEND": "x11", "GSETTINGS_BACKEND": "memory", "NO_AT_BRIDGE": "1",
+            ], prompter: try requireTool("/usr/libexec/gcr-prompter"))
+        let environment = fixture.bus.environment
+        let security = try requireTool(productsDirectory + "/security")
+        // The default (login) keychain, which keychaind made, gets a password and is locked.
+        let password = "portal-\(UUID().uuidString.prefix(8))"
+        let keychain = fixture.bus.root + "/data/keychains/login.keychain-db"
+        for arguments in [
+            ["set-keychain-password", "-o", "", "-p", password, keychain], ["lock-keychain", keychain],
+        ] {
+            let done = try runTool(security, arguments, environment: environment)
+            try #require(done.status == 0, "security \(arguments[0]): \(done)")
+        }
+
+        let (arguments, sandboxed) = try fixture.sandbox(
+            "org.example.Notes", home: fixture.bus.root + "/apps/notes",
+            ["/usr/bin/python3", fixture.clientScript, "frontend"])
+        let client = try LaunchedTool(
+            try requireTool("/usr/bin/bwrap"), arguments, stdin: nil, environment: sandboxed, deadline: 180)
+        defer { client.stop() }
+
+        let window = try runTool(
+            xdotool, ["search", "--sync", "--onlyvisible", "--name", "Unlock Keychain"], environment: environment,
+            deadline: 120)
+        try #require(
+            window.status == 0 && !window.out.isEmpty, "the prompter's dialog is shown: \(window) \(fixture.logs)")
+        let windowID = String(window.out.split(separator: "\n").first ?? "")
+        var shown = ""
+        for attempt in 0..<60 where !shown.contains("org.example.notes") {
+            if attempt > 0 { usleep(1_000_000) }
+            shown = try SystemPromptTests.read(window: windowID, as: "gcr-prompter-portal", environment).lowercased()
+        }
+        #expect(shown.contains("org.example.notes"), "the dialog names the app: \(shown)")
+        #expect(try client.running(), "the app waits for the unlock")
+        for keys in [["type", "--delay", "20", password], ["key", "Return"]] {
+            let pressed = try runTool(xdotool, keys, environment: environment, deadline: 60)
+            #expect(pressed.status == 0, "\(pressed)")
+        }
+        while try client.running() { usleep(50_000) }
+        let answer = try fixture.client(client.result)
+        #expect(answer["response"] as? Int == 0, "\(answer) \(fixture.logs)")
+        #expect((answer["secret"] as? String)?.count == 128, "64 bytes")
+        // Unlocked in the agent, for every process.
+        let info = try runTool(security, ["show-keychain-info", keychain], environment: environment)
+        #expect(info.status == 0, "\(info)")
     }
 }
