@@ -202,7 +202,7 @@ struct SecretPortalTests {
     }
 
     @Test(
-        "while the keychain is locked, the app's request asks for its password in the desktop's prompter, naming the app; the right one unlocks it"
+        "while the keychain is locked, the app's request asks for its password in the desktop's prompter, naming the app; cancelled is response 1, the right password unlocks it"
     )
     func lockedKeychainAsksThroughThePrompter() throws {
         let xdotool = try requireTool("/usr/bin/xdotool")
@@ -228,27 +228,46 @@ struct SecretPortalTests {
         let (arguments, sandboxed) = try fixture.sandbox(
             "org.example.Notes", home: fixture.bus.root + "/apps/notes",
             ["/usr/bin/python3", fixture.clientScript, "frontend"])
+        /// The dialog the app's request brings up, once it names the app (read by OCR).
+        func dialog(_ name: String) throws -> String {
+            let window = try runTool(
+                xdotool, ["search", "--sync", "--onlyvisible", "--name", "Unlock Keychain"], environment: environment,
+                deadline: 120)
+            try #require(
+                window.status == 0 && !window.out.isEmpty, "the prompter's dialog is shown: \(window) \(fixture.logs)")
+            let windowID = String(window.out.split(separator: "\n").first ?? "")
+            var shown = ""
+            for attempt in 0..<60 where !shown.contains("org.example.notes") {
+                if attempt > 0 { usleep(1_000_000) }
+                shown = try SystemPromptTests.read(window: windowID, as: name, environment).lowercased()
+            }
+            return shown
+        }
+        func press(_ keys: [[String]]) throws {
+            for keys in keys {
+                let pressed = try runTool(xdotool, keys, environment: environment, deadline: 60)
+                #expect(pressed.status == 0, "\(pressed)")
+            }
+        }
+
+        // Cancelled: the app gets response 1 and nothing on its pipe; the keychain stays locked.
+        let cancelled = try LaunchedTool(
+            try requireTool("/usr/bin/bwrap"), arguments, stdin: nil, environment: sandboxed, deadline: 180)
+        defer { cancelled.stop() }
+        #expect(try dialog("gcr-prompter-portal-cancel").contains("org.example.notes"))
+        try press([["key", "Escape"]])
+        while try cancelled.running() { usleep(50_000) }
+        let refused = try fixture.client(cancelled.result)
+        #expect(refused["response"] as? Int == 1 && refused["secret"] as? String == "", "\(refused)")
+
+        // The right password: the app gets its secret.
         let client = try LaunchedTool(
             try requireTool("/usr/bin/bwrap"), arguments, stdin: nil, environment: sandboxed, deadline: 180)
         defer { client.stop() }
-
-        let window = try runTool(
-            xdotool, ["search", "--sync", "--onlyvisible", "--name", "Unlock Keychain"], environment: environment,
-            deadline: 120)
-        try #require(
-            window.status == 0 && !window.out.isEmpty, "the prompter's dialog is shown: \(window) \(fixture.logs)")
-        let windowID = String(window.out.split(separator: "\n").first ?? "")
-        var shown = ""
-        for attempt in 0..<60 where !shown.contains("org.example.notes") {
-            if attempt > 0 { usleep(1_000_000) }
-            shown = try SystemPromptTests.read(window: windowID, as: "gcr-prompter-portal", environment).lowercased()
-        }
+        let shown = try dialog("gcr-prompter-portal")
         #expect(shown.contains("org.example.notes"), "the dialog names the app: \(shown)")
         #expect(try client.running(), "the app waits for the unlock")
-        for keys in [["type", "--delay", "20", password], ["key", "Return"]] {
-            let pressed = try runTool(xdotool, keys, environment: environment, deadline: 60)
-            #expect(pressed.status == 0, "\(pressed)")
-        }
+        try press([["type", "--delay", "20", password], ["key", "Return"]])
         while try client.running() { usleep(50_000) }
         let answer = try fixture.client(client.result)
         #expect(answer["response"] as? Int == 0, "\(answer) \(fixture.logs)")
