@@ -1,4 +1,3 @@
-import DBusWire
 import Foundation
 import KeychainLibc
 
@@ -46,7 +45,7 @@ struct SecretPortalComparison {
         defer { ChildProcess.stop(started.pid) }
         // The client calls only once this portal owns its name: before, the bus would start the
         // system's xdg-desktop-portal (its activation file), with the system's backends.
-        try Self.waitForOwner(SecretPortalComparison.frontendName, pid: started.pid, environment: environment)
+        try SecretServiceClient.waitForOwner(Self.frontendName, pid: started.pid, environment: environment)
 
         // The bus's socket, when it is a file (an abstract one is reached as it is).
         let socketBinds = (environment["DBUS_SESSION_BUS_ADDRESS"] ?? "").split(separator: ",").compactMap { part in
@@ -75,22 +74,6 @@ struct SecretPortalComparison {
 
     /// xdg-desktop-portal's bus name.
     static let frontendName = "org.freedesktop.portal.Desktop"
-
-    /// Waits (30 s at most) until process `pid` owns `name` on the bus of `environment`.
-    static func waitForOwner(_ name: String, pid: pid_t, environment: [String: String]) throws {
-        let connection = try SecretServiceClient.connect(environment: environment)
-        defer { connection.closeSoon() }
-        for _ in 0..<600 {
-            let reply = try? connection.callFuture(
-                .methodCall(
-                    path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                    member: "GetConnectionUnixProcessID", destination: "org.freedesktop.DBus", body: [.string(name)])
-            ).wait()
-            if reply?.type == .methodReturn, reply?.body.first == .uint32(UInt32(pid)) { return }
-            usleep(50_000)
-        }
-        throw BenchmarkFailure("xdg-desktop-portal (pid \(pid)) did not take \(name) on its bus")
-    }
 
     /// xdg-desktop-portal's executable, where Debian installs it.
     static var portalExecutable: String? {

@@ -373,21 +373,9 @@ final class SecretServiceAgent: Sendable {
         ChildProcess.stopBus(busProcess, address: environment["DBUS_SESSION_BUS_ADDRESS"])
     }
 
-    /// Waits (10 s at most) until keychaind owns `org.freedesktop.secrets` on its bus.
+    /// Waits until keychaind owns `org.freedesktop.secrets` on its bus.
     private func waitForName() throws {
-        let connection = try SecretServiceClient.connect(environment: environment)
-        defer { connection.closeSoon() }
-        var owned = false
-        for _ in 0..<200 where !owned {
-            let reply = try connection.callFuture(
-                .methodCall(
-                    path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: "NameHasOwner",
-                    destination: "org.freedesktop.DBus", body: [.string(SecretServiceProvider.busName)])
-            ).wait()
-            owned = reply.body.first == .boolean(true)
-            if !owned { usleep(50_000) }
-        }
-        guard owned else { throw BenchmarkFailure("keychaind did not take org.freedesktop.secrets on its bus") }
+        try SecretServiceClient.waitForOwner(SecretServiceProvider.busName, pid: agentProcess, environment: environment)
     }
 }
 
@@ -422,6 +410,22 @@ struct SecretServiceClient: Sendable {
     /// One call, its reply waited for on this thread.
     func call(_ message: DBusMessage, timeout: Duration? = nil) throws -> DBusMessage {
         try connection.callFuture(message, timeout: timeout).wait()
+    }
+
+    /// Waits (30 s at most) until process `pid` owns `name` on the bus of `environment`.
+    static func waitForOwner(_ name: String, pid: pid_t, environment: [String: String]) throws {
+        let connection = try connect(environment: environment)
+        defer { connection.closeSoon() }
+        for _ in 0..<600 {
+            let reply = try? connection.callFuture(
+                .methodCall(
+                    path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                    member: "GetConnectionUnixProcessID", destination: "org.freedesktop.DBus", body: [.string(name)])
+            ).wait()
+            if reply?.type == .methodReturn, reply?.body.first == .uint32(UInt32(pid)) { return }
+            usleep(50_000)
+        }
+        throw BenchmarkFailure("process \(pid) did not take \(name) on its bus")
     }
 
     static func open(environment: [String: String]) throws -> SecretServiceClient {

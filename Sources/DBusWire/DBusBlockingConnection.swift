@@ -10,7 +10,7 @@ import KeychainLibc
 /// backend) serves them here.
 ///
 /// ```swift
-/// var bus = try DBusBlockingConnection(addresses: try DBusAddress.sessionBus(environment: environment))
+/// var bus = try DBusBlockingConnection.connect(to: try DBusAddress.sessionBus(environment: environment))
 /// try bus.requestName("org.example.Service")
 /// while true {
 ///     let call = try bus.nextCall()
@@ -30,31 +30,70 @@ public struct DBusBlockingConnection: Sendable {
     /// Connects to the first of `addresses` that accepts (only `unix:path=` ones are tried),
     /// authenticates with descriptor passing agreed, and says `Hello`.
     /// - Throws: ``DBusError`` when no bus accepts, or the bus refuses the handshake.
-    public init(addresses: [DBusAddress]) throws {
+    /// - Parameters:
+    ///   - timeout: The longest wait for input or for the bus to take output.
+    ///   - deadline: When the whole exchange must be over, if it must.
+    public static func connect(
+        to addresses: [DBusAddress], timeout: Duration = timeout, deadline: ContinuousClock.Instant? = nil
+    ) throws -> DBusBlockingConnection {
         var lastError = DBusError(.invalidAddress, "no unix:path= address to connect to")
         for path in addresses.compactMap(\.unixPath) {
+            let descriptor: Int32
             do {
-                socket = try DBusSocket.connect(unixPath: path, timeout: Self.timeout, receivesDescriptors: true)
+                descriptor = try DBusSocket.connectUnix(path)
             } catch let error as DBusError {
-                lastError = error
+                lastError = DBusError(error.code, "cannot connect to \(path): \(error.message)")
                 continue
             }
             do {
-                try socket.authenticate(uid: geteuid(), negotiatingDescriptors: true)
-                _ = try callBus("Hello", [])
-                return
+                return try DBusBlockingConnection(adopting: descriptor, timeout: timeout, deadline: deadline)
             } catch {
-                socket.close()
+                Glibc.close(descriptor)
                 throw error
             }
         }
         throw lastError
     }
 
-    /// Closes the connection and every descriptor received and not handed out.
-    public mutating func close() {
+    /// The connection on `descriptor`, a connected stream socket to a bus: the handshake with
+    /// descriptor passing agreed, then `Hello` (sent, its answer not awaited). The connection owns the socket once made (its
+    /// ``close()`` closes it); when this throws, the caller still does.
+    /// - Parameters:
+    ///   - timeout: The longest wait for input or for the bus to take output.
+    ///   - deadline: When the whole exchange must be over, if it must.
+    /// - Throws: ``DBusError`` when the bus refuses the handshake or `Hello`, or does not answer.
+    public init(adopting descriptor: Int32, timeout: Duration = timeout, deadline: ContinuousClock.Instant? = nil)
+        throws
+    {
+        socket = DBusSocket(adopting: descriptor, timeout: timeout, deadline: deadline, receivesDescriptors: true)
+        do {
+            try socket.authenticate(uid: geteuid(), negotiatingDescriptors: true)
+            // Not waited for: the bus answers in order, so the next call's answer comes after
+            // `Hello`'s (a bus that refuses `Hello` closes the connection, which fails that
+            // call), and a one-call client such as ``DBusFDCall`` pays one round trip.
+            try send(
+                .methodCall(
+                    path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: "Hello",
+                    destination: DBusMessage.busDriverName))
+        } catch {
+            closeUnclaimedDescriptors()
+            throw error
+        }
+    }
+
+    /// Whether descriptors arrived that no message has claimed.
+    public var hasUnclaimedDescriptors: Bool { socket.hasUnclaimedDescriptors }
+
+    /// Closes every descriptor received and not handed out, keeping the connection.
+    public mutating func closeUnclaimedDescriptors() {
         for call in queued { DBusSocket.closeAll(call.descriptors) }
         queued = []
+        socket.closePendingDescriptors()
+    }
+
+    /// Closes the connection and every descriptor received and not handed out.
+    public mutating func close() {
+        closeUnclaimedDescriptors()
         socket.close()
     }
 
@@ -77,30 +116,40 @@ public struct DBusBlockingConnection: Sendable {
         }
     }
 
-    /// Calls the bus driver's `member` and waits for its answer; calls that arrive meanwhile are
-    /// kept for ``nextCall()``.
-    /// - Throws: ``DBusError`` `.remoteError` for an error answer; the transport's errors.
-    public mutating func callBus(_ member: String, _ body: [DBusValue]) throws -> DBusMessage {
-        var call = DBusMessage.methodCall(
-            path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: member,
-            destination: DBusMessage.busDriverName, body: body)
-        let sent = try send(call)
-        call.serial = sent
+    /// Sends the method call `message` and waits for its answer (a return or an error), its body
+    /// unread, with the descriptors it carries (the caller closes them); calls that arrive
+    /// meanwhile are kept for ``nextCall()``, and other messages' descriptors are closed.
+    public mutating func call(_ message: DBusMessage) throws -> DBusSocket.Received {
+        let sent = try send(message)
         while true {
-            var received = try socket.receiveMessage()
+            let received = try socket.receiveMessage()
             if received.message.type == .methodCall {
                 queued.append(received)
                 continue
             }
-            DBusSocket.closeAll(received.descriptors)
-            guard received.message.replySerial == sent else { continue }
-            received.message.body = try received.body.readAll()
-            guard received.message.type == .methodReturn else {
-                throw DBusError(
-                    .remoteError, received.message.errorMessage ?? "", errorName: received.message.errorName)
+            guard received.message.replySerial == sent,
+                received.message.type == .methodReturn || received.message.type == .error
+            else {
+                DBusSocket.closeAll(received.descriptors)
+                continue
             }
-            return received.message
+            return received
         }
+    }
+
+    /// Calls the bus driver's `member` and returns its answer, its body read.
+    /// - Throws: ``DBusError`` `.remoteError` for an error answer; the transport's errors.
+    public mutating func callBus(_ member: String, _ body: [DBusValue]) throws -> DBusMessage {
+        var received = try call(
+            .methodCall(
+                path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: member,
+                destination: DBusMessage.busDriverName, body: body))
+        DBusSocket.closeAll(received.descriptors)
+        received.message.body = try received.body.readAll()
+        guard received.message.type == .methodReturn else {
+            throw DBusError(.remoteError, received.message.errorMessage ?? "", errorName: received.message.errorName)
+        }
+        return received.message
     }
 
     /// The next method call addressed to this connection, with the descriptors it carries

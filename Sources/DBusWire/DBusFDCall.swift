@@ -53,50 +53,30 @@ public enum DBusFDCall {
     public static func call(
         _ message: DBusMessage, addresses: [DBusAddress], timeout: Duration = .seconds(10)
     ) throws -> DBusFDReply {
-        var lastError = DBusError(.invalidAddress, "no unix:path= address to connect to")
-        for path in addresses.compactMap(\.unixPath) {
-            let socket: Int32
-            do {
-                socket = try DBusSocket.connectUnix(path)
-            } catch let error as DBusError {
-                lastError = DBusError(error.code, "cannot connect to \(path): \(error.message)")
-                continue
-            }
-            defer { close(socket) }
-            return try call(message, on: socket, timeout: timeout)
-        }
-        throw lastError
+        var connection = try DBusBlockingConnection.connect(to: addresses, timeout: timeout, deadline: .now + timeout)
+        defer { connection.close() }
+        return try call(message, on: &connection)
     }
 
     /// The exchange on a connected stream socket (left open): handshake, `Hello`, the call.
     static func call(_ message: DBusMessage, on socket: Int32, timeout: Duration) throws -> DBusFDReply {
-        var connection = DBusSocket(
-            adopting: socket, timeout: timeout, deadline: .now + timeout, receivesDescriptors: true)
-        defer { connection.closePendingDescriptors() }
-        try connection.authenticate(uid: geteuid(), negotiatingDescriptors: true)
-        var hello = DBusMessage.methodCall(
-            path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: "Hello",
-            destination: DBusMessage.busDriverName)
-        hello.serial = 1
-        var call = message
-        call.serial = 2
-        try connection.send(try hello.encoded() + call.encoded())
-        while true {
-            var received = try connection.receiveMessage()
-            guard received.message.replySerial == 2,
-                received.message.type == .methodReturn || received.message.type == .error
-            else {
-                closeAll(received.descriptors)
-                continue
-            }
-            do {
-                received.message.body = try received.body.readAll()
-            } catch {
-                closeAll(received.descriptors)
-                throw error
-            }
-            return try adopt(received.message, received.descriptors, extra: connection.hasUnclaimedDescriptors)
+        var connection = try DBusBlockingConnection(adopting: socket, timeout: timeout, deadline: .now + timeout)
+        defer { connection.closeUnclaimedDescriptors() }
+        return try call(message, on: &connection)
+    }
+
+    /// The call and its reply on `connection`, the reply's descriptors checked.
+    private static func call(_ message: DBusMessage, on connection: inout DBusBlockingConnection) throws
+        -> DBusFDReply
+    {
+        var received = try connection.call(message)
+        do {
+            received.message.body = try received.body.readAll()
+        } catch {
+            closeAll(received.descriptors)
+            throw error
         }
+        return try adopt(received.message, received.descriptors, extra: connection.hasUnclaimedDescriptors)
     }
 
     /// The reply with its descriptors, after checking them; closes them all on failure.

@@ -56,10 +56,10 @@ public enum KeyringMoveIn {
                 guard URL(fileURLWithPath: path).lastPathComponent == "kdewallet.kwl",
                     let contents = FileManager.default.contents(atPath: path),
                     !stamps.hasMovedIn(path, contents: contents),
-                    (try? KWalletFile(contentsOf: contents, name: "kdewallet")) != nil
+                    let file = try? KWalletFile(contentsOf: contents, name: "kdewallet")
                 else { return nil }
                 return (
-                    path, Result { try moveIn(kwalletAt: path, password: password, into: keychain, stamps: stamps) }
+                    path, Result { try moveIn(file, from: path, password: password, into: keychain, stamps: stamps) }
                 )
             }
         return wallets
@@ -109,12 +109,21 @@ public enum KeyringMoveIn {
     ) throws -> Report {
         let contents = try Data(contentsOf: URL(fileURLWithPath: path))
         let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        let file = try KWalletFile(contentsOf: contents, name: name)
+        return try moveIn(
+            try KWalletFile(contentsOf: contents, name: name), from: path, password: password, into: keychain,
+            stamps: stamps)
+    }
+
+    /// As ``moveIn(kwalletAt:password:into:stamps:)``, for a file already read from `path`.
+    public static func moveIn(
+        _ file: KWalletFile, from path: String, password: Data, into keychain: any KeychainHandle,
+        stamps: MoveInStamps? = nil
+    ) throws -> Report {
         guard let salt = FileManager.default.contents(atPath: KWalletFile.saltPath(forWalletAt: path)) else {
             throw KeyringFileError.damaged("its salt file \(KWalletFile.saltPath(forWalletAt: path)) cannot be read")
         }
         return try moveIn(
-            try file.items(password: password, salt: salt), readFrom: path, label: name, contents: contents,
+            try file.items(password: password, salt: salt), readFrom: path, label: file.name, contents: file.contents,
             into: keychain, stamps: stamps)
     }
 

@@ -1,12 +1,10 @@
 import Crypto
 import DBusNIO
 import DBusWire
-import Dispatch
 import Foundation
 import KeychainAgent
 import KeychainCore
 import KeychainLibc
-import Synchronization
 
 /// The Secret portal's backend (`org.freedesktop.impl.portal.Secret`, version 1): the secret a
 /// sandboxed app's libsecret encrypts its own keyring file with, kept in the default keychain.
@@ -36,14 +34,14 @@ public final class SecretPortal: Sendable {
     public static let frontendName = "org.freedesktop.portal.Desktop"
     /// Where xdg-desktop-portal calls a backend.
     static let objectPath = "/org/freedesktop/portal/desktop"
-    /// The length of an app's secret, as GNOME Keyring makes it.
+    /// The length of an app's secret, as GNOME Keyring makes it and libsecret reads it (exactly;
+    /// a stored secret of another length is not given).
     static let secretLength = 64
 
     let provider: SecretServiceProvider
     /// The Secret Service's own bus connection, on which a locked keychain's password is asked
     /// for (the desktop's prompter, else pinentry), or `nil` to answer 2 while it is locked.
     let prompts: DBusConnection?
-    private let stopped = Atomic<Bool>(false)
 
     /// A backend that keeps the apps' secrets in `provider`'s default keychain, asking on
     /// `prompts` for its password while it is locked.
@@ -57,7 +55,7 @@ public final class SecretPortal: Sendable {
     /// - Parameter log: Where each refused call and the connection's end are said (never a secret).
     /// - Throws: ``DBusWire/DBusError`` when no bus answers or the name is taken.
     public func start(addresses: [DBusAddress], log: @escaping @Sendable (String) -> Void) throws {
-        var connection = try DBusBlockingConnection(addresses: addresses)
+        var connection = try DBusBlockingConnection.connect(to: addresses)
         try connection.requestName(Self.busName)
         let moved = SendableBox(connection)
         let thread = Thread { [self] in
@@ -71,7 +69,7 @@ public final class SecretPortal: Sendable {
 
     /// Answers calls until the connection closes.
     func serve(_ connection: inout DBusBlockingConnection, log: @Sendable (String) -> Void) {
-        while !stopped.load(ordering: .relaxed) {
+        while true {
             let received: DBusSocket.Received
             do {
                 received = try connection.nextCall()
@@ -211,7 +209,7 @@ public final class SecretPortal: Sendable {
             for item in found where SecretAttributes.matches(item, attributes) {
                 guard let id = item.persistentID,
                     let data = try SecretServiceProvider.findPassword(id, in: keychain, includeData: true)?.data,
-                    data.count >= 16
+                    data.count == Self.secretLength
                 else { continue }
                 return [UInt8](data)
             }
@@ -244,20 +242,6 @@ public final class SecretPortal: Sendable {
             }
         }
         return true
-    }
-
-    /// Runs `body` in a task and waits for it on this (non-cooperative) thread.
-    private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let result = Mutex<Result<T, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let outcome: Result<T, any Error>
-            do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
     }
 }
 

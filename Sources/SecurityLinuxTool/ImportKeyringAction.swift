@@ -68,11 +68,12 @@ extension ImportKeyring {
             }
         }
         if KWalletFile.isKWalletFile(contents) {
-            let name = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-            _ = try KWalletFile(contentsOf: contents, name: name)  // refused before a password is asked
-            let key = try password(of: "the KWallet \"\(name)\"")
+            // A wallet this cannot read is refused before a password is asked.
+            let wallet = try KWalletFile(
+                contentsOf: contents, name: URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent)
+            let key = try password(of: "the KWallet \"\(wallet.name)\"")
             return try session.withAccess(to: target) {
-                try KeyringMoveIn.moveIn(kwalletAt: path, password: key, into: target.database, stamps: stamps)
+                try KeyringMoveIn.moveIn(wallet, from: path, password: key, into: target.database, stamps: stamps)
             }
         }
         let file = try GnomeKeyringFile(contentsOf: contents)

@@ -1,11 +1,9 @@
 import DBusNIO
 import DBusWire
-import Dispatch
 import Foundation
 import KeychainCore
 import SecretService
 import SecurityTool
-import Synchronization
 
 extension ImportSecretService {
     /// What `security import-secret-service` does.
@@ -68,21 +66,4 @@ extension ImportSecretService {
             then: "run it in the desktop session whose keyring you move from (over ssh: `dbus-run-session -- "
                 + "security import-secret-service` after starting that keyring in it)")
     }
-}
-
-/// Runs `body` on Swift's concurrency pool and waits for it on this (non-pool) thread.
-func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-    let result = Mutex<Result<T, any Error>?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do {
-            let value = try await body()
-            result.withLock { $0 = .success(value) }
-        } catch {
-            result.withLock { $0 = .failure(error) }
-        }
-        done.signal()
-    }
-    done.wait()
-    return try result.withLock { $0! }.get()
 }
