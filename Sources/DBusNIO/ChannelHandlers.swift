@@ -16,6 +16,10 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
     /// header arrives and given back when it is decoded or dropped (`nil`: no budget).
     public let budget: PendingMessageBudget?
 
+    /// Where the descriptors received with the bytes wait (a connection that receives them),
+    /// claimed by each message as its `UNIX_FDS` says; `nil`: descriptors are not received.
+    let descriptors: DBusDescriptorQueue?
+
     private var partialDeadline: Scheduled<Void>?
     private var reserved = 0
 
@@ -28,6 +32,15 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
         self.maximumMessageSize = maximumMessageSize
         self.partialMessageTimeout = partialMessageTimeout
         self.budget = budget
+        self.descriptors = nil
+    }
+
+    /// A decoder for a connection whose descriptors arrive in `descriptors`.
+    init(maximumMessageSize: Int, descriptors: DBusDescriptorQueue) {
+        self.maximumMessageSize = maximumMessageSize
+        self.partialMessageTimeout = nil
+        self.budget = nil
+        self.descriptors = descriptors
     }
 
     /// Decodes one message if a whole one is buffered.
@@ -42,7 +55,14 @@ public struct DBusMessageDecoder: ByteToMessageDecoder {
         }
         settle()
         let (header, body) = try DBusMessage.decodeHeader(bytes, maximumLength: maximumMessageSize)
-        context.fireChannelRead(Self.wrapInboundOut(DBusReceivedMessage(header: header, body: body)))
+        var received = DBusReceivedMessage(header: header, body: body)
+        if let descriptors, let count = header.unixFDs, count > 0 {
+            guard let taken = descriptors.take(Int(count)) else {
+                throw DBusError(.malformedMessage, "UNIX_FDS says \(count) descriptors, fewer arrived")
+            }
+            received.descriptors = DBusReceivedDescriptors(taken)
+        }
+        context.fireChannelRead(Self.wrapInboundOut(received))
         return .continue
     }
 
@@ -95,6 +115,8 @@ public struct DBusReceivedMessage: Sendable {
     public var header: DBusMessage
     /// The body, unread.
     public var body: DBusBodyReader
+    /// The descriptors it carried, on a connection that receives them.
+    public var descriptors: DBusReceivedDescriptors?
 }
 
 /// Encodes D-Bus messages in the machine's byte order.

@@ -1,3 +1,4 @@
+import Foundation
 import DBusWire
 import KeychainLibc
 import NIOCore
@@ -261,8 +262,9 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
         senders[sender, default: SenderCalls()].running += 1
         // On the connection's event loop, not Swift's global pool: a process whose pool threads
         // are all blocked (synchronous code waiting for this very reply, say) still gets answers.
+        let descriptors = received.descriptors
         Task(executorPreference: EventLoopTaskExecutor(context.eventLoop)) {
-            let reply = await dispatcher.handle(call, connection: connection)
+            let reply = await dispatcher.handle(call, descriptors: descriptors, connection: connection)
             connection.channel.writeAndFlush(DBusOutbound.completed(reply, sender: sender), promise: nil)
         }
     }
@@ -322,6 +324,12 @@ public struct DBusConnection: Sendable {
         public var callTimeout: Duration = .seconds(25)
         /// The uid sent in `AUTH EXTERNAL`; the process's by default.
         public var uid: UInt32 = getuid()
+        /// Whether descriptors that calls carry are received (``DBusMethodCall/descriptors``):
+        /// the handshake agrees to descriptor passing, and a thread of the connection's own
+        /// receives from the socket with `recvmsg`, which SwiftNIO does not
+        /// (``DBusDescriptorRelay``). Off by default: each message then costs a hand-over
+        /// between threads.
+        public var receivesDescriptors = false
 
         /// The default settings.
         public init() {}
@@ -448,6 +456,9 @@ public struct DBusConnection: Sendable {
         _ configuration: Configuration,
         _ group: any EventLoopGroup
     ) -> EventLoopFuture<DBusConnection> {
+        if configuration.receivesDescriptors {
+            return connectReceivingDescriptors(path: path, guid: guid, objects: objects, configuration, group)
+        }
         let state = DBusConnectionState(peerCredentials: nil, callTimeout: configuration.callTimeout)
         let dispatcher = objects.map { DBusDispatcher(objects: $0, machineID: DBusServer.readMachineID()) }
         let sasl = SASLClient(uid: configuration.uid, expectedGUID: guid)
@@ -475,6 +486,60 @@ public struct DBusConnection: Sendable {
                 return loop.makeFailedFuture(error)
             }
         }
+    }
+
+    /// Connects with descriptor passing agreed: the handshake on a thread (``DBusWire/DBusSocket``),
+    /// then the socket read through ``DBusDescriptorRelay`` and written by the channel.
+    private static func connectReceivingDescriptors(
+        path: String,
+        guid: String?,
+        objects: DBusObjectTree?,
+        _ configuration: Configuration,
+        _ group: any EventLoopGroup
+    ) -> EventLoopFuture<DBusConnection> {
+        let state = DBusConnectionState(peerCredentials: nil, callTimeout: configuration.callTimeout)
+        let dispatcher = objects.map { DBusDispatcher(objects: $0, machineID: DBusServer.readMachineID()) }
+        let loop = group.next()
+        let connected = loop.makePromise(of: DBusConnection.self)
+        let handshake = Thread {
+            do {
+                var socket = try DBusSocket.connect(unixPath: path, timeout: configuration.callTimeout)
+                let serverGUID: String
+                do {
+                    serverGUID = try socket.authenticate(uid: configuration.uid, negotiatingDescriptors: true)
+                    guard guid == nil || guid == serverGUID, !socket.hasBufferedBytes else {
+                        throw DBusError(.authenticationFailed, "the server is not the one the address names")
+                    }
+                } catch {
+                    socket.close()
+                    throw error
+                }
+                state.serverGUID.withLock { $0 = serverGUID }
+                let queue = DBusDescriptorQueue()
+                let (input, output) = try DBusDescriptorRelay.start(bus: socket.descriptor, queue: queue)
+                NIOPipeBootstrap(group: loop).channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandlers([
+                            ByteToMessageHandler(
+                                DBusMessageDecoder(
+                                    maximumMessageSize: configuration.maximumMessageSize, descriptors: queue)),
+                            MessageToByteHandler(DBusMessageEncoder()),
+                            DBusConnectionHandler(
+                                state: state, dispatcher: dispatcher, limits: configuration.callLimits),
+                        ])
+                    }
+                }.takingOwnershipOfDescriptors(input: input, output: output).flatMapErrorThrowing { error in
+                    DBusSocket.closeAll([input, output])
+                    throw error
+                }.map { channel in
+                    DBusConnection(channel: channel, state: state)
+                }.cascade(to: connected)
+            } catch {
+                connected.fail(error)
+            }
+        }
+        handshake.start()
+        return connected.futureResult
     }
 
     /// Connects to the session bus named by the environment and says `Hello`.

@@ -13,10 +13,14 @@ struct DBusDispatcher: Sendable {
     var answersHello = false
 
     /// The reply to `call`, or `nil` when the caller asked for none.
-    func handle(_ call: DBusMessage, connection: DBusConnection) async -> DBusMessage? {
+    func handle(_ call: DBusMessage, descriptors: DBusReceivedDescriptors? = nil, connection: DBusConnection) async
+        -> DBusMessage?
+    {
         do {
             let body = try await DBusCurrentCall.$message.withValue(call) {
-                try await route(call, connection: connection)
+                try await DBusCurrentCall.$descriptors.withValue(descriptors) {
+                    try await route(call, connection: connection)
+                }
             }
             return Self.reply(to: call, .success(body))
         } catch {
@@ -36,7 +40,10 @@ struct DBusDispatcher: Sendable {
         let method = immediateMethod(call)
         if let method, let wire = method.wireHandler, method.takes(received.body.signature) {
             var body = received.body
-            let answer = Result { try wire(DBusMethodCall(message: call, connection: connection), &body) }
+            let answer = Result {
+                try wire(
+                    DBusMethodCall(message: call, connection: connection, descriptors: received.descriptors), &body)
+            }
             if case .failure(let error as DBusError) = answer, Self.isWireFailure(error) { return .malformed }
             if let outcome = Self.outcome(of: call, method, { try answer.get() }) { return outcome }
         }
@@ -161,7 +168,8 @@ struct DBusDispatcher: Sendable {
             throw DBusError.method(
                 DBusErrorName.invalidArgs, "expected arguments (\(method.inputSignature)), got (\(call.signature))")
         }
-        let result = try await method.handler(DBusMethodCall(message: call, connection: connection))
+        let result = try await method.handler(
+            DBusMethodCall(message: call, connection: connection, descriptors: DBusCurrentCall.descriptors))
         guard DBusValue.have(result, typesOf: method.outputs) else {
             throw DBusError.method(DBusErrorName.failed, "the method returned values of the wrong types")
         }

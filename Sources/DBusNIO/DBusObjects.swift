@@ -7,6 +7,9 @@ public struct DBusMethodCall: Sendable {
     public var message: DBusMessage
     /// The connection it arrived on (to send signals, or read the peer's credentials).
     public var connection: DBusConnection
+    /// The descriptors the call carried (its `h` arguments index them), on a connection made
+    /// with ``DBusConnection/Configuration/receivesDescriptors``; `nil` otherwise.
+    public var descriptors: DBusReceivedDescriptors? = nil
 
     /// The call's arguments.
     public var arguments: [DBusValue] { message.body }
@@ -236,4 +239,6 @@ public enum DBusCurrentCall {
     /// The incoming message whose method, property `Get`, `GetAll` or `Set` is running;
     /// `nil` outside a dispatched call.
     @TaskLocal public static var message: DBusMessage?
+    /// The descriptors that message carried, on a connection that receives them.
+    @TaskLocal static var descriptors: DBusReceivedDescriptors?
 }

@@ -1,28 +1,23 @@
 import KeychainLibc
 
-/// A blocking connection to a message bus that serves method calls which carry descriptors:
-/// a ``DBusSocket`` receiving them, `Hello`, a well-known name, calls to the bus driver, and the
-/// calls addressed to it one after the other. It blocks its thread: serve it from a thread of
-/// its own, never from the Swift concurrency pool.
+/// A blocking connection to a message bus for a call whose reply carries descriptors: a
+/// ``DBusSocket`` receiving them, `Hello`, and calls answered one after the other. It blocks its
+/// thread: use it from a thread of its own, never from the Swift concurrency pool.
 ///
 /// SwiftNIO's stream channels read with `read(2)`, so the kernel drops every descriptor a peer
-/// sends (see ``DBusFDCall``); a service whose callers pass descriptors (the Secret portal's
-/// backend) serves them here.
+/// sends; ``DBusFDCall`` (logind's `Inhibit`) calls through this. A server whose callers pass
+/// descriptors uses a SwiftNIO connection that receives them instead
+/// (`DBusConnection.Configuration.receivesDescriptors` in DBusNIO).
 ///
 /// ```swift
 /// var bus = try DBusBlockingConnection.connect(to: try DBusAddress.sessionBus(environment: environment))
-/// try bus.requestName("org.example.Service")
-/// while true {
-///     let call = try bus.nextCall()
-///     defer { DBusSocket.closeAll(call.descriptors) }
-///     try bus.send(.methodReturn(to: call.message))
-/// }
+/// defer { bus.close() }
+/// let reply = try bus.call(.methodCall(path: "/", interface: "org.example.Files", member: "Open", destination: "org.example"))
+/// defer { DBusSocket.closeAll(reply.descriptors) }
 /// ```
 public struct DBusBlockingConnection: Sendable {
     private var socket: DBusSocket
     private var serial: UInt32 = 0
-    /// Calls received while waiting for the bus driver's answer, in order.
-    private var queued: [DBusSocket.Received] = []
 
     /// How long one wait for the bus driver's answer, or one write, may last.
     public static let timeout: Duration = .seconds(30)
@@ -86,8 +81,6 @@ public struct DBusBlockingConnection: Sendable {
 
     /// Closes every descriptor received and not handed out, keeping the connection.
     public mutating func closeUnclaimedDescriptors() {
-        for call in queued { DBusSocket.closeAll(call.descriptors) }
-        queued = []
         socket.closePendingDescriptors()
     }
 
@@ -97,75 +90,16 @@ public struct DBusBlockingConnection: Sendable {
         socket.close()
     }
 
-    /// Takes `name` (`DO_NOT_QUEUE`).
-    /// - Throws: ``DBusError`` `.remoteError` when another connection owns it.
-    public mutating func requestName(_ name: String) throws {
-        let reply = try callBus("RequestName", [.string(name), .uint32(4)])
-        // 1: now the primary owner; 4: already it.
-        guard let code = reply.body.first?.uint32Value, code == 1 || code == 4 else {
-            throw DBusError(.remoteError, "\(name) is owned by another connection")
-        }
-    }
-
-    /// The unique name that owns `name` now, or `nil` when none does.
-    public mutating func owner(of name: String) throws -> String? {
-        do {
-            return try callBus("GetNameOwner", [.string(name)]).body.first?.stringValue
-        } catch let error as DBusError where error.code == .remoteError {
-            return nil
-        }
-    }
-
     /// Sends the method call `message` and waits for its answer (a return or an error), its body
-    /// unread, with the descriptors it carries (the caller closes them); calls that arrive
-    /// meanwhile are kept for ``nextCall()``, and other messages' descriptors are closed.
+    /// unread, with the descriptors it carries (the caller closes them); other messages are
+    /// dropped, their descriptors closed.
     public mutating func call(_ message: DBusMessage) throws -> DBusSocket.Received {
         let sent = try send(message)
         while true {
             let received = try socket.receiveMessage()
-            if received.message.type == .methodCall {
-                queued.append(received)
-                continue
-            }
             guard received.message.replySerial == sent,
                 received.message.type == .methodReturn || received.message.type == .error
             else {
-                DBusSocket.closeAll(received.descriptors)
-                continue
-            }
-            return received
-        }
-    }
-
-    /// Calls the bus driver's `member` and returns its answer, its body read.
-    /// - Throws: ``DBusError`` `.remoteError` for an error answer; the transport's errors.
-    public mutating func callBus(_ member: String, _ body: [DBusValue]) throws -> DBusMessage {
-        var received = try call(
-            .methodCall(
-                path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: member,
-                destination: DBusMessage.busDriverName, body: body))
-        DBusSocket.closeAll(received.descriptors)
-        received.message.body = try received.body.readAll()
-        guard received.message.type == .methodReturn else {
-            throw DBusError(.remoteError, received.message.errorMessage ?? "", errorName: received.message.errorName)
-        }
-        return received.message
-    }
-
-    /// The next method call addressed to this connection, with the descriptors it carries
-    /// (the caller closes them); signals and stray replies are dropped. It waits as long as it
-    /// takes.
-    /// - Throws: ``DBusError`` `.connectionClosed` when the bus goes; `.malformedMessage`.
-    public mutating func nextCall() throws -> DBusSocket.Received {
-        if !queued.isEmpty { return queued.removeFirst() }
-        while true {
-            let received: DBusSocket.Received
-            do {
-                received = try socket.receiveMessage()
-            } catch let error as DBusError where error.code == .timedOut {
-                continue  // idle; what was read of a message so far is kept
-            }
-            guard received.message.type == .methodCall else {
                 DBusSocket.closeAll(received.descriptors)
                 continue
             }

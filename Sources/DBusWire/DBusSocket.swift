@@ -111,16 +111,18 @@ public struct DBusSocket: Sendable {
 
     /// The handshake, one step after the other: `EXTERNAL` as `uid`, then, when asked,
     /// `NEGOTIATE_UNIX_FD` (which must be agreed), then `BEGIN`.
+    /// - Returns: The server's GUID.
     /// - Throws: ``DBusError`` as ``awaitAuthentication()`` does; `.authenticationFailed` when
     ///   descriptor passing is not agreed.
-    public mutating func authenticate(uid: UInt32, negotiatingDescriptors: Bool) throws {
+    @discardableResult
+    public mutating func authenticate(uid: UInt32, negotiatingDescriptors: Bool) throws -> String {
         let client = SASLClient(uid: uid, expectedGUID: nil)
         try send(client.initialBytes)
-        var authenticated = false
-        while !authenticated {
+        var guid: String?
+        while guid == nil {
             switch client.receive(line: try readAuthenticationLine()) {
             case .send(let line): try send(Array((line + "\r\n").utf8))
-            case .authenticated: authenticated = true
+            case .authenticated(let serverGUID): guid = serverGUID
             case .fail(let reason): throw DBusError(.authenticationFailed, reason)
             }
         }
@@ -132,7 +134,11 @@ public struct DBusSocket: Sendable {
             }
         }
         try send(Array("BEGIN\r\n".utf8))
+        return guid ?? ""
     }
+
+    /// Whether bytes were read past the handshake and not yet taken by a message.
+    public var hasBufferedBytes: Bool { !buffer.isEmpty }
 
     /// A line of the handshake; an `ERROR` line is the server refusing the connection.
     private mutating func readAuthenticationLine() throws -> String {
@@ -347,7 +353,7 @@ public struct DBusSocket: Sendable {
 
 /// `sendmsg` and `recvmsg` with `SCM_RIGHTS`, the `CMSG_*` macros spelt out (Swift imports no
 /// function-like C macro): a `cmsghdr`, then its data, each padded to `size_t`'s alignment.
-enum FDControl {
+package enum FDControl {
     static let alignment = MemoryLayout<Int>.size
     static func align(_ length: Int) -> Int { (length + alignment - 1) & ~(alignment - 1) }
     static let headerLength = align(MemoryLayout<cmsghdr>.size)
@@ -386,7 +392,9 @@ enum FDControl {
     /// received are appended to `descriptors` (and stay there, to be closed by the caller, even
     /// when this throws).
     /// - Returns: The bytes read (0 at the end of the stream), or -1 with `errno`.
-    static func receive(_ socket: Int32, _ buffer: UnsafeMutableRawBufferPointer, into descriptors: inout [Int32])
+    package static func receive(
+        _ socket: Int32, _ buffer: UnsafeMutableRawBufferPointer, into descriptors: inout [Int32]
+    )
         throws(DBusError) -> Int
     {
         var iov = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)

@@ -19,13 +19,15 @@ import KeychainLibc
 /// (as GNOME Keyring stores it) in the app's own access group, so the app's other clients see
 /// it as theirs and no other app does.
 ///
-/// Descriptors travel beside the bytes (`SCM_RIGHTS`) and SwiftNIO's stream channels drop them,
-/// so the backend has a bus connection of its own on the blocking transport
-/// (``DBusWire/DBusSocket``), on a thread of its own, under its own name (``busName``).
+/// It is served on the Secret Service's own connection, which receives descriptors
+/// (``DBusNIO/DBusConnection/Configuration/receivesDescriptors``), under two names: its own
+/// (``busName``, which `keychain.portal` names), and `org.freedesktop.secrets`, which GNOME
+/// Keyring's `gnome-keyring.portal` names (the file xdg-desktop-portal 1.16 prefers whenever
+/// GNOME Keyring is installed).
 ///
 /// ```swift
-/// let portal = SecretPortal(provider: provider)
-/// try portal.start(addresses: try DBusAddress.sessionBus(environment: environment)) { line in log(line) }
+/// let bus = try await DBusConnection.connect(to: addresses, objects: provider.objects, configuration: receiving)
+/// try await SecretPortal(provider: provider, prompts: bus).start(on: bus, objects: provider.objects) { log($0) }
 /// ```
 public final class SecretPortal: Sendable {
     /// The backend's bus name, which its `.portal` file declares.
@@ -50,127 +52,70 @@ public final class SecretPortal: Sendable {
         self.prompts = prompts
     }
 
-    /// Connects to the first bus of `addresses` that answers, takes ``busName``, and serves on a
-    /// thread of its own until the connection ends.
-    /// - Parameter log: Where each refused call and the connection's end are said (never a secret).
-    /// - Throws: ``DBusWire/DBusError`` when no bus answers or the name is taken.
-    public func start(addresses: [DBusAddress], log: @escaping @Sendable (String) -> Void) throws {
-        var connection = try DBusBlockingConnection.connect(to: addresses)
-        try connection.requestName(Self.busName)
-        let moved = SendableBox(connection)
-        let thread = Thread { [self] in
-            var connection = moved.value
-            defer { connection.close() }
-            serve(&connection, log: log)
-        }
-        thread.name = "secret-portal"
-        thread.start()
-    }
-
-    /// Answers calls until the connection closes.
-    func serve(_ connection: inout DBusBlockingConnection, log: @Sendable (String) -> Void) {
-        while true {
-            let received: DBusSocket.Received
-            do {
-                received = try connection.nextCall()
-            } catch {
-                log("secret portal: the bus connection ended (\(error))")
-                return
-            }
-            let reply = answer(received, &connection, log: log)
-            DBusSocket.closeAll(received.descriptors)
-            guard let reply, !received.message.flags.contains(.noReplyExpected) else { continue }
-            do {
-                try connection.send(reply)
-            } catch {
-                log("secret portal: a reply could not be sent (\(error))")
-                return
-            }
-        }
-    }
-
-    /// The reply to a method call (an error for one this backend does not serve).
-    func answer(_ received: DBusSocket.Received, _ connection: inout DBusBlockingConnection, log: (String) -> Void)
-        -> DBusMessage?
+    /// Serves the backend on `bus` (a connection that receives descriptors, exporting
+    /// `objects`): its object at `/org/freedesktop/portal/desktop`, and ``busName``.
+    /// - Parameter log: Where each refused call is said (never a secret).
+    /// - Throws: ``DBusWire/DBusError`` when the object or the name cannot be had.
+    public func start(on bus: DBusConnection, objects: DBusObjectTree, log: @escaping @Sendable (String) -> Void)
+        async throws
     {
-        var call = received.message
-        var body = received.body
-        switch (call.interface, call.member) {
-        case (SecretPortalInterface.name, SecretPortalInterface.retrieveSecret.name):
-            do {
-                let arguments = try SecretPortalInterface.RetrieveSecretArguments(reading: &body)
-                guard call.path == Self.objectPath else { throw PortalRefusal.unknownObject }
-                let frontend = try? connection.owner(of: Self.frontendName)
-                guard let sender = call.sender, sender == frontend else { throw PortalRefusal.notThePortal }
-                let response = retrieveSecret(arguments, descriptors: received.descriptors, log: log)
-                return .methodReturn(
-                    to: call, body: SecretPortalInterface.Response(response: response, results: [:]).values)
-            } catch let refusal as PortalRefusal {
-                log("secret portal: refused a call from \(call.sender ?? "?"): \(refusal.message)")
-                return .error(to: call, name: refusal.errorName, message: refusal.message)
-            } catch {
-                return .error(
-                    to: call, name: "org.freedesktop.DBus.Error.InvalidArgs",
-                    message: "RetrieveSecret takes (o handle, s app_id, h fd, a{sv} options)")
-            }
-        case ("org.freedesktop.DBus.Properties", "Get"), ("org.freedesktop.DBus.Properties", "GetAll"):
-            call.body = (try? body.readAll()) ?? []
-            return properties(call)
-        case ("org.freedesktop.DBus.Peer", "Ping"):
-            return .methodReturn(to: call)
-        case ("org.freedesktop.DBus.Introspectable", "Introspect"):
-            return .methodReturn(to: call, body: [.string(SecretPortalInterface.introspection)])
-        default:
-            return .error(
-                to: call, name: "org.freedesktop.DBus.Error.UnknownMethod",
-                message: "no method \(call.member ?? "") of \(call.interface ?? "any interface") here")
+        try objects.register(interface(log: log), at: Self.objectPath)
+        // DO_NOT_QUEUE: another keychaind's backend keeps the name it has.
+        let reply = try await bus.callBus("RequestName", [.string(Self.busName), .uint32(4)])
+        guard let code = reply.body.first?.uint32Value, code == 1 || code == 4 else {
+            throw DBusError(.remoteError, "\(Self.busName) is taken")
         }
     }
 
-    /// `Properties.Get` and `GetAll` of the interface: its `version`, 1.
-    func properties(_ call: DBusMessage) -> DBusMessage {
-        let interface = call.body.first?.stringValue
-        let version = DBusValue.uint32(1)
-        switch (call.member, interface, call.body.dropFirst().first?.stringValue) {
-        case ("GetAll", SecretPortalInterface.name, _):
-            return .methodReturn(to: call, body: [.stringVariantDictionary(["version": version])])
-        case ("GetAll", _, _):
-            return .methodReturn(to: call, body: [.stringVariantDictionary([:])])
-        case ("Get", SecretPortalInterface.name, "version"):
-            return .methodReturn(to: call, body: [.variant(version)])
-        default:
-            return .error(to: call, name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no such property")
-        }
+    /// `org.freedesktop.impl.portal.Secret`, its one method and its `version`.
+    func interface(log: @escaping @Sendable (String) -> Void) -> DBusInterface {
+        DBusInterface(
+            SecretPortalInterface.name,
+            methods: [
+                DBusMethod(SecretPortalInterface.retrieveSecret) { [self] call, arguments in
+                    // Taken at once, so that it is closed when this call is done, whatever happens.
+                    let descriptor = call.descriptors?.take(arguments.fd)
+                    defer { if let descriptor { Glibc.close(descriptor) } }
+                    let frontend = try? await call.connection.callBus("GetNameOwner", [.string(Self.frontendName)])
+                    guard let sender = call.message.sender, sender == frontend?.body.first?.stringValue else {
+                        log("secret portal: refused a call from \(call.message.sender ?? "?"): not xdg-desktop-portal")
+                        throw DBusError.method(
+                            "org.freedesktop.DBus.Error.AccessDenied",
+                            "only xdg-desktop-portal (the owner of \(Self.frontendName)) may ask for an app's secret")
+                    }
+                    let response = await retrieveSecret(arguments.appID, descriptor: descriptor, log: log)
+                    return SecretPortalInterface.Response(response: response, results: [:])
+                }
+            ],
+            properties: [DBusProperty("version", type: .uint32) { _ in .uint32(1) }])
     }
 
     /// Writes the app's secret to its descriptor; the portal's response code: 0 when written,
-    /// 2 when it could not be (the reason is logged, never the secret).
-    func retrieveSecret(
-        _ arguments: SecretPortalInterface.RetrieveSecretArguments, descriptors: [Int32], log: (String) -> Void
-    ) -> UInt32 {
-        guard case .unixFD(let index) = arguments.fd, Int(index) < descriptors.count else {
-            log("secret portal: RetrieveSecret for \(arguments.appID) carried no descriptor")
+    /// 1 when the person cancelled the unlock, 2 when it could not be (the reason is logged,
+    /// never the secret).
+    func retrieveSecret(_ appID: String, descriptor: Int32?, log: (String) -> Void) async -> UInt32 {
+        guard let descriptor else {
+            log("secret portal: RetrieveSecret for \(appID.prefix(255)) carried no descriptor")
             return 2
         }
-        guard let groups = provider.directory.resolver.accessGroups(forSandboxedApp: arguments.appID),
-            !groups.groups.isEmpty
+        guard let groups = provider.directory.resolver.accessGroups(forSandboxedApp: appID), !groups.groups.isEmpty
         else {
             // The empty id of a program outside a sandbox, a malformed one, or an app id that a
             // manifest binds to host executables: none of them has a portal secret.
-            log("secret portal: no secret for app id \"\(arguments.appID.prefix(255))\"")
+            log("secret portal: no secret for app id \"\(appID.prefix(255))\"")
             return 2
         }
         let secret: [UInt8]
         do {
-            secret = try waitFor { [self] in try await appSecretUnlocking(arguments.appID, for: groups) }
+            secret = try await appSecretUnlocking(appID, for: groups)
         } catch is PortalCancelled {
             return 1
         } catch {
-            log("secret portal: the secret of \(arguments.appID) is not available (\(error))")
+            log("secret portal: the secret of \(appID) is not available (\(error))")
             return 2
         }
-        guard Self.write(secret, to: descriptors[Int(index)]) else {
-            log("secret portal: the secret of \(arguments.appID) could not be written to its descriptor")
+        guard Self.write(secret, to: descriptor) else {
+            log("secret portal: the secret of \(appID) could not be written to its descriptor")
             return 2
         }
         return 0
@@ -198,28 +143,57 @@ public final class SecretPortal: Sendable {
     }
 
     /// The app's secret in the default keychain, made and stored on its first request.
+    ///
+    /// An app that used GNOME Keyring's portal has its secret in GNOME Keyring's login keyring, an
+    /// item whose only attribute is `app_id`; moving that keyring in puts it in the group the
+    /// user's own programs add to (the first of ``KeychainAgent/IdentityResolver/defaultGroups``).
+    /// Found there, it is moved into the app's group and given, so the app still opens the keyring
+    /// file it encrypted with it. This gives no program more than it had: only the user's own
+    /// programs write that group, and they can already claim any app id (a made-up
+    /// `/.flatpak-info`); other apps can neither write it nor see the app's group.
     /// - Throws: ``PortalLocked`` while the keychain is locked (nothing is made then: the app's
     ///   secret may be there, unreadable).
     func appSecret(_ appID: String, for groups: AccessGroups) async throws -> [UInt8] {
         let collection = try provider.collection(alias: "default")
         let attributes = ["app_id": appID]
-        return try await provider.withKeychain(collection, for: groups) { keychain in
+        // The group the user's own programs add to (a move-in among them): never `*`, so that no
+        // other app's group is searched, where an app could have planted an item for another.
+        let movedIn = provider.directory.resolver.defaultGroups.groups.prefix(1).filter {
+            $0 != "*" && !groups.groups.contains($0)
+        }
+        return try await provider.withKeychain(collection, for: AccessGroups(groups.groups + movedIn)) { keychain in
             guard !keychain.isLocked else { throw PortalLocked() }
-            let found = try SecretServiceProvider.find(attributes, in: keychain).items
-            for item in found where SecretAttributes.matches(item, attributes) {
+            let found = try SecretServiceProvider.find(attributes, in: keychain).items.filter {
+                SecretAttributes.matches($0, attributes)
+            }
+            var adoptable: (id: UUID, secret: [UInt8])?
+            for item in found {
                 guard let id = item.persistentID,
                     let data = try SecretServiceProvider.findPassword(id, in: keychain, includeData: true)?.data,
                     data.count == Self.secretLength
                 else { continue }
-                return [UInt8](data)
+                if let group = item.accessGroup, groups.groups.contains(group) { return [UInt8](data) }
+                // Only GNOME Keyring's own kind of item: `app_id` and nothing else (a schema aside).
+                let others = SecretAttributes.attributes(of: item).filter { $0.key != SecretAttributes.schemaKey }
+                if adoptable == nil && others == attributes && movedIn.contains(item.accessGroup ?? "") {
+                    adoptable = (id, [UInt8](data))
+                }
+            }
+            let appGroup = groups.groups[0]
+            if let adoptable {
+                _ = try keychain.update(
+                    ItemQuery(class: SecretAttributes.itemClass(for: attributes), persistentID: adoptable.id),
+                    attributes: [.accessGroup: .string(appGroup)], data: nil)
+                return adoptable.secret
             }
             let secret = SymmetricKey(size: SymmetricKeySize(bitCount: Self.secretLength * 8)).withUnsafeBytes {
                 [UInt8]($0)
             }
-            let item = Item(
+            var item = Item(
                 class: SecretAttributes.itemClass(for: attributes),
                 attributes: SecretAttributes.keychainAttributes(for: attributes, label: "Secret portal: \(appID)"),
                 data: Data(secret))
+            item.attributes[.accessGroup] = .string(appGroup)
             _ = try SecretServiceProvider.addDistinct(item, to: keychain)
             return secret
         }
@@ -252,22 +226,3 @@ struct PortalLocked: Error, CustomStringConvertible {
 
 /// The person cancelled the password dialog.
 struct PortalCancelled: Error {}
-
-/// Why a call was refused, with the D-Bus error it is answered with.
-struct PortalRefusal: Error {
-    var errorName: String
-    var message: String
-
-    static let notThePortal = PortalRefusal(
-        errorName: "org.freedesktop.DBus.Error.AccessDenied",
-        message: "only xdg-desktop-portal (the owner of \(SecretPortal.frontendName)) may ask for an app's secret")
-    static let unknownObject = PortalRefusal(
-        errorName: "org.freedesktop.DBus.Error.UnknownObject",
-        message: "the Secret portal is served at \(SecretPortal.objectPath)")
-}
-
-/// A value handed to another thread once (the connection, to the backend's thread).
-private struct SendableBox<Value>: @unchecked Sendable {
-    var value: Value
-    init(_ value: Value) { self.value = value }
-}

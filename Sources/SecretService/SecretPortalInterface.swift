@@ -2,7 +2,7 @@ import DBusWire
 
 /// The Secret portal's backend interface, `org.freedesktop.impl.portal.Secret` (xdg-desktop-portal's
 /// `data/org.freedesktop.impl.portal.Secret.xml`), declared once: what ``SecretPortal`` decodes
-/// and answers, and what its introspection says.
+/// and answers, and what its introspection says (built from it by the object tree).
 enum SecretPortalInterface {
     static let name = "org.freedesktop.impl.portal.Secret"
 
@@ -36,32 +36,5 @@ enum SecretPortalInterface {
             try fields.field("response", &response, .uint32)
             try fields.field("results", &results, .stringVariantDictionary)
         }
-    }
-
-    /// The introspection document of the backend's object.
-    static var introspection: String {
-        let description = retrieveSecret.description
-        let arguments =
-            description.inputs.map {
-                "      <arg type=\"\($0.type.signature)\" name=\"\($0.name ?? "")\" direction=\"in\"/>"
-            }
-            + description.outputs.map {
-                "      <arg type=\"\($0.type.signature)\" name=\"\($0.name ?? "")\" direction=\"out\"/>"
-            }
-        return """
-            <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
-            <node>
-              <interface name="\(name)">
-                <method name="\(description.name)">
-            \(arguments.joined(separator: "\n"))
-                </method>
-                <property name="version" type="u" access="read"/>
-              </interface>
-              <interface name="org.freedesktop.DBus.Properties"/>
-              <interface name="org.freedesktop.DBus.Peer"/>
-              <interface name="org.freedesktop.DBus.Introspectable"/>
-            </node>
-            """
     }
 }

@@ -97,8 +97,12 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
     -> DBusConnection?
 {
     do {
+        // Receiving descriptors: the Secret portal's calls carry the app's (below).
+        var configuration = DBusConnection.Configuration()
+        configuration.receivesDescriptors = true
         let bus = try await DBusConnection.connect(
-            to: try DBusAddress.sessionBus(environment: withStarterBus(environment)), objects: provider.objects)
+            to: try DBusAddress.sessionBus(environment: withStarterBus(environment)), objects: provider.objects,
+            configuration: configuration)
         try await bus.hello()
         // Subscribed before the name is ours: a caller queued for the name (the one whose call
         // activated us) may leave right after its first call, and its sessions and prompts must
@@ -117,10 +121,11 @@ func startSecretService(_ provider: SecretServiceProvider, replace: Bool, enviro
             return nil
         }
         // The Secret portal's backend follows the Secret Service: served while this is the
-        // provider the user chose (docs/secret-service.md, "Flatpak apps").
+        // provider the user chose (docs/secret-service.md, "Flatpak apps"), on the same
+        // connection, which GNOME Keyring's portal file reaches by `org.freedesktop.secrets`.
         do {
-            try SecretPortal(provider: provider, prompts: bus).start(
-                addresses: try DBusAddress.sessionBus(environment: withStarterBus(environment)), log: complain)
+            try await SecretPortal(provider: provider, prompts: bus).start(
+                on: bus, objects: provider.objects, log: complain)
         } catch {
             complain("no Secret portal backend: \(error)")
         }

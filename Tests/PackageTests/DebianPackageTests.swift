@@ -48,13 +48,15 @@ struct DebianPackageTests {
     /// Runs `program` with `arguments` and waits for it on a thread of its own, never on the
     /// cooperative pool; its output and errors captured.
     static func run(
-        _ program: String, _ arguments: [String], directory: String? = nil, environment: [String: String]? = nil
+        _ program: String, _ arguments: [String], directory: String? = nil, environment: [String: String]? = nil,
+        input: String? = nil
     ) async throws -> Outcome {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(
                     with: Result {
-                        try runWaiting(program, arguments, directory: directory, environment: environment)
+                        try runWaiting(
+                            program, arguments, directory: directory, environment: environment, input: input)
                     })
             }.start()
         }
@@ -62,7 +64,8 @@ struct DebianPackageTests {
 
     /// Runs `program` with `arguments`, blocking the calling thread until it exits.
     private static func runWaiting(
-        _ program: String, _ arguments: [String], directory: String?, environment: [String: String]?
+        _ program: String, _ arguments: [String], directory: String?, environment: [String: String]?,
+        input: String?
     ) throws -> Outcome {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
@@ -77,8 +80,14 @@ struct DebianPackageTests {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
+        let inputPipe = input.map { _ in Pipe() }
+        process.standardInput = inputPipe ?? FileHandle.nullDevice
         try process.run()
+        if let inputPipe, let input {
+            // Small (a password and a newline): fits in the pipe, so writing cannot stall.
+            inputPipe.fileHandleForWriting.write(Data(input.utf8))
+            try inputPipe.fileHandleForWriting.close()
+        }
         let outputBytes = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         try errors.close()

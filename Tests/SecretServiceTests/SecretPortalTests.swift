@@ -12,22 +12,38 @@ struct SecretPortalTests {
     final class Fixture {
         let bus: PrivateSessionBus
         let portal: TestDaemon
+        /// Whether the fixture made the bus, and stops it.
+        private let ownsBus: Bool
+
+        /// The repository's `.portal` file.
+        static let ourPortalFile = SecretToolTests.repository + "/dist/xdg-desktop-portal/keychain.portal"
+        /// GNOME Keyring's, as Debian installs it: the backend is whoever owns `org.freedesktop.secrets`.
+        static let gnomeKeyringPortalFile = "/usr/share/xdg-desktop-portal/portals/gnome-keyring.portal"
 
         /// - Parameters:
+        ///   - existing: A bus to use (kept when the fixture ends), else a new one.
+        ///   - portalFile: The portal's only backend file.
         ///   - environment: Added to the bus's (a display, say).
         ///   - prompter: A program the bus starts for GNOME's system prompter's name.
-        init(environment extra: [String: String] = [:], prompter: String? = nil) throws {
-            bus = try PrivateSessionBus.activatingKeychaind(environment: extra)
+        init(
+            on existing: PrivateSessionBus? = nil, portalFile: String = ourPortalFile,
+            environment extra: [String: String] = [:], prompter: String? = nil
+        ) throws {
+            bus = try existing ?? PrivateSessionBus.activatingKeychaind(environment: extra)
+            ownsBus = existing == nil
             if let prompter {
                 try "[D-BUS Service]\nName=org.gnome.keyring.SystemPrompter\nExec=\(prompter)\n".write(
                     toFile: bus.root + "/services/org.gnome.keyring.SystemPrompter.service", atomically: true,
                     encoding: .utf8)
             }
-            let portals = bus.root + "/portals"
+            let portals = bus.root + "/portals-" + UUID().uuidString.prefix(8)
             try FileManager.default.createDirectory(atPath: portals, withIntermediateDirectories: true)
+            guard FileManager.default.fileExists(atPath: portalFile) else {
+                throw ToolMissing(description: "\(portalFile) is missing")
+            }
             try FileManager.default.copyItem(
-                atPath: SecretToolTests.repository + "/dist/xdg-desktop-portal/keychain.portal",
-                toPath: portals + "/keychain.portal")
+                atPath: portalFile,
+                toPath: portals + "/" + URL(fileURLWithPath: portalFile).lastPathComponent)
             var environment = bus.environment
             environment["XDG_DESKTOP_PORTAL_DIR"] = portals
             environment["XDG_CURRENT_DESKTOP"] = "X-Test"
@@ -35,18 +51,18 @@ struct SecretPortalTests {
                 portal = try TestDaemon(
                     try requireTool("/usr/libexec/xdg-desktop-portal"), ["--verbose"], environment: environment)
             } catch {
-                bus.stop()
+                if existing == nil { bus.stop() }
                 throw error
             }
             let end = Date().addingTimeInterval(60)
-            while (try? bus.ownerPID(of: "org.freedesktop.portal.Desktop")) == nil, Date() < end {
+            while (try? bus.ownerPID(of: "org.freedesktop.portal.Desktop")) != portal.pid, Date() < end {
                 usleep(50_000)
             }
         }
 
         deinit {
             portal.stop()
-            bus.stop()
+            if ownsBus { bus.stop() }
         }
 
         /// Runs `arguments` in a sandbox of app `appID` with a home of its own (`home`), the bus
@@ -125,9 +141,11 @@ struct SecretPortalTests {
         }
     }
 
-    @Test("each sandboxed app gets a 64-byte secret of its own, the same on every request, kept in the keychain")
-    func eachAppGetsItsOwnSecret() throws {
-        let fixture = try Fixture()
+    @Test(
+        "each sandboxed app gets a 64-byte secret of its own, the same on every request, kept in the keychain, through keychaind's portal file and through GNOME Keyring's (xdg-desktop-portal 1.16's choice)",
+        arguments: [Fixture.ourPortalFile, Fixture.gnomeKeyringPortalFile])
+    func eachAppGetsItsOwnSecret(portalFile: String) throws {
+        let fixture = try Fixture(portalFile: portalFile)
         let home = fixture.bus.root + "/apps"
         var secrets: [String] = []
         for appID in ["org.example.Notes", "org.example.Notes", "org.example.Mail"] {
@@ -157,6 +175,54 @@ struct SecretPortalTests {
                 ["/usr/bin/python3", fixture.clientScript, "search", "org.example.Notes"])
             #expect(try fixture.client(run)["found"] as? Int == count, "\(appID): \(run)")
         }
+    }
+
+    @Test(
+        "an app that used GNOME Keyring's portal gets the same secret once its keyring is moved in, and the secret moves into the app's group"
+    )
+    func gnomeKeyringPortalSecretCarriesOver() async throws {
+        // Before: GNOME Keyring is the Secret Service, and Debian's gnome-keyring.portal sends
+        // the app's request to it; it makes the app's secret in its login keyring.
+        let gnome = try await KeyringFileTests.GnomeKeyring(password: "gnome-password")
+        defer { gnome.stop() }
+        let home = gnome.bus.root + "/apps"
+        func secret(of appID: String, _ fixture: Fixture) throws -> String {
+            let run = try fixture.sandboxed(
+                appID, home: home + "/" + appID, ["/usr/bin/python3", fixture.clientScript, "frontend"])
+            let answer = try fixture.client(run)
+            #expect(answer["response"] as? Int == 0, "\(appID): \(answer) \(run) \(fixture.logs)")
+            return answer["secret"] as? String ?? ""
+        }
+        var before: String
+        do {
+            let fixture = try Fixture(on: gnome.bus, portalFile: Fixture.gnomeKeyringPortalFile)
+            before = try secret(of: "org.example.Notes", fixture)
+        }
+        #expect(before.count == 128, "GNOME Keyring made a 64-byte secret")
+        gnome.gnome.stop()
+
+        // Moving in: from the file, with GNOME Keyring stopped; the app's secret is one more item.
+        let security = try requireTool(productsDirectory + "/security")
+        let imported = try runTool(
+            security, ["import-keyring", "-p", "gnome-password", gnome.file], environment: gnome.bus.environment)
+        #expect(imported.out.hasSuffix(": 4 imported, 0 updated, 0 already present, 0 left out\n"), "\(imported)")
+
+        // After: keychaind is the Secret Service, so the same portal file (Debian 12's
+        // xdg-desktop-portal keeps choosing it) reaches keychaind. The app gets the same secret,
+        // so the keyring file it sealed with it still opens; another app gets its own.
+        let fixture = try Fixture(on: gnome.bus, portalFile: Fixture.gnomeKeyringPortalFile)
+        #expect(try secret(of: "org.example.Notes", fixture) == before, "\(fixture.logs)")
+        #expect(try secret(of: "org.example.Notes", fixture) == before, "and again")
+        #expect(try secret(of: "org.example.Mail", fixture) != before)
+        // Now in the app's own group: the app, asking the Secret Service itself, finds it (its
+        // group is all it sees), and there is one such item, not a copy left behind.
+        let search = try fixture.sandboxed(
+            "org.example.Notes", home: home + "/org.example.Notes",
+            ["/usr/bin/python3", fixture.clientScript, "search", "org.example.Notes"])
+        #expect(try fixture.client(search)["found"] as? Int == 1, "\(search)")
+        let host = try fixture.hostSecretTool(["search", "--all", "app_id", "org.example.Notes"])
+        let listed = String(decoding: host.stderr, as: UTF8.self).components(separatedBy: "attribute.app_id =")
+        #expect(listed.count == 2, "one item: \(host)")
     }
 
     @Test("a program that is not xdg-desktop-portal is refused, and nothing is written to its descriptor")
