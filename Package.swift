@@ -342,6 +342,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"), "CLibCrypto",
             ]),
+        // OpenSSH's agent protocol served from the keychain (docs/ssh-agent.md): keychaind's
+        // SSH_AUTH_SOCK.
+        .target(
+            name: "SSHAgent",
+            dependencies: [
+                "KeychainModel", "KeychainAgent", "CKeychainAgent", "DBusNIO", "KeychainLibc",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         // Other keyrings' files, read from disk to move in (docs/moving-in.md): GNOME Keyring's.
         .target(
             name: "KeyringImport",
@@ -376,7 +385,7 @@ let package = Package(
             name: "keychaind",
             dependencies: [
                 "KeychainAgent", "KeychainAgentProtocol", "KeychainCore", "DBusWire", "DBusNIO", "SecretService",
-                "KeychainSync", "KeychainLibc",
+                "KeychainSync", "KeychainLibc", "SSHAgent",
                 // KeychainClient: `keychaind --pam` is a client of the user's agent (PAMHandoff.swift).
                 "KeychainClient",
                 // KeychainTPM: the login keychain sealed to this machine's TPM (loginKeychainSealing).
@@ -412,6 +421,12 @@ let package = Package(
         ),
         // The Debian package scripts/make-deb builds: dpkg-deb, lintian, dpkg into a throwaway root.
         .testTarget(name: "PackageTests"),
+        .testTarget(
+            name: "SSHAgentTests",
+            dependencies: [
+                "SSHAgent", "KeychainCore", "KeychainModel", "KeychainTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         .testTarget(
             name: "KeychainAgentProtocolTests",
             dependencies: ["KeychainAgentProtocol", "KeychainCore", "DBusWire", "SeededRandom"]

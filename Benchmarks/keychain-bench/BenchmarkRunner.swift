@@ -46,6 +46,13 @@ struct BenchmarkRunner {
             report.evaluateTargets()
             return report
         }
+        if options.sshOnly {
+            report.sshAgent = sshAgentComparison(lifecycle: lifecycle, scratch: scratch)
+            report.machine.loadAtEnd = Machine.loadAverage()
+            report.notes = notes(report)
+            report.evaluateTargets()
+            return report
+        }
         if options.secretServiceOnly {
             report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
             report.keePass = keePassComparison(lifecycle: lifecycle, scratch: scratch)
@@ -140,6 +147,7 @@ struct BenchmarkRunner {
         if !options.agentOnly {
             report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
             report.keePass = keePassComparison(lifecycle: lifecycle, scratch: scratch)
+            report.sshAgent = sshAgentComparison(lifecycle: lifecycle, scratch: scratch)
             report.sync = syncComparison()
         }
         // Last: filling keychains with thousands of processes leaves the disk and the page
@@ -166,6 +174,12 @@ struct BenchmarkRunner {
         )
         return SecretServiceComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress)
             .run()
+    }
+
+    /// An SSH signature through keychaind's agent and OpenSSH's (``SSHAgentComparison``).
+    private func sshAgentComparison(lifecycle: Lifecycle, scratch: String) -> SSHAgentResult {
+        progress("SSH agent: Ed25519 signatures through keychaind and OpenSSH's ssh-agent")
+        return SSHAgentComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress).run()
     }
 
     /// KeePass databases moved in and written out (``KeePassComparison``), at the Secret Service

@@ -41,6 +41,8 @@ struct BenchmarkOptions: Sendable {
     /// Only the session agent's rows (`--only agent`): the reference keychain is seeded but
     /// no engine operation is timed on it.
     var agentOnly = false
+    /// `--only ssh`: the SSH agent's rows alone.
+    var sshOnly = false
     /// Items in the default keychain served by `keychaind --secret-service` and in GNOME
     /// Keyring's `session` collection for the Secret Service rows (0: no such rows).
     var secretServiceItems = 10_000
@@ -83,6 +85,8 @@ struct BenchmarkOptions: Sendable {
           --only secret-service
                              only the Secret Service rows: keychaind --secret-service
                              against GNOME Keyring, each on a private bus
+          --only ssh         only the SSH agent's rows: an Ed25519 signature through
+                             keychaind's agent and OpenSSH's ssh-agent
           --only sync        only the sync rows: two machines in one zone on a private
                              PostgreSQL (push, pull, one item's propagation, and the
                              plain INSERT and SELECT floor)
@@ -170,8 +174,10 @@ struct BenchmarkOptions: Sendable {
                 case "agent": options.agentOnly = true
                 case "secret-service": options.secretServiceOnly = true
                 case "sync": options.syncOnly = true
+                case "ssh": options.sshOnly = true
                 default:
-                    throw BenchmarkFailure("--only: \"agent\", \"secret-service\" or \"sync\", not \(text)")
+                    throw BenchmarkFailure(
+                        "--only: \"agent\", \"secret-service\", \"ssh\" or \"sync\", not \(text)")
                 }
             case "--sync-items":
                 let text = try value(argument)

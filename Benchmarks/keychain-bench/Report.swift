@@ -30,6 +30,8 @@ struct BenchmarkReport: Codable, Sendable {
     var secretService: SecretServiceResult?
     /// KeePass databases moved in and written out.
     var keePass: KeePassResult?
+    /// An SSH signature through keychaind's agent and OpenSSH's.
+    var sshAgent: SSHAgentResult?
     /// The sync rows.
     var sync: SyncResult?
     var targets: [TargetResult] = []
@@ -301,6 +303,17 @@ extension BenchmarkReport {
                     met: sealed.pamOverFloor.map { $0 <= 1.2 }))
         }
         if let keePass { keePassTargets(keePass) }
+        if let sshAgent {
+            targets.append(
+                TargetResult(
+                    name: "SSH signature (Ed25519) through keychaind's agent ÷ through OpenSSH's ssh-agent",
+                    limit: "≤ 1.50×",
+                    measured: sshAgent.oursOverOpenSSH.map {
+                        "\(Format.ratio($0)) (keychaind \(Format.duration(sshAgent.ours!.medianMicroseconds)), "
+                            + "ssh-agent \(Format.duration(sshAgent.openSSH!.medianMicroseconds)))"
+                    } ?? (sshAgent.note ?? "not measured"),
+                    met: sshAgent.oursOverOpenSSH.map { $0 <= 1.5 }))
+        }
         secretServiceTargets(secretService)
     }
 

@@ -46,6 +46,10 @@ enum TableRenderer {
             out.append(keePassTable(keePass))
             out.append("")
         }
+        if let sshAgent = report.sshAgent {
+            out.append(sshAgentTable(sshAgent))
+            out.append("")
+        }
         if let sync = report.sync {
             out.append(syncTable(sync))
             out.append("")
@@ -521,6 +525,26 @@ enum TableRenderer {
                 "writing the database (read, Argon2, encrypt)", export,
                 result.exportOverFloor.map { "÷ floor " + Format.ratio($0) } ?? ""))
         return columns(rows, right: [1, 2, 3, 4])
+    }
+
+    /// An Ed25519 signature through keychaind's agent and OpenSSH's, interleaved, against
+    /// swift-crypto's own signature.
+    static func sshAgentTable(_ result: SSHAgentResult) -> String {
+        var rows: [[String]] = [["SSH agent (one connection each, interleaved)", "Median", "p99", "Ratio"]]
+        guard let ours = result.ours, let openSSH = result.openSSH, let floor = result.floor else {
+            rows.append(["an Ed25519 signature through keychaind", result.note ?? "not available", "", ""])
+            return columns(rows, right: [1, 2, 3])
+        }
+        func row(_ name: String, _ summary: Summary, _ ratio: String = "") -> [String] {
+            [name, Format.duration(summary.medianMicroseconds), Format.duration(summary.p99Microseconds), ratio]
+        }
+        rows.append(row("Ed25519 signature in process (swift-crypto's own call)", floor))
+        rows.append(row("through OpenSSH's ssh-agent", openSSH))
+        rows.append(
+            row(
+                "through keychaind's agent (keychain read, sign)", ours,
+                result.oursOverOpenSSH.map { "÷ ssh-agent " + Format.ratio($0) } ?? ""))
+        return columns(rows, right: [1, 2, 3])
     }
 
     private static func secretServiceTable(_ result: SecretServiceResult) -> String {

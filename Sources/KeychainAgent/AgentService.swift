@@ -254,6 +254,13 @@ public final class AgentService: Sendable {
         try await onWorkQueue { [self] in try deleteKeychain(path) }
     }
 
+    /// Runs `body` on the engine's work queue and waits for it on this thread: for a server of
+    /// the agent's own that serves each client on a plain thread (the SSH agent), never from an
+    /// event loop or the cooperative pool.
+    package func onWorkQueueWaiting<T>(_ body: () throws -> T) throws -> T {
+        try work.sync(execute: body)
+    }
+
     /// Runs `body` on the engine's work queue, where a call may wait on files and the engine
     /// (never on an event loop or the cooperative pool).
     package func onWorkQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {

@@ -24,6 +24,7 @@ import KeychainCore
 import KeychainSync
 import KeychainTPM
 import KeychainLibc
+import SSHAgent
 import SecretService
 import Synchronization
 
@@ -338,10 +339,23 @@ func run() async throws -> Never {
         _ = await secretService.serve(address: nil, replace: options.replace)
     }
 
+    // OpenSSH's agent, beside the agent's socket (docs/ssh-agent.md): SSH_AUTH_SOCK.
+    let sshAgent: SSHAgentServer?
+    do {
+        sshAgent = try SSHAgentServer.start(
+            at: location.directory + "/" + SSHAgentServer.socketName, agent: SSHAgent(), keychains: service,
+            callers: directory, log: complain)
+    } catch {
+        complain("no SSH agent: \(error)")
+        sshAgent = nil
+    }
+    let sshBound = sshAgent.flatMap { socketInode($0.path) }
+
     // Leave when the socket we bound is gone or replaced: nobody can reach us any more.
     let bound = listener.flatMap { _ in socketInode(location.socketPath) }
     let stop: @Sendable (Int32) -> Void = { _ in
         if let bound, socketInode(location.socketPath) == bound { unlink(location.socketPath) }
+        if let sshAgent, let sshBound, socketInode(sshAgent.path) == sshBound { unlink(sshAgent.path) }
         exit(0)
     }
     let sources = [SIGTERM, SIGINT, SIGHUP].map { number in

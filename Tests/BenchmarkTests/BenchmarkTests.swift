@@ -91,8 +91,15 @@ struct BenchmarkTests {
         // import, chain evaluation); the Secret Service's five (moving GNOME Keyring's file in, secret-tool,
         // SearchItems + GetSecrets, CreateItem, OpenSession with Diffie-Hellman); the login unlock's four
         // (plain and sealed to a swtpm, each by keychaind --pam login and through PAM); KeePass's two
-        // (a database moved in, one written).
-        #expect(report.targets.count == 31 + 4 * report.scripts.count)
+        // (a database moved in, one written); the SSH agent's one (a signature ÷ OpenSSH's agent).
+        #expect(report.targets.count == 32 + 4 * report.scripts.count)
+        let ssh = report.sshAgent
+        #expect(ssh?.note == nil, "\(ssh?.note ?? "no SSH agent rows")")
+        for summary in [ssh?.ours, ssh?.openSSH, ssh?.floor] {
+            #expect(summary != nil)
+            if let summary { expectSensible(summary, "SSH agent") }
+        }
+        #expect(ssh?.oursOverOpenSSH.map { $0.isFinite && $0 > 0 } == true)
         let lookups = report.agentLookups
         #expect(lookups?.note == nil, "\(lookups?.note ?? "no agent lookups")")
         let saturation = report.agentSaturation

@@ -1,0 +1,195 @@
+import Foundation
+import KeychainModel
+import Synchronization
+
+/// OpenSSH's agent protocol (draft-miller-ssh-agent, OpenSSH's `PROTOCOL.agent`) answered from
+/// a keychain: `ssh-add -L` lists the keychain's SSH keys, `ssh` signs with them, `ssh-add KEY`
+/// stores a key in the keychain, and `ssh-add -d`/`-D` take keys out of the agent's view without
+/// deleting them.
+///
+/// Each key is a generic password item: service ``itemService``, account the key's SHA-256
+/// fingerprint, comment (`icmt`) the key's comment, and as its secret the private key in the
+/// agent protocol's form. So it is encrypted, locked, backed up and synced like every other item,
+/// and seen only by callers of its access group. The agent never hands a private key out: it
+/// signs.
+///
+/// ```swift
+/// let agent = SSHAgent()
+/// let reply = agent.answer(request) { body in try keychain(body) }
+/// ```
+public final class SSHAgent: Sendable {
+    /// The service of the items that hold SSH keys.
+    public static let itemService = "SSH key"
+    /// The largest request accepted, as OpenSSH's agent (`AGENT_MAX_LEN`, 256 KiB).
+    public static let maximumMessageLength = 256 * 1024
+
+    /// Fingerprints that `ssh-add -d` or `-D` took out of this agent's view, until they are added
+    /// again or the agent ends.
+    private let removed = Mutex<Set<String>>([])
+
+    /// An agent with every key of the keychain in view.
+    public init() {}
+
+    /// The answer to `request` (its type byte and contents, without the length), run on the
+    /// keychain `withKeychain` gives; any refusal is `SSH_AGENT_FAILURE`, and its reason goes to
+    /// `log`.
+    public func answer(
+        _ request: [UInt8], log: (String) -> Void,
+        withKeychain: ((any KeychainHandle) throws -> [UInt8]) throws -> [UInt8]
+    ) -> [UInt8] {
+        do {
+            return try respond(to: request, withKeychain: withKeychain)
+        } catch let error as SSHAgentError {
+            log("ssh agent: refused a request: \(error)")
+        } catch let error as KeychainError where error.code == .interactionNotAllowed {
+            log("ssh agent: refused a request: \(SSHAgentError.locked)")
+        } catch let error as KeychainError {
+            log("ssh agent: refused a request: \(SSHAgentError.keychain(error.message))")
+        } catch {
+            log("ssh agent: refused a request")
+        }
+        return [Message.failure.rawValue]
+    }
+
+    /// The message numbers this agent knows.
+    enum Message: UInt8 {
+        case failure = 5
+        case success = 6
+        case requestIdentities = 11
+        case identitiesAnswer = 12
+        case signRequest = 13
+        case signResponse = 14
+        case addIdentity = 17
+        case removeIdentity = 18
+        case removeAllIdentities = 19
+        case addConstrainedIdentity = 25
+    }
+
+    private func respond(
+        to request: [UInt8], withKeychain: ((any KeychainHandle) throws -> [UInt8]) throws -> [UInt8]
+    ) throws -> [UInt8] {
+        var reader = SSHReader(request)
+        let type = try reader.byte()
+        switch Message(rawValue: type) {
+        case .requestIdentities?:
+            try finish(reader)
+            let hidden = removed.withLock { $0 }
+            return try withKeychain { keychain in
+                let identities = try Self.identities(in: keychain).filter { !hidden.contains($0.fingerprint) }
+                var writer = SSHWriter()
+                writer.byte(Message.identitiesAnswer.rawValue)
+                writer.uint32(UInt32(identities.count))
+                for identity in identities {
+                    writer.string(identity.publicKeyBlob)
+                    writer.string(identity.comment)
+                }
+                return writer.bytes
+            }
+        case .signRequest?:
+            let blob = try reader.string()
+            let data = try reader.string()
+            let flags = try reader.uint32()
+            try finish(reader)
+            let fingerprint = SSHIdentity.fingerprint(ofBlob: blob)
+            guard !removed.withLock({ $0.contains(fingerprint) }) else { throw SSHAgentError.noSuchIdentity }
+            return try withKeychain { keychain in
+                guard let identity = try Self.identity(fingerprint, in: keychain), identity.publicKeyBlob == blob
+                else { throw SSHAgentError.noSuchIdentity }
+                var writer = SSHWriter()
+                writer.byte(Message.signResponse.rawValue)
+                writer.string(try identity.signature(for: data, flags: flags))
+                return writer.bytes
+            }
+        case .addIdentity?, .addConstrainedIdentity?:
+            let identity = try SSHIdentity(reading: &reader, withComment: true)
+            // Lifetimes and confirmation (`ssh-add -t`, `-c`) are not kept: refused, so that a
+            // key is never held with less protection than was asked for.
+            guard reader.isAtEnd else { throw SSHAgentError.unsupported("key constraints are not supported") }
+            _ = try withKeychain { keychain in
+                try Self.store(identity, in: keychain)
+                return []
+            }
+            removed.withLock { _ = $0.remove(identity.fingerprint) }
+            return [Message.success.rawValue]
+        case .removeIdentity?:
+            let blob = try reader.string()
+            try finish(reader)
+            let fingerprint = SSHIdentity.fingerprint(ofBlob: blob)
+            _ = try withKeychain { keychain in
+                guard try Self.identity(fingerprint, in: keychain) != nil else { throw SSHAgentError.noSuchIdentity }
+                return []
+            }
+            removed.withLock { _ = $0.insert(fingerprint) }
+            return [Message.success.rawValue]
+        case .removeAllIdentities?:
+            try finish(reader)
+            return try withKeychain { keychain in
+                let all = try Self.identities(in: keychain).map(\.fingerprint)
+                removed.withLock { $0.formUnion(all) }
+                return [Message.success.rawValue]
+            }
+        default:
+            // Locking the agent, smartcards, extensions (`session-bind@openssh.com`, which `ssh`
+            // sends and does without): the protocol's answer for what an agent does not do.
+            throw SSHAgentError.unsupported("message \(type) is not supported")
+        }
+    }
+
+    private func finish(_ reader: SSHReader) throws(SSHAgentError) {
+        guard reader.isAtEnd else { throw .malformed("bytes after the request") }
+    }
+
+    /// The query for SSH key items (`fingerprint`: one of them).
+    static func query(fingerprint: String? = nil) -> ItemQuery {
+        var attributes: Attributes = [.service: .string(itemService)]
+        if let fingerprint { attributes[.account] = .string(fingerprint) }
+        var query = ItemQuery(class: .genericPassword, attributes: attributes, synchronizable: .any)
+        query.authenticationUI = .fail
+        return query
+    }
+
+    /// Every SSH key `keychain` holds for the caller, in the order they were added; an item
+    /// whose secret is not a key is passed over.
+    static func identities(in keychain: any KeychainHandle) throws -> [SSHIdentity] {
+        guard !keychain.isLocked else { throw SSHAgentError.locked }
+        let items = try keychain.find(query(), includeData: true).sorted {
+            ($0.attributes[.creationDate]?.dateValue ?? .distantPast)
+                < ($1.attributes[.creationDate]?.dateValue ?? .distantPast)
+        }
+        return items.compactMap { identity(from: $0) }
+    }
+
+    /// The SSH key with `fingerprint`, if the caller has it.
+    static func identity(_ fingerprint: String, in keychain: any KeychainHandle) throws -> SSHIdentity? {
+        guard !keychain.isLocked else { throw SSHAgentError.locked }
+        var query = query(fingerprint: fingerprint)
+        query.limit = 1
+        return try keychain.find(query, includeData: true).first.flatMap { identity(from: $0) }
+    }
+
+    private static func identity(from item: Item) -> SSHIdentity? {
+        guard let data = item.data else { return nil }
+        return try? SSHIdentity(
+            storedFields: [UInt8](data), comment: item.attributes[.comment]?.stringValue ?? "")
+    }
+
+    /// Stores `identity` (or gives a stored one its new comment).
+    static func store(_ identity: SSHIdentity, in keychain: any KeychainHandle) throws {
+        guard !keychain.isLocked else { throw SSHAgentError.locked }
+        let label = identity.comment.isEmpty ? "SSH key" : "SSH key: \(identity.comment)"
+        let attributes: Attributes = [
+            .label: .string(label), .comment: .string(identity.comment),
+            .description: .string(identity.typeName),
+        ]
+        do {
+            if try keychain.update(query(fingerprint: identity.fingerprint), attributes: attributes, data: nil) > 0 {
+                return
+            }
+        } catch let error as KeychainError where error.code == .itemNotFound {}
+        var item = Item(class: .genericPassword, data: Data(identity.privateFields))
+        item.attributes = attributes
+        item.attributes[.service] = .string(itemService)
+        item.attributes[.account] = .string(identity.fingerprint)
+        _ = try keychain.add(item)
+    }
+}

@@ -1,0 +1,221 @@
+import CKeychainAgent
+import DBusNIO
+import Foundation
+import KeychainAgent
+import KeychainLibc
+import KeychainModel
+import Synchronization
+
+/// keychaind's SSH agent socket: `ssh`, `ssh-add` and `ssh-keygen` reach it through
+/// `SSH_AUTH_SOCK`. Each connection is served on a thread of its own (a client asks one thing at
+/// a time, and few connect at once), its caller identified by the kernel (`SO_PEERCRED`, and a
+/// pidfd where the kernel gives one) as every other client of the agent is, and each request
+/// runs on the agent's work queue against the default keychain, acting for the caller's groups.
+///
+/// ```swift
+/// let server = try SSHAgentServer.start(
+///     at: location.directory + "/" + SSHAgentServer.socketName, agent: SSHAgent(),
+///     keychains: service, callers: directory) { line in log(line) }
+/// ```
+public final class SSHAgentServer: Sendable {
+    /// The socket's name, beside the agent's own socket.
+    public static let socketName = "ssh-agent.sock"
+    /// The most connections served at once; more are closed at once.
+    public static let maximumConnections = 64
+
+    /// Where the socket is.
+    public let path: String
+    private let listening: Int32
+    private let agent: SSHAgent
+    private let keychains: AgentService
+    private let callers: CallerDirectory
+    private let log: @Sendable (String) -> Void
+    private let connections = Mutex(0)
+
+    private init(
+        path: String, listening: Int32, agent: SSHAgent, keychains: AgentService, callers: CallerDirectory,
+        log: @escaping @Sendable (String) -> Void
+    ) {
+        self.path = path
+        self.listening = listening
+        self.agent = agent
+        self.keychains = keychains
+        self.callers = callers
+        self.log = log
+    }
+
+    /// Binds `path` (a socket left there is replaced; anything else is refused), makes it
+    /// 0600, and serves it on a thread of its own for as long as the process runs.
+    /// - Parameters:
+    ///   - path: The socket's path, in the agent's private directory.
+    ///   - agent: What answers the requests.
+    ///   - keychains: The agent whose default keychain holds the keys.
+    ///   - callers: Who the callers are.
+    ///   - log: Where refusals are said (never a secret).
+    /// - Throws: ``SSHAgentError`` `.keychain` when the socket cannot be made.
+    public static func start(
+        at path: String, agent: SSHAgent, keychains: AgentService, callers: CallerDirectory,
+        log: @escaping @Sendable (String) -> Void
+    ) throws -> SSHAgentServer {
+        let listening = try bind(path)
+        let server = SSHAgentServer(
+            path: path, listening: listening, agent: agent, keychains: keychains, callers: callers, log: log)
+        let thread = Thread { server.acceptLoop() }
+        thread.name = "ssh-agent"
+        thread.start()
+        return server
+    }
+
+    private static func bind(_ path: String) throws -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw SSHAgentError.keychain("the SSH agent socket's path is too long")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes + [0]) }
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFSOCK else {
+                throw SSHAgentError.keychain("\(path) is there and is not a socket")
+            }
+            unlink(path)
+        }
+        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socket >= 0 else { throw SSHAgentError.keychain("cannot make a socket: errno \(errno)") }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, listen(socket, 64) == 0 else {
+            let code = errno
+            close(socket)
+            throw SSHAgentError.keychain("cannot listen at \(path): errno \(code)")
+        }
+        return socket
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = ck_accept_cloexec(listening)
+            guard client >= 0 else {
+                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE { continue }
+                log("ssh agent: the socket stopped accepting (errno \(errno))")
+                return
+            }
+            let admitted = connections.withLock { count in
+                guard count < Self.maximumConnections else { return false }
+                count += 1
+                return true
+            }
+            guard admitted else {
+                close(client)
+                continue
+            }
+            let thread = Thread { [self] in
+                serve(client)
+                close(client)
+                connections.withLock { $0 -= 1 }
+            }
+            thread.name = "ssh-agent-client"
+            thread.start()
+        }
+    }
+
+    /// Answers one client's requests until it leaves or sends what the protocol does not allow.
+    private func serve(_ client: Int32) {
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        // A client that stops half-way through a message is let go.
+        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let credentials: DBusPeerCredentials
+        do {
+            credentials = try Self.credentials(of: client)
+        } catch {
+            log("ssh agent: a client without credentials was refused")
+            return
+        }
+        defer { if let pidFD = credentials.pidFD { close(pidFD) } }
+        guard credentials.uid == getuid() else {
+            log("ssh agent: refused uid \(credentials.uid)")
+            return
+        }
+        while let request = readMessage(client) {
+            let reply = answer(request, credentials: credentials)
+            var framed = SSHWriter()
+            framed.string(reply)
+            guard writeAll(framed.bytes, to: client) else { return }
+        }
+    }
+
+    private func answer(_ request: [UInt8], credentials: DBusPeerCredentials) -> [UInt8] {
+        let groups: AccessGroups
+        do {
+            groups = try callers.accessGroups(for: credentials)
+        } catch {
+            log("ssh agent: the caller could not be identified (\(error))")
+            return [SSHAgent.Message.failure.rawValue]
+        }
+        let reply = try? keychains.onWorkQueueWaiting {
+            agent.answer(request, log: log) { body in
+                try keychains.withKeychainOnWorkQueue(named: "", for: groups, body)
+            }
+        }
+        return reply ?? [SSHAgent.Message.failure.rawValue]
+    }
+
+    /// `SO_PEERCRED`, and `SO_PEERPIDFD` where the kernel has it (the caller then owns it).
+    private static func credentials(of socket: Int32) throws -> DBusPeerCredentials {
+        var credentials = try DBusPeerCredentials(socket: socket)
+        var pidFD: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        if getsockopt(socket, SOL_SOCKET, 77, &pidFD, &length) == 0, pidFD >= 0 { credentials.pidFD = pidFD }
+        return credentials
+    }
+
+    /// The next message's contents, or `nil` at the end, on a read error, or for a length over
+    /// ``SSHAgent/maximumMessageLength`` (the client is then let go, as OpenSSH's agent does).
+    private func readMessage(_ client: Int32) -> [UInt8]? {
+        guard let header = readExactly(4, from: client) else { return nil }
+        let length = header.reduce(0) { $0 << 8 | Int($1) }
+        guard length > 0, length <= SSHAgent.maximumMessageLength else {
+            log("ssh agent: a request of \(length) bytes was refused")
+            return nil
+        }
+        return readExactly(length, from: client)
+    }
+
+    private func readExactly(_ count: Int, from socket: Int32) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let received = bytes.withUnsafeMutableBytes { recv(socket, $0.baseAddress! + offset, count - offset, 0) }
+            if received > 0 {
+                offset += received
+            } else if received < 0 && errno == EINTR {
+                continue
+            } else {
+                return nil
+            }
+        }
+        return bytes
+    }
+
+    private func writeAll(_ bytes: [UInt8], to socket: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes.withUnsafeBytes {
+                send(socket, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if sent > 0 {
+                offset += sent
+            } else if sent < 0 && errno == EINTR {
+                continue
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+}
