@@ -37,19 +37,41 @@ public enum SystemdActivation {
     ///     `unsetenv`), whatever the outcome. On by default.
     /// - Returns: The listening socket, owned by the caller, or `nil`.
     public static func listeningSocket(environment: [String: String], unsettingVariables: Bool = true) -> Int32? {
+        let sockets = listeningSockets(environment: environment, unsettingVariables: unsettingVariables)
+        return sockets.first == firstDescriptor ? firstDescriptor : nil
+    }
+
+    /// Every socket systemd passed that is an `AF_UNIX` `SOCK_STREAM` socket in the listening
+    /// state, in the order passed (`keychaind.socket` passes the agent's socket, then the SSH
+    /// agent's); empty when this process was not socket-activated. As ``listeningSocket(environment:unsettingVariables:)``,
+    /// every passed descriptor is made close-on-exec and the variables are removed.
+    public static func listeningSockets(environment: [String: String], unsettingVariables: Bool = true) -> [Int32] {
         defer {
             if unsettingVariables { variables.forEach { unsetenv($0) } }
         }
         guard let pid = environment["LISTEN_PID"].flatMap({ Int32($0) }), pid == getpid(),
             let count = environment["LISTEN_FDS"].flatMap({ Int32($0) }), count >= 1
-        else { return nil }
+        else { return [] }
         // Past the descriptors this process may have open, the count is nonsense.
         let limit = Int32(min(Int(count), 1024))
         for fd in firstDescriptor..<(firstDescriptor + limit) {
             let flags = fcntl(fd, F_GETFD)
             if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
         }
-        guard DBusServer.isListeningUnixStreamSocket(firstDescriptor) else { return nil }
-        return firstDescriptor
+        return (firstDescriptor..<(firstDescriptor + limit)).filter(DBusServer.isListeningUnixStreamSocket)
+    }
+
+    /// The path a Unix socket is bound to (`getsockname`), or `nil` for an unbound or abstract one.
+    public static func boundPath(of socket: Int32) -> String? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard named == 0, address.sun_family == sa_family_t(AF_UNIX) else { return nil }
+        let path = withUnsafeBytes(of: address.sun_path) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return path.hasPrefix("/") ? path : nil
     }
 }

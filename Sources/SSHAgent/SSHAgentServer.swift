@@ -45,19 +45,21 @@ public final class SSHAgentServer: Sendable {
     }
 
     /// Binds `path` (a socket left there is replaced; anything else is refused), makes it
-    /// 0600, and serves it on a thread of its own for as long as the process runs.
+    /// 0600, and serves it on a thread of its own for as long as the process runs; or serves
+    /// `listening`, the socket systemd bound there (`keychaind.socket`).
     /// - Parameters:
     ///   - path: The socket's path, in the agent's private directory.
+    ///   - listening: A socket already listening at `path`, or `nil` to bind one.
     ///   - agent: What answers the requests.
     ///   - keychains: The agent whose default keychain holds the keys.
     ///   - callers: Who the callers are.
     ///   - log: Where refusals are said (never a secret).
     /// - Throws: ``SSHAgentError`` `.keychain` when the socket cannot be made.
     public static func start(
-        at path: String, agent: SSHAgent, keychains: AgentService, callers: CallerDirectory,
+        at path: String, listening: Int32? = nil, agent: SSHAgent, keychains: AgentService, callers: CallerDirectory,
         log: @escaping @Sendable (String) -> Void
     ) throws -> SSHAgentServer {
-        let listening = try bind(path)
+        let listening = try listening ?? bind(path)
         let server = SSHAgentServer(
             path: path, listening: listening, agent: agent, keychains: keychains, callers: callers, log: log)
         let thread = Thread { server.acceptLoop() }

@@ -252,7 +252,11 @@ func run() async throws -> Never {
     let listener: AgentListener?
     let listening: Int32
     let instanceLock: AgentLock?
-    if let activated = SystemdActivation.listeningSocket(environment: environment) {
+    // keychaind.socket passes the agent's socket and the SSH agent's, told apart by their paths.
+    let sshPath = location.directory + "/" + SSHAgentServer.socketName
+    let activatedSockets = SystemdActivation.listeningSockets(environment: environment)
+    let activatedSSH = activatedSockets.first { SystemdActivation.boundPath(of: $0) == sshPath }
+    if let activated = activatedSockets.first(where: { $0 != activatedSSH }) {
         // systemd's socket, and the same lock as our own: a client that finds no socket file
         // must not start a second agent beside this one.
         instanceLock = try AgentLock(location: location)
@@ -343,8 +347,8 @@ func run() async throws -> Never {
     let sshAgent: SSHAgentServer?
     do {
         sshAgent = try SSHAgentServer.start(
-            at: location.directory + "/" + SSHAgentServer.socketName, agent: SSHAgent(), keychains: service,
-            callers: directory, log: complain)
+            at: sshPath, listening: activatedSSH, agent: SSHAgent(), keychains: service, callers: directory,
+            log: complain)
     } catch {
         complain("no SSH agent: \(error)")
         sshAgent = nil

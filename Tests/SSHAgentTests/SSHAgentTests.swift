@@ -463,3 +463,42 @@ enum SSHAgentFuzz {
 
     static func stringMessage(_ type: UInt8, _ bytes: [UInt8]) -> [UInt8] { [type] + string(bytes) }
 }
+
+extension SSHAgentTests {
+    @Test(
+        "started by socket activation with both of keychaind.socket's sockets, keychaind serves the SSH socket it was given, from its first connection"
+    )
+    func socketActivatedAgentServesTheSSHSocket() throws {
+        let directory = FileManager.default.temporaryDirectory.path + "/ssh-activated-" + UUID().uuidString.prefix(8)
+        for sub in ["", "/run", "/home", "/keys"] {
+            try FileManager.default.createDirectory(
+                atPath: directory + sub, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let environment = Agent.environment(directory)
+        let agentSocket = directory + "/run/agent.sock"
+        let sshSocket = directory + "/run/" + SSHAgentServer.socketName
+        // As keychaind.socket lists them: the agent's socket, then the SSH agent's.
+        let activator = try TestDaemon(
+            "/usr/bin/systemd-socket-activate",
+            ["-l", agentSocket, "-l", sshSocket, Self.products + "/keychaind", "--socket", agentSocket],
+            environment: environment)
+        defer {
+            stopAgent(at: agentSocket)
+            activator.stop()
+        }
+        for _ in 0..<400 where access(sshSocket, F_OK) != 0 { usleep(25_000) }
+        // The first connection is ssh-add's, to the SSH socket: it starts keychaind, which serves it.
+        let key = directory + "/keys/activated"
+        let made = try Self.run(
+            "/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "activated", "-f", key],
+            environment: environment)
+        #expect(made.status == 0)
+        let added = try Self.run("/usr/bin/ssh-add", [key], environment: environment)
+        #expect(added.status == 0, "\(added.errors) \(activator.errors)")
+        let listed = try Self.run("/usr/bin/ssh-add", ["-l"], environment: environment)
+        #expect(listed.output.contains("activated (ED25519)"), "\(listed)")
+        #expect(agentPid(at: sshSocket) == activator.pid, "the activated keychaind (the same process) serves it")
+        #expect(agentPid(at: agentSocket) == activator.pid)
+    }
+}
