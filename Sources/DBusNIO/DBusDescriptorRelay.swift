@@ -136,25 +136,9 @@ enum DBusDescriptorRelay {
                 if errno == EAGAIN || errno == EINTR { continue }
                 return
             }
-            guard received > 0, write(buffer, count: received, to: channel) else { return }
+            guard received > 0,
+                buffer.withUnsafeBytes({ sendAll(UnsafeRawBufferPointer(rebasing: $0[..<received]), to: channel) })
+            else { return }
         }
-    }
-
-    /// Writes the first `count` bytes of `buffer` to `socket`, all of them.
-    private static func write(_ buffer: [UInt8], count: Int, to socket: Int32) -> Bool {
-        var offset = 0
-        while offset < count {
-            let sent = buffer.withUnsafeBytes {
-                send(socket, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if sent > 0 {
-                offset += sent
-            } else if sent < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
     }
 }

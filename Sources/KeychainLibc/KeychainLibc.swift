@@ -9,3 +9,20 @@
 #elseif canImport(Darwin)
     @_exported public import Darwin
 #endif
+
+/// Sends every byte of `bytes` on the stream socket `socket` (`MSG_NOSIGNAL`: a peer gone is an
+/// error, not a SIGPIPE), retrying after signals; `false` when the socket fails first.
+package func sendAll(_ bytes: UnsafeRawBufferPointer, to socket: Int32) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let sent = send(socket, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+        if sent > 0 {
+            offset += sent
+        } else if sent < 0 && errno == EINTR {
+            continue
+        } else {
+            return false
+        }
+    }
+    return true
+}

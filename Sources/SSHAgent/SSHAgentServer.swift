@@ -147,7 +147,7 @@ public final class SSHAgentServer: Sendable {
             let reply = answer(request, credentials: credentials)
             var framed = SSHWriter()
             framed.string(reply)
-            guard writeAll(framed.bytes, to: client) else { return }
+            guard framed.bytes.withUnsafeBytes({ sendAll($0, to: client) }) else { return }
         }
     }
 
@@ -202,22 +202,5 @@ public final class SSHAgentServer: Sendable {
             }
         }
         return bytes
-    }
-
-    private func writeAll(_ bytes: [UInt8], to socket: Int32) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes {
-                send(socket, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if sent > 0 {
-                offset += sent
-            } else if sent < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
     }
 }
