@@ -5,6 +5,7 @@ import Foundation
 import KeychainAgent
 import KeychainCore
 import KeychainLibc
+import Synchronization
 
 /// The Secret portal's backend (`org.freedesktop.impl.portal.Secret`, version 1): the secret a
 /// sandboxed app's libsecret encrypts its own keyring file with, kept in the default keychain.
@@ -44,6 +45,8 @@ public final class SecretPortal: Sendable {
     /// The Secret Service's own bus connection, on which a locked keychain's password is asked
     /// for (the desktop's prompter, else pinentry), or `nil` to answer 2 while it is locked.
     let prompts: DBusConnection?
+    /// The unique name of xdg-desktop-portal's connection, as last seen.
+    private let frontend = Mutex<String?>(nil)
 
     /// A backend that keeps the apps' secrets in `provider`'s default keychain, asking on
     /// `prompts` for its password while it is locked.
@@ -76,8 +79,7 @@ public final class SecretPortal: Sendable {
                     // Taken at once, so that it is closed when this call is done, whatever happens.
                     let descriptor = call.descriptors?.take(arguments.fd)
                     defer { if let descriptor { Glibc.close(descriptor) } }
-                    let frontend = try? await call.connection.callBus("GetNameOwner", [.string(Self.frontendName)])
-                    guard let sender = call.message.sender, sender == frontend?.body.first?.stringValue else {
+                    guard let sender = call.message.sender, await isFrontend(sender, on: call.connection) else {
                         log("secret portal: refused a call from \(call.message.sender ?? "?"): not xdg-desktop-portal")
                         throw DBusError.method(
                             "org.freedesktop.DBus.Error.AccessDenied",
@@ -88,6 +90,17 @@ public final class SecretPortal: Sendable {
                 }
             ],
             properties: [DBusProperty("version", type: .uint32) { _ in .uint32(1) }])
+    }
+
+    /// Whether `sender` is xdg-desktop-portal: the owner of ``frontendName`` when it was last
+    /// asked (a bus never gives a unique name twice, so a name that owned it stays the portal's
+    /// connection), or now.
+    func isFrontend(_ sender: String, on bus: DBusConnection) async -> Bool {
+        if frontend.withLock({ $0 == sender }) { return true }
+        let owner = try? await bus.callBus("GetNameOwner", [.string(Self.frontendName)]).body.first?.stringValue
+        guard let owner else { return false }
+        frontend.withLock { $0 = owner }
+        return owner == sender
     }
 
     /// Writes the app's secret to its descriptor; the portal's response code: 0 when written,
