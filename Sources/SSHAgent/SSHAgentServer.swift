@@ -143,8 +143,10 @@ public final class SSHAgentServer: Sendable {
             log("ssh agent: refused uid \(credentials.uid)")
             return
         }
-        while let request = readMessage(client) {
+        while var request = readMessage(client) {
             let reply = answer(request, credentials: credentials)
+            // An added key's request holds the private key: wiped once answered.
+            request.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
             var framed = SSHWriter()
             framed.string(reply)
             guard framed.bytes.withUnsafeBytes({ sendAll($0, to: client) }) else { return }
