@@ -72,6 +72,15 @@ public final class AgentListener: Sendable {
         return fd
     }
 
+    /// Another listening socket of this agent at `path`, in the directory whose lock the agent
+    /// holds (the SSH agent's, beside its own): a stale socket file is replaced, a live one or a
+    /// non-socket refused, and the new one made 0600, as the agent's own socket is.
+    /// - Throws: ``AgentError`` as ``init(location:uid:backlog:)`` does.
+    package static func listeningSocket(at path: String, backlog: Int32 = 64) throws -> Int32 {
+        try removeStaleSocket(path)
+        return try bindAndListen(path, backlog: backlog)
+    }
+
     /// Unlinks a socket file nobody accepts on; refuses a live one or a non-socket.
     private static func removeStaleSocket(_ path: String) throws {
         var info = stat()

@@ -8,10 +8,11 @@ import Synchronization
 /// deleting them.
 ///
 /// Each key is a generic password item: service ``itemService``, account the key's SHA-256
-/// fingerprint, comment (`icmt`) the key's comment, and as its secret the private key in the
-/// agent protocol's form. So it is encrypted, locked, backed up and synced like every other item,
-/// and seen only by callers of its access group. The agent never hands a private key out: it
-/// signs.
+/// fingerprint, comment (`icmt`) the key's comment, its public key blob as `gena`, and as its
+/// secret the private key in the agent protocol's form. So it is encrypted, locked, backed up and
+/// synced like every other item, and seen only by callers of its access group. Listing reads the
+/// attributes alone (each `ssh` connection lists); only signing decrypts the one key it uses. The
+/// agent never hands a private key out: it signs.
 ///
 /// ```swift
 /// let agent = SSHAgent()
@@ -75,13 +76,13 @@ public final class SSHAgent: Sendable {
             try finish(reader)
             let hidden = removed.withLock { $0 }
             return try withKeychain { keychain in
-                let identities = try Self.identities(in: keychain).filter { !hidden.contains($0.fingerprint) }
+                let keys = try Self.publicKeys(in: keychain).filter { !hidden.contains($0.fingerprint) }
                 var writer = SSHWriter()
                 writer.byte(Message.identitiesAnswer.rawValue)
-                writer.uint32(UInt32(identities.count))
-                for identity in identities {
-                    writer.string(identity.publicKeyBlob)
-                    writer.string(identity.comment)
+                writer.uint32(UInt32(keys.count))
+                for key in keys {
+                    writer.string(key.blob)
+                    writer.string(key.comment)
                 }
                 return writer.bytes
             }
@@ -116,7 +117,9 @@ public final class SSHAgent: Sendable {
             try finish(reader)
             let fingerprint = SSHIdentity.fingerprint(ofBlob: blob)
             _ = try withKeychain { keychain in
-                guard try Self.identity(fingerprint, in: keychain) != nil else { throw SSHAgentError.noSuchIdentity }
+                guard try Self.publicKeys(in: keychain, fingerprint: fingerprint).first?.blob == blob else {
+                    throw SSHAgentError.noSuchIdentity
+                }
                 return []
             }
             removed.withLock { _ = $0.insert(fingerprint) }
@@ -124,7 +127,7 @@ public final class SSHAgent: Sendable {
         case .removeAllIdentities?:
             try finish(reader)
             return try withKeychain { keychain in
-                let all = try Self.identities(in: keychain).map(\.fingerprint)
+                let all = try Self.publicKeys(in: keychain).map(\.fingerprint)
                 removed.withLock { $0.formUnion(all) }
                 return [Message.success.rawValue]
             }
@@ -148,15 +151,24 @@ public final class SSHAgent: Sendable {
         return query
     }
 
-    /// Every SSH key `keychain` holds for the caller, in the order they were added; an item
-    /// whose secret is not a key is passed over.
-    static func identities(in keychain: any KeychainHandle) throws -> [SSHIdentity] {
+    /// The public keys of the SSH keys `keychain` holds for the caller (one, with `fingerprint`),
+    /// in the order they were added, from the items' attributes: no secret is decrypted. An item
+    /// without a public key blob whose fingerprint is its account is passed over.
+    static func publicKeys(in keychain: any KeychainHandle, fingerprint: String? = nil) throws
+        -> [(blob: [UInt8], comment: String, fingerprint: String)]
+    {
         guard !keychain.isLocked else { throw SSHAgentError.locked }
-        let items = try keychain.find(query(), includeData: true).sorted {
+        let items = try keychain.find(query(fingerprint: fingerprint), includeData: false).sorted {
             ($0.attributes[.creationDate]?.dateValue ?? .distantPast)
                 < ($1.attributes[.creationDate]?.dateValue ?? .distantPast)
         }
-        return items.compactMap { identity(from: $0) }
+        return items.compactMap { item in
+            guard let blob = item.attributes[.generic]?.dataValue.map({ [UInt8]($0) }),
+                let account = item.attributes[.account]?.stringValue,
+                SSHIdentity.fingerprint(ofBlob: blob) == account
+            else { return nil }
+            return (blob, item.attributes[.comment]?.stringValue ?? "", account)
+        }
     }
 
     /// The SSH key with `fingerprint`, if the caller has it.
@@ -179,7 +191,7 @@ public final class SSHAgent: Sendable {
         let label = identity.comment.isEmpty ? "SSH key" : "SSH key: \(identity.comment)"
         let attributes: Attributes = [
             .label: .string(label), .comment: .string(identity.comment),
-            .description: .string(identity.typeName),
+            .description: .string(identity.typeName), .generic: .data(Data(identity.publicKeyBlob)),
         ]
         do {
             if try keychain.update(query(fingerprint: identity.fingerprint), attributes: attributes, data: nil) > 0 {

@@ -9,7 +9,8 @@ import Synchronization
 /// keychaind's SSH agent socket: `ssh`, `ssh-add` and `ssh-keygen` reach it through
 /// `SSH_AUTH_SOCK`. Each connection is served on a thread of its own (a client asks one thing at
 /// a time, and few connect at once), its caller identified by the kernel (`SO_PEERCRED`, and a
-/// pidfd where the kernel gives one) as every other client of the agent is, and each request
+/// pidfd where the kernel gives one) as every other client of the agent is (another user is
+/// refused there, ``KeychainAgent/CallerDirectory``), and each request
 /// runs on the agent's work queue against the default keychain, acting for the caller's groups.
 ///
 /// ```swift
@@ -44,8 +45,8 @@ public final class SSHAgentServer: Sendable {
         self.log = log
     }
 
-    /// Binds `path` (a socket left there is replaced; anything else is refused), makes it
-    /// 0600, and serves it on a thread of its own for as long as the process runs; or serves
+    /// Binds `path` (``KeychainAgent/AgentListener/listeningSocket(at:backlog:)``: a stale socket
+    /// replaced, a live one or anything else refused, 0600), and serves it on a thread of its own for as long as the process runs; or serves
     /// `listening`, the socket systemd bound there (`keychaind.socket`).
     /// - Parameters:
     ///   - path: The socket's path, in the agent's private directory.
@@ -54,48 +55,18 @@ public final class SSHAgentServer: Sendable {
     ///   - keychains: The agent whose default keychain holds the keys.
     ///   - callers: Who the callers are.
     ///   - log: Where refusals are said (never a secret).
-    /// - Throws: ``SSHAgentError`` `.keychain` when the socket cannot be made.
+    /// - Throws: ``KeychainAgent/AgentError`` when the socket cannot be made.
     public static func start(
         at path: String, listening: Int32? = nil, agent: SSHAgent, keychains: AgentService, callers: CallerDirectory,
         log: @escaping @Sendable (String) -> Void
     ) throws -> SSHAgentServer {
-        let listening = try listening ?? bind(path)
+        let listening = try listening ?? AgentListener.listeningSocket(at: path)
         let server = SSHAgentServer(
             path: path, listening: listening, agent: agent, keychains: keychains, callers: callers, log: log)
         let thread = Thread { server.acceptLoop() }
         thread.name = "ssh-agent"
         thread.start()
         return server
-    }
-
-    private static func bind(_ path: String) throws -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw SSHAgentError.keychain("the SSH agent socket's path is too long")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes + [0]) }
-        var info = stat()
-        if lstat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFSOCK else {
-                throw SSHAgentError.keychain("\(path) is there and is not a socket")
-            }
-            unlink(path)
-        }
-        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socket >= 0 else { throw SSHAgentError.keychain("cannot make a socket: errno \(errno)") }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, chmod(path, 0o600) == 0, listen(socket, 64) == 0 else {
-            let code = errno
-            close(socket)
-            throw SSHAgentError.keychain("cannot listen at \(path): errno \(code)")
-        }
-        return socket
     }
 
     private func acceptLoop() {
@@ -139,10 +110,6 @@ public final class SSHAgentServer: Sendable {
             return
         }
         defer { if let pidFD = credentials.pidFD { close(pidFD) } }
-        guard credentials.uid == getuid() else {
-            log("ssh agent: refused uid \(credentials.uid)")
-            return
-        }
         while var request = readMessage(client) {
             let reply = answer(request, credentials: credentials)
             // An added key's request holds the private key: wiped once answered.
@@ -174,7 +141,9 @@ public final class SSHAgentServer: Sendable {
         var credentials = try DBusPeerCredentials(socket: socket)
         var pidFD: Int32 = -1
         var length = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(socket, SOL_SOCKET, 77, &pidFD, &length) == 0, pidFD >= 0 { credentials.pidFD = pidFD }
+        if getsockopt(socket, SOL_SOCKET, ck_so_peerpidfd(), &pidFD, &length) == 0, pidFD >= 0 {
+            credentials.pidFD = pidFD
+        }
         return credentials
     }
 
