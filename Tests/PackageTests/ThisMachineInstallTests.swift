@@ -90,8 +90,8 @@ final class ThisMachine {
             cp "$1" /mnt/root\(packagePath)
             printf '%s\\n' '@include common-auth' '@include common-account' '@include common-session' \\
                 '@include common-password' > /mnt/root/etc/pam.d/\(service)
-            echo ready
-            exec chroot /mnt/root /bin/sleep 3600
+            # "ready" is said from inside the overlay: no command may join before the chroot.
+            exec chroot /mnt/root /bin/sh -c 'echo ready; exec /bin/sleep 3600'
             """
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
@@ -103,7 +103,7 @@ final class ThisMachine {
         let machine = ThisMachine(holder: holder)
         // The first line says the overlay is in place (or the script failed and the pipe ends).
         let ready = try await DebianPackageTests.readLine(output.fileHandleForReading)
-        guard ready == "ready", holder.isRunning else {
+        guard ready == "ready", holder.isRunning, machine.isOverlay else {
             machine.stop()
             throw DebianPackageTests.PackageFailure(
                 text: "could not lay an overlay over / (this test needs root and overlayfs): \(ready ?? "no output")")
@@ -111,9 +111,20 @@ final class ThisMachine {
         return machine
     }
 
-    /// Runs `command` as root in the overlay, with a clean environment.
+    /// Whether the holder's root is the overlay, not this machine's own `/` (another file system).
+    var isOverlay: Bool {
+        var overlay = stat()
+        var host = stat()
+        return stat(root + "/", &overlay) == 0 && stat("/", &host) == 0 && overlay.st_dev != host.st_dev
+    }
+
+    /// Runs `command` as root in the overlay, with a clean environment; never on this machine's
+    /// own root.
     func run(_ command: [String], input: String? = nil) async throws -> DebianPackageTests.Outcome {
-        try await DebianPackageTests.run(
+        guard isOverlay else {
+            throw DebianPackageTests.PackageFailure(text: "the overlay is gone: \(command[0]) not run")
+        }
+        return try await DebianPackageTests.run(
             "/usr/bin/nsenter",
             ["--target", "\(holder.processIdentifier)", "--mount", "--root", "--wd=/", "--"]
                 + ["/usr/bin/env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive"]
