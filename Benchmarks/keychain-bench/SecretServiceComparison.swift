@@ -148,6 +148,14 @@ struct SecretServiceComparison {
             let sessions = try measureDiffieHellmanSessions(ourClient, gnomeClient, rounds: rounds, warmup: warmup)
             result.openSessionOurs = Summary(nanoseconds: sessions.ours)
             result.openSessionGnome = sessions.theirs.isEmpty ? nil : Summary(nanoseconds: sessions.theirs)
+            progress("  Properties.GetAll of every item at once (libsecret's search --all), interleaved")
+            do {
+                let loads = try measureLoadingEveryItem(ourClient, gnomeClient)
+                result.loadAllOurs = Summary(nanoseconds: loads.ours)
+                result.loadAllGnome = loads.theirs.isEmpty ? nil : Summary(nanoseconds: loads.theirs)
+            } catch {
+                result.loadAllNote = "not available: \(error)"
+            }
             progress("  RetrieveSecret through xdg-desktop-portal from a sandboxed app, with each as the backend")
             measurePortal(
                 &result, ours: ours.environment, gnome: useGnome ? gnome?.environment : nil, in: directory,
@@ -157,6 +165,30 @@ struct SecretServiceComparison {
             result.note = "not available: \(error)"
         }
         return result
+    }
+
+    /// Every item of the login collection loaded at once, as libsecret's `search --all` loads each
+    /// item it found: one `Properties.GetAll` per item, all sent before any reply is read; timed
+    /// from the first call to the last reply, on each connection in turn.
+    private func measureLoadingEveryItem(
+        _ ours: SecretServiceClient, _ theirs: SecretServiceClient?
+    ) throws -> PairedSamples {
+        let ourPaths = try ours.itemPaths(of: SecretServiceClient.loginCollection)
+        let theirPaths = try theirs?.itemPaths(of: SecretServiceClient.loginCollection) ?? []
+        var ourSamples: [UInt64] = []
+        var theirSamples: [UInt64] = []
+        // Few rounds: GNOME Keyring takes seconds for each (it finds an item by its path among all).
+        for round in 0...min(options.processRepetitions, 5) {
+            var start = Clock.now()
+            try ours.loadAtOnce(ourPaths)
+            if round > 0 { ourSamples.append(Clock.now() - start) }
+            if let theirs {
+                start = Clock.now()
+                try theirs.loadAtOnce(theirPaths)
+                if round > 0 { theirSamples.append(Clock.now() - start) }
+            }
+        }
+        return PairedSamples(ours: ourSamples, theirs: theirSamples)
     }
 
     /// `OpenSession` with `dh-ietf1024-sha256-aes128-cbc-pkcs7` on each connection, interleaved:
@@ -489,6 +521,40 @@ struct SecretServiceClient: Sendable {
         return Data(bytes)
     }
 
+    /// The paths of `collection`'s items (its `Items` property).
+    func itemPaths(of collection: String) throws -> [String] {
+        let reply = try call(
+            .methodCall(
+                path: collection, interface: "org.freedesktop.DBus.Properties", member: "Get",
+                destination: SecretServiceProvider.busName,
+                body: [.string("org.freedesktop.Secret.Collection"), .string("Items")]))
+        let paths = (reply.body.first?.variantValue ?? reply.body.first)?.arrayElements?.compactMap {
+            if case .objectPath(let path) = $0 { return path } else { return nil }
+        }
+        guard let paths, !paths.isEmpty else { throw BenchmarkFailure("\(collection) lists no items") }
+        return paths
+    }
+
+    /// `Properties.GetAll` of every item in `paths`, all sent before the first reply is waited
+    /// for; each reply checked to be a return.
+    func loadAtOnce(_ paths: [String]) throws {
+        // No call is given up on before the last: libsecret's own limit (25 s a call) is what
+        // the row shows a provider against.
+        let replies = paths.map { path in
+            connection.callFuture(
+                .methodCall(
+                    path: path, interface: "org.freedesktop.DBus.Properties", member: "GetAll",
+                    destination: SecretServiceProvider.busName, body: [.string(Self.itemInterface)]),
+                timeout: .seconds(900))
+        }
+        for reply in replies {
+            let message = try reply.wait()
+            guard message.type == .methodReturn else {
+                throw BenchmarkFailure("GetAll of an item failed: \(message.body.first?.stringValue ?? "")")
+            }
+        }
+    }
+
     /// `org.freedesktop.DBus.Peer.Ping` to the provider: a round trip through the bus that the
     /// provider answers with nothing.
     func ping() throws {
@@ -544,6 +610,11 @@ struct SecretServiceResult: Codable, Sendable {
     /// `OpenSession` with Diffie-Hellman over the same connection.
     var openSessionOurs: Summary?
     var openSessionGnome: Summary?
+    /// `Properties.GetAll` of every item in `login` sent at once, to the last reply.
+    var loadAllOurs: Summary?
+    var loadAllGnome: Summary?
+    /// Why the rows of loading every item at once are missing.
+    var loadAllNote: String?
     /// Seconds to start GNOME Keyring with ``items`` items in `login` and have it encrypt them.
     var gnomeFillSeconds: Double?
     /// Moving GNOME Keyring's encrypted `login` file (``items`` items) into a new keychain.
@@ -610,6 +681,12 @@ struct SecretServiceResult: Codable, Sendable {
     var createGnomeOverOurs: Double? {
         guard let ours = createOurs, let theirs = createGnomeLogin else { return nil }
         return theirs.medianMicroseconds / ours.medianMicroseconds
+    }
+
+    /// Loading every item at once from ours ÷ from GNOME Keyring.
+    var loadAllOursOverGnome: Double? {
+        guard let ours = loadAllOurs, let theirs = loadAllGnome else { return nil }
+        return ours.medianMicroseconds / theirs.medianMicroseconds
     }
 
     /// Our Diffie-Hellman `OpenSession` ÷ GNOME Keyring's (target ≤ 1).

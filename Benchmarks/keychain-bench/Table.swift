@@ -603,6 +603,10 @@ enum TableRenderer {
             theirs: result.openSessionGnome, theirTitle: "GNOME Keyring", theirItems: items,
             ratio: result.openSessionOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) }, note: nil)
         pair(
+            "Properties.GetAll of every item at once, to the last reply (libsecret's search --all)",
+            ours: result.loadAllOurs, theirs: result.loadAllGnome, theirTitle: "GNOME Keyring", theirItems: items,
+            ratio: result.loadAllOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) }, note: result.loadAllNote)
+        pair(
             "Secret portal RetrieveSecret, sandboxed app through xdg-desktop-portal", ours: result.portalOurs,
             theirs: result.portalGnome, theirTitle: "GNOME Keyring as the backend", theirItems: items,
             ratio: result.portalOursOverGnome.map { "ours ÷ GNOME " + Format.ratio($0) },

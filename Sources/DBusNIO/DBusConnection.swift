@@ -225,18 +225,20 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
             return
         }
         let sender = header.sender ?? ""
-        var calls = senders[sender, default: SenderCalls()]
-        guard calls.running < limits.handledAtOnce else {
+        // Counts only: a copy of the sender's calls kept alive here would make the append below
+        // copy the whole queue, quadratic in the calls waiting (10,000 of libsecret's at once).
+        let running = senders[sender]?.running ?? 0
+        let waiting = senders[sender]?.waiting.count ?? 0
+        guard running < limits.handledAtOnce else {
             // Beyond what is handled at once, a call waits its turn (libsecret reads every
             // found item's properties at once), up to a bound per sender and in all.
-            guard calls.waiting.count < limits.waitingPerSender, waitingTotal < limits.waitingInAll else {
+            guard waiting < limits.waitingPerSender, waitingTotal < limits.waitingInAll else {
                 if wantsReply {
                     reply(.error(to: header, name: DBusErrorName.limitsExceeded, message: "too many calls"), context)
                 }
                 return
             }
-            calls.waiting.append(received)
-            senders[sender] = calls
+            senders[sender, default: SenderCalls()].waiting.append(received)
             waitingTotal += 1
             return
         }
@@ -273,7 +275,8 @@ final class DBusConnectionHandler: ChannelDuplexHandler {
     /// there is room (a call answered at once takes none).
     private func finished(_ sender: String, context: ChannelHandlerContext) {
         senders[sender]?.running -= 1
-        while let calls = senders[sender], calls.running < limits.handledAtOnce,
+        // Taken from the queue in place, with no copy of the sender's calls alive meanwhile.
+        while (senders[sender]?.running ?? limits.handledAtOnce) < limits.handledAtOnce,
             let next = senders[sender]?.waiting.popFirst()
         {
             waitingTotal -= 1

@@ -95,7 +95,12 @@ public struct PinentryScreen: Sendable, Equatable {
         let term = variables.first { $0.hasPrefix("TERM=") }.map { String($0.dropFirst(5)) }
         self.init(terminal: found, terminalType: term.flatMap { $0.isEmpty ? nil : $0 } ?? "xterm")
         hasDisplay = variables.contains { $0.hasPrefix("DISPLAY=") || $0.hasPrefix("WAYLAND_DISPLAY=") }
+        desktop = variables.first { $0.hasPrefix("XDG_CURRENT_DESKTOP=") }.map { String($0.dropFirst(20)) }
     }
+
+    /// The caller's desktop (`XDG_CURRENT_DESKTOP` in its environment: `KDE`, `GNOME`,
+    /// `ubuntu:GNOME`), which decides whose prompter asks.
+    public var desktop: String?
 
     /// Whether the caller runs with a display (`DISPLAY` or `WAYLAND_DISPLAY` in its environment).
     public var hasDisplay = false

@@ -178,16 +178,18 @@ extension SecretServiceProvider {
     ) async -> PasswordOutcome {
         let program = asker ?? caller.flatMap(Self.programName) ?? "A program"
         let screen = caller.map { PinentryScreen(callerPID: $0) } ?? PinentryScreen(terminal: nil)
-        let systemPrompter = !screen.isTerminalOnly ? await SystemPrompt.isAvailable(on: connection) : false
+        let desktopPrompter =
+            screen.isTerminalOnly
+            ? nil
+            : await DesktopPrompter.available(
+                on: connection, desktop: screen.desktop ?? environment["XDG_CURRENT_DESKTOP"])
         for collection in collections {
             guard !state.finished.load(ordering: .relaxed) else { return .cancelled }
             guard let name = collection.keychainName,
                 (try? await lockedCollections([collection], groups))?.isEmpty == false
             else { continue }
-            var dialog: PasswordDialog?
-            if systemPrompter, let prompt = try? await SystemPrompt.begin(on: connection, objects: objects) {
-                dialog = .system(prompt)
-            } else if let pinentry {
+            var dialog = await desktopPrompter?.begin(on: connection, objects: objects)
+            if dialog == nil, let pinentry {
                 let environment = environment
                 if case .success(let opened?) = await Self.offThePool({
                     try pinentry.open(on: screen, environment: environment)
@@ -198,14 +200,15 @@ extension SecretServiceProvider {
             guard let dialog else { return .noOneToAsk }
             state.dialog.withLock { $0 = dialog }
             defer { state.dialog.withLock { $0 = nil } }
+            let asker = "\(program)\(caller.map { " (pid \($0))" } ?? "")"
             let description =
-                "The keychain \"\(collection.label)\" is locked.\n\n\(program)\(caller.map { " (pid \($0))" } ?? "") "
+                "The keychain \"\(collection.label)\" is locked.\n\n\(asker) "
                 + "wants to use it. Enter the keychain's password to unlock it."
             var error: String?
             var unlocked = false
             for _ in 0..<3 where !unlocked {
                 let answer = await dialog.askPassword(
-                    keychain: collection.label, description: description, error: error)
+                    keychain: collection.label, asker: asker, description: description, error: error)
                 guard case .success(let password?) = answer, !state.finished.load(ordering: .relaxed) else {
                     await dialog.close()
                     return .cancelled
@@ -286,14 +289,45 @@ final class PromptState: Sendable {
     let dialog = Mutex<PasswordDialog?>(nil)
 }
 
+/// The desktop's own prompter an unlock dialog is shown with.
+enum DesktopPrompter: Sendable {
+    /// GNOME's system prompter (``SystemPrompt``).
+    case gnome
+    /// KDE Plasma's secret prompter (``KDEPrompt``).
+    case kde
+
+    /// The prompter of the session: KDE's in a Plasma session (`XDG_CURRENT_DESKTOP` names KDE)
+    /// when the bus has it, else GNOME's when the bus has it, else KDE's when the bus has it;
+    /// `nil` when the bus has neither.
+    static func available(on connection: DBusConnection, desktop: String?) async -> DesktopPrompter? {
+        let isPlasma = (desktop ?? "").split(separator: ":").contains { $0.uppercased() == "KDE" }
+        if isPlasma, await KDEPrompt.isAvailable(on: connection) { return .kde }
+        if await SystemPrompt.isAvailable(on: connection) { return .gnome }
+        if !isPlasma, await KDEPrompt.isAvailable(on: connection) { return .kde }
+        return nil
+    }
+
+    /// A dialog of this prompter, or `nil` when it cannot be had (another prompt is on screen,
+    /// or the prompter does not start).
+    func begin(on connection: DBusConnection, objects: DBusObjectTree) async -> PasswordDialog? {
+        switch self {
+        case .gnome: (try? await SystemPrompt.begin(on: connection, objects: objects)).map(PasswordDialog.system)
+        case .kde: (try? await KDEPrompt.begin(on: connection, objects: objects)).map(PasswordDialog.kde)
+        }
+    }
+}
+
 /// A dialog asking a person for a keychain's password: the desktop's prompter, or pinentry.
 enum PasswordDialog: Sendable {
     case system(SystemPrompt)
+    case kde(KDEPrompt)
     case pinentry(PinentryDialog)
 
-    /// The password typed for `keychain`, `nil` when the person cancelled; `error` says why the
-    /// last one did not open it.
-    func askPassword(keychain: String, description: String, error: String?) async -> Result<Data?, any Error> {
+    /// The password typed for `keychain`, `nil` when the person cancelled; `asker` names who
+    /// asks, `error` says why the last one did not open it.
+    func askPassword(keychain: String, asker: String, description: String, error: String?) async -> Result<
+        Data?, any Error
+    > {
         switch self {
         case .system(let prompt):
             var properties = [
@@ -302,6 +336,12 @@ enum PasswordDialog: Sendable {
             ]
             properties["warning"] = error
             do { return .success(try await prompt.password(properties)) } catch { return .failure(error) }
+        case .kde(let prompt):
+            // Its dialog says "to unlock the wallet …" in its own words: the name says the rest.
+            let name = KDEPrompt.collectionName(keychain: keychain, asker: asker)
+            do { return .success(try await prompt.password(collection: name, error: error)) } catch {
+                return .failure(error)
+            }
         case .pinentry(let dialog):
             return await SecretServiceProvider.offThePool {
                 try dialog.askPassword(description: description, error: error)
@@ -313,6 +353,7 @@ enum PasswordDialog: Sendable {
     func close() async {
         switch self {
         case .system(let prompt): await prompt.close()
+        case .kde(let prompt): await prompt.close()
         case .pinentry(let dialog): dialog.close()
         }
     }
@@ -323,6 +364,8 @@ enum PasswordDialog: Sendable {
         switch self {
         case .system(let prompt):
             prompt.end()
+            Task { await prompt.close() }
+        case .kde(let prompt):
             Task { await prompt.close() }
         case .pinentry(let dialog): dialog.cancel()
         }

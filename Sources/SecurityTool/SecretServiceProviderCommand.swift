@@ -25,8 +25,14 @@ struct SecretServiceProvider: ToolCommand {
             $XDG_DATA_HOME/dbus-1/services/org.freedesktop.secrets.service, which the bus reads \
             before the system's files.
 
-            disable: removes that file if enable made it; the system's provider (gnome-keyring, \
-            oo7) applies again.
+            A GNOME session also starts GNOME Keyring's Secret Service at every login, whatever \
+            the bus would start (its autostart entry gnome-keyring-secrets.desktop): enable \
+            turns that entry off for you with a file of the same name in \
+            $XDG_CONFIG_HOME/autostart (Hidden=true). GNOME Keyring's login daemon and its SSH \
+            and PKCS#11 parts still start.
+
+            disable: removes those files if enable made them; the system's provider \
+            (gnome-keyring, oo7) applies again.
 
             status: which file the bus would start, and its program.
             """))
@@ -35,11 +41,19 @@ struct SecretServiceProvider: ToolCommand {
     var action: String
 
     func execute(in session: Session) throws -> Int32 {
-        let directories = ActivationDirectories(environment: ProcessInfo.processInfo.environment)
+        let environment = ProcessInfo.processInfo.environment
+        let directories = ActivationDirectories(environment: environment)
+        let autostart = AutostartDirectories(environment: environment)
         switch action {
-        case "enable": try enable(directories)
-        case "disable": try disable(directories)
-        case "status": status(directories)
+        case "enable":
+            try enable(directories)
+            try turnOffAutostartedProviders(autostart)
+        case "disable":
+            try disable(directories)
+            try turnOnAutostartedProviders(autostart)
+        case "status":
+            status(directories)
+            autostartStatus(autostart)
         default: throw CommandFailure.usage("The action is enable, disable or status.")
         }
         return 0
@@ -84,7 +98,61 @@ struct SecretServiceProvider: ToolCommand {
         Console.out("org.freedesktop.secrets: \(exec), from \(file)\n")
     }
 
-    /// The first line of the file `enable` writes: what `disable` removes, and only it.
+    /// Turns off, for this user, each autostart entry of the system that starts another Secret
+    /// Service at login (``AutostartDirectories/providerEntries``), with an entry of the same name
+    /// in the user's autostart directory that says `Hidden=true` (the XDG Autostart
+    /// specification's way). A file of that name the user made is left alone.
+    private func turnOffAutostartedProviders(_ autostart: AutostartDirectories) throws {
+        for entry in autostart.systemProviderEntries() {
+            let file = autostart.userDirectory + "/" + entry
+            if let existing = try? String(contentsOfFile: file, encoding: .utf8) {
+                if !existing.contains(Self.marker) {
+                    Console.out("\(file) is yours: left as it is\n")
+                }
+                continue
+            }
+            let contents = """
+                \(Self.marker)
+                # Undo: security secret-service disable
+                [Desktop Entry]
+                Type=Application
+                Name=\(entry) (turned off: keychaind provides the Secret Service)
+                Hidden=true
+
+                """
+            try FileManager.default.createDirectory(atPath: autostart.userDirectory, withIntermediateDirectories: true)
+            try Data(contents.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
+            Console.out("\(entry): not started at login any more, by \(file)\n")
+        }
+    }
+
+    /// Removes the autostart entries ``turnOffAutostartedProviders(_:)`` made, and only them.
+    private func turnOnAutostartedProviders(_ autostart: AutostartDirectories) throws {
+        for entry in AutostartDirectories.providerEntries {
+            let file = autostart.userDirectory + "/" + entry
+            guard let existing = try? String(contentsOfFile: file, encoding: .utf8), existing.contains(Self.marker)
+            else { continue }
+            try FileManager.default.removeItem(atPath: file)
+            Console.out("\(entry): started at login again\n")
+        }
+    }
+
+    private func autostartStatus(_ autostart: AutostartDirectories) {
+        for entry in autostart.systemProviderEntries() {
+            let file = autostart.userDirectory + "/" + entry
+            if let existing = try? String(contentsOfFile: file, encoding: .utf8),
+                existing.split(separator: "\n").contains(where: {
+                    $0.trimmingCharacters(in: .whitespaces) == "Hidden=true"
+                })
+            {
+                Console.out("\(entry): not started at login, by \(file)\n")
+            } else {
+                Console.out("\(entry): started at login, and takes org.freedesktop.secrets first\n")
+            }
+        }
+    }
+
+    /// The first line of the files `enable` writes: what `disable` removes, and only them.
     static let marker = "# Made by `security secret-service enable` (Keychain for Linux)."
 
     /// keychaind beside this program (a build directory, /usr/bin), else /usr/bin/keychaind.
@@ -134,5 +202,34 @@ struct ActivationDirectories {
             }
         }
         return nil
+    }
+}
+
+/// The directories of XDG autostart entries (the XDG Autostart specification,
+/// <https://specifications.freedesktop.org/autostart-spec/latest/>): the user's
+/// (`$XDG_CONFIG_HOME/autostart`), whose entries replace the system's of the same name, then each
+/// of `$XDG_CONFIG_DIRS` (`/etc/xdg/autostart`).
+struct AutostartDirectories {
+    /// The entries of other providers that a desktop session starts at login and that take
+    /// `org.freedesktop.secrets` before any client asks: GNOME Keyring's Secret Service part
+    /// (gnome-keyring's `gnome-keyring-secrets.desktop`, run by gnome-session).
+    static let providerEntries = ["gnome-keyring-secrets.desktop"]
+
+    var userDirectory: String
+    var systemDirectories: [String]
+
+    init(environment: [String: String]) {
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        let configHome = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
+        userDirectory = configHome + "/autostart"
+        systemDirectories = (environment["XDG_CONFIG_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/etc/xdg")
+            .split(separator: ":").map(String.init).filter { $0.hasPrefix("/") }.map { $0 + "/autostart" }
+    }
+
+    /// The ``providerEntries`` this machine has in a system directory.
+    func systemProviderEntries() -> [String] {
+        Self.providerEntries.filter { entry in
+            systemDirectories.contains { FileManager.default.fileExists(atPath: $0 + "/" + entry) }
+        }
     }
 }

@@ -141,6 +141,8 @@ struct BenchmarkTests {
             (result?.lookupOurs, "lookup on keychaind"), (result?.lookupGnome, "lookup on GNOME"),
             (result?.createOurs, "CreateItem on keychaind"), (result?.createGnomeLogin, "CreateItem on GNOME"),
             (result?.openSessionOurs, "OpenSession on keychaind"), (result?.openSessionGnome, "OpenSession on GNOME"),
+            (result?.loadAllOurs, "every item loaded at once from keychaind"),
+            (result?.loadAllGnome, "every item loaded at once from GNOME"),
             (result?.moveIn, "moving GNOME Keyring's file in"), (result?.moveInFloor, "the move-in's floor"),
             (result?.portalOurs, "RetrieveSecret with keychaind"), (result?.portalGnome, "RetrieveSecret with GNOME"),
             (result?.portalFloor, "the portal's floor"),
@@ -150,12 +152,14 @@ struct BenchmarkTests {
         }
         for ratio in [
             result?.secretToolOursOverGnome, result?.lookupGnomeOverOurs, result?.createGnomeOverOurs,
-            result?.openSessionOursOverGnome, result?.moveInOverFloor, result?.portalOursOverGnome,
+            result?.openSessionOursOverGnome, result?.loadAllOursOverGnome, result?.moveInOverFloor,
+            result?.portalOursOverGnome,
             result?.portalOverFloor,
         ] {
             #expect(ratio.map { $0.isFinite && $0 > 0 } == true)
         }
         #expect(result?.moveInNote == nil, "\(result?.moveInNote ?? "")")
+        #expect(result?.loadAllNote == nil, "\(result?.loadAllNote ?? "")")
         #expect(
             result?.portalNote == nil && result?.portalGnomeNote == nil,
             "\(result?.portalNote ?? "") \(result?.portalGnomeNote ?? "")")

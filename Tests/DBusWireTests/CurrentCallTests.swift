@@ -3,7 +3,7 @@ import DBusWire
 import Foundation
 import Testing
 
-@Suite("DBusCurrentCall", .timeLimit(.minutes(2)))
+@Suite("DBusCurrentCall", .timeLimit(.minutes(10)))
 struct CurrentCallTests {
     @Test("A property getter sees the message being served (Get and GetAll), and nothing outside a call")
     func propertyGetterSeesTheCall() async throws {

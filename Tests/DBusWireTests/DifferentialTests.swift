@@ -3,7 +3,7 @@ import Testing
 
 @testable import DBusWire
 
-@Suite("Differential decoding with GDBus (python3-gi)", .timeLimit(.minutes(2)))
+@Suite("Differential decoding with GDBus (python3-gi)", .timeLimit(.minutes(10)))
 struct DifferentialTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
         "gdbus_differential.py"

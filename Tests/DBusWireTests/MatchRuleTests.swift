@@ -3,7 +3,7 @@ import DBusWire
 import Foundation
 import Testing
 
-@Suite("Match rules, AddMatch and name owners", .timeLimit(.minutes(2)))
+@Suite("Match rules, AddMatch and name owners", .timeLimit(.minutes(10)))
 struct MatchRuleTests {
     @Test("a rule prints in the bus's syntax, keys in a fixed order, apostrophes escaped")
     func ruleText() {

@@ -3,7 +3,7 @@ import DBusWire
 import Foundation
 import Testing
 
-@Suite("Real D-Bus tools against DBusWire", .timeLimit(.minutes(2)))
+@Suite("Real D-Bus tools against DBusWire", .timeLimit(.minutes(10)))
 struct RealToolTests {
     @Test("Our client: Hello, ListNames and GetConnectionCredentials on a real dbus-daemon")
     func clientAgainstDBusDaemon() async throws {

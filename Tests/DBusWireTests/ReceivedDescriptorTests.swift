@@ -7,7 +7,7 @@ import Testing
 /// (`Configuration.receivesDescriptors`): each call gets its own, in order, among calls without
 /// any; a descriptor no handler takes is closed; a peer that claims descriptors it did not send
 /// is cut off.
-@Suite("DBusConnection receiving descriptors", .timeLimit(.minutes(2)))
+@Suite("DBusConnection receiving descriptors", .timeLimit(.minutes(10)))
 struct ReceivedDescriptorTests {
     static let path = "/org/example/Pipes"
     static let interface = "org.example.Pipes"

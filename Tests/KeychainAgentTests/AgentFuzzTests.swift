@@ -312,7 +312,7 @@ enum RawClient {
     }
 }
 
-@Suite("Agent fuzz: hostile D-Bus traffic", .timeLimit(.minutes(3)))
+@Suite("Agent fuzz: hostile D-Bus traffic", .timeLimit(.minutes(10)))
 struct AgentFuzzTests {
     struct Tally: Sendable {
         var messages = 0

@@ -17,7 +17,7 @@ import Testing
 /// The screen saver is the real one MATE ships (`mate-screensaver`, Debian's package), on a
 /// private X server (Xvfb) and a private session bus (`dbus-daemon --session`), locked by its own
 /// command (`mate-screensaver-command --lock`) as a person's keyboard shortcut does.
-@Suite("keychaind locks when a screen saver starts", .timeLimit(.minutes(5)))
+@Suite("keychaind locks when a screen saver starts", .timeLimit(.minutes(10)))
 struct ScreenSaverLockTests {
     /// A private session bus, an X server and the environment a session's programs get there.
     final class Session {

@@ -19,7 +19,7 @@ import Testing
 /// `Inhibit` with the write end of a fresh pipe; end-of-file on the read end is exactly how
 /// logind learns that every copy of the descriptor is closed, and the stand-in reports it with
 /// the lock state the agent gives at that moment.
-@Suite("Sleep inhibitor: logind's delay lock, received and released", .timeLimit(.minutes(5)))
+@Suite("Sleep inhibitor: logind's delay lock, received and released", .timeLimit(.minutes(10)))
 struct SleepInhibitorTests {
     /// The Python logind stand-in, its output in a file read by polling (no pipe read holds a
     /// thread of the cooperative pool).

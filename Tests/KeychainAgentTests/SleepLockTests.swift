@@ -20,7 +20,7 @@ import Testing
 /// answers `GetSessionByPID` with a session object and emits logind's signals. The agent is
 /// the real `keychaind`, pointed at that bus by `DBUS_SYSTEM_BUS_ADDRESS`. Signals that must
 /// lock nothing are checked once the agent has provably handled them, never after a delay.
-@Suite("keychaind locks on sleep and session lock", .timeLimit(.minutes(5)))
+@Suite("keychaind locks on sleep and session lock", .timeLimit(.minutes(10)))
 struct SleepLockTests {
     static let sessionPath = "/org/freedesktop/login1/session/_31"
 

@@ -11,7 +11,7 @@ extension SyncIntegration {
     /// would leave them); every machine finds its last verified head gone, writes back from its
     /// mirror what the server lost, and all end with every item. One test restores a real base
     /// backup (`pg_basebackup`) over a stopped server.
-    @Suite("A server that lost the end of the log is repaired by the machines", .serialized, .timeLimit(.minutes(3)))
+    @Suite("A server that lost the end of the log is repaired by the machines", .serialized, .timeLimit(.minutes(10)))
     struct AmnesiaTests {
         /// Copies the zone's records, heads and head aside, as the superuser; returns the name
         /// prefix of the copies.

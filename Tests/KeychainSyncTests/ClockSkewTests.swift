@@ -7,7 +7,7 @@ import Testing
 extension SyncIntegration {
     /// The design's test 4 (docs/sync.md): the same primary key added offline on two machines,
     /// 100 rounds, with one machine's clock up to five minutes ahead of the other's.
-    @Suite("Concurrent adds under clock skew", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Concurrent adds under clock skew", .serialized, .timeLimit(.minutes(10)))
     struct ClockSkewTests {
         /// A machine's hybrid logical clock.
         static func clock(_ machine: TestMachine) throws -> UInt64 {

@@ -10,7 +10,7 @@ extension SyncIntegration {
     /// postgres-nio can drop a query sent just as the server closes its connection and never
     /// answer it (found by the restart test: a push waited for its round's 30 s limit after
     /// `pg_ctl restart -m fast`). Every use of a pooled connection is raced against its close.
-    @Suite("A query on a connection the server closed cannot hang", .serialized, .timeLimit(.minutes(2)))
+    @Suite("A query on a connection the server closed cannot hang", .serialized, .timeLimit(.minutes(10)))
     struct ConnectionGuardTests {
         static func connect() async throws -> PostgresConnection {
             try await SyncServerAddress(url: try SharedCluster.get().superuserURL).connect(

@@ -10,7 +10,7 @@ extension SyncIntegration {
     /// older than the zone's retention R that every active machine has acknowledged, and heads
     /// every machine has passed; a machine offline longer than R reconciles, applies the
     /// deletions it missed, and keeps (and pushes again) its own edits of deleted items.
-    @Suite("Tombstones and heads are collected", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Tombstones and heads are collected", .serialized, .timeLimit(.minutes(10)))
     struct GarbageCollectionTests {
         /// R for these tests, as a PostgreSQL interval.
         static let retention = "2 seconds"

@@ -9,7 +9,7 @@ import Testing
 /// suite's PostgreSQL, and what the devices make of it: every change is refused (nothing
 /// applied, the cursor kept), and the zone syncs again once the rows are put back.
 extension SyncIntegration {
-    @Suite("A hostile server is caught", .serialized, .timeLimit(.minutes(3)))
+    @Suite("A hostile server is caught", .serialized, .timeLimit(.minutes(10)))
     struct HostileServerTests {
         /// Two machines with `count` synced items, all pulled by B; then A adds one more, pushed.
         private func zoneWithPendingPull(count: Int = 3) async throws -> (a: TestMachine, b: TestMachine, zone: String)
@@ -186,7 +186,7 @@ extension SyncIntegration {
 extension SyncIntegration {
     @Suite(
         "Zero knowledge: the server's files, WAL, dump and statement log hold no canary", .serialized,
-        .timeLimit(.minutes(3)))
+        .timeLimit(.minutes(10)))
     struct ZeroKnowledgeTests {
         @Test("canary secrets and attributes of three machines appear nowhere on the server")
         func noCanaryOnTheServer() async throws {

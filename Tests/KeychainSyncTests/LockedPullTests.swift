@@ -9,7 +9,7 @@ import Testing
 /// locked are not decrypted; they wait, sealed, in the keychain file, and are applied as soon as
 /// it unlocks, under the same last-writer-wins rule; everything else is applied and pushes go on.
 extension SyncIntegration {
-    @Suite("Class-A records arriving while the keychain is locked", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Class-A records arriving while the keychain is locked", .serialized, .timeLimit(.minutes(10)))
     struct LockedPullTests {
         static let password = "correct horse"
 

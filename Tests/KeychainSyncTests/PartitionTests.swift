@@ -11,7 +11,7 @@ extension SyncIntegration {
     /// off from the server in every round. After the partitions heal, every machine holds exactly
     /// what an oracle says: for each primary key, the last write made anywhere (last writer wins,
     /// by hybrid logical clock, on one machine's clock here, so "last" is the order of the writes).
-    @Suite("Random partitions converge to the last writes", .serialized, .timeLimit(.minutes(4)))
+    @Suite("Random partitions converge to the last writes", .serialized, .timeLimit(.minutes(10)))
     struct PartitionTests {
         static let machines = 5
         static let keys = 50

@@ -118,7 +118,7 @@ func backends(of role: String, in cluster: PostgresCluster) throws -> Int {
 }
 
 extension SyncIntegration {
-    @Suite(.serialized, .timeLimit(.minutes(1)))
+    @Suite(.serialized, .timeLimit(.minutes(10)))
     struct PostgresServerTests {
         let cluster: PostgresCluster
 

@@ -21,7 +21,7 @@ extension SyncIntegration {
     /// one machine each, one add per push, so the server takes the design's 200 pushes a second
     /// (commits) in a debug build, which one contended zone cannot: its commits are serial. The
     /// rates are printed, not asserted.
-    @Suite("A server restarted under load loses no acknowledged commit", .serialized, .timeLimit(.minutes(4)))
+    @Suite("A server restarted under load loses no acknowledged commit", .serialized, .timeLimit(.minutes(10)))
     struct ServerRestartTests {
         /// How the load is spread: `zones` zones (sync accounts) on the one server, `pushers`
         /// machines pushing in each, `itemsPerRound` adds before each push.
@@ -174,7 +174,7 @@ func onDispatchThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) a
 }
 
 extension SyncIntegration {
-    @Suite("The scratch server's processes", .timeLimit(.minutes(2)))
+    @Suite("The scratch server's processes", .timeLimit(.minutes(10)))
     struct ScratchServerDescriptorTests {
         /// The postmaster and the watchdog outlive the call that starts them: a descriptor of the
         /// starting process they inherited would stay open for their whole life (a test's D-Bus

@@ -10,7 +10,7 @@ import Testing
 /// `security sync` as a person uses it: two homes (two machines), real `security` processes, the
 /// suite's real PostgreSQL; and `security sync now` killed with SIGKILL at random points.
 extension SyncIntegration {
-    @Suite("security sync on the command line", .serialized, .timeLimit(.minutes(3)))
+    @Suite("security sync on the command line", .serialized, .timeLimit(.minutes(10)))
     struct SyncCommandTests {
         /// One machine: a private HOME and XDG directories, its login keychain made by `security`.
         final class Home: @unchecked Sendable {

@@ -65,7 +65,7 @@ func makeZone(machines count: Int, cluster given: PostgresCluster? = nil) async 
 }
 
 extension SyncIntegration {
-    @Suite("Sync between machines through a real PostgreSQL", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Sync between machines through a real PostgreSQL", .serialized, .timeLimit(.minutes(10)))
     struct SyncDevicesTests {
         @Test("an add, an update and a delete on one machine reach the other; local-only items stay home")
         func changesPropagate() async throws {

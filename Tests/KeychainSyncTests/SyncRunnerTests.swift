@@ -8,7 +8,7 @@ import Testing
 /// The background sync keychaind runs: a change on one machine reaches the other through
 /// `LISTEN`/`NOTIFY` without anyone running `security sync now`, and survives a server restart.
 extension SyncIntegration {
-    @Suite("Background sync (LISTEN, journal watch, reconnect)", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Background sync (LISTEN, journal watch, reconnect)", .serialized, .timeLimit(.minutes(10)))
     struct SyncRunnerTests {
 
         @Test("adds on one machine reach the other by themselves, 20 times in a row")

@@ -9,7 +9,7 @@ import Testing
 /// TLS between a device and the server, as `psql` users know it (`sslmode`, `sslrootcert`),
 /// against real PostgreSQL servers with certificates made by the real `openssl`.
 extension SyncIntegration {
-    @Suite("TLS to the sync server", .serialized, .timeLimit(.minutes(3)))
+    @Suite("TLS to the sync server", .serialized, .timeLimit(.minutes(10)))
     struct TLSTests {
         @Test(
             "init, invite, join and sync over verify-full with sslrootcert, then in the background: every login used TLS"

@@ -9,7 +9,7 @@ import Testing
 /// keychaind's SSH agent driven by OpenSSH's own programs: `ssh-add` stores keys in the
 /// keychain and lists them, `ssh-keygen -Y sign` signs through the agent and `-Y verify` checks
 /// the signature, and `ssh` logs in to an `sshd` started on a loopback port.
-@Suite("keychaind's SSH agent, with OpenSSH's tools", .serialized, .timeLimit(.minutes(5)))
+@Suite("keychaind's SSH agent, with OpenSSH's tools", .serialized, .timeLimit(.minutes(10)))
 struct SSHAgentTests {
     /// A keychaind of the test's own: its home, its agent socket and the SSH socket beside it.
     final class Agent {

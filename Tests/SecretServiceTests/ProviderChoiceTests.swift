@@ -80,6 +80,95 @@ import Testing
         #expect(try tool("disable").out.contains("nothing to do"))
     }
 
+    /// A GNOME session starts GNOME Keyring's Secret Service at login from an XDG autostart entry
+    /// (`/etc/xdg/autostart/gnome-keyring-secrets.desktop`, run by gnome-session), before any client
+    /// could activate the chosen provider. `dex` runs a session's autostart entries as the
+    /// specification says, in the test's place of gnome-session (which needs logind and systemd).
+    @Test(
+        "at a GNOME login, GNOME Keyring's autostarted Secret Service takes the name until enable turns its entry off for the user; disable turns it on again"
+    )
+    func enableTurnsOffGnomeKeyringsAutostart() throws {
+        let dex = try requireTool("/usr/bin/dex")
+        let entry = "gnome-keyring-secrets.desktop"
+        let system = FileManager.default.temporaryDirectory.path + "/system-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: system) }
+        for directory in ["/dbus-1/services", "/xdg/autostart"] {
+            try FileManager.default.createDirectory(atPath: system + directory, withIntermediateDirectories: true)
+        }
+        // Debian's gnome-keyring files, as the system has them: its activation file, and its one
+        // autostart entry that takes the name (its SSH and PKCS#11 entries are left out).
+        try FileManager.default.copyItem(
+            atPath: try Self.requireFile(Self.gnomeKeyringFile),
+            toPath: system + "/dbus-1/services/org.freedesktop.secrets.service")
+        try FileManager.default.copyItem(
+            atPath: try Self.requireFile("/etc/xdg/autostart/" + entry), toPath: system + "/xdg/autostart/" + entry)
+        let keychaind = try requireTool(productsDirectory + "/keychaind")
+        let bus = try PrivateSessionBus(
+            serviceFile: SecretToolTests.repository + "/dist/dbus-1/services/org.freedesktop.secrets.service",
+            keychaind: keychaind,
+            environment: ["XDG_DATA_DIRS": system, "XDG_CONFIG_DIRS": system + "/xdg", "XDG_CURRENT_DESKTOP": "GNOME"],
+            standardDirectories: true)
+        defer { bus.stop() }
+        let security = try requireTool(productsDirectory + "/security")
+        func tool(_ action: String) throws -> ToolResult {
+            try runTool(security, ["secret-service", action], environment: bus.environment)
+        }
+        /// What a GNOME login starts: the commands dex runs (first listed, then run).
+        func login() throws -> String {
+            let listed = try runTool(
+                dex, ["--autostart", "--environment", "GNOME", "--dry-run"], environment: bus.environment)
+            let ran = try runTool(
+                dex, ["--autostart", "--environment", "GNOME"], environment: bus.environment, deadline: 60)
+            #expect(listed.status == 0 && ran.status == 0, "\(listed) \(ran)")
+            return listed.out + String(decoding: listed.stderr, as: UTF8.self)
+        }
+        func owner() throws -> (pid: Int32, executable: String)? {
+            for _ in 0..<200 {
+                if let pid = try bus.ownerPID(of: "org.freedesktop.secrets") {
+                    return (pid, try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))
+                }
+                usleep(50_000)
+            }
+            return nil
+        }
+
+        // Chosen, but without the entry turned off, a login hands the name to GNOME Keyring.
+        let enabled = try tool("enable")
+        #expect(enabled.status == 0 && enabled.out.contains(entry), "\(enabled)")
+        let userEntry = bus.root + "/config/autostart/" + entry
+        let made = try String(contentsOfFile: userEntry, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: userEntry)
+        #expect(try login().contains("--components=secrets"))
+        let taken = try #require(try owner(), "GNOME Keyring took the name at login")
+        #expect(taken.executable.hasSuffix("/gnome-keyring-daemon"), "\(taken)")
+        Self.stopProvider(taken.pid)
+
+        // With the entry enable writes, the login starts no Secret Service, and the first client
+        // gets keychaind.
+        try made.write(toFile: userEntry, atomically: true, encoding: .utf8)
+        #expect(try tool("status").out.contains("\(entry): not started at login"))
+        #expect(!(try login().contains("--components=secrets")))
+        let ours = try Self.activatedProvider(bus)
+        #expect(ours.executable == keychaind, "\(ours.executable)")
+        Self.stopProvider(ours.pid)
+
+        // Disabled: the entry is the system's again, and a login starts GNOME Keyring.
+        let disabled = try tool("disable")
+        #expect(disabled.status == 0 && disabled.out.contains("\(entry): started at login again"), "\(disabled)")
+        #expect(!FileManager.default.fileExists(atPath: userEntry))
+        #expect(try login().contains("--components=secrets"))
+        let again = try #require(try owner(), "GNOME Keyring took the name at login")
+        #expect(again.executable.hasSuffix("/gnome-keyring-daemon"), "\(again)")
+        Self.stopProvider(again.pid)
+
+        // A user's own entry of that name is never replaced nor removed.
+        let mine = "[Desktop Entry]\nType=Application\nName=mine\nExec=/bin/true\n"
+        try mine.write(toFile: userEntry, atomically: true, encoding: .utf8)
+        #expect(try tool("enable").out.contains("is yours"))
+        _ = try tool("disable")
+        #expect(try String(contentsOfFile: userEntry, encoding: .utf8) == mine)
+    }
+
     @Test(
         "with no activation file and no provider running, a client is refused by the bus at once, not after a timeout")
     func noProviderFailsFast() throws {

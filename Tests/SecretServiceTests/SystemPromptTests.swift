@@ -112,6 +112,143 @@ struct SystemPromptTests {
         #expect(found.out == secret + "\n", "\(found)")
     }
 
+    /// KDE Plasma's prompter, `org.kde.secretprompter`, is Plasma 6.5's `ksecretprompter`; Debian 12
+    /// has Plasma 5.27, without it, so a stand-in speaking its protocol as its source does
+    /// (`Clients/kde_secretprompter.py`) is started by the bus in its place, with a scripted person.
+    @Test(
+        "In a Plasma session, Unlock asks through KDE's secret prompter: the password comes back as a descriptor, a wrong one is asked again with the reason, Reject cancels, and only the prompter may answer"
+    )
+    func kdeSecretPrompter() throws {
+        let secretTool = try requireTool("/usr/bin/secret-tool")
+        let security = try requireTool(productsDirectory + "/security")
+        let gdbus = try requireTool("/usr/bin/gdbus")
+        let python = try requireTool("/usr/bin/python3")
+        let bus = try PrivateSessionBus.activatingKeychaind(environment: [
+            "XDG_CURRENT_DESKTOP": "KDE", "KEYCHAIN_PINENTRY": "off",
+        ])
+        defer { bus.stop() }
+        let password = "kde-\(UUID().uuidString.prefix(8))"
+        let secret = "kept-\(UUID().uuidString.prefix(8))"
+        // What the person does, prompt after prompt: a wrong password then the right one; Cancel;
+        // a prompter gone wrong, passing more than any password and never its end; nothing (the
+        // dialog stays up until the program goes away).
+        let answers = bus.root + "/kde-answers", log = bus.root + "/kde-log"
+        try "password wrong-password\npassword \(password)\nreject\nflood\nwait\n".write(
+            toFile: answers, atomically: true, encoding: .utf8)
+        let script = SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/kde_secretprompter.py"
+        // Both desktops' prompters can be started; GNOME's fails to start, so only choosing
+        // KDE's in a Plasma session unlocks anything (pinentry is off).
+        try "[D-BUS Service]\nName=org.kde.secretprompter\nExec=\(python) \(script) \(answers) \(log)\n".write(
+            toFile: bus.root + "/services/org.kde.secretprompter.service", atomically: true, encoding: .utf8)
+        try "[D-BUS Service]\nName=org.gnome.keyring.SystemPrompter\nExec=/bin/false\n".write(
+            toFile: bus.root + "/services/org.gnome.keyring.SystemPrompter.service", atomically: true, encoding: .utf8)
+        let reloaded = try runTool(
+            gdbus,
+            [
+                "call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                "--method", "org.freedesktop.DBus.ReloadConfig",
+            ], environment: bus.environment)
+        try #require(reloaded.status == 0, "\(reloaded)")
+        let environment = bus.environment
+        let keychain = bus.root + "/data/keychains/login.keychain-db"
+        for arguments in [
+            ["create-keychain", "-p", password, keychain],
+            ["add-generic-password", "-s", "prompted", "-a", "x", "-w", secret, keychain], ["lock-keychain", keychain],
+        ] {
+            let done = try runTool(security, arguments, environment: environment)
+            try #require(done.status == 0, "security \(arguments[0]): \(done)")
+        }
+        func events() -> [[String: String]] {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?.mapValues { "\($0)" }
+            }
+        }
+        func lookup() throws -> LaunchedTool {
+            try LaunchedTool(
+                secretTool, ["lookup", "service", "prompted", "account", "x"], stdin: nil, environment: environment,
+                deadline: 120)
+        }
+        func stillLocked() throws -> Bool {
+            let locked = try runTool(
+                security, ["find-generic-password", "-s", "prompted", "-a", "x", "-w", keychain], stdin: Data(),
+                environment: environment)
+            return locked.status != 0 && locked.out.isEmpty
+        }
+
+        // A wrong password, then the right one: the program gets its secret.
+        let unlocking = try lookup()
+        defer { unlocking.stop() }
+        while try unlocking.running() { usleep(50_000) }
+        #expect(unlocking.result.status == 0 && unlocking.result.out == secret, "\(unlocking.result) \(events())")
+        let first = events()
+        let prompt = first.first { $0["event"] == "prompt" }
+        #expect(prompt?["member"] == "UnlockCollectionPrompt", "\(first)")
+        // The dialog names the keychain and the program that asks, by its executable and pid.
+        #expect(prompt?["collection"]?.hasPrefix("\"Login\", for /usr/bin/secret-tool (pid ") == true, "\(first)")
+        #expect(
+            first.filter { $0["event"] != "prompt" }.map { [$0["event"], $0["member"], $0["action"], $0["reason"]] }
+                == [
+                    ["reply", "Accepted", "1", nil], ["retry", nil, nil, "Wrong password. Try again."],
+                    ["reply", "Accepted", "0", nil],
+                ]
+                || first.filter { $0["event"] != "prompt" }.map {
+                    [$0["event"], $0["member"], $0["action"], $0["reason"]]
+                }
+                    == [
+                        ["retry", nil, nil, "Wrong password. Try again."], ["reply", "Accepted", "1", nil],
+                        ["reply", "Accepted", "0", nil],
+                    ],
+            "kept after the wrong password with the reason, taken away after the right one: \(first)")
+
+        // Cancel: the program gets nothing, and the keychain stays locked.
+        let locked = try runTool(security, ["lock-keychain", keychain], environment: environment)
+        try #require(locked.status == 0, "\(locked)")
+        let cancelled = try lookup()
+        defer { cancelled.stop() }
+        while try cancelled.running() { usleep(50_000) }
+        #expect(cancelled.result.out.isEmpty, "\(cancelled.result)")
+        #expect(try stillLocked())
+        #expect(events().dropFirst(first.count).contains { $0["member"] == "Rejected" && $0["action"] == "0" })
+
+        // An answer that is not a password is refused at once (no waiting for an end that never
+        // comes): the prompt ends as cancelled, and the keychain stays locked.
+        let flooded = try lookup()
+        defer { flooded.stop() }
+        while try flooded.running() { usleep(50_000) }
+        #expect(flooded.result.out.isEmpty, "\(flooded.result)")
+        #expect(try stillLocked())
+        #expect(events().contains { $0["member"] == "Accepted" && $0["error"] == "org.freedesktop.DBus.Error.Failed" })
+
+        // A dialog left up: another program answering in the prompter's place is refused; when the
+        // program that asked goes away, the dialog is taken away.
+        let waiting = try lookup()
+        defer { waiting.stop() }
+        var request: String?
+        for _ in 0..<600 where request == nil {
+            usleep(50_000)
+            request = events().filter { $0["event"] == "prompt" }.dropFirst(3).first?["request"]
+        }
+        let path = try #require(request, "a fourth prompt: \(events())")
+        let forged = try runTool(
+            gdbus,
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", path, "--method",
+                "org.kde.secretprompter.request.Rejected",
+            ], environment: environment)
+        #expect(
+            forged.status != 0 && String(decoding: forged.stderr, as: UTF8.self).contains("NoSuchObject"), "\(forged)")
+        #expect(try waiting.running(), "the forged answer answered nothing")
+        waiting.stop()
+        var dismissed = false
+        for _ in 0..<600 where !dismissed {
+            usleep(50_000)
+            dismissed = events().last?["event"] == "dismiss"
+        }
+        #expect(dismissed, "\(events())")
+        #expect(try stillLocked())
+    }
+
     /// The text a window shows (its screenshot at twice its size, kept under
     /// `.build/test-artifacts`, read by tesseract), normalized as ``SeahorseTests/normalized(_:)`` does.
     static func read(window: String, as name: String, _ environment: [String: String]) throws -> String {
