@@ -179,8 +179,8 @@ let package = Package(
         .executableTarget(
             name: "SecurityLinuxTool",
             dependencies: [
-                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassFormat", "DBusWire",
-                "DBusNIO",
+                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassFormat",
+                "CredentialExchange", "DBusWire", "DBusNIO",
                 "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -373,6 +373,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
+        // The FIDO Credential Exchange Format (CXF), written from the KeePass export's entries.
+        .target(
+            name: "CredentialExchange",
+            dependencies: ["KeePassFormat", .product(name: "Crypto", package: "swift-crypto")]),
         // OpenSSL's PKCS#12 reader decrypts what swift-crypto has no cipher for: the legacy
         // password-based encryption (RC2, RC4, 3DES, DES) of old .p12 files (see
         // docs/keys-and-certificates.md). KeychainPKI still parses the file.

@@ -1,3 +1,4 @@
+import CredentialExchange
 import Foundation
 import KeePassFormat
 import KeychainCore
@@ -7,6 +8,11 @@ extension ExportKeyring {
     /// What `security export-keyring` does: the keychain's passwords read, then written into a
     /// new KeePass database in one go (a temporary file renamed into place).
     func run(in session: Session) throws -> Int32 {
+        switch format {
+        case "kdbx": break
+        case "cxf": return try runCredentialExchange(in: session)
+        default: throw CommandFailure.usage("export-keyring: the format is kdbx or cxf")
+        }
         guard !FileManager.default.fileExists(atPath: output) else {
             throw CommandFailure.failure("export-keyring: \(output) exists", then: "name a new file")
         }
@@ -27,6 +33,42 @@ extension ExportKeyring {
         return 0
     }
 
+    /// `--format cxf`: the keychain's passwords as CXF, to standard output when it is a pipe or a
+    /// socket (a program reading it), never a file or a terminal: CXF holds every secret in the
+    /// clear.
+    func runCredentialExchange(in session: Session) throws -> Int32 {
+        guard output == "-" else {
+            throw CommandFailure.failure(
+                "export-keyring: a CXF export holds every secret in the clear, so it is never written to a file",
+                then: "write it into the importing program: security export-keyring --format cxf -o - | program")
+        }
+        var status = stat()
+        let kind = fstat(STDOUT_FILENO, &status) == 0 ? status.st_mode & S_IFMT : 0
+        guard kind == S_IFIFO || kind == S_IFSOCK else {
+            throw CommandFailure.failure(
+                "export-keyring: standard output is not a pipe: a CXF export is written only into another program",
+                then: "security export-keyring --format cxf -o - | program")
+        }
+        let source = try session.open(keychain)
+        let items: [Item] = try session.withAccess(to: source) {
+            try [ItemClass.genericPassword, .internetPassword].flatMap { itemClass in
+                try source.database.find(ItemQuery(class: itemClass, synchronizable: .any), includeData: true)
+            }
+        }
+        let entries = items.compactMap(KeePassExport.Entry.init(exporting:))
+        let name = URL(fileURLWithPath: source.database.path ?? "keychain").deletingPathExtension().lastPathComponent
+        var document = try CredentialExchangeExport.document(
+            entries, userName: ProcessInfo.processInfo.environment["USER"] ?? NSUserName(), collection: name)
+        defer { document.resetBytes(in: 0..<document.count) }
+        // A reader that goes away is an error to say, not a signal that ends this process.
+        signal(SIGPIPE, SIG_IGN)
+        guard Self.writeAll(document, to: STDOUT_FILENO) else {
+            throw CommandFailure.failure("export-keyring: the program reading the export went away")
+        }
+        Console.err("\(entries.count) exported, \(items.count - entries.count) left out (not text)\n")
+        return 0
+    }
+
     /// Writes `contents` to a new file at `path` with mode 600: into a temporary file beside it,
     /// flushed, then linked into place, so a file there is never replaced or left half-written.
     static func write(_ contents: Data, to path: String) throws {
@@ -36,7 +78,17 @@ extension ExportKeyring {
             throw CommandFailure.failure("export-keyring: cannot write beside \(path) (errno \(errno))")
         }
         defer { unlink(temporary) }
-        let written = contents.withUnsafeBytes { bytes in
+        let written = writeAll(contents, to: descriptor)
+        let synced = fsync(descriptor) == 0
+        close(descriptor)
+        guard written, synced, link(temporary, path) == 0 else {
+            throw CommandFailure.failure("export-keyring: cannot write \(path) (errno \(errno))")
+        }
+    }
+
+    /// Writes all of `contents` to `descriptor`; false when it cannot (a full disk, a reader gone).
+    static func writeAll(_ contents: Data, to descriptor: Int32) -> Bool {
+        contents.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
                 let count = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
@@ -45,11 +97,6 @@ extension ExportKeyring {
                 offset += count
             }
             return true
-        }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard written, synced, link(temporary, path) == 0 else {
-            throw CommandFailure.failure("export-keyring: cannot write \(path) (errno \(errno))")
         }
     }
 }

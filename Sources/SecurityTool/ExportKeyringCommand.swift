@@ -2,14 +2,17 @@ import ArgumentParser
 import Foundation
 
 /// `security export-keyring`: writes a keychain's passwords into a KeePass database, for leaving
-/// (or for KeePassXC beside it).
+/// (or for KeePassXC beside it), or in the FIDO Credential Exchange Format into another program.
 package struct ExportKeyring: ToolCommand {
     package static let name = "export-keyring"
     package static let configuration = CommandConfiguration(
         commandName: Self.name,
         _superCommandName: "security",
-        abstract: "Write a keychain's passwords into a KeePass database (Linux only).",
-        usage: "security export-keyring [-k keychain] [-p password] -o file.kdbx",
+        abstract: "Write a keychain's passwords into a KeePass database, or as CXF (Linux only).",
+        usage: """
+            security export-keyring [-k keychain] [-p password] -o file.kdbx
+              security export-keyring --format cxf [-k keychain] -o - | importing-program
+            """,
         discussion: HelpText.wrapped(
             """
             Writes the generic and internet passwords of the keychain (default: the default \
@@ -23,7 +26,17 @@ package struct ExportKeyring: ToolCommand {
 
             The file is written with mode 600, and never over an existing file. Keys, certificates \
             and identities are not exported (security export does that).
+
+            --format cxf writes the same entries in the FIDO Alliance's Credential Exchange Format \
+            (CXF 1.0, JSON), which other password managers import. It holds every secret in the \
+            clear, so it is written only to standard output (-o -), and only when that is a pipe or \
+            a socket to the importing program: never into a file, never onto a terminal.
             """))
+
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: ArgumentHelp("kdbx (the default) or cxf.", valueName: "format"))
+    package var format: String = "kdbx"
 
     @Option(
         name: .customShort("k", allowingJoined: true), parsing: .unconditional,
@@ -37,7 +50,7 @@ package struct ExportKeyring: ToolCommand {
 
     @Option(
         name: .customShort("o", allowingJoined: true), parsing: .unconditional,
-        help: ArgumentHelp("The database file to write.", valueName: "file"))
+        help: ArgumentHelp("The database file to write; - for standard output (cxf).", valueName: "file"))
     package var output: String
 
     package init() {}

@@ -251,4 +251,61 @@ struct KeePassFileTests {
         #expect(again.status != 0 && String(decoding: again.stderr, as: UTF8.self).contains("exists"), "\(again)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == before)
     }
+
+    @Test(
+        "security export-keyring --format cxf writes CXF 1.0 into the importing program: every member an importer needs, each password, URL, note, attribute and date; never into a file or onto a non-pipe"
+    )
+    func exportCredentialExchange() throws {
+        let bus = try PrivateSessionBus.activatingKeychaind()
+        defer { bus.stop() }
+        let tool = try requireTool(productsDirectory + "/security")
+        let shell = try requireTool("/bin/sh")
+        let environment = bus.environment
+        func security(_ arguments: [String], _ input: String = "") throws {
+            let done = try runTool(tool, arguments, stdin: Data(input.utf8), environment: environment)
+            #expect(done.status == 0, "security \(arguments.first ?? ""): \(done)")
+        }
+        try security(
+            ["add-generic-password", "-s", "demo", "-a", "me", "-l", "Demo & <Co>", "-j", "line one\nline two", "-w"],
+            "s3cret\n")
+        try security(
+            [
+                "add-internet-password", "-s", "git.example.com", "-a", "dev", "-r", "htps", "-P", "8443", "-p",
+                "/repo", "-w",
+            ],
+            "inet-pw\n")
+        try security(["add-generic-password", "-s", "binary", "-a", "me", "-X", "fffe00"])
+
+        // Into a program: the checker reads it as an importer would.
+        let checker = SecretToolTests.repository + "/Tests/SecretServiceTests/Clients/cxf_check.py"
+        let piped = try runTool(
+            shell, ["-c", "\"$0\" export-keyring --format cxf -o - | /usr/bin/python3 \"$1\"", tool, checker],
+            environment: environment)
+        #expect(piped.status == 0, "\(piped)")
+        #expect(String(decoding: piped.stderr, as: UTF8.self).contains("2 exported, 1 left out (not text)"), "\(piped)")
+        let read = try #require(try JSONSerialization.jsonObject(with: Data(piped.out.utf8)) as? [String: Any])
+        #expect((read["errors"] as? [String]) == [], "\(read)")
+        let items = read["items"] as? [[String: Any]] ?? []
+        #expect(items.count == 2, "\(items)")
+        let demo = try #require(items.first { $0["title"] as? String == "Demo & <Co>" }, "\(items)")
+        #expect(demo["username"] as? String == "me" && demo["password"] as? String == "s3cret")
+        #expect(demo["notes"] as? String == "line one\nline two")
+        #expect((demo["fields"] as? [String: String])?["service"] == "demo", "\(demo)")
+        #expect((demo["created"] as? Int ?? 0) > 1_700_000_000 && demo["modified"] != nil, "\(demo)")
+        let web = try #require(items.first { $0["title"] as? String == "git.example.com" }, "\(items)")
+        #expect(web["username"] as? String == "dev" && web["password"] as? String == "inet-pw")
+        #expect(web["urls"] as? [String] == ["https://git.example.com:8443/repo"], "\(web)")
+
+        // Never into a file: named, or as standard output; the file stays empty.
+        let file = bus.root + "/export.json"
+        let named = try runTool(tool, ["export-keyring", "--format", "cxf", "-o", file], environment: environment)
+        #expect(named.status != 0 && !FileManager.default.fileExists(atPath: file), "\(named)")
+        let redirected = try runTool(
+            shell, ["-c", "\"$0\" export-keyring --format cxf -o - > \"$1\"", tool, file], environment: environment)
+        #expect(redirected.status != 0, "\(redirected)")
+        #expect(String(decoding: redirected.stderr, as: UTF8.self).contains("not a pipe"), "\(redirected)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)).isEmpty)
+        let unknown = try runTool(tool, ["export-keyring", "--format", "csv", "-o", "-"], environment: environment)
+        #expect(unknown.status != 0, "\(unknown)")
+    }
 }
