@@ -42,6 +42,7 @@ let package = Package(
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .library(name: "KeychainClient", targets: ["KeychainClient"]),
         .library(name: "Security", targets: ["Security"]),
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "KeychainStorage", targets: ["KeychainStorage"]),
         .library(name: "SwiftKeychain", targets: ["SwiftKeychain"]),
@@ -373,6 +374,19 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
+        // Whether the person at a process is its user: polkit (and its terminal agent) on Linux.
+        .target(name: "UserPresence", dependencies: ["DBusWire", "KeychainLibc", "CKeychainAgent"]),
+        // Apple's LocalAuthentication surface over UserPresence.
+        .target(name: "LocalAuthentication", dependencies: ["UserPresence"]),
+        // An app that evaluates an LAContext in its own process (LocalAuthenticationTests).
+        .executableTarget(
+            name: "keychain-la-worker", dependencies: ["LocalAuthentication"], path: "Tests/LAWorker"),
+        .testTarget(
+            name: "LocalAuthenticationTests",
+            dependencies: [
+                "LocalAuthentication", "UserPresence", "DBusWire", "KeychainTestSupport", "keychain-la-worker",
+            ]
+        ),
         // The FIDO Credential Exchange Format (CXF), written from the KeePass export's entries.
         .target(
             name: "CredentialExchange",

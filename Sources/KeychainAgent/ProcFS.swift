@@ -7,13 +7,7 @@ enum ProcFS {
         guard let text = readSmallFile("/proc/\(pid)/stat") else {
             throw AgentError(.peerGone, "pid \(pid) has no /proc entry")
         }
-        // The command name (field 2) is in parentheses and may contain spaces or ')': split after
-        // the last ')'. Field 3 is then the first of the rest, so field 22 is at index 19.
-        guard let close = text.lastIndex(of: ")") else {
-            throw AgentError(.peerGone, "pid \(pid): unreadable /proc stat")
-        }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 19, let value = UInt64(fields[19]) else {
+        guard let value = processStartTime(procStat: text) else {
             throw AgentError(.peerGone, "pid \(pid): unreadable /proc stat")
         }
         return value

@@ -26,3 +26,14 @@ package func sendAll(_ bytes: UnsafeRawBufferPointer, to socket: Int32) -> Bool 
     }
     return true
 }
+
+/// Field 22 of a `/proc/PID/stat` text, the process's start time in clock ticks since boot;
+/// `nil` when the text has none. The command name (field 2) is in parentheses and may hold spaces
+/// or ')': the fields are split after the last ')', so field 3 is the first of the rest and field
+/// 22 is at index 19.
+package func processStartTime(procStat text: String) -> UInt64? {
+    guard let close = text.lastIndex(of: ")") else { return nil }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 19 else { return nil }
+    return UInt64(fields[19])
+}

@@ -55,15 +55,6 @@ final class KDEPrompt: Sendable {
         (answers, feed) = AsyncStream.makeStream(of: Answer.self)
     }
 
-    /// Whether the session bus has KDE's secret prompter running, or one it can start.
-    static func isAvailable(on connection: DBusConnection) async -> Bool {
-        if (try? await connection.nameOwner(of: busName)) != nil { return true }
-        guard let reply = try? await connection.callBus("ListActivatableNames"),
-            case .array(_, let names)? = reply.body.first
-        else { return false }
-        return names.contains(.string(busName))
-    }
-
     /// Starts the prompter (by the bus if need be) and exports the request object it answers on.
     /// - Throws: ``DBusNIO/DBusError`` when there is no prompter.
     static func begin(on connection: DBusConnection, objects: DBusObjectTree) async throws -> KDEPrompt {

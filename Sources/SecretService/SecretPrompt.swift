@@ -301,10 +301,19 @@ enum DesktopPrompter: Sendable {
     /// `nil` when the bus has neither.
     static func available(on connection: DBusConnection, desktop: String?) async -> DesktopPrompter? {
         let isPlasma = (desktop ?? "").split(separator: ":").contains { $0.uppercased() == "KDE" }
-        if isPlasma, await KDEPrompt.isAvailable(on: connection) { return .kde }
-        if await SystemPrompt.isAvailable(on: connection) { return .gnome }
-        if !isPlasma, await KDEPrompt.isAvailable(on: connection) { return .kde }
+        if isPlasma, await busHas(KDEPrompt.busName, on: connection) { return .kde }
+        if await busHas(SystemPrompt.busName, on: connection) { return .gnome }
+        if !isPlasma, await busHas(KDEPrompt.busName, on: connection) { return .kde }
         return nil
+    }
+
+    /// Whether the session bus has a prompter of `name` running, or one it can start.
+    static func busHas(_ name: String, on connection: DBusConnection) async -> Bool {
+        if (try? await connection.nameOwner(of: name)) != nil { return true }
+        guard let reply = try? await connection.callBus("ListActivatableNames"),
+            case .array(_, let names)? = reply.body.first
+        else { return false }
+        return names.contains(.string(name))
     }
 
     /// A dialog of this prompter, or `nil` when it cannot be had (another prompt is on screen,

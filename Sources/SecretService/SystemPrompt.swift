@@ -50,15 +50,6 @@ final class SystemPrompt: Sendable {
         (replies, feed) = AsyncStream.makeStream(of: Reply.self)
     }
 
-    /// Whether the session bus has a system prompter running, or one it can start.
-    static func isAvailable(on connection: DBusConnection) async -> Bool {
-        if (try? await connection.nameOwner(of: busName)) != nil { return true }
-        guard let reply = try? await connection.callBus("ListActivatableNames"),
-            case .array(_, let names)? = reply.body.first
-        else { return false }
-        return names.contains(.string(busName))
-    }
-
     /// Begins prompting with the system prompter (started by the bus if need be), once it has
     /// sent its half of the secret exchange.
     /// - Throws: ``DBusNIO/DBusError`` when there is no prompter or it refuses (another prompt

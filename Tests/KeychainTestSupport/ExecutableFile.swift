@@ -38,3 +38,13 @@ public enum ExecutableFile {
         }
     }
 }
+
+/// The directory of the test bundle's build products (`keychaind`, `security`, the workers).
+public var buildProductsDirectory: String {
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
+    for _ in 0..<4 where !FileManager.default.isExecutableFile(atPath: directory.path + "/keychaind") {
+        directory = directory.deletingLastPathComponent()
+    }
+    return directory.path
+}

@@ -65,6 +65,8 @@ public final class TestDaemon {
 /// A daemon of a test did not come up as it should, and what it said.
 public struct TestDaemonFailure: Error, CustomStringConvertible {
     public let description: String
+
+    public init(description: String) { self.description = description }
 }
 
 extension TestDaemon {

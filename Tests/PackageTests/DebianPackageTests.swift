@@ -116,6 +116,7 @@ struct DebianPackageTests {
             "./usr/share/keychain/dbus-1/services/org.freedesktop.secrets.service", "./usr/share/keychain/apps.d/",
             "./usr/share/dbus-1/services/org.freedesktop.impl.portal.desktop.keychain.service",
             "./usr/share/xdg-desktop-portal/portals/keychain.portal",
+            "./usr/share/polkit-1/actions/org.keychainlinux.authenticate.policy",
             "./usr/share/bash-completion/completions/security", "./usr/share/zsh/vendor-completions/_security",
             "./usr/share/fish/vendor_completions.d/security.fish", "./usr/share/man/man1/security.1.gz",
             "./usr/share/man/man1/security-linux.1.gz", "./usr/share/man/man8/keychaind.8.gz",

@@ -17,14 +17,7 @@ struct ToolMissing: Error, CustomStringConvertible {
 }
 
 /// The directory of the test bundle's build products (`keychaind`, `security`).
-var productsDirectory: String {
-    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    var directory = URL(fileURLWithPath: exe).deletingLastPathComponent()
-    for _ in 0..<4 where !FileManager.default.isExecutableFile(atPath: directory.path + "/keychaind") {
-        directory = directory.deletingLastPathComponent()
-    }
-    return directory.path
-}
+var productsDirectory: String { buildProductsDirectory }
 
 /// A tool that must exist: a missing one fails the test.
 func requireTool(_ path: String) throws -> String {

@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+import UserPresence
+
+/// An authentication context, as Apple's
+/// (<https://developer.apple.com/documentation/localauthentication/lacontext>): it asks the person
+/// at the device to prove they are its owner, and remembers that they did.
+///
+/// ```swift
+/// let context = LAContext()
+/// var error: NSError?
+/// if context.canEvaluatePolicy(.deviceOwnerAuthentication, error: &error) {
+///     context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "Log in to your account") {
+///         success, error in …
+///     }
+/// }
+/// ```
+///
+/// On Linux ``LAPolicy/deviceOwnerAuthentication`` asks polkit (`org.keychainlinux.authenticate`,
+/// `auth_self`), so the session's authentication agent asks for the user's own password: the
+/// desktop's dialog, or, for a program on a terminal with no agent of the desktop's, `pkttyagent`
+/// on that terminal, started for this process as `pkexec` starts it. What the dialog proves and
+/// what it does not: docs/local-authentication.md.
+open class LAContext: NSObject, @unchecked Sendable {
+    private struct State {
+        var invalidated = false
+        var evaluated: Date?
+        var credentials: [LACredentialType: Data] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Why the app asks. polkit's dialogs show their action's own message instead: polkit takes
+    /// no text from a program that is not root.
+    open var localizedReason: String = ""
+    /// The fallback button's title (the dialogs polkit's agents show have none).
+    open var localizedFallbackTitle: String?
+    /// The cancel button's title (the dialogs polkit's agents show keep their own).
+    open var localizedCancelTitle: String?
+    /// How long an unlock of the device counts as this authentication (no such unlock on Linux).
+    open var touchIDAuthenticationAllowableReuseDuration: TimeInterval = 0
+    /// When true, evaluating fails with ``LAError/Code/notInteractive`` rather than asking.
+    open var interactionNotAllowed = false
+
+    public override init() { super.init() }
+
+    /// The biometry this device has: none in this version (fprintd is not used yet).
+    open var biometryType: LABiometryType { .none }
+
+    /// A value that changes when the enrolled biometry changes: `nil` without biometry.
+    open var evaluatedPolicyDomainState: Data? { nil }
+
+    /// Whether `policy` can be evaluated here; when it cannot, `error` says why.
+    open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
+        if let failure = precondition(for: policy) {
+            error?.pointee = failure as NSError
+            return false
+        }
+        return true
+    }
+
+    /// Asks the person (unless the context may not) and calls `reply` with the outcome, on a
+    /// thread of its own.
+    open func evaluatePolicy(
+        _ policy: LAPolicy, localizedReason: String, reply: @escaping @Sendable (Bool, (any Error)?) -> Void
+    ) {
+        Thread.detachNewThread { [self] in
+            do {
+                try evaluate(policy, reason: localizedReason)
+                reply(true, nil)
+            } catch {
+                reply(false, error)
+            }
+        }
+    }
+
+    /// Asks the person (unless the context may not).
+    /// - Returns: `true` when they authenticated.
+    /// - Throws: ``LAError`` when they did not, or could not be asked.
+    @discardableResult
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
+        try await withCheckedThrowingContinuation { continuation in
+            evaluatePolicy(policy, localizedReason: localizedReason) { success, error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
+            }
+        }
+    }
+
+    /// Ends the context: an evaluation under way or to come fails with ``LAError/Code/appCancel``
+    /// or ``LAError/Code/invalidContext``, and what it evaluated counts no more.
+    open func invalidate() {
+        state.withLock {
+            $0.invalidated = true
+            $0.evaluated = nil
+            for key in Array($0.credentials.keys) {
+                if var credential = $0.credentials[key] {
+                    credential.resetBytes(in: 0..<credential.count)
+                }
+            }
+            $0.credentials = [:]
+        }
+    }
+
+    /// Gives the context an app's credential (the password of items made with
+    /// `.applicationPassword`); `nil` removes it.
+    @discardableResult
+    open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
+        state.withLock {
+            guard !$0.invalidated else { return false }
+            $0.credentials[type] = credential
+            return true
+        }
+    }
+
+    /// Whether the context holds a credential of `type`.
+    open func isCredentialSet(_ type: LACredentialType) -> Bool {
+        state.withLock { $0.credentials[type] != nil }
+    }
+
+    /// When the person last authenticated in this context, if they did and it is still valid.
+    public var evaluationDate: Date? { state.withLock { $0.evaluated } }
+
+    /// Why `policy` cannot be evaluated now, or `nil`.
+    func precondition(for policy: LAPolicy) -> LAError? {
+        if state.withLock({ $0.invalidated }) { return LAError(.invalidContext, "the context was invalidated") }
+        switch policy {
+        case .deviceOwnerAuthentication: return nil
+        case .deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthenticationWithBiometricsOrCompanion:
+            return LAError(.biometryNotAvailable, "no fingerprint reader is used on this system yet")
+        case .deviceOwnerAuthenticationWithCompanion:
+            return LAError(.companionNotAvailable, "no security key is used on this system yet")
+        case .deviceOwnerAuthenticationWithWristDetection:
+            return LAError(.biometryNotAvailable, "wrist detection is a watch's")
+        }
+    }
+
+    /// Asks polkit, blocking this thread.
+    func evaluate(_ policy: LAPolicy, reason: String) throws {
+        if let failure = precondition(for: policy) { throw failure }
+        if interactionNotAllowed {
+            throw LAError(.notInteractive, "the context may not ask (interactionNotAllowed)")
+        }
+        let subject: ProcessSubject
+        do {
+            subject = try ProcessSubject.current()
+        } catch {
+            throw LAError(.passcodeNotSet, "\(error)")
+        }
+        // On a terminal with no agent of the desktop's, the person is asked where they look.
+        let agent = TerminalAgent.start(for: subject)
+        defer { agent?.stop() }
+        let outcome: PolkitAuthority.Outcome
+        do {
+            outcome = try PolkitAuthority.check(
+                subject, interactive: true, environment: ProcessInfo.processInfo.environment)
+        } catch {
+            throw LAError(.passcodeNotSet, "the owner cannot be authenticated here: \(error)")
+        }
+        if state.withLock({ $0.invalidated }) { throw LAError(.appCancel, "the context was invalidated") }
+        switch outcome {
+        case .authorized: state.withLock { $0.evaluated = Date() }
+        case .cancelled: throw LAError(.userCancel, "the person cancelled")
+        case .failed: throw LAError(.authenticationFailed, "the person did not authenticate")
+        case .noAgent:
+            throw LAError(.notInteractive, "no authentication agent can ask the person (no desktop agent, no terminal)")
+        }
+    }
+}

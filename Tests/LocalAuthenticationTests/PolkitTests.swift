@@ -1,0 +1,225 @@
+import Foundation
+import KeychainTestSupport
+import LocalAuthentication
+import Testing
+import UserPresence
+
+/// The real polkitd (Debian's `polkitd`) on a private system bus, in a mount namespace of its own
+/// where `/usr/share/polkit-1/actions` holds only this package's action and the private bus is
+/// at `/run/dbus/system_bus_socket` (polkit's setuid helper reads no environment, so the bus must
+/// be where it looks). The machine's own directories and bus are never touched. Processes run in
+/// that namespace through `nsenter`, as the throw-away account `keychain-la-test` that `.ci/run`
+/// makes, which each test gives a random password of its own.
+final class PolkitFixture {
+    static let user = "keychain-la-test"
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+    /// A person at a terminal (SecretServiceTests' pseudo-terminal driver).
+    static let terminal = repository + "/Tests/SecretServiceTests/Clients/terminal.py"
+
+    let root = FileManager.default.temporaryDirectory.path + "/polkit-\(UUID().uuidString.prefix(8))"
+    let bus: TestDaemon
+    let holder: TestDaemon
+
+    init() throws {
+        for tool in ["/usr/lib/polkit-1/polkitd", "/usr/bin/pkttyagent", "/usr/bin/unshare", "/usr/bin/nsenter"] {
+            guard FileManager.default.isExecutableFile(atPath: tool) else {
+                throw TestDaemonFailure(description: "\(tool) is missing (.ci/run installs it)")
+            }
+        }
+        try FileManager.default.createDirectory(
+            atPath: root + "/actions", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root)
+        try FileManager.default.copyItem(
+            atPath: Self.repository + "/dist/polkit-1/actions/org.keychainlinux.authenticate.policy",
+            toPath: root + "/actions/org.keychainlinux.authenticate.policy")
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <listen>unix:path=\(root)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow user="*"/>
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        try config.write(toFile: root + "/system.conf", atomically: true, encoding: .utf8)
+        let environment = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
+        bus = try TestDaemon(
+            "/usr/bin/dbus-daemon", ["--config-file=\(root)/system.conf", "--nofork", "--print-address"],
+            environment: environment)
+        guard bus.firstLine() != nil else {
+            throw TestDaemonFailure(description: "dbus-daemon gave no address: \(bus.errors)")
+        }
+        chmod(root + "/bus", 0o666)
+        let script = """
+            set -e
+            mount --bind '\(root)/actions' /usr/share/polkit-1/actions
+            mkdir -p /run/dbus
+            mount -t tmpfs tmpfs /run/dbus
+            touch /run/dbus/system_bus_socket
+            mount --bind '\(root)/bus' /run/dbus/system_bus_socket
+            /usr/lib/polkit-1/polkitd --no-debug > '\(root)/polkitd.log' 2>&1 &
+            echo $! > '\(root)/polkitd.pid'
+            for i in $(seq 1 300); do
+                dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
+                    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.PolicyKit1 2>/dev/null \\
+                    | grep -q 'boolean true' && break
+                sleep 0.1
+            done
+            dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
+                org.freedesktop.DBus.NameHasOwner string:org.freedesktop.PolicyKit1 | grep -q 'boolean true'
+            echo ready
+            exec sleep 100000
+            """
+        try script.write(toFile: root + "/namespace.sh", atomically: true, encoding: .utf8)
+        holder = try TestDaemon(
+            "/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", root + "/namespace.sh"],
+            environment: environment)
+        guard holder.firstLine(within: 60) == "ready" else {
+            let log = (try? String(contentsOfFile: root + "/polkitd.log", encoding: .utf8)) ?? ""
+            let said = "\(holder.output) \(holder.errors) polkitd: \(log)"
+            stop()
+            throw TestDaemonFailure(description: "polkitd did not start: \(said)")
+        }
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        if let text = try? String(contentsOfFile: root + "/polkitd.pid", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            kill(pid, SIGKILL)
+        }
+        holder.stop()
+        bus.stop()
+        try? FileManager.default.removeItem(atPath: root)
+        // No password stays usable on the account.
+        _ = try? Self.run("/usr/sbin/usermod", ["--lock", Self.user])
+    }
+
+    /// Gives the account a new random password, and returns it.
+    func newPassword() throws -> String {
+        let password = "la-" + UUID().uuidString.prefix(12)
+        let set = try Self.run("/usr/sbin/chpasswd", [], input: "\(Self.user):\(password)\n")
+        #expect(set.status == 0, "\(set.errors)")
+        return password
+    }
+
+    /// Runs `program` in the namespace as the account, with a clean environment.
+    func runAsUser(_ program: String, _ arguments: [String], input: String = "") throws -> Outcome {
+        try Self.run(
+            "/usr/bin/nsenter",
+            [
+                "-t", "\(holder.pid)", "-m", "/usr/bin/setpriv", "--reuid", Self.user, "--regid", Self.user,
+                "--init-groups", "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/var/lib/\(Self.user)",
+                program,
+            ] + arguments, input: input)
+    }
+
+    /// The worker run as the account on a pseudo-terminal, where a person answers each of `steps`
+    /// (what to wait for on the screen, what to type then).
+    func onTerminal(_ arguments: [String], steps: [(wait: String, type: String)]) throws -> Outcome {
+        let input = steps.map { "\($0.wait)\t\($0.type)\n" }.joined()
+        return try runAsUser("/usr/bin/python3", [Self.terminal, Self.worker] + arguments, input: input)
+    }
+
+    static var worker: String { buildProductsDirectory + "/keychain-la-worker" }
+
+    struct Outcome: CustomStringConvertible {
+        var status: Int32
+        var output: String
+        var errors: String
+        var description: String { "exit \(status): \(output) \(errors)" }
+    }
+
+    /// Runs `program`, waiting on this thread (a synchronous test's), its input written and
+    /// closed, its errors kept in a file (so that neither pipe can fill).
+    static func run(
+        _ program: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil
+    ) throws -> Outcome {
+        let errorsFile = FileManager.default.temporaryDirectory.path + "/la-errors-\(UUID().uuidString.prefix(8))"
+        _ = FileManager.default.createFile(atPath: errorsFile, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: errorsFile) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let (stdin, stdout) = (Pipe(), Pipe())
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorsFile))
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(
+            status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+            errors: String(decoding: (try? Data(contentsOf: URL(fileURLWithPath: errorsFile))) ?? Data(), as: UTF8.self)
+        )
+    }
+}
+
+@Suite("LocalAuthentication through the real polkit", .serialized, .timeLimit(.minutes(10)))
+struct PolkitTests {
+    @Test(
+        "evaluatePolicy(.deviceOwnerAuthentication) on a terminal: pkttyagent asks for the user's own password; the right one succeeds"
+    )
+    func rightPassword() throws {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let run = try polkit.onTerminal(["evaluate"], steps: [("Password:", password)])
+        #expect(run.output.contains("A program asks you to confirm it is you"), "\(run)")
+        #expect(run.output.contains("Authenticating as: \(PolkitFixture.user)"), "\(run)")
+        #expect(run.output.contains("success") && !run.output.contains(password), "\(run)")
+    }
+
+    @Test("a wrong password is LAError.authenticationFailed")
+    func wrongPassword() throws {
+        let polkit = try PolkitFixture()
+        _ = try polkit.newPassword()
+        let run = try polkit.onTerminal(["evaluate"], steps: [("Password:", "not-the-password")])
+        #expect(run.output.contains("error \(LAError.Code.authenticationFailed.rawValue)\r\n"), "\(run)")
+        #expect(!run.output.contains("success"), "\(run)")
+    }
+
+    @Test("a context that may not ask fails with LAError.notInteractive at once; nobody to ask with is the same")
+    func notInteractive() throws {
+        let polkit = try PolkitFixture()
+        _ = try polkit.newPassword()
+        let barred = try polkit.onTerminal(["evaluate", "--not-interactive"], steps: [])
+        #expect(barred.output.contains("error \(LAError.Code.notInteractive.rawValue)\r\n"), "\(barred)")
+        #expect(!barred.output.contains("Password:"), "\(barred)")
+        // No terminal and no desktop agent: polkit has nobody to ask with.
+        let alone = try polkit.runAsUser(PolkitFixture.worker, ["evaluate"])
+        #expect(alone.output == "error \(LAError.Code.notInteractive.rawValue)\n", "\(alone)")
+    }
+
+    @Test("canEvaluatePolicy: the owner's password yes; biometry and a companion not yet, with Apple's codes")
+    func canEvaluate() throws {
+        let polkit = try PolkitFixture()
+        for (policy, expected) in [
+            (LAPolicy.deviceOwnerAuthentication, "yes"),
+            (.deviceOwnerAuthenticationWithBiometrics, "no \(LAError.Code.biometryNotAvailable.rawValue)"),
+            (.deviceOwnerAuthenticationWithCompanion, "no \(LAError.Code.companionNotAvailable.rawValue)"),
+        ] {
+            let run = try polkit.runAsUser(PolkitFixture.worker, ["can", "\(policy.rawValue)"])
+            #expect(run.output == expected + "\n", "\(policy): \(run)")
+        }
+    }
+
+    @Test("with no polkit on the system bus, evaluating is LAError.passcodeNotSet (nothing can authenticate the owner)")
+    func noPolkit() throws {
+        let run = try PolkitFixture.run(
+            PolkitFixture.worker, ["evaluate"],
+            environment: ["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
+        #expect(run.output == "error \(LAError.Code.passcodeNotSet.rawValue)\n", "\(run)")
+    }
+}
