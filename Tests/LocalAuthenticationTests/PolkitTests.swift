@@ -15,11 +15,16 @@ final class PolkitFixture {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
     /// A person at a terminal (SecretServiceTests' pseudo-terminal driver).
-    static let terminal = repository + "/Tests/SecretServiceTests/Clients/terminal.py"
+    static let terminalDriver = repository + "/Tests/SecretServiceTests/Clients/terminal.py"
+    /// The app that evaluates an `LAContext`.
+    static var builtWorker: String { buildProductsDirectory + "/keychain-la-worker" }
 
     let root = FileManager.default.temporaryDirectory.path + "/polkit-\(UUID().uuidString.prefix(8))"
     let bus: TestDaemon
     let holder: TestDaemon
+    /// The copies the account runs.
+    var worker: String { root + "/keychain-la-worker" }
+    var terminal: String { root + "/terminal.py" }
 
     init() throws {
         for tool in ["/usr/lib/polkit-1/polkitd", "/usr/bin/pkttyagent", "/usr/bin/unshare", "/usr/bin/nsenter"] {
@@ -33,6 +38,13 @@ final class PolkitFixture {
         try FileManager.default.copyItem(
             atPath: Self.repository + "/dist/polkit-1/actions/org.keychainlinux.authenticate.policy",
             toPath: root + "/actions/org.keychainlinux.authenticate.policy")
+        // The account runs copies kept here: the checkout may be where it cannot read (/root).
+        let (worker, terminal) = (root + "/keychain-la-worker", root + "/terminal.py")
+        try FileManager.default.copyItem(atPath: Self.builtWorker, toPath: worker)
+        try FileManager.default.copyItem(atPath: Self.terminalDriver, toPath: terminal)
+        for (path, mode) in [(worker, 0o755), (terminal, 0o644)] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        }
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -127,10 +139,8 @@ final class PolkitFixture {
     /// (what to wait for on the screen, what to type then).
     func onTerminal(_ arguments: [String], steps: [(wait: String, type: String)]) throws -> Outcome {
         let input = steps.map { "\($0.wait)\t\($0.type)\n" }.joined()
-        return try runAsUser("/usr/bin/python3", [Self.terminal, Self.worker] + arguments, input: input)
+        return try runAsUser("/usr/bin/python3", [terminal, worker] + arguments, input: input)
     }
-
-    static var worker: String { buildProductsDirectory + "/keychain-la-worker" }
 
     struct Outcome: CustomStringConvertible {
         var status: Int32
@@ -198,7 +208,7 @@ struct PolkitTests {
         #expect(barred.output.contains("error \(LAError.Code.notInteractive.rawValue)\r\n"), "\(barred)")
         #expect(!barred.output.contains("Password:"), "\(barred)")
         // No terminal and no desktop agent: polkit has nobody to ask with.
-        let alone = try polkit.runAsUser(PolkitFixture.worker, ["evaluate"])
+        let alone = try polkit.runAsUser(polkit.worker, ["evaluate"])
         #expect(alone.output == "error \(LAError.Code.notInteractive.rawValue)\n", "\(alone)")
     }
 
@@ -210,7 +220,7 @@ struct PolkitTests {
             (.deviceOwnerAuthenticationWithBiometrics, "no \(LAError.Code.biometryNotAvailable.rawValue)"),
             (.deviceOwnerAuthenticationWithCompanion, "no \(LAError.Code.companionNotAvailable.rawValue)"),
         ] {
-            let run = try polkit.runAsUser(PolkitFixture.worker, ["can", "\(policy.rawValue)"])
+            let run = try polkit.runAsUser(polkit.worker, ["can", "\(policy.rawValue)"])
             #expect(run.output == expected + "\n", "\(policy): \(run)")
         }
     }
@@ -218,7 +228,7 @@ struct PolkitTests {
     @Test("with no polkit on the system bus, evaluating is LAError.passcodeNotSet (nothing can authenticate the owner)")
     func noPolkit() throws {
         let run = try PolkitFixture.run(
-            PolkitFixture.worker, ["evaluate"],
+            PolkitFixture.builtWorker, ["evaluate"],
             environment: ["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/bus"])
         #expect(run.output == "error \(LAError.Code.passcodeNotSet.rawValue)\n", "\(run)")
     }
