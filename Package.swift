@@ -180,7 +180,7 @@ let package = Package(
         .executableTarget(
             name: "SecurityLinuxTool",
             dependencies: [
-                "SecurityTool", "KeychainCore", "SecretService", "KeyringImport", "KeePassFormat",
+                "SecurityTool", "KeychainCore", "KeychainLibc", "SecretService", "KeyringImport", "KeePassFormat",
                 "CredentialExchange", "DBusWire", "DBusNIO",
                 "KeychainSync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -390,7 +390,7 @@ let package = Package(
         // The FIDO Credential Exchange Format (CXF), written from the KeePass export's entries.
         .target(
             name: "CredentialExchange",
-            dependencies: ["KeePassFormat", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["KeePassFormat", "KeychainModel", .product(name: "Crypto", package: "swift-crypto")]),
         // OpenSSL's PKCS#12 reader decrypts what swift-crypto has no cipher for: the legacy
         // password-based encryption (RC2, RC4, 3DES, DES) of old .p12 files (see
         // docs/keys-and-certificates.md). KeychainPKI still parses the file.

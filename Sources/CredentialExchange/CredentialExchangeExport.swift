@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import KeePassFormat
+import KeychainModel
 
 /// A keychain's passwords in the FIDO Alliance's Credential Exchange Format (CXF 1.0,
 /// <https://fidoalliance.org/specs/cx/cxf-v1.0-ps-20250814.html>), the JSON that password
@@ -28,14 +29,14 @@ public enum CredentialExchangeExport {
     ) throws -> Data {
         let items = entries.map(item)
         let account: [String: Any] = [
-            "id": base64URL(identifier("account:\(userName)")),
+            "id": identifier("account:\(userName)").base64URLEncoded,
             "username": userName,
             "email": "",
             "collections": [
                 [
-                    "id": base64URL(identifier("collection:\(collection)")),
+                    "id": identifier("collection:\(collection)").base64URLEncoded,
                     "title": collection,
-                    "items": entries.map { ["item": base64URL(uuidBytes($0.uuid))] },
+                    "items": entries.map { ["item": uuidBytes($0.uuid).base64URLEncoded] },
                 ]
             ],
             "items": items,
@@ -69,7 +70,7 @@ public enum CredentialExchangeExport {
             ])
         }
         var item: [String: Any] = [
-            "id": base64URL(uuidBytes(entry.uuid)), "title": entry.title, "credentials": credentials,
+            "id": uuidBytes(entry.uuid).base64URLEncoded, "title": entry.title, "credentials": credentials,
         ]
         if let created = entry.created { item["creationAt"] = Int(created.timeIntervalSince1970) }
         if let modified = entry.modified { item["modifiedAt"] = Int(modified.timeIntervalSince1970) }
@@ -91,11 +92,5 @@ public enum CredentialExchangeExport {
 
     static func uuidBytes(_ uuid: UUID) -> Data {
         withUnsafeBytes(of: uuid.uuid) { Data($0) }
-    }
-
-    /// Base64url without padding (RFC 4648 §5), as CXF writes its byte strings.
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }

@@ -13,12 +13,23 @@
 /// Sends every byte of `bytes` on the stream socket `socket` (`MSG_NOSIGNAL`: a peer gone is an
 /// error, not a SIGPIPE), retrying after signals; `false` when the socket fails first.
 package func sendAll(_ bytes: UnsafeRawBufferPointer, to socket: Int32) -> Bool {
+    transferAll(bytes) { send(socket, $0, $1, Int32(MSG_NOSIGNAL)) }
+}
+
+/// Writes every byte of `bytes` to `descriptor` (a file, a pipe), retrying after signals; `false`
+/// when it fails first (a full disk, a reader gone, a non-blocking pipe that is full).
+package func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> Bool {
+    transferAll(bytes) { write(descriptor, $0, $1) }
+}
+
+/// The loop of ``sendAll(_:to:)`` and ``writeAll(_:to:)``: `step` moves some of what is left.
+private func transferAll(_ bytes: UnsafeRawBufferPointer, _ step: (UnsafeRawPointer, Int) -> Int) -> Bool {
     var offset = 0
     while offset < bytes.count {
-        let sent = send(socket, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-        if sent > 0 {
-            offset += sent
-        } else if sent < 0 && errno == EINTR {
+        let moved = step(bytes.baseAddress! + offset, bytes.count - offset)
+        if moved > 0 {
+            offset += moved
+        } else if moved < 0 && errno == EINTR {
             continue
         } else {
             return false

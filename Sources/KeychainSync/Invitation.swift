@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeychainModel
 
 /// An invitation to join a zone (docs/sync.md, "Machines"): what an existing device shows as a code
 /// for a new device to type or paste.
@@ -95,7 +96,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         writer.raw(Array(server.utf8))
         if let serverRootFingerprint { writer.raw(serverRootFingerprint) }
         let body = writer.data
-        return Self.prefix + Self.base64url(body + SHA256.hash(data: body).prefix(4))
+        return Self.prefix + (body + SHA256.hash(data: body).prefix(4)).base64URLEncoded
     }
 
     /// Parses a code (surrounding whitespace is ignored).
@@ -150,7 +151,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
     public var loginRole: String { "kc_inv_" + derive("login role", count: 12).syncHex }
 
     /// The password of ``loginRole``: 24 derived bytes as unpadded base64url.
-    public var loginPassword: String { Self.base64url(derive("login password", count: 24)) }
+    public var loginPassword: String { derive("login password", count: 24).base64URLEncoded }
 
     /// The key that authenticates the new device's ``JoinRequest``.
     public var joinMACKey: SymmetricKey { SymmetricKey(data: derive("join mac", count: 32)) }
@@ -189,13 +190,6 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         }
     }
 
-    static func base64url<D: DataProtocol>(_ bytes: D) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
-            of: "/", with: "_"
-        )
-        .replacingOccurrences(of: "=", with: "")
-    }
-
     /// Decodes unpadded base64url, refusing any non-canonical spelling.
     static func decodeBase64url(_ text: String) -> Data? {
         guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
@@ -203,7 +197,7 @@ public struct Invitation: Sendable, CustomStringConvertible, CustomReflectable {
         }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), base64url(data) == text else { return nil }
+        guard let data = Data(base64Encoded: base64), data.base64URLEncoded == text else { return nil }
         return data
     }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import KeychainModel
 
 /// A PostgreSQL SCRAM-SHA-256 password verifier, computed on the device so the server never
 /// sees the password (RFC 5802 and RFC 7677, in PostgreSQL's `rolpassword` text form).
@@ -58,8 +59,6 @@ public struct ScramVerifier: Sendable, Equatable, CustomStringConvertible {
 
     /// A random login password: 32 bytes as unpadded base64url (printable ASCII).
     public static func randomPassword() -> String {
-        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64URLEncoded
     }
 }

@@ -4,7 +4,7 @@ import UserPresence
 
 /// An authentication context, as Apple's
 /// (<https://developer.apple.com/documentation/localauthentication/lacontext>): it asks the person
-/// at the device to prove they are its owner, and remembers that they did.
+/// at the device to prove they are its owner.
 ///
 /// ```swift
 /// let context = LAContext()
@@ -24,7 +24,6 @@ import UserPresence
 open class LAContext: NSObject, @unchecked Sendable {
     private struct State {
         var invalidated = false
-        var evaluated: Date?
         var credentials: [LACredentialType: Data] = [:]
     }
 
@@ -52,7 +51,7 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// Whether `policy` can be evaluated here; when it cannot, `error` says why.
     open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
-        if let failure = precondition(for: policy) {
+        if let failure = unavailability(for: policy) {
             error?.pointee = failure as NSError
             return false
         }
@@ -87,15 +86,14 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// Ends the context: an evaluation under way or to come fails with ``LAError/Code/appCancel``
-    /// or ``LAError/Code/invalidContext``, and what it evaluated counts no more.
+    /// or ``LAError/Code/invalidContext``, and the credentials it was given are wiped.
     open func invalidate() {
         state.withLock {
             $0.invalidated = true
-            $0.evaluated = nil
+            // Zeroed in place (a copy taken out would be zeroed instead of what is kept).
             for key in Array($0.credentials.keys) {
-                if var credential = $0.credentials[key] {
-                    credential.resetBytes(in: 0..<credential.count)
-                }
+                let count = $0.credentials[key]?.count ?? 0
+                $0.credentials[key]?.resetBytes(in: 0..<count)
             }
             $0.credentials = [:]
         }
@@ -117,11 +115,8 @@ open class LAContext: NSObject, @unchecked Sendable {
         state.withLock { $0.credentials[type] != nil }
     }
 
-    /// When the person last authenticated in this context, if they did and it is still valid.
-    public var evaluationDate: Date? { state.withLock { $0.evaluated } }
-
     /// Why `policy` cannot be evaluated now, or `nil`.
-    func precondition(for policy: LAPolicy) -> LAError? {
+    func unavailability(for policy: LAPolicy) -> LAError? {
         if state.withLock({ $0.invalidated }) { return LAError(.invalidContext, "the context was invalidated") }
         switch policy {
         case .deviceOwnerAuthentication: return nil
@@ -136,7 +131,7 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// Asks polkit, blocking this thread.
     func evaluate(_ policy: LAPolicy, reason: String) throws {
-        if let failure = precondition(for: policy) { throw failure }
+        if let failure = unavailability(for: policy) { throw failure }
         if interactionNotAllowed {
             throw LAError(.notInteractive, "the context may not ask (interactionNotAllowed)")
         }
@@ -158,7 +153,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
         if state.withLock({ $0.invalidated }) { throw LAError(.appCancel, "the context was invalidated") }
         switch outcome {
-        case .authorized: state.withLock { $0.evaluated = Date() }
+        case .authorized: return
         case .cancelled: throw LAError(.userCancel, "the person cancelled")
         case .failed: throw LAError(.authenticationFailed, "the person did not authenticate")
         case .noAgent:

@@ -18,7 +18,7 @@ import Synchronization
 /// The password crosses the bus as a descriptor, never as bytes in a message. Only the
 /// connection that owned the prompter's name when the prompt began may call back.
 final class KDEPrompt: Sendable {
-    static let busName = "org.kde.secretprompter"
+    static let busName = KDEPrompterInterface.prompter
     static let prompterPath = "/SecretPrompter"
 
     /// What the prompter said.
@@ -86,22 +86,19 @@ final class KDEPrompt: Sendable {
                     let read = await SecretServiceProvider.offThePool { try Self.readPassword(from: descriptor) }
                     guard case .success(let password) = read else {
                         // Refused: the prompt ends as if cancelled, and the prompter drops its dialog.
-                        onScreen.store(false, ordering: .relaxed)
-                        feed.yield(.rejected)
+                        dropped()
                         throw DBusError.method("org.freedesktop.DBus.Error.Failed", "the password could not be read")
                     }
                     return KDEPrompterInterface.Decision(action: await decide(after: password))
                 },
                 DBusMethod(KDEPrompterInterface.rejected) { [self] call, _ in
                     guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
-                    onScreen.store(false, ordering: .relaxed)
-                    feed.yield(.rejected)
+                    dropped()
                     return KDEPrompterInterface.Decision(action: KDEPrompterInterface.takeAway)
                 },
                 DBusMethod(KDEPrompterInterface.dismissed) { [self] call, _ in
                     guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
-                    onScreen.store(false, ordering: .relaxed)
-                    feed.yield(.rejected)
+                    dropped()
                     return DBusNoArguments()
                 },
             ],
@@ -109,6 +106,13 @@ final class KDEPrompt: Sendable {
                 DBusSignalDescription("Retry", arguments: [.init("reason", .string)]),
                 DBusSignalDescription("Dismiss"),
             ])
+    }
+
+    /// The prompter's dialog is gone (cancelled, dismissed, or an answer refused): whoever waits
+    /// for a password gets none.
+    private func dropped() {
+        onScreen.store(false, ordering: .relaxed)
+        feed.yield(.rejected)
     }
 
     /// Hands `password` to whoever waits in ``password(collection:error:)`` and waits for the
@@ -192,7 +196,12 @@ final class KDEPrompt: Sendable {
     static func readPassword(from descriptor: Int32) throws -> Data {
         var password = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
-        defer { for index in buffer.indices { buffer[index] = 0 } }
+        var finished = false
+        defer {
+            for index in buffer.indices { buffer[index] = 0 }
+            // A password given up on (too long, too late) is wiped, whatever the reason.
+            if !finished { password.resetBytes(in: 0..<password.count) }
+        }
         let deadline = ContinuousClock.now + .seconds(10)
         while true {
             let left = deadline - ContinuousClock.now
@@ -207,10 +216,12 @@ final class KDEPrompt: Sendable {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             guard count >= 0 else { throw SystemPrompt.failure("the prompter's descriptor cannot be read") }
-            if count == 0 { return password }
+            if count == 0 {
+                finished = true
+                return password
+            }
             password.append(contentsOf: buffer[..<count])
             guard password.count <= maximumPassword else {
-                password.resetBytes(in: 0..<password.count)
                 throw SystemPrompt.failure("the prompter's password is too long")
             }
         }

@@ -217,18 +217,7 @@ public final class SecretPortal: Sendable {
     static func write(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
         let flags = fcntl(descriptor, F_GETFL)
         guard flags >= 0, fcntl(descriptor, F_SETFL, flags | O_NONBLOCK) == 0 else { return false }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
+        return bytes.withUnsafeBytes { writeAll($0, to: descriptor) }
     }
 }
 

@@ -2,6 +2,7 @@ import CredentialExchange
 import Foundation
 import KeePassFormat
 import KeychainCore
+import KeychainLibc
 import SecurityTool
 
 extension ExportKeyring {
@@ -16,6 +17,19 @@ extension ExportKeyring {
         guard !FileManager.default.fileExists(atPath: output) else {
             throw CommandFailure.failure("export-keyring: \(output) exists", then: "name a new file")
         }
+        let exported = try entries(in: session)
+        guard let password = try databasePassword(in: session), !password.isEmpty else {
+            throw CommandFailure.failure("export-keyring: no password was entered")
+        }
+        let database = try KeePassExport.database(exported.entries, name: exported.name, password: password)
+        try Self.write(database, to: output)
+        Console.out("\(output): \(exported.summary)\n")
+        return 0
+    }
+
+    /// The keychain's generic and internet passwords as export entries (those whose secret is
+    /// text), with the keychain's name and what to say of them.
+    func entries(in session: Session) throws -> (entries: [KeePassExport.Entry], name: String, summary: String) {
         let source = try session.open(keychain)
         let items: [Item] = try session.withAccess(to: source) {
             try [ItemClass.genericPassword, .internetPassword].flatMap { itemClass in
@@ -23,14 +37,8 @@ extension ExportKeyring {
             }
         }
         let entries = items.compactMap(KeePassExport.Entry.init(exporting:))
-        guard let password = try databasePassword(in: session), !password.isEmpty else {
-            throw CommandFailure.failure("export-keyring: no password was entered")
-        }
         let name = URL(fileURLWithPath: source.database.path ?? "keychain").deletingPathExtension().lastPathComponent
-        let database = try KeePassExport.database(entries, name: name, password: password)
-        try Self.write(database, to: output)
-        Console.out("\(output): \(entries.count) exported, \(items.count - entries.count) left out (not text)\n")
-        return 0
+        return (entries, name, "\(entries.count) exported, \(items.count - entries.count) left out (not text)")
     }
 
     /// `--format cxf`: the keychain's passwords as CXF, to standard output when it is a pipe or a
@@ -49,23 +57,17 @@ extension ExportKeyring {
                 "export-keyring: standard output is not a pipe: a CXF export is written only into another program",
                 then: "security export-keyring --format cxf -o - | program")
         }
-        let source = try session.open(keychain)
-        let items: [Item] = try session.withAccess(to: source) {
-            try [ItemClass.genericPassword, .internetPassword].flatMap { itemClass in
-                try source.database.find(ItemQuery(class: itemClass, synchronizable: .any), includeData: true)
-            }
-        }
-        let entries = items.compactMap(KeePassExport.Entry.init(exporting:))
-        let name = URL(fileURLWithPath: source.database.path ?? "keychain").deletingPathExtension().lastPathComponent
+        let exported = try entries(in: session)
         var document = try CredentialExchangeExport.document(
-            entries, userName: ProcessInfo.processInfo.environment["USER"] ?? NSUserName(), collection: name)
+            exported.entries, userName: ProcessInfo.processInfo.environment["USER"] ?? NSUserName(),
+            collection: exported.name)
         defer { document.resetBytes(in: 0..<document.count) }
         // A reader that goes away is an error to say, not a signal that ends this process.
         signal(SIGPIPE, SIG_IGN)
-        guard Self.writeAll(document, to: STDOUT_FILENO) else {
+        guard document.withUnsafeBytes({ writeAll($0, to: STDOUT_FILENO) }) else {
             throw CommandFailure.failure("export-keyring: the program reading the export went away")
         }
-        Console.err("\(entries.count) exported, \(items.count - entries.count) left out (not text)\n")
+        Console.err(exported.summary + "\n")
         return 0
     }
 
@@ -78,25 +80,11 @@ extension ExportKeyring {
             throw CommandFailure.failure("export-keyring: cannot write beside \(path) (errno \(errno))")
         }
         defer { unlink(temporary) }
-        let written = writeAll(contents, to: descriptor)
+        let written = contents.withUnsafeBytes { writeAll($0, to: descriptor) }
         let synced = fsync(descriptor) == 0
         close(descriptor)
         guard written, synced, link(temporary, path) == 0 else {
             throw CommandFailure.failure("export-keyring: cannot write \(path) (errno \(errno))")
-        }
-    }
-
-    /// Writes all of `contents` to `descriptor`; false when it cannot (a full disk, a reader gone).
-    static func writeAll(_ contents: Data, to descriptor: Int32) -> Bool {
-        contents.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let count = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return false }
-                offset += count
-            }
-            return true
         }
     }
 }
