@@ -144,7 +144,8 @@ let package = Package(
         // tpm2-tss's ESYS, TCTI loader and marshalling (libtss2-dev), for KeychainTPM.
         .systemLibrary(name: "CTSS2", providers: [.apt(["libtss2-dev"])]),
         // A TPM 2.0 through tpm2-tss: sealing small secrets in salted, encrypted sessions.
-        .target(name: "KeychainTPM", dependencies: ["CTSS2", "KeychainModel"]),
+        // CLibCrypto: the X9.63 KDF over a TPM-resident key's ECDH secret (tpm2-tss links libcrypto already).
+        .target(name: "KeychainTPM", dependencies: ["CTSS2", "CLibCrypto", "KeychainModel"]),
         // The PAM module: C, because PAM's ABI is; it carries the login password to `keychaind --pam`
         // and nothing more (libpam0g-dev).
         .target(name: "PAMKeychain", linkerSettings: [.linkedLibrary("pam")]),
@@ -429,7 +430,7 @@ let package = Package(
             name: "KeychainTPMTests",
             dependencies: [
                 "KeychainTPM", "KeychainCore", "KeychainTestSupport", "KeychainLibc",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // pam_keychain.so in real PAM transactions (libpam-wrapper, pamtester, pam_unix).

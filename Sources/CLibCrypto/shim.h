@@ -7,14 +7,20 @@
 //   SHA1_Transform), used by KeyringImport to read KWallet's files: KWallet encrypts with
 //   Blowfish, and checks its contents with a SHA-1 that loads its words little-endian, which only
 //   the compression function itself can compute.
+// - the ANSI X9.63 KDF (EVP_KDF "X963KDF"), used by KeychainTPM: a TPM-resident key's ECDH
+//   gives a shared secret as bytes, and swift-crypto derives keys only from a SharedSecret it
+//   computed itself.
 // Nothing else of libcrypto is used.
 // Blowfish and SHA1_Transform are deprecated in OpenSSL 3 (they remain in libcrypto): no warnings.
 #define OPENSSL_SUPPRESS_DEPRECATED 1
 #include <openssl/blowfish.h>
 #include <openssl/bn.h>
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evperr.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <openssl/pkcs12.h>
 #include <openssl/pkcs12err.h>
 #include <openssl/provider.h>

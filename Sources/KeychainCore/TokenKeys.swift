@@ -3,8 +3,11 @@
 // or this process in in-process mode) and are used there; a caller holds only a handle and the
 // public key.
 //
-// - A permanent token key is a key item whose secret is the private key, X9.63 `04‖X‖Y‖K`,
-//   sealed like every item's secret under its protection class's key. Its class is always a
+// - With token-key hardware (``KeychainConfiguration/tokenKeyHardware``, a TPM), the private key
+//   is made and used in the hardware, and what is kept is `04‖X‖Y`, "hwk1" and the hardware's
+//   wrapped key (``TokenKeySecret``). Without, the private key itself, X9.63 `04‖X‖Y‖K`.
+// - A permanent token key is a key item whose secret is that, sealed like every item's secret
+//   under its protection class's key. Its class is always a
 //   "this device only" one, whose key is wrapped with the device key, so the item is bound to
 //   this machine. Its handle is the item's persistent identity.
 // - A token key that is not permanent is sealed (``Sealing``, AES-256-GCM) under a random key
@@ -46,13 +49,52 @@ extension TokenKeys {
     }
 
     /// What a caller sees of an item: for a token key, its public key instead of its secret
-    /// (`nil` when the secret is not a P-256 private key).
+    /// (`nil` when the secret is not a token key's).
     static func tokenClientView(_ item: Item) -> Item {
         guard isTokenKey(item), let data = item.data else { return item }
         var item = item
-        item.data = data.count == 97 && data.first == 4 ? Data(data.prefix(65)) : nil
+        item.data = (try? TokenKeySecret(data))?.publicKey
         return item
     }
+}
+
+/// A token key as the keychain keeps it.
+enum TokenKeySecret {
+    /// A key held by this process: X9.63 `04‖X‖Y‖K`.
+    case inMemory(P256.Signing.PrivateKey)
+    /// A key in hardware: `04‖X‖Y`, ``hardwareMarker``, then the hardware's wrapped key.
+    case inHardware(publicKey: Data, wrappedKey: Data)
+
+    /// What follows the public key of a key in hardware.
+    static let hardwareMarker = Data("hwk1".utf8)
+
+    /// Reads a kept token key.
+    /// - Throws: `.itemNotFound` ("damaged") for anything else.
+    init(_ bytes: Data) throws {
+        let damaged = KeychainError(.itemNotFound, "the token key is damaged")
+        let bytes = Data(bytes)
+        if bytes.count == 97 {
+            guard let key = try? P256.Signing.PrivateKey(x963Representation: bytes) else { throw damaged }
+            self = .inMemory(key)
+            return
+        }
+        let publicKey = bytes.prefix(65)
+        guard bytes.count > 69, bytes.dropFirst(65).prefix(4) == Self.hardwareMarker,
+            (try? P256.Signing.PublicKey(x963Representation: publicKey)) != nil
+        else { throw damaged }
+        self = .inHardware(publicKey: Data(publicKey), wrappedKey: Data(bytes.dropFirst(69)))
+    }
+
+    /// The public key, `04‖X‖Y`.
+    var publicKey: Data {
+        switch self {
+        case .inMemory(let key): key.publicKey.x963Representation
+        case .inHardware(let publicKey, _): publicKey
+        }
+    }
+
+    /// The bytes kept for a key made in hardware.
+    static func kept(publicKey: Data, wrappedKey: Data) -> Data { publicKey + hardwareMarker + wrappedKey }
 }
 
 /// A caller's digest, as given: ECDSA signs these bytes.
@@ -68,9 +110,17 @@ private struct GivenDigest: Digest {
 
 extension KeychainDatabase: TokenKeyHolder {
     package func createTokenKey(storing template: Item?) throws -> (publicKey: Data, handle: Data) {
-        let key = P256.Signing.PrivateKey()
-        let publicKey = key.publicKey.x963Representation
-        var secret = key.x963Representation
+        var secret: Data
+        let publicKey: Data
+        if let hardware = configuration.tokenKeyHardware {
+            let made = try hardware.createKey()
+            publicKey = made.publicKey
+            secret = TokenKeySecret.kept(publicKey: made.publicKey, wrappedKey: made.wrappedKey)
+        } else {
+            let key = P256.Signing.PrivateKey()
+            publicKey = key.publicKey.x963Representation
+            secret = key.x963Representation
+        }
         defer { secret.resetBytes(in: 0..<secret.count) }
         guard let template else {
             let sealed = try Sealing.seal(secret, key: TokenKeys.processKey, context: sealedHandleContext)
@@ -82,13 +132,7 @@ extension KeychainDatabase: TokenKeyHolder {
     package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
         var secret = try tokenSecret(handle)
         defer { secret.resetBytes(in: 0..<secret.count) }
-        let publicKey: Data
-        do {
-            publicKey = try P256.Signing.PrivateKey(x963Representation: secret).publicKey.x963Representation
-        } catch {
-            throw KeychainError(.itemNotFound, "the token key is damaged")
-        }
-        return try storeTokenSecret(secret, publicKey: publicKey, as: template)
+        return try storeTokenSecret(secret, publicKey: try TokenKeySecret(secret).publicKey, as: template)
     }
 
     /// Adds a token key item: `template` with the token ID, its label, a "this device only"
@@ -129,12 +173,37 @@ extension KeychainDatabase: TokenKeyHolder {
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
         var secret = try tokenSecret(handle)
         defer { secret.resetBytes(in: 0..<secret.count) }
-        let key: P256.Signing.PrivateKey
-        do {
-            key = try P256.Signing.PrivateKey(x963Representation: secret)
-        } catch {
-            throw KeychainError(.itemNotFound, "the token key is damaged")
+        let kept = try TokenKeySecret(secret)
+        try Self.check(request)
+        switch kept {
+        case .inMemory(let key): return try Self.use(key, request)
+        case .inHardware(_, let wrappedKey):
+            guard let hardware = configuration.tokenKeyHardware else {
+                throw KeychainError(
+                    .notAvailable,
+                    "the Secure Enclave key is in a TPM, and this process uses none (keychaind does)",
+                    isSetupProblem: true)
+            }
+            return try hardware.useKey(wrappedKey, request)
         }
+    }
+
+    /// Refuses a request no key can do: a peer key that is no P-256 point, a KDF size out of
+    /// range, an unknown KDF hash.
+    private static func check(_ request: TokenKeyRequest) throws {
+        guard request.operation == .keyExchange else { return }
+        guard (try? P256.KeyAgreement.PublicKey(x963Representation: request.input)) != nil else {
+            throw KeychainError.parameter("ECDH: bad public key")
+        }
+        let size = request.outputSize
+        guard request.kdfHash == 0 || (1...(1 << 20)).contains(size) else {
+            throw KeychainError.parameter("ECDHKeyExchange wrong requested size (\(size))")
+        }
+        guard [0, 1, 256, 384, 512].contains(request.kdfHash) else { throw KeychainError.parameter("unknown KDF hash") }
+    }
+
+    /// Runs `request` with a key held by this process.
+    private static func use(_ key: P256.Signing.PrivateKey, _ request: TokenKeyRequest) throws -> Data {
         switch request.operation {
         case .sign:
             do {
@@ -151,13 +220,9 @@ extension KeychainDatabase: TokenKeyHolder {
                 throw KeychainError.parameter("ECDH: bad public key")
             }
             let size = request.outputSize
-            guard request.kdfHash == 0 || (1...(1 << 20)).contains(size) else {
-                throw KeychainError.parameter("ECDHKeyExchange wrong requested size (\(size))")
-            }
             let info = request.sharedInfo
             let derived: SymmetricKey
             switch request.kdfHash {
-            case 0: return shared.withUnsafeBytes { Data($0) }
             case 1:
                 derived = shared.x963DerivedSymmetricKey(
                     using: Insecure.SHA1.self, sharedInfo: info, outputByteCount: size)
@@ -167,7 +232,7 @@ extension KeychainDatabase: TokenKeyHolder {
                 derived = shared.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: info, outputByteCount: size)
             case 512:
                 derived = shared.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: info, outputByteCount: size)
-            default: throw KeychainError.parameter("unknown KDF hash")
+            default: return shared.withUnsafeBytes { Data($0) }
             }
             return derived.withUnsafeBytes { Data($0) }
         }

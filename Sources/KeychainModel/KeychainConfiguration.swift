@@ -32,6 +32,10 @@ public struct KeychainConfiguration: Sendable {
     /// The keychains whose passwords are entangled with this machine's hardware (a TPM), and
     /// how; `nil` (the default) seals none, and a keychain sealed before then does not open.
     public var hardwareSealing: HardwareSealing?
+    /// The hardware that makes and uses Secure Enclave keys (`kSecAttrTokenIDSecureEnclave`),
+    /// a TPM; `nil` (the default) keeps them in this process's memory. Keys made in hardware
+    /// need it to be used.
+    package var tokenKeyHardware: (any TokenKeyHardware)?
 
     /// Creates a configuration; every argument has a production default.
     public init(

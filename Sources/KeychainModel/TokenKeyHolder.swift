@@ -74,3 +74,22 @@ package protocol TokenKeyHolder: AnyObject, Sendable {
 package func storedTokenKeyHandle(_ identity: UUID) -> Data {
     Data([TokenKeys.storedHandle]) + withUnsafeBytes(of: identity.uuid) { Data($0) }
 }
+
+/// Hardware that makes and uses token keys, so that their private keys never exist outside it:
+/// a TPM 2.0 (`KeychainTPM`'s `TPMSecureEnclave`). The keychain keeps only the key's wrapped
+/// form, which this hardware alone can use.
+///
+/// A conforming type throws ``KeychainError`` only: `.notAvailable` when no hardware answers,
+/// or (with ``KeychainError/isSetupProblem``) when the key was made by other hardware (another
+/// machine, or this TPM cleared); `.decode` for a malformed wrapped key; `.parameter` for a
+/// request the key cannot do.
+package protocol TokenKeyHardware: Sendable {
+    /// What it is and where, for the user: `the TPM 2.0 at device:/dev/tpmrm0`.
+    var name: String { get }
+    /// Makes a P-256 key inside the hardware.
+    /// - Returns: Its public key `04‖X‖Y` and its wrapped form.
+    func createKey() throws -> (publicKey: Data, wrappedKey: Data)
+    /// Runs `request` (a peer key already checked to be a P-256 point) with the key `wrappedKey`
+    /// holds, as ``TokenKeyHolder/useTokenKey(_:_:)`` describes its result.
+    func useKey(_ wrappedKey: Data, _ request: TokenKeyRequest) throws -> Data
+}

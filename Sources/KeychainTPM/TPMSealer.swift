@@ -10,29 +10,16 @@ public struct TPMSealer: KeychainSealer {
     /// The TCTI configuration of the TPM (`device:/dev/tpmrm0`, `swtpm:path=…`).
     public let tcti: String
 
-    /// The TPM at `tcti`. Only the `device`, `swtpm`, `mssim` and `tabrmd` TCTIs are accepted:
-    /// the configuration names where a TPM is, never a program to run (`cmd`).
-    /// - Throws: `.parameter` for any other.
+    /// The TPM at `tcti`; see ``MachineTPM/checked(_:)``.
+    /// - Throws: `.parameter` for a TCTI that names no TPM.
     public init(tcti: String) throws {
-        let kind = tcti.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-        guard ["device", "swtpm", "mssim", "tabrmd"].contains(kind) else {
-            throw KeychainError(.parameter, "not a TPM's TCTI configuration: \(tcti)", isSetupProblem: true)
-        }
-        self.tcti = tcti
+        self.tcti = try MachineTPM.checked(tcti)
     }
 
-    /// The TPM of this machine by the user's preferences (``KeychainModel/KeychainPreferences/tpm``):
-    /// the TCTI they name, none for `none`, else `/dev/tpmrm0` when this machine has one and the
-    /// user may use it.
+    /// The TPM of this machine by the user's preferences; see ``MachineTPM/tcti(by:)``.
     /// - Throws: `.parameter` for a preference that names no TPM.
     public static func configured(by preferences: KeychainPreferences) throws -> TPMSealer? {
-        switch preferences.tpm {
-        case "none": return nil
-        case let tcti?: return try TPMSealer(tcti: tcti)
-        case nil:
-            // Only when this user may use it (Debian gives /dev/tpmrm0 to the group `tss`).
-            return access("/dev/tpmrm0", R_OK | W_OK) == 0 ? try TPMSealer(tcti: "device:/dev/tpmrm0") : nil
-        }
+        try MachineTPM.tcti(by: preferences).map(TPMSealer.init(tcti:))
     }
 
     /// Seals `secret` in the TPM under `authorization`; see ``TPM/seal(_:authorization:)``.
@@ -43,7 +30,7 @@ public struct TPMSealer: KeychainSealer {
     /// Unseals `sealed`; see ``TPM/unseal(_:authorization:)``.
     public func unseal(_ sealed: Data, authorization: Data) throws -> Data {
         try mapped {
-            let secret = try TPMSealedSecret(serialized: sealed)
+            let secret = try TPMBlob(serialized: sealed)
             return try TPM(tcti: tcti).unseal(secret, authorization: authorization)
         }
     }
@@ -55,7 +42,7 @@ public struct TPMSealer: KeychainSealer {
 
     /// Unseals what ``sealToMachine(_:)`` sealed; see ``TPM/unseal(_:)``.
     public func unsealFromMachine(_ sealed: Data) throws -> Data {
-        try mapped { try TPM(tcti: tcti).unseal(TPMSealedSecret(serialized: sealed)) }
+        try mapped { try TPM(tcti: tcti).unseal(TPMBlob(serialized: sealed)) }
     }
 
     /// The PCRs a boot-state seal is bound to: PCR 7, Secure Boot's state and the keys it trusts
@@ -70,7 +57,7 @@ public struct TPMSealer: KeychainSealer {
     /// Unseals what ``sealToBootState(_:)`` sealed; see ``TPM/unseal(_:fromPCRs:)``.
     public func unsealFromBootState(_ sealed: Data) throws -> Data {
         try mapped {
-            try TPM(tcti: tcti).unseal(TPMSealedSecret(serialized: sealed), fromPCRs: Self.bootStatePCRs)
+            try TPM(tcti: tcti).unseal(TPMBlob(serialized: sealed), fromPCRs: Self.bootStatePCRs)
         }
     }
 

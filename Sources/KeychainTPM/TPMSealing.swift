@@ -69,10 +69,10 @@ public struct TPMError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 }
 
-/// A secret sealed by a TPM: the TPM's public and private areas of a sealed data object, as
-/// `tpm2_create` writes them (`-u`, `-r`). Only the TPM that sealed it can unseal it, and only
-/// with the authorization it was sealed under.
-public struct TPMSealedSecret: Sendable, Hashable {
+/// An object a TPM made under its storage key, a sealed secret or a key: its public and private
+/// areas, as `tpm2_create` writes them (`-u`, `-r`). Only the TPM that made it can load it, and
+/// only with the authorization it was made with.
+public struct TPMBlob: Sendable, Hashable {
     /// The object's marshalled `TPM2B_PUBLIC`.
     public var publicArea: Data
     /// The object's marshalled `TPM2B_PRIVATE` (encrypted by the TPM under its storage key).
@@ -98,17 +98,17 @@ public struct TPMSealedSecret: Sendable, Hashable {
     /// - Throws: ``TPMError`` `.malformed` for anything else.
     public init(serialized bytes: Data) throws {
         var rest = bytes[...]
-        guard rest.popFirst() == 1 else { throw TPMError(.malformed, "TPMSealedSecret") }
+        guard rest.popFirst() == 1 else { throw TPMError(.malformed, "TPMBlob") }
         var areas: [Data] = []
         for _ in 0..<2 {
-            guard rest.count >= 2 else { throw TPMError(.malformed, "TPMSealedSecret") }
+            guard rest.count >= 2 else { throw TPMError(.malformed, "TPMBlob") }
             let length = Int(rest[rest.startIndex]) << 8 | Int(rest[rest.startIndex + 1])
             rest = rest.dropFirst(2)
-            guard rest.count >= length else { throw TPMError(.malformed, "TPMSealedSecret") }
+            guard rest.count >= length else { throw TPMError(.malformed, "TPMBlob") }
             areas.append(Data(rest.prefix(length)))
             rest = rest.dropFirst(length)
         }
-        guard rest.isEmpty else { throw TPMError(.malformed, "TPMSealedSecret") }
+        guard rest.isEmpty else { throw TPMError(.malformed, "TPMBlob") }
         publicArea = areas[0]
         privateArea = areas[1]
     }
@@ -129,9 +129,9 @@ public struct TPMSealedSecret: Sendable, Hashable {
 public final class TPM: Sendable {
     /// The TCTI configuration: `device:/dev/tpmrm0`, `swtpm:host=127.0.0.1,port=2321`, …
     public let tcti: String
-    private let handles: Mutex<Handles>
+    let handles: Mutex<Handles>
 
-    private struct Handles: ~Copyable {
+    struct Handles: ~Copyable {
         var tcti: OpaquePointer?
         var esys: OpaquePointer?
 
@@ -159,7 +159,7 @@ public final class TPM: Sendable {
     }
 
     /// Seals `secret` (at most ``maximumSecret`` bytes) under `authorization` (at most 32 bytes).
-    public func seal(_ secret: Data, authorization: Data) throws -> TPMSealedSecret {
+    public func seal(_ secret: Data, authorization: Data) throws -> TPMBlob {
         guard secret.count <= Self.maximumSecret, authorization.count <= 32 else {
             throw TPMError(.malformed, "TPM.seal")
         }
@@ -170,7 +170,7 @@ public final class TPM: Sendable {
     /// Unseals what ``seal(_:authorization:)`` sealed, with the same authorization.
     /// - Throws: ``TPMError``: `.authorizationFailed` (counted by the TPM), `.lockedOut`,
     ///   `.notThisTPM`, `.malformed`.
-    public func unseal(_ sealed: TPMSealedSecret, authorization: Data) throws -> Data {
+    public func unseal(_ sealed: TPMBlob, authorization: Data) throws -> Data {
         guard authorization.count <= 32 else { throw TPMError(.malformed, "TPM.unseal") }
         return try unseal(sealed) { esys, object, primary in
             var auth = TPM2B_AUTH()
@@ -188,7 +188,7 @@ public final class TPM: Sendable {
     /// authorization, on this TPM only (not on another machine, nor after this one is cleared).
     /// The object is not counted by the dictionary-attack protection (there is nothing to
     /// guess), so a TPM locked out by wrong passwords still unseals it.
-    public func seal(_ secret: Data) throws -> TPMSealedSecret {
+    public func seal(_ secret: Data) throws -> TPMBlob {
         guard secret.count <= Self.maximumSecret else { throw TPMError(.malformed, "TPM.seal") }
         // An empty authorization value.
         return try sealObject(secret, authorization: Data(), attributes: Self.userWithAuth | Self.noDA)
@@ -196,7 +196,7 @@ public final class TPM: Sendable {
 
     /// Unseals what ``seal(_:)`` sealed, in a salted, encrypted session.
     /// - Throws: ``TPMError``: `.notThisTPM`, `.malformed`.
-    public func unseal(_ sealed: TPMSealedSecret) throws -> Data {
+    public func unseal(_ sealed: TPMBlob) throws -> Data {
         try unseal(sealed, authorization: Data())
     }
 
@@ -207,7 +207,7 @@ public final class TPM: Sendable {
     /// those PCRs hold the same values (the same firmware, boot loader and Secure Boot state for
     /// PCR 7). The object has no authorization value and is not counted by the dictionary-attack
     /// protection (there is nothing to guess).
-    public func seal(_ secret: Data, toPCRs pcrs: [Int]) throws -> TPMSealedSecret {
+    public func seal(_ secret: Data, toPCRs pcrs: [Int]) throws -> TPMBlob {
         guard secret.count <= Self.maximumSecret, !pcrs.isEmpty, pcrs.allSatisfy({ (0..<24).contains($0) }) else {
             throw TPMError(.malformed, "TPM.seal")
         }
@@ -219,7 +219,7 @@ public final class TPM: Sendable {
 
     /// Unseals what ``seal(_:toPCRs:)`` sealed, in a salted, encrypted policy session.
     /// - Throws: ``TPMError``: `.policyFailed` when the PCRs changed, `.notThisTPM`, `.malformed`.
-    public func unseal(_ sealed: TPMSealedSecret, fromPCRs pcrs: [Int]) throws -> Data {
+    public func unseal(_ sealed: TPMBlob, fromPCRs pcrs: [Int]) throws -> Data {
         guard !pcrs.isEmpty, pcrs.allSatisfy({ (0..<24).contains($0) }) else {
             throw TPMError(.malformed, "TPM.unseal")
         }
@@ -250,7 +250,7 @@ public final class TPM: Sendable {
     private func sealObject(
         _ secret: Data, authorization: Data, attributes: TPMA_OBJECT,
         policy: (OpaquePointer?) throws -> Data = { _ in Data() }
-    ) throws -> TPMSealedSecret {
+    ) throws -> TPMBlob {
         try handles.withLock { handles in
             let esys = handles.esys
             let primary = try Self.storageKey(esys)
@@ -281,7 +281,7 @@ public final class TPM: Sendable {
     static func create(
         _ esys: OpaquePointer?, under primary: ESYS_TR, sensitive: inout TPM2B_SENSITIVE_CREATE,
         template: TPM2B_PUBLIC
-    ) throws -> TPMSealedSecret {
+    ) throws -> TPMBlob {
         defer { explicit_bzero(&sensitive, MemoryLayout<TPM2B_SENSITIVE_CREATE>.size) }
         let session = try saltedSession(esys, key: primary)
         defer { Esys_FlushContext(esys, session) }
@@ -298,7 +298,7 @@ public final class TPM: Sendable {
             Esys_Free(publicArea)
         }
         guard rc == 0, let privateArea, let publicArea else { throw TPMError("Esys_Create", code: rc) }
-        return TPMSealedSecret(
+        return TPMBlob(
             publicArea: try marshal(publicArea.pointee, Tss2_MU_TPM2B_PUBLIC_Marshal),
             privateArea: try marshal(privateArea.pointee, Tss2_MU_TPM2B_PRIVATE_Marshal))
     }
@@ -306,7 +306,7 @@ public final class TPM: Sendable {
     /// Loads `sealed` under the storage key and unseals it in the session `authorize` starts for
     /// the loaded object (given the ESYS context, the object and the storage key).
     private func unseal(
-        _ sealed: TPMSealedSecret, authorize: (OpaquePointer?, ESYS_TR, ESYS_TR) throws -> ESYS_TR
+        _ sealed: TPMBlob, authorize: (OpaquePointer?, ESYS_TR, ESYS_TR) throws -> ESYS_TR
     ) throws -> Data {
         let publicArea: TPM2B_PUBLIC = try Self.unmarshal(sealed.publicArea, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
         let privateArea: TPM2B_PRIVATE = try Self.unmarshal(sealed.privateArea, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
@@ -363,12 +363,13 @@ public final class TPM: Sendable {
         return selection
     }
 
-    /// Loads a sealed object under `primary` through a salted session.
+    /// Loads an object under `primary` through `session`, else a salted session of its own.
     static func load(
-        _ esys: OpaquePointer?, primary: ESYS_TR, publicArea: TPM2B_PUBLIC, privateArea: TPM2B_PRIVATE
+        _ esys: OpaquePointer?, primary: ESYS_TR, publicArea: TPM2B_PUBLIC, privateArea: TPM2B_PRIVATE,
+        session given: ESYS_TR? = nil
     ) throws -> ESYS_TR {
-        let session = try saltedSession(esys, key: primary)
-        defer { Esys_FlushContext(esys, session) }
+        let session = try given ?? saltedSession(esys, key: primary)
+        defer { if given == nil { Esys_FlushContext(esys, session) } }
         var object = ESYS_TR(ESYS_TR_NONE)
         var inPrivate = privateArea
         var inPublic = publicArea
@@ -413,22 +414,35 @@ public final class TPM: Sendable {
     /// An HMAC session salted with `key` (so its session key is unknown to anyone on the bus) that
     /// encrypts the first command and response parameters with AES-128-CFB.
     static func saltedSession(_ esys: OpaquePointer?, key: ESYS_TR, type: TPM2_SE = 0x00) throws -> ESYS_TR {
+        let session = try startSaltedSession(esys, key: key, type: type)
+        do {
+            // continueSession, decrypt (the command's first parameter), encrypt (the response's).
+            try setAttributes(esys, session, 0x01 | 0x20 | 0x40)
+        } catch {
+            Esys_FlushContext(esys, session)
+            throw error
+        }
+        return session
+    }
+
+    /// Sets a session's attributes (TPMA_SESSION).
+    static func setAttributes(_ esys: OpaquePointer?, _ session: ESYS_TR, _ attributes: TPMA_SESSION) throws {
+        let rc = Esys_TRSess_SetAttributes(esys, session, attributes, 0xFF)
+        guard rc == 0 else { throw TPMError("Esys_TRSess_SetAttributes", code: rc) }
+    }
+
+    /// A session salted with `key` whose parameter encryption is AES-128-CFB, before its
+    /// attributes are set.
+    private static func startSaltedSession(_ esys: OpaquePointer?, key: ESYS_TR, type: TPM2_SE) throws -> ESYS_TR {
         var symmetric = TPMT_SYM_DEF()
         symmetric.algorithm = 0x0006  // TPM2_ALG_AES
         symmetric.keyBits.aes = 128
         symmetric.mode.aes = 0x0043  // TPM2_ALG_CFB
         var session = ESYS_TR(ESYS_TR_NONE)
-        var rc = Esys_StartAuthSession(
+        let rc = Esys_StartAuthSession(
             esys, key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nil, type /* TPM2_SE_HMAC by default */,
             &symmetric, 0x000B /* TPM2_ALG_SHA256 */, &session)
         guard rc == 0 else { throw TPMError("Esys_StartAuthSession", code: rc) }
-        // continueSession, decrypt (the command's first parameter), encrypt (the response's).
-        let attributes: TPMA_SESSION = 0x01 | 0x20 | 0x40
-        rc = Esys_TRSess_SetAttributes(esys, session, attributes, 0xFF)
-        guard rc == 0 else {
-            Esys_FlushContext(esys, session)
-            throw TPMError("Esys_TRSess_SetAttributes", code: rc)
-        }
         return session
     }
 

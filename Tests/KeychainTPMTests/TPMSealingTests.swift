@@ -20,7 +20,7 @@ import Testing
             let sealed = try tpm.seal(secret, authorization: authorization)
             #expect(try tpm.unseal(sealed, authorization: authorization) == secret)
             // Through storage and back.
-            let stored = try TPMSealedSecret(serialized: sealed.serialized)
+            let stored = try TPMBlob(serialized: sealed.serialized)
             #expect(try tpm.unseal(stored, authorization: authorization) == secret)
         }
     }
@@ -75,13 +75,13 @@ import Testing
         let index = Int.random(in: 0..<bytes.count)
         bytes[index] ^= UInt8.random(in: 1...255)
         do {
-            let damaged = try TPMSealedSecret(serialized: bytes)
+            let damaged = try TPMBlob(serialized: bytes)
             _ = try tpm.unseal(damaged, authorization: authorization)
             Issue.record("a damaged blob (byte \(index)) unsealed")
         } catch is TPMError {
             // Refused, with a TPMError.
         }
-        #expect(throws: TPMError.self) { try TPMSealedSecret(serialized: bytes.prefix(bytes.count / 2)) }
+        #expect(throws: TPMError.self) { try TPMBlob(serialized: bytes.prefix(bytes.count / 2)) }
     }
 
     @Test("tpm2-tools unseals what KeychainTPM sealed: the standard storage key and object format")
@@ -91,43 +91,10 @@ import Testing
         let authorization = Self.random(32)
         let sealed = try TPM(tcti: software.tcti).seal(secret, authorization: authorization)
         let directory = software.state + "-tools"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try sealed.publicArea.write(to: URL(fileURLWithPath: directory + "/seal.pub"))
-        try sealed.privateArea.write(to: URL(fileURLWithPath: directory + "/seal.priv"))
-        let environment = ["TPM2TOOLS_TCTI": software.tcti, "PATH": "/usr/bin:/bin"]
-        func tool(_ name: String, _ arguments: [String]) throws -> Data {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/" + name)
-            process.arguments = arguments
-            process.environment = environment
-            let output = Pipe()
-            process.standardOutput = output
-            let errors = Pipe()
-            process.standardError = errors
-            try process.run()
-            let data = output.fileHandleForReading.readDataToEndOfFile()
-            let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(name) \(arguments): \(diagnostics)")
-            return data
-        }
-        // The storage key's template: tpm2-tools' ECC default plus noDA, as the TCG's SRK template has it.
-        let attributes = "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda|restricted|decrypt"
-        _ = try tool(
-            "tpm2_createprimary",
-            ["-C", "o", "-G", "ecc256:aes128cfb", "-a", attributes, "-c", directory + "/p.ctx", "-Q"])
-        // swtpm has no resource manager: each tool leaves its objects loaded unless flushed.
-        _ = try tool("tpm2_flushcontext", ["-t"])
-        _ = try tool(
-            "tpm2_load",
-            [
-                "-C", directory + "/p.ctx", "-u", directory + "/seal.pub", "-r", directory + "/seal.priv", "-c",
-                directory + "/o.ctx", "-Q",
-            ])
-        _ = try tool("tpm2_flushcontext", ["-t"])
+        let object = try TPMTools.load(sealed, in: directory, tcti: software.tcti)
         let hex = authorization.map { String(format: "%02x", $0) }.joined()
-        let unsealed = try tool("tpm2_unseal", ["-c", directory + "/o.ctx", "-p", "hex:" + hex])
+        let unsealed = try TPMTools.run("tpm2_unseal", ["-c", object, "-p", "hex:" + hex], tcti: software.tcti)
         #expect(unsealed == secret)
     }
 
@@ -155,7 +122,7 @@ import Testing
         let secret = Self.random(32)
         let sealed = try tpm.seal(secret, toPCRs: [7])
         #expect(try tpm.unseal(sealed, fromPCRs: [7]) == secret)
-        #expect(try tpm.unseal(TPMSealedSecret(serialized: sealed.serialized), fromPCRs: [7]) == secret)
+        #expect(try tpm.unseal(TPMBlob(serialized: sealed.serialized), fromPCRs: [7]) == secret)
         // Another PCR extended: still the same boot state for PCR 7.
         try Self.extend(pcr: 8, on: software)
         #expect(try tpm.unseal(sealed, fromPCRs: [7]) == secret)
