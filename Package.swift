@@ -172,6 +172,8 @@ let package = Package(
             dependencies: [
                 // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
                 "KeychainModel", "KeychainClient", "Security", "KeychainPKI", "KeychainLibc",
+                // KeychainTPM: `security secure-enclave` says which TPM holds Secure Enclave keys.
+                "KeychainTPM",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -430,6 +432,8 @@ let package = Package(
             name: "KeychainTPMTests",
             dependencies: [
                 "KeychainTPM", "KeychainCore", "KeychainTestSupport", "KeychainLibc",
+                // Security: the test's side of ECIES with a Secure Enclave key held by keychaind.
+                "Security",
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -48,6 +48,7 @@ struct BenchmarkRunner {
         }
         if options.sshOnly {
             report.sshAgent = sshAgentComparison(lifecycle: lifecycle, scratch: scratch)
+            report.secureEnclave = secureEnclaveComparison(lifecycle: lifecycle, scratch: scratch)
             report.machine.loadAtEnd = Machine.loadAverage()
             report.notes = notes(report)
             report.evaluateTargets()
@@ -148,6 +149,7 @@ struct BenchmarkRunner {
             report.secretService = secretServiceComparison(lifecycle: lifecycle, scratch: scratch)
             report.keePass = keePassComparison(lifecycle: lifecycle, scratch: scratch)
             report.sshAgent = sshAgentComparison(lifecycle: lifecycle, scratch: scratch)
+            report.secureEnclave = secureEnclaveComparison(lifecycle: lifecycle, scratch: scratch)
             report.sync = syncComparison()
         }
         // Last: filling keychains with thousands of processes leaves the disk and the page
@@ -180,6 +182,13 @@ struct BenchmarkRunner {
     private func sshAgentComparison(lifecycle: Lifecycle, scratch: String) -> SSHAgentResult {
         progress("SSH agent: Ed25519 signatures through keychaind and OpenSSH's ssh-agent")
         return SSHAgentComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress).run()
+    }
+
+    /// A Secure Enclave key's signature in a swtpm and `tpm2_sign`'s (``SecureEnclaveComparison``).
+    private func secureEnclaveComparison(lifecycle: Lifecycle, scratch: String) -> SecureEnclaveResult {
+        progress("Secure Enclave keys: P-256 signatures in a swtpm, through keychaind and tpm2_sign")
+        return SecureEnclaveComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress)
+            .run()
     }
 
     /// KeePass databases moved in and written out (``KeePassComparison``), at the Secret Service

@@ -32,6 +32,8 @@ struct BenchmarkReport: Codable, Sendable {
     var keePass: KeePassResult?
     /// An SSH signature through keychaind's agent and OpenSSH's.
     var sshAgent: SSHAgentResult?
+    /// A Secure Enclave key's signature in a swtpm, and `tpm2_sign`'s.
+    var secureEnclave: SecureEnclaveResult?
     /// The sync rows.
     var sync: SyncResult?
     var targets: [TargetResult] = []
@@ -313,6 +315,17 @@ extension BenchmarkReport {
                             + "ssh-agent \(Format.duration(sshAgent.openSSH!.medianMicroseconds)))"
                     } ?? (sshAgent.note ?? "not measured"),
                     met: sshAgent.oursOverOpenSSH.map { $0 <= 1.5 }))
+        }
+        if let secureEnclave {
+            targets.append(
+                TargetResult(
+                    name: "Secure Enclave key's P-256 signature in a swtpm, through keychaind ÷ tpm2_sign",
+                    limit: "≤ 1.10×",
+                    measured: secureEnclave.agentOverTools.map {
+                        "\(Format.ratio($0)) (keychaind \(Format.duration(secureEnclave.agent!.medianMicroseconds)), "
+                            + "tpm2_sign \(Format.duration(secureEnclave.tpm2Sign!.medianMicroseconds)))"
+                    } ?? (secureEnclave.note ?? "not measured"),
+                    met: secureEnclave.agentOverTools.map { $0 <= 1.1 }))
         }
         secretServiceTargets(secretService)
     }

@@ -50,6 +50,10 @@ enum TableRenderer {
             out.append(sshAgentTable(sshAgent))
             out.append("")
         }
+        if let secureEnclave = report.secureEnclave {
+            out.append(secureEnclaveTable(secureEnclave))
+            out.append("")
+        }
         if let sync = report.sync {
             out.append(syncTable(sync))
             out.append("")
@@ -544,6 +548,32 @@ enum TableRenderer {
             row(
                 "through keychaind's agent (keychain read, sign)", ours,
                 result.oursOverOpenSSH.map { "÷ ssh-agent " + Format.ratio($0) } ?? ""))
+        return columns(rows, right: [1, 2, 3])
+    }
+
+    /// A Secure Enclave key's P-256 signature in a swtpm, each way, against `tpm2_sign` on the
+    /// same swtpm and swift-crypto's signature in memory.
+    static func secureEnclaveTable(_ result: SecureEnclaveResult) -> String {
+        var rows: [[String]] = [["Secure Enclave key in a swtpm (interleaved)", "Median", "p99", "Ratio"]]
+        guard let agent = result.agent, let engine = result.engine, let tools = result.tpm2Sign,
+            let software = result.software
+        else {
+            rows.append(["a P-256 signature in the TPM", result.note ?? "not available", "", ""])
+            return columns(rows, right: [1, 2, 3])
+        }
+        func row(_ name: String, _ summary: Summary, _ ratio: String = "") -> [String] {
+            [name, Format.duration(summary.medianMicroseconds), Format.duration(summary.p99Microseconds), ratio]
+        }
+        rows.append(row("P-256 signature in memory (swift-crypto's own call)", software))
+        rows.append(row("tpm2_sign (load the key from its context, sign)", tools))
+        rows.append(
+            row(
+                "in this process (engine: keychain read, TPM load, sign)", engine,
+                result.engineOverTools.map { "÷ tpm2_sign " + Format.ratio($0) } ?? ""))
+        rows.append(
+            row(
+                "through keychaind (SecKeyCreateSignature's path)", agent,
+                result.agentOverTools.map { "÷ tpm2_sign " + Format.ratio($0) } ?? ""))
         return columns(rows, right: [1, 2, 3])
     }
 

@@ -177,3 +177,26 @@ public enum X963KeyDerivation {
         UnsafeRawPointer(name.utf8Start).assumingMemoryBound(to: CChar.self)
     }
 }
+
+extension TPM {
+    /// The TPM's manufacturer, as its four-letter vendor ID says it (`IBM`, `INTC`, `MSFT`):
+    /// a command that shows a TPM answers.
+    public func manufacturer() throws -> String {
+        try handles.withLock { handles in
+            var more: TPMI_YES_NO = 0
+            var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
+            let rc = Esys_GetCapability(
+                handles.esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, 0x0000_0006 /* TPM2_CAP_TPM_PROPERTIES */,
+                0x0000_0105 /* TPM2_PT_MANUFACTURER */, 1, &more, &data)
+            defer { Esys_Free(data) }
+            guard rc == 0, let data, data.pointee.data.tpmProperties.count == 1 else {
+                throw TPMError("Esys_GetCapability", code: rc)
+            }
+            let value = data.pointee.data.tpmProperties.tpmProperty.0.value
+            let bytes = (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * $0)) }.filter {
+                $0 > 0x20 && $0 < 0x7F
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+}

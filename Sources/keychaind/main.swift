@@ -289,7 +289,11 @@ func run() async throws -> Never {
         keychains.allowsUnsafeKeyDerivation = true
     }
     let paths = KeychainPaths(environment: environment)
-    keychains.hardwareSealing = loginKeychainSealing(paths)
+    let tpm = machineTPM(paths)
+    keychains.hardwareSealing = try tpm.map {
+        HardwareSealing(sealer: try TPMSealer(tcti: $0), keychains: [paths.loginKeychain], sealsDeviceKey: true)
+    }
+    keychains.tokenKeyHardware = try tpm.map(TPMSecureEnclave.init(tcti:))
     // Callers are identified once per connection, and re-checked cheaply on each call.
     let service = AgentService(configuration: keychains, paths: paths, callers: directory)
     let objects = DBusObjectTree()
@@ -403,17 +407,15 @@ do {
     exit(1)
 }
 
-/// The login keychain and the device key file sealed to this machine's TPM, when it has one
-/// (docs/login.md): the TPM the user's preferences name, else `/dev/tpmrm0`. A preference that
-/// names no TPM is reported and seals nothing; a keychain or device key sealed already still
-/// needs its TPM (neither ever opens without).
-func loginKeychainSealing(_ paths: KeychainPaths) -> HardwareSealing? {
+/// This machine's TPM (docs/login.md, docs/keys-and-certificates.md): the one the user's
+/// preferences name, else `/dev/tpmrm0`. It seals the login keychain and the device key file, and
+/// holds Secure Enclave keys. A preference that names no TPM is reported and uses none; a
+/// keychain, device key or key bound to a TPM already still needs it (none ever opens without).
+func machineTPM(_ paths: KeychainPaths) -> String? {
     do {
-        let preferences = try KeychainPreferences.load(from: paths.preferencesFile)
-        guard let sealer = try TPMSealer.configured(by: preferences) else { return nil }
-        return HardwareSealing(sealer: sealer, keychains: [paths.loginKeychain], sealsDeviceKey: true)
+        return try MachineTPM.tcti(by: try KeychainPreferences.load(from: paths.preferencesFile))
     } catch let error as KeychainError {
-        complain("the login keychain is not sealed to a TPM: \(error.message)")
+        complain("no TPM is used: \(error.message)")
         return nil
     } catch {
         return nil

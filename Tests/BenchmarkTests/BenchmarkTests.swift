@@ -91,8 +91,16 @@ struct BenchmarkTests {
         // import, chain evaluation); the Secret Service's five (moving GNOME Keyring's file in, secret-tool,
         // SearchItems + GetSecrets, CreateItem, OpenSession with Diffie-Hellman); the login unlock's four
         // (plain and sealed to a swtpm, each by keychaind --pam login and through PAM); KeePass's two
-        // (a database moved in, one written); the SSH agent's one (a signature ÷ OpenSSH's agent).
-        #expect(report.targets.count == 32 + 4 * report.scripts.count)
+        // (a database moved in, one written); the SSH agent's one (a signature ÷ OpenSSH's agent);
+        // the Secure Enclave's one (a signature in a swtpm through keychaind ÷ tpm2_sign).
+        #expect(report.targets.count == 33 + 4 * report.scripts.count)
+        let enclave = report.secureEnclave
+        #expect(enclave?.note == nil, "\(enclave?.note ?? "no Secure Enclave rows")")
+        for summary in [enclave?.agent, enclave?.engine, enclave?.tpm2Sign, enclave?.software] {
+            #expect(summary != nil)
+            if let summary { expectSensible(summary, "Secure Enclave") }
+        }
+        #expect(enclave?.agentOverTools.map { $0.isFinite && $0 > 0 } == true)
         let ssh = report.sshAgent
         #expect(ssh?.note == nil, "\(ssh?.note ?? "no SSH agent rows")")
         for summary in [ssh?.ours, ssh?.openSSH, ssh?.floor] {
