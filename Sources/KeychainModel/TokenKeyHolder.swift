@@ -12,6 +12,10 @@ package enum TokenKeys {
     /// The first byte of a handle that names a stored key by its persistent identity.
     package static let storedHandle: UInt8 = 1
 
+    /// The application tag (`kSecAttrApplicationTag`) of the token keys that are SSH keys:
+    /// keychaind's SSH agent lists and signs with them (`security create-ssh-key` makes one).
+    package static let sshApplicationTag = Data("com.keychainlinux.ssh".utf8)
+
     /// `kSecAttrAccessControl`'s `privateKeyUsage` flag: the key may be used, which asks for no
     /// authentication.
     package static let privateKeyUsageFlag: UInt64 = 1 << 30

@@ -21,6 +21,9 @@ import Synchronization
 public final class SSHAgent: Sendable {
     /// The service of the items that hold SSH keys.
     public static let itemService = "SSH key"
+    /// The application tag (`kSecAttrApplicationTag`) of the Secure Enclave keys that are SSH
+    /// keys: P-256 keys made in the TPM where the machine has one (``SSHTokenKey``).
+    public static let tokenKeyTag = TokenKeys.sshApplicationTag
     /// The largest request accepted, as OpenSSH's agent (`AGENT_MAX_LEN`, 256 KiB).
     public static let maximumMessageLength = 256 * 1024
 
@@ -94,11 +97,15 @@ public final class SSHAgent: Sendable {
             let fingerprint = SSHIdentity.fingerprint(ofBlob: blob)
             guard !removed.withLock({ $0.contains(fingerprint) }) else { throw SSHAgentError.noSuchIdentity }
             return try withKeychain { keychain in
-                guard let identity = try Self.identity(fingerprint, in: keychain), identity.publicKeyBlob == blob
-                else { throw SSHAgentError.noSuchIdentity }
                 var writer = SSHWriter()
                 writer.byte(Message.signResponse.rawValue)
-                writer.string(try identity.signature(for: data, flags: flags))
+                if let identity = try Self.identity(fingerprint, in: keychain), identity.publicKeyBlob == blob {
+                    writer.string(try identity.signature(for: data, flags: flags))
+                } else if let token = try SSHTokenKey.all(in: keychain).first(where: { $0.blob == blob }) {
+                    writer.string(try token.signature(for: data, in: keychain))
+                } else {
+                    throw SSHAgentError.noSuchIdentity
+                }
                 return writer.bytes
             }
         case .addIdentity?, .addConstrainedIdentity?:
@@ -151,9 +158,10 @@ public final class SSHAgent: Sendable {
         return query
     }
 
-    /// The public keys of the SSH keys `keychain` holds for the caller (one, with `fingerprint`),
-    /// in the order they were added, from the items' attributes: no secret is decrypted. An item
-    /// without a public key blob whose fingerprint is its account is passed over.
+    /// The public keys of the SSH keys `keychain` holds for the caller (one, with `fingerprint`):
+    /// the stored keys in the order they were added, from the items' attributes (no secret is
+    /// decrypted; an item without a public key blob whose fingerprint is its account is passed
+    /// over), then the Secure Enclave SSH keys (``SSHTokenKey``).
     static func publicKeys(in keychain: any KeychainHandle, fingerprint: String? = nil) throws
         -> [(blob: [UInt8], comment: String, fingerprint: String)]
     {
@@ -162,13 +170,15 @@ public final class SSHAgent: Sendable {
             ($0.attributes[.creationDate]?.dateValue ?? .distantPast)
                 < ($1.attributes[.creationDate]?.dateValue ?? .distantPast)
         }
-        return items.compactMap { item in
+        let stored = items.compactMap { item -> (blob: [UInt8], comment: String, fingerprint: String)? in
             guard let blob = item.attributes[.generic]?.dataValue.map({ [UInt8]($0) }),
                 let account = item.attributes[.account]?.stringValue,
                 SSHIdentity.fingerprint(ofBlob: blob) == account
             else { return nil }
             return (blob, item.attributes[.comment]?.stringValue ?? "", account)
         }
+        let tokens = try SSHTokenKey.all(in: keychain).map { ($0.blob, $0.comment, $0.fingerprint) }
+        return stored + tokens.filter { fingerprint == nil || $0.2 == fingerprint }
     }
 
     /// The SSH key with `fingerprint`, if the caller has it.

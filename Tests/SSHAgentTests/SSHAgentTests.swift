@@ -18,11 +18,20 @@ struct SSHAgentTests {
         var agentSocket: String { directory + "/run/agent.sock" }
         var sshSocket: String { directory + "/run/" + SSHAgentServer.socketName }
 
-        init() throws {
+        /// An agent whose preferences name `tpm` as this machine's TPM, when given.
+        init(tpm: SoftwareTPM? = nil) throws {
             directory = FileManager.default.temporaryDirectory.path + "/ssh-agent-" + UUID().uuidString.prefix(8)
             for sub in ["", "/run", "/home", "/keys"] {
                 try FileManager.default.createDirectory(
                     atPath: directory + sub, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            }
+            if let tpm {
+                var preferences = KeychainPreferences()
+                preferences.tpm = tpm.tcti
+                let file = KeychainPaths(environment: Self.environment(directory)).preferencesFile
+                try FileManager.default.createDirectory(
+                    atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try preferences.save(to: file)
             }
             daemon = try Self.start(directory)
             try waitForSocket()
@@ -246,6 +255,51 @@ struct SSHAgentTests {
         #expect(try agent.run("/usr/bin/ssh-add", ["-D"]).status == 0)
         let refused = try login(nil)
         #expect(refused.status == 255, "no key, no login: \(refused.output)")
+    }
+
+    @Test(
+        "security create-ssh-key makes an SSH key in the TPM: ssh-add -L lists it, ssh-keygen -Y signs with it, ssh logs in with it; without its TPM it signs nothing"
+    )
+    func tpmKeyLogsIn() throws {
+        let tpm = try SoftwareTPM()
+        let agent = try Agent(tpm: tpm)
+        let made = try agent.run(Self.products + "/security", ["create-ssh-key", "-C", "tpm-key"])
+        let line = made.output.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(made.status == 0 && line.hasPrefix("ecdsa-sha2-nistp256 ") && line.hasSuffix(" tpm-key"), "\(made)")
+        let listed = try agent.run("/usr/bin/ssh-add", ["-L"])
+        #expect(listed.status == 0 && listed.output.contains(line), "\(listed) \(agent.daemon.errors)")
+        // Only its public key exists outside the TPM: ssh-keygen signs through the agent.
+        let publicKey = agent.directory + "/keys/tpm.pub"
+        try (line + "\n").write(toFile: publicKey, atomically: true, encoding: .utf8)
+        let data = agent.directory + "/keys/data"
+        try Data("signed in the TPM".utf8).write(to: URL(fileURLWithPath: data))
+        let signed = try agent.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", publicKey, data])
+        #expect(signed.status == 0, "\(signed.errors) \(agent.daemon.errors)")
+        let allowed = agent.directory + "/keys/allowed"
+        try "me \(line)\n".write(toFile: allowed, atomically: true, encoding: .utf8)
+        let verified = try agent.run(
+            "/usr/bin/ssh-keygen", ["-Y", "verify", "-f", allowed, "-I", "me", "-n", "file", "-s", data + ".sig"],
+            input: "signed in the TPM")
+        #expect(verified.status == 0 && verified.output.contains("Good \"file\" signature"), "\(verified)")
+        // A login to sshd with it.
+        let authorized = agent.directory + "/keys/authorized_keys"
+        try (line + "\n").write(toFile: authorized, atomically: true, encoding: .utf8)
+        let sshd = try SSHServer(directory: agent.directory, authorizedKeys: authorized)
+        defer { sshd.stop() }
+        let login = try agent.run(
+            "/usr/bin/ssh",
+            [
+                "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o",
+                "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", "-p", "\(sshd.port)",
+                "\(NSUserName())@127.0.0.1", "echo", "logged-in",
+            ])
+        #expect(login.status == 0 && login.output == "logged-in\n", "\(login.errors) \(sshd.errors)")
+        // The TPM gone, nothing signs, and the agent says why.
+        tpm.stop()
+        try FileManager.default.removeItem(atPath: data + ".sig")
+        let refused = try agent.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", publicKey, data])
+        #expect(refused.status != 0)
+        #expect(agent.daemon.errors.contains("TPM"), "\(agent.daemon.errors)")
     }
 
     @Test("a malformed, unknown or oversized request is refused; the agent goes on and its keys are intact")
