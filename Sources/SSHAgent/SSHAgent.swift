@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import KeychainModel
 import Synchronization
@@ -31,8 +32,15 @@ public final class SSHAgent: Sendable {
     /// again or the agent ends.
     private let removed = Mutex<Set<String>>([])
 
+    /// While `ssh-add -x` has locked this agent: its passphrase's HMAC under a key drawn for it
+    /// (the passphrase itself is never kept).
+    private let lock = Mutex<(key: SymmetricKey, tag: Data)?>(nil)
+
     /// An agent with every key of the keychain in view.
     public init() {}
+
+    /// Whether `ssh-add -x` has locked this agent (until `ssh-add -X` with the same passphrase).
+    public var isLocked: Bool { lock.withLock { $0 != nil } }
 
     /// The answer to `request` (its type byte and contents, without the length), run on the
     /// keychain `withKeychain` gives; any refusal is `SSH_AGENT_FAILURE`, and its reason goes to
@@ -67,6 +75,8 @@ public final class SSHAgent: Sendable {
         case removeIdentity = 18
         case removeAllIdentities = 19
         case addConstrainedIdentity = 25
+        case lock = 22
+        case unlock = 23
     }
 
     private func respond(
@@ -74,7 +84,19 @@ public final class SSHAgent: Sendable {
     ) throws -> [UInt8] {
         var reader = SSHReader(request)
         let type = try reader.byte()
-        switch Message(rawValue: type) {
+        let message = Message(rawValue: type)
+        if message == .lock || message == .unlock {
+            var passphrase = try reader.string()
+            defer { passphrase.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            try finish(reader)
+            return try locking(message == .lock, passphrase)
+        }
+        // A locked agent lists no key and does nothing else, as OpenSSH's.
+        if isLocked {
+            guard message == .requestIdentities else { throw SSHAgentError.agentLocked }
+            return [Message.identitiesAnswer.rawValue, 0, 0, 0, 0]
+        }
+        switch message {
         case .requestIdentities?:
             try finish(reader)
             let hidden = removed.withLock { $0 }
@@ -143,6 +165,24 @@ public final class SSHAgent: Sendable {
             // sends and does without): the protocol's answer for what an agent does not do.
             throw SSHAgentError.unsupported("message \(type) is not supported")
         }
+    }
+
+    /// `ssh-add -x` (`lock`) and `-X`: locks with `passphrase`, or unlocks with the same one.
+    private func locking(_ locks: Bool, _ passphrase: [UInt8]) throws -> [UInt8] {
+        try lock.withLock { state in
+            if locks {
+                guard state == nil else { throw SSHAgentError.agentLocked }
+                let key = SymmetricKey(size: .bits256)
+                state = (key, Data(HMAC<SHA256>.authenticationCode(for: passphrase, using: key)))
+            } else {
+                // isValidAuthenticationCode compares in constant time.
+                guard let locked = state,
+                    HMAC<SHA256>.isValidAuthenticationCode(locked.tag, authenticating: passphrase, using: locked.key)
+                else { throw SSHAgentError.wrongLockPassphrase }
+                state = nil
+            }
+        }
+        return [Message.success.rawValue]
     }
 
     private func finish(_ reader: SSHReader) throws(SSHAgentError) {

@@ -12,6 +12,10 @@ public enum SSHAgentError: Error, Equatable, Sendable, CustomStringConvertible {
     case locked
     /// The keychain refused (its message, which holds no secret).
     case keychain(String)
+    /// `ssh-add -x` locked the agent (or it is locked already).
+    case agentLocked
+    /// `ssh-add -X` gave another passphrase than the lock's (or the agent is not locked).
+    case wrongLockPassphrase
 
     /// What went wrong, in words (no secret).
     public var description: String {
@@ -21,6 +25,8 @@ public enum SSHAgentError: Error, Equatable, Sendable, CustomStringConvertible {
         case .noSuchIdentity: "no such identity"
         case .locked: "the keychain is locked"
         case .keychain(let message): "the keychain refused: \(message)"
+        case .agentLocked: "the agent is locked (ssh-add -X unlocks it)"
+        case .wrongLockPassphrase: "not the passphrase the agent was locked with"
         }
     }
 }

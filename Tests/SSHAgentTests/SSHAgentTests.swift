@@ -302,6 +302,43 @@ struct SSHAgentTests {
         #expect(agent.daemon.errors.contains("TPM"), "\(agent.daemon.errors)")
     }
 
+    @Test(
+        "ssh-add -x locks the agent: it lists and signs nothing; ssh-add -X with another passphrase fails, with the same one unlocks"
+    )
+    func lockingTheAgent() throws {
+        let agent = try Agent()
+        let key = try agent.makeKey("ed25519", bits: nil, name: "lockable")
+        #expect(try agent.run("/usr/bin/ssh-add", [key]).status == 0)
+        /// ssh-add with a passphrase given by an askpass program, as a desktop's would.
+        func ssh(_ arguments: [String], passphrase: String) throws -> Ran {
+            let askpass = agent.directory + "/keys/askpass-\(UUID().uuidString.prefix(8))"
+            try "#!/bin/sh\nprintf '%s\\n' '\(passphrase)'\n".write(toFile: askpass, atomically: true, encoding: .utf8)
+            chmod(askpass, 0o700)
+            var environment = agent.environment
+            environment["SSH_ASKPASS"] = askpass
+            environment["SSH_ASKPASS_REQUIRE"] = "force"
+            environment["DISPLAY"] = ":0"
+            return try Self.run("/usr/bin/ssh-add", arguments, environment: environment)
+        }
+        let locked = try ssh(["-x"], passphrase: "lock words")
+        #expect(locked.status == 0, "\(locked) \(agent.daemon.errors)")
+        let listed = try agent.run("/usr/bin/ssh-add", ["-l"])
+        #expect(listed.status == 1 && !listed.output.contains("lockable"), "\(listed)")
+        let data = agent.directory + "/keys/data"
+        try Data("x".utf8).write(to: URL(fileURLWithPath: data))
+        try FileManager.default.removeItem(atPath: key)
+        #expect(
+            try agent.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", key + ".pub", data]).status != 0)
+        #expect(try ssh(["-x"], passphrase: "again").status != 0, "a locked agent does not lock again")
+        #expect(try ssh(["-X"], passphrase: "wrong words").status != 0)
+        #expect(try agent.run("/usr/bin/ssh-add", ["-l"]).status == 1, "still locked")
+        #expect(try ssh(["-X"], passphrase: "lock words").status == 0)
+        #expect(try agent.run("/usr/bin/ssh-add", ["-l"]).output.contains("lockable (ED25519)"))
+        #expect(
+            try agent.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", key + ".pub", data]).status == 0)
+        #expect(!agent.daemon.errors.contains("lock words"), "the passphrase is never logged")
+    }
+
     @Test("a malformed, unknown or oversized request is refused; the agent goes on and its keys are intact")
     func badRequestsAreRefused() throws {
         let agent = try Agent()
@@ -349,6 +386,11 @@ struct SSHAgentTests {
             }
             let reply = ask(request)
             #expect(!reply.isEmpty && [5, 6, 12, 14].contains(reply[0]))
+            // A fuzzed request that locked the agent (`ssh-add -x`) is undone with its passphrase.
+            if agent.isLocked {
+                #expect(request.first == 22 && reply == [6])
+                #expect(ask([23] + request.dropFirst()) == [6], "the same passphrase unlocks")
+            }
         }
         // The key is still there and signs (added again, in case a fuzzed -D took it out of view).
         #expect(ask(seedKey.add) == [6])
