@@ -1,6 +1,7 @@
 import CLibCrypto
 import CTSS2
 import Foundation
+import Synchronization
 
 // P-256 keys made and used inside the TPM: the "Secure Enclave" of a Linux machine
 // (docs/keys-and-certificates.md, "Secure Enclave keys"). The private key is made by the TPM
@@ -9,7 +10,62 @@ import Foundation
 // is cleared. Every command that carries a parameter worth hiding runs in a salted session that
 // encrypts it.
 
+/// Objects' contexts as a TPM saved them (`TPM2_ContextSave`): the storage key's and recently used
+/// keys', kept in memory between connections, so that a key's next use loads it again with a
+/// symmetric decryption in the TPM rather than deriving the storage key from the TPM's seed and
+/// checking the key's blob. A context from before the TPM's last reset, or from another TPM,
+/// fails to load, and the object is made or loaded as the first time. A context is only usable by
+/// the TPM that saved it, and holds no key in the clear.
+public final class TPMSavedContexts: Sendable {
+    private let saved = Mutex<[Data: Data]>([:])
+    /// The most contexts kept (about 1 KiB each).
+    static let limit = 64
+
+    /// None yet.
+    public init() {}
+
+    /// The storage key's saved context, if any (opaque).
+    public var storageKey: Data? { saved.withLock { $0[Data()] } }
+
+    /// How many contexts are kept.
+    public var count: Int { saved.withLock { $0.count } }
+
+    func context(_ name: Data) -> Data? { saved.withLock { $0[name] } }
+
+    func keep(_ context: Data, _ name: Data) {
+        saved.withLock { saved in
+            if saved[name] == nil, saved.count >= Self.limit, let any = saved.keys.first(where: { !$0.isEmpty }) {
+                saved[any] = nil
+            }
+            saved[name] = context
+        }
+    }
+}
+
 extension TPM {
+    /// The object `name` names (empty: the storage key; else a key's blob), from its context in
+    /// `contexts` when this TPM still loads it, else by `make` (and its context kept there).
+    func loaded(
+        _ esys: OpaquePointer?, _ name: Data, contexts: TPMSavedContexts?, make: () throws -> ESYS_TR
+    ) throws -> ESYS_TR {
+        guard let contexts else { return try make() }
+        if let bytes = contexts.context(name),
+            var saved: TPMS_CONTEXT = try? Self.unmarshal(bytes, Tss2_MU_TPMS_CONTEXT_Unmarshal)
+        {
+            var handle = ESYS_TR(ESYS_TR_NONE)
+            if Esys_ContextLoad(esys, &saved, &handle) == 0 { return handle }
+        }
+        let handle = try make()
+        var saved: UnsafeMutablePointer<TPMS_CONTEXT>?
+        if Esys_ContextSave(esys, handle, &saved) == 0, let saved,
+            let bytes = try? Self.marshal(saved.pointee, Tss2_MU_TPMS_CONTEXT_Marshal)
+        {
+            contexts.keep(bytes, name)
+        }
+        Esys_Free(saved)
+        return handle
+    }
+
     /// The object attributes of a Secure Enclave key (TPM 2.0 Part 2, 8.3): made by the TPM and
     /// bound to it, usable with its (empty) authorization value, not counted by the
     /// dictionary-attack protection (there is nothing to guess), and both a signing and a
@@ -20,10 +76,10 @@ extension TPM {
 
     /// Creates a P-256 key inside the TPM.
     /// - Returns: Its public key, X9.63 `04‖X‖Y`, and the blob that loads it again in this TPM.
-    public func createKey() throws -> (publicKey: Data, blob: TPMBlob) {
+    public func createKey(contexts: TPMSavedContexts? = nil) throws -> (publicKey: Data, blob: TPMBlob) {
         try handles.withLock { handles in
             let esys = handles.esys
-            let primary = try Self.storageKey(esys)
+            let primary = try loaded(esys, Data(), contexts: contexts) { try Self.storageKey(esys) }
             defer { Esys_FlushContext(esys, primary) }
             var template = TPM2B_PUBLIC()
             template.publicArea.type = 0x0023  // TPM2_ALG_ECC
@@ -46,8 +102,8 @@ extension TPM {
     /// as ECDSA takes its leftmost 256 bits), run in the TPM.
     /// - Returns: The signature `r‖s`, 64 bytes.
     /// - Throws: ``TPMError``: `.notThisTPM` for a key of another TPM, `.malformed`.
-    public func sign(_ digest: Data, with blob: TPMBlob) throws -> Data {
-        try withLoadedKey(blob) { esys, key, session in
+    public func sign(_ digest: Data, with blob: TPMBlob, contexts: TPMSavedContexts? = nil) throws -> Data {
+        try withLoadedKey(blob, contexts) { esys, key, session in
             // The digest is hidden on the bus (decrypt); a signature is no TPM2B, which a
             // response's encryption needs, and it is public anyway.
             try Self.setAttributes(esys, session, 0x01 | 0x20)
@@ -73,9 +129,11 @@ extension TPM {
     /// - Returns: The shared secret: the x-coordinate of the shared point, 32 bytes.
     /// - Throws: ``TPMError``: `.malformed` for a peer key that is not a P-256 point,
     ///   `.notThisTPM` for a key of another TPM.
-    public func sharedSecret(with blob: TPMBlob, peer: Data) throws -> Data {
+    public func sharedSecret(
+        with blob: TPMBlob, peer: Data, contexts: TPMSavedContexts? = nil
+    ) throws -> Data {
         guard peer.count == 65, peer.first == 4 else { throw TPMError(.malformed, "TPM.sharedSecret") }
-        return try withLoadedKey(blob) { esys, key, session in
+        return try withLoadedKey(blob, contexts) { esys, key, session in
             var point = TPM2B_ECC_POINT()
             Self.fill(
                 &point.point.x.size, &point.point.x.buffer, Data(peer[peer.startIndex + 1..<peer.startIndex + 33]))
@@ -98,7 +156,7 @@ extension TPM {
     /// Loads the key `blob` holds under the storage key and runs `body` with it and a salted,
     /// encrypting session (the one that loaded it); everything is flushed after.
     private func withLoadedKey<Result: Sendable>(
-        _ blob: TPMBlob, _ body: (OpaquePointer?, ESYS_TR, ESYS_TR) throws -> Result
+        _ blob: TPMBlob, _ contexts: TPMSavedContexts?, _ body: (OpaquePointer?, ESYS_TR, ESYS_TR) throws -> Result
     ) throws -> Result {
         let publicArea: TPM2B_PUBLIC = try Self.unmarshal(blob.publicArea, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
         let privateArea: TPM2B_PRIVATE = try Self.unmarshal(blob.privateArea, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
@@ -107,12 +165,14 @@ extension TPM {
         else { throw TPMError(.malformed, "TPM key") }
         return try handles.withLock { handles in
             let esys = handles.esys
-            let primary = try Self.storageKey(esys)
+            let primary = try loaded(esys, Data(), contexts: contexts) { try Self.storageKey(esys) }
             defer { Esys_FlushContext(esys, primary) }
             let session = try Self.saltedSession(esys, key: primary)
             defer { Esys_FlushContext(esys, session) }
-            let key = try Self.load(
-                esys, primary: primary, publicArea: publicArea, privateArea: privateArea, session: session)
+            let key = try loaded(esys, blob.serialized, contexts: contexts) {
+                try Self.load(
+                    esys, primary: primary, publicArea: publicArea, privateArea: privateArea, session: session)
+            }
             defer { Esys_FlushContext(esys, key) }
             return try body(esys, key, session)
         }

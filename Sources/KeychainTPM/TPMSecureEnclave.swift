@@ -11,6 +11,8 @@ import KeychainModel
 public struct TPMSecureEnclave: TokenKeyHardware {
     /// The TCTI configuration of the TPM (`device:/dev/tpmrm0`, `swtpm:path=…`).
     public let tcti: String
+    /// The storage key's and recent keys' saved contexts, shared by the copies of this value.
+    private let contexts = TPMSavedContexts()
 
     /// The TPM at `tcti`; see ``MachineTPM/checked(_:)``.
     /// - Throws: `.parameter` for a TCTI that names no TPM.
@@ -30,7 +32,7 @@ public struct TPMSecureEnclave: TokenKeyHardware {
     /// Makes a P-256 key in the TPM; see ``TPM/createKey()``.
     package func createKey() throws -> (publicKey: Data, wrappedKey: Data) {
         try mapped {
-            let (publicKey, blob) = try TPM(tcti: tcti).createKey()
+            let (publicKey, blob) = try TPM(tcti: tcti).createKey(contexts: contexts)
             return (publicKey, blob.serialized)
         }
     }
@@ -42,9 +44,10 @@ public struct TPMSecureEnclave: TokenKeyHardware {
             let blob = try TPMBlob(serialized: wrappedKey)
             switch request.operation {
             case .sign:
-                return try TPM(tcti: tcti).sign(request.input, with: blob)
+                return try TPM(tcti: tcti).sign(request.input, with: blob, contexts: contexts)
             case .keyExchange:
-                var shared = try TPM(tcti: tcti).sharedSecret(with: blob, peer: request.input)
+                var shared = try TPM(tcti: tcti).sharedSecret(
+                    with: blob, peer: request.input, contexts: contexts)
                 defer { shared.resetBytes(in: 0..<shared.count) }
                 guard request.kdfHash != 0 else { return shared }
                 guard

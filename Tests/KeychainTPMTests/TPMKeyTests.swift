@@ -120,6 +120,37 @@ import Testing
         }
     }
 
+    @Test("saved contexts serve later connections, and those a restarted or other TPM refuses are replaced")
+    func savedContexts() throws {
+        let first = try SoftwareTPM()
+        let contexts = TPMSavedContexts()
+        let (publicKey, blob) = try TPM(tcti: first.tcti).createKey(contexts: contexts)
+        let saved = try #require(contexts.storageKey)
+        let digest = Self.random(32)
+        for _ in 0..<3 {
+            let signature = try TPM(tcti: first.tcti).sign(digest, with: blob, contexts: contexts)
+            #expect(try Self.opensslVerifies(signature, digest: digest, publicKey: publicKey))
+        }
+        #expect(contexts.storageKey == saved, "loaded from the saved context, not derived again")
+        #expect(contexts.count == 2, "the storage key's and the key's")
+        // A reboot: the saved contexts no longer load; the same storage key is derived again.
+        first.stop()
+        let again = try SoftwareTPM(state: first.state)
+        let signature = try TPM(tcti: again.tcti).sign(digest, with: blob, contexts: contexts)
+        #expect(try Self.opensslVerifies(signature, digest: digest, publicKey: publicKey))
+        #expect(contexts.storageKey != saved)
+        // Another machine: neither context loads, and the blob does not load under its storage key.
+        let other = try SoftwareTPM()
+        #expect(throws: TPMError.self) { try TPM(tcti: other.tcti).sign(digest, with: blob, contexts: contexts) }
+        // Many keys: at most the limit of contexts is kept.
+        for _ in 0..<70 {
+            let (_, another) = try TPM(tcti: again.tcti).createKey(contexts: contexts)
+            _ = try TPM(tcti: again.tcti).sign(digest, with: another, contexts: contexts)
+        }
+        #expect(contexts.count == 64)
+        withExtendedLifetime(first) {}
+    }
+
     @Test("tpm2-tools loads the key's blob, reads the same public key and signs with it")
     func tpm2ToolsSeeTheSameKey() throws {
         let software = try SoftwareTPM()
