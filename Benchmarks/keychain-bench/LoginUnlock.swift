@@ -276,7 +276,12 @@ struct TPMUnsealFloor {
     private func file(_ name: String) -> String { directory + "/" + name }
 
     private func tool(_ name: String, _ arguments: [String]) throws {
-        let outcome = try ChildProcess.run("/usr/bin/" + name, arguments, environment: tools, capture: true)
+        try Self.run(name, arguments, environment: tools)
+    }
+
+    /// Runs the tpm2-tools program `name` (untimed), failing with what it said.
+    static func run(_ name: String, _ arguments: [String], environment: [String: String]) throws {
+        let outcome = try ChildProcess.run("/usr/bin/" + name, arguments, environment: environment, capture: true)
         guard outcome.status == 0 else {
             throw BenchmarkFailure(
                 "\(name) exited \(outcome.status): \(String(decoding: outcome.standardError, as: UTF8.self))")

@@ -114,11 +114,7 @@ struct TPMSignFloor {
     private func file(_ name: String) -> String { directory + "/" + name }
 
     private func tool(_ name: String, _ arguments: [String]) throws {
-        let outcome = try ChildProcess.run("/usr/bin/" + name, arguments, environment: tools, capture: true)
-        guard outcome.status == 0 else {
-            throw BenchmarkFailure(
-                "\(name) exited \(outcome.status): \(String(decoding: outcome.standardError, as: UTF8.self))")
-        }
+        try TPMUnsealFloor.run(name, arguments, environment: tools)
     }
 }
 

@@ -123,7 +123,8 @@ struct SyncComparison {
                                 Item(
                                     class: .genericPassword,
                                     attributes: [
-                                        .service: .string("load\(machines.count)-\(index)"), .account: .string("n\(pushes)"),
+                                        .service: .string("load\(machines.count)-\(index)"),
+                                        .account: .string("n\(pushes)"),
                                         .synchronizable: .number(1),
                                     ], data: Data("secret".utf8)))
                             _ = try await engine.syncNow()

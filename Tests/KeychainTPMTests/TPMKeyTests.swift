@@ -33,6 +33,17 @@ import Testing
         return process.terminationStatus == 0
     }
 
+    /// ECDH between a new key in `tpm` and a swift-crypto key, computed on both sides (expected equal).
+    static func agreeWithSwiftCrypto(_ tpm: TPM) throws -> (shared: Data, expected: SharedSecret) {
+        let (publicKey, blob) = try tpm.createKey()
+        let peer = P256.KeyAgreement.PrivateKey()
+        let shared = try tpm.sharedSecret(with: blob, peer: peer.publicKey.x963Representation)
+        let expected = try peer.sharedSecretFromKeyAgreement(
+            with: P256.KeyAgreement.PublicKey(x963Representation: publicKey))
+        #expect(shared == expected.withUnsafeBytes { Data($0) })
+        return (shared, expected)
+    }
+
     @Test(
         "the TPM signs digests of every length, and OpenSSL verifies each signature", arguments: [20, 28, 32, 48, 64])
     func signaturesVerifyWithOpenSSL(digestLength: Int) throws {
@@ -62,13 +73,7 @@ import Testing
         arguments: [1, 256, 384, 512])
     func keyAgreementMatchesSwiftCrypto(hashBits: Int) throws {
         let software = try SoftwareTPM()
-        let tpm = try TPM(tcti: software.tcti)
-        let (publicKey, blob) = try tpm.createKey()
-        let peer = P256.KeyAgreement.PrivateKey()
-        let shared = try tpm.sharedSecret(with: blob, peer: peer.publicKey.x963Representation)
-        let expected = try peer.sharedSecretFromKeyAgreement(
-            with: P256.KeyAgreement.PublicKey(x963Representation: publicKey))
-        #expect(shared == expected.withUnsafeBytes { Data($0) })
+        let (shared, expected) = try Self.agreeWithSwiftCrypto(try TPM(tcti: software.tcti))
         let info = Self.random(Int.random(in: 0...40))
         let size = Int.random(in: 1...100)
         let derived = X963KeyDerivation.derive(shared, hashBits: hashBits, sharedInfo: info, outputSize: size)
@@ -202,13 +207,7 @@ import Testing
         let capture = software.state + ".pcap"
         defer { try? FileManager.default.removeItem(atPath: capture) }
         setenv("TCTI_PCAP_FILE", capture, 1)
-        let tpm = try TPM(tcti: "pcap:" + software.tcti)
-        let (publicKey, blob) = try tpm.createKey()
-        let peer = P256.KeyAgreement.PrivateKey()
-        let shared = try tpm.sharedSecret(with: blob, peer: peer.publicKey.x963Representation)
-        let expected = try peer.sharedSecretFromKeyAgreement(
-            with: P256.KeyAgreement.PublicKey(x963Representation: publicKey))
-        #expect(shared == expected.withUnsafeBytes { Data($0) })
+        let (shared, _) = try Self.agreeWithSwiftCrypto(try TPM(tcti: "pcap:" + software.tcti))
         let traffic = FileManager.default.contents(atPath: capture) ?? Data()
         #expect(traffic.count > 1_000, "the capture holds the commands")
         #expect(traffic.range(of: shared) == nil, "the shared secret is encrypted on the bus")
