@@ -63,6 +63,16 @@ public final class SSHAgent: Sendable {
         return [Message.failure.rawValue]
     }
 
+    /// Whether answering `request` reads the keychain (so it fails while the keychain is locked):
+    /// listing, signing, adding and removing keys, unless `ssh-add -x` locked this agent.
+    public func needsKeychain(_ request: [UInt8]) -> Bool {
+        guard !isLocked, let type = request.first.flatMap(Message.init(rawValue:)) else { return false }
+        return [
+            .requestIdentities, .signRequest, .addIdentity, .addConstrainedIdentity, .removeIdentity,
+            .removeAllIdentities,
+        ].contains(type)
+    }
+
     /// The message numbers this agent knows.
     enum Message: UInt8 {
         case failure = 5

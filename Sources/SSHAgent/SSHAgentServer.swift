@@ -32,16 +32,19 @@ public final class SSHAgentServer: Sendable {
     private let callers: CallerDirectory
     private let log: @Sendable (String) -> Void
     private let connections = Mutex(0)
+    /// The dialog that unlocks the keychain for a client that needs it locked, if any.
+    private let unlockPrompt: SSHUnlockPrompt?
 
     private init(
         path: String, listening: Int32, agent: SSHAgent, keychains: AgentService, callers: CallerDirectory,
-        log: @escaping @Sendable (String) -> Void
+        unlockPrompt: SSHUnlockPrompt?, log: @escaping @Sendable (String) -> Void
     ) {
         self.path = path
         self.listening = listening
         self.agent = agent
         self.keychains = keychains
         self.callers = callers
+        self.unlockPrompt = unlockPrompt
         self.log = log
     }
 
@@ -54,15 +57,20 @@ public final class SSHAgentServer: Sendable {
     ///   - agent: What answers the requests.
     ///   - keychains: The agent whose default keychain holds the keys.
     ///   - callers: Who the callers are.
+    ///   - pinentry: The program that asks for the keychain's password when a client needs the
+    ///     keychain while it is locked (on the client's terminal, or the display of
+    ///     `environment`); `nil`: such requests fail.
+    ///   - environment: The agent's environment, for the dialog (display, session bus, language).
     ///   - log: Where refusals are said (never a secret).
     /// - Throws: ``KeychainAgent/AgentError`` when the socket cannot be made.
     public static func start(
         at path: String, listening: Int32? = nil, agent: SSHAgent, keychains: AgentService, callers: CallerDirectory,
-        log: @escaping @Sendable (String) -> Void
+        pinentry: Pinentry? = nil, environment: [String: String] = [:], log: @escaping @Sendable (String) -> Void
     ) throws -> SSHAgentServer {
         let listening = try listening ?? AgentListener.listeningSocket(at: path)
         let server = SSHAgentServer(
-            path: path, listening: listening, agent: agent, keychains: keychains, callers: callers, log: log)
+            path: path, listening: listening, agent: agent, keychains: keychains, callers: callers,
+            unlockPrompt: pinentry.map { SSHUnlockPrompt(pinentry: $0, environment: environment) }, log: log)
         let thread = Thread { server.acceptLoop() }
         thread.name = "ssh-agent"
         thread.start()
@@ -128,12 +136,44 @@ public final class SSHAgentServer: Sendable {
             log("ssh agent: the caller could not be identified (\(error))")
             return [SSHAgent.Message.failure.rawValue]
         }
+        if let unlockPrompt, agent.needsKeychain(request), isKeychainLocked(for: groups) {
+            _ = unlockPrompt.unlock(forProcess: credentials.pid, isLocked: { isKeychainLocked(for: groups) }) {
+                password in try unlockKeychain(password, for: groups)
+            }
+        }
         let reply = try? keychains.onWorkQueueWaiting {
             agent.answer(request, log: log) { body in
                 try keychains.withKeychainOnWorkQueue(named: "", for: groups, body)
             }
         }
         return reply ?? [SSHAgent.Message.failure.rawValue]
+    }
+
+    /// Whether the default keychain is there and locked, for a caller of `groups`.
+    private func isKeychainLocked(for groups: AccessGroups) -> Bool {
+        (try? keychains.onWorkQueueWaiting {
+            try keychains.withKeychainOnWorkQueue(named: "", for: groups) { $0.isLocked }
+        }) ?? false
+    }
+
+    /// Unlocks the default keychain with `password`, as a client's `Unlock` does (counted in the
+    /// agent's back-off after wrong passwords); waits for the answer.
+    private func unlockKeychain(_ password: Data, for groups: AccessGroups) throws {
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task { [keychains] in
+            let result: Result<Void, any Error>
+            do {
+                try await keychains.unlock(keychainNamed: "", password: password, for: groups)
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        try outcome.withLock { $0 }?.get()
     }
 
     /// `SO_PEERCRED`, and `SO_PEERPIDFD` where the kernel has it (the caller then owns it).

@@ -176,7 +176,7 @@ extension SecretServiceProvider {
         on connection: DBusConnection, caller: Int32?, asker: String? = nil, collections: [SecretCollection],
         groups: AccessGroups, state: PromptState
     ) async -> PasswordOutcome {
-        let program = asker ?? caller.flatMap(Self.programName) ?? "A program"
+        let program = asker ?? caller.flatMap(PromptedProgram.name(ofProcess:)) ?? "A program"
         let screen = caller.map { PinentryScreen(callerPID: $0) } ?? PinentryScreen(terminal: nil)
         let desktopPrompter =
             screen.isTerminalOnly
@@ -229,28 +229,6 @@ extension SecretServiceProvider {
             if !unlocked { return .cancelled }
         }
         return .unlocked
-    }
-
-    /// How a prompt names process `pid`: by what the kernel vouches for, its executable's path
-    /// (`/proc/PID/exe`) and, when it runs in a systemd unit of its own, that unit
-    /// (`/proc/PID/cgroup`); never by `/proc/PID/comm`, which any process sets to anything.
-    static func programName(_ pid: Int32) -> String? {
-        guard let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"),
-            !executable.isEmpty
-        else { return nil }
-        return systemdUnit(pid).map { "\(executable) (\($0))" } ?? executable
-    }
-
-    /// The systemd unit (service or scope) process `pid` runs in, from its cgroup v2 path;
-    /// nil for the user manager's own and a login session's, which name no program.
-    static func systemdUnit(_ pid: Int32) -> String? {
-        guard let cgroups = try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8),
-            let line = cgroups.split(separator: "\n").first(where: { $0.hasPrefix("0::") }),
-            let unit = line.dropFirst(3).split(separator: "/").last.map(String.init),
-            unit.hasSuffix(".service") || unit.hasSuffix(".scope"),
-            !unit.hasPrefix("user@"), !unit.hasPrefix("session-"), unit != "init.scope"
-        else { return nil }
-        return unit
     }
 
     /// Runs blocking work (a dialog waiting for a person) on a thread of its own, never on

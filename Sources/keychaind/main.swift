@@ -352,7 +352,7 @@ func run() async throws -> Never {
     do {
         sshAgent = try SSHAgentServer.start(
             at: sshPath, listening: activatedSSH, agent: SSHAgent(), keychains: service, callers: directory,
-            log: complain)
+            pinentry: Pinentry(environment: environment), environment: environment, log: complain)
     } catch {
         complain("no SSH agent: \(error)")
         sshAgent = nil

@@ -18,8 +18,13 @@ struct SSHAgentTests {
         var agentSocket: String { directory + "/run/agent.sock" }
         var sshSocket: String { directory + "/run/" + SSHAgentServer.socketName }
 
-        /// An agent whose preferences name `tpm` as this machine's TPM, when given.
-        init(tpm: SoftwareTPM? = nil) throws {
+        /// More of the agent's environment (`KEYCHAIN_PINENTRY`, …).
+        let extra: [String: String]
+
+        /// An agent whose preferences name `tpm` as this machine's TPM, when given, with `extra`
+        /// in its environment.
+        init(tpm: SoftwareTPM? = nil, extra: [String: String] = [:]) throws {
+            self.extra = extra
             directory = FileManager.default.temporaryDirectory.path + "/ssh-agent-" + UUID().uuidString.prefix(8)
             for sub in ["", "/run", "/home", "/keys"] {
                 try FileManager.default.createDirectory(
@@ -33,7 +38,7 @@ struct SSHAgentTests {
                     atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                 try preferences.save(to: file)
             }
-            daemon = try Self.start(directory)
+            daemon = try Self.start(directory, extra: extra)
             try waitForSocket()
         }
 
@@ -43,10 +48,10 @@ struct SSHAgentTests {
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        private static func start(_ directory: String) throws -> TestDaemon {
+        private static func start(_ directory: String, extra: [String: String]) throws -> TestDaemon {
             try TestDaemon(
                 SSHAgentTests.products + "/keychaind", ["--socket", directory + "/run/agent.sock"],
-                environment: environment(directory))
+                environment: environment(directory).merging(extra) { $1 })
         }
 
         static func environment(_ directory: String) -> [String: String] {
@@ -64,7 +69,7 @@ struct SSHAgentTests {
         func restart() throws {
             stopAgent(at: agentSocket)
             daemon.stop()
-            daemon = try Self.start(directory)
+            daemon = try Self.start(directory, extra: extra)
             try waitForSocket()
         }
 
@@ -224,6 +229,39 @@ struct SSHAgentTests {
         #expect(agent.daemon.errors.contains("ssh agent: refused a request: the keychain is locked"))
         #expect(try agent.run(security, ["unlock-keychain", "-p", password]).status == 0)
         #expect(try agent.run("/usr/bin/ssh-add", ["-l"]).output.contains("locked (ED25519)"))
+    }
+
+    @Test(
+        "while the keychain is locked, ssh-add asks for its password through pinentry on its terminal: a wrong one is asked again, the right one unlocks and lists"
+    )
+    func lockedKeychainAsksOnTheTerminal() throws {
+        let pinentry = "/usr/bin/pinentry-curses"
+        guard FileManager.default.isExecutableFile(atPath: pinentry) else {
+            throw SSHAgentTestFailure("\(pinentry) is missing (.ci/run installs pinentry-curses)")
+        }
+        let agent = try Agent(extra: ["KEYCHAIN_PINENTRY": pinentry])
+        let key = try agent.makeKey("ed25519", bits: nil, name: "asked")
+        #expect(try agent.run("/usr/bin/ssh-add", [key]).status == 0)
+        let security = Self.products + "/security"
+        let password = "pw-" + UUID().uuidString.prefix(8)
+        #expect(try agent.run(security, ["set-keychain-password", "-o", "", "-p", password]).status == 0)
+        #expect(try agent.run(security, ["lock-keychain"]).status == 0)
+        // Without a terminal or a display nothing can ask: refused, as before.
+        #expect(try agent.run("/usr/bin/ssh-add", ["-l"]).status != 0)
+        // On a terminal: the person reads who asks, types a wrong password, then the right one.
+        let terminal = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
+            + "/SecretServiceTests/Clients/terminal.py"
+        var environment = agent.environment
+        environment["TERM"] = "xterm"
+        let ran = try Self.run(
+            "/usr/bin/python3", [terminal, "/usr/bin/ssh-add", "-l"], environment: environment,
+            input: "wants to use an SSH key\twrong-password\nWrong password\t\(password)\n")
+        #expect(ran.status == 0 && ran.output.contains("asked (ED25519)"), "\(ran) \(agent.daemon.errors)")
+        #expect(ran.output.contains("/usr/bin/ssh-add"), "the dialog names the program: \(ran.output)")
+        #expect(!agent.daemon.errors.contains(password), "the password is never logged")
+        // Unlocked for every client.
+        #expect(try agent.run(security, ["show-keychain-info"]).status == 0)
+        #expect(try agent.run("/usr/bin/ssh-add", ["-l"]).output.contains("asked (ED25519)"))
     }
 
     @Test("ssh logs in to an sshd through the agent with each kind of key, and not once the agent shows none")

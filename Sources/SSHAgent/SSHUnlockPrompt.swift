@@ -1,0 +1,67 @@
+import Foundation
+import KeychainAgent
+import KeychainModel
+import Synchronization
+
+/// The dialog that asks the person to unlock the keychain when an SSH client needs it while it is
+/// locked: `pinentry` (``KeychainAgent/Pinentry``) on the client's terminal, or on the session's
+/// display (where Debian's `pinentry-gnome3` shows GNOME's own prompt). It names the program by
+/// what the kernel says of it; the password goes from the dialog to the agent's unlock, counted in
+/// its back-off after wrong passwords, and nowhere else.
+///
+/// One dialog at a time: a client that asks meanwhile waits, then finds the keychain unlocked.
+/// After the person cancels, no dialog is shown for ``quietAfterCancel`` (each `ssh` connection
+/// lists keys, and Cancel means "not now"), and requests fail as for a locked keychain.
+final class SSHUnlockPrompt: Sendable {
+    let pinentry: Pinentry
+    let environment: [String: String]
+    /// When the person last cancelled.
+    private let cancelled = Mutex<ContinuousClock.Instant?>(nil)
+    /// Held while a dialog is shown.
+    private let turn = NSLock()
+
+    /// How long no dialog is shown after a Cancel.
+    static let quietAfterCancel: Duration = .seconds(30)
+
+    init(pinentry: Pinentry, environment: [String: String]) {
+        self.pinentry = pinentry
+        self.environment = environment
+    }
+
+    /// Asks process `pid`'s person for the password while `isLocked` says the keychain is locked,
+    /// giving each answer to `unlock`; three tries.
+    /// - Returns: Whether the keychain is unlocked afterwards.
+    func unlock(forProcess pid: Int32, isLocked: () -> Bool, unlock: (Data) throws -> Void) -> Bool {
+        if let last = cancelled.withLock({ $0 }), ContinuousClock.now - last < Self.quietAfterCancel { return false }
+        turn.lock()
+        defer { turn.unlock() }
+        guard isLocked() else { return true }
+        guard let dialog = try? pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment) else {
+            return false
+        }
+        defer { dialog.close() }
+        let program = PromptedProgram.name(ofProcess: pid) ?? "A program"
+        let description =
+            "Your keychain is locked.\n\n\(program) (pid \(pid)) wants to use an SSH key. "
+            + "Enter the keychain's password to unlock it."
+        var error: String?
+        for _ in 0..<3 {
+            guard var password = try? dialog.askPassword(title: "SSH", description: description, error: error) else {
+                cancelled.withLock { $0 = .now }
+                return false
+            }
+            defer { password.resetBytes(in: 0..<password.count) }
+            do {
+                try unlock(password)
+                return true
+            } catch let failure as KeychainError where failure.code == .authFailed {
+                error = "Wrong password. Try again."
+            } catch let failure as AgentError where failure.code == .throttled {
+                error = failure.message
+            } catch {
+                return false
+            }
+        }
+        return false
+    }
+}
