@@ -351,7 +351,7 @@ let package = Package(
         .target(
             name: "SSHAgent",
             dependencies: [
-                "KeychainModel", "KeychainAgent", "CKeychainAgent", "DBusNIO", "KeychainLibc",
+                "KeychainModel", "KeychainAgent", "KeychainAgentProtocol", "CKeychainAgent", "DBusNIO", "KeychainLibc",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),

@@ -12,6 +12,8 @@ public enum AgentEndpoint {
     public static let socketVariable = "KEYCHAIN_AGENT_SOCK"
     /// The variable that chooses the mode (see ``Mode``).
     public static let modeVariable = "KEYCHAIN_AGENT"
+    /// The name of keychaind's SSH agent socket, beside its own socket (docs/ssh-agent.md).
+    public static let sshSocketName = "ssh-agent.sock"
     /// The variable that names the `keychaind` executable a client starts when none is running.
     public static let programVariable = "KEYCHAIN_AGENT_PROGRAM"
 

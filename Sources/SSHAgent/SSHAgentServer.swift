@@ -2,6 +2,7 @@ import CKeychainAgent
 import DBusNIO
 import Foundation
 import KeychainAgent
+import KeychainAgentProtocol
 import KeychainLibc
 import KeychainModel
 import Synchronization
@@ -20,7 +21,7 @@ import Synchronization
 /// ```
 public final class SSHAgentServer: Sendable {
     /// The socket's name, beside the agent's own socket.
-    public static let socketName = "ssh-agent.sock"
+    public static let socketName = AgentEndpoint.sshSocketName
     /// The most connections served at once; more are closed at once.
     public static let maximumConnections = 64
 

@@ -125,6 +125,7 @@ struct ImportCommand: ToolCommand {
             throw CommandFailure.status(of: error, "SecKeychainOpen \(keychain ?? "<default>")").withResult(1)
         }
         let data = try readInputFile(inputFile)
+        if SSHKeyImport.isOpenSSHPrivateKey(data) { return try SSHKeyImport.run(data, keychain: keychain) }
         let fileFormat = inferredFormat(data)
         var contents = try read(data, as: fileFormat, session: session)
         // As on macOS, a PKCS#12 file is imported whole whatever -t says: SecImportRep::importRep

@@ -185,6 +185,45 @@ struct SSHAgentTests {
     }
 
     @Test(
+        "security import of an OpenSSH private key stores it as ssh-add does; an encrypted one is refused with the way forward",
+        arguments: keyKinds.map { "\($0.type)-\($0.bits ?? "")" })
+    func securityImportsOpenSSHKeys(kind: String) throws {
+        let (type, bits) = try #require(Self.keyKinds.first { "\($0.type)-\($0.bits ?? "")" == kind })
+        let agent = try Agent()
+        let key = try agent.makeKey(type, bits: bits, name: "imported-\(kind)")
+        let imported = try agent.run(Self.products + "/security", ["import", key])
+        #expect(
+            imported.status == 0 && imported.output.contains("1 key imported."), "\(imported) \(agent.daemon.errors)")
+        let publicLine = try String(contentsOfFile: key + ".pub", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let listed = try agent.run("/usr/bin/ssh-add", ["-L"])
+        #expect(listed.output.contains(publicLine), "\(listed)")
+        // It signs with the file gone.
+        try FileManager.default.removeItem(atPath: key)
+        let data = agent.directory + "/keys/data"
+        try Data("imported".utf8).write(to: URL(fileURLWithPath: data))
+        #expect(
+            try agent.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", key + ".pub", data]).status == 0)
+        // A passphrase-protected key: refused, saying to use ssh-add.
+        let locked = agent.directory + "/keys/locked-\(kind)"
+        let made = try agent.run(
+            "/usr/bin/ssh-keygen",
+            ["-q", "-t", type, "-N", "a passphrase", "-f", locked] + (bits.map { ["-b", $0] } ?? []))
+        #expect(made.status == 0)
+        let refused = try agent.run(Self.products + "/security", ["import", locked])
+        #expect(refused.status != 0 && refused.errors.contains("ssh-add"), "\(refused)")
+        // A damaged key file: refused, nothing stored.
+        let spare = try agent.makeKey(type, bits: bits, name: "spare-\(kind)")
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: spare))
+        let index = bytes.count / 2 + Int.random(in: -20...20)
+        bytes[index] = bytes[index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let damaged = agent.directory + "/keys/damaged-\(kind)"
+        try bytes.write(to: URL(fileURLWithPath: damaged))
+        #expect(try agent.run(Self.products + "/security", ["import", damaged]).status != 0)
+        #expect(try agent.run("/usr/bin/ssh-add", ["-l"]).output.split(separator: "\n").count == 1)
+    }
+
+    @Test(
         "keys stay in the keychain across an agent restart; ssh-add -d and -D take them out of view, not out of the keychain"
     )
     func keysOutliveTheAgentAndRemovalOnlyHides() throws {
@@ -249,7 +288,8 @@ struct SSHAgentTests {
         // Without a terminal or a display nothing can ask: refused, as before.
         #expect(try agent.run("/usr/bin/ssh-add", ["-l"]).status != 0)
         // On a terminal: the person reads who asks, types a wrong password, then the right one.
-        let terminal = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
+        let terminal =
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
             + "/SecretServiceTests/Clients/terminal.py"
         var environment = agent.environment
         environment["TERM"] = "xterm"
