@@ -275,6 +275,8 @@ let package = Package(
             dependencies: [
                 "Security", "KeychainCore", "KeychainClient", "KeychainTestSupport", "keychaind", "SeededRandom",
                 "KeychainLibc",
+                // LocalAuthentication: the LAContext of kSecUseAuthenticationContext (.applicationPassword).
+                "LocalAuthentication",
                 // SecKey tests convert key formats for the openssl command line and check AES-GCM layouts.
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -380,7 +382,8 @@ let package = Package(
         // Whether the person at a process is its user: polkit (and its terminal agent) on Linux.
         .target(name: "UserPresence", dependencies: ["DBusWire", "KeychainLibc", "CKeychainAgent"]),
         // Apple's LocalAuthentication surface over UserPresence.
-        .target(name: "LocalAuthentication", dependencies: ["UserPresence"]),
+        // KeychainModel: LAContext gives its application password to Security (ApplicationPasswordSource).
+        .target(name: "LocalAuthentication", dependencies: ["UserPresence", "KeychainModel"]),
         // An app that evaluates an LAContext in its own process (LocalAuthenticationTests).
         .executableTarget(
             name: "keychain-la-worker", dependencies: ["LocalAuthentication"], path: "Tests/LAWorker"),

@@ -194,13 +194,14 @@ public enum AgentCodec {
             add(Key.authenticationUI, .string(name(of: query.authenticationUI, in: authenticationUINames)))
         }
         if let host = query.hostOrSubdomain { add(Key.host, .string(host)) }
+        if query.opensApplicationPassword { add(Key.opensApplicationPassword, .boolean(true)) }
         return .dictionary(key: .string, value: .variant, entries)
     }
 
     /// The fields a query may have.
     private static let queryFields = [
         Key.itemClass, Key.attributes, Key.synchronizable, Key.identity, Key.limit, Key.tombstones,
-        Key.authenticationUI, Key.host,
+        Key.authenticationUI, Key.host, Key.opensApplicationPassword,
     ]
 
     /// The query every decoded query starts from: what a field left out means.
@@ -256,6 +257,7 @@ public enum AgentCodec {
             case (Key.authenticationUI, .string(let raw)):
                 query.authenticationUI = try named(raw, in: authenticationUINames, "authUI")
             case (Key.host, .string(let host)): query.hostOrSubdomain = host
+            case (Key.opensApplicationPassword, .boolean(let flag)): query.opensApplicationPassword = flag
             default: throw parameter("the query field \(field) is unknown or has the wrong type")
             }
         }
@@ -348,6 +350,7 @@ public enum AgentCodec {
         static let limit = "limit"
         static let tombstones = "tombstones"
         static let authenticationUI = "authUI"
+        static let opensApplicationPassword = "opensAppPassword"
         static let host = "host"
         static let lockInterval = "lockInterval"
         static let locksOnSleep = "locksOnSleep"

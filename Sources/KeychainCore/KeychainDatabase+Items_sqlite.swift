@@ -830,9 +830,11 @@ extension KeychainDatabase {
             }
         }
         filters[.synchronizable] = nil
-        return QueryPlan(
+        var plan = QueryPlan(
             classes: classes, filters: filters, groups: groupFilter, synchronizable: sync,
             persistentID: query.persistentID, limit: query.limit, includesTombstones: query.includesTombstones,
             authenticationUI: query.authenticationUI, hostOrSubdomain: query.hostOrSubdomain)
+        plan.opensApplicationPassword = query.opensApplicationPassword
+        return plan
     }
 }

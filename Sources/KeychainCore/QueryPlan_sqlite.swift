@@ -104,6 +104,8 @@ struct QueryPlan {
     var limit: Int?
     var includesTombstones: Bool
     var authenticationUI: ItemQuery.AuthenticationUI = .ignore
+    /// ``KeychainModel/ItemQuery/opensApplicationPassword``.
+    var opensApplicationPassword = false
     var hostOrSubdomain: String?
 
     /// Whether an attribute gets a keyed tag in the `tags` table, so that a query on it is an
@@ -300,7 +302,7 @@ extension QueryPlan {
         }
         guard authenticationUI != .ignore,
             let control = attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
-            control.requiresAuthentication
+            control.requiresAuthentication(openingApplicationPassword: opensApplicationPassword)
         else { return true }
         guard authenticationUI == .skip else {
             throw KeychainError(

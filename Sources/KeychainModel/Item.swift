@@ -80,6 +80,11 @@ public struct ItemQuery: Sendable {
     public var includesTombstones: Bool
     /// What the search does with an item whose access control asks for user authentication.
     public var authenticationUI: AuthenticationUI = .ignore
+    /// Whether the caller opens the application-password seal of the secrets it reads
+    /// (``StoredAccessControl/needsApplicationPassword``) itself: items that ask for nothing else
+    /// are then returned, their secrets still sealed. `Security` sets it when the query's
+    /// `kSecUseAuthenticationContext` holds an application password.
+    public var opensApplicationPassword = false
     /// Only internet passwords whose server is this host or one of its subdomains
     /// (`kSecMatchHostOrSubdomainOfHost`); checked after decryption, before any secret is.
     public var hostOrSubdomain: String?
@@ -143,9 +148,30 @@ public struct StoredAccessControl: Sendable, Hashable {
         return data
     }
 
+    /// `SecAccessControlCreateFlags.applicationPassword`: the secret is sealed under a key derived
+    /// from a password the app gives (`LAContext.setCredential(_:type:)`), by `Security`.
+    public static let applicationPasswordFlag: UInt64 = 1 << 31
+    /// `.or` and `.and`, which combine the other constraints and ask for nothing themselves.
+    static let conjunctionFlags: UInt64 = 1 << 14 | 1 << 15
+
     /// Whether reading the item needs user authentication: any flag does but
     /// `privateKeyUsage` (1 << 30), which only says a token key may be used.
-    public var requiresAuthentication: Bool { flags & ~TokenKeys.privateKeyUsageFlag != 0 }
+    public var requiresAuthentication: Bool { requiresAuthentication(openingApplicationPassword: false) }
+
+    /// Whether the item's secret is sealed under an application password.
+    public var needsApplicationPassword: Bool { flags & Self.applicationPasswordFlag != 0 }
+
+    /// Whether reading the item needs what its reader does not bring: a constraint on the user
+    /// (presence, passcode, biometry, companion, or any flag this version does not know), or an
+    /// application password when the reader does not open that seal itself
+    /// (`openingApplicationPassword`). `.or` and `.and` alone, and `privateKeyUsage`, ask for
+    /// nothing; an application password is asked for in addition to the other constraints, as
+    /// Apple documents it.
+    public func requiresAuthentication(openingApplicationPassword: Bool) -> Bool {
+        let constraints =
+            flags & ~(TokenKeys.privateKeyUsageFlag | Self.applicationPasswordFlag | Self.conjunctionFlags)
+        return constraints != 0 || (needsApplicationPassword && !openingApplicationPassword)
+    }
 }
 
 /// The access groups a caller may use, with iOS's rules (`SecServerAccessGroupsAllows`,

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainModel
 import Synchronization
 import UserPresence
 
@@ -159,5 +160,13 @@ open class LAContext: NSObject, @unchecked Sendable {
         case .noAgent:
             throw LAError(.notInteractive, "no authentication agent can ask the person (no desktop agent, no terminal)")
         }
+    }
+}
+
+extension LAContext: ApplicationPasswordSource {
+    /// The application password ``setCredential(_:type:)`` gave, unless the context was
+    /// invalidated: what `Security` seals and opens `.applicationPassword` items with.
+    package func applicationPasswordCopy() -> Data? {
+        state.withLock { $0.invalidated ? nil : $0.credentials[.applicationPassword] }
     }
 }

@@ -9,7 +9,8 @@
 // - Items whose access control carries authentication flags (biometry, passcode, …) cannot be
 //   authenticated without a UI: every read that matches one fails with
 //   errSecInteractionNotAllowed, and kSecUseAuthenticationUISkip skips them.
-//   kSecUseAuthenticationContext is accepted and ignored.
+//   kSecUseAuthenticationContext gives the application password of `.applicationPassword`
+//   items (SecApplicationPassword.swift); its other uses are not made yet.
 // - SecKey references are built for keys (SecKeyItem.swift), SecCertificate and SecIdentity references
 //   for certificates and identities (SecCertificateItem.swift); a kSecValueRef of any other kind is
 //   errSecParam.
@@ -49,7 +50,9 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         guard database.accessGroups.groups.contains(where: { $0 != "com.apple.token" }) else {
             throw SecError(errSecMissingEntitlement)
         }
-        var item = Item(class: itemClass, attributes: query.attributes, data: query.valueData)
+        var item = Item(
+            class: itemClass, attributes: query.attributes,
+            data: try ApplicationPasswordSeal.storedData(query.valueData, for: query))
         item = try database.add(item)
         item.data = query.valueData
         guard query.returnsAnything, let result else { return }
@@ -112,8 +115,10 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         let (changes, data) = try parseChanges(attributesToUpdate, itemClass: itemClass)
         let database = try targetDatabase(parsed)
         guard let itemQuery = itemQuery(parsed, unlimited: true) else { throw SecError(errSecItemNotFound) }
+        let stored = try ApplicationPasswordSeal.updatedData(
+            data, changes: changes, of: itemQuery, in: database, query: parsed)
         // The engine reports errSecItemNotFound itself when nothing matched.
-        _ = try database.update(itemQuery, attributes: changes, data: data)
+        _ = try database.update(itemQuery, attributes: changes, data: stored)
     }
 }
 
@@ -184,6 +189,8 @@ private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
     // so no secret it withholds is ever read. (Certificate filters need the certificate, which
     // is public, and are checked here.)
     query.authenticationUI = parsed.authenticationUI == .skip ? .skip : .fail
+    // Items sealed under an application password come back sealed, opened here.
+    query.opensApplicationPassword = ApplicationPasswordSeal.hasPassword(parsed)
     query.hostOrSubdomain = parsed.hostOrSubdomain
     return query
 }
@@ -198,8 +205,16 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [(item: Item, source
         || parsed.returnRef
         || parsed.filtersCertificates
     var items: [(item: Item, source: any KeychainHandle)] = []
+    var password = itemQuery.opensApplicationPassword ? ApplicationPasswordSeal.password(of: parsed) : nil
+    defer {
+        if let count = password?.count { password?.resetBytes(in: 0..<count) }
+    }
     for database in keychains {
-        for item in try database.find(itemQuery, includeData: wantsData) {
+        for var item in try database.find(itemQuery, includeData: wantsData) {
+            if let sealed = item.data, ApplicationPasswordSeal.isSealed(item) {
+                guard let password else { throw SecError(errSecInteractionNotAllowed) }
+                item.data = try ApplicationPasswordSeal.open(sealed, password: password)
+            }
             if parsed.filtersCertificates, !passesCertificateFilters(item, parsed) { continue }
             items.append((item, database))
             if let limit = parsed.limit, items.count >= limit { return items }

@@ -36,6 +36,8 @@ struct ParsedQuery {
     var persistentRef: PersistentReference?
     var accessControl: SecAccessControl?
     var authenticationUI = AuthenticationUI.allow
+    /// kSecUseAuthenticationContext: an `LAContext`, kept as given.
+    var authenticationContext: AnyObject?
     var hostOrSubdomain: String?
     /// kSecMatchValidOnDate: certificates (and identities) valid at this date.
     var validOnDate: Date?
@@ -297,6 +299,8 @@ struct QueryParser {
             } else if mode == "u_AuthUIF" {
                 query.authenticationUI = .fail
             }
+        case "u_AuthCtx":
+            query.authenticationContext = value as AnyObject
         case "u_NoAuthUI":
             if cfBooleanValue(value) == true || (value as? NSNumber)?.intValue == 1 {
                 query.authenticationUI = .fail
