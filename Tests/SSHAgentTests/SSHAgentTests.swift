@@ -86,6 +86,26 @@ struct SSHAgentTests {
             try SSHAgentTests.run(tool, arguments, environment: environment, input: input)
         }
 
+        /// `ssh-keygen -Y sign` of a file through the agent with the key of `publicKey` (whose
+        /// `.pub` line is `line`), then `ssh-keygen -Y verify` of that signature.
+        func expectSignsAndVerifies(
+            publicKey: String, line: String, sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
+            let data = directory + "/keys/data"
+            try Data("signed through keychaind".utf8).write(to: URL(fileURLWithPath: data))
+            try? FileManager.default.removeItem(atPath: data + ".sig")
+            let signed = try run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", publicKey, data])
+            #expect(signed.status == 0, "\(signed.errors) \(daemon.errors)", sourceLocation: sourceLocation)
+            let allowed = directory + "/keys/allowed"
+            try "me \(line)\n".write(toFile: allowed, atomically: true, encoding: .utf8)
+            let verified = try run(
+                "/usr/bin/ssh-keygen", ["-Y", "verify", "-f", allowed, "-I", "me", "-n", "file", "-s", data + ".sig"],
+                input: "signed through keychaind")
+            #expect(
+                verified.status == 0 && verified.output.contains("Good \"file\" signature"), "\(verified)",
+                sourceLocation: sourceLocation)
+        }
+
         /// A key made by `ssh-keygen` (`type` and `bits`), with its comment.
         func makeKey(_ type: String, bits: String?, name: String) throws -> String {
             let path = directory + "/keys/" + name
@@ -172,16 +192,7 @@ struct SSHAgentTests {
         #expect(item.status == 0, "\(item.errors)")
         // The private key file gone, ssh-keygen signs with the agent's copy.
         try FileManager.default.removeItem(atPath: key)
-        let data = agent.directory + "/keys/data"
-        try Data("signed through keychaind".utf8).write(to: URL(fileURLWithPath: data))
-        let signed = try agent.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", key + ".pub", data])
-        #expect(signed.status == 0, "\(signed.errors) \(agent.daemon.errors)")
-        let allowed = agent.directory + "/keys/allowed"
-        try "me \(publicLine)\n".write(toFile: allowed, atomically: true, encoding: .utf8)
-        let verified = try agent.run(
-            "/usr/bin/ssh-keygen", ["-Y", "verify", "-f", allowed, "-I", "me", "-n", "file", "-s", data + ".sig"],
-            input: "signed through keychaind")
-        #expect(verified.status == 0 && verified.output.contains("Good \"file\" signature"), "\(verified)")
+        try agent.expectSignsAndVerifies(publicKey: key + ".pub", line: publicLine)
     }
 
     @Test(
@@ -349,16 +360,8 @@ struct SSHAgentTests {
         // Only its public key exists outside the TPM: ssh-keygen signs through the agent.
         let publicKey = agent.directory + "/keys/tpm.pub"
         try (line + "\n").write(toFile: publicKey, atomically: true, encoding: .utf8)
+        try agent.expectSignsAndVerifies(publicKey: publicKey, line: line)
         let data = agent.directory + "/keys/data"
-        try Data("signed in the TPM".utf8).write(to: URL(fileURLWithPath: data))
-        let signed = try agent.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-n", "file", "-f", publicKey, data])
-        #expect(signed.status == 0, "\(signed.errors) \(agent.daemon.errors)")
-        let allowed = agent.directory + "/keys/allowed"
-        try "me \(line)\n".write(toFile: allowed, atomically: true, encoding: .utf8)
-        let verified = try agent.run(
-            "/usr/bin/ssh-keygen", ["-Y", "verify", "-f", allowed, "-I", "me", "-n", "file", "-s", data + ".sig"],
-            input: "signed in the TPM")
-        #expect(verified.status == 0 && verified.output.contains("Good \"file\" signature"), "\(verified)")
         // A login to sshd with it.
         let authorized = agent.directory + "/keys/authorized_keys"
         try (line + "\n").write(toFile: authorized, atomically: true, encoding: .utf8)
