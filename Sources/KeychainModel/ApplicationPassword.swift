@@ -5,7 +5,8 @@ import Foundation
 /// `Security` reads it through this protocol, since Apple's `Security` takes the context as an
 /// untyped value and does not depend on LocalAuthentication.
 package protocol ApplicationPasswordSource: AnyObject {
-    /// A copy of the application password, if the context holds one and is still valid (the
-    /// caller wipes it after use).
-    func applicationPasswordCopy() -> Data?
+    /// The application password, if the context holds one and is still valid. The value shares
+    /// the context's storage, which the context wipes when it is invalidated; a caller that
+    /// wiped its copy would only wipe a new copy.
+    func applicationPassword() -> Data?
 }

@@ -166,7 +166,7 @@ open class LAContext: NSObject, @unchecked Sendable {
 extension LAContext: ApplicationPasswordSource {
     /// The application password ``setCredential(_:type:)`` gave, unless the context was
     /// invalidated: what `Security` seals and opens `.applicationPassword` items with.
-    package func applicationPasswordCopy() -> Data? {
+    package func applicationPassword() -> Data? {
         state.withLock { $0.invalidated ? nil : $0.credentials[.applicationPassword] }
     }
 }

@@ -137,11 +137,20 @@ public final class SSHAgentServer: Sendable {
             log("ssh agent: the caller could not be identified (\(error))")
             return [SSHAgent.Message.failure.rawValue]
         }
-        if let unlockPrompt, agent.needsKeychain(request), isKeychainLocked(for: groups) {
-            _ = unlockPrompt.unlock(forProcess: credentials.pid, isLocked: { isKeychainLocked(for: groups) }) {
-                password in try unlockKeychain(password, for: groups)
-            }
-        }
+        let reply = ask(request, for: groups)
+        // Only a refusal costs the lock check: while the keychain is locked, the dialog, then one
+        // more try.
+        guard reply == [SSHAgent.Message.failure.rawValue], let unlockPrompt, agent.needsKeychain(request),
+            isKeychainLocked(for: groups),
+            unlockPrompt.unlock(
+                forProcess: credentials.pid, isLocked: { isKeychainLocked(for: groups) },
+                unlock: { password in try unlockKeychain(password, for: groups) })
+        else { return reply }
+        return ask(request, for: groups)
+    }
+
+    /// The agent's answer to `request`, on the work queue, acting for `groups`.
+    private func ask(_ request: [UInt8], for groups: AccessGroups) -> [UInt8] {
         let reply = try? keychains.onWorkQueueWaiting {
             agent.answer(request, log: log) { body in
                 try keychains.withKeychainOnWorkQueue(named: "", for: groups, body)
@@ -158,23 +167,9 @@ public final class SSHAgentServer: Sendable {
     }
 
     /// Unlocks the default keychain with `password`, as a client's `Unlock` does (counted in the
-    /// agent's back-off after wrong passwords); waits for the answer.
+    /// agent's back-off after wrong passwords).
     private func unlockKeychain(_ password: Data, for groups: AccessGroups) throws {
-        let outcome = Mutex<Result<Void, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task { [keychains] in
-            let result: Result<Void, any Error>
-            do {
-                try await keychains.unlock(keychainNamed: "", password: password, for: groups)
-                result = .success(())
-            } catch {
-                result = .failure(error)
-            }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        try outcome.withLock { $0 }?.get()
+        try waitFor { [keychains] in try await keychains.unlock(keychainNamed: "", password: password, for: groups) }
     }
 
     /// `SO_PEERCRED`, and `SO_PEERPIDFD` where the kernel has it (the caller then owns it).

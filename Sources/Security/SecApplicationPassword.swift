@@ -69,9 +69,10 @@ enum ApplicationPasswordSeal {
         }
     }
 
-    /// The application password of a query's kSecUseAuthenticationContext, if it has one.
+    /// The application password of a query's kSecUseAuthenticationContext, if it has one: the
+    /// context's own bytes (it wipes them when invalidated), so nothing here copies or wipes them.
     static func password(of query: ParsedQuery) -> Data? {
-        (query.authenticationContext as? any ApplicationPasswordSource)?.applicationPasswordCopy()
+        (query.authenticationContext as? any ApplicationPasswordSource)?.applicationPassword()
     }
 
     /// Whether a stored item's secret is sealed under an application password.
@@ -85,16 +86,13 @@ enum ApplicationPasswordSeal {
     /// - Throws: errSecInteractionNotAllowed when it does and the context gives none.
     static func storedData(_ data: Data?, for query: ParsedQuery) throws -> Data? {
         guard let data, query.accessControl?.flags.contains(.applicationPassword) == true else { return data }
-        guard var password = password(of: query) else { throw SecError(errSecInteractionNotAllowed) }
-        defer { password.resetBytes(in: 0..<password.count) }
+        guard let password = password(of: query) else { throw SecError(errSecInteractionNotAllowed) }
         return try seal(data, password: password)
     }
 
     /// Whether a query's kSecUseAuthenticationContext holds an application password.
     static func hasPassword(_ query: ParsedQuery) -> Bool {
-        guard var password = password(of: query) else { return false }
-        password.resetBytes(in: 0..<password.count)
-        return true
+        password(of: query) != nil
     }
 
     /// The secret `SecItemUpdate` stores for the items `itemQuery` matches in `database`: sealed
@@ -123,8 +121,7 @@ enum ApplicationPasswordSeal {
             return nil
         }
         guard willBeSealed, !matches.isEmpty else { return data }
-        guard var password = password(of: query) else { throw SecError(errSecInteractionNotAllowed) }
-        defer { password.resetBytes(in: 0..<password.count) }
+        guard let password = password(of: query) else { throw SecError(errSecInteractionNotAllowed) }
         return try seal(data, password: password)
     }
 }

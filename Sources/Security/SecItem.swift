@@ -205,10 +205,7 @@ private func matchingItems(_ parsed: ParsedQuery) throws -> [(item: Item, source
         || parsed.returnRef
         || parsed.filtersCertificates
     var items: [(item: Item, source: any KeychainHandle)] = []
-    var password = itemQuery.opensApplicationPassword ? ApplicationPasswordSeal.password(of: parsed) : nil
-    defer {
-        if let count = password?.count { password?.resetBytes(in: 0..<count) }
-    }
+    let password = itemQuery.opensApplicationPassword ? ApplicationPasswordSeal.password(of: parsed) : nil
     for database in keychains {
         for var item in try database.find(itemQuery, includeData: wantsData) {
             if let sealed = item.data, ApplicationPasswordSeal.isSealed(item) {

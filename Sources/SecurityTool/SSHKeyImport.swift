@@ -50,11 +50,10 @@ enum SSHKeyImport {
     ///   passphrase), several keys, an unknown key type or a damaged file.
     static func addRequest(_ data: Data) throws -> [UInt8] {
         let damaged = CommandFailure.failure("the OpenSSH private key file is damaged")
-        let text = String(decoding: data, as: UTF8.self)
-        guard let start = text.range(of: armor),
-            let stop = text.range(of: end, range: start.upperBound..<text.endIndex),
-            var blob = Data(
-                base64Encoded: text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }.description)
+        // Found in the file's bytes, never copied into a String (which could not be wiped).
+        guard let start = data.range(of: Data(armor.utf8)),
+            let stop = data.range(of: Data(end.utf8), in: start.upperBound..<data.endIndex),
+            var blob = Data(base64Encoded: data[start.upperBound..<stop.lowerBound], options: .ignoreUnknownCharacters)
         else { throw damaged }
         defer { blob.resetBytes(in: 0..<blob.count) }
         var reader = Reader(bytes: [UInt8](blob))

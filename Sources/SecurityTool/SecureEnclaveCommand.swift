@@ -22,18 +22,19 @@ struct SecureEnclaveCommand: ToolCommand {
             """))
 
     func execute(in session: Session) throws -> Int32 {
+        let preferences: KeychainPreferences
         let tcti: String?
         do {
-            tcti = try MachineTPM.tcti(by: try session.preferences())
+            preferences = try session.preferences()
+            tcti = try MachineTPM.tcti(by: preferences)
         } catch let error as KeychainError {
             throw CommandFailure.failure(error.message)
         }
         guard let tcti else {
             let reason =
-                (try? session.preferences().tpm) == "none"
+                preferences.tpm == "none"
                 ? "the \"tpm\" preference is none" : "this machine has no /dev/tpmrm0 that you may use"
-            Console.out(
-                "Secure Enclave keys: in keychaind's memory, not in hardware (\(reason)).\n")
+            Console.out("Secure Enclave keys: in keychaind's memory, not in hardware (\(reason)).\n")
             return 0
         }
         do {
