@@ -155,6 +155,8 @@ let package = Package(
             name: "KeychainAgent",
             dependencies: [
                 "KeychainCore", "CKeychainAgent", "DBusWire", "DBusNIO", "KeychainAgentProtocol", "KeychainLibc",
+                // UserPresence: the agent asks polkit for its caller when an item asks for its owner.
+                "UserPresence",
                 .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -339,6 +341,8 @@ let package = Package(
             name: "KeychainClient",
             dependencies: [
                 "KeychainModel", "KeychainCore", "KeychainAgentProtocol", "DBusWire", "CKeychainAgent", "KeychainLibc",
+                // UserPresence: a read that may ask for the owner asks through polkit (docs/local-authentication.md).
+                "UserPresence",
             ]
         ),
         .target(
@@ -380,13 +384,13 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
         // Whether the person at a process is its user: polkit (and its terminal agent) on Linux.
-        .target(name: "UserPresence", dependencies: ["DBusWire", "KeychainLibc", "CKeychainAgent"]),
+        .target(name: "UserPresence", dependencies: ["DBusWire", "KeychainLibc", "CKeychainAgent", "KeychainModel"]),
         // Apple's LocalAuthentication surface over UserPresence.
         // KeychainModel: LAContext gives its application password to Security (ApplicationPasswordSource).
         .target(name: "LocalAuthentication", dependencies: ["UserPresence", "KeychainModel"]),
         // An app that evaluates an LAContext in its own process (LocalAuthenticationTests).
         .executableTarget(
-            name: "keychain-la-worker", dependencies: ["LocalAuthentication"], path: "Tests/LAWorker"),
+            name: "keychain-la-worker", dependencies: ["LocalAuthentication", "Security"], path: "Tests/LAWorker"),
         .testTarget(
             name: "LocalAuthenticationTests",
             dependencies: [

@@ -3,6 +3,7 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
+import UserPresence
 
 /// The agent's methods: one handler for each method ``KeychainAgentProtocol/AgentInterface``
 /// declares, with who may call it and what it does to its keychain's idle timer. Adding a
@@ -207,12 +208,29 @@ extension AgentService {
         let body: @Sendable (Request<A, R>) throws -> R
     }
 
-    /// Runs a call on the engine's queue.
+    /// Runs a call on the engine's queue. A call that matched an item asking for its owner's
+    /// authentication, and may ask (``KeychainModel/KeychainError/Reason/authenticateUser``), has
+    /// the person asked for the caller (``verifyCaller(_:)``), off the queue, then runs again as
+    /// verified, for that call alone.
     private func answer<A, R>(_ handler: Handler<A, R>, _ call: DBusMethodCall) async throws -> [DBusValue] {
         let values = call.arguments
         let connection = call.connection
         return try await Self.agentErrorsAsync {
-            try await onWorkQueue { [self] in
+            do {
+                return try await answerOnWorkQueue(handler, values, connection, verified: false)
+            } catch let error as KeychainError where error.reason == .authenticateUser {
+                try await verifyCaller(connection)
+                return try await answerOnWorkQueue(handler, values, connection, verified: true)
+            }
+        }
+    }
+
+    /// Runs a call on the engine's queue, its caller verified by the person or not.
+    private func answerOnWorkQueue<A, R>(
+        _ handler: Handler<A, R>, _ values: [DBusValue], _ connection: DBusConnection, verified: Bool
+    ) async throws -> [DBusValue] {
+        try await onWorkQueue { [self] in
+            try KeychainDatabase.$userVerified.withValue(verified) {
                 // Arguments are decoded once the caller may make the call; the dispatcher has
                 // checked their types, what they hold is checked here (`.parameter`).
                 guard handler.access != .connection else {
@@ -221,6 +239,30 @@ extension AgentService {
                 defer { MemoryHygiene.scrubStack() }
                 let groups = try callerGroups(connection)
                 return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
+            }
+        }
+    }
+
+    /// Has polkit ask the person to authenticate for the calling process (``UserPresence/PolkitUserVerifier``),
+    /// on a thread of its own: the answer may take minutes, and other calls go on meanwhile. The
+    /// caller is named by its kernel credentials and start time, never by what it says.
+    private func verifyCaller(_ connection: DBusConnection) async throws {
+        guard let peer = connection.peerCredentials else {
+            throw KeychainError(.interactionNotAllowed, "the caller cannot be named to polkit")
+        }
+        let environment = ProcessInfo.processInfo.environment
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        let subject: ProcessSubject
+                        do {
+                            subject = try ProcessSubject.of(pid: peer.pid, uid: peer.uid)
+                        } catch {
+                            throw KeychainError(.interactionNotAllowed, "the caller is gone: \(error)")
+                        }
+                        try PolkitUserVerifier.verify(subject, environment: environment)
+                    })
             }
         }
     }
@@ -246,7 +288,11 @@ extension AgentService {
             // A caller not identified yet goes to the queue: identifying may read many files.
             guard let groups = try knownGroups(call.connection) else { return nil }
             defer { MemoryHygiene.scrubStack() }
-            return try run(handler, { arguments }, groups: groups, call.connection).values
+            do {
+                return try run(handler, { arguments }, groups: groups, call.connection).values
+            } catch let error as KeychainError where error.reason == .authenticateUser {
+                return nil  // the person is asked from the queue's side (answer(_:_:))
+            }
         }
     }
 

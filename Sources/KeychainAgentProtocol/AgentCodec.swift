@@ -403,7 +403,7 @@ public enum AgentCodec {
     static let synchronizableNames: [(ItemQuery.Synchronizable, String)] = [(.no, "no"), (.yes, "yes"), (.any, "any")]
     /// The wire names of ``KeychainModel/ItemQuery/AuthenticationUI``.
     static let authenticationUINames: [(ItemQuery.AuthenticationUI, String)] = [
-        (.ignore, "ignore"), (.fail, "fail"), (.skip, "skip"),
+        (.ignore, "ignore"), (.fail, "fail"), (.skip, "skip"), (.allow, "allow"),
     ]
 
     static func name<T: Equatable>(of value: T, in names: [(T, String)]) -> String {

@@ -85,7 +85,9 @@ public final class AgentKeychain: KeychainHandle {
         return (reply.stored, reply.added)
     }
     public func find(_ query: ItemQuery, includeData: Bool) throws -> [Item] {
-        try connection.call(I.find, .init(keychain: keychain, query: query, includeData: includeData)).items
+        try askingUser(query) {
+            try connection.call(I.find, .init(keychain: keychain, query: $0, includeData: includeData)).items
+        }
     }
     public func findFirst(_ query: ItemQuery, includeData: Bool) throws -> Item? {
         var limited = query
@@ -93,8 +95,9 @@ public final class AgentKeychain: KeychainHandle {
         return try find(limited, includeData: includeData).first
     }
     public func findReadable(_ query: ItemQuery, includeData: Bool) throws -> ReadableItems {
-        let reply = try connection.call(
-            I.findReadable, .init(keychain: keychain, query: query, includeData: includeData))
+        let reply = try askingUser(query) {
+            try connection.call(I.findReadable, .init(keychain: keychain, query: $0, includeData: includeData))
+        }
         var found = ReadableItems()
         found.items = reply.items
         // The agent describes each row as the engine does (row, class, persistent reference).

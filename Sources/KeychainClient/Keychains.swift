@@ -43,7 +43,7 @@ public enum Keychains {
         if let agent = try agent(startingIfNeeded: true) {
             return try agentDefault(agent, chosen: KeychainSelection.processChosenDefault())
         }
-        return try KeychainDatabase.processDefaultDatabase()
+        return try KeychainDatabase.processDefaultDatabase(configuration: KeychainConfiguration().askingTheUser)
     }
 
     /// The default keychain as the agent serves it to this process, `chosen` by it or not.
@@ -87,7 +87,7 @@ public enum Keychains {
             _ = try keychain.status()
             return keychain
         }
-        return try KeychainDatabase.open(at: path, configuration: configuration)
+        return try KeychainDatabase.open(at: path, configuration: configuration.askingTheUser)
     }
 
     /// Opens the keychain at `path`, creating it password-less when there is none (the login
@@ -111,7 +111,7 @@ public enum Keychains {
             if paths.chosenDefault == nil { _ = try keychain.status() }
             return keychain
         }
-        return try KeychainDatabase.openDefault(paths: paths, configuration: configuration)
+        return try KeychainDatabase.openDefault(paths: paths, configuration: configuration.askingTheUser)
     }
 
     /// Creates a keychain file protected by `password`'s bytes (by the device key alone when
@@ -122,7 +122,7 @@ public enum Keychains {
         at path: String, password: Data?, configuration: KeychainConfiguration = KeychainConfiguration()
     ) throws -> any KeychainHandle {
         if let agent = try taskAgent() { return try agent.createKeychain(at: absolute(path), password: password) }
-        return try KeychainDatabase.create(at: path, password: password, configuration: configuration)
+        return try KeychainDatabase.create(at: path, password: password, configuration: configuration.askingTheUser)
     }
 
     /// A new, empty keychain kept in this process's memory (never the agent's), unlocked: what
@@ -139,7 +139,8 @@ public enum Keychains {
     package static func openInProcessCreatingIfMissing(
         at path: String, configuration: KeychainConfiguration
     ) throws -> any KeychainHandle {
-        try KeychainDatabase.openCreatingIfMissing(
+        let configuration = configuration.askingTheUser
+        return try KeychainDatabase.openCreatingIfMissing(
             open: { try KeychainDatabase.open(at: path, configuration: configuration) },
             create: { try KeychainDatabase.create(at: path, password: nil, configuration: configuration) })
     }

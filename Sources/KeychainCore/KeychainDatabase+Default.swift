@@ -17,12 +17,14 @@ extension KeychainDatabase {
         return database
     }
 
-    /// The process's default keychain, opened (and created, password-less) on first use and
-    /// then reused.
-    package static func processDefaultDatabase() throws -> KeychainDatabase {
+    /// The process's default keychain, opened (and created, password-less) on first use, with
+    /// `configuration`, and then reused.
+    package static func processDefaultDatabase(
+        configuration: KeychainConfiguration = KeychainConfiguration()
+    ) throws -> KeychainDatabase {
         try processDefault.withLock { cached in
             if let cached { return cached }
-            let database = try openDefault()
+            let database = try openDefault(configuration: configuration)
             cached = database
             return database
         }

@@ -327,7 +327,9 @@ extension KeychainDatabase {
     ///   - includeData: Whether to decrypt and return each item's secret.
     /// - Returns: The matching items; empty when none match.
     /// - Throws: `.interactionNotAllowed` when a matching item's class is locked (the whole
-    ///   call fails), `.decode` when a matching row fails authentication,
+    ///   call fails) or the item asks for its owner's authentication
+    ///   (``KeychainModel/ItemQuery/AuthenticationUI-swift.enum``), `.userCanceled` or
+    ///   `.authFailed` when the person asked cancels or fails, `.decode` when a matching row fails authentication,
     ///   `.missingEntitlement`, `.noSuchAttribute`, `.parameter`.
     public func find(_ query: ItemQuery, includeData: Bool = false) throws -> [Item] {
         try find(query, includeData: includeData, revealingTokenKeys: false)
@@ -337,18 +339,42 @@ extension KeychainDatabase {
     /// `revealingTokenKeys` (for the token key operations of this process), its public key
     /// otherwise.
     func find(_ query: ItemQuery, includeData: Bool, revealingTokenKeys: Bool) throws -> [Item] {
-        if query.itemClass == .identity { return try findIdentities(query, includeData: includeData) }
-        let items = try readMatches(prepare(query, writing: false), includeData: includeData, unreadable: nil)
-        return includeData && !revealingTokenKeys ? items.map(TokenKeys.tokenClientView) : items
+        try askingUser {
+            if query.itemClass == .identity { return try findIdentities(query, includeData: includeData) }
+            let items = try readMatches(prepare(query, writing: false), includeData: includeData, unreadable: nil)
+            return includeData && !revealingTokenKeys ? items.map(TokenKeys.tokenClientView) : items
+        }
+    }
+
+    /// Whether the person has answered for the call running now: set by whoever asked them
+    /// (keychaind for its caller, ``askingUser(_:)`` here), for that call alone.
+    @TaskLocal package static var userVerified = false
+
+    /// Runs `body`, a read; when it fails because a matched item asks for its owner's
+    /// authentication and the call may ask (``KeychainModel/KeychainError/Reason/authenticateUser``),
+    /// and ``KeychainModel/KeychainConfiguration/userVerifier`` can ask here, asks the person and
+    /// runs `body` again as verified. The read is made twice rather than the person asked while a
+    /// reader is held.
+    private func askingUser<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as KeychainError where error.reason == .authenticateUser && !Self.userVerified {
+            guard let verifier = configuration.userVerifier else { throw error }
+            try verifier.verifyUser()
+            return try Self.$userVerified.withValue(true, operation: body)
+        }
     }
 
     /// Decrypts the rows `plan` matches, in the order they were added, up to its limit. A row
-    /// that is malformed or fails authentication is passed to `unreadable` and skipped; without
-    /// it, it fails the whole search.
+    /// that is malformed or fails authentication, or whose secret its owner must authenticate
+    /// for and the call may not ask (``QueryPlan/admits(_:)``), is passed to `unreadable` and
+    /// skipped; without it, it fails the whole search.
     private func readMatches(
         _ plan: QueryPlan, includeData: Bool, unreadable: ((UnreadableItem) -> Void)?
     ) throws -> [Item] {
-        try keys.read { state in
+        var plan = plan
+        plan.opensSecrets = includeData
+        return try keys.read { state in
             let codec = RowCodec(database: self, state: state, tagger: try Self.tagger(state))
             let malformed = unreadable.map { report in
                 { (rowID: Int64?) in
@@ -369,7 +395,9 @@ extension KeychainDatabase {
                 do {
                     guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
                     items.append(item)
-                } catch let error as KeychainError where error.code == .decode && unreadable != nil {
+                } catch let error as KeychainError
+                    where unreadable != nil && (error.code == .decode || error.reason == .userAuthenticationNeeded)
+                {
                     unreadable?(
                         UnreadableItem(
                             rowID: row.id, persistentID: UUID(bytes: row.uuid), itemClass: row.itemClass, error: error))
@@ -444,21 +472,24 @@ extension KeychainDatabase {
     ///   - query: What to match (identities are not supported: `.parameter`).
     ///   - includeData: Whether to decrypt and return each item's secret.
     /// - Returns: The readable matching items, in the order they were added, and the rows that
-    ///   failed (`.decode`), in row order.
+    ///   failed (`.decode`), or whose secret asks for its owner's authentication when the
+    ///   query may not ask (`.interactionNotAllowed`), in row order.
     /// - Throws: The errors of ``find(_:includeData:)`` other than a row's `.decode`:
     ///   `.interactionNotAllowed` when a matching item's class is locked, and so on.
     public func findReadable(_ query: ItemQuery, includeData: Bool = false) throws -> ReadableItems {
         guard query.itemClass != .identity else {
             throw KeychainError.parameter("identities cannot be listed row by row")
         }
-        var unreadable: [UnreadableItem] = []
-        var found = ReadableItems()
-        found.items = try readMatches(prepare(query, writing: false), includeData: includeData) {
-            unreadable.append($0)
+        return try askingUser {
+            var unreadable: [UnreadableItem] = []
+            var found = ReadableItems()
+            found.items = try readMatches(prepare(query, writing: false), includeData: includeData) {
+                unreadable.append($0)
+            }
+            if includeData { found.items = found.items.map(TokenKeys.tokenClientView) }
+            found.unreadable = unreadable.sorted { ($0.rowID ?? .max) < ($1.rowID ?? .max) }
+            return found
         }
-        if includeData { found.items = found.items.map(TokenKeys.tokenClientView) }
-        found.unreadable = unreadable.sorted { ($0.rowID ?? .max) < ($1.rowID ?? .max) }
-        return found
     }
 
     /// Finds the first matching item, or `nil`.
@@ -578,7 +609,11 @@ extension KeychainDatabase {
         if query.itemClass == .identity { return try deleteIdentities(query) }
         var query = query
         query.limit = nil
-        let plan = try prepare(query, writing: true)
+        var plan = try prepare(query, writing: true)
+        // Deleting asks the owner for nothing: Apple's flag-based access controls allow the
+        // delete operation (`kAKSKeyOpDelete`) unconditionally (`SecAccessControlCreateWithFlags`,
+        // OSX/sec/Security/SecAccessControl.c in apple-oss-distributions/Security).
+        plan.userVerified = true
         return try withWriteTransaction { db, state in
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
@@ -835,6 +870,7 @@ extension KeychainDatabase {
             persistentID: query.persistentID, limit: query.limit, includesTombstones: query.includesTombstones,
             authenticationUI: query.authenticationUI, hostOrSubdomain: query.hostOrSubdomain)
         plan.opensApplicationPassword = query.opensApplicationPassword
+        plan.userVerified = Self.userVerified
         return plan
     }
 }

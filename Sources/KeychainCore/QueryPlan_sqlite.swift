@@ -106,6 +106,10 @@ struct QueryPlan {
     var authenticationUI: ItemQuery.AuthenticationUI = .ignore
     /// ``KeychainModel/ItemQuery/opensApplicationPassword``.
     var opensApplicationPassword = false
+    /// Whether the search returns secrets (see ``admits(_:)``).
+    var opensSecrets = false
+    /// Whether the person answered for this call already (``KeychainDatabase/userVerified``).
+    var userVerified = false
     var hostOrSubdomain: String?
 
     /// Whether an attribute gets a keyed tag in the `tags` table, so that a query on it is an
@@ -292,23 +296,37 @@ struct QueryPlan {
 
 extension QueryPlan {
     /// Whether a decrypted item passes the checks the query asks of every match beyond its
-    /// attribute values: the host-or-subdomain match and user authentication.
-    /// - Throws: `.interactionNotAllowed` for an item that needs user authentication, when
-    ///   the query says so.
+    /// attribute values: the host-or-subdomain match and its owner's authentication.
+    ///
+    /// An item whose access control asks for its owner's authentication is returned only to a
+    /// call the person has answered for (``userVerified``), or, without its secret, to a
+    /// listing (``KeychainModel/ItemQuery/AuthenticationUI-swift.enum/ignore``); it is left out
+    /// with `.skip`. Any other call fails, so that no secret reaches a caller the person has
+    /// not answered for, whatever mode it asks in.
+    /// - Throws: `.interactionNotAllowed`: ``KeychainModel/KeychainError/Reason/authenticateUser``
+    ///   for a call that may ask (`.allow`), ``KeychainModel/KeychainError/Reason/userAuthenticationNeeded``
+    ///   for one that may not.
     func admits(_ attributes: Attributes) throws -> Bool {
         if let host = hostOrSubdomain {
             guard let server = attributes[.server]?.stringValue, server == host || server.hasSuffix("." + host)
             else { return false }
         }
-        guard authenticationUI != .ignore,
+        guard !userVerified,
             let control = attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
             control.requiresAuthentication(openingApplicationPassword: opensApplicationPassword)
         else { return true }
-        guard authenticationUI == .skip else {
+        switch authenticationUI {
+        case .ignore where !opensSecrets: return true
+        case .skip: return false
+        case .allow where control.isAnsweredByOwnerAuthentication:
+            throw KeychainError(.interactionNotAllowed, "an item asks for its owner's authentication")
+                .because(.authenticateUser)
+        case .allow:
             throw KeychainError(
-                .interactionNotAllowed, "the item needs user authentication, which cannot be asked for here")
+                .interactionNotAllowed,
+                "an item asks for biometry or a companion device, which cannot be checked here yet")
+        case .ignore, .fail: throw KeychainError.userAuthenticationNeeded
         }
-        return false
     }
 }
 

@@ -10,3 +10,11 @@ package protocol ApplicationPasswordSource: AnyObject {
     /// wiped its copy would only wipe a new copy.
     func applicationPassword() -> Data?
 }
+
+/// What an `LAContext` given as `kSecUseAuthenticationContext` says of asking the person, read by
+/// `Security` through this protocol for the same reason.
+package protocol AuthenticationInteractionSource: AnyObject {
+    /// Whether a keychain operation given the context may ask the person: not when the app set
+    /// `interactionNotAllowed`, nor once the context is invalidated.
+    var allowsInteraction: Bool { get }
+}

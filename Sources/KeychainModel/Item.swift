@@ -89,19 +89,27 @@ public struct ItemQuery: Sendable {
     /// (`kSecMatchHostOrSubdomainOfHost`); checked after decryption, before any secret is.
     public var hostOrSubdomain: String?
 
-    /// What a search does with an item whose access control asks for user authentication
-    /// (biometry, a passcode, user presence), which a process on Linux cannot obtain without a
-    /// user interface. The check is made by the keychain, so an item's secret never reaches a
-    /// caller that may not see it.
+    /// What a search does with an item whose access control asks for its owner's
+    /// authentication (user presence, a passcode, biometry, a companion). The check is made by
+    /// the keychain, so such an item's secret never reaches a caller the person has not
+    /// answered for.
     public enum AuthenticationUI: Sendable, Hashable {
-        /// The item is returned like any other: the engine's default, for listings of
-        /// attributes.
+        /// The engine's default, for listings: the item's attributes are returned like any
+        /// other's, but never its secret. A search for secrets that matches such an item fails
+        /// with `.interactionNotAllowed` (``KeychainError/Reason/userAuthenticationNeeded``);
+        /// ``KeychainCore/KeychainDatabase/findReadable(_:includeData:)`` reports the item
+        /// among the unreadable ones instead.
         case ignore
-        /// The search fails with `.interactionNotAllowed`: Apple's answer when no interface
-        /// may be shown.
+        /// The search fails with `.interactionNotAllowed`
+        /// (``KeychainError/Reason/userAuthenticationNeeded``): Apple's answer when no
+        /// interface may be shown (`kSecUseAuthenticationUIFail`).
         case fail
         /// The item is left out (`kSecUseAuthenticationUISkip`).
         case skip
+        /// The person is asked (`kSecUseAuthenticationUIAllow`): by keychaind for the calling
+        /// process, or by this process when it hosts the engine itself. Cancelling is
+        /// `.userCanceled`, failing `.authFailed`, nobody to ask with `.interactionNotAllowed`.
+        case allow
     }
 
     /// Creates a query.
@@ -168,10 +176,30 @@ public struct StoredAccessControl: Sendable, Hashable {
     /// nothing; an application password is asked for in addition to the other constraints, as
     /// Apple documents it.
     public func requiresAuthentication(openingApplicationPassword: Bool) -> Bool {
-        let constraints =
-            flags & ~(TokenKeys.privateKeyUsageFlag | Self.applicationPasswordFlag | Self.conjunctionFlags)
-        return constraints != 0 || (needsApplicationPassword && !openingApplicationPassword)
+        constraints != 0 || (needsApplicationPassword && !openingApplicationPassword)
     }
+
+    /// Whether the owner's own authentication (polkit's, with the PAM stack the administrator
+    /// chose for it) answers every constraint on the person: `userPresence` and `devicePasscode`
+    /// do. Biometry and a companion need their own device, which this version cannot check, so
+    /// an item asking for one of them is answered only when `.or` offers `userPresence` or
+    /// `devicePasscode` beside it. A flag this version does not know is never answered.
+    public var isAnsweredByOwnerAuthentication: Bool {
+        let owner = Self.ownerFlags & constraints
+        guard flags & Self.orFlag != 0 else { return constraints & ~Self.ownerFlags == 0 }
+        return owner != 0
+    }
+
+    /// The constraints on the person: every flag but `privateKeyUsage`, `applicationPassword`,
+    /// `.or` and `.and`.
+    private var constraints: UInt64 {
+        flags & ~(TokenKeys.privateKeyUsageFlag | Self.applicationPasswordFlag | Self.conjunctionFlags)
+    }
+
+    /// `userPresence` (1 << 0) and `devicePasscode` (1 << 4).
+    static let ownerFlags: UInt64 = 1 << 0 | 1 << 4
+    /// `.or` (1 << 14).
+    static let orFlag: UInt64 = 1 << 14
 }
 
 /// The access groups a caller may use, with iOS's rules (`SecServerAccessGroupsAllows`,

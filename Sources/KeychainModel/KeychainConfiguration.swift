@@ -36,6 +36,10 @@ public struct KeychainConfiguration: Sendable {
     /// a TPM; `nil` (the default) keeps them in this process's memory. Keys made in hardware
     /// need it to be used.
     package var tokenKeyHardware: (any TokenKeyHardware)?
+    /// Who asks the person for a call that may ask and matches an item whose access control asks
+    /// for its owner's authentication; `nil` (the default): nobody, and such a call fails with
+    /// ``KeychainError/Reason/authenticateUser`` for its host to ask.
+    package var userVerifier: (any UserVerifier)?
 
     /// Creates a configuration; every argument has a production default.
     public init(

@@ -70,6 +70,17 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         public static let sealedToAnotherTPM = Reason(rawValue: "sealedToAnotherTPM")
         /// The boot state changed since the keychain was set to unlock on it: the password is needed.
         public static let bootStateChanged = Reason(rawValue: "bootStateChanged")
+        /// An item the call matched asks for its owner's authentication (its access control's
+        /// user presence, passcode, biometry or companion), which the call may not ask for: its
+        /// query says ``ItemQuery/AuthenticationUI-swift.enum/fail``, or it reads secrets with
+        /// ``ItemQuery/AuthenticationUI-swift.enum/ignore``. A caller that may ask runs it again
+        /// with ``ItemQuery/AuthenticationUI-swift.enum/allow``.
+        public static let userAuthenticationNeeded = Reason(rawValue: "userAuthenticationNeeded")
+        /// An item the call matched asks for its owner's authentication and the call may ask
+        /// for it (``ItemQuery/AuthenticationUI-swift.enum/allow``): whoever hosts the engine
+        /// for this caller (keychaind, or the process itself) asks the person, then runs the
+        /// call again as verified. It reaches a caller only when nobody there can ask.
+        public static let authenticateUser = Reason(rawValue: "authenticateUser")
     }
 
     /// The Apple `OSStatus` of any error, the one mapping every layer uses: an error that
@@ -102,6 +113,8 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
 
         /// The operation is not implemented (errSecUnimplemented, -4).
         public static let unimplemented = Code(rawValue: -4)
+        /// The person cancelled the authentication they were asked for (errSecUserCanceled, -128).
+        public static let userCanceled = Code(rawValue: -128)
         /// An I/O error (errSecIO, -36).
         public static let io = Code(rawValue: -36)
         /// A parameter was not valid (errSecParam, -50).
@@ -147,7 +160,7 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         public static let decode = Code(rawValue: -26275)
 
         private static let names: [Int32: String] = [
-            -4: "unimplemented", -36: "io", -50: "parameter", -108: "allocate",
+            -4: "unimplemented", -128: "userCanceled", -36: "io", -50: "parameter", -108: "allocate",
             -2070: "internalComponent", -34018: "missingEntitlement", -25291: "notAvailable",
             -25292: "readOnly", -25293: "authFailed", -25294: "noSuchKeychain",
             -25295: "invalidKeychain", -25296: "duplicateKeychain", -25299: "duplicateItem",
@@ -171,6 +184,15 @@ extension KeychainError {
     package static func decode(_ message: String) -> KeychainError { KeychainError(.decode, message) }
     package static func invalidKeychain(_ message: String) -> KeychainError {
         KeychainError(.invalidKeychain, message)
+    }
+    /// A matched item asks for its owner's authentication and the call may not ask
+    /// (``Reason/userAuthenticationNeeded``). Its message is how an unreadable row's
+    /// description (``UnreadableItem/init(parsing:)``) says so across the agent's socket.
+    package static var userAuthenticationNeeded: KeychainError {
+        KeychainError(
+            .interactionNotAllowed, "its secret asks for its owner's authentication, which cannot be asked for here"
+        )
+        .because(.userAuthenticationNeeded)
     }
 }
 

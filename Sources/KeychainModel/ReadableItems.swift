@@ -22,7 +22,8 @@ public struct UnreadableItem: Sendable, CustomStringConvertible {
     public var persistentID: UUID?
     /// The item's class, when the row names a known one.
     public var itemClass: ItemClass?
-    /// Why it failed (`.decode`).
+    /// Why it failed: `.decode`, or `.interactionNotAllowed` for a secret that asks for its
+    /// owner's authentication (``KeychainError/Reason/userAuthenticationNeeded``).
     public var error: KeychainError
 
     /// Describes a row that could not be read.
@@ -72,6 +73,7 @@ extension UnreadableItem {
                 persistentID = id
             }
         }
-        error = KeychainError(.decode, message)
+        let needsOwner = KeychainError.userAuthenticationNeeded
+        error = message == needsOwner.message ? needsOwner : KeychainError(.decode, message)
     }
 }

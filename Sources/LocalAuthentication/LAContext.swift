@@ -163,6 +163,10 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 }
 
+extension LAContext: AuthenticationInteractionSource {
+    package var allowsInteraction: Bool { !interactionNotAllowed && !state.withLock { $0.invalidated } }
+}
+
 extension LAContext: ApplicationPasswordSource {
     /// The application password ``setCredential(_:type:)`` gave, unless the context was
     /// invalidated: what `Security` seals and opens `.applicationPassword` items with.

@@ -195,7 +195,11 @@ public enum SecretServiceImport {
     {
         var stored: [ItemClass: [[String: String]: Item]] = [:]
         for itemClass in classes {
-            let items = try keychain.find(ItemQuery(class: itemClass, synchronizable: .any), includeData: true)
+            // Items that ask for their owner's authentication are not compared (their secrets are
+            // not read): an imported twin of one is left out as a collision instead.
+            var query = ItemQuery(class: itemClass, synchronizable: .any)
+            query.authenticationUI = .skip
+            let items = try keychain.find(query, includeData: true)
             stored[itemClass] = Dictionary(items.map { (SecretAttributes.attributes(of: $0), $0) }) { first, _ in first
             }
         }

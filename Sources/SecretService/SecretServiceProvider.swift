@@ -546,7 +546,12 @@ enum SecretServiceError {
     static func notSupported(_ what: String) -> DBusError { .method(DBusErrorName.notSupported, what) }
 
     static func dbusError(_ error: KeychainError) -> DBusError {
-        switch error.code {
+        if error.reason == .userAuthenticationNeeded {
+            return .method(
+                "org.freedesktop.DBus.Error.AccessDenied",
+                "the item asks for its owner's authentication: read it through Keychain Services")
+        }
+        return switch error.code {
         case .interactionNotAllowed, .authFailed: .method(isLocked, "the keychain is locked")
         case .itemNotFound: noSuchObject
         case .noSuchKeychain: noSuchCollection

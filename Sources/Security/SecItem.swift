@@ -184,15 +184,26 @@ private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
         synchronizable: parsed.synchronizableAny ? .any : .no,
         persistentID: parsed.persistentRef?.identity,
         limit: unlimited || parsed.filtersCertificates ? nil : parsed.limit)
-    // No user interface can be shown: an item that asks for authentication fails the search,
-    // or is left out with kSecUseAuthenticationUISkip. The keychain checks it (and the host),
-    // so no secret it withholds is ever read. (Certificate filters need the certificate, which
-    // is public, and are checked here.)
-    query.authenticationUI = parsed.authenticationUI == .skip ? .skip : .fail
+    // An item that asks for its owner's authentication has the person asked (Apple's default,
+    // kSecUseAuthenticationUIAllow), fails the search (Fail, or a context that may not ask), or
+    // is left out (Skip). The keychain checks it, so no secret it withholds is ever read here.
+    // (Certificate filters need the certificate, which is public, and are checked here.)
+    query.authenticationUI = authenticationUI(parsed)
     // Items sealed under an application password come back sealed, opened here.
     query.opensApplicationPassword = ApplicationPasswordSeal.hasPassword(parsed)
     query.hostOrSubdomain = parsed.hostOrSubdomain
     return query
+}
+
+/// What the keychain does with an item that asks for its owner's authentication.
+private func authenticationUI(_ parsed: ParsedQuery) -> ItemQuery.AuthenticationUI {
+    switch parsed.authenticationUI {
+    case .skip: return .skip
+    case .fail: return .fail
+    case .allow:
+        let context = parsed.authenticationContext as? any AuthenticationInteractionSource
+        return context?.allowsInteraction == false ? .fail : .allow
+    }
 }
 
 /// Finds the items of every searched keychain, in order, up to the limit.

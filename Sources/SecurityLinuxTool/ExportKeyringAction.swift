@@ -28,17 +28,28 @@ extension ExportKeyring {
     }
 
     /// The keychain's generic and internet passwords as export entries (those whose secret is
-    /// text), with the keychain's name and what to say of them.
+    /// text), with the keychain's name and what to say of them. Items whose secret asks for its
+    /// owner's authentication (an access control's user presence, biometry, …) are left out and
+    /// counted: an export is never a way around the person. A damaged item fails the export.
     func entries(in session: Session) throws -> (entries: [KeePassExport.Entry], name: String, summary: String) {
         let source = try session.open(keychain)
+        var guarded = 0
         let items: [Item] = try session.withAccess(to: source) {
             try [ItemClass.genericPassword, .internetPassword].flatMap { itemClass in
-                try source.database.find(ItemQuery(class: itemClass, synchronizable: .any), includeData: true)
+                let found = try source.database.findReadable(
+                    ItemQuery(class: itemClass, synchronizable: .any), includeData: true)
+                if let damaged = found.unreadable.first(where: { $0.error.reason != .userAuthenticationNeeded }) {
+                    throw damaged.error
+                }
+                guarded += found.unreadable.count
+                return found.items
             }
         }
         let entries = items.compactMap(KeePassExport.Entry.init(exporting:))
         let name = URL(fileURLWithPath: source.database.path ?? "keychain").deletingPathExtension().lastPathComponent
-        return (entries, name, "\(entries.count) exported, \(items.count - entries.count) left out (not text)")
+        var summary = "\(entries.count) exported, \(items.count - entries.count) left out (not text)"
+        if guarded > 0 { summary += ", \(guarded) left out (they ask for their owner's authentication)" }
+        return (entries, name, summary)
     }
 
     /// `--format cxf`: the keychain's passwords as CXF, to standard output when it is a pipe or a

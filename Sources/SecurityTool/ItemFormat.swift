@@ -77,6 +77,27 @@ enum ItemFormat {
         Array("data:\n".utf8) + buffer([UInt8](data ?? Data())) + [0x0A]
     }
 
+    /// The `data:` section of an item whose secret asks for its owner's authentication, which
+    /// a dump does not ask for.
+    static let withheldDataSection = Array("data:\n<withheld: the item asks for its owner's authentication>\n".utf8)
+
+    /// What `dump-keychain -a` says of an item's access control: what reading it asks for.
+    static func accessControlLine(_ item: Item) -> [UInt8] {
+        guard let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:))
+        else { return Array("no access control for this item\n".utf8) }
+        let names = accessControlFlagNames.filter { control.flags & $0.flag != 0 }.map(\.name)
+        let unknown = control.flags & ~accessControlFlagNames.reduce(0) { $0 | $1.flag }
+        let flags = names + (unknown == 0 ? [] : ["0x" + String(unknown, radix: 16)])
+        return Array("access control: \(control.protection) [\(flags.joined(separator: ", "))]\n".utf8)
+    }
+
+    /// `SecAccessControlCreateFlags`' names, as Apple spells them.
+    private static let accessControlFlagNames: [(flag: UInt64, name: String)] = [
+        (1 << 0, "userPresence"), (1 << 1, "biometryAny"), (1 << 3, "biometryCurrentSet"),
+        (1 << 4, "devicePasscode"), (1 << 5, "companion"), (1 << 14, "or"), (1 << 15, "and"),
+        (1 << 30, "privateKeyUsage"), (1 << 31, "applicationPassword"),
+    ]
+
     /// What `-g` prints on standard error: `password: "…"` (or hex for binary secrets).
     static func passwordLine(_ data: Data?) -> [UInt8] {
         Array("password: ".utf8) + buffer([UInt8](data ?? Data())) + [0x0A]

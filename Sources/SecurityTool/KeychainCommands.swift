@@ -823,14 +823,21 @@ struct DumpKeychain: ToolCommand {
             } catch {
                 throw (searchFailure(error) as? CommandFailure)?.withResult(1) ?? error
             }
+            // An item whose secret asks for its owner's authentication is shown without it.
+            var guarded: [Item] = []
             for bad in found.flatMap(\.unreadable) {
+                if let item = try guardedItem(bad, in: target, session: session) {
+                    guarded.append(item)
+                    continue
+                }
                 unreadable += 1
                 Console.err("security: dump-keychain: skipping an unreadable item of \"\(target.path)\": \(bad)\n")
             }
-            for item in found.flatMap(\.items) {
+            let shown = found.flatMap(\.items).map { ($0, withheld: false) } + guarded.map { ($0, withheld: true) }
+            for (item, withheld) in shown {
                 var out = ItemFormat.attributeBlock(item, keychainPath: target.path)
-                if data { out += ItemFormat.dataSection(item.data) }
-                if accessControl || interactiveAccessControl { out += Array("no access control for this item\n".utf8) }
+                if data { out += withheld ? ItemFormat.withheldDataSection : ItemFormat.dataSection(item.data) }
+                if accessControl || interactiveAccessControl { out += ItemFormat.accessControlLine(item) }
                 Console.out(out)
             }
         }
@@ -840,6 +847,15 @@ struct DumpKeychain: ToolCommand {
                 "dump-keychain: \(unreadable) unreadable item\(unreadable == 1 ? "" : "s") skipped")
         }
         return 0
+    }
+
+    /// The attributes of `row` when it was left out only because its secret asks for its
+    /// owner's authentication; `nil` for a damaged row.
+    private func guardedItem(_ row: UnreadableItem, in target: OpenKeychain, session: Session) throws -> Item? {
+        guard row.error.reason == .userAuthenticationNeeded, let id = row.persistentID else { return nil }
+        return try session.withAccess(to: target) {
+            try target.database.find(ItemQuery(class: row.itemClass, persistentID: id), includeData: false).first
+        }
     }
 }
 

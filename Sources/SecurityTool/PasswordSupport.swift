@@ -208,7 +208,9 @@ func searchFailure(_ error: any Error, function: String = "SecKeychainSearchCopy
     return CommandFailure.status(status, function, hint: locked ? Session.lockedHint() : nil)
 }
 
-/// Finds the first item that matches, searching keychains in order.
+/// Finds the first item that matches, searching keychains in order. A secret whose item asks
+/// for its owner's authentication has the person asked, on this terminal or by the desktop's
+/// polkit agent, as macOS's `security` has its dialog ask.
 /// - Returns: The item and the keychain it is in, or `nil` when nothing matches.
 func findFirst(
     _ query: ItemQuery, includeData: Bool, in targets: [OpenKeychain], session: Session
@@ -216,6 +218,7 @@ func findFirst(
     var query = query
     query.synchronizable = .any
     query.limit = 1
+    if includeData { query.authenticationUI = .allow }
     for target in targets {
         let found = try session.withAccess(to: target) {
             try target.database.find(query, includeData: includeData).first

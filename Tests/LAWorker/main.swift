@@ -1,10 +1,16 @@
 import Foundation
 import LocalAuthentication
+import Security
 
 // An app that authenticates its user with LocalAuthentication, as Apple's sample code does
-// ("Logging a User into Your App with Face ID or Touch ID"), for LocalAuthenticationTests:
+// ("Logging a User into Your App with Face ID or Touch ID"), and keeps a secret only its user
+// may read, for LocalAuthenticationTests:
 //   keychain-la-worker evaluate [--not-interactive]   prints "success" or "error CODE"
 //   keychain-la-worker can POLICY                       prints "yes" or "no CODE"
+//   keychain-la-worker store SERVICE FILE               stores FILE's bytes as a password whose
+//       access control asks for user presence; prints "stored" or "error OSSTATUS"
+//   keychain-la-worker read SERVICE [fail|skip|not-interactive]   SecItemCopyMatching for its
+//       data, as asked; prints "secret TEXT" or "error OSSTATUS"
 let arguments = CommandLine.arguments.dropFirst()
 let context = LAContext()
 switch arguments.first {
@@ -29,7 +35,40 @@ case "evaluate":
         done.signal()
     }
     done.wait()
+case "store":
+    let values = Array(arguments.dropFirst())
+    guard values.count == 2, let secret = FileManager.default.contents(atPath: values[1]) else { exit(2) }
+    var error: Unmanaged<CFError>?
+    guard
+        let control = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, &error)
+    else { exit(2) }
+    let status = SecItemAdd(
+        [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: values[0], kSecAttrAccount: "owner",
+            kSecAttrAccessControl: control, kSecValueData: secret,
+        ] as CFDictionary, nil)
+    print(status == errSecSuccess ? "stored" : "error \(status)")
+case "read":
+    let values = Array(arguments.dropFirst())
+    var query: [CFString: Any] = [
+        kSecClass: kSecClassGenericPassword, kSecAttrService: values.first ?? "", kSecReturnData: true,
+    ]
+    switch values.dropFirst().first {
+    case "fail": query[kSecUseAuthenticationUI] = kSecUseAuthenticationUIFail
+    case "skip": query[kSecUseAuthenticationUI] = kSecUseAuthenticationUISkip
+    case "not-interactive":
+        context.interactionNotAllowed = true
+        query[kSecUseAuthenticationContext] = context
+    default: break
+    }
+    var result: CFTypeRef?
+    let status = SecItemCopyMatching(query as CFDictionary, &result)
+    if status == errSecSuccess, let data = result as? Data {
+        print("secret \(String(decoding: data, as: UTF8.self))")
+    } else {
+        print("error \(status)")
+    }
 default:
-    FileHandle.standardError.write(Data("usage: keychain-la-worker evaluate|can\n".utf8))
+    FileHandle.standardError.write(Data("usage: keychain-la-worker evaluate|can|store|read\n".utf8))
     exit(2)
 }

@@ -25,6 +25,8 @@ final class PolkitFixture {
     /// The copies the account runs.
     var worker: String { root + "/keychain-la-worker" }
     var terminal: String { root + "/terminal.py" }
+    /// The account's home for the test: its keychains, and keychaind's socket.
+    var home: String { root + "/home" }
 
     init() throws {
         for tool in ["/usr/lib/polkit-1/polkitd", "/usr/bin/pkttyagent", "/usr/bin/unshare", "/usr/bin/nsenter"] {
@@ -40,10 +42,20 @@ final class PolkitFixture {
             toPath: root + "/actions/org.keychainlinux.authenticate.policy")
         // The account runs copies kept here: the checkout may be where it cannot read (/root).
         let (worker, terminal) = (root + "/keychain-la-worker", root + "/terminal.py")
+        // keychaind beside the worker, where a client looks for it first; the `security` tool.
+        let (agent, tool) = (root + "/keychaind", root + "/security")
         try FileManager.default.copyItem(atPath: Self.builtWorker, toPath: worker)
+        try FileManager.default.copyItem(atPath: buildProductsDirectory + "/keychaind", toPath: agent)
+        try FileManager.default.copyItem(atPath: buildProductsDirectory + "/security", toPath: tool)
         try FileManager.default.copyItem(atPath: Self.terminalDriver, toPath: terminal)
-        for (path, mode) in [(worker, 0o755), (terminal, 0o644)] {
+        for (path, mode) in [(worker, 0o755), (agent, 0o755), (tool, 0o755), (terminal, 0o644)] {
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        }
+        try FileManager.default.createDirectory(
+            atPath: root + "/home/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        for path in [root + "/home", root + "/home/run"] {
+            _ = try Self.run("/usr/bin/chown", ["\(Self.user):\(Self.user)", path])
+            chmod(path, 0o700)
         }
         let config = """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -104,6 +116,8 @@ final class PolkitFixture {
     deinit { stop() }
 
     func stop() {
+        // A keychaind a client of the account started (only this serialized suite uses it).
+        _ = try? Self.run("/usr/bin/pkill", ["-KILL", "-u", Self.user, "-x", "keychaind"])
         if let text = try? String(contentsOfFile: root + "/polkitd.pid", encoding: .utf8),
             let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
         {
@@ -124,22 +138,41 @@ final class PolkitFixture {
         return password
     }
 
-    /// Runs `program` in the namespace as the account, with a clean environment.
-    func runAsUser(_ program: String, _ arguments: [String], input: String = "") throws -> Outcome {
-        try Self.run(
+    /// Runs `program` in the namespace as the account, with a clean environment and `environment`.
+    func runAsUser(
+        _ program: String, _ arguments: [String], input: String = "", environment: [String: String] = [:]
+    ) throws -> Outcome {
+        let variables =
+            ["PATH=/usr/bin:/bin", "HOME=\(home)"] + environment.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }
+        return try Self.run(
             "/usr/bin/nsenter",
             [
                 "-t", "\(holder.pid)", "-m", "/usr/bin/setpriv", "--reuid", Self.user, "--regid", Self.user,
-                "--init-groups", "/usr/bin/env", "-i", "PATH=/usr/bin:/bin", "HOME=/var/lib/\(Self.user)",
-                program,
-            ] + arguments, input: input)
+                "--init-groups", "/usr/bin/env", "-i",
+            ] + variables + [program] + arguments, input: input)
     }
 
     /// The worker run as the account on a pseudo-terminal, where a person answers each of `steps`
     /// (what to wait for on the screen, what to type then).
-    func onTerminal(_ arguments: [String], steps: [(wait: String, type: String)]) throws -> Outcome {
+    func onTerminal(
+        _ arguments: [String], steps: [(wait: String, type: String)], environment: [String: String] = [:],
+        program: String? = nil
+    ) throws -> Outcome {
         let input = steps.map { "\($0.wait)\t\($0.type)\n" }.joined()
-        return try runAsUser("/usr/bin/python3", [terminal, worker] + arguments, input: input)
+        return try runAsUser(
+            "/usr/bin/python3", [terminal, program ?? worker] + arguments, input: input, environment: environment)
+    }
+
+    /// The `security` tool the account runs.
+    var securityTool: String { root + "/security" }
+
+    /// Writes `contents` to a file of the account's, readable by it alone; its path.
+    func accountFile(_ name: String, _ contents: String) throws -> String {
+        let path = home + "/" + name
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
+        chmod(path, 0o600)
+        _ = try Self.run("/usr/bin/chown", ["\(Self.user):\(Self.user)", path])
+        return path
     }
 
     struct Outcome: CustomStringConvertible {

@@ -2,8 +2,9 @@
 // process, so that the keychain it reaches (the agent at KEYCHAIN_AGENT_SOCK, with
 // KEYCHAIN_AGENT=required) comes from its environment, not the test's.
 //
-//   keychain-secitem-worker add <service> <account> <label>   the secret is standard input;
-//       says "ok" or "error <OSStatus>" (exit status 0 or 1)
+//   keychain-secitem-worker add <service> <account> <label> [userPresence|biometryAny|…]
+//       the secret is standard input; with a flag, the item's access control asks for it
+//       (kSecAttrAccessibleWhenUnlocked); says "ok" or "error <OSStatus>" (exit status 0 or 1)
 //   keychain-secitem-worker secure-enclave create <tag>   Apple's sample code for a Secure
 //       Enclave key; says "public <hex>" (X9.63) or "error <description>"
 //   keychain-secitem-worker secure-enclave sign <tag>     finds the key by its tag and signs
@@ -25,16 +26,26 @@ func fail(_ message: String) -> Never {
 }
 
 switch (arguments.count, arguments.dropFirst().first) {
-case (5, "add"):
+case (5, "add"), (6, "add"):
     let secret = FileHandle.standardInput.readDataToEndOfFile()
-    let status = SecItemAdd(
-        [
-            kSecClass: kSecClassGenericPassword,
-            kSecAttrService: arguments[2],
-            kSecAttrAccount: arguments[3],
-            kSecAttrLabel: arguments[4],
-            kSecValueData: secret,
-        ] as CFDictionary, nil)
+    var attributes: [CFString: Any] = [
+        kSecClass: kSecClassGenericPassword,
+        kSecAttrService: arguments[2],
+        kSecAttrAccount: arguments[3],
+        kSecAttrLabel: arguments[4],
+        kSecValueData: secret,
+    ]
+    if arguments.count == 6 {
+        let flags: [String: SecAccessControlCreateFlags] = [
+            "userPresence": .userPresence, "biometryAny": .biometryAny, "biometryCurrentSet": .biometryCurrentSet,
+            "devicePasscode": .devicePasscode, "companion": .companion,
+        ]
+        guard let flag = flags[arguments[5]],
+            let control = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, flag, nil)
+        else { fail("no such flag") }
+        attributes[kSecAttrAccessControl] = control
+    }
+    let status = SecItemAdd(attributes as CFDictionary, nil)
     print(status == errSecSuccess ? "ok" : "error \(status)")
     exit(status == errSecSuccess ? 0 : 1)
 case (4, "secure-enclave"):

@@ -9,6 +9,7 @@ struct ToolResult: CustomStringConvertible {
     var stdout: Data
     var stderr: Data
     var out: String { String(decoding: stdout, as: UTF8.self) }
+    var err: String { String(decoding: stderr, as: UTF8.self) }
     var description: String { "status \(status), stderr: \(String(decoding: stderr, as: UTF8.self))" }
 }
 

@@ -1,0 +1,35 @@
+import Foundation
+import KeychainModel
+import UserPresence
+
+// How a read that may ask for the owner (`ItemQuery.AuthenticationUI.allow`) reaches the person,
+// whichever way this process reaches its keychain: one place for both.
+
+extension AgentKeychain {
+    /// Runs `call` with `query`. A query that may ask runs first as one that may not, so that a
+    /// read of items that ask for nothing costs nothing more; only when a matched item asks for
+    /// its owner does it run again, asking: keychaind asks polkit for this process, and polkit's
+    /// text agent is started on this process's terminal (when it has one) to ask there.
+    func askingUser<T>(_ query: ItemQuery, _ call: (ItemQuery) throws -> T) throws -> T {
+        guard query.authenticationUI == .allow else { return try call(query) }
+        var first = query
+        first.authenticationUI = .fail
+        do {
+            return try call(first)
+        } catch let error as KeychainError where error.reason == .userAuthenticationNeeded {
+            let agent = (try? ProcessSubject.current()).flatMap { TerminalAgent.start(for: $0) }
+            defer { agent?.stop() }
+            return try call(query)
+        }
+    }
+}
+
+extension KeychainConfiguration {
+    /// This configuration, for a keychain this process opens itself: a read that may ask for the
+    /// owner asks through polkit for this process, unless the configuration names another way.
+    var askingTheUser: KeychainConfiguration {
+        var configuration = self
+        if configuration.userVerifier == nil { configuration.userVerifier = PolkitUserVerifier() }
+        return configuration
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+@testable import KeychainCore
+import Synchronization
+import Testing
+
+/// Items whose access control asks for their owner's authentication: whatever mode a caller
+/// asks in, such an item's secret reaches it only once the person has answered for the call.
+@Suite("Items that ask for their owner's authentication")
+struct OwnerAuthenticationTests {
+    /// Flags that ask for the person, as `SecAccessControlCreateFlags` spells them, one this
+    /// version does not know (which must ask too), and whether the owner's own authentication
+    /// answers them.
+    static let asking: [(name: String, flags: UInt64, answeredByOwner: Bool)] = [
+        ("userPresence", 1 << 0, true), ("devicePasscode", 1 << 4, true),
+        ("userPresence | applicationPassword", 1 << 0 | 1 << 31, true),
+        ("biometryAny | or | devicePasscode", 1 << 1 | 1 << 14 | 1 << 4, true),
+        ("biometryAny", 1 << 1, false), ("biometryCurrentSet", 1 << 3, false), ("companion", 1 << 5, false),
+        ("biometryAny | and | devicePasscode", 1 << 1 | 1 << 15 | 1 << 4, false), ("an unknown flag", 1 << 20, false),
+    ]
+    /// Flags that ask for nothing when reading a password.
+    static let notAsking: [(String, UInt64)] = [
+        ("none", 0), ("privateKeyUsage", 1 << 30), ("or | and", 1 << 14 | 1 << 15),
+    ]
+
+    /// A keychain holding `guarded` (asking with `flags`) and `plain`; the secrets' texts.
+    private func keychain(
+        _ backend: Backend, flags: UInt64, verifier: (any UserVerifier)? = nil
+    ) throws -> (KeychainDatabase, AnyObject?) {
+        var configuration = KeychainConfiguration.testing()
+        configuration.userVerifier = verifier
+        let (keychain, owner): (KeychainDatabase, AnyObject?)
+        switch backend {
+        case .memory: (keychain, owner) = (try KeychainDatabase.inMemory(configuration: configuration), nil)
+        case .file:
+            let temporary = try TemporaryKeychain(configuration: configuration)
+            (keychain, owner) = (temporary.keychain, temporary)
+        }
+        var guarded = genericPassword("guarded", data: "guarded secret")
+        guarded.attributes[.accessControl] = .data(StoredAccessControl(flags: flags, protection: "ak").serialized)
+        _ = try keychain.add(guarded)
+        _ = try keychain.add(genericPassword("plain", data: "plain secret"))
+        return (keychain, owner)
+    }
+
+    private func query(_ mode: ItemQuery.AuthenticationUI) -> ItemQuery {
+        var query = ItemQuery(class: .genericPassword)
+        query.authenticationUI = mode
+        return query
+    }
+
+    private func refusal(_ body: () throws -> Any) -> KeychainError? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return error as? KeychainError
+        }
+    }
+
+    @Test(
+        "a listing shows the item's attributes but never opens its secret: find fails, findReadable reports it",
+        arguments: Backend.allCases, asking.map(\.flags))
+    func listingNeverOpensTheSecret(backend: Backend, flags: UInt64) throws {
+        let (keychain, owner) = try keychain(backend, flags: flags)
+        defer { withExtendedLifetime(owner) {} }
+        let listed = try keychain.find(query(.ignore), includeData: false)
+        #expect(listed.compactMap { $0.attributes[.account]?.stringValue } == ["guarded", "plain"])
+        #expect(listed.allSatisfy { $0.data == nil })
+        let error = refusal { try keychain.find(self.query(.ignore), includeData: true) }
+        #expect(error?.code == .interactionNotAllowed && error?.reason == .userAuthenticationNeeded)
+        #expect(error.map { !"\($0)".contains("guarded secret") } ?? false)
+        let readable = try keychain.findReadable(query(.ignore), includeData: true)
+        #expect(readable.items.map(\.data) == [Data("plain secret".utf8)])
+        #expect(readable.unreadable.count == 1)
+        let row = try #require(readable.unreadable.first)
+        #expect(row.error.reason == .userAuthenticationNeeded && row.persistentID == listed.first?.persistentID)
+        // As the agent sends it, and reads it back.
+        #expect(UnreadableItem(parsing: row.description).error.reason == .userAuthenticationNeeded)
+        #expect(!row.description.contains("guarded secret"))
+    }
+
+    @Test(
+        "fail refuses even an attribute-only search (Apple's rule); skip leaves the item out; allow with nobody to ask refuses for the host to ask, and refuses biometry and companions outright",
+        arguments: Backend.allCases, asking.map { [$0.flags, $0.answeredByOwner ? 1 : 0] })
+    func modes(backend: Backend, case: [UInt64]) throws {
+        let (flags, answeredByOwner) = (`case`[0], `case`[1] == 1)
+        let verifier = CountingVerifier()
+        let (keychain, owner) = try keychain(backend, flags: flags)
+        defer { withExtendedLifetime(owner) {} }
+        #expect(
+            StoredAccessControl(flags: flags, protection: "ak").isAnsweredByOwnerAuthentication == answeredByOwner)
+        for includeData in [false, true] {
+            let failed = refusal { try keychain.find(self.query(.fail), includeData: includeData) }
+            #expect(failed?.code == .interactionNotAllowed && failed?.reason == .userAuthenticationNeeded)
+            let allowed = refusal { try keychain.find(self.query(.allow), includeData: includeData) }
+            #expect(allowed?.code == .interactionNotAllowed)
+            #expect(allowed?.reason == (answeredByOwner ? .authenticateUser : nil))
+            let skipped = try keychain.find(query(.skip), includeData: includeData)
+            #expect(skipped.compactMap { $0.attributes[.account]?.stringValue } == ["plain"])
+        }
+        // With someone to ask, only what the owner's authentication answers is asked for.
+        let (asking, _) = try self.keychain(.memory, flags: flags, verifier: verifier)
+        let read = refusal { try asking.find(self.query(.allow), includeData: true) }
+        #expect((read == nil) == answeredByOwner && verifier.asked == (answeredByOwner ? 1 : 0))
+    }
+
+    @Test("flags that ask for nothing leave the secret readable in every mode", arguments: notAsking.map(\.1))
+    func flagsThatAskForNothing(flags: UInt64) throws {
+        let (keychain, _) = try keychain(.memory, flags: flags)
+        for mode in [ItemQuery.AuthenticationUI.ignore, .fail, .skip, .allow] {
+            let found = try keychain.find(query(mode), includeData: true)
+            #expect(found.map(\.data) == [Data("guarded secret".utf8), Data("plain secret".utf8)], "\(mode)")
+        }
+    }
+
+    @Test("allow asks the configured verifier once per call, then returns the secret; its refusal is the call's")
+    func verifierIsAskedOncePerCall() throws {
+        let verifier = CountingVerifier()
+        let (keychain, _) = try keychain(.memory, flags: 1 << 0, verifier: verifier)
+        #expect(try keychain.find(query(.allow), includeData: true).map(\.data).contains(Data("guarded secret".utf8)))
+        #expect(verifier.asked == 1)
+        #expect(try keychain.findReadable(query(.allow), includeData: true).items.count == 2)
+        #expect(verifier.asked == 2)
+        // Other modes never ask.
+        _ = try? keychain.find(query(.fail), includeData: true)
+        _ = try keychain.find(query(.skip), includeData: true)
+        _ = try keychain.findReadable(query(.ignore), includeData: true)
+        #expect(verifier.asked == 2)
+        // A call with no guarded match never asks either.
+        var plainOnly = query(.allow)
+        plainOnly.attributes[.account] = .string("plain")
+        _ = try keychain.find(plainOnly, includeData: true)
+        #expect(verifier.asked == 2)
+        for answer in [KeychainError.Code.userCanceled, .authFailed, .interactionNotAllowed] {
+            verifier.answer.withLock { $0 = answer }
+            #expect(refusal { try keychain.find(self.query(.allow), includeData: true) }?.code == answer)
+        }
+    }
+
+    @Test("a call run as verified (what keychaind does once the person answered) returns the secret without asking")
+    func verifiedCall() throws {
+        let verifier = CountingVerifier()
+        let (keychain, _) = try keychain(.file, flags: 1 << 1, verifier: verifier)
+        let found = try KeychainDatabase.$userVerified.withValue(true) {
+            try keychain.find(query(.allow), includeData: true)
+        }
+        #expect(found.map(\.data) == [Data("guarded secret".utf8), Data("plain secret".utf8)])
+        #expect(verifier.asked == 0)
+        // Once out of it, the next call is not.
+        #expect(refusal { try keychain.find(self.query(.fail), includeData: true) }?.code == .interactionNotAllowed)
+    }
+
+    @Test(
+        "updating through a listing's mode works (nothing is returned); deleting asks for nothing in any mode, as Apple's flag-based access controls allow",
+        arguments: [ItemQuery.AuthenticationUI.ignore, .fail, .skip, .allow])
+    func updateAndDelete(mode: ItemQuery.AuthenticationUI) throws {
+        let verifier = CountingVerifier()
+        let (keychain, _) = try keychain(.memory, flags: 1 << 0, verifier: verifier)
+        var guarded = query(.ignore)
+        guarded.attributes[.account] = .string("guarded")
+        #expect(try keychain.update(guarded, attributes: [.label: .string("renamed")]) == 1)
+        #expect(try keychain.find(guarded).first?.attributes[.label]?.stringValue == "renamed")
+        guarded.authenticationUI = mode
+        #expect(try keychain.delete(guarded) == 1)
+        #expect(try keychain.find(query(.ignore), includeData: true).count == 1)
+        #expect(verifier.asked == 0)
+    }
+}
+
+/// Counts the calls; answers with `answer` (nil: the person authenticated).
+final class CountingVerifier: UserVerifier {
+    let calls = Mutex(0)
+    let answer = Mutex<KeychainError.Code?>(nil)
+    var asked: Int { calls.withLock { $0 } }
+
+    func verifyUser() throws {
+        calls.withLock { $0 += 1 }
+        if let code = answer.withLock({ $0 }) { throw KeychainError(code, "refused") }
+    }
+}

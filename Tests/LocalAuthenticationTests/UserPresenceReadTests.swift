@@ -1,0 +1,72 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// An app stores a password whose access control asks for user presence
+/// (`SecAccessControlCreateWithFlags(…, .userPresence, …)`), then reads it with
+/// `SecItemCopyMatching`: the person is asked through the real polkit, by pkttyagent on the app's
+/// terminal, whether the keychain is in the app's process or in keychaind (which the app starts,
+/// as a user's first app does). In ``PolkitTests``, whose tests run one at a time: each gives the
+/// one test account a password of its own.
+extension PolkitTests {
+    enum Backend: String, CaseIterable, CustomTestStringConvertible {
+        case inProcess, keychaind
+        var testDescription: String { rawValue }
+
+        func environment(_ polkit: PolkitFixture) -> [String: String] {
+            switch self {
+            case .inProcess: ["KEYCHAIN_AGENT": "off"]
+            case .keychaind:
+                [
+                    "KEYCHAIN_AGENT": "required", "XDG_RUNTIME_DIR": polkit.home + "/run",
+                    "KEYCHAIN_AGENT_SOCK": polkit.home + "/run/keychain.sock",
+                ]
+            }
+        }
+    }
+
+    @Test(
+        "the right password reads the secret; a wrong one is errSecAuthFailed; no terminal, Fail or a context that may not ask is errSecInteractionNotAllowed without asking; Skip leaves it out",
+        arguments: Backend.allCases)
+    func readAsksThePerson(backend: Backend) throws {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let environment = backend.environment(polkit)
+        let secret = "presence-" + UUID().uuidString.prefix(12)
+        let file = try polkit.accountFile("secret", secret)
+        let stored = try polkit.runAsUser(polkit.worker, ["store", "vault", file], environment: environment)
+        try #require(stored.output == "stored\n", "\(stored)")
+        try FileManager.default.removeItem(atPath: file)
+
+        let right = try polkit.onTerminal(
+            ["read", "vault"], steps: [("Password:", password)], environment: environment)
+        #expect(right.output.contains("Authenticating as: \(PolkitFixture.user)"), "\(right)")
+        #expect(right.output.contains("secret \(secret)\r\n"), "\(right)")
+        #expect(!right.output.contains(password), "\(right)")
+
+        let wrong = try polkit.onTerminal(
+            ["read", "vault"], steps: [("Password:", "not-the-password")], environment: environment)
+        #expect(wrong.output.contains("error -25293\r\n") && !wrong.output.contains(secret), "\(wrong)")
+
+        // Nobody to ask with: at once, never a hang.
+        let alone = try polkit.runAsUser(polkit.worker, ["read", "vault"], environment: environment)
+        #expect(alone.output == "error -25308\n", "\(alone)")
+        for mode in ["fail", "not-interactive"] {
+            let barred = try polkit.onTerminal(["read", "vault", mode], steps: [], environment: environment)
+            #expect(
+                barred.output.contains("error -25308\r\n") && !barred.output.contains("Password:"), "\(mode): \(barred)"
+            )
+        }
+        let skipped = try polkit.onTerminal(["read", "vault", "skip"], steps: [], environment: environment)
+        #expect(skipped.output.contains("error -25300\r\n") && !skipped.output.contains("Password:"), "\(skipped)")
+
+        // The security tool asks on its terminal too, as macOS's has its dialog ask.
+        let tool = try polkit.onTerminal(
+            ["find-generic-password", "-s", "vault", "-w"], steps: [("Password:", password)], environment: environment,
+            program: polkit.securityTool)
+        #expect(tool.output.contains("\(secret)\r\n"), "\(tool)")
+        let toolAlone = try polkit.runAsUser(
+            polkit.securityTool, ["find-generic-password", "-s", "vault", "-w"], environment: environment)
+        #expect(toolAlone.status != 0 && !toolAlone.output.contains(secret), "\(toolAlone)")
+    }
+}
