@@ -387,7 +387,9 @@ let package = Package(
         .target(name: "UserPresence", dependencies: ["DBusWire", "KeychainLibc", "CKeychainAgent", "KeychainModel"]),
         // Apple's LocalAuthentication surface over UserPresence.
         // KeychainModel: LAContext gives its application password to Security (ApplicationPasswordSource).
-        .target(name: "LocalAuthentication", dependencies: ["UserPresence", "KeychainModel"]),
+        // KeychainClient: an evaluation is made where the keychain is kept (keychaind or this process),
+        // so that its proof spares the context's keychain reads the question.
+        .target(name: "LocalAuthentication", dependencies: ["UserPresence", "KeychainModel", "KeychainClient"]),
         // An app that evaluates an LAContext in its own process (LocalAuthenticationTests).
         .executableTarget(
             name: "keychain-la-worker", dependencies: ["LocalAuthentication", "Security"], path: "Tests/LAWorker"),

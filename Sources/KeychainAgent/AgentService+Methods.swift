@@ -106,6 +106,7 @@ extension AgentService {
             serve(I.moveIn, idle: .use, seen: { !$0.items.isEmpty }) { [self] in
                 try using($0) { I.Items(try $0.add(contentsOf: $1.items, keepingDates: true)) }
             },
+            servedOwnerAuthentication(),
         ]
     }
 
@@ -219,7 +220,8 @@ extension AgentService {
             do {
                 return try await answerOnWorkQueue(handler, values, connection, verified: false)
             } catch let error as KeychainError where error.reason == .authenticateUser {
-                try await verifyCaller(connection)
+                let query = ((try? A(decoding: values)) as? I.LookupArguments)?.query
+                if !offersOwnerProof(query?.ownerProof, connection) { _ = try await verifyCaller(connection) }
                 return try await answerOnWorkQueue(handler, values, connection, verified: true)
             }
         }
@@ -246,25 +248,56 @@ extension AgentService {
     /// Has polkit ask the person to authenticate for the calling process (``UserPresence/PolkitUserVerifier``),
     /// on a thread of its own: the answer may take minutes, and other calls go on meanwhile. The
     /// caller is named by its kernel credentials and start time, never by what it says.
-    private func verifyCaller(_ connection: DBusConnection) async throws {
-        guard let peer = connection.peerCredentials else {
-            throw KeychainError(.interactionNotAllowed, "the caller cannot be named to polkit")
-        }
+    /// - Returns: The process the person answered for.
+    private func verifyCaller(_ connection: DBusConnection) async throws -> ProcessSubject {
+        let subject = try Self.subject(of: connection)
         let environment = ProcessInfo.processInfo.environment
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread.detachNewThread {
-                continuation.resume(
-                    with: Result {
-                        let subject: ProcessSubject
-                        do {
-                            subject = try ProcessSubject.of(pid: peer.pid, uid: peer.uid)
-                        } catch {
-                            throw KeychainError(.interactionNotAllowed, "the caller is gone: \(error)")
-                        }
-                        try PolkitUserVerifier.verify(subject, environment: environment)
-                    })
+                continuation.resume(with: Result { try PolkitUserVerifier.verify(subject, environment: environment) })
             }
         }
+        return subject
+    }
+
+    /// The calling process, as polkit names it.
+    private static func subject(of connection: DBusConnection) throws -> ProcessSubject {
+        guard let peer = connection.peerCredentials else {
+            throw KeychainError(.interactionNotAllowed, "the caller cannot be named to polkit")
+        }
+        do {
+            return try ProcessSubject.of(pid: peer.pid, uid: peer.uid)
+        } catch {
+            throw KeychainError(.interactionNotAllowed, "the caller is gone: \(error)")
+        }
+    }
+
+    /// Whether `proof` is one this agent made for the calling process, still good.
+    private func offersOwnerProof(_ proof: Data?, _ connection: DBusConnection) -> Bool {
+        guard let proof, let subject = try? Self.subject(of: connection) else { return false }
+        return ownerProofs.accepts(proof, for: subject)
+    }
+
+    /// `AuthenticateOwner`: the caller's groups are checked on the engine's queue (identifying
+    /// it may read files); the person is asked off it (``verifyCaller(_:)``); the proof is made
+    /// for the process they answered for.
+    private func servedOwnerAuthentication() -> ServedMethod {
+        let method = I.authenticateOwner
+        let served = DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, wireHandler: nil) {
+            [self] call in
+            let connection = call.connection
+            let values = call.arguments
+            return try await Self.agentErrorsAsync {
+                let arguments = try await onWorkQueue { [self] in
+                    try Self.requireSomeGroup(try callerGroups(connection))
+                    return try I.AuthenticateOwnerArguments(decoding: values)
+                }
+                let subject = try await verifyCaller(connection)
+                let seconds = arguments.seconds == 0 ? OwnerProofs.longestLifetime : .seconds(Int(arguments.seconds))
+                return I.OwnerProof(ownerProofs.make(for: subject, lifetime: seconds)).values
+            }
+        }
+        return ServedMethod(description: method.description, access: .items, effect: .none, method: served)
     }
 
     /// Answers a quick call where it was read, on the connection's event loop, without the two

@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import KeychainAgentProtocol
 import KeychainCore
+import UserPresence
 
 /// The agent's keychains, served over ``KeychainAgentProtocol/AgentInterface``: it opens each
 /// keychain once, keeps its keys and lock state for every client (so an unlock lasts until a
@@ -51,6 +52,9 @@ public final class AgentService: Sendable {
     private let work = DispatchQueue(label: "keychain-agent.engine", attributes: .concurrent)
     /// Locks password keychains left unused for their settings' lock interval.
     let idle = IdleLock()
+    /// The proofs that the person answered for a caller (`AuthenticateOwner`), which its reads
+    /// offer (``KeychainModel/ItemQuery/ownerProof``).
+    let ownerProofs = OwnerProofs()
     /// Told of each keychain the service opens (keychaind starts its sync there).
     private let openedObserver = Mutex<(@Sendable (String, KeychainDatabase) -> Void)?>(nil)
 

@@ -332,7 +332,38 @@ extension AgentInterface {
         }
     }
 
+    /// `u seconds`.
+    public struct AuthenticateOwnerArguments: DBusArguments {
+        /// How long the proof is to last, in seconds (the agent keeps it 300 at most; 0 for
+        /// the longest).
+        public var seconds: UInt32 = 0
+        /// Placeholder arguments.
+        public init() {}
+        /// The arguments asking for a proof of `seconds`.
+        public init(seconds: UInt32) { self.seconds = seconds }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try fields.field("seconds", &seconds, .uint32)
+        }
+    }
+
     // MARK: Replies
+
+    /// `ay proof`.
+    public struct OwnerProof: DBusArguments {
+        /// The proof (``KeychainModel/ItemQuery/ownerProof``).
+        public var proof = Data()
+        /// A placeholder reply.
+        public init() {}
+        /// The reply for `proof`.
+        public init(_ proof: Data) { self.proof = proof }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try fields.field("proof", &proof, .data)
+        }
+    }
 
     /// `a{sv} stored`.
     public struct Stored: DBusArguments {

@@ -195,13 +195,14 @@ public enum AgentCodec {
         }
         if let host = query.hostOrSubdomain { add(Key.host, .string(host)) }
         if query.opensApplicationPassword { add(Key.opensApplicationPassword, .boolean(true)) }
+        if let proof = query.ownerProof { add(Key.ownerProof, .bytes(Array(proof))) }
         return .dictionary(key: .string, value: .variant, entries)
     }
 
     /// The fields a query may have.
     private static let queryFields = [
         Key.itemClass, Key.attributes, Key.synchronizable, Key.identity, Key.limit, Key.tombstones,
-        Key.authenticationUI, Key.host, Key.opensApplicationPassword,
+        Key.authenticationUI, Key.host, Key.opensApplicationPassword, Key.ownerProof,
     ]
 
     /// The query every decoded query starts from: what a field left out means.
@@ -258,6 +259,7 @@ public enum AgentCodec {
                 query.authenticationUI = try named(raw, in: authenticationUINames, "authUI")
             case (Key.host, .string(let host)): query.hostOrSubdomain = host
             case (Key.opensApplicationPassword, .boolean(let flag)): query.opensApplicationPassword = flag
+            case (Key.ownerProof, .bytes(let proof)) where proof.count <= 64: query.ownerProof = Data(proof)
             default: throw parameter("the query field \(field) is unknown or has the wrong type")
             }
         }
@@ -351,6 +353,7 @@ public enum AgentCodec {
         static let tombstones = "tombstones"
         static let authenticationUI = "authUI"
         static let opensApplicationPassword = "opensAppPassword"
+        static let ownerProof = "ownerProof"
         static let host = "host"
         static let lockInterval = "lockInterval"
         static let locksOnSleep = "locksOnSleep"

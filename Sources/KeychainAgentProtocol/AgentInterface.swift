@@ -112,6 +112,14 @@ public enum AgentInterface {
     /// to `Agent1` after its first release.
     public static let moveIn: Method<ItemsArguments, Items> = method("MoveIn")
 
+    /// `AuthenticateOwner(u seconds) → ay proof`: has polkit ask the person to authenticate
+    /// for the calling process (as a read of an item that asks for its owner does), and answers
+    /// a proof that the caller's reads offer (``KeychainModel/ItemQuery/ownerProof``): it spares
+    /// them the question for `seconds` (300 at most), for this process only. What an `LAContext`'s
+    /// `evaluatePolicy` calls. The answer may take minutes; errors as a read's (errSecUserCanceled,
+    /// errSecAuthFailed, errSecInteractionNotAllowed). Added to `Agent1` after its first release.
+    public static let authenticateOwner: Method<AuthenticateOwnerArguments, OwnerProof> = method("AuthenticateOwner")
+
     /// Every method, in the order introspection lists them.
     public static let all: [DBusMethodDescription] = [
         add.description, addMany.description, upsert.description, find.description, findReadable.description,
@@ -120,7 +128,7 @@ public enum AgentInterface {
         deleteKeychain.description, close.description, settings.description, setSettings.description,
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
         useAccessGroups.description, makeRecoveryKey.description, setUnlocksWithBootState.description,
-        moveIn.description,
+        moveIn.description, authenticateOwner.description,
     ]
 }
 

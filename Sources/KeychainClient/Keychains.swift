@@ -198,7 +198,7 @@ public enum Keychains {
     /// The agent that keeps the current task's keychains: its default keychain's when the task
     /// runs under ``withDefault(_:operation:)-(_,()->R)`` (`nil`: an in-process keychain), else
     /// the process's agent, started on first need.
-    private static func taskAgent() throws -> AgentConnection? {
+    static func taskAgent() throws -> AgentConnection? {
         if let handle = TaskDefaultKeychain.handle { return (handle as? AgentKeychain)?.connection }
         return try agent(startingIfNeeded: true)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainAgentProtocol
 import KeychainModel
 import UserPresence
 
@@ -31,5 +32,33 @@ extension KeychainConfiguration {
         var configuration = self
         if configuration.userVerifier == nil { configuration.userVerifier = PolkitUserVerifier() }
         return configuration
+    }
+}
+
+extension Keychains {
+    /// Has the person authenticate as this process's user, as an `LAContext`'s `evaluatePolicy`
+    /// does, and returns a proof that this process's reads offer (``KeychainModel/ItemQuery/ownerProof``)
+    /// so that they do not ask again for `lifetime` (300 seconds at most). The proof is made where
+    /// this process's keychains are kept, which is where it is checked: by keychaind
+    /// (`AuthenticateOwner`), or, with the keychains in this process, here. polkit's text agent
+    /// is started on this process's terminal for the question.
+    /// - Throws: ``KeychainModel/KeychainError`` as a read that asks: `.userCanceled`,
+    ///   `.authFailed`, `.interactionNotAllowed` (with
+    ///   ``KeychainModel/KeychainError/Reason/ownerAuthenticationUnavailable`` when no polkit answers).
+    package static func authenticateOwner(lifetime: Duration) throws -> Data {
+        let subject: ProcessSubject
+        do {
+            subject = try ProcessSubject.current()
+        } catch {
+            throw KeychainError(.interactionNotAllowed, "this process cannot be named to polkit: \(error)")
+        }
+        let agent = TerminalAgent.start(for: subject)
+        defer { agent?.stop() }
+        if let connection = try taskAgent() {
+            let seconds = UInt32(clamping: lifetime.components.seconds)
+            return try connection.call(AgentInterface.authenticateOwner, .init(seconds: max(seconds, 1))).proof
+        }
+        try PolkitUserVerifier.verify(subject, environment: ProcessInfo.processInfo.environment)
+        return OwnerProofs.thisProcess.make(for: subject, lifetime: lifetime)
     }
 }

@@ -339,7 +339,7 @@ extension KeychainDatabase {
     /// `revealingTokenKeys` (for the token key operations of this process), its public key
     /// otherwise.
     func find(_ query: ItemQuery, includeData: Bool, revealingTokenKeys: Bool) throws -> [Item] {
-        try askingUser {
+        try askingUser(offering: query.ownerProof) {
             if query.itemClass == .identity { return try findIdentities(query, includeData: includeData) }
             let items = try readMatches(prepare(query, writing: false), includeData: includeData, unreadable: nil)
             return includeData && !revealingTokenKeys ? items.map(TokenKeys.tokenClientView) : items
@@ -352,15 +352,15 @@ extension KeychainDatabase {
 
     /// Runs `body`, a read; when it fails because a matched item asks for its owner's
     /// authentication and the call may ask (``KeychainModel/KeychainError/Reason/authenticateUser``),
-    /// and ``KeychainModel/KeychainConfiguration/userVerifier`` can ask here, asks the person and
-    /// runs `body` again as verified. The read is made twice rather than the person asked while a
+    /// and ``KeychainModel/KeychainConfiguration/userVerifier`` can ask here, has it accept `proof`
+    /// or ask the person, and runs `body` again as verified. The read is made twice rather than the person asked while a
     /// reader is held.
-    private func askingUser<T>(_ body: () throws -> T) throws -> T {
+    private func askingUser<T>(offering proof: Data?, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as KeychainError where error.reason == .authenticateUser && !Self.userVerified {
             guard let verifier = configuration.userVerifier else { throw error }
-            try verifier.verifyUser()
+            try verifier.verifyUser(proof: proof)
             return try Self.$userVerified.withValue(true, operation: body)
         }
     }
@@ -480,7 +480,7 @@ extension KeychainDatabase {
         guard query.itemClass != .identity else {
             throw KeychainError.parameter("identities cannot be listed row by row")
         }
-        return try askingUser {
+        return try askingUser(offering: query.ownerProof) {
             var unreadable: [UnreadableItem] = []
             var found = ReadableItems()
             found.items = try readMatches(prepare(query, writing: false), includeData: includeData) {

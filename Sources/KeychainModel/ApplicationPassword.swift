@@ -18,3 +18,11 @@ package protocol AuthenticationInteractionSource: AnyObject {
     /// `interactionNotAllowed`, nor once the context is invalidated.
     var allowsInteraction: Bool { get }
 }
+
+/// What an `LAContext` evaluated with success proves, read by `Security` through this protocol
+/// for the same reason: the proof its keychain reads offer (``ItemQuery/ownerProof``).
+package protocol OwnerProofSource: AnyObject {
+    /// The proof of the context's last successful evaluation, while it lasts and the context
+    /// is valid.
+    func ownerProof() -> Data?
+}

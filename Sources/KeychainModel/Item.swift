@@ -85,6 +85,12 @@ public struct ItemQuery: Sendable {
     /// are then returned, their secrets still sealed. `Security` sets it when the query's
     /// `kSecUseAuthenticationContext` holds an application password.
     public var opensApplicationPassword = false
+    /// A proof that the person answered for the caller (an evaluated `LAContext` given as
+    /// `kSecUseAuthenticationContext`), which a read that may ask
+    /// (``AuthenticationUI-swift.enum/allow``) offers before anyone asks: where it was made
+    /// (keychaind, or this process) and for this caller, within its lifetime, it answers for the
+    /// read. It is worth nothing to any other process.
+    public var ownerProof: Data?
     /// Only internet passwords whose server is this host or one of its subdomains
     /// (`kSecMatchHostOrSubdomainOfHost`); checked after decryption, before any secret is.
     public var hostOrSubdomain: String?

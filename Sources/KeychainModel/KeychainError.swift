@@ -81,6 +81,9 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// for this caller (keychaind, or the process itself) asks the person, then runs the
         /// call again as verified. It reaches a caller only when nobody there can ask.
         public static let authenticateUser = Reason(rawValue: "authenticateUser")
+        /// Nothing on this system can authenticate the owner (no polkit answers): `LAError`'s
+        /// `.passcodeNotSet`, where a device has no passcode.
+        public static let ownerAuthenticationUnavailable = Reason(rawValue: "ownerAuthenticationUnavailable")
     }
 
     /// The Apple `OSStatus` of any error, the one mapping every layer uses: an error that

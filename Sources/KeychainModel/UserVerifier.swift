@@ -6,8 +6,9 @@ import Foundation
 /// its callers instead, outside the engine's queue, and runs the call again
 /// (``KeychainError/Reason/authenticateUser``).
 package protocol UserVerifier: Sendable {
-    /// Asks the person to authenticate as this process's user, and returns once they have.
+    /// Returns at once when `proof` (``ItemQuery/ownerProof``) answers for this process; else
+    /// asks the person to authenticate as this process's user, and returns once they have.
     /// - Throws: `KeychainError` `.userCanceled` when they cancel, `.authFailed` when they fail,
     ///   `.interactionNotAllowed` when nobody can ask them here.
-    func verifyUser() throws
+    func verifyUser(proof: Data?) throws
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KeychainClient
 import KeychainModel
 import Synchronization
 import UserPresence
@@ -26,6 +27,9 @@ open class LAContext: NSObject, @unchecked Sendable {
     private struct State {
         var invalidated = false
         var credentials: [LACredentialType: Data] = [:]
+        /// What the last successful evaluation proved, until when: what this context's keychain
+        /// reads offer (``ownerProof()``).
+        var proof: (proof: Data, expiry: ContinuousClock.Instant)?
     }
 
     private let state = Mutex(State())
@@ -97,6 +101,7 @@ open class LAContext: NSObject, @unchecked Sendable {
                 $0.credentials[key]?.resetBytes(in: 0..<count)
             }
             $0.credentials = [:]
+            $0.proof = nil
         }
     }
 
@@ -136,35 +141,58 @@ open class LAContext: NSObject, @unchecked Sendable {
         if interactionNotAllowed {
             throw LAError(.notInteractive, "the context may not ask (interactionNotAllowed)")
         }
-        let subject: ProcessSubject
+        // Asked where the keychain is kept (keychaind, or this process), so that the proof it
+        // answers spares this context's keychain reads the question: on a terminal with no agent
+        // of the desktop's, the person is asked where they look.
+        let lifetime = reuseLifetime
+        let proof: Data
         do {
-            subject = try ProcessSubject.current()
-        } catch {
-            throw LAError(.passcodeNotSet, "\(error)")
-        }
-        // On a terminal with no agent of the desktop's, the person is asked where they look.
-        let agent = TerminalAgent.start(for: subject)
-        defer { agent?.stop() }
-        let outcome: PolkitAuthority.Outcome
-        do {
-            outcome = try PolkitAuthority.check(
-                subject, interactive: true, environment: ProcessInfo.processInfo.environment)
+            proof = try Keychains.authenticateOwner(lifetime: lifetime)
+        } catch let error as KeychainError {
+            throw Self.laError(error)
         } catch {
             throw LAError(.passcodeNotSet, "the owner cannot be authenticated here: \(error)")
         }
-        if state.withLock({ $0.invalidated }) { throw LAError(.appCancel, "the context was invalidated") }
-        switch outcome {
-        case .authorized: return
-        case .cancelled: throw LAError(.userCancel, "the person cancelled")
-        case .failed: throw LAError(.authenticationFailed, "the person did not authenticate")
-        case .noAgent:
-            throw LAError(.notInteractive, "no authentication agent can ask the person (no desktop agent, no terminal)")
+        let expiry = ContinuousClock.now + lifetime
+        try state.withLock {
+            guard !$0.invalidated else { throw LAError(.appCancel, "the context was invalidated") }
+            $0.proof = (proof, expiry)
+        }
+    }
+
+    /// How long an evaluation spares this context's keychain reads the question:
+    /// ``touchIDAuthenticationAllowableReuseDuration`` when the app sets it, at most (and by
+    /// default) Apple's `LATouchIDAuthenticationMaximumAllowableReuseDuration`, 300 seconds.
+    var reuseLifetime: Duration {
+        let longest = OwnerProofs.longestLifetime
+        let asked = touchIDAuthenticationAllowableReuseDuration
+        guard asked > 0, asked.isFinite else { return longest }
+        return min(.milliseconds(Int64(asked * 1000)), longest)
+    }
+
+    /// The `LAError` of a keychain's answer to an authentication.
+    static func laError(_ error: KeychainError) -> LAError {
+        switch error.code {
+        case .userCanceled: LAError(.userCancel, "the person cancelled")
+        case .authFailed: LAError(.authenticationFailed, "the person did not authenticate")
+        case .interactionNotAllowed where error.reason != .ownerAuthenticationUnavailable:
+            LAError(.notInteractive, "no authentication agent can ask the person (no desktop agent, no terminal)")
+        default: LAError(.passcodeNotSet, "the owner cannot be authenticated here: \(error.message)")
         }
     }
 }
 
 extension LAContext: AuthenticationInteractionSource {
     package var allowsInteraction: Bool { !interactionNotAllowed && !state.withLock { $0.invalidated } }
+}
+
+extension LAContext: OwnerProofSource {
+    package func ownerProof() -> Data? {
+        state.withLock { state in
+            guard !state.invalidated, let proof = state.proof, proof.expiry > ContinuousClock.now else { return nil }
+            return proof.proof
+        }
+    }
 }
 
 extension LAContext: ApplicationPasswordSource {

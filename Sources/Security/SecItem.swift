@@ -189,6 +189,8 @@ private func itemQuery(_ parsed: ParsedQuery, unlimited: Bool) -> ItemQuery? {
     // is left out (Skip). The keychain checks it, so no secret it withholds is ever read here.
     // (Certificate filters need the certificate, which is public, and are checked here.)
     query.authenticationUI = authenticationUI(parsed)
+    // An evaluated LAContext spares the read the question, where the keychain made its proof.
+    query.ownerProof = (parsed.authenticationContext as? any OwnerProofSource)?.ownerProof()
     // Items sealed under an application password come back sealed, opened here.
     query.opensApplicationPassword = ApplicationPasswordSeal.hasPassword(parsed)
     query.hostOrSubdomain = parsed.hostOrSubdomain

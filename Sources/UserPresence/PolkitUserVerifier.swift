@@ -12,13 +12,14 @@ public struct PolkitUserVerifier: UserVerifier {
     /// A verifier for this process.
     public init() {}
 
-    package func verifyUser() throws {
+    package func verifyUser(proof: Data?) throws {
         let subject: ProcessSubject
         do {
             subject = try ProcessSubject.current()
         } catch {
             throw KeychainError(.interactionNotAllowed, "this process cannot be named to polkit: \(error)")
         }
+        if let proof, OwnerProofs.thisProcess.accepts(proof, for: subject) { return }
         let agent = TerminalAgent.start(for: subject)
         defer { agent?.stop() }
         try Self.verify(subject, environment: ProcessInfo.processInfo.environment)
@@ -34,6 +35,7 @@ public struct PolkitUserVerifier: UserVerifier {
             outcome = try PolkitAuthority.check(subject, interactive: true, environment: environment)
         } catch {
             throw KeychainError(.interactionNotAllowed, "the owner cannot be authenticated here: \(error)")
+                .because(.ownerAuthenticationUnavailable)
         }
         switch outcome {
         case .authorized: return

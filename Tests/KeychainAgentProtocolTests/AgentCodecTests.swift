@@ -111,7 +111,14 @@ struct AgentCodecTests {
             synchronizable: .any, persistentID: UUID(), limit: 7, includesTombstones: true)
         query.authenticationUI = .skip
         query.hostOrSubdomain = "example.com"
+        query.ownerProof = Data((0..<32).map { UInt8($0) })
         let back = try AgentCodec.decodeQuery(try Self.wire([AgentCodec.encode(query)], bigEndian: true)[0])
+        #expect(back.ownerProof == query.ownerProof)
+        for mode in [ItemQuery.AuthenticationUI.ignore, .fail, .skip, .allow] {
+            query.authenticationUI = mode
+            #expect(try AgentCodec.decodeQuery(AgentCodec.encode(query)).authenticationUI == mode)
+        }
+        query.authenticationUI = .skip
         #expect(back.itemClass == query.itemClass)
         #expect(back.attributes == query.attributes)
         #expect(back.synchronizable == .any)

@@ -173,7 +173,7 @@ final class CountingVerifier: UserVerifier {
     let answer = Mutex<KeychainError.Code?>(nil)
     var asked: Int { calls.withLock { $0 } }
 
-    func verifyUser() throws {
+    func verifyUser(proof: Data?) throws {
         calls.withLock { $0 += 1 }
         if let code = answer.withLock({ $0 }) { throw KeychainError(code, "refused") }
     }

@@ -11,6 +11,8 @@ import Security
 //       access control asks for user presence; prints "stored" or "error OSSTATUS"
 //   keychain-la-worker read SERVICE [fail|skip|not-interactive]   SecItemCopyMatching for its
 //       data, as asked; prints "secret TEXT" or "error OSSTATUS"
+//   keychain-la-worker evaluate-and-read SERVICE N   evaluates the context, then reads N times
+//       with it as kSecUseAuthenticationContext, then once without it
 let arguments = CommandLine.arguments.dropFirst()
 let context = LAContext()
 switch arguments.first {
@@ -48,6 +50,29 @@ case "store":
             kSecAttrAccessControl: control, kSecValueData: secret,
         ] as CFDictionary, nil)
     print(status == errSecSuccess ? "stored" : "error \(status)")
+case "evaluate-and-read":
+    let values = Array(arguments.dropFirst())
+    guard values.count == 2, let count = Int(values[1]) else { exit(2) }
+    let done = DispatchSemaphore(value: 0)
+    context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "Open your vault") { success, error in
+        print(success ? "success" : "error \((error as? LAError)?.code.rawValue ?? 0)")
+        done.signal()
+    }
+    done.wait()
+    func read(with context: LAContext?) {
+        var query: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrService: values[0], kSecReturnData: true,
+        ]
+        if let context { query[kSecUseAuthenticationContext] = context }
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        print(
+            status == errSecSuccess
+                ? "secret \(String(decoding: result as? Data ?? Data(), as: UTF8.self))" : "error \(status)")
+    }
+    for _ in 0..<count { read(with: context) }
+    print("without the context")
+    read(with: nil)
 case "read":
     let values = Array(arguments.dropFirst())
     var query: [CFString: Any] = [

@@ -69,4 +69,29 @@ extension PolkitTests {
             polkit.securityTool, ["find-generic-password", "-s", "vault", "-w"], environment: environment)
         #expect(toolAlone.status != 0 && !toolAlone.output.contains(secret), "\(toolAlone)")
     }
+
+    @Test(
+        "an evaluated LAContext given as kSecUseAuthenticationContext spares the next reads the question; a read without it asks again",
+        arguments: Backend.allCases)
+    func evaluatedContextCoversReads(backend: Backend) throws {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let environment = backend.environment(polkit)
+        let secret = "context-" + UUID().uuidString.prefix(12)
+        let file = try polkit.accountFile("secret", secret)
+        let stored = try polkit.runAsUser(polkit.worker, ["store", "vault", file], environment: environment)
+        try #require(stored.output == "stored\n", "\(stored)")
+
+        let run = try polkit.onTerminal(
+            ["evaluate-and-read", "vault", "3"], steps: [("Password:", password), ("Password:", password)],
+            environment: environment)
+        let lines = run.output.components(separatedBy: "\r\n")
+        let asked = run.output.components(separatedBy: "Password:").count - 1
+        #expect(asked == 2, "one question for the evaluation, one for the read without the context: \(run)")
+        #expect(lines.filter { $0.hasSuffix("secret \(secret)") }.count == 4, "\(run)")
+        #expect(lines.contains { $0.hasSuffix("success") }, "\(run)")
+        // The question for the read without the context comes after it was announced.
+        let announced = try #require(run.output.range(of: "without the context"))
+        #expect(run.output[announced.upperBound...].contains("Password:"), "\(run)")
+    }
 }
