@@ -24,12 +24,17 @@ extension AgentService {
                     return I.Upserted(item, added: added)
                 }
             },
-            serve(I.find, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] in
-                try using($0) { I.Items(try $0.find($1.query, includeData: $1.includeData)) }
+            serve(I.find, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] request in
+                try using(request) { keychain, arguments in
+                    let items = try keychain.find(arguments.query, includeData: arguments.includeData)
+                    logReads(items, of: request)
+                    return I.Items(items)
+                }
             },
-            serve(I.findReadable, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] in
-                try using($0) { keychain, arguments in
+            serve(I.findReadable, idle: .lookup, seen: { !$0.items.isEmpty }, quick: Self.fewItems) { [self] request in
+                try using(request) { keychain, arguments in
                     let found = try keychain.findReadable(arguments.query, includeData: arguments.includeData)
+                    logReads(found.items, of: request)
                     return I.Readable(found.items, unreadable: found.unreadable.map(\.description))
                 }
             },
@@ -107,7 +112,28 @@ extension AgentService {
                 try using($0) { I.Items(try $0.add(contentsOf: $1.items, keepingDates: true)) }
             },
             servedOwnerAuthentication(),
+            serveWithoutKeychain(I.accessLog, access: .administration, idle: .none) { [self] _ in
+                I.AccessLogEntries(accessLog.lines)
+            },
         ]
+    }
+
+    /// Records in the access log the secrets a lookup gives out (none for a listing).
+    private func logReads<R>(_ items: [Item], of request: Request<I.LookupArguments, R>) {
+        guard request.arguments.includeData, !items.isEmpty else { return }
+        accessLog.record(
+            "read", items, caller: callerName(request.connection), groups: request.groups,
+            verified: KeychainDatabase.userVerified)
+    }
+
+    /// The caller as the access log names it: its identity's summary, and for a caller no
+    /// sandbox or manifest names, the executable the kernel says it runs.
+    private func callerName(_ connection: DBusConnection) -> String {
+        guard let peer = connection.peerCredentials else { return "an unknown caller" }
+        let identity = try? callers?.identity(for: connection)
+        if let identity, identity.tier != .unidentified { return identity.summary }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(peer.pid)/exe")) ?? "?"
+        return "pid \(peer.pid) (\(executable))"
     }
 
     /// The token key request a `UseTokenKey` call carries.

@@ -55,12 +55,14 @@ public final class AgentService: Sendable {
     /// The proofs that the person answered for a caller (`AuthenticateOwner`), which its reads
     /// offer (``KeychainModel/ItemQuery/ownerProof``).
     let ownerProofs = OwnerProofs()
+    /// The secrets given out, to whom (`AccessLog`).
+    let accessLog = AccessLog()
     /// Told of each keychain the service opens (keychaind starts its sync there).
     private let openedObserver = Mutex<(@Sendable (String, KeychainDatabase) -> Void)?>(nil)
 
     /// Who the callers are, when they are identified once per connection
     /// (``init(configuration:paths:callers:)``); else ``groups`` of each call's credentials.
-    private let callers: CallerDirectory?
+    let callers: CallerDirectory?
 
     /// A service for keychains opened with `configuration`.
     public init(

@@ -350,6 +350,21 @@ extension AgentInterface {
 
     // MARK: Replies
 
+    /// `as entries`.
+    public struct AccessLogEntries: DBusArguments {
+        /// The entries, oldest first, a line each.
+        public var entries: [String] = []
+        /// A placeholder reply.
+        public init() {}
+        /// The reply for `entries`.
+        public init(_ entries: [String]) { self.entries = entries }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try fields.field("entries", &entries, .strings)
+        }
+    }
+
     /// `ay proof`.
     public struct OwnerProof: DBusArguments {
         /// The proof (``KeychainModel/ItemQuery/ownerProof``).

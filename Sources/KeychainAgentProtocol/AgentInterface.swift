@@ -120,6 +120,12 @@ public enum AgentInterface {
     /// errSecAuthFailed, errSecInteractionNotAllowed). Added to `Agent1` after its first release.
     public static let authenticateOwner: Method<AuthenticateOwnerArguments, OwnerProof> = method("AuthenticateOwner")
 
+    /// `AccessLog() → as entries`: the secrets the agent gave out since it started (the last
+    /// 1,000), oldest first, a line each: when, `read`, the item's class and the attributes that
+    /// name it, the caller as the kernel names it, and what allowed it. Never a secret. For the
+    /// user's own programs (`security access-log`). Added to `Agent1` after its first release.
+    public static let accessLog: Method<DBusNoArguments, AccessLogEntries> = method("AccessLog")
+
     /// Every method, in the order introspection lists them.
     public static let all: [DBusMethodDescription] = [
         add.description, addMany.description, upsert.description, find.description, findReadable.description,
@@ -128,7 +134,7 @@ public enum AgentInterface {
         deleteKeychain.description, close.description, settings.description, setSettings.description,
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
         useAccessGroups.description, makeRecoveryKey.description, setUnlocksWithBootState.description,
-        moveIn.description, authenticateOwner.description,
+        moveIn.description, authenticateOwner.description, accessLog.description,
     ]
 }
 

@@ -155,6 +155,14 @@ public enum Keychains {
         try KeychainDatabase.deleteKeychain(at: path)
     }
 
+    /// The agent's access log (`security access-log`): a line for each secret it gave out, oldest
+    /// first; `nil` when no agent serves this process (none is started to be asked).
+    /// - Throws: ``KeychainModel/KeychainError`` (`.missingEntitlement` for an app).
+    public static func accessLog() throws -> [String]? {
+        guard let agent = try agent(startingIfNeeded: false) else { return nil }
+        return try agent.call(AgentInterface.accessLog, DBusNoArguments()).entries
+    }
+
     /// Locks every keychain the agent holds (`security lock-keychain -a`); without an agent,
     /// there is nothing unlocked beyond this process (and none is started to be told so).
     public static func lockAll() throws {

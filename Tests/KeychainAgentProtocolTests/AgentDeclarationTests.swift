@@ -44,6 +44,8 @@ struct AgentDeclarationTests {
         ("MakeRecoveryKey", "s", ["keychain"], "ay", ["key"]),
         ("SetUnlocksWithBootState", "sbbay", ["keychain", "enabled", "hasPassword", "password"], "", []),
         ("MoveIn", "saa{sv}", ["keychain", "items"], "aa{sv}", ["items"]),
+        ("AuthenticateOwner", "u", ["seconds"], "ay", ["proof"]),
+        ("AccessLog", "", [], "as", ["entries"]),
     ]
 
     static func signature(_ arguments: [DBusArgument]) -> String { arguments.map(\.type.signature).joined() }
@@ -158,6 +160,8 @@ struct AgentDeclarationTests {
         testCase(I.makeRecoveryKey, .init(keychain: "/k")),
         testCase(I.setUnlocksWithBootState, .init(keychain: "/k", enabled: true, password: Data([7]))),
         testCase(I.moveIn, .init(keychain: "", items: [item])),
+        testCase(I.authenticateOwner, .init(seconds: 300)),
+        testCase(I.accessLog, DBusNoArguments()),
     ]
 
     @Test("every declaration's arguments come back as they went, from values and from the wire")

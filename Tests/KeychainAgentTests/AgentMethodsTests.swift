@@ -51,8 +51,9 @@ struct AgentMethodsTests {
         #expect(
             administration == [
                 "Create", "DeleteKeychain", "LockAll", "Lock", "ChangePassword", "RotateKeys", "SetSettings",
-                "MakeRecoveryKey", "SetUnlocksWithBootState",
+                "MakeRecoveryKey", "SetUnlocksWithBootState", "AccessLog",
             ])
+        #expect(Self.service.served("AuthenticateOwner")?.access == .items)
         #expect(Self.service.served("UseAccessGroups")?.access == .connection)
         #expect(Self.service.served("Find")?.access == .items)
     }

@@ -68,6 +68,23 @@ extension PolkitTests {
         let toolAlone = try polkit.runAsUser(
             polkit.securityTool, ["find-generic-password", "-s", "vault", "-w"], environment: environment)
         #expect(toolAlone.status != 0 && !toolAlone.output.contains(secret), "\(toolAlone)")
+
+        // keychaind's access log names each secret it gave out, the program (as the kernel names
+        // it) and what allowed it; without keychaind, nothing is logged, and the tool says so.
+        let log = try polkit.runAsUser(polkit.securityTool, ["access-log"], environment: environment)
+        #expect(!log.output.contains(secret), "\(log)")
+        switch backend {
+        case .inProcess:
+            #expect(log.status == 1 && log.output.isEmpty && log.errors.contains("no keychaind serves you"), "\(log)")
+        case .keychaind:
+            let reads = log.output.split(separator: "\n").filter {
+                $0.contains(" read genp (service \"vault\", account \"owner\") by pid ")
+                    && $0.contains(", allowed by access group ") && $0.hasSuffix(" and the owner's authentication")
+            }
+            #expect(reads.count == 2, "the app's read and the tool's: \(log)")
+            #expect(reads.first?.contains("(\(polkit.worker))") == true, "\(log)")
+            #expect(reads.last?.contains("(\(polkit.securityTool))") == true, "\(log)")
+        }
     }
 
     @Test(
