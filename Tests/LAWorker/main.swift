@@ -13,6 +13,9 @@ import Security
 //       data, as asked; prints "secret TEXT" or "error OSSTATUS"
 //   keychain-la-worker evaluate-and-read SERVICE N   evaluates the context, then reads N times
 //       with it as kSecUseAuthenticationContext, then once without it
+//   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login   Apple's sample
+//       code (AppleSamples.swift): prints "added", "credentials USER PASSWORD", "logged in", or
+//       the error
 let arguments = CommandLine.arguments.dropFirst()
 let context = LAContext()
 switch arguments.first {
@@ -73,6 +76,34 @@ case "evaluate-and-read":
     for _ in 0..<count { read(with: context) }
     print("without the context")
     read(with: nil)
+case "apple-sample":
+    let values = Array(arguments.dropFirst())
+    do {
+        switch values.first {
+        case "add":
+            guard values.count == 4, let password = FileManager.default.contents(atPath: values[3]) else { exit(2) }
+            try addCredentials(
+                Credentials(username: values[2], password: String(decoding: password, as: UTF8.self)), server: values[1]
+            )
+            print("added")
+        case "read":
+            let credentials = try readCredentials(server: values.dropFirst().first ?? "")
+            print("credentials \(credentials.username) \(credentials.password)")
+        case "login":
+            // The sample is an app's: its button runs on the main actor, here the main queue.
+            Task { @MainActor in
+                let controller = LoginViewController()
+                controller.tapButton {
+                    print(controller.state == .loggedin ? "logged in" : "logged out")
+                    exit(0)
+                }
+            }
+            dispatchMain()
+        default: exit(2)
+        }
+    } catch {
+        print("error \(error)")
+    }
 case "read":
     let values = Array(arguments.dropFirst())
     var query: [CFString: Any] = [

@@ -111,4 +111,28 @@ extension PolkitTests {
         let announced = try #require(run.output.range(of: "without the context"))
         #expect(run.output[announced.upperBound...].contains("Password:"), "\(run)")
     }
+
+    @Test(
+        "Apple's sample code, unchanged: its login asks once and logs in; its keychain item asks when read, and gives the credentials back",
+        arguments: Backend.allCases)
+    func appleSamples(backend: Backend) throws {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let environment = backend.environment(polkit)
+        let login = try polkit.onTerminal(
+            ["apple-sample", "login"], steps: [("Password:", password)], environment: environment)
+        #expect(login.output.contains("logged in\r\n"), "\(login)")
+
+        let secret = "sample-" + UUID().uuidString.prefix(12)
+        let file = try polkit.accountFile("secret", secret)
+        let added = try polkit.runAsUser(
+            polkit.worker, ["apple-sample", "add", "www.example.com", "appleseed", file], environment: environment)
+        try #require(added.output == "added\n", "\(added)")
+        let read = try polkit.onTerminal(
+            ["apple-sample", "read", "www.example.com"], steps: [("Password:", password)], environment: environment)
+        #expect(read.output.contains("credentials appleseed \(secret)\r\n"), "\(read)")
+        let wrong = try polkit.onTerminal(
+            ["apple-sample", "read", "www.example.com"], steps: [("Password:", "not-it")], environment: environment)
+        #expect(wrong.output.contains("error unhandledError(status: -25293)"), "\(wrong)")
+    }
 }
