@@ -6,7 +6,7 @@ import Synchronization
 /// What the agent remembers of each secret it gave out: which item, when, to which caller (as
 /// the kernel names it), and what allowed it. Kept in the agent's memory only, the most recent
 /// ``capacity`` entries, and never a secret: `security access-log` shows it (`AccessLog`).
-final class AccessLog: Sendable {
+package final class AccessLog: Sendable {
     /// One secret given out.
     struct Entry: Sendable {
         var date: Date
@@ -31,7 +31,7 @@ final class AccessLog: Sendable {
     private let entries = Mutex<[Entry]>([])
 
     /// Records that the secrets of `items` were given out.
-    func record(_ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool) {
+    package func record(_ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool) {
         guard !items.isEmpty else { return }
         let date = Date()
         let added = items.map { item in
@@ -47,7 +47,15 @@ final class AccessLog: Sendable {
     }
 
     /// The entries, oldest first, a line each.
-    var lines: [String] { entries.withLock { $0.map(\.line) } }
+    package var lines: [String] { entries.withLock { $0.map(\.line) } }
+
+    /// A caller as the log names it: its identity's summary, and for a caller no sandbox or
+    /// manifest names, the executable the kernel says process `pid` runs.
+    package static func callerName(_ identity: CallerIdentity?, pid: Int32) -> String {
+        if let identity, identity.tier != .unidentified { return identity.summary }
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "?"
+        return "pid \(pid) (\(executable))"
+    }
 
     /// An item's class and the attributes that name it (never its secret).
     static func name(of item: Item) -> String {

@@ -130,10 +130,7 @@ extension AgentService {
     /// sandbox or manifest names, the executable the kernel says it runs.
     private func callerName(_ connection: DBusConnection) -> String {
         guard let peer = connection.peerCredentials else { return "an unknown caller" }
-        let identity = try? callers?.identity(for: connection)
-        if let identity, identity.tier != .unidentified { return identity.summary }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(peer.pid)/exe")) ?? "?"
-        return "pid \(peer.pid) (\(executable))"
+        return AccessLog.callerName(try? callers?.identity(for: connection), pid: peer.pid)
     }
 
     /// The token key request a `UseTokenKey` call carries.

@@ -55,8 +55,9 @@ public final class AgentService: Sendable {
     /// The proofs that the person answered for a caller (`AuthenticateOwner`), which its reads
     /// offer (``KeychainModel/ItemQuery/ownerProof``).
     let ownerProofs = OwnerProofs()
-    /// The secrets given out, to whom (`AccessLog`).
-    let accessLog = AccessLog()
+    /// The secrets given out, to whom (`AccessLog`): through this socket, and the Secret
+    /// Service's.
+    package let accessLog = AccessLog()
     /// Told of each keychain the service opens (keychaind starts its sync there).
     private let openedObserver = Mutex<(@Sendable (String, KeychainDatabase) -> Void)?>(nil)
 

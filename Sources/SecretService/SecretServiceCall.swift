@@ -85,7 +85,7 @@ extension SecretServiceProvider {
     /// The caller's access groups when they are known already (no bus round trip), else `nil`.
     func knownGroups(_ message: DBusMessage) -> AccessGroups? {
         guard watching.load(ordering: .relaxed), let sender = message.sender else { return nil }
-        return callers.withLock { $0[sender] }
+        return callers.withLock { $0[sender]?.groups }
     }
 
     /// The collections when they were read less than ``collectionListLifetime`` ago, else `nil`.

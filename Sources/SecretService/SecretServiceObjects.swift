@@ -109,6 +109,7 @@ extension SecretServiceProvider {
         try call.require(quick: arguments.items.count <= Self.quickLimit)
         let session = try checkSession(arguments.session, caller: call.sender)
         var entries: [DBusDictEntry] = []
+        var given: [Item] = []
         for path in arguments.items {
             guard let (collection, id) = resolve(path, in: call.list), let id else { continue }
             let found: Item?
@@ -122,7 +123,9 @@ extension SecretServiceProvider {
             guard let found else { continue }
             entries.append(
                 DBusDictEntry(.objectPath(path), try secretValue(found, session: arguments.session, session)))
+            given.append(found)
         }
+        if let groups = try? call.groups.get() { logReads(given, to: call.sender, groups: groups) }
         return I.Secrets(secrets: .dictionary(key: .objectPath, value: Self.secretType, entries))
     }
 
@@ -268,7 +271,10 @@ extension SecretServiceProvider {
                 DBusMethod(I.getSecret) { [self] call, arguments in
                     let session = try checkSession(arguments.session, caller: call.message.sender)
                     let found = try await item(at: path, includeData: true, call.message, call.connection)
-                    return I.SecretReply(secret: try secretValue(found, session: arguments.session, session))
+                    let reply = I.SecretReply(secret: try secretValue(found, session: arguments.session, session))
+                    let groups = try await groups(call.message, call.connection)
+                    logReads([found], to: call.message.sender, groups: groups)
+                    return reply
                 },
                 DBusMethod(I.setSecret) { [self] call, arguments in
                     try await setSecret(path, call, arguments.secret)

@@ -49,7 +49,13 @@ public final class SecretServiceProvider: Sendable {
     /// The access groups of each caller, by unique bus name: a name is never reused on a bus,
     /// and its entry goes when the caller leaves (``watchSessions(on:)``). Without the cache each
     /// call would cost a `GetConnectionCredentials` round trip and an identification.
-    let callers = Mutex<[String: AccessGroups]>([:])
+    let callers = Mutex<[String: KnownCaller]>([:])
+
+    /// A caller identified once: its groups, and its name for the access log.
+    struct KnownCaller: Sendable {
+        var groups: AccessGroups
+        var name: String
+    }
     /// Whether ``watchSessions(on:)`` runs (callers are cached only then).
     let watching = Atomic<Bool>(false)
     /// When each caller's unique name appeared: a pid reused after the caller exited is refused.
@@ -129,7 +135,7 @@ public final class SecretServiceProvider: Sendable {
     /// The access groups of the caller of the message being served.
     func groups(_ message: DBusMessage?, _ connection: DBusConnection) async throws -> AccessGroups {
         guard let sender = message?.sender else { throw SecretServiceError.refused }
-        if let known = callers.withLock({ $0[sender] }) { return known }
+        if let known = callers.withLock({ $0[sender] }) { return known.groups }
         let credentials = try await credentials(of: sender, connection)
         let groups: AccessGroups
         do {
@@ -142,8 +148,18 @@ public final class SecretServiceProvider: Sendable {
             throw SecretServiceError.refused
         }
         // Only while the session watcher runs: it is what removes the entry when the caller leaves.
-        if watching.load(ordering: .relaxed) { callers.withLock { $0[sender] = groups } }
+        if watching.load(ordering: .relaxed) {
+            let name = AccessLog.callerName(try? directory.identity(for: credentials), pid: credentials.pid)
+            callers.withLock { $0[sender] = KnownCaller(groups: groups, name: name) }
+        }
         return groups
+    }
+
+    /// Records in the access log that `items`' secrets went to the caller `sender`.
+    func logReads(_ items: [Item], to sender: String?, groups: AccessGroups) {
+        let name = sender.flatMap { sender in callers.withLock { $0[sender]?.name } }
+        agent.accessLog.record(
+            "read", items, caller: name ?? "the bus client \(sender ?? "?")", groups: groups, verified: false)
     }
 
     // MARK: Collections

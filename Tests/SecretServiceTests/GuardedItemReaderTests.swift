@@ -82,5 +82,19 @@ struct GuardedItemReaderTests {
             "\(exported) \(exported.out) \(exported.err)")
         let file = try Data(contentsOf: URL(fileURLWithPath: output))
         #expect(file.range(of: Data(secret.utf8)) == nil)
+
+        // keychaind's access log: the plain item's secret went to secret-tool (through the Secret
+        // Service) and to the security tool (through the agent's socket); the guarded one's never.
+        let log = try runTool(security, ["access-log"], environment: environment)
+        let lines = log.out.split(separator: "\n").map(String.init)
+        #expect(log.status == 0, "\(log)")
+        #expect(
+            lines.contains {
+                $0.contains(" read genp \"Plain\" (service \"plain.example\", account \"owner\") by pid ")
+                    && $0.contains("(\(secretTool)), allowed by access group ")
+            }, "\(log.out)")
+        #expect(lines.contains { $0.contains("\"Plain\"") && $0.contains("(\(security)), allowed by") }, "\(log.out)")
+        #expect(!lines.contains { $0.contains("vault.example") }, "\(log.out)")
+        neverShown(log)
     }
 }
