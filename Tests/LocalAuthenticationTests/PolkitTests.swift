@@ -43,11 +43,16 @@ final class PolkitFixture {
         // The account runs copies kept here: the checkout may be where it cannot read (/root).
         let (worker, terminal) = (root + "/keychain-la-worker", root + "/terminal.py")
         // keychaind beside the worker, where a client looks for it first; the `security` tool.
+        // Linked where the build is on the same file system (they are large), else copied.
         let (agent, tool) = (root + "/keychaind", root + "/security")
-        try FileManager.default.copyItem(atPath: Self.builtWorker, toPath: worker)
-        try FileManager.default.copyItem(atPath: buildProductsDirectory + "/keychaind", toPath: agent)
-        try FileManager.default.copyItem(atPath: buildProductsDirectory + "/security", toPath: tool)
-        try FileManager.default.copyItem(atPath: Self.terminalDriver, toPath: terminal)
+        for (built, copy) in [
+            (Self.builtWorker, worker), (buildProductsDirectory + "/keychaind", agent),
+            (buildProductsDirectory + "/security", tool), (Self.terminalDriver, terminal),
+        ] {
+            if (try? FileManager.default.linkItem(atPath: built, toPath: copy)) == nil {
+                try FileManager.default.copyItem(atPath: built, toPath: copy)
+            }
+        }
         for (path, mode) in [(worker, 0o755), (agent, 0o755), (tool, 0o755), (terminal, 0o644)] {
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         }
