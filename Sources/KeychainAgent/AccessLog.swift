@@ -50,11 +50,11 @@ package final class AccessLog: Sendable {
     package var lines: [String] { entries.withLock { $0.map(\.line) } }
 
     /// A caller as the log names it: its identity's summary, and for a caller no sandbox or
-    /// manifest names, the executable the kernel says process `pid` runs.
-    package static func callerName(_ identity: CallerIdentity?, pid: Int32) -> String {
+    /// manifest names, the executable the kernel said process `pid` runs (`/proc/PID/exe`, as
+    /// read when it was identified).
+    static func callerName(_ identity: CallerIdentity?, executable: String?, pid: Int32) -> String {
         if let identity, identity.tier != .unidentified { return identity.summary }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) ?? "?"
-        return "pid \(pid) (\(executable))"
+        return "pid \(pid) (\(executable ?? "an executable the kernel does not name"))"
     }
 
     /// An item's class and the attributes that name it (never its secret).

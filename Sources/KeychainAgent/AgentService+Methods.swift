@@ -126,11 +126,9 @@ extension AgentService {
             verified: KeychainDatabase.userVerified)
     }
 
-    /// The caller as the access log names it: its identity's summary, and for a caller no
-    /// sandbox or manifest names, the executable the kernel says it runs.
+    /// The caller as the access log names it (``CallerDirectory/logName(for:)-(DBusConnection)``).
     private func callerName(_ connection: DBusConnection) -> String {
-        guard let peer = connection.peerCredentials else { return "an unknown caller" }
-        return AccessLog.callerName(try? callers?.identity(for: connection), pid: peer.pid)
+        callers?.logName(for: connection) ?? "pid \(connection.peerCredentials?.pid ?? 0) (not identified)"
     }
 
     /// The token key request a `UseTokenKey` call carries.

@@ -149,7 +149,7 @@ public final class SecretServiceProvider: Sendable {
         }
         // Only while the session watcher runs: it is what removes the entry when the caller leaves.
         if watching.load(ordering: .relaxed) {
-            let name = AccessLog.callerName(try? directory.identity(for: credentials), pid: credentials.pid)
+            let name = directory.logName(for: credentials) ?? "pid \(credentials.pid) (not identified)"
             callers.withLock { $0[sender] = KnownCaller(groups: groups, name: name) }
         }
         return groups
