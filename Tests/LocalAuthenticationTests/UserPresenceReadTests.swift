@@ -25,18 +25,26 @@ extension PolkitTests {
         }
     }
 
+    /// A polkit fixture whose account has a new password and, through `backend`, a password
+    /// item `vault` that asks for user presence (stored by the app from a file, then removed).
+    func storedVault(_ backend: Backend) throws -> (PolkitFixture, password: String, secret: String) {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let secret = "presence-" + UUID().uuidString.prefix(12)
+        let file = try polkit.accountFile("secret", secret)
+        let stored = try polkit.runAsUser(
+            polkit.worker, ["store", "vault", file], environment: backend.environment(polkit))
+        try #require(stored.output == "stored\n", "\(stored)")
+        try FileManager.default.removeItem(atPath: file)
+        return (polkit, password, secret)
+    }
+
     @Test(
         "the right password reads the secret; a wrong one is errSecAuthFailed; no terminal, Fail or a context that may not ask is errSecInteractionNotAllowed without asking; Skip leaves it out",
         arguments: Backend.allCases)
     func readAsksThePerson(backend: Backend) throws {
-        let polkit = try PolkitFixture()
-        let password = try polkit.newPassword()
+        let (polkit, password, secret) = try storedVault(backend)
         let environment = backend.environment(polkit)
-        let secret = "presence-" + UUID().uuidString.prefix(12)
-        let file = try polkit.accountFile("secret", secret)
-        let stored = try polkit.runAsUser(polkit.worker, ["store", "vault", file], environment: environment)
-        try #require(stored.output == "stored\n", "\(stored)")
-        try FileManager.default.removeItem(atPath: file)
 
         let right = try polkit.onTerminal(
             ["read", "vault"], steps: [("Password:", password)], environment: environment)
@@ -91,13 +99,8 @@ extension PolkitTests {
         "an evaluated LAContext given as kSecUseAuthenticationContext spares the next reads the question; a read without it asks again",
         arguments: Backend.allCases)
     func evaluatedContextCoversReads(backend: Backend) throws {
-        let polkit = try PolkitFixture()
-        let password = try polkit.newPassword()
+        let (polkit, password, secret) = try storedVault(backend)
         let environment = backend.environment(polkit)
-        let secret = "context-" + UUID().uuidString.prefix(12)
-        let file = try polkit.accountFile("secret", secret)
-        let stored = try polkit.runAsUser(polkit.worker, ["store", "vault", file], environment: environment)
-        try #require(stored.output == "stored\n", "\(stored)")
 
         let run = try polkit.onTerminal(
             ["evaluate-and-read", "vault", "3"], steps: [("Password:", password), ("Password:", password)],
