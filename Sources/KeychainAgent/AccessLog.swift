@@ -7,47 +7,86 @@ import Synchronization
 /// the kernel names it), and what allowed it. Kept in the agent's memory only, the most recent
 /// ``capacity`` entries, and never a secret: `security access-log` shows it (`AccessLog`).
 package final class AccessLog: Sendable {
-    /// One secret given out.
+    /// One secret given out, kept as read (the line is made when the log is shown).
     struct Entry: Sendable {
         var date: Date
         /// `read` (a secret returned) or `used` (a token key's operation).
         var operation: String
-        /// The item's class and the attributes that name it.
-        var item: String
+        /// The item's class.
+        var itemClass: ItemClass
+        /// The attributes that name the item: its label, then service, server, account, tag.
+        var names: [String?]
         /// Who asked: ``CallerIdentity/summary``, with the executable of an unidentified caller.
         var caller: String
-        /// What allowed it: the caller's access group, and the owner's authentication.
-        var allowedBy: String
+        /// The access group that allowed it.
+        var group: String
+        /// Whether the owner's authentication allowed it too.
+        var verified: Bool
 
-        /// `2026-11-30T11:40:02Z read genp "Vault" (service "vault", account "owner") by pid 42 (unidentified: /usr/bin/app), allowed by access group default`.
+        /// `2026-11-30T11:40:02Z read genp "Vault" (service "vault", account "owner") by pid 42
+        /// (/usr/bin/app), allowed by access group default`.
         var line: String {
-            "\(date.formatted(.iso8601)) \(operation) \(item) by \(caller), allowed by \(allowedBy)"
+            var item = itemClass.rawValue
+            if let label = names[0] { item += " \"\(label)\"" }
+            let parts = zip(AccessLog.namingTitles, names.dropFirst()).compactMap { title, value in
+                value.map { "\(title) \"\($0)\"" }
+            }
+            if !parts.isEmpty { item += " (\(parts.joined(separator: ", ")))" }
+            let allowedBy = "access group \(group)" + (verified ? " and the owner's authentication" : "")
+            return "\(date.formatted(.iso8601)) \(operation) \(item) by \(caller), allowed by \(allowedBy)"
         }
     }
 
     /// The most entries kept; the oldest go first.
     static let capacity = 1_000
 
-    private let entries = Mutex<[Entry]>([])
+    /// The entries, in a ring of ``capacity``: `next` is where the next one goes.
+    private struct Ring {
+        var entries: [Entry] = []
+        var next = 0
+    }
+
+    private let ring = Mutex(Ring())
 
     /// Records that the secrets of `items` were given out.
     package func record(_ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool) {
         guard !items.isEmpty else { return }
         let date = Date()
+        let fallbackGroup = groups.groups.first ?? "none"
         let added = items.map { item in
-            var allowedBy = "access group \(item.accessGroup ?? groups.groups.first ?? "none")"
-            if verified { allowedBy += " and the owner's authentication" }
-            return Entry(
-                date: date, operation: operation, item: Self.name(of: item), caller: caller, allowedBy: allowedBy)
+            Entry(
+                date: date, operation: operation, itemClass: item.itemClass,
+                names: Self.namingAttributes.map { name in
+                    item.attributes[name]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+                },
+                caller: caller, group: item.accessGroup ?? fallbackGroup, verified: verified)
         }
-        entries.withLock { entries in
-            entries.append(contentsOf: added)
-            if entries.count > Self.capacity { entries.removeFirst(entries.count - Self.capacity) }
+        ring.withLock { ring in
+            for entry in added {
+                if ring.entries.count < Self.capacity {
+                    ring.entries.append(entry)
+                } else {
+                    ring.entries[ring.next] = entry
+                }
+                ring.next = (ring.next + 1) % Self.capacity
+            }
         }
     }
 
     /// The entries, oldest first, a line each.
-    package var lines: [String] { entries.withLock { $0.map(\.line) } }
+    package var lines: [String] {
+        let entries = ring.withLock { ring in
+            ring.entries.count < Self.capacity
+                ? ring.entries : Array(ring.entries[ring.next...] + ring.entries[..<ring.next])
+        }
+        return entries.map(\.line)
+    }
+
+    /// The attributes that name an item in the log (never its secret): its label, then those
+    /// ``namingTitles`` name.
+    static let namingAttributes: [AttributeName] = [.label, .service, .server, .account, "atag"]
+    /// What the log calls ``namingAttributes`` after the label.
+    static let namingTitles = ["service", "server", "account", "tag"]
 
     /// A caller as the log names it: its identity's summary, and for a caller no sandbox or
     /// manifest names, the executable the kernel said process `pid` runs (`/proc/PID/exe`, as
@@ -55,19 +94,5 @@ package final class AccessLog: Sendable {
     static func callerName(_ identity: CallerIdentity?, executable: String?, pid: Int32) -> String {
         if let identity, identity.tier != .unidentified { return identity.summary }
         return "pid \(pid) (\(executable ?? "an executable the kernel does not name"))"
-    }
-
-    /// An item's class and the attributes that name it (never its secret).
-    static func name(of item: Item) -> String {
-        var parts: [String] = []
-        for (attribute, title) in [
-            (AttributeName.service, "service"), (.server, "server"), (.account, "account"), ("atag", "tag"),
-        ] {
-            if let value = item.attributes[attribute]?.stringValue, !value.isEmpty {
-                parts.append("\(title) \"\(value)\"")
-            }
-        }
-        let label = item.attributes[.label]?.stringValue.map { " \"\($0)\"" } ?? ""
-        return item.itemClass.rawValue + label + (parts.isEmpty ? "" : " (\(parts.joined(separator: ", ")))")
     }
 }

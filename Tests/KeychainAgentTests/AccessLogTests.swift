@@ -1,0 +1,51 @@
+import Foundation
+@testable import KeychainAgent
+import KeychainCore
+import Testing
+
+/// keychaind's access log: a line for each secret given out, the last 1,000, oldest first.
+@Suite("The access log")
+struct AccessLogTests {
+    private func item(_ index: Int, group: String? = "com.example.app") -> Item {
+        var item = Item(
+            class: .genericPassword,
+            attributes: [
+                .service: .string("svc"), .account: .string("user\(index)"), .label: .string("Label \(index)"),
+            ],
+            data: Data("secret-\(index)".utf8))
+        if let group { item.attributes[.accessGroup] = .string(group) }
+        return item
+    }
+
+    @Test("a line names the item by its attributes, the caller and what allowed it, never the secret")
+    func line() throws {
+        let log = AccessLog()
+        log.record(
+            "read", [item(1), item(2, group: nil)], caller: "pid 42 (/usr/bin/app)",
+            groups: AccessGroups(["default"]), verified: true)
+        let lines = log.lines
+        #expect(lines.count == 2)
+        let first = try #require(lines.first)
+        #expect(
+            first.hasSuffix(
+                #" read genp "Label 1" (service "svc", account "user1") by pid 42 (/usr/bin/app), allowed by access group com.example.app and the owner's authentication"#
+            ), "\(first)")
+        #expect(lines.last?.hasSuffix("allowed by access group default and the owner's authentication") == true)
+        #expect(!lines.joined().contains("secret-"))
+        #expect(ISO8601DateFormatter().date(from: String(first.prefix { $0 != " " })) != nil, "\(first)")
+    }
+
+    @Test("the last 1,000 are kept, oldest first")
+    func ring() {
+        let log = AccessLog()
+        for start in stride(from: 0, to: 1_005, by: 7) {
+            log.record(
+                "read", (start..<min(start + 7, 1_005)).map { item($0) }, caller: "c", groups: AccessGroups(["g"]),
+                verified: false)
+        }
+        let lines = log.lines
+        #expect(lines.count == AccessLog.capacity)
+        #expect(lines.first?.contains(#"account "user5")"#) == true, "\(lines.first ?? "")")
+        #expect(lines.last?.contains(#"account "user1004")"#) == true, "\(lines.last ?? "")")
+    }
+}
