@@ -27,13 +27,14 @@ package final class AccessLog: Sendable {
         /// (/usr/bin/app), allowed by access group default`.
         var line: String {
             var item = itemClass.rawValue
-            if let label = names[0] { item += " \"\(label)\"" }
+            if let label = names[0] { item += " \"\(label.printable)\"" }
             let parts = zip(AccessLog.namingTitles, names.dropFirst()).compactMap { title, value in
-                value.map { "\(title) \"\($0)\"" }
+                value.map { "\(title) \"\($0.printable)\"" }
             }
             if !parts.isEmpty { item += " (\(parts.joined(separator: ", ")))" }
             let allowedBy = "access group \(group)" + (verified ? " and the owner's authentication" : "")
-            return "\(date.formatted(.iso8601)) \(operation) \(item) by \(caller), allowed by \(allowedBy)"
+            return
+                "\(date.formatted(.iso8601)) \(operation) \(item) by \(caller.printable), allowed by \(allowedBy.printable)"
         }
     }
 

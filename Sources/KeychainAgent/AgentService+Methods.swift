@@ -241,7 +241,8 @@ extension AgentService {
             do {
                 return try await answerOnWorkQueue(handler, values, connection, verified: false)
             } catch let error as KeychainError where error.reason == .authenticateUser {
-                let query = ((try? A(decoding: values)) as? I.LookupArguments)?.query
+                let arguments = try? A(decoding: values)
+                let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query
                 if !offersOwnerProof(query?.ownerProof, connection) { _ = try await verifyCaller(connection) }
                 return try await answerOnWorkQueue(handler, values, connection, verified: true)
             }

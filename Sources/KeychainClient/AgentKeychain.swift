@@ -105,8 +105,10 @@ public final class AgentKeychain: KeychainHandle {
         return found
     }
     public func update(_ query: ItemQuery, attributes changes: Attributes, data: Data?) throws -> Int {
-        let arguments = I.UpdateArguments(keychain: keychain, query: query, attributes: changes, data: data)
-        return Int(try connection.call(I.update, arguments).count)
+        try askingUser(query) {
+            let arguments = I.UpdateArguments(keychain: keychain, query: $0, attributes: changes, data: data)
+            return Int(try connection.call(I.update, arguments).count)
+        }
     }
     public func delete(_ query: ItemQuery) throws -> Int {
         Int(try connection.call(I.delete, .init(keychain: keychain, query: query)).count)

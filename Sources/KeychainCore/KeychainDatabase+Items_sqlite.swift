@@ -556,9 +556,18 @@ extension KeychainDatabase {
     @discardableResult
     public func update(_ query: ItemQuery, attributes changes: Attributes, data: Data? = nil) throws -> Int {
         if query.itemClass == .identity { return try updateIdentities(query, attributes: changes, data: data) }
+        return try askingUser(offering: query.ownerProof) { try updateOnce(query, attributes: changes, data: data) }
+    }
+
+    /// ``update(_:attributes:data:)``, once.
+    private func updateOnce(_ query: ItemQuery, attributes changes: Attributes, data: Data?) throws -> Int {
         var query = query
         query.limit = nil
-        let plan = try prepare(query, writing: true)
+        var plan = try prepare(query, writing: true)
+        // Changing an item that asks for its owner needs the owner, as reading it does (Apple
+        // asks for updates of such items too): an update could otherwise take its access
+        // control away and leave its secret to the next read.
+        plan.opensSecrets = true
         try checkSize(data: data)
         var normalizedChanges: [ItemClass: Attributes] = [:]
         for itemClass in plan.classes {

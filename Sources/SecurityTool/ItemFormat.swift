@@ -88,7 +88,7 @@ enum ItemFormat {
         let names = accessControlFlagNames.filter { control.flags & $0.flag != 0 }.map(\.name)
         let unknown = control.flags & ~accessControlFlagNames.reduce(0) { $0 | $1.flag }
         let flags = names + (unknown == 0 ? [] : ["0x" + String(unknown, radix: 16)])
-        return Array("access control: \(control.protection) [\(flags.joined(separator: ", "))]\n".utf8)
+        return Array("access control: \(control.protection.printable) [\(flags.joined(separator: ", "))]\n".utf8)
     }
 
     /// `SecAccessControlCreateFlags`' names, as Apple spells them.

@@ -35,6 +35,18 @@ struct AccessLogTests {
         #expect(ISO8601DateFormatter().date(from: String(first.prefix { $0 != " " })) != nil, "\(first)")
     }
 
+    @Test("names a program chose cannot start a line of their own or act on the terminal")
+    func controlCharacters() throws {
+        let log = AccessLog()
+        var forged = item(1)
+        forged.attributes[.label] = .string("x\n2026-01-01T00:00:00Z read genp \"fake\"\u{1B}]0;title\u{07}")
+        log.record("read", [forged], caller: "pid 7 (/tmp/a\nb)", groups: AccessGroups(["g"]), verified: false)
+        let line = try #require(log.lines.first)
+        #expect(!line.contains("\n") && !line.contains("\u{1B}") && !line.contains("\u{07}"), "\(line)")
+        #expect(line.contains(#"x\u{a}2026-01-01T00:00:00Z read genp \"fake\"\u{1b}]0;title\u{7}"#), "\(line)")
+        #expect(line.contains(#"by pid 7 (/tmp/a\u{a}b)"#), "\(line)")
+    }
+
     @Test("the last 1,000 are kept, oldest first")
     func ring() {
         let log = AccessLog()

@@ -151,19 +151,33 @@ struct OwnerAuthenticationTests {
     }
 
     @Test(
-        "updating through a listing's mode works (nothing is returned); deleting asks for nothing in any mode, as Apple's flag-based access controls allow",
+        "an update needs the owner as a read does (else it could take the access control away and leave the secret to the next read); deleting asks for nothing in any mode, as Apple's flag-based access controls allow",
         arguments: [ItemQuery.AuthenticationUI.ignore, .fail, .skip, .allow])
     func updateAndDelete(mode: ItemQuery.AuthenticationUI) throws {
         let verifier = CountingVerifier()
         let (keychain, _) = try keychain(.memory, flags: 1 << 0, verifier: verifier)
-        var guarded = query(.ignore)
+        var guarded = query(mode)
         guarded.attributes[.account] = .string("guarded")
-        #expect(try keychain.update(guarded, attributes: [.label: .string("renamed")]) == 1)
-        #expect(try keychain.find(guarded).first?.attributes[.label]?.stringValue == "renamed")
-        guarded.authenticationUI = mode
+        let stripped: Attributes = [.accessControl: .data(Data()), .label: .string("renamed")]
+        if mode == .allow {
+            #expect(try keychain.update(guarded, attributes: stripped) == 1)
+            #expect(verifier.asked == 1)
+        } else {
+            // Skip leaves the item out, so nothing matches.
+            let refused = refusal { try keychain.update(guarded, attributes: stripped) }
+            #expect(refused?.code == (mode == .skip ? .itemNotFound : .interactionNotAllowed), "\(mode)")
+            #expect(verifier.asked == 0)
+            // Nothing changed: the next read is still refused.
+            #expect(refusal { try keychain.find(self.query(.fail), includeData: true) }?.code == .interactionNotAllowed)
+        }
+        let plain = try keychain.find(query(.ignore), includeData: false).first {
+            $0.attributes[.account] == .string("plain")
+        }
+        #expect(plain != nil)
+        let asked = verifier.asked
         #expect(try keychain.delete(guarded) == 1)
         #expect(try keychain.find(query(.ignore), includeData: true).count == 1)
-        #expect(verifier.asked == 0)
+        #expect(verifier.asked == asked)
     }
 }
 

@@ -11,6 +11,8 @@ import Security
 //       access control asks for user presence; prints "stored" or "error OSSTATUS"
 //   keychain-la-worker read SERVICE [fail|skip|not-interactive]   SecItemCopyMatching for its
 //       data, as asked; prints "secret TEXT" or "error OSSTATUS"
+//   keychain-la-worker relabel SERVICE   SecItemUpdate of its label; prints "relabelled" or
+//       "error OSSTATUS"
 //   keychain-la-worker evaluate-and-read SERVICE N   evaluates the context, then reads N times
 //       with it as kSecUseAuthenticationContext, then once without it
 //   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login   Apple's sample
@@ -104,6 +106,11 @@ case "apple-sample":
     } catch {
         print("error \(error)")
     }
+case "relabel":
+    let status = SecItemUpdate(
+        [kSecClass: kSecClassGenericPassword, kSecAttrService: arguments.dropFirst().first ?? ""] as CFDictionary,
+        [kSecAttrLabel: "relabelled"] as CFDictionary)
+    print(status == errSecSuccess ? "relabelled" : "error \(status)")
 case "read":
     let values = Array(arguments.dropFirst())
     var query: [CFString: Any] = [

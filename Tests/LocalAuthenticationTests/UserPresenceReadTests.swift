@@ -68,6 +68,13 @@ extension PolkitTests {
         let skipped = try polkit.onTerminal(["read", "vault", "skip"], steps: [], environment: environment)
         #expect(skipped.output.contains("error -25300\r\n") && !skipped.output.contains("Password:"), "\(skipped)")
 
+        // Changing the item asks as reading it does; with nobody to ask, it is refused.
+        let relabelAlone = try polkit.runAsUser(polkit.worker, ["relabel", "vault"], environment: environment)
+        #expect(relabelAlone.output == "error -25308\n", "\(relabelAlone)")
+        let relabel = try polkit.onTerminal(
+            ["relabel", "vault"], steps: [("Password:", password)], environment: environment)
+        #expect(relabel.output.contains("relabelled\r\n"), "\(relabel)")
+
         // The security tool asks on its terminal too, as macOS's has its dialog ask.
         let tool = try polkit.onTerminal(
             ["find-generic-password", "-s", "vault", "-w"], steps: [("Password:", password)], environment: environment,
@@ -86,7 +93,7 @@ extension PolkitTests {
             #expect(log.status == 1 && log.output.isEmpty && log.errors.contains("no keychaind serves you"), "\(log)")
         case .keychaind:
             let reads = log.output.split(separator: "\n").filter {
-                $0.contains(" read genp (service \"vault\", account \"owner\") by pid ")
+                $0.contains(" read genp ") && $0.contains("(service \"vault\", account \"owner\") by pid ")
                     && $0.contains(", allowed by access group ") && $0.hasSuffix(" and the owner's authentication")
             }
             #expect(reads.count == 2, "the app's read and the tool's: \(log)")

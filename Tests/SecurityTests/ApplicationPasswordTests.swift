@@ -145,10 +145,11 @@ struct ApplicationPasswordTests {
                     kSecAttrAccessControl: control,
                     kSecUseAuthenticationContext: Self.context(password),
                 ]) == errSecSuccess)
-            // Another program of the user overwrites the secret through the engine.
-            _ = try keychain.update(
-                ItemQuery(class: .genericPassword, attributes: [.account: .string("t")]), attributes: [:],
-                data: Data("attacker's choice".utf8))
+            // Another program of the user overwrites the secret through the engine (which lets a
+            // caller that says it opens the seal itself change the item).
+            var tampering = ItemQuery(class: .genericPassword, attributes: [.account: .string("t")])
+            tampering.opensApplicationPassword = true
+            #expect(try keychain.update(tampering, attributes: [:], data: Data("attacker's choice".utf8)) == 1)
             #expect(Self.read("t", context: Self.context(password)).0 == errSecDecode)
         }
     }
