@@ -552,20 +552,20 @@ enum SecretServiceError {
     static let noSuchObjectName = "org.freedesktop.Secret.Error.NoSuchObject"
     static let noSession = "org.freedesktop.Secret.Error.NoSession"
     static let alreadyExists = "org.freedesktop.Secret.Error.AlreadyExists"
+    static let accessDenied = "org.freedesktop.DBus.Error.AccessDenied"
 
     static var noSuchObject: DBusError { .method(noSuchObjectName, "no such item") }
     static var noSuchCollection: DBusError { .method(noSuchObjectName, "no such collection") }
 
     static var refused: DBusError {
-        .method("org.freedesktop.DBus.Error.AccessDenied", "the caller could not be identified")
+        .method(accessDenied, "the caller could not be identified")
     }
     static func notSupported(_ what: String) -> DBusError { .method(DBusErrorName.notSupported, what) }
 
     static func dbusError(_ error: KeychainError) -> DBusError {
         if error.reason == .userAuthenticationNeeded {
             return .method(
-                "org.freedesktop.DBus.Error.AccessDenied",
-                "the item asks for its owner's authentication: read it through Keychain Services")
+                accessDenied, "the item asks for its owner's authentication: read it through Keychain Services")
         }
         return switch error.code {
         case .interactionNotAllowed, .authFailed: .method(isLocked, "the keychain is locked")
