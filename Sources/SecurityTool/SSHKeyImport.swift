@@ -59,8 +59,8 @@ enum SSHKeyImport {
         var reader = Reader(bytes: [UInt8](blob))
         defer { reader.wipe() }
         guard reader.take(15) == Array("openssh-key-v1\0".utf8), let cipher = reader.string(),
-            let kdf = reader.string(), reader.string() != nil, let count = reader.uint32(), reader.string() != nil,
-            var section = reader.string().map({ Reader(bytes: $0) }), reader.isAtEnd
+            let kdf = reader.string(), reader.string() != nil, let count = reader.uint32(),
+            let publicBlob = reader.string(), var section = reader.string().map({ Reader(bytes: $0) }), reader.isAtEnd
         else { throw damaged }
         defer { section.wipe() }
         guard cipher == Array("none".utf8), kdf == Array("none".utf8) else {
@@ -75,13 +75,40 @@ enum SSHKeyImport {
         guard let fields = fieldCounts[type] else {
             throw CommandFailure.failure("keys of type \(type.prefix(64)) are not supported")
         }
-        for _ in 0...fields where section.string() == nil { throw damaged }  // the fields, then the comment
+        var values: [[UInt8]] = []
+        for _ in 0..<fields {
+            guard let value = section.string() else { throw damaged }
+            values.append(value)
+        }
+        defer {
+            for index in values.indices {
+                values[index].withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            }
+        }
+        // The file's public key must be the private key's, as OpenSSH's own reader requires
+        // (sshkey_parse_private2 in sshkey.c): a flipped byte in either is a damaged file.
+        guard publicBlob == publicKeyBlob(type: type, fields: values), section.string() != nil  // the comment
+        else { throw damaged }
         let request = [UInt8(17)] + section.bytes[fieldsStart..<section.offset]
         // Then the padding: 1, 2, 3, …
         for (index, byte) in section.bytes[section.offset...].enumerated() where Int(byte) != index + 1 {
             throw damaged
         }
         return request
+    }
+
+    /// The public key blob (RFC 4253 §6.6) that the private key `fields` of a key of `type` stand
+    /// for, in the order `fieldCounts` counts them (PROTOCOL.key; RFC 5656 §3.1; RFC 8709 §4).
+    static func publicKeyBlob(type: String, fields: [[UInt8]]) -> [UInt8] {
+        let kept: [[UInt8]]
+        switch type {
+        case "ssh-rsa": kept = [fields[1], fields[0]]  // n, e, d, iqmp, p, q → e, n
+        case "ssh-ed25519": kept = [fields[0]]  // pk, sk → pk
+        default: kept = [fields[0], fields[1]]  // curve, Q, d → curve, Q
+        }
+        return ([Array(type.utf8)] + kept).flatMap { field in
+            [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: field.count >> $0) } + field
+        }
     }
 
     /// Sends `request` to the SSH agent at `socket` (started with keychaind; waited for up to five
