@@ -22,6 +22,9 @@ package final class AccessLog: Sendable {
         var group: String
         /// Whether the owner's authentication allowed it too.
         var verified: Bool
+        /// For an item with an access list: what let the caller past it (`its access list`,
+        /// `the person's answer to a prompt`).
+        var accessList: String?
 
         /// `2026-11-30T11:40:02Z read genp "Vault" (service "vault", account "owner") by pid 42
         /// (/usr/bin/app), allowed by access group default`.
@@ -32,7 +35,9 @@ package final class AccessLog: Sendable {
                 value.map { "\(title) \"\($0.printable)\"" }
             }
             if !parts.isEmpty { item += " (\(parts.joined(separator: ", ")))" }
-            let allowedBy = "access group \(group)" + (verified ? " and the owner's authentication" : "")
+            let allowedBy =
+                "access group \(group)" + (accessList.map { ", " + $0 } ?? "")
+                + (verified ? " and the owner's authentication" : "")
             return
                 "\(date.formatted(.iso8601)) \(operation) \(item) by \(caller.printable), allowed by \(allowedBy.printable)"
         }
@@ -50,7 +55,13 @@ package final class AccessLog: Sendable {
     private let ring = Mutex(Ring())
 
     /// Records that the secrets of `items` were given out.
-    package func record(_ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool) {
+    /// - Parameters:
+    ///   - allowed: The items the person allowed this call though their access lists do not
+    ///     name the caller.
+    package func record(
+        _ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool,
+        allowed: Set<UUID> = []
+    ) {
         guard !items.isEmpty else { return }
         let date = Date()
         let fallbackGroup = groups.groups.first ?? "none"
@@ -60,7 +71,11 @@ package final class AccessLog: Sendable {
                 names: Self.namingAttributes.map { name in
                     item.attributes[name]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
                 },
-                caller: caller, group: item.accessGroup ?? fallbackGroup, verified: verified)
+                caller: caller, group: item.accessGroup ?? fallbackGroup, verified: verified,
+                accessList: item.attributes[.access] == nil
+                    ? nil
+                    : item.persistentID.map(allowed.contains) == true
+                        ? "the person's answer to a prompt" : "its access list")
         }
         ring.withLock { ring in
             for entry in added {

@@ -123,7 +123,7 @@ extension AgentService {
         guard request.arguments.includeData, !items.isEmpty else { return }
         accessLog.record(
             "read", items, caller: callerName(request.connection), groups: request.groups,
-            verified: KeychainDatabase.userVerified)
+            verified: KeychainDatabase.userVerified, allowed: KeychainDatabase.allowedItems)
     }
 
     /// The caller as the access log names it (``CallerDirectory/logName(for:)-(DBusConnection)``).
@@ -238,31 +238,51 @@ extension AgentService {
         let values = call.arguments
         let connection = call.connection
         return try await Self.agentErrorsAsync {
-            do {
-                return try await answerOnWorkQueue(handler, values, connection, verified: false)
-            } catch let error as KeychainError where error.reason == .authenticateUser {
-                let arguments = try? A(decoding: values)
-                let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query
-                if !offersOwnerProof(query?.ownerProof, connection) { _ = try await verifyCaller(connection) }
-                return try await answerOnWorkQueue(handler, values, connection, verified: true)
+            var verified = false
+            var allowed: Set<UUID> = []
+            while true {
+                do {
+                    return try await answerOnWorkQueue(handler, values, connection, verified: verified, allowed: allowed)
+                } catch let error as KeychainError where error.reason == .authenticateUser && !verified {
+                    let arguments = try? A(decoding: values)
+                    let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query
+                    if !offersOwnerProof(query?.ownerProof, connection) { _ = try await verifyCaller(connection) }
+                    verified = true
+                } catch let error as KeychainError where error.reason == .confirmApplication {
+                    // An item whose access list does not name the caller: the person is asked,
+                    // once for each such item the call matched, then the call runs again.
+                    guard let pending = error.underlying as? ApplicationConfirmation, !allowed.contains(pending.item),
+                        allowed.count < Self.mostApplicationQuestions
+                    else { throw KeychainError.applicationNotTrusted }
+                    let arguments = try? A(decoding: values)
+                    try await confirmApplication(
+                        pending, keychain: (arguments as? any AgentKeychainArguments)?.keychain,
+                        changing: arguments is I.UpdateArguments, connection)
+                    allowed.insert(pending.item)
+                }
             }
         }
     }
 
-    /// Runs a call on the engine's queue, its caller verified by the person or not.
+    /// Runs a call on the engine's queue, its caller verified by the person or not, with the
+    /// items the person allowed it.
     private func answerOnWorkQueue<A, R>(
-        _ handler: Handler<A, R>, _ values: [DBusValue], _ connection: DBusConnection, verified: Bool
+        _ handler: Handler<A, R>, _ values: [DBusValue], _ connection: DBusConnection, verified: Bool,
+        allowed: Set<UUID>
     ) async throws -> [DBusValue] {
         try await onWorkQueue { [self] in
             try KeychainDatabase.$userVerified.withValue(verified) {
-                // Arguments are decoded once the caller may make the call; the dispatcher has
-                // checked their types, what they hold is checked here (`.parameter`).
-                guard handler.access != .connection else {
-                    return try run(handler, { try A(decoding: values) }, groups: AccessGroups([]), connection).values
+                try KeychainDatabase.$allowedItems.withValue(allowed) {
+                    // Arguments are decoded once the caller may make the call; the dispatcher has
+                    // checked their types, what they hold is checked here (`.parameter`).
+                    guard handler.access != .connection else {
+                        return try run(handler, { try A(decoding: values) }, groups: AccessGroups([]), connection)
+                            .values
+                    }
+                    defer { MemoryHygiene.scrubStack() }
+                    let groups = try callerGroups(connection)
+                    return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
                 }
-                defer { MemoryHygiene.scrubStack() }
-                let groups = try callerGroups(connection)
-                return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
             }
         }
     }
@@ -345,7 +365,9 @@ extension AgentService {
             defer { MemoryHygiene.scrubStack() }
             do {
                 return try run(handler, { arguments }, groups: groups, call.connection).values
-            } catch let error as KeychainError where error.reason == .authenticateUser {
+            } catch let error as KeychainError
+                where error.reason == .authenticateUser || error.reason == .confirmApplication
+            {
                 return nil  // the person is asked from the queue's side (answer(_:_:))
             }
         }
@@ -374,7 +396,9 @@ extension AgentService {
         let request = Request<A, R>(
             arguments: try decode(), groups: groups, connection: connection, effect: handler.effect,
             seen: handler.seen)
-        return try handler.body(request)
+        return try KeychainDatabase.$callingApplication.withValue(callingApplication(connection)) {
+            try handler.body(request)
+        }
     }
 
     /// Runs `body`, the engine's errors become the agent's D-Bus errors.

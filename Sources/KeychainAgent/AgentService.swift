@@ -55,6 +55,8 @@ public final class AgentService: Sendable {
     /// The proofs that the person answered for a caller (`AuthenticateOwner`), which its reads
     /// offer (``KeychainModel/ItemQuery/ownerProof``).
     let ownerProofs = OwnerProofs()
+    /// How callers an item's access list does not name are asked about (``askAboutApplications(through:environment:)``).
+    let applicationPrompt = Mutex<ApplicationAccessPrompt?>(nil)
     /// The secrets given out, to whom (`AccessLog`): through this socket, and the Secret
     /// Service's.
     package let accessLog = AccessLog()
@@ -195,8 +197,14 @@ public final class AgentService: Sendable {
         try Self.requireSomeGroup(groups)
         defer { MemoryHygiene.scrubStack() }
         let keychain = try keychain(name)
-        return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
+        return try idle.around(keychain, .use) {
+            try KeychainDatabase.$callingApplication.withValue(Self.busClient) { try body(keychain.acting(for: groups)) }
+        }
     }
+
+    /// Who the Secret Service's and the SSH agent's callers are to an access list: nobody it can
+    /// name, so that an item with an access list never goes to them unasked (they cannot ask yet).
+    static let busClient = CallingApplication.unnamed("a Secret Service or SSH agent client")
 
     /// Unlocks the keychain `name` (`""`: the default one) with `password`, as a client's
     /// `Unlock` does: counted in the back-off after wrong passwords.
@@ -242,7 +250,9 @@ public final class AgentService: Sendable {
         guard !groups.groups.isEmpty,
             let keychain = open.withLock({ spellings[name].flatMap { keychains[$0] } })
         else { return nil }
-        return try idle.around(keychain, .use) { try body(keychain.acting(for: groups)) }
+        return try idle.around(keychain, .use) {
+            try KeychainDatabase.$callingApplication.withValue(Self.busClient) { try body(keychain.acting(for: groups)) }
+        }
     }
 
     /// Creates a password-less keychain at the absolute `path`, as `security create-keychain`

@@ -152,7 +152,8 @@ public final class CallerDirectory: Sendable {
         let peer = try PeerCredentials(
             uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, pidFD: credentials.pidFD)
         try peer.authorize(agentUID: agentUID)
-        let entry = Entry(peer: peer, identity: try resolver.identify(peer))
+        let entry = Entry(
+            peer: peer, identity: try resolver.identify(peer), inAgentRoot: !FlatpakInfo.isInSeparateRoot(pid: peer.pid))
         cache.withLock { $0.insert(entry, capacity: capacity) }
         return entry
     }
@@ -184,6 +185,9 @@ public final class CallerDirectory: Sendable {
     struct Entry: Sendable {
         var peer: PeerCredentials
         var identity: CallerIdentity
+        /// Whether the process shares the agent's root and mount namespace, so that the path of
+        /// its executable names the file the agent sees there.
+        var inAgentRoot: Bool
         var lastUse: UInt64 = 0
     }
 

@@ -187,6 +187,42 @@ public final class PinentryDialog: @unchecked Sendable {
         }
     }
 
+    /// A button of a ``confirm(title:description:ok:notOK:cancel:)`` dialog.
+    public enum Button: Sendable, Hashable {
+        /// The first button (Enter picks it).
+        case ok
+        /// The middle button, when there is one.
+        case notOK
+        /// The last button, Escape, or a closed dialog.
+        case cancel
+    }
+
+    /// Shows `description` with two or three buttons (`notOK` in the middle, when given) and
+    /// returns the one the person chose. Blocks until they answer: call it on a thread of its
+    /// own.
+    /// - Throws: ``PinentryError`` when the program fails.
+    public func confirm(title: String = "Keychain", description: String, ok: String, notOK: String?, cancel: String)
+        throws -> Button
+    {
+        do {
+            try command("SETTITLE", title)
+            try command("SETDESC", description)
+            try command("SETOK", ok)
+            if let notOK { try command("SETNOTOK", notOK) }
+            try command("SETCANCEL", cancel)
+            try send("CONFIRM\n")
+            _ = try response()
+            return .ok
+        } catch let failure as PinentryError where failure.description.hasPrefix("ERR ") {
+            // GPG_ERR_NOT_CONFIRMED (114 in the pinentry source, 83886194 with it) is the middle
+            // button; cancel (83886179), a time-out or anything else counts as the last.
+            return failure.description.hasPrefix("ERR 83886194") ? .notOK : .cancel
+        } catch {
+            if isCancelled { return .cancel }
+            throw error
+        }
+    }
+
     /// Takes the dialog off the screen from any thread: the program is ended, and an
     /// ``askPassword(title:description:error:)`` waiting for it returns `nil`.
     public func cancel() {

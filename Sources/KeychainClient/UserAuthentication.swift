@@ -17,6 +17,8 @@ extension AgentKeychain {
         first.authenticationUI = .fail
         do {
             return try call(first)
+        } catch let error as KeychainError where error.reason == .applicationNotTrusted {
+            return try call(query)  // keychaind asks about this application itself
         } catch let error as KeychainError where error.reason == .userAuthenticationNeeded {
             let agent = (try? ProcessSubject.current()).flatMap { TerminalAgent.start(for: $0) }
             defer { agent?.stop() }

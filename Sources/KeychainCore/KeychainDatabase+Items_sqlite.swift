@@ -350,6 +350,15 @@ extension KeychainDatabase {
     /// (keychaind for its caller, ``askingUser(_:)`` here), for that call alone.
     @TaskLocal package static var userVerified = false
 
+    /// Who calls, when keychaind serves the call: each item's access list is matched against
+    /// it (``KeychainModel/AccessList``). `nil` in a process that opens its keychain itself,
+    /// which no access list can keep from the file it reads.
+    @TaskLocal package static var callingApplication: CallingApplication?
+
+    /// The items the person allowed the running call to read or change though their access
+    /// lists do not name the caller: set by keychaind, which asked, for that call alone.
+    @TaskLocal package static var allowedItems: Set<UUID> = []
+
     /// Runs `body`, a read; when it fails because a matched item asks for its owner's
     /// authentication and the call may ask (``KeychainModel/KeychainError/Reason/authenticateUser``),
     /// and ``KeychainModel/KeychainConfiguration/userVerifier`` can ask here, has it accept `proof`
@@ -396,7 +405,9 @@ extension KeychainDatabase {
                     guard let item = try codec.open(row, plan: plan, includeData: includeData) else { continue }
                     items.append(item)
                 } catch let error as KeychainError
-                    where unreadable != nil && (error.code == .decode || error.reason == .userAuthenticationNeeded)
+                    where unreadable != nil
+                        && (error.code == .decode || error.reason == .userAuthenticationNeeded
+                            || error.reason == .applicationNotTrusted)
                 {
                     unreadable?(
                         UnreadableItem(
@@ -880,6 +891,8 @@ extension KeychainDatabase {
             authenticationUI: query.authenticationUI, hostOrSubdomain: query.hostOrSubdomain)
         plan.opensApplicationPassword = query.opensApplicationPassword
         plan.userVerified = Self.userVerified
+        plan.caller = Self.callingApplication
+        plan.allowedItems = Self.allowedItems
         return plan
     }
 }

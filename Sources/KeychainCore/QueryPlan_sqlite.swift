@@ -110,6 +110,11 @@ struct QueryPlan {
     var opensSecrets = false
     /// Whether the person answered for this call already (``KeychainDatabase/userVerified``).
     var userVerified = false
+    /// Who calls, when keychaind serves the call (``KeychainDatabase/callingApplication``):
+    /// matched against each item's access list.
+    var caller: CallingApplication?
+    /// The items the person allowed this call to read or change (``KeychainDatabase/allowedItems``).
+    var allowedItems: Set<UUID> = []
     var hostOrSubdomain: String?
 
     /// Whether an attribute gets a keyed tag in the `tags` table, so that a query on it is an
@@ -306,11 +311,12 @@ extension QueryPlan {
     /// - Throws: `.interactionNotAllowed`: ``KeychainModel/KeychainError/Reason/authenticateUser``
     ///   for a call that may ask (`.allow`), ``KeychainModel/KeychainError/Reason/userAuthenticationNeeded``
     ///   for one that may not.
-    func admits(_ attributes: Attributes) throws -> Bool {
+    func admits(_ attributes: Attributes, uuid: UUID?) throws -> Bool {
         if let host = hostOrSubdomain {
             guard let server = attributes[.server]?.stringValue, server == host || server.hasSuffix("." + host)
             else { return false }
         }
+        guard try trustsCaller(attributes, uuid: uuid) else { return false }
         guard !userVerified,
             let control = attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
             control.requiresAuthentication(openingApplicationPassword: opensApplicationPassword)
@@ -326,6 +332,32 @@ extension QueryPlan {
                 .interactionNotAllowed,
                 "an item asks for biometry or a companion device, which cannot be checked here yet")
         case .ignore, .fail: throw KeychainError.userAuthenticationNeeded
+        }
+    }
+}
+
+extension QueryPlan {
+    /// Whether the caller may have this item's secret, or change it, as its access list says
+    /// (``KeychainModel/AccessList``): a caller the list names, an item the person allowed for
+    /// this call, or a call that reads no secret. In-process calls have no caller and pass.
+    /// - Returns: `false` for an untrusted caller's `.skip`.
+    /// - Throws: `.interactionNotAllowed`: ``KeychainModel/KeychainError/Reason/confirmApplication``
+    ///   for a call that may ask (`.allow`), naming the item; ``KeychainModel/KeychainError/Reason/applicationNotTrusted``
+    ///   for one that may not.
+    func trustsCaller(_ attributes: Attributes, uuid: UUID?) throws -> Bool {
+        guard opensSecrets, let caller, let stored = attributes[.access]?.dataValue,
+            !AccessList(serialized: stored).trusts(caller)
+        else { return true }
+        if let uuid, allowedItems.contains(uuid) { return true }
+        switch authenticationUI {
+        case .skip: return false
+        case .allow where uuid != nil:
+            throw KeychainError(
+                .interactionNotAllowed, "an item's access list does not name the caller",
+                underlying: ApplicationConfirmation(item: uuid!, attributes: attributes)
+            )
+            .because(.confirmApplication)
+        case .allow, .ignore, .fail: throw KeychainError.applicationNotTrusted
         }
     }
 }
@@ -538,7 +570,7 @@ struct RowCodec {
         case .filteredOut: return nil
         case .contradictsIndex: throw KeychainError.decode("a stored item does not match its index")
         }
-        guard try plan.admits(attributes) else { return nil }
+        guard try plan.admits(attributes, uuid: UUID(bytes: stored.uuid)) else { return nil }
         var item = Item(class: stored.itemClass, attributes: attributes)
         item.persistentID = UUID(bytes: stored.uuid)  // 16 bytes: StoredRow checks
         if includeData, let sealed = stored.data {

@@ -96,6 +96,9 @@ public struct AttributeName: RawRepresentable, Hashable, Sendable, Comparable,
     public static let accessible: AttributeName = "pdmn"
     /// `kSecAttrAccessControl` (`accc`).
     public static let accessControl: AttributeName = "accc"
+    /// `kSecAttrAccess` (`acls`): the item's access list (``AccessList``), which keychaind
+    /// enforces for the callers it serves.
+    public static let access: AttributeName = "acls"
     /// `kSecAttrAccessGroup` (`agrp`).
     public static let accessGroup: AttributeName = "agrp"
     /// `kSecAttrSynchronizable` (`sync`).

@@ -19,7 +19,8 @@ public enum AttributeKind: Sendable, Hashable {
     case date
     /// A 0- or 16-byte identifier (`musr`).
     case uuid
-    /// A serialized access-control object (`accc`).
+    /// A serialized access-control object (`accc`) or access list (`acls`): kept as given,
+    /// never indexed.
     case accessControl
     /// A set of search terms (``SearchTerms``, stored encoded as data), each indexed on its own:
     /// a filter on it matches the items that have every term it lists.
@@ -157,7 +158,7 @@ public struct ItemSchema: Sendable {
         a("agrp", .string), a("pdmn", .access), a("sync", .sync, default: .number(0)),
         a("tomb", .number), a("musr", .uuid, default: .data(Data())),
         unstored(a("vwht", .string, default: .string(""))), unstored(a("tkid", .string, default: .string(""))),
-        unstored(a("ggrp", .string, default: .string(""))), a("accc", .accessControl),
+        unstored(a("ggrp", .string, default: .string(""))), a("accc", .accessControl), a("acls", .accessControl),
     ]
 
     private static let passwordCommon: [AttributeSpec] = [

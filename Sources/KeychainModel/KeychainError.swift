@@ -84,6 +84,16 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// Nothing on this system can authenticate the owner (no polkit answers): `LAError`'s
         /// `.passcodeNotSet`, where a device has no passcode.
         public static let ownerAuthenticationUnavailable = Reason(rawValue: "ownerAuthenticationUnavailable")
+        /// An item the call matched has an access list (``AccessList``) that does not name the
+        /// caller, and the call may ask (``ItemQuery/AuthenticationUI-swift.enum/allow``):
+        /// keychaind asks the person, Deny / Allow / Always Allow, then runs the call again with
+        /// the item allowed. Its ``KeychainError/underlying`` says which item.
+        public static let confirmApplication = Reason(rawValue: "confirmApplication")
+        /// An item the call matched has an access list that does not name the caller, and the
+        /// call may not ask: its query says ``ItemQuery/AuthenticationUI-swift.enum/fail``, or
+        /// it reads secrets with ``ItemQuery/AuthenticationUI-swift.enum/ignore``, or nobody can
+        /// be asked.
+        public static let applicationNotTrusted = Reason(rawValue: "applicationNotTrusted")
     }
 
     /// The Apple `OSStatus` of any error, the one mapping every layer uses: an error that
@@ -196,6 +206,16 @@ extension KeychainError {
             .interactionNotAllowed, "its secret asks for its owner's authentication, which cannot be asked for here"
         )
         .because(.userAuthenticationNeeded)
+    }
+}
+
+extension KeychainError {
+    /// A matched item's access list does not name the caller, who may not be asked about
+    /// (``Reason/applicationNotTrusted``). Its message is how an unreadable row's description
+    /// says so across the agent's socket.
+    package static var applicationNotTrusted: KeychainError {
+        KeychainError(.interactionNotAllowed, "its access list does not name this application, and nobody can be asked")
+            .because(.applicationNotTrusted)
     }
 }
 

@@ -23,7 +23,8 @@ public struct UnreadableItem: Sendable, CustomStringConvertible {
     /// The item's class, when the row names a known one.
     public var itemClass: ItemClass?
     /// Why it failed: `.decode`, or `.interactionNotAllowed` for a secret that asks for its
-    /// owner's authentication (``KeychainError/Reason/userAuthenticationNeeded``).
+    /// owner's authentication (``KeychainError/Reason/userAuthenticationNeeded``) or whose access
+    /// list does not name the caller (``KeychainError/Reason/applicationNotTrusted``).
     public var error: KeychainError
 
     /// Describes a row that could not be read.
@@ -73,7 +74,7 @@ extension UnreadableItem {
                 persistentID = id
             }
         }
-        let needsOwner = KeychainError.userAuthenticationNeeded
-        error = message == needsOwner.message ? needsOwner : KeychainError(.decode, message)
+        let known = [KeychainError.userAuthenticationNeeded, .applicationNotTrusted]
+        error = known.first { $0.message == message } ?? KeychainError(.decode, message)
     }
 }

@@ -567,6 +567,11 @@ enum SecretServiceError {
             return .method(
                 accessDenied, "the item asks for its owner's authentication: read it through Keychain Services")
         }
+        if error.reason == .applicationNotTrusted {
+            return .method(
+                accessDenied,
+                "the item's access list does not name this application: read it through Keychain Services or security")
+        }
         return switch error.code {
         case .interactionNotAllowed, .authFailed: .method(isLocked, "the keychain is locked")
         case .itemNotFound: noSuchObject

@@ -194,13 +194,13 @@ struct AddItemOptions: ParsableArguments {
         help: "Update the item if it already exists (without -U an existing item is an error).")
     var update = false
 
-    @Flag(name: .customShort("A"), help: "Accepted for macOS scripts; no effect on Linux (see below).")
+    @Flag(name: .customShort("A"), help: "No access list: any program the item's access group allows reads it.")
     var allowAnyApplication = false
 
     @Option(
         name: .customShort("T", allowingJoined: true), parsing: .unconditionalSingleValue,
         help: ArgumentHelp(
-            "Accepted for macOS scripts (an application allowed to read the item); no effect on Linux. May be repeated.",
+            "A program trusted to read the item without being asked (a path, or flatpak:<app.id>; \"\" for none). May be repeated.",
             valueName: "appPath"))
     var trustedApplications: [String] = []
 
@@ -211,6 +211,9 @@ struct AddItemOptions: ParsableArguments {
     var keychains: [String] = []
 
     func validate() throws {
+        guard !allowAnyApplication || trustedApplications.isEmpty else {
+            throw ValidationError("Give -A (any program) or -T (these programs), not both.")
+        }
         guard keychains.count <= 1 else { throw ValidationError("Give at most one keychain.") }
         guard keychains.first?.isEmpty != true else { throw ValidationError("The keychain name is empty.") }
     }
@@ -228,12 +231,35 @@ struct AddItemOptions: ParsableArguments {
         item.attributes.set(.comment, comment)
         try item.attributes.setCode("crtr", creator)
         try item.attributes.setCode("type", type)
+        if let list = try accessList() { item.attributes[.access] = .data(list.serialized) }
         guard let secret = try NewSecret.read(prompt: promptForPassword, hex: hex, text: text, session: session)
         else { return 1 }
         let keychainName = keychains.first
         return try secret.store(
             item, primaryKey: primaryKey, updating: update, keychainName: keychainName,
             function: function(keychainName), session: session)
+    }
+}
+
+extension AddItemOptions {
+    /// The access list `-T` gives (`nil` without `-T`): each program named as the kernel names
+    /// it when it runs, by its file's real path.
+    /// - Throws: ``CommandFailure`` for a program that does not exist or a malformed name.
+    func accessList() throws -> AccessList? {
+        guard !trustedApplications.isEmpty else { return nil }
+        let applications = try trustedApplications.filter { !$0.isEmpty }.map { argument in
+            if argument.hasPrefix("flatpak:") {
+                guard let application = TrustedApplication(argument: argument) else {
+                    throw CommandFailure.failure("\(argument.printable) is not a Flatpak app id (flatpak:org.example.App)")
+                }
+                return application
+            }
+            let real = URL(fileURLWithPath: argument).resolvingSymlinksInPath().path
+            guard FileManager.default.isExecutableFile(atPath: real), let application = TrustedApplication(argument: real)
+            else { throw CommandFailure.failure("-T \(argument.printable): no such program") }
+            return application
+        }
+        return AccessList(applications: applications)
     }
 }
 
@@ -318,6 +344,8 @@ struct NewSecret {
             else { return nil }
             var itemQuery = ItemQuery(class: item.itemClass, persistentID: item.persistentID)
             itemQuery.synchronizable = .any
+            // A change of an item that asks (its owner, or about this program) asks here.
+            itemQuery.authenticationUI = .allow
             try session.withAccess(to: keychain) {
                 _ = try keychain.database.update(
                     itemQuery, attributes: changes, data: secret.bytes.map { Data($0) })

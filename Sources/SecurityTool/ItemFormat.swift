@@ -83,6 +83,19 @@ enum ItemFormat {
 
     /// What `dump-keychain -a` says of an item's access control: what reading it asks for.
     static func accessControlLine(_ item: Item) -> [UInt8] {
+        accessFlagsLine(item) + accessListLines(item)
+    }
+
+    /// The item's access list: `access list: trusts no application`, or `access list:` and a
+    /// line for each trusted application; nothing for an item without one.
+    static func accessListLines(_ item: Item) -> [UInt8] {
+        guard let stored = item.attributes[.access]?.dataValue else { return [] }
+        let applications = AccessList(serialized: stored).applications
+        guard !applications.isEmpty else { return Array("access list: trusts no application\n".utf8) }
+        return Array(("access list:\n" + applications.map { "    trusted: \($0)\n" }.joined()).utf8)
+    }
+
+    private static func accessFlagsLine(_ item: Item) -> [UInt8] {
         guard let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:))
         else { return Array("no access control for this item\n".utf8) }
         let names = accessControlFlagNames.filter { control.flags & $0.flag != 0 }.map(\.name)

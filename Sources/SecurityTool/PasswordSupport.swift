@@ -95,9 +95,16 @@ enum HelpText {
         "A secret given on the command line can be seen by other users of this machine (in `ps`) and lands in your shell history."
 
     static let accessControl = """
-        -A and -T are accepted so that macOS scripts run unchanged, and do nothing here: Linux keychains \
-        have no per-application access lists, and any process running as you can read the items of a \
-        keychain it can unlock.
+        Which programs may read the secret without being asked (an access list, as on macOS):
+          -T <app>        trust this program: an executable's path (symbolic links are followed, as \
+        the kernel names a running program by its file), or flatpak:<app.id> for a Flatpak app. May be \
+        repeated; -T "" trusts no program, so every read asks.
+          -A              no access list: the item's access group alone decides (also the default).
+        With an access list, keychaind asks you about any other program that reads or changes the item, \
+        on its terminal or your desktop: Allow (this once), Always Allow (adds the program, pinned by its \
+        file's SHA-256, to the list) or Deny. An interpreter such as python3 can be allowed only once. \
+        `security dump-keychain -a` shows each item's list; -U with -T replaces it, after asking you. \
+        A program that opens the keychain file itself (KEYCHAIN_AGENT=off) is not bound by a list.
         """
 
     static let keychainArgument =
@@ -204,6 +211,12 @@ func searchFailure(_ error: any Error, function: String = "SecKeychainSearchCopy
     if error is CommandFailure { return error }
     if let error = error as? KeychainError, error.isSetupProblem { return CommandFailure.status(of: error, function) }
     let status = CommandFailure.osStatus(of: error)
+    if let error = error as? KeychainError, error.reason == .applicationNotTrusted {
+        return CommandFailure.status(
+            status, function,
+            hint: "the item's access list does not name this program, and there is nobody to ask: run it on a "
+                + "terminal or in your desktop session to be asked, or trust it with `-U -T`")
+    }
     let locked = status == KeychainError.Code.interactionNotAllowed.rawValue
     return CommandFailure.status(status, function, hint: locked ? Session.lockedHint() : nil)
 }

@@ -296,6 +296,7 @@ func run() async throws -> Never {
     keychains.tokenKeyHardware = try tpm.map(TPMSecureEnclave.init(tcti:))
     // Callers are identified once per connection, and re-checked cheaply on each call.
     let service = AgentService(configuration: keychains, paths: paths, callers: directory)
+    service.askAboutApplications(through: Pinentry(environment: environment), environment: environment)
     let objects = DBusObjectTree()
     try objects.register(service.interface, at: AgentInterface.objectPath)
     let secretService = SecretServiceHost(

@@ -1,0 +1,189 @@
+import DBusNIO
+import Foundation
+import KeychainAgentProtocol
+import KeychainCore
+import KeychainLibc
+
+// Per-app access: an item's access list (`KeychainModel.AccessList`) names the applications that
+// use it without being asked; keychaind asks the person about any other caller, Deny / Allow /
+// Always Allow, as macOS does, and "Always Allow" adds the caller to the list.
+
+extension CallerDirectory {
+    /// The caller behind `connection` as an access list matches it, from what was read when it
+    /// was identified; a caller nothing names when it cannot be identified.
+    package func callingApplication(for connection: DBusConnection) -> CallingApplication {
+        let checked = connection.attachment as? Entry
+        guard let entry = checked ?? (try? entry(for: connection.peerCredentials, resolving: true)) else {
+            return .unnamed("pid \(connection.peerCredentials?.pid ?? 0) (not identified)")
+        }
+        return application(entry)
+    }
+
+    /// The caller behind `credentials` as an access list matches it.
+    package func callingApplication(for credentials: DBusPeerCredentials) -> CallingApplication {
+        guard let entry = try? entry(for: credentials, resolving: true) else {
+            return .unnamed("pid \(credentials.pid) (not identified)")
+        }
+        return application(entry)
+    }
+
+    /// An identified caller: a Flatpak app by its app id; a program in the agent's own root by
+    /// its executable (and, when an entry pins it, that file's digest, read through
+    /// `/proc/PID/exe` so that what is hashed is what runs); anything else by nothing.
+    private func application(_ entry: Entry) -> CallingApplication {
+        let pid = entry.peer.pid
+        switch entry.identity.tier {
+        case .sandboxed(let appID):
+            return CallingApplication(
+                executable: nil, flatpakAppID: appID, executableSHA256: { nil },
+                displayName: "the Flatpak app \(appID) (pid \(pid))")
+        case .invalidSandbox:
+            return .unnamed("pid \(pid) (a sandbox that names no app)")
+        case .manifestBound, .unidentified:
+            guard entry.inAgentRoot, let executable = entry.peer.executable else {
+                return .unnamed("pid \(pid) (in a sandbox that names no app)")
+            }
+            let cache = resolver.hashCache
+            return CallingApplication(
+                executable: executable.path, flatpakAppID: nil,
+                executableSHA256: { Self.digest(pid: pid, executable: executable, cache: cache) },
+                displayName: "\(executable.path) (pid \(pid))")
+        }
+    }
+
+    /// The SHA-256 of the file process `pid` runs, when it is still `executable`.
+    private static func digest(pid: Int32, executable: ExecutableIdentity, cache: ExecutableHashCache) -> String? {
+        let fd = open("/proc/\(pid)/exe", O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, executable.matches(info), info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return try? cache.digest(of: fd, info: info)
+    }
+}
+
+extension CallingApplication {
+    /// What "Always Allow" adds to an access list for this caller: its Flatpak app id, or its
+    /// executable pinned by digest (a changed or replaced file is asked about again); `nil` when
+    /// nothing names it well enough to be trusted for good: an interpreter (which runs whatever
+    /// script it is given), an executable that cannot be read, a sandbox that names no app.
+    var alwaysAllowed: TrustedApplication? {
+        if let appID = flatpakAppID { return TrustedApplication(.flatpak(appID: appID)) }
+        guard let path = executable, !IdentityResolver.isInterpreter(path), let digest = executableSHA256() else {
+            return nil
+        }
+        return TrustedApplication(.executable(path: path, sha256: digest))
+    }
+}
+
+/// The question keychaind asks when an item's access list does not name the caller, through
+/// pinentry on the caller's terminal, else on the session's display: "Allow" (Enter), "Always
+/// Allow" (when the caller can be named for good), "Deny" (Escape).
+package struct ApplicationAccessPrompt: Sendable {
+    /// The person's answer.
+    package enum Answer: Sendable, Hashable {
+        case deny, allowOnce, alwaysAllow
+    }
+
+    let pinentry: Pinentry
+    let environment: [String: String]
+
+    /// Asks about `caller` (process `pid`) reading or changing `item`. Blocks until the person
+    /// answers: call it on a thread of its own.
+    /// - Returns: `nil` when there is nobody to ask (no terminal, no display).
+    func ask(caller: CallingApplication, pid: Int32, item: String, changing: Bool, offersAlways: Bool) throws
+        -> Answer?
+    {
+        guard let dialog = try pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment) else {
+            return nil
+        }
+        defer { dialog.close() }
+        let wants = changing ? "wants to change" : "wants to read the secret of"
+        let description =
+            "keychain: \(caller.displayName.printable) \(wants) \(item.printable). The item's access list "
+            + "does not name this application."
+            + (offersAlways ? "" : " It runs code it does not contain, so it can be allowed only once.")
+        switch try dialog.confirm(
+            description: description, ok: "Allow", notOK: offersAlways ? "Always Allow" : nil, cancel: "Deny")
+        {
+        case .ok: return .allowOnce
+        case .notOK: return .alwaysAllow
+        case .cancel: return .deny
+        }
+    }
+}
+
+extension AgentService {
+    /// The most items one call asks about; past it the call fails (`errSecInteractionNotAllowed`).
+    static let mostApplicationQuestions = 8
+
+    /// The caller behind `connection` as access lists match it.
+    func callingApplication(_ connection: DBusConnection) -> CallingApplication {
+        callers?.callingApplication(for: connection)
+            ?? .unnamed("pid \(connection.peerCredentials?.pid ?? 0) (not identified)")
+    }
+
+    /// Asks the person whether the caller behind `connection` may use the item `pending` names,
+    /// off the engine's queue; stores "Always Allow" in the item's access list.
+    /// - Throws: `.authFailed` when the person denies it; `.interactionNotAllowed`
+    ///   (``KeychainModel/KeychainError/Reason/applicationNotTrusted``) when nobody can be asked.
+    func confirmApplication(
+        _ pending: ApplicationConfirmation, keychain name: String?, changing: Bool, _ connection: DBusConnection
+    ) async throws {
+        guard let prompt = applicationPrompt.withLock({ $0 }), let pid = connection.peerCredentials?.pid else {
+            throw KeychainError.applicationNotTrusted
+        }
+        let caller = callingApplication(connection)
+        let always = caller.alwaysAllowed
+        let answer = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<ApplicationAccessPrompt.Answer?, any Error>) in
+            Thread.detachNewThread {
+                continuation.resume(
+                    with: Result {
+                        try prompt.ask(
+                            caller: caller, pid: pid, item: pending.itemName, changing: changing,
+                            offersAlways: always != nil)
+                    })
+            }
+        }
+        switch answer {
+        case nil: throw KeychainError.applicationNotTrusted
+        case .deny?: throw KeychainError(.authFailed, "the person denied this application the item")
+        case .allowOnce?: return
+        case .alwaysAllow?:
+            guard let always, let name else { return }
+            let groups = try await onWorkQueue { [self] in try callerGroups(connection) }
+            try await onWorkQueue { [self] in
+                try withKeychainOnWorkQueue(named: name, for: groups) { keychain in
+                    try Self.trust(always, forItem: pending.item, in: keychain)
+                }
+            }
+        }
+    }
+
+    /// Adds `application` to the access list of the item `id`: keychaind's own change, made
+    /// after the person chose "Always Allow" (so neither the list nor the owner is asked again).
+    private static func trust(_ application: TrustedApplication, forItem id: UUID, in keychain: any KeychainHandle)
+        throws
+    {
+        try KeychainDatabase.$callingApplication.withValue(nil) {
+            try KeychainDatabase.$userVerified.withValue(true) {
+                var query = ItemQuery(class: nil, persistentID: id)
+                query.synchronizable = .any
+                guard let item = try keychain.find(query, includeData: false).first,
+                    let stored = item.attributes[.access]?.dataValue
+                else { return }
+                var exact = ItemQuery(class: item.itemClass, persistentID: id)
+                exact.synchronizable = .any
+                let list = AccessList(serialized: stored).adding(application)
+                try keychain.update(exact, attributes: [.access: .data(list.serialized)], data: nil)
+            }
+        }
+    }
+
+    /// Has callers that an item's access list does not name asked about through `pinentry`
+    /// (`nil`: never asked; such reads fail with `errSecInteractionNotAllowed`).
+    public func askAboutApplications(through pinentry: Pinentry?, environment: [String: String]) {
+        applicationPrompt.withLock { $0 = pinentry.map { ApplicationAccessPrompt(pinentry: $0, environment: environment) } }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+
+/// An application an item's access list trusts: it reads and changes the item without being
+/// asked about (macOS's trusted applications, `SecTrustedApplicationCreateFromPath`).
+///
+/// On Linux an application is named by what the kernel says of a process, never by what it
+/// says of itself:
+/// - an executable, by the path its process runs (`/proc/PID/exe`) outside any sandbox, and
+///   by that file's SHA-256 when pinned, so that a replaced or changed file is asked about again;
+/// - a Flatpak app, by the app id its sandbox's `/.flatpak-info` names.
+public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
+    /// How the application is named.
+    public enum Identity: Sendable, Hashable {
+        /// A program outside any sandbox, by its executable's absolute path, and the lowercase
+        /// hex SHA-256 of its contents when pinned.
+        case executable(path: String, sha256: String?)
+        /// A Flatpak app, by its app id.
+        case flatpak(appID: String)
+    }
+
+    /// How the application is named.
+    public var identity: Identity
+
+    /// An application named by `identity`.
+    public init(_ identity: Identity) {
+        self.identity = identity
+    }
+
+    /// The application a `security … -T` argument names: `flatpak:APP.ID` for a Flatpak app,
+    /// else an absolute executable path, trusted by path; `nil` for anything else.
+    public init?(argument: String) {
+        if argument.hasPrefix("flatpak:") {
+            self.init(.flatpak(appID: String(argument.dropFirst(8))))
+        } else {
+            self.init(.executable(path: argument, sha256: nil))
+        }
+        guard isWellFormed else { return nil }
+    }
+
+    /// Whether the name can be stored and matched: an absolute path with no line break and no
+    /// `..` step, a lowercase 64-digit hex digest, an app id of Flatpak's characters.
+    public var isWellFormed: Bool {
+        switch identity {
+        case .executable(let path, let digest):
+            let steps = path.split(separator: "/", omittingEmptySubsequences: false)
+            return path.hasPrefix("/") && !path.contains("\n") && !path.contains("\0") && !steps.contains("..")
+                && !steps.contains(".") && path.utf8.count <= 4096
+                && digest.map { $0.count == 64 && $0.allSatisfy { "0123456789abcdef".contains($0) } } ?? true
+        case .flatpak(let appID):
+            let elements = appID.split(separator: ".", omittingEmptySubsequences: false)
+            return appID.utf8.count <= 255 && elements.count >= 3
+                && elements.allSatisfy { element in
+                    guard let first = element.first, !first.isNumber else { return false }
+                    return element.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
+                }
+        }
+    }
+
+    /// Whether `caller` is this application.
+    public func matches(_ caller: CallingApplication) -> Bool {
+        switch identity {
+        case .executable(let path, let digest):
+            guard caller.executable == path else { return false }
+            return digest.map { $0 == caller.executableSHA256() } ?? true
+        case .flatpak(let appID):
+            return caller.flatpakAppID == appID
+        }
+    }
+
+    /// The stored line: `exe PATH`, `exe sha256:HEX PATH`, `flatpak APP.ID`.
+    var line: String {
+        switch identity {
+        case .executable(let path, nil): return "exe " + path
+        case .executable(let path, let digest?): return "exe sha256:" + digest + " " + path
+        case .flatpak(let appID): return "flatpak " + appID
+        }
+    }
+
+    /// The application a stored line names; `nil` for a line this version cannot read.
+    init?(line: Substring) {
+        if line.hasPrefix("flatpak ") {
+            self.init(.flatpak(appID: String(line.dropFirst(8))))
+        } else if line.hasPrefix("exe sha256:") {
+            let rest = line.dropFirst(11)
+            guard let space = rest.firstIndex(of: " ") else { return nil }
+            self.init(.executable(path: String(rest[rest.index(after: space)...]), sha256: String(rest[..<space])))
+        } else if line.hasPrefix("exe ") {
+            self.init(.executable(path: String(line.dropFirst(4)), sha256: nil))
+        } else {
+            return nil
+        }
+        guard isWellFormed else { return nil }
+    }
+
+    /// `/usr/bin/tool`, `/usr/bin/tool (sha256 0a1b2c3d…)`, `Flatpak app org.example.App`,
+    /// escaped for a terminal.
+    public var description: String {
+        switch identity {
+        case .executable(let path, nil): return path.printable
+        case .executable(let path, let digest?): return path.printable + " (sha256 " + digest.prefix(16) + "…)"
+        case .flatpak(let appID): return "Flatpak app " + appID.printable
+        }
+    }
+}
+
+/// An item's access list (`kSecAttrAccess`, stored as `acls`): the applications that read and
+/// change the item without being asked. Any other caller that may see the item (its access
+/// group) is asked about, Deny / Allow / Always Allow, as on macOS; "Always Allow" adds it here.
+///
+/// An item without an access list is guarded by its access group alone. An empty list
+/// (`security add-generic-password -T ""`) trusts no application: every read asks. A list that
+/// this version cannot read trusts no application either.
+public struct AccessList: Sendable, Hashable {
+    /// The trusted applications, in the order they were added.
+    public var applications: [TrustedApplication]
+
+    /// A list trusting `applications`.
+    public init(applications: [TrustedApplication]) {
+        self.applications = applications
+    }
+
+    /// The list stored as `serialized`; one trusting no application when it cannot be read
+    /// (fail closed: a damaged list never opens an item to everyone).
+    public init(serialized: Data) {
+        let text = String(decoding: serialized, as: UTF8.self)
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+        guard lines.first == Self.header else {
+            self.init(applications: [])
+            return
+        }
+        lines.removeFirst()
+        let parsed = lines.map(TrustedApplication.init(line:))
+        self.init(applications: parsed.contains(nil) ? [] : parsed.compactMap { $0 })
+    }
+
+    /// The stored form: a header line, then a line for each application.
+    public var serialized: Data {
+        Data(([String(Self.header)] + applications.map(\.line)).joined(separator: "\n").utf8 + [UInt8(ascii: "\n")])
+    }
+
+    private static let header: Substring = "keychain-access-list 1"
+
+    /// Whether `caller` is on the list.
+    public func trusts(_ caller: CallingApplication) -> Bool {
+        applications.contains { $0.matches(caller) }
+    }
+
+    /// The list with `application` on it (once).
+    public func adding(_ application: TrustedApplication) -> AccessList {
+        applications.contains(application) ? self : AccessList(applications: applications + [application])
+    }
+}
+
+/// Who calls the keychain, as keychaind's kernel facts name it: what an access list is matched
+/// against (``TrustedApplication/matches(_:)``).
+public struct CallingApplication: Sendable {
+    /// The executable its process runs, for a process in the agent's own root and mount
+    /// namespace; `nil` in a sandbox, where a path names whatever the sandbox put there.
+    public var executable: String?
+    /// Its Flatpak app id, when it runs in a Flatpak sandbox.
+    public var flatpakAppID: String?
+    /// The lowercase hex SHA-256 of the running executable, read when a pinned entry asks.
+    public var executableSHA256: @Sendable () -> String?
+    /// How a prompt names it: from the kernel's facts, never from what it calls itself.
+    public var displayName: String
+
+    /// A caller nothing names (a process gone, a sandbox with no usable app id, a bus client
+    /// whose credentials are unknown): no access list trusts it.
+    public static func unnamed(_ displayName: String) -> CallingApplication {
+        CallingApplication(executable: nil, flatpakAppID: nil, executableSHA256: { nil }, displayName: displayName)
+    }
+
+    /// A caller.
+    public init(
+        executable: String?, flatpakAppID: String?, executableSHA256: @escaping @Sendable () -> String?,
+        displayName: String
+    ) {
+        self.executable = executable
+        self.flatpakAppID = flatpakAppID
+        self.executableSHA256 = executableSHA256
+        self.displayName = displayName
+    }
+}
+
+/// What keychaind asks the person when an item's access list does not name the caller: which
+/// item (its class and the names a person knows it by), carried by the engine's
+/// ``KeychainError/Reason/confirmApplication`` error. Never a secret.
+package struct ApplicationConfirmation: Error, Sendable, CustomStringConvertible {
+    /// The item's persistent identity.
+    package var item: UUID
+    /// How a prompt names the item: `"Team wiki" (service wiki, account alice)`.
+    package var itemName: String
+
+    package init(item: UUID, attributes: Attributes) {
+        self.item = item
+        var names: [String] = []
+        for (name, title) in [
+            (AttributeName.service, "service"), (.server, "server"), (.account, "account"),
+        ] {
+            if let value = attributes[name]?.stringValue, !value.isEmpty { names.append(title + " " + value) }
+        }
+        let label = attributes[.label]?.stringValue.map { "\"" + $0 + "\"" }
+        itemName = ([label].compactMap { $0 } + (names.isEmpty ? [] : ["(" + names.joined(separator: ", ") + ")"]))
+            .joined(separator: " ")
+        if itemName.isEmpty { itemName = "an item" }
+    }
+
+    package var description: String { "an item's access list does not name the caller" }
+}

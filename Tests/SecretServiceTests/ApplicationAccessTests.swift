@@ -1,0 +1,168 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// Per-app access (issue 54): an item's access list names the programs that read it unasked;
+/// keychaind asks about any other through a real `pinentry-curses` on the caller's terminal,
+/// typed into by `Clients/terminal.py`: Deny, Allow (once), Always Allow (remembered in the item,
+/// pinned by the program's digest), and the access log says what allowed each read.
+@Suite("Per-app access lists: Deny, Allow, Always Allow")
+struct ApplicationAccessTests {
+    /// A keychaind that asks through `pinentry-curses`, the default keychain, and a copy of the
+    /// `security` tool at a path of its own (another program to the agent).
+    final class Fixture {
+        let bus: PrivateSessionBus
+        let python: String
+        let security: String
+        let otherTool: String
+
+        init() throws {
+            python = try requireTool(PythonClientTests.python)
+            bus = try PrivateSessionBus.activatingKeychaind(environment: [
+                "KEYCHAIN_PINENTRY": try requireTool("/usr/bin/pinentry-curses"), "TERM": "xterm",
+            ])
+            security = URL(fileURLWithPath: try requireTool(productsDirectory + "/security"))
+                .resolvingSymlinksInPath().path
+            otherTool = bus.root + "/home/other-tool"
+            try FileManager.default.copyItem(atPath: security, toPath: otherTool)
+        }
+
+        /// Runs `tool` with no terminal: nobody can be asked.
+        func run(_ tool: String, _ arguments: [String]) throws -> ToolResult {
+            try runTool(tool, arguments, environment: bus.environment)
+        }
+
+        /// Runs `tool` on a pseudo-terminal where a person answers the dialog with `keys`.
+        func onTerminal(_ tool: String, _ arguments: [String], answering keys: String) throws -> ToolResult {
+            try runTool(
+                python, [PinentryTests.clients + "terminal.py", tool] + arguments,
+                stdin: Data("keychain:\t\(keys)\n".utf8), environment: bus.environment, deadline: 180)
+        }
+
+        func read(_ tool: String) throws -> ToolResult { try run(tool, ["find-generic-password", "-s", "acl", "-w"]) }
+
+        func readOnTerminal(_ tool: String, answering keys: String) throws -> ToolResult {
+            try onTerminal(tool, ["find-generic-password", "-s", "acl", "-w"], answering: keys)
+        }
+
+        /// Stops keychaind; the next call starts it again.
+        func restartAgent() { stopAgent(at: bus.socket) }
+
+        deinit {
+            stopAgent(at: bus.socket)
+            bus.stop()
+        }
+    }
+
+    @Test(
+        "A program the list does not name is asked about: Deny and no one to ask refuse, Allow reads once, Always Allow is remembered across a restart and pinned to the program's file"
+    )
+    func denyAllowAlwaysAllow() throws {
+        let fixture = try Fixture()
+        let secret = "acl-\(UUID().uuidString.prefix(8))"
+        let trusted = URL(fileURLWithPath: "/usr/bin/true").resolvingSymlinksInPath().path
+        let added = try fixture.run(
+            fixture.security, ["add-generic-password", "-s", "acl", "-a", "x", "-w", secret, "-T", "/usr/bin/true"])
+        try #require(added.status == 0, "\(added)")
+        // Listing shows the item and its list; no secret.
+        let dump = try fixture.run(fixture.security, ["dump-keychain", "-a"])
+        #expect(dump.out.contains("access list:\n    trusted: \(trusted)\n"), "\(dump.out)")
+
+        // Nobody to ask (no terminal, no display): refused at once, never the secret.
+        let alone = try fixture.read(fixture.security)
+        #expect(alone.status != 0 && !alone.out.contains(secret), "\(alone)")
+        // Deny (Tab, Tab, Enter: the last button).
+        let denied = try fixture.readOnTerminal(fixture.security, answering: "\t\t")
+        #expect(denied.status != 0 && !denied.out.contains(secret + "\r\n"), "\(denied)\n\(denied.out)")
+        #expect(denied.out.contains("Always Allow") && denied.out.contains("Deny"), "\(denied.out)")
+        // Allow (Enter): this once.
+        let once = try fixture.readOnTerminal(fixture.security, answering: "")
+        #expect(once.status == 0 && once.out.contains(secret), "\(once)\n\(once.out)")
+        #expect(try fixture.read(fixture.security).status != 0, "Allow is not remembered")
+        // Always Allow (Tab, Enter): remembered in the item, across a restart of keychaind.
+        let always = try fixture.readOnTerminal(fixture.security, answering: "\t")
+        #expect(always.status == 0 && always.out.contains(secret), "\(always)\n\(always.out)")
+        fixture.restartAgent()
+        let remembered = try fixture.read(fixture.security)
+        #expect(remembered.status == 0 && remembered.out == secret + "\n", "\(remembered)")
+        let listed = try fixture.run(fixture.security, ["dump-keychain", "-a"])
+        #expect(listed.out.contains("    trusted: \(fixture.security) (sha256 "), "\(listed.out)")
+
+        // Another program (the same file at another path) is asked again; allowed for good, it
+        // is asked again once its file changes.
+        #expect(try fixture.read(fixture.otherTool).status != 0)
+        let other = try fixture.readOnTerminal(fixture.otherTool, answering: "\t")
+        #expect(other.status == 0 && other.out.contains(secret), "\(other)\n\(other.out)")
+        #expect(try fixture.read(fixture.otherTool).status == 0)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: fixture.otherTool))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0]))
+        try handle.close()
+        let changed = try fixture.read(fixture.otherTool)
+        #expect(changed.status != 0 && !changed.out.contains(secret), "a changed file is not the one allowed: \(changed)")
+
+        // The log says what let each read through.
+        let log = try fixture.run(fixture.security, ["access-log"]).out
+        #expect(log.contains("the person's answer to a prompt") && log.contains("its access list"), "\(log)")
+        #expect(!log.contains(secret))
+    }
+
+    @Test(
+        "Changing an item's access list asks a program the list does not name; a program it names replaces it, and the programs taken off are asked again"
+    )
+    func revokingAndChangingTheList() throws {
+        let fixture = try Fixture()
+        let secret = "acl-\(UUID().uuidString.prefix(8))"
+        let added = try fixture.run(
+            fixture.security,
+            ["add-generic-password", "-s", "acl", "-a", "x", "-w", secret, "-T", fixture.security, "-T", fixture.otherTool])
+        try #require(added.status == 0, "\(added)")
+        #expect(try fixture.read(fixture.security).status == 0)
+        #expect(try fixture.read(fixture.otherTool).status == 0)
+
+        // The trusted tool takes the other off the list (-U -T): the other is asked again.
+        let revoked = try fixture.run(
+            fixture.security, ["add-generic-password", "-U", "-s", "acl", "-a", "x", "-T", fixture.security])
+        #expect(revoked.status == 0, "\(revoked)")
+        #expect(try fixture.read(fixture.otherTool).status != 0)
+        #expect(try fixture.read(fixture.security).out == secret + "\n", "the secret was kept")
+
+        // The other tool cannot put itself back unasked; denied, the list stays.
+        let sneaked = try fixture.run(
+            fixture.otherTool, ["add-generic-password", "-U", "-s", "acl", "-a", "x", "-T", fixture.otherTool])
+        #expect(sneaked.status != 0, "\(sneaked)")
+        let refusedChange = try fixture.onTerminal(
+            fixture.otherTool, ["add-generic-password", "-U", "-s", "acl", "-a", "x", "-T", fixture.otherTool],
+            answering: "\t\t")
+        #expect(
+            refusedChange.status != 0 && refusedChange.out.contains("change") && refusedChange.out.contains("Deny"),
+            "\(refusedChange.out)")
+        #expect(try fixture.read(fixture.otherTool).status != 0)
+
+        // An empty list trusts nobody.
+        #expect(
+            try fixture.run(fixture.security, ["add-generic-password", "-U", "-s", "acl", "-a", "x", "-T", ""]).status
+                == 0)
+        #expect(try fixture.read(fixture.security).status != 0)
+        let dump = try fixture.run(fixture.security, ["dump-keychain", "-a"])
+        #expect(dump.out.contains("access list: trusts no application"), "\(dump.out)")
+    }
+
+    @Test("The Secret Service never gives an item with an access list to a client: it says why; the item without one reads")
+    func secretServiceRefusesListedItems() throws {
+        let fixture = try Fixture()
+        let secretTool = try requireTool("/usr/bin/secret-tool")
+        let secret = "acl-\(UUID().uuidString.prefix(8))"
+        #expect(
+            try fixture.run(
+                fixture.security,
+                ["add-generic-password", "-s", "acl", "-a", "x", "-w", secret, "-T", secretTool]
+            ).status == 0)
+        #expect(
+            try fixture.run(fixture.security, ["add-generic-password", "-s", "open", "-a", "x", "-w", "open-secret"])
+                .status == 0)
+        let listed = try fixture.run(secretTool, ["lookup", "service", "acl"])
+        #expect(listed.status != 0 && !listed.out.contains(secret), "\(listed)")
+        #expect(try fixture.run(secretTool, ["lookup", "service", "open"]).out == "open-secret")
+    }
+}
