@@ -94,9 +94,11 @@ package struct ApplicationAccessPrompt: Sendable {
     func ask(caller: CallingApplication, pid: Int32, item: String, changing: Bool, offersAlways: Bool) throws
         -> Answer?
     {
-        guard let dialog = try pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment) else {
-            return nil
-        }
+        // A sandboxed caller's terminal is named in its own mount namespace, where a path may be
+        // another terminal than here: it is asked on the display only.
+        var screen = PinentryScreen(callerPID: pid)
+        if caller.executable == nil { screen.terminal = nil }
+        guard let dialog = try pinentry.open(on: screen, environment: environment) else { return nil }
         defer { dialog.close() }
         let wants = changing ? "wants to change" : "wants to read the secret of"
         let description =

@@ -148,6 +148,52 @@ struct ApplicationAccessTests {
         #expect(dump.out.contains("access list: trusts no application"), "\(dump.out)")
     }
 
+    @Test(
+        "A Flatpak app named on the list reads unasked from its bwrap sandbox; a path names no program in a sandbox; a host program is asked"
+    )
+    func flatpakAppOnTheList() throws {
+        let fixture = try Fixture()
+        let appID = "org.example.Listed"
+        let info = fixture.bus.root + "/flatpak-info"
+        try "[Application]\nname=\(appID)\nruntime=runtime/org.freedesktop.Platform/x86_64/23.08\n"
+            .write(toFile: info, atomically: true, encoding: .utf8)
+        let products = URL(fileURLWithPath: fixture.security).deletingLastPathComponent().path
+        let sandbox = [
+            "--unshare-pid", "--die-with-parent", "--tmpfs", "/", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc",
+            "/etc", "--ro-bind", "/opt", "/opt", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--bind", fixture.bus.root,
+            fixture.bus.root, "--ro-bind", products, products, "--ro-bind", info, "/.flatpak-info",
+        ]
+        let bwrap = try requireTool("/usr/bin/bwrap")
+        func inSandbox(_ arguments: [String]) throws -> ToolResult {
+            try fixture.run(bwrap, sandbox + [fixture.security] + arguments)
+        }
+        // keychaind runs on the host before the sandbox connects to it (one the sandbox started
+        // would run inside it), with the default keychain made.
+        #expect(try fixture.run(fixture.security, ["add-generic-password", "-s", "host", "-a", "x", "-w", "h"]).status == 0)
+        let secret = "flatpak-\(UUID().uuidString.prefix(8))"
+        let added = try inSandbox([
+            "add-generic-password", "-s", "fp", "-a", "x", "-w", secret, "-T", "flatpak:" + appID,
+        ])
+        try #require(added.status == 0, "\(added)")
+        let read = try inSandbox(["find-generic-password", "-s", "fp", "-w"])
+        #expect(read.status == 0 && read.out == secret + "\n", "\(read)")
+        // The host's tool sees the item (its groups are all groups) and is not on the list.
+        let host = try fixture.run(fixture.security, ["find-generic-password", "-s", "fp", "-w"])
+        #expect(host.status != 0 && !host.out.contains(secret), "\(host)")
+        let dump = try fixture.run(fixture.security, ["dump-keychain", "-a"])
+        #expect(dump.out.contains("trusted: Flatpak app \(appID)"), "\(dump.out)")
+
+        // An executable's path names nothing inside a sandbox, where it may be any file.
+        let pathOnly = try inSandbox([
+            "add-generic-password", "-s", "fp-path", "-a", "x", "-w", secret, "-T", fixture.security,
+        ])
+        try #require(pathOnly.status == 0, "\(pathOnly)")
+        let refused = try inSandbox(["find-generic-password", "-s", "fp-path", "-w"])
+        #expect(refused.status != 0 && !refused.out.contains(secret), "\(refused)")
+        #expect(try fixture.run(fixture.security, ["find-generic-password", "-s", "fp-path", "-w"]).status == 0)
+    }
+
     @Test("The Secret Service never gives an item with an access list to a client: it says why; the item without one reads")
     func secretServiceRefusesListedItems() throws {
         let fixture = try Fixture()

@@ -1,0 +1,173 @@
+import Foundation
+@testable import KeychainCore
+import Testing
+
+/// Items with an access list (`kSecAttrAccess`): whatever mode a caller asks in, a caller the list
+/// does not name gets such an item's secret, or changes it, only once the person allowed it for
+/// that call; listings, deletes and in-process calls are not bound by it.
+@Suite("Access lists in the engine")
+struct AccessListTests {
+    static let tool = "/usr/bin/tool"
+    static let digest = String(repeating: "ab", count: 32)
+
+    /// A caller running `executable` (whose file has `digest`), or a Flatpak app.
+    static func caller(executable: String? = tool, digest: String? = digest, appID: String? = nil)
+        -> CallingApplication
+    {
+        CallingApplication(
+            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, displayName: "test caller")
+    }
+
+    /// Keychains holding `listed` (trusting `applications`) and `plain`.
+    private func keychain(_ backend: Backend, trusting applications: [TrustedApplication]) throws -> (
+        KeychainDatabase, AnyObject?
+    ) {
+        let (keychain, owner): (KeychainDatabase, AnyObject?)
+        switch backend {
+        case .memory: (keychain, owner) = (try KeychainDatabase.inMemory(configuration: .testing()), nil)
+        case .file:
+            let temporary = try TemporaryKeychain(configuration: .testing())
+            (keychain, owner) = (temporary.keychain, temporary)
+        }
+        var listed = genericPassword("listed", data: "listed secret")
+        listed.attributes[.access] = .data(AccessList(applications: applications).serialized)
+        _ = try keychain.add(listed)
+        _ = try keychain.add(genericPassword("plain", data: "plain secret"))
+        return (keychain, owner)
+    }
+
+    private func query(_ mode: ItemQuery.AuthenticationUI) -> ItemQuery {
+        var query = ItemQuery(class: .genericPassword)
+        query.authenticationUI = mode
+        return query
+    }
+
+    private func refusal(_ body: () throws -> Any) -> KeychainError? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return error as? KeychainError
+        }
+    }
+
+    /// Entries, callers, and whether the entry names the caller.
+    static let matches: [(String, TrustedApplication, CallingApplication, Bool)] = [
+        ("same path", TrustedApplication(.executable(path: tool, sha256: nil)), caller(), true),
+        ("another path", TrustedApplication(.executable(path: "/usr/bin/other", sha256: nil)), caller(), false),
+        ("pinned, same file", TrustedApplication(.executable(path: tool, sha256: digest)), caller(), true),
+        (
+            "pinned, changed file", TrustedApplication(.executable(path: tool, sha256: digest)),
+            caller(digest: String(repeating: "cd", count: 32)), false
+        ),
+        (
+            "pinned, unreadable file", TrustedApplication(.executable(path: tool, sha256: digest)),
+            caller(digest: nil), false
+        ),
+        (
+            "a path in a sandbox", TrustedApplication(.executable(path: tool, sha256: nil)),
+            caller(executable: nil, appID: "org.example.App"), false
+        ),
+        (
+            "same app id", TrustedApplication(.flatpak(appID: "org.example.App")),
+            caller(executable: nil, appID: "org.example.App"), true
+        ),
+        (
+            "another app id", TrustedApplication(.flatpak(appID: "org.example.App")),
+            caller(executable: nil, appID: "org.example.Other"), false
+        ),
+        ("an app id, a host program", TrustedApplication(.flatpak(appID: "org.example.App")), caller(), false),
+        ("nobody", TrustedApplication(.executable(path: tool, sha256: nil)), .unnamed("nobody"), false),
+    ]
+
+    @Test("an entry names a caller by its executable (and file digest when pinned) or its Flatpak app id", arguments: matches)
+    func entriesMatchCallers(_ name: String, entry: TrustedApplication, caller: CallingApplication, expected: Bool) {
+        #expect(entry.matches(caller) == expected, "\(name)")
+        #expect(AccessList(applications: [entry]).trusts(caller) == expected, "\(name)")
+    }
+
+    @Test("the stored list reads back; a damaged or unknown one trusts nobody")
+    func storedListsReadBackOrTrustNobody() {
+        let list = AccessList(applications: [
+            TrustedApplication(.executable(path: Self.tool, sha256: nil)),
+            TrustedApplication(.executable(path: "/opt/app/bin/app", sha256: Self.digest)),
+            TrustedApplication(.flatpak(appID: "org.example.App")),
+        ])
+        #expect(AccessList(serialized: list.serialized) == list)
+        #expect(AccessList(serialized: AccessList(applications: []).serialized).applications.isEmpty)
+        for damaged in [
+            "", "exe /usr/bin/tool\n", "keychain-access-list 2\nexe /usr/bin/tool\n",
+            "keychain-access-list 1\nexe /usr/bin/tool\nfirewall /usr/bin/x\n",
+            "keychain-access-list 1\nexe relative/path\n", "keychain-access-list 1\nexe sha256:12 /usr/bin/tool\n",
+            "keychain-access-list 1\nflatpak not-an-app-id\n", "keychain-access-list 1\nexe /usr/../bin/tool\n",
+        ] {
+            #expect(AccessList(serialized: Data(damaged.utf8)).applications.isEmpty, "\(damaged)")
+        }
+        #expect(TrustedApplication(argument: "flatpak:org.example.App") != nil)
+        #expect(TrustedApplication(argument: "relative") == nil && TrustedApplication(argument: "flatpak:x") == nil)
+    }
+
+    @Test(
+        "a caller the list names reads; any other lists the item but gets its secret only as the person allows",
+        arguments: Backend.allCases)
+    func untrustedCallersAreRefusedOrAsked(backend: Backend) throws {
+        let (keychain, owner) = try keychain(
+            backend, trusting: [TrustedApplication(.executable(path: Self.tool, sha256: Self.digest))])
+        defer { withExtendedLifetime(owner) {} }
+        // In-process: no caller, no list applies.
+        #expect(try keychain.find(query(.ignore), includeData: true).count == 2)
+        // The named caller.
+        try KeychainDatabase.$callingApplication.withValue(Self.caller()) { () throws in
+            #expect(try keychain.find(query(.fail), includeData: true).count == 2)
+        }
+        let stranger = Self.caller(executable: "/usr/bin/other")
+        try KeychainDatabase.$callingApplication.withValue(stranger) { () throws in
+            let listed = try keychain.find(query(.ignore), includeData: false)
+            #expect(listed.count == 2 && listed.allSatisfy { $0.data == nil })
+            for mode in [ItemQuery.AuthenticationUI.ignore, .fail] {
+                let error = refusal { try keychain.find(self.query(mode), includeData: true) }
+                #expect(error?.code == .interactionNotAllowed && error?.reason == .applicationNotTrusted)
+            }
+            #expect(try keychain.find(query(.skip), includeData: true).map(\.data) == [Data("plain secret".utf8)])
+            let readable = try keychain.findReadable(query(.fail), includeData: true)
+            #expect(readable.items.count == 1 && readable.unreadable.first?.error.reason == .applicationNotTrusted)
+            #expect(
+                UnreadableItem(parsing: try #require(readable.unreadable.first).description).error.reason
+                    == .applicationNotTrusted)
+            // May ask: the error says which item, and nothing of its secret.
+            let asked = refusal { try keychain.find(self.query(.allow), includeData: true) }
+            #expect(asked?.reason == .confirmApplication)
+            let pending = try #require(asked?.underlying as? ApplicationConfirmation)
+            #expect(pending.item == listed.first?.persistentID && pending.itemName.contains("listed"))
+            #expect(!"\(asked!)".contains("listed secret"))
+            // Allowed by the person for this call.
+            try KeychainDatabase.$allowedItems.withValue([pending.item]) { () throws in
+                #expect(try keychain.find(query(.allow), includeData: true).count == 2)
+            }
+        }
+    }
+
+    @Test(
+        "a caller the list does not name cannot change the item or its list unasked, and deletes it as anyone may",
+        arguments: Backend.allCases)
+    func untrustedCallersCannotChangeTheList(backend: Backend) throws {
+        let (keychain, owner) = try keychain(backend, trusting: [])
+        defer { withExtendedLifetime(owner) {} }
+        var listed = ItemQuery(class: .genericPassword, attributes: [.account: .string("listed")])
+        listed.authenticationUI = .ignore
+        try KeychainDatabase.$callingApplication.withValue(Self.caller()) { () throws in
+            let opened = AccessList(applications: [TrustedApplication(.executable(path: Self.tool, sha256: nil))])
+            let stripped = refusal {
+                try keychain.update(listed, attributes: [.access: .data(opened.serialized)], data: nil)
+            }
+            #expect(stripped?.reason == .applicationNotTrusted)
+            #expect(refusal { try keychain.update(listed, attributes: [:], data: Data("new".utf8)) } != nil)
+        }
+        let kept = try #require(try keychain.find(listed, includeData: true).first)
+        #expect(kept.data == Data("listed secret".utf8))
+        #expect(kept.attributes[.access]?.dataValue.map(AccessList.init(serialized:))?.applications.isEmpty == true)
+        try KeychainDatabase.$callingApplication.withValue(Self.caller()) { () throws in
+            #expect(try keychain.delete(listed) == 1)
+        }
+    }
+}
