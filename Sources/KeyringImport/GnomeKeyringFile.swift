@@ -75,8 +75,10 @@ public struct GnomeKeyringFile: Sendable {
     }
 
     /// The schema GNOME Keyring gives an item of an old item type that has no `xdg:schema`
-    /// (`gkm_secret_compat_format_item_type`); `nil` for generic secrets and unknown types.
-    static func schema(forItemType type: UInt32) -> String? {
+    /// (`gkm_secret_compat_format_item_type`); `nil` for generic secrets and unknown types. The
+    /// type is kept in the file's clear part, which the format does not authenticate: of an
+    /// altered file, it is the one thing an import cannot check.
+    package static func schema(forItemType type: UInt32) -> String? {
         switch type & 0xffff {
         case 1: "org.gnome.keyring.NetworkPassword"
         case 2: "org.gnome.keyring.Note"

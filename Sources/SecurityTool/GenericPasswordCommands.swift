@@ -211,9 +211,6 @@ struct AddItemOptions: ParsableArguments {
     var keychains: [String] = []
 
     func validate() throws {
-        guard !allowAnyApplication || trustedApplications.isEmpty else {
-            throw ValidationError("Give -A (any program) or -T (these programs), not both.")
-        }
         guard keychains.count <= 1 else { throw ValidationError("Give at most one keychain.") }
         guard keychains.first?.isEmpty != true else { throw ValidationError("The keychain name is empty.") }
     }
@@ -242,23 +239,34 @@ struct AddItemOptions: ParsableArguments {
 }
 
 extension AddItemOptions {
-    /// The access list `-T` gives (`nil` without `-T`): each program named as the kernel names
-    /// it when it runs, by its file's real path.
-    /// - Throws: ``CommandFailure`` for a program that does not exist or a malformed name.
+    /// The access list `-T` gives: `nil` without `-T`, with `-A` (any program, which wins as on
+    /// macOS), or when every program named is absent here and `-T ""` was not given. Each program
+    /// is named as the kernel names it when it runs, by its file's real path. A program this
+    /// machine does not have (a macOS script's `/usr/bin/codesign`) is left off, with a warning.
+    /// - Throws: ``CommandFailure`` for a malformed Flatpak app id.
     func accessList() throws -> AccessList? {
-        guard !trustedApplications.isEmpty else { return nil }
-        let applications = try trustedApplications.filter { !$0.isEmpty }.map { argument in
+        guard !trustedApplications.isEmpty, !allowAnyApplication else { return nil }
+        var applications: [TrustedApplication] = []
+        for argument in trustedApplications where !argument.isEmpty {
             if argument.hasPrefix("flatpak:") {
                 guard let application = TrustedApplication(argument: argument) else {
-                    throw CommandFailure.failure("\(argument.printable) is not a Flatpak app id (flatpak:org.example.App)")
+                    throw CommandFailure.failure(
+                        "\(argument.printable) is not a Flatpak app id (flatpak:org.example.App)")
                 }
-                return application
+                applications.append(application)
+                continue
             }
             let real = URL(fileURLWithPath: argument).resolvingSymlinksInPath().path
-            guard FileManager.default.isExecutableFile(atPath: real), let application = TrustedApplication(argument: real)
-            else { throw CommandFailure.failure("-T \(argument.printable): no such program") }
-            return application
+            guard FileManager.default.isExecutableFile(atPath: real),
+                let application = TrustedApplication(argument: real)
+            else {
+                Console.err(
+                    "security: -T \(argument.printable): no such program here; it is left off the access list\n")
+                continue
+            }
+            applications.append(application)
         }
+        guard !applications.isEmpty || trustedApplications.contains("") else { return nil }
         return AccessList(applications: applications)
     }
 }

@@ -98,8 +98,10 @@ enum HelpText {
         Which programs may read the secret without being asked (an access list, as on macOS):
           -T <app>        trust this program: an executable's path (symbolic links are followed, as \
         the kernel names a running program by its file), or flatpak:<app.id> for a Flatpak app. May be \
-        repeated; -T "" trusts no program, so every read asks.
-          -A              no access list: the item's access group alone decides (also the default).
+        repeated; -T "" trusts no program, so every read asks. A program this machine does not have (a \
+        macOS script's /usr/bin/codesign) is left off, with a warning.
+          -A              no access list: the item's access group alone decides (also the default, and \
+        it wins over -T, as on macOS).
         With an access list, keychaind asks you about any other program that reads or changes the item, \
         on its terminal or your desktop: Allow (this once), Always Allow (adds the program, pinned by its \
         file's SHA-256, to the list) or Deny. An interpreter such as python3 can be allowed only once. \

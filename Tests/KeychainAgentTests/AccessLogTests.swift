@@ -61,3 +61,23 @@ struct AccessLogTests {
         #expect(lines.last?.contains(#"account "user1004")"#) == true, "\(lines.last ?? "")")
     }
 }
+
+@Suite("What Always Allow adds to an access list")
+struct AlwaysAllowedTests {
+    static func caller(_ executable: String?, appID: String? = nil, digest: String? = "ab") -> CallingApplication {
+        CallingApplication(
+            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, displayName: "test")
+    }
+
+    @Test(
+        "a program is added pinned by its digest, a Flatpak app by its app id; an interpreter, an unreadable file or an unnamed caller never for good",
+        arguments: [
+            (caller("/usr/bin/tool"), TrustedApplication(.executable(path: "/usr/bin/tool", sha256: "ab"))),
+            (caller(nil, appID: "org.example.App"), TrustedApplication(.flatpak(appID: "org.example.App"))),
+            (caller("/usr/bin/python3.11"), nil), (caller("/usr/bin/bash"), nil), (caller("/usr/bin/node"), nil),
+            (caller("/usr/bin/tool", digest: nil), nil), (CallingApplication.unnamed("nobody"), nil),
+        ])
+    func alwaysAllowed(caller: CallingApplication, expected: TrustedApplication?) {
+        #expect(caller.alwaysAllowed == expected)
+    }
+}

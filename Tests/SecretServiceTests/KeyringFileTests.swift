@@ -205,6 +205,18 @@ struct KeyringFileTests {
         }
     }
 
+    /// `items` without the `xdg:schema` values that GNOME Keyring's item types stand for.
+    static func withoutTypeSchemas(_ items: [ForeignSecretItem]) -> [ForeignSecretItem] {
+        let typeSchemas = Set((0..<0x101).compactMap { GnomeKeyringFile.schema(forItemType: UInt32($0)) })
+        return items.map { item in
+            var item = item
+            if let schema = item.attributes["xdg:schema"], typeSchemas.contains(schema) {
+                item.attributes["xdg:schema"] = nil
+            }
+            return item
+        }
+    }
+
     @Test("an altered byte anywhere is refused, or changes nothing that is imported (randomized)")
     func alteredBytes() async throws {
         let gnome = try await GnomeKeyring(password: "pw")
@@ -222,7 +234,12 @@ struct KeyringFileTests {
             do {
                 let items = try GnomeKeyringFile(contentsOf: altered).items(password: Data("pw".utf8))
                 #expect(!encrypted.contains(offset), "an altered encrypted byte is detected: \(context)")
-                #expect(items == original, "an altered clear byte changes nothing imported: \(context)")
+                // The one clear field GNOME Keyring's format leaves unauthenticated is an item's
+                // type, from which an old item's compatibility `xdg:schema` comes (GNOME Keyring
+                // reads it the same way): nothing else may change.
+                #expect(
+                    Self.withoutTypeSchemas(items) == Self.withoutTypeSchemas(original),
+                    "an altered clear byte changes nothing imported but an item type's schema: \(context)")
             } catch is KeyringFileError {
             }
         }

@@ -100,7 +100,7 @@ import Testing
         let add = try sandbox.run(["help", "add-generic-password"]).out
         let flatAdd = flattened(add)
         #expect(flatAdd.contains("can be seen by other users"))
-        #expect(flatAdd.contains("-A and -T are accepted"))
+        #expect(flatAdd.contains("-T \"\" trusts no program") && flatAdd.contains("Always Allow"))
         #expect(flatAdd.contains("read as one line from standard input when standard input is not a terminal"))
         let unlock = try sandbox.run(["help", "unlock-keychain"]).out
         #expect(flattened(unlock).contains("KEYCHAIN_PASSWORD then supplies the password to commands that need it"))

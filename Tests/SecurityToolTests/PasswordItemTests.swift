@@ -268,6 +268,14 @@ import Testing
         let settings = try sandbox.run(["set-keychain-settings", "-lut", "21600"])
         #expect(settings.status == 0, "\(settings)")
         #expect(try sandbox.run(["find-generic-password", "-s", "deploy", "-w"]).out == "x\n")
+        // A macOS program this machine does not have is left off the list, saying so: the item
+        // has no list and reads as before.
+        let codesign = try sandbox.run([
+            "add-generic-password", "-a", "ci", "-s", "signing", "-T", "/usr/bin/codesign", "-w", "y",
+        ])
+        #expect(codesign.status == 0 && codesign.err.contains("/usr/bin/codesign: no such program here"), "\(codesign)")
+        #expect(try sandbox.run(["find-generic-password", "-s", "signing", "-w"]).out == "y\n")
+        #expect(!(try sandbox.run(["dump-keychain", "-a"]).out.contains("access list")))
     }
 
     @Test func commandNamesMayBeAbbreviatedAsOnMacOS() throws {
