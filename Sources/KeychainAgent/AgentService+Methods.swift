@@ -242,7 +242,8 @@ extension AgentService {
             var allowed: Set<UUID> = []
             while true {
                 do {
-                    return try await answerOnWorkQueue(handler, values, connection, verified: verified, allowed: allowed)
+                    return try await answerOnWorkQueue(
+                        handler, values, connection, verified: verified, allowed: allowed)
                 } catch let error as KeychainError where error.reason == .authenticateUser && !verified {
                     let arguments = try? A(decoding: values)
                     let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query

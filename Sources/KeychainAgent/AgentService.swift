@@ -198,7 +198,9 @@ public final class AgentService: Sendable {
         defer { MemoryHygiene.scrubStack() }
         let keychain = try keychain(name)
         return try idle.around(keychain, .use) {
-            try KeychainDatabase.$callingApplication.withValue(Self.busClient) { try body(keychain.acting(for: groups)) }
+            try KeychainDatabase.$callingApplication.withValue(Self.busClient) {
+                try body(keychain.acting(for: groups))
+            }
         }
     }
 
@@ -251,7 +253,9 @@ public final class AgentService: Sendable {
             let keychain = open.withLock({ spellings[name].flatMap { keychains[$0] } })
         else { return nil }
         return try idle.around(keychain, .use) {
-            try KeychainDatabase.$callingApplication.withValue(Self.busClient) { try body(keychain.acting(for: groups)) }
+            try KeychainDatabase.$callingApplication.withValue(Self.busClient) {
+                try body(keychain.acting(for: groups))
+            }
         }
     }
 

@@ -186,6 +186,8 @@ extension AgentService {
     /// Has callers that an item's access list does not name asked about through `pinentry`
     /// (`nil`: never asked; such reads fail with `errSecInteractionNotAllowed`).
     public func askAboutApplications(through pinentry: Pinentry?, environment: [String: String]) {
-        applicationPrompt.withLock { $0 = pinentry.map { ApplicationAccessPrompt(pinentry: $0, environment: environment) } }
+        applicationPrompt.withLock {
+            $0 = pinentry.map { ApplicationAccessPrompt(pinentry: $0, environment: environment) }
+        }
     }
 }

@@ -153,7 +153,8 @@ public final class CallerDirectory: Sendable {
             uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, pidFD: credentials.pidFD)
         try peer.authorize(agentUID: agentUID)
         let entry = Entry(
-            peer: peer, identity: try resolver.identify(peer), inAgentRoot: !FlatpakInfo.isInSeparateRoot(pid: peer.pid))
+            peer: peer, identity: try resolver.identify(peer), inAgentRoot: !FlatpakInfo.isInSeparateRoot(pid: peer.pid)
+        )
         cache.withLock { $0.insert(entry, capacity: capacity) }
         return entry
     }

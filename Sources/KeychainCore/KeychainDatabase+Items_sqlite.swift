@@ -406,8 +406,8 @@ extension KeychainDatabase {
                     items.append(item)
                 } catch let error as KeychainError
                     where unreadable != nil
-                        && (error.code == .decode || error.reason == .userAuthenticationNeeded
-                            || error.reason == .applicationNotTrusted)
+                    && (error.code == .decode || error.reason == .userAuthenticationNeeded
+                        || error.reason == .applicationNotTrusted)
                 {
                     unreadable?(
                         UnreadableItem(

@@ -80,7 +80,9 @@ struct AccessListTests {
         ("nobody", TrustedApplication(.executable(path: tool, sha256: nil)), .unnamed("nobody"), false),
     ]
 
-    @Test("an entry names a caller by its executable (and file digest when pinned) or its Flatpak app id", arguments: matches)
+    @Test(
+        "an entry names a caller by its executable (and file digest when pinned) or its Flatpak app id",
+        arguments: matches)
     func entriesMatchCallers(_ name: String, entry: TrustedApplication, caller: CallingApplication, expected: Bool) {
         #expect(entry.matches(caller) == expected, "\(name)")
         #expect(AccessList(applications: [entry]).trusts(caller) == expected, "\(name)")

@@ -21,7 +21,8 @@ struct ApplicationAccessTests {
             bus = try PrivateSessionBus.activatingKeychaind(environment: [
                 "KEYCHAIN_PINENTRY": try requireTool("/usr/bin/pinentry-curses"), "TERM": "xterm",
             ])
-            security = URL(fileURLWithPath: try requireTool(productsDirectory + "/security"))
+            security =
+                URL(fileURLWithPath: try requireTool(productsDirectory + "/security"))
                 .resolvingSymlinksInPath().path
             otherTool = bus.root + "/home/other-tool"
             try FileManager.default.copyItem(atPath: security, toPath: otherTool)
@@ -99,7 +100,8 @@ struct ApplicationAccessTests {
         try handle.write(contentsOf: Data([0]))
         try handle.close()
         let changed = try fixture.read(fixture.otherTool)
-        #expect(changed.status != 0 && !changed.out.contains(secret), "a changed file is not the one allowed: \(changed)")
+        #expect(
+            changed.status != 0 && !changed.out.contains(secret), "a changed file is not the one allowed: \(changed)")
 
         // The log says what let each read through.
         let log = try fixture.run(fixture.security, ["access-log"]).out
@@ -115,7 +117,10 @@ struct ApplicationAccessTests {
         let secret = "acl-\(UUID().uuidString.prefix(8))"
         let added = try fixture.run(
             fixture.security,
-            ["add-generic-password", "-s", "acl", "-a", "x", "-w", secret, "-T", fixture.security, "-T", fixture.otherTool])
+            [
+                "add-generic-password", "-s", "acl", "-a", "x", "-w", secret, "-T", fixture.security, "-T",
+                fixture.otherTool,
+            ])
         try #require(added.status == 0, "\(added)")
         #expect(try fixture.read(fixture.security).status == 0)
         #expect(try fixture.read(fixture.otherTool).status == 0)
@@ -170,7 +175,8 @@ struct ApplicationAccessTests {
         }
         // keychaind runs on the host before the sandbox connects to it (one the sandbox started
         // would run inside it), with the default keychain made.
-        #expect(try fixture.run(fixture.security, ["add-generic-password", "-s", "host", "-a", "x", "-w", "h"]).status == 0)
+        #expect(
+            try fixture.run(fixture.security, ["add-generic-password", "-s", "host", "-a", "x", "-w", "h"]).status == 0)
         let secret = "flatpak-\(UUID().uuidString.prefix(8))"
         let added = try inSandbox([
             "add-generic-password", "-s", "fp", "-a", "x", "-w", secret, "-T", "flatpak:" + appID,
@@ -194,7 +200,9 @@ struct ApplicationAccessTests {
         #expect(try fixture.run(fixture.security, ["find-generic-password", "-s", "fp-path", "-w"]).status == 0)
     }
 
-    @Test("The Secret Service never gives an item with an access list to a client: it says why; the item without one reads")
+    @Test(
+        "The Secret Service never gives an item with an access list to a client: it says why; the item without one reads"
+    )
     func secretServiceRefusesListedItems() throws {
         let fixture = try Fixture()
         let secretTool = try requireTool("/usr/bin/secret-tool")
