@@ -36,21 +36,6 @@ struct AccessListTests {
         return (keychain, owner)
     }
 
-    private func query(_ mode: ItemQuery.AuthenticationUI) -> ItemQuery {
-        var query = ItemQuery(class: .genericPassword)
-        query.authenticationUI = mode
-        return query
-    }
-
-    private func refusal(_ body: () throws -> Any) -> KeychainError? {
-        do {
-            _ = try body()
-            return nil
-        } catch {
-            return error as? KeychainError
-        }
-    }
-
     /// Entries, callers, and whether the entry names the caller.
     static let matches: [(String, TrustedApplication, CallingApplication, Bool)] = [
         ("same path", TrustedApplication(.executable(path: tool, sha256: nil)), caller(), true),
@@ -117,34 +102,37 @@ struct AccessListTests {
             backend, trusting: [TrustedApplication(.executable(path: Self.tool, sha256: Self.digest))])
         defer { withExtendedLifetime(owner) {} }
         // In-process: no caller, no list applies.
-        #expect(try keychain.find(query(.ignore), includeData: true).count == 2)
+        #expect(try keychain.find(genericPasswordQuery(.ignore), includeData: true).count == 2)
         // The named caller.
         try KeychainDatabase.$callingApplication.withValue(Self.caller()) { () throws in
-            #expect(try keychain.find(query(.fail), includeData: true).count == 2)
+            #expect(try keychain.find(genericPasswordQuery(.fail), includeData: true).count == 2)
         }
         let stranger = Self.caller(executable: "/usr/bin/other")
         try KeychainDatabase.$callingApplication.withValue(stranger) { () throws in
-            let listed = try keychain.find(query(.ignore), includeData: false)
+            let listed = try keychain.find(genericPasswordQuery(.ignore), includeData: false)
             #expect(listed.count == 2 && listed.allSatisfy { $0.data == nil })
             for mode in [ItemQuery.AuthenticationUI.ignore, .fail] {
-                let error = refusal { try keychain.find(self.query(mode), includeData: true) }
+                let error = refusal { try keychain.find(genericPasswordQuery(mode), includeData: true) }
                 #expect(error?.code == .interactionNotAllowed && error?.reason == .applicationNotTrusted)
             }
-            #expect(try keychain.find(query(.skip), includeData: true).map(\.data) == [Data("plain secret".utf8)])
-            let readable = try keychain.findReadable(query(.fail), includeData: true)
+            #expect(
+                try keychain.find(genericPasswordQuery(.skip), includeData: true).map(\.data) == [
+                    Data("plain secret".utf8)
+                ])
+            let readable = try keychain.findReadable(genericPasswordQuery(.fail), includeData: true)
             #expect(readable.items.count == 1 && readable.unreadable.first?.error.reason == .applicationNotTrusted)
             #expect(
                 UnreadableItem(parsing: try #require(readable.unreadable.first).description).error.reason
                     == .applicationNotTrusted)
             // May ask: the error says which item, and nothing of its secret.
-            let asked = refusal { try keychain.find(self.query(.allow), includeData: true) }
+            let asked = refusal { try keychain.find(genericPasswordQuery(.allow), includeData: true) }
             #expect(asked?.reason == .confirmApplication)
             let pending = try #require(asked?.underlying as? ApplicationConfirmation)
             #expect(pending.item == listed.first?.persistentID && pending.itemName.contains("listed"))
             #expect(!"\(asked!)".contains("listed secret"))
             // Allowed by the person for this call.
             try KeychainDatabase.$allowedItems.withValue([pending.item]) { () throws in
-                #expect(try keychain.find(query(.allow), includeData: true).count == 2)
+                #expect(try keychain.find(genericPasswordQuery(.allow), includeData: true).count == 2)
             }
         }
     }

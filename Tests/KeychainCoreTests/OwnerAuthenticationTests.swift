@@ -42,34 +42,19 @@ struct OwnerAuthenticationTests {
         return (keychain, owner)
     }
 
-    private func query(_ mode: ItemQuery.AuthenticationUI) -> ItemQuery {
-        var query = ItemQuery(class: .genericPassword)
-        query.authenticationUI = mode
-        return query
-    }
-
-    private func refusal(_ body: () throws -> Any) -> KeychainError? {
-        do {
-            _ = try body()
-            return nil
-        } catch {
-            return error as? KeychainError
-        }
-    }
-
     @Test(
         "a listing shows the item's attributes but never opens its secret: find fails, findReadable reports it",
         arguments: Backend.allCases, asking.map(\.flags))
     func listingNeverOpensTheSecret(backend: Backend, flags: UInt64) throws {
         let (keychain, owner) = try keychain(backend, flags: flags)
         defer { withExtendedLifetime(owner) {} }
-        let listed = try keychain.find(query(.ignore), includeData: false)
+        let listed = try keychain.find(genericPasswordQuery(.ignore), includeData: false)
         #expect(listed.compactMap { $0.attributes[.account]?.stringValue } == ["guarded", "plain"])
         #expect(listed.allSatisfy { $0.data == nil })
-        let error = refusal { try keychain.find(self.query(.ignore), includeData: true) }
+        let error = refusal { try keychain.find(genericPasswordQuery(.ignore), includeData: true) }
         #expect(error?.code == .interactionNotAllowed && error?.reason == .userAuthenticationNeeded)
         #expect(error.map { !"\($0)".contains("guarded secret") } ?? false)
-        let readable = try keychain.findReadable(query(.ignore), includeData: true)
+        let readable = try keychain.findReadable(genericPasswordQuery(.ignore), includeData: true)
         #expect(readable.items.map(\.data) == [Data("plain secret".utf8)])
         #expect(readable.unreadable.count == 1)
         let row = try #require(readable.unreadable.first)
@@ -90,17 +75,17 @@ struct OwnerAuthenticationTests {
         #expect(
             StoredAccessControl(flags: flags, protection: "ak").isAnsweredByOwnerAuthentication == answeredByOwner)
         for includeData in [false, true] {
-            let failed = refusal { try keychain.find(self.query(.fail), includeData: includeData) }
+            let failed = refusal { try keychain.find(genericPasswordQuery(.fail), includeData: includeData) }
             #expect(failed?.code == .interactionNotAllowed && failed?.reason == .userAuthenticationNeeded)
-            let allowed = refusal { try keychain.find(self.query(.allow), includeData: includeData) }
+            let allowed = refusal { try keychain.find(genericPasswordQuery(.allow), includeData: includeData) }
             #expect(allowed?.code == .interactionNotAllowed)
             #expect(allowed?.reason == (answeredByOwner ? .authenticateUser : nil))
-            let skipped = try keychain.find(query(.skip), includeData: includeData)
+            let skipped = try keychain.find(genericPasswordQuery(.skip), includeData: includeData)
             #expect(skipped.compactMap { $0.attributes[.account]?.stringValue } == ["plain"])
         }
         // With someone to ask, only what the owner's authentication answers is asked for.
         let (asking, _) = try self.keychain(.memory, flags: flags, verifier: verifier)
-        let read = refusal { try asking.find(self.query(.allow), includeData: true) }
+        let read = refusal { try asking.find(genericPasswordQuery(.allow), includeData: true) }
         #expect((read == nil) == answeredByOwner && verifier.asked == (answeredByOwner ? 1 : 0))
     }
 
@@ -108,7 +93,7 @@ struct OwnerAuthenticationTests {
     func flagsThatAskForNothing(flags: UInt64) throws {
         let (keychain, _) = try keychain(.memory, flags: flags)
         for mode in [ItemQuery.AuthenticationUI.ignore, .fail, .skip, .allow] {
-            let found = try keychain.find(query(mode), includeData: true)
+            let found = try keychain.find(genericPasswordQuery(mode), includeData: true)
             #expect(found.map(\.data) == [Data("guarded secret".utf8), Data("plain secret".utf8)], "\(mode)")
         }
     }
@@ -117,23 +102,25 @@ struct OwnerAuthenticationTests {
     func verifierIsAskedOncePerCall() throws {
         let verifier = CountingVerifier()
         let (keychain, _) = try keychain(.memory, flags: 1 << 0, verifier: verifier)
-        #expect(try keychain.find(query(.allow), includeData: true).map(\.data).contains(Data("guarded secret".utf8)))
+        #expect(
+            try keychain.find(genericPasswordQuery(.allow), includeData: true).map(\.data).contains(
+                Data("guarded secret".utf8)))
         #expect(verifier.asked == 1)
-        #expect(try keychain.findReadable(query(.allow), includeData: true).items.count == 2)
+        #expect(try keychain.findReadable(genericPasswordQuery(.allow), includeData: true).items.count == 2)
         #expect(verifier.asked == 2)
         // Other modes never ask.
-        _ = try? keychain.find(query(.fail), includeData: true)
-        _ = try keychain.find(query(.skip), includeData: true)
-        _ = try keychain.findReadable(query(.ignore), includeData: true)
+        _ = try? keychain.find(genericPasswordQuery(.fail), includeData: true)
+        _ = try keychain.find(genericPasswordQuery(.skip), includeData: true)
+        _ = try keychain.findReadable(genericPasswordQuery(.ignore), includeData: true)
         #expect(verifier.asked == 2)
         // A call with no guarded match never asks either.
-        var plainOnly = query(.allow)
+        var plainOnly = genericPasswordQuery(.allow)
         plainOnly.attributes[.account] = .string("plain")
         _ = try keychain.find(plainOnly, includeData: true)
         #expect(verifier.asked == 2)
         for answer in [KeychainError.Code.userCanceled, .authFailed, .interactionNotAllowed] {
             verifier.answer.withLock { $0 = answer }
-            #expect(refusal { try keychain.find(self.query(.allow), includeData: true) }?.code == answer)
+            #expect(refusal { try keychain.find(genericPasswordQuery(.allow), includeData: true) }?.code == answer)
         }
     }
 
@@ -142,12 +129,14 @@ struct OwnerAuthenticationTests {
         let verifier = CountingVerifier()
         let (keychain, _) = try keychain(.file, flags: 1 << 1, verifier: verifier)
         let found = try KeychainDatabase.$userVerified.withValue(true) {
-            try keychain.find(query(.allow), includeData: true)
+            try keychain.find(genericPasswordQuery(.allow), includeData: true)
         }
         #expect(found.map(\.data) == [Data("guarded secret".utf8), Data("plain secret".utf8)])
         #expect(verifier.asked == 0)
         // Once out of it, the next call is not.
-        #expect(refusal { try keychain.find(self.query(.fail), includeData: true) }?.code == .interactionNotAllowed)
+        #expect(
+            refusal { try keychain.find(genericPasswordQuery(.fail), includeData: true) }?.code
+                == .interactionNotAllowed)
     }
 
     @Test(
@@ -156,7 +145,7 @@ struct OwnerAuthenticationTests {
     func updateAndDelete(mode: ItemQuery.AuthenticationUI) throws {
         let verifier = CountingVerifier()
         let (keychain, _) = try keychain(.memory, flags: 1 << 0, verifier: verifier)
-        var guarded = query(mode)
+        var guarded = genericPasswordQuery(mode)
         guarded.attributes[.account] = .string("guarded")
         let stripped: Attributes = [.accessControl: .data(Data()), .label: .string("renamed")]
         if mode == .allow {
@@ -168,15 +157,17 @@ struct OwnerAuthenticationTests {
             #expect(refused?.code == (mode == .skip ? .itemNotFound : .interactionNotAllowed), "\(mode)")
             #expect(verifier.asked == 0)
             // Nothing changed: the next read is still refused.
-            #expect(refusal { try keychain.find(self.query(.fail), includeData: true) }?.code == .interactionNotAllowed)
+            #expect(
+                refusal { try keychain.find(genericPasswordQuery(.fail), includeData: true) }?.code
+                    == .interactionNotAllowed)
         }
-        let plain = try keychain.find(query(.ignore), includeData: false).first {
+        let plain = try keychain.find(genericPasswordQuery(.ignore), includeData: false).first {
             $0.attributes[.account] == .string("plain")
         }
         #expect(plain != nil)
         let asked = verifier.asked
         #expect(try keychain.delete(guarded) == 1)
-        #expect(try keychain.find(query(.ignore), includeData: true).count == 1)
+        #expect(try keychain.find(genericPasswordQuery(.ignore), includeData: true).count == 1)
         #expect(verifier.asked == asked)
     }
 }

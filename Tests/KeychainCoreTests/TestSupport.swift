@@ -117,3 +117,20 @@ enum GRDBTestAccess {
         try DatabaseQueue(path: path)
     }
 }
+
+/// A generic-password query in authentication mode `mode`.
+func genericPasswordQuery(_ mode: ItemQuery.AuthenticationUI) -> ItemQuery {
+    var query = ItemQuery(class: .genericPassword)
+    query.authenticationUI = mode
+    return query
+}
+
+/// The engine's error `body` throws, or `nil` when it succeeds (or throws another error).
+func refusal(_ body: () throws -> Any) -> KeychainError? {
+    do {
+        _ = try body()
+        return nil
+    } catch {
+        return error as? KeychainError
+    }
+}
