@@ -295,9 +295,13 @@ extension AgentService {
     private func verifyCaller(_ connection: DBusConnection) async throws -> ProcessSubject {
         let subject = try Self.subject(of: connection)
         let environment = ProcessInfo.processInfo.environment
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try PolkitUserVerifier.verify(subject, environment: environment) })
+        // One question for each process at a time: its other calls wait for that answer.
+        try await ownerQuestions.ask(subject) {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                Thread.detachNewThread {
+                    continuation.resume(
+                        with: Result { try PolkitUserVerifier.verify(subject, environment: environment) })
+                }
             }
         }
         return subject

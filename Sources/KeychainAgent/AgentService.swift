@@ -55,6 +55,10 @@ public final class AgentService: Sendable {
     /// The proofs that the person answered for a caller (`AuthenticateOwner`), which its reads
     /// offer (``KeychainModel/ItemQuery/ownerProof``).
     let ownerProofs = OwnerProofs()
+    /// The polkit questions open for callers, one for each process at a time.
+    let ownerQuestions = SharedQuestions<ProcessSubject, Void>()
+    /// The access-list questions open for callers, one for each process and item at a time.
+    let applicationQuestions = SharedQuestions<ApplicationQuestion, ApplicationVerdict>()
     /// How callers an item's access list does not name are asked about (``askAboutApplications(through:environment:)``).
     let applicationPrompt = Mutex<ApplicationAccessPrompt?>(nil)
     /// The secrets given out, to whom (`AccessLog`): through this socket, and the Secret
@@ -192,21 +196,22 @@ public final class AgentService: Sendable {
     /// - Throws: ``KeychainModel/KeychainError`` `.missingEntitlement` without groups,
     ///   `.noSuchKeychain` when there is no such file, or what `body` throws.
     package func withKeychainOnWorkQueue<T>(
-        named name: String, for groups: AccessGroups, _ body: (any KeychainHandle) throws -> T
+        named name: String, for groups: AccessGroups, as caller: CallingApplication = busClient,
+        _ body: (any KeychainHandle) throws -> T
     ) throws -> T {
         try Self.requireSomeGroup(groups)
         defer { MemoryHygiene.scrubStack() }
         let keychain = try keychain(name)
         return try idle.around(keychain, .use) {
-            try KeychainDatabase.$callingApplication.withValue(Self.busClient) {
+            try KeychainDatabase.$callingApplication.withValue(caller) {
                 try body(keychain.acting(for: groups))
             }
         }
     }
 
-    /// Who the Secret Service's and the SSH agent's callers are to an access list: nobody it can
-    /// name, so that an item with an access list never goes to them unasked (they cannot ask yet).
-    static let busClient = CallingApplication.unnamed("a Secret Service or SSH agent client")
+    /// Who a Secret Service or SSH agent caller is to an access list when the call does not say:
+    /// nobody a list can name, so that an item with a list never goes to such a caller unasked.
+    package static let busClient = CallingApplication.unnamed("a Secret Service or SSH agent client")
 
     /// Unlocks the keychain `name` (`""`: the default one) with `password`, as a client's
     /// `Unlock` does: counted in the back-off after wrong passwords.
@@ -246,14 +251,15 @@ public final class AgentService: Sendable {
     /// has it open already (no file is opened or created); `nil` when it does not. For quick
     /// reads answered on an event loop, as the agent's own lookups are; anything that may take
     /// long goes through ``withKeychain(named:for:_:)``.
-    public func withOpenKeychain<T>(
-        named name: String, for groups: AccessGroups, _ body: (any KeychainHandle) throws -> T
+    package func withOpenKeychain<T>(
+        named name: String, for groups: AccessGroups, as caller: CallingApplication = busClient,
+        _ body: (any KeychainHandle) throws -> T
     ) throws -> T? {
         guard !groups.groups.isEmpty,
             let keychain = open.withLock({ spellings[name].flatMap { keychains[$0] } })
         else { return nil }
         return try idle.around(keychain, .use) {
-            try KeychainDatabase.$callingApplication.withValue(Self.busClient) {
+            try KeychainDatabase.$callingApplication.withValue(caller) {
                 try body(keychain.acting(for: groups))
             }
         }

@@ -115,6 +115,20 @@ package struct ApplicationAccessPrompt: Sendable {
     }
 }
 
+/// Whom an access-list dialog asks about: a process (its pid and start time) and an item.
+struct ApplicationQuestion: Hashable, Sendable {
+    var pid: Int32
+    var startTime: UInt64
+    var item: UUID
+    var changing: Bool
+}
+
+/// What the person answered, and what "Always Allow" adds for that caller.
+struct ApplicationVerdict: Sendable {
+    var answer: ApplicationAccessPrompt.Answer?
+    var always: TrustedApplication?
+}
+
 extension AgentService {
     /// The most items one call asks about; past it the call fails (`errSecInteractionNotAllowed`).
     static let mostApplicationQuestions = 8
@@ -136,24 +150,33 @@ extension AgentService {
             throw KeychainError.applicationNotTrusted
         }
         let caller = callingApplication(connection)
-        let always = caller.alwaysAllowed
-        let answer = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<ApplicationAccessPrompt.Answer?, any Error>) in
-            Thread.detachNewThread {
-                continuation.resume(
-                    with: Result {
-                        try prompt.ask(
-                            caller: caller, pid: pid, item: pending.itemName, changing: changing,
-                            offersAlways: always != nil)
-                    })
+        let start = (try? ProcFS.startTime(pid: pid)) ?? 0
+        // One dialog for each process and item at a time: its other calls share the answer. On
+        // a thread of its own: naming the caller for good reads its executable, and the person
+        // may take minutes.
+        let verdict = try await applicationQuestions.ask(
+            ApplicationQuestion(pid: pid, startTime: start, item: pending.item, changing: changing)
+        ) {
+            try await withCheckedThrowingContinuation {
+                (continuation: CheckedContinuation<ApplicationVerdict, any Error>) in
+                Thread.detachNewThread {
+                    continuation.resume(
+                        with: Result {
+                            let always = caller.alwaysAllowed
+                            let answer = try prompt.ask(
+                                caller: caller, pid: pid, item: pending.itemName, changing: changing,
+                                offersAlways: always != nil)
+                            return ApplicationVerdict(answer: answer, always: always)
+                        })
+                }
             }
         }
-        switch answer {
+        switch verdict.answer {
         case nil: throw KeychainError.applicationNotTrusted
         case .deny?: throw KeychainError(.authFailed, "the person denied this application the item")
         case .allowOnce?: return
         case .alwaysAllow?:
-            guard let always, let name else { return }
+            guard let always = verdict.always, let name else { return }
             let groups = try await onWorkQueue { [self] in try callerGroups(connection) }
             try await onWorkQueue { [self] in
                 try withKeychainOnWorkQueue(named: name, for: groups) { keychain in

@@ -13,6 +13,8 @@ struct SecretCall: Sendable {
     /// The caller's access groups, or why they could not be known (thrown at the first
     /// keychain the body reads, as each read did before).
     let groups: Result<AccessGroups, any Error>
+    /// Who the caller is to an item's access list (nobody a list names when it is not known).
+    var application = AgentService.busClient
     /// The collections, read once for the call.
     let list: SecretCollectionList
     /// Whether the body runs on the event loop that read the call: it must not wait, and
@@ -50,9 +52,10 @@ extension SecretServiceProvider {
         if declaration.description.answersOnEventLoop {
             onEventLoop = { [self] call, wire in
                 let arguments = try A(reading: &wire)
-                guard let groups = knownGroups(call.message), let list = recentCollections() else { return nil }
+                guard let known = knownCaller(call.message), let list = recentCollections() else { return nil }
                 let quick = SecretCall(
-                    sender: call.message.sender, groups: .success(groups), list: list, onEventLoop: true)
+                    sender: call.message.sender, groups: .success(known.groups), application: known.application,
+                    list: list, onEventLoop: true)
                 do {
                     return try body(quick, arguments).values
                 } catch is SecretCall.Declined {
@@ -73,19 +76,23 @@ extension SecretServiceProvider {
         _ message: DBusMessage?, _ connection: DBusConnection, _ body: @escaping @Sendable (SecretCall) throws -> T
     ) async throws -> T {
         let groups: Result<AccessGroups, any Error>
+        var application = AgentService.busClient
         do {
-            groups = .success(try await self.groups(message, connection))
+            let known = try await caller(message, connection)
+            groups = .success(known.groups)
+            application = known.application
         } catch {
             groups = .failure(error)
         }
-        let call = SecretCall(sender: message?.sender, groups: groups, list: collections(), onEventLoop: false)
+        let call = SecretCall(
+            sender: message?.sender, groups: groups, application: application, list: collections(), onEventLoop: false)
         return try await agent.onWorkQueue { try body(call) }
     }
 
-    /// The caller's access groups when they are known already (no bus round trip), else `nil`.
-    func knownGroups(_ message: DBusMessage) -> AccessGroups? {
+    /// The caller when it is known already (no bus round trip), else `nil`.
+    func knownCaller(_ message: DBusMessage) -> KnownCaller? {
         guard watching.load(ordering: .relaxed), let sender = message.sender else { return nil }
-        return callers.withLock { $0[sender]?.groups }
+        return callers.withLock { $0[sender] }
     }
 
     /// The collections when they were read less than ``collectionListLifetime`` ago, else `nil`.
@@ -103,13 +110,19 @@ extension SecretServiceProvider {
     func withKeychain<T>(
         _ collection: SecretCollection, _ call: SecretCall, _ body: (any KeychainHandle) throws -> T
     ) throws -> T {
-        guard call.onEventLoop else { return try withKeychainHere(collection, for: try call.groups.get(), body) }
+        guard call.onEventLoop else {
+            return try withKeychainHere(collection, for: try call.groups.get(), as: call.application, body)
+        }
         do {
             guard let name = collection.keychainName else {
                 guard let session = sessionKeychain.withLock({ $0 }) else { throw SecretCall.Declined() }
-                return try body(session.acting(for: try call.groups.get()))
+                let handle = session.acting(for: try call.groups.get())
+                return try KeychainDatabase.$callingApplication.withValue(call.application) { try body(handle) }
             }
-            guard let result = try agent.withOpenKeychain(named: name, for: try call.groups.get(), body) else {
+            guard
+                let result = try agent.withOpenKeychain(
+                    named: name, for: try call.groups.get(), as: call.application, body)
+            else {
                 throw SecretCall.Declined()
             }
             return result

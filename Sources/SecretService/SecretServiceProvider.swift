@@ -51,10 +51,12 @@ public final class SecretServiceProvider: Sendable {
     /// call would cost a `GetConnectionCredentials` round trip and an identification.
     let callers = Mutex<[String: KnownCaller]>([:])
 
-    /// A caller identified once: its groups, and its name for the access log.
+    /// A caller identified once: its groups, its name for the access log, and who it is to an
+    /// item's access list.
     struct KnownCaller: Sendable {
         var groups: AccessGroups
         var name: String
+        var application: CallingApplication
     }
     /// Whether ``watchSessions(on:)`` runs (callers are cached only then).
     let watching = Atomic<Bool>(false)
@@ -134,25 +136,32 @@ public final class SecretServiceProvider: Sendable {
 
     /// The access groups of the caller of the message being served.
     func groups(_ message: DBusMessage?, _ connection: DBusConnection) async throws -> AccessGroups {
+        try await caller(message, connection).groups
+    }
+
+    /// The caller of `message`, identified by its kernel credentials (cached by unique name
+    /// while the session watcher runs).
+    func caller(_ message: DBusMessage?, _ connection: DBusConnection) async throws -> KnownCaller {
         guard let sender = message?.sender else { throw SecretServiceError.refused }
-        if let known = callers.withLock({ $0[sender] }) { return known.groups }
+        if let known = callers.withLock({ $0[sender] }) { return known }
         let credentials = try await credentials(of: sender, connection)
         let groups: AccessGroups
+        let application: CallingApplication
         do {
             // The pid is the process that connected only if it is no younger than the name
             // (checked again after identifying it, which reads /proc meanwhile).
             try births.requireOriginal(pid: credentials.pid, of: sender)
             groups = try directory.accessGroups(for: credentials)
+            application = directory.callingApplication(for: credentials)
             try births.requireOriginal(pid: credentials.pid, of: sender)
         } catch {
             throw SecretServiceError.refused
         }
+        let name = directory.logName(for: credentials) ?? "pid \(credentials.pid) (not identified)"
+        let known = KnownCaller(groups: groups, name: name, application: application)
         // Only while the session watcher runs: it is what removes the entry when the caller leaves.
-        if watching.load(ordering: .relaxed) {
-            let name = directory.logName(for: credentials) ?? "pid \(credentials.pid) (not identified)"
-            callers.withLock { $0[sender] = KnownCaller(groups: groups, name: name) }
-        }
-        return groups
+        if watching.load(ordering: .relaxed) { callers.withLock { $0[sender] = known } }
+        return known
     }
 
     /// Records in the access log that `items`' secrets went to the caller `sender`.
@@ -234,32 +243,41 @@ public final class SecretServiceProvider: Sendable {
         _ collection: SecretCollection, _ message: DBusMessage?, _ connection: DBusConnection,
         _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
-        try await withKeychain(collection, for: try await groups(message, connection), body)
+        let caller = try await caller(message, connection)
+        return try await withKeychain(collection, for: caller.groups, as: caller.application, body)
     }
 
-    /// Runs `body` on `collection`'s keychain acting for `groups`; engine errors become D-Bus
-    /// errors without secrets (a keychain deleted meanwhile: `NoSuchObject`).
+    /// Runs `body` on `collection`'s keychain acting for `groups`, for `application` as items'
+    /// access lists see it (by default nobody a list names); engine errors become D-Bus errors
+    /// without secrets (a keychain deleted meanwhile: `NoSuchObject`).
     func withKeychain<T: Sendable>(
         _ collection: SecretCollection, for groups: AccessGroups,
+        as application: CallingApplication = AgentService.busClient,
         _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
         // The session's keychain is in memory: no hand-off.
-        guard collection.keychainName != nil else { return try withKeychainHere(collection, for: groups, body) }
-        return try await agent.onWorkQueue { [self] in try withKeychainHere(collection, for: groups, body) }
+        guard collection.keychainName != nil else {
+            return try withKeychainHere(collection, for: groups, as: application, body)
+        }
+        return try await agent.onWorkQueue { [self] in
+            try withKeychainHere(collection, for: groups, as: application, body)
+        }
     }
 
     /// Runs `body` here on `collection`'s keychain acting for `groups`, opening it when it must
     /// (on the agent's work queue, or in memory for the session's); engine errors become D-Bus
     /// errors without secrets (a keychain deleted meanwhile: `NoSuchObject`).
     func withKeychainHere<T>(
-        _ collection: SecretCollection, for groups: AccessGroups, _ body: (any KeychainHandle) throws -> T
+        _ collection: SecretCollection, for groups: AccessGroups,
+        as application: CallingApplication = AgentService.busClient, _ body: (any KeychainHandle) throws -> T
     ) throws -> T {
         do {
             guard let name = collection.keychainName else {
                 guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "no access group") }
-                return try body(try session().acting(for: groups))
+                let handle = try session().acting(for: groups)
+                return try KeychainDatabase.$callingApplication.withValue(application) { try body(handle) }
             }
-            return try agent.withKeychainOnWorkQueue(named: name, for: groups, body)
+            return try agent.withKeychainOnWorkQueue(named: name, for: groups, as: application, body)
         } catch let error as KeychainError {
             throw SecretServiceError.dbusError(error)
         }

@@ -99,7 +99,7 @@ public enum PolkitAuthority {
 
 /// A process polkit is asked about: its pid, the time it started (in clock ticks since boot,
 /// field 22 of `/proc/PID/stat`) and its real uid.
-public struct ProcessSubject: Sendable, Equatable {
+public struct ProcessSubject: Sendable, Hashable {
     /// The process's number.
     public var pid: Int32
     /// When it started, in clock ticks since boot.

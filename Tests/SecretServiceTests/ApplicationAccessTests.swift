@@ -201,22 +201,40 @@ struct ApplicationAccessTests {
     }
 
     @Test(
-        "The Secret Service never gives an item with an access list to a client: it says why; the item without one reads"
+        "Through the Secret Service, a client the list names reads the item; any other is refused, saying why, and the item without a list reads"
     )
-    func secretServiceRefusesListedItems() throws {
+    func secretServiceFollowsTheList() throws {
         let fixture = try Fixture()
         let secretTool = try requireTool("/usr/bin/secret-tool")
         let secret = "acl-\(UUID().uuidString.prefix(8))"
-        #expect(
-            try fixture.run(
-                fixture.security,
-                ["add-generic-password", "-s", "acl", "-a", "x", "-w", secret, "-T", secretTool]
-            ).status == 0)
+        for (service, trusted) in [("for-secret-tool", secretTool), ("for-true", "/usr/bin/true")] {
+            let added = try fixture.run(
+                fixture.security, ["add-generic-password", "-s", service, "-a", "x", "-w", secret, "-T", trusted])
+            try #require(added.status == 0, "\(added)")
+        }
         #expect(
             try fixture.run(fixture.security, ["add-generic-password", "-s", "open", "-a", "x", "-w", "open-secret"])
                 .status == 0)
-        let listed = try fixture.run(secretTool, ["lookup", "service", "acl"])
-        #expect(listed.status != 0 && !listed.out.contains(secret), "\(listed)")
+        let named = try fixture.run(secretTool, ["lookup", "service", "for-secret-tool"])
+        #expect(named.status == 0 && named.out == secret, "\(named)")
+        let other = try fixture.run(secretTool, ["lookup", "service", "for-true"])
+        #expect(other.status != 0 && !other.out.contains(secret), "\(other)")
         #expect(try fixture.run(secretTool, ["lookup", "service", "open"]).out == "open-secret")
+        // GetSecret says why; Python is not on either list.
+        let script = """
+            import secretstorage
+            bus = secretstorage.dbus_init()
+            item = next(secretstorage.search_items(bus, {"service": "for-secret-tool"}))
+            try:
+                item.get_secret()
+                print("read")
+            except Exception as error:
+                print("refused:", error)
+            """
+        let python = try fixture.run(fixture.python, ["-c", script])
+        #expect(python.out.hasPrefix("refused:") && python.out.contains("access list"), "\(python) \(python.out)")
+        #expect(!python.out.contains(secret))
+        let log = try fixture.run(fixture.security, ["access-log"]).out
+        #expect(log.contains("secret-tool") && log.contains("its access list"), "\(log)")
     }
 }

@@ -24,6 +24,7 @@ struct ImportTests {
             usleep(50_000)
         }
         #expect(owner == gnome.process.processIdentifier, "GNOME Keyring owns the name")
+        try waitForDefaultCollection(environment: bus.environment)
 
         let tool = try requireTool("/usr/bin/secret-tool")
         let items: [(label: String, attributes: [String], secret: String)] = [

@@ -43,6 +43,10 @@ struct KeyringFileTests {
             guard owner == gnome.process.processIdentifier else {
                 throw ToolMissing(description: "gnome-keyring-daemon did not take org.freedesktop.secrets")
             }
+            // It takes the name before it has made its login keyring from the password on its
+            // standard input: an item stored meanwhile would wait for a prompter this bus cannot
+            // start. The default alias names a collection once the keyring is there.
+            try waitForDefaultCollection(environment: bus.environment)
             var collection: [String] = []
             if password.isEmpty {
                 let path = try await createCollectionWithoutPassword(label: "Plain")

@@ -43,6 +43,7 @@ struct PeerSuiteTests {
                 usleep(50_000)
             }
             #expect(owner == daemon.process.processIdentifier, "GNOME Keyring owns the name")
+            try waitForDefaultCollection(environment: bus.environment)
         }
         var environment = bus.environment
         environment["PYTHONDONTWRITEBYTECODE"] = "1"

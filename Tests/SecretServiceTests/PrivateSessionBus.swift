@@ -256,3 +256,22 @@ final class PrivateSessionBus: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: root)
     }
 }
+
+/// Waits (a minute at most) until the Secret Service's default alias names a collection:
+/// `gnome-keyring-daemon --unlock` takes the bus name before it has made its login keyring from
+/// the password on its standard input, and an item stored meanwhile would wait for a prompter
+/// that a private bus cannot start.
+func waitForDefaultCollection(environment: [String: String]) throws {
+    let dbusSend = try requireTool("/usr/bin/dbus-send")
+    for _ in 0..<1200 {
+        let alias = try runTool(
+            dbusSend,
+            [
+                "--session", "--print-reply", "--dest=org.freedesktop.secrets", "/org/freedesktop/secrets",
+                "org.freedesktop.Secret.Service.ReadAlias", "string:default",
+            ], environment: environment, deadline: 30)
+        if alias.status == 0 && alias.out.contains("/org/freedesktop/secrets/collection/") { return }
+        usleep(50_000)
+    }
+    throw ToolMissing(description: "the Secret Service made no default collection")
+}
