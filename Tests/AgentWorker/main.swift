@@ -21,7 +21,8 @@
 //                                                               keychaind in small: the socket systemd
 //       passed (SystemdActivation) or an AgentListener's at <dir>/run/keychain/agent.sock, served
 //       by DBusServer.serve; each caller gets what CallerDirectory says (manifests in <manifests>,
-//       default groups <groups>); say "ready activated|listener <LISTEN_PID set|unset>", exit at
+//       default groups <groups>); say "ready activated|listener set|unset" (whether any LISTEN_*
+//       variable is left), exit at
 //       end of input
 //   keychain-agent-test-worker library add|find <service>     the default keychain as a library
 //       gets it from Keychains (KEYCHAIN_AGENT and the rest from the environment): add a
@@ -191,7 +192,8 @@ case "serve-identified" where arguments.count == 5:
         descriptor = bound.fileDescriptor
     }
     let server = try await DBusServer.serve(listeningSocket: descriptor, unixPath: socketPath, objects: objects)
-    say("ready \(listener == nil ? "activated" : "listener") \(getenv("LISTEN_PID") == nil ? "unset" : "set")")
+    let cleared = SystemdActivation.variables.allSatisfy { getenv($0) == nil }
+    say("ready \(listener == nil ? "activated" : "listener") \(cleared ? "unset" : "set")")
     while readLine(from: 0) != nil {}
     try? await server.close()
     listener = nil

@@ -61,6 +61,10 @@ __attribute__((constructor)) static void ck_test_environment(void) {
     setenv("KEYCHAIN_ADMIN_TRUST_SETTINGS", path, 1);
     snprintf(path, sizeof path, "%s/app-manifests", hermetic_root);
     setenv("KEYCHAIN_APP_MANIFESTS", path, 1);
+    // Present from the start, so the TPM tests that capture traffic replace its value in place
+    // (setenv then moves no array under another thread's spawn).
+    snprintf(path, sizeof path, "%s/tpm-traffic.pcap", hermetic_root);
+    setenv("TCTI_PCAP_FILE", path, 1);
     atexit(remove_hermetic_root);
     applied = 1;
 }

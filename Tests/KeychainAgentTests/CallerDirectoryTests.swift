@@ -267,7 +267,10 @@ struct IdentifiedServiceTests {
                 let activate = try requiredTool("systemd-socket-activate")
                 child = try Child(activate, ["-l", socket, workerPath] + arguments)
             } else {
-                child = try Child(workerPath, arguments)
+                // Variables naming another process: not activated, and cleared all the same.
+                let env = try requiredTool("env")
+                child = try Child(
+                    env, ["LISTEN_PID=1", "LISTEN_FDS=1", "LISTEN_FDNAMES=agent", workerPath] + arguments)
             }
             // A wait for the socket to appear, not a time limit on anything measured.
             for _ in 0..<2_400 where access(socket, F_OK) != 0 { usleep(50_000) }
@@ -284,7 +287,9 @@ struct IdentifiedServiceTests {
         }
     }
 
-    @Test("the test's own D-Bus connection, a worker and a manifest-bound worker each get their groups")
+    @Test(
+        "the test's own D-Bus connection, a worker and a manifest-bound worker each get their groups; LISTEN_* naming another process are cleared"
+    )
     func listenerServed() async throws {
         let fixture = try ManifestFixture()
         let app = try fixture.install("app-a")
@@ -327,14 +332,9 @@ struct SystemdActivationTests {
         #expect(SystemdActivation.listeningSocket(environment: environment, unsettingVariables: false) == nil)
     }
 
-    @Test("the variables are removed from the environment after reading")
-    func variablesUnset() {
-        setenv("LISTEN_PID", "1", 1)
-        setenv("LISTEN_FDS", "1", 1)
-        setenv("LISTEN_FDNAMES", "agent", 1)
-        #expect(SystemdActivation.listeningSocket(environment: ["LISTEN_PID": "1", "LISTEN_FDS": "1"]) == nil)
-        #expect(getenv("LISTEN_PID") == nil && getenv("LISTEN_FDS") == nil && getenv("LISTEN_FDNAMES") == nil)
-    }
+    // That the variables leave the environment after reading, activated or not, is checked in
+    // a process of its own (IdentifiedServiceTests): setenv here would race the parallel tests'
+    // spawns, which read `environ` (posix_spawn failed with EFAULT in a full run).
 }
 
 @Suite("SO_PEERCRED: one reading for the D-Bus server and the agent")

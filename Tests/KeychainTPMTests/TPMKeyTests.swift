@@ -204,11 +204,7 @@ import Testing
     @Test("the shared secret never crosses the TPM's bus in the clear (a pcap of every command)")
     func sharedSecretIsEncryptedOnTheBus() throws {
         let software = try SoftwareTPM()
-        let capture = software.state + ".pcap"
-        defer { try? FileManager.default.removeItem(atPath: capture) }
-        setenv("TCTI_PCAP_FILE", capture, 1)
-        let (shared, _) = try Self.agreeWithSwiftCrypto(try TPM(tcti: "pcap:" + software.tcti))
-        let traffic = FileManager.default.contents(atPath: capture) ?? Data()
+        let ((shared, _), traffic) = try TPMTools.capturingTraffic(software) { try Self.agreeWithSwiftCrypto($0) }
         #expect(traffic.count > 1_000, "the capture holds the commands")
         #expect(traffic.range(of: shared) == nil, "the shared secret is encrypted on the bus")
     }

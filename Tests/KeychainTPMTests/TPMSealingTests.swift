@@ -101,15 +101,12 @@ import Testing
     @Test("the secret and its authorization never cross the TPM's bus in the clear (a pcap of every command)")
     func nothingInTheClearOnTheBus() throws {
         let software = try SoftwareTPM()
-        let capture = software.state + ".pcap"
-        defer { try? FileManager.default.removeItem(atPath: capture) }
-        setenv("TCTI_PCAP_FILE", capture, 1)
-        let tpm = try TPM(tcti: "pcap:" + software.tcti)
         let secret = Data("a keychain key that must not be on the bus".utf8)
         let authorization = Self.random(32)
-        let sealed = try tpm.seal(secret, authorization: authorization)
-        #expect(try tpm.unseal(sealed, authorization: authorization) == secret)
-        let traffic = FileManager.default.contents(atPath: capture) ?? Data()
+        let (unsealed, traffic) = try TPMTools.capturingTraffic(software) { tpm in
+            try tpm.unseal(try tpm.seal(secret, authorization: authorization), authorization: authorization)
+        }
+        #expect(unsealed == secret)
         #expect(traffic.count > 1_000, "the capture holds the commands")
         #expect(traffic.range(of: secret) == nil, "the secret is encrypted on the bus")
         #expect(traffic.range(of: authorization) == nil, "the authorization is never sent")

@@ -1,5 +1,7 @@
 import Foundation
 import KeychainTPM
+import KeychainTestSupport
+import Synchronization
 import Testing
 
 /// `tpm2-tools` and `openssl`, run as a cross-check of what KeychainTPM does.
@@ -45,5 +47,27 @@ enum TPMTools {
             ], tcti: tcti)
         try run("tpm2_flushcontext", ["-t"], tcti: tcti)
         return directory + "/object.ctx"
+    }
+}
+
+/// Held while a test captures a TPM's traffic: tpm2-tss's pcap TCTI takes its file from
+/// `TCTI_PCAP_FILE` when the TCTI starts, so two captures at once would write to one file.
+private let captureGate = Mutex(())
+
+extension TPMTools {
+    /// Runs `body` with a TPM at `tcti` that writes every command and response to a capture of
+    /// its own (tpm2-tss's pcap TCTI), one capture at a time.
+    /// - Returns: What `body` returned, and the capture's bytes.
+    static func capturingTraffic<T>(_ software: SoftwareTPM, _ body: (TPM) throws -> T) throws -> (T, Data) {
+        try captureGate.withLock { _ in
+            let capture = software.state + ".pcap"
+            defer { try? FileManager.default.removeItem(atPath: capture) }
+            // The test process's constructor set the variable, so this replaces its value in
+            // place: adding a variable would move `environ` under the parallel tests' spawns.
+            precondition(getenv("TCTI_PCAP_FILE") != nil, "the test environment presets TCTI_PCAP_FILE")
+            setenv("TCTI_PCAP_FILE", capture, 1)
+            let result = try body(try TPM(tcti: "pcap:" + software.tcti))
+            return (result, FileManager.default.contents(atPath: capture) ?? Data())
+        }
     }
 }
