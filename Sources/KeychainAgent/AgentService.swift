@@ -211,7 +211,7 @@ public final class AgentService: Sendable {
 
     /// Who a Secret Service or SSH agent caller is to an access list when the call does not say:
     /// nobody a list can name, so that an item with a list never goes to such a caller unasked.
-    package static let busClient = CallingApplication.unnamed("a Secret Service or SSH agent client")
+    package static let busClient = CallingApplication.unnamed(pid: 0, "a Secret Service or SSH agent client")
 
     /// Unlocks the keychain `name` (`""`: the default one) with `password`, as a client's
     /// `Unlock` does: counted in the back-off after wrong passwords.

@@ -14,7 +14,7 @@ extension CallerDirectory {
     package func callingApplication(for connection: DBusConnection) -> CallingApplication {
         let checked = connection.attachment as? Entry
         guard let entry = checked ?? (try? entry(for: connection.peerCredentials, resolving: true)) else {
-            return .unnamed("pid \(connection.peerCredentials?.pid ?? 0) (not identified)")
+            return .unnamed(pid: connection.peerCredentials?.pid ?? 0, "not identified")
         }
         return application(entry)
     }
@@ -22,7 +22,7 @@ extension CallerDirectory {
     /// The caller behind `credentials` as an access list matches it.
     package func callingApplication(for credentials: DBusPeerCredentials) -> CallingApplication {
         guard let entry = try? entry(for: credentials, resolving: true) else {
-            return .unnamed("pid \(credentials.pid) (not identified)")
+            return .unnamed(pid: credentials.pid, "not identified")
         }
         return application(entry)
     }
@@ -35,19 +35,17 @@ extension CallerDirectory {
         switch entry.identity.tier {
         case .sandboxed(let appID):
             return CallingApplication(
-                executable: nil, flatpakAppID: appID, executableSHA256: { nil },
-                displayName: "the Flatpak app \(appID) (pid \(pid))")
+                executable: nil, flatpakAppID: appID, executableSHA256: { nil }, pid: pid)
         case .invalidSandbox:
-            return .unnamed("pid \(pid) (a sandbox that names no app)")
+            return .unnamed(pid: pid, "a sandbox that names no app")
         case .manifestBound, .unidentified:
             guard entry.inAgentRoot, let executable = entry.peer.executable else {
-                return .unnamed("pid \(pid) (in a sandbox that names no app)")
+                return .unnamed(pid: pid, "in a sandbox that names no app")
             }
             let cache = resolver.hashCache
             return CallingApplication(
                 executable: executable.path, flatpakAppID: nil,
-                executableSHA256: { Self.digest(pid: pid, executable: executable, cache: cache) },
-                displayName: "\(executable.path) (pid \(pid))")
+                executableSHA256: { Self.digest(pid: pid, executable: executable, cache: cache) }, pid: pid)
         }
     }
 
@@ -136,7 +134,7 @@ extension AgentService {
     /// The caller behind `connection` as access lists match it.
     func callingApplication(_ connection: DBusConnection) -> CallingApplication {
         callers?.callingApplication(for: connection)
-            ?? .unnamed("pid \(connection.peerCredentials?.pid ?? 0) (not identified)")
+            ?? .unnamed(pid: connection.peerCredentials?.pid ?? 0, "not identified")
     }
 
     /// Asks the person whether the caller behind `connection` may use the item `pending` names,

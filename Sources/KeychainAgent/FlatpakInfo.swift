@@ -1,4 +1,5 @@
 import KeychainLibc
+import KeychainModel
 
 /// Reads a sandboxed process's Flatpak app id the way xdg-desktop-portal does: through the
 /// process's own root (`/proc/PID/root`), never following a symbolic link, only from a regular
@@ -64,20 +65,8 @@ public enum FlatpakInfo {
         return nil
     }
 
-    /// Flatpak's app id rules (`flatpak_is_valid_name`): at most 255 bytes, at least three
-    /// dot-separated elements, each of `[A-Za-z0-9_-]` and not starting with a digit.
-    static func isValidAppID(_ name: String) -> Bool {
-        guard name.utf8.count <= 255 else { return false }
-        let elements = name.split(separator: ".", omittingEmptySubsequences: false)
-        guard elements.count >= 3 else { return false }
-        return elements.allSatisfy { element in
-            guard let first = element.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
-            return element.unicodeScalars.allSatisfy {
-                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
-                    || $0 == "-"
-            }
-        }
-    }
+    /// Flatpak's app id rules (``KeychainModel/TrustedApplication/isValidFlatpakAppID(_:)``).
+    static func isValidAppID(_ name: String) -> Bool { TrustedApplication.isValidFlatpakAppID(name) }
 }
 
 extension StringProtocol {

@@ -579,6 +579,9 @@ extension KeychainDatabase {
         // asks for updates of such items too): an update could otherwise take its access
         // control away and leave its secret to the next read.
         plan.opensSecrets = true
+        if data == nil, changes.count == 1, let list = changes[.access]?.dataValue {
+            plan.accessListChange = AccessList(serialized: list)
+        }
         try checkSize(data: data)
         var normalizedChanges: [ItemClass: Attributes] = [:]
         for itemClass in plan.classes {

@@ -115,6 +115,9 @@ struct QueryPlan {
     var caller: CallingApplication?
     /// The items the person allowed this call to read or change (``KeychainDatabase/allowedItems``).
     var allowedItems: Set<UUID> = []
+    /// The list an update sets when setting it is all the update does: taking applications
+    /// off a list needs no trust (``KeychainModel/AccessList/isNarrowed(to:)``).
+    var accessListChange: AccessList?
     var hostOrSubdomain: String?
 
     /// Whether an attribute gets a keyed tag in the `tags` table, so that a query on it is an
@@ -339,25 +342,29 @@ extension QueryPlan {
 extension QueryPlan {
     /// Whether the caller may have this item's secret, or change it, as its access list says
     /// (``KeychainModel/AccessList``): a caller the list names, an item the person allowed for
-    /// this call, or a call that reads no secret. In-process calls have no caller and pass.
+    /// this call, an update that only takes applications off the list, or a call that reads no
+    /// secret. In-process calls have no caller and pass.
     /// - Returns: `false` for an untrusted caller's `.skip`.
     /// - Throws: `.interactionNotAllowed`: ``KeychainModel/KeychainError/Reason/confirmApplication``
     ///   for a call that may ask (`.allow`), naming the item; ``KeychainModel/KeychainError/Reason/applicationNotTrusted``
     ///   for one that may not.
     func trustsCaller(_ attributes: Attributes, uuid: UUID?) throws -> Bool {
-        guard opensSecrets, let caller, let stored = attributes[.access]?.dataValue,
-            !AccessList(serialized: stored).trusts(caller)
-        else { return true }
+        guard opensSecrets, let caller, let stored = attributes[.access]?.dataValue else { return true }
+        let list = AccessList(serialized: stored)
+        if list.trusts(caller) { return true }
         if let uuid, allowedItems.contains(uuid) { return true }
+        if let accessListChange, list.isNarrowed(to: accessListChange) { return true }
         switch authenticationUI {
         case .skip: return false
-        case .allow where uuid != nil:
+        case .allow:
+            // The person is asked about the item by its identity: a row without one cannot be.
+            guard let uuid else { throw KeychainError.applicationNotTrusted }
             throw KeychainError(
                 .interactionNotAllowed, "an item's access list does not name the caller",
-                underlying: ApplicationConfirmation(item: uuid!, attributes: attributes)
+                underlying: ApplicationConfirmation(item: uuid, attributes: attributes)
             )
             .because(.confirmApplication)
-        case .allow, .ignore, .fail: throw KeychainError.applicationNotTrusted
+        case .ignore, .fail: throw KeychainError.applicationNotTrusted
         }
     }
 }

@@ -47,12 +47,22 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
                 && !steps.contains(".") && path.utf8.count <= 4096
                 && digest.map { $0.count == 64 && $0.allSatisfy { "0123456789abcdef".contains($0) } } ?? true
         case .flatpak(let appID):
-            let elements = appID.split(separator: ".", omittingEmptySubsequences: false)
-            return appID.utf8.count <= 255 && elements.count >= 3
-                && elements.allSatisfy { element in
-                    guard let first = element.first, !first.isNumber else { return false }
-                    return element.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == "-") }
-                }
+            return Self.isValidFlatpakAppID(appID)
+        }
+    }
+
+    /// Flatpak's app id rules (`flatpak_is_valid_name`): at most 255 bytes, at least three
+    /// dot-separated elements, each of `[A-Za-z0-9_-]` and not starting with a digit.
+    package static func isValidFlatpakAppID(_ name: String) -> Bool {
+        guard name.utf8.count <= 255 else { return false }
+        let elements = name.split(separator: ".", omittingEmptySubsequences: false)
+        guard elements.count >= 3 else { return false }
+        return elements.allSatisfy { element in
+            guard let first = element.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
+            return element.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_"
+                    || $0 == "-"
+            }
         }
     }
 
@@ -64,6 +74,16 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
             return digest.map { $0 == caller.executableSHA256() } ?? true
         case .flatpak(let appID):
             return caller.flatpakAppID == appID
+        }
+    }
+
+    /// Whether `name` names this application: the same executable path, whatever either pins,
+    /// or the same Flatpak app id.
+    public func isNamed(by name: TrustedApplication) -> Bool {
+        switch (identity, name.identity) {
+        case (.executable(let path, _), .executable(let named, _)): return path == named
+        case (.flatpak(let appID), .flatpak(let named)): return appID == named
+        default: return false
         }
     }
 
@@ -149,6 +169,19 @@ public struct AccessList: Sendable, Hashable {
     public func adding(_ application: TrustedApplication) -> AccessList {
         applications.contains(application) ? self : AccessList(applications: applications + [application])
     }
+
+    /// The list without the applications `name` names: every entry for that executable path
+    /// (pinned or not) or that Flatpak app id.
+    public func removing(_ name: TrustedApplication) -> AccessList {
+        AccessList(applications: applications.filter { !$0.isNamed(by: name) })
+    }
+
+    /// Whether `other` trusts no application this list does not: each of its entries is one of
+    /// this list's. Taking entries off a list gives no program anything, so it needs no trust
+    /// (as deleting the item needs none); an unpinned entry where this list pins one is new.
+    public func isNarrowed(to other: AccessList) -> Bool {
+        other.applications.allSatisfy(applications.contains)
+    }
 }
 
 /// Who calls the keychain, as keychaind's kernel facts name it: what an access list is matched
@@ -161,24 +194,35 @@ public struct CallingApplication: Sendable {
     public var flatpakAppID: String?
     /// The lowercase hex SHA-256 of the running executable, read when a pinned entry asks.
     public var executableSHA256: @Sendable () -> String?
-    /// How a prompt names it: from the kernel's facts, never from what it calls itself.
-    public var displayName: String
+    /// Its process id.
+    public var pid: Int32
+    /// Why nothing names it, for a caller no list can trust (``unnamed(pid:_:)``).
+    public var unnamedReason: String?
+
+    /// How a prompt names it, from the kernel's facts, never from what it calls itself: made
+    /// when it is shown, not on every call.
+    public var displayName: String {
+        if let flatpakAppID { return "the Flatpak app \(flatpakAppID) (pid \(pid))" }
+        if let executable { return "\(executable) (pid \(pid))" }
+        return "pid \(pid) (\(unnamedReason ?? "not identified"))"
+    }
 
     /// A caller nothing names (a process gone, a sandbox with no usable app id, a bus client
-    /// whose credentials are unknown): no access list trusts it.
-    public static func unnamed(_ displayName: String) -> CallingApplication {
-        CallingApplication(executable: nil, flatpakAppID: nil, executableSHA256: { nil }, displayName: displayName)
+    /// whose credentials are unknown), for `reason`: no access list trusts it.
+    public static func unnamed(pid: Int32, _ reason: String) -> CallingApplication {
+        var caller = CallingApplication(executable: nil, flatpakAppID: nil, executableSHA256: { nil }, pid: pid)
+        caller.unnamedReason = reason
+        return caller
     }
 
     /// A caller.
     public init(
-        executable: String?, flatpakAppID: String?, executableSHA256: @escaping @Sendable () -> String?,
-        displayName: String
+        executable: String?, flatpakAppID: String?, executableSHA256: @escaping @Sendable () -> String?, pid: Int32
     ) {
         self.executable = executable
         self.flatpakAppID = flatpakAppID
         self.executableSHA256 = executableSHA256
-        self.displayName = displayName
+        self.pid = pid
     }
 }
 

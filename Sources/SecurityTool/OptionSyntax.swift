@@ -45,6 +45,7 @@ struct OptionSyntax {
         case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
         case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
         case "create-ssh-key": OptionSyntax(valued: ["C"])
+        case "revoke-access": OptionSyntax(valued: ["s", "a", "l"])
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])
         case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
         case "cms": OptionSyntax(valued: ["i", "o", "c", "h", "k", "u"])

@@ -40,7 +40,7 @@ package enum SecurityTool {
         RemoveTrustedCert.self, DumpTrustSettings.self, TrustSettingsExport.self, TrustSettingsImport.self,
         VerifyCert.self, CMSCommand.self, SetIdentityPreference.self, GetIdentityPreference.self,
         ErrorCommand.self, ImportSecretService.self, ImportKeyring.self, ExportKeyring.self, SecretServiceProvider.self,
-        SetLoginUnlock.self, SecureEnclaveCommand.self, CreateSSHKey.self, AccessLogCommand.self,
+        SetLoginUnlock.self, SecureEnclaveCommand.self, CreateSSHKey.self, AccessLogCommand.self, RevokeAccess.self,
         SyncCommand.self,
     ].map { Command(type: $0) }
 
@@ -177,9 +177,8 @@ package enum SecurityTool {
 
     /// The commands of this `security` that macOS's has not, matched after macOS's names.
     static let linuxCommandNames = [
-        "access-log", "create-ssh-key", "export-keyring", "import-keyring", "import-secret-service", "secret-service",
-        "secure-enclave",
-        "set-login-unlock", "sync",
+        "access-log", "create-ssh-key", "export-keyring", "import-keyring", "import-secret-service", "revoke-access",
+        "secret-service", "secure-enclave", "set-login-unlock", "sync",
     ]
 
     /// The Linux commands `security-linux` runs (``LinuxCompanion``).

@@ -66,7 +66,7 @@ struct AccessLogTests {
 struct AlwaysAllowedTests {
     static func caller(_ executable: String?, appID: String? = nil, digest: String? = "ab") -> CallingApplication {
         CallingApplication(
-            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, displayName: "test")
+            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, pid: 1)
     }
 
     @Test(
@@ -75,7 +75,7 @@ struct AlwaysAllowedTests {
             (caller("/usr/bin/tool"), TrustedApplication(.executable(path: "/usr/bin/tool", sha256: "ab"))),
             (caller(nil, appID: "org.example.App"), TrustedApplication(.flatpak(appID: "org.example.App"))),
             (caller("/usr/bin/python3.11"), nil), (caller("/usr/bin/bash"), nil), (caller("/usr/bin/node"), nil),
-            (caller("/usr/bin/tool", digest: nil), nil), (CallingApplication.unnamed("nobody"), nil),
+            (caller("/usr/bin/tool", digest: nil), nil), (CallingApplication.unnamed(pid: 1, "nobody"), nil),
         ])
     func alwaysAllowed(caller: CallingApplication, expected: TrustedApplication?) {
         #expect(caller.alwaysAllowed == expected)

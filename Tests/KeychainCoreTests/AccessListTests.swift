@@ -15,7 +15,7 @@ struct AccessListTests {
         -> CallingApplication
     {
         CallingApplication(
-            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, displayName: "test caller")
+            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, pid: 1)
     }
 
     /// Keychains holding `listed` (trusting `applications`) and `plain`.
@@ -62,7 +62,7 @@ struct AccessListTests {
             caller(executable: nil, appID: "org.example.Other"), false
         ),
         ("an app id, a host program", TrustedApplication(.flatpak(appID: "org.example.App")), caller(), false),
-        ("nobody", TrustedApplication(.executable(path: tool, sha256: nil)), .unnamed("nobody"), false),
+        ("nobody", TrustedApplication(.executable(path: tool, sha256: nil)), .unnamed(pid: 1, "nobody"), false),
     ]
 
     @Test(
@@ -159,5 +159,68 @@ struct AccessListTests {
         try KeychainDatabase.$callingApplication.withValue(Self.caller()) { () throws in
             #expect(try keychain.delete(listed) == 1)
         }
+    }
+
+    /// Lists before and after an update by a caller none of them names, and whether that caller
+    /// may make it unasked (only taking entries off is).
+    static let narrowings: [(String, [TrustedApplication], [TrustedApplication], Bool)] = {
+        let a = TrustedApplication(.executable(path: "/usr/bin/a", sha256: nil))
+        let pinned = TrustedApplication(.executable(path: "/usr/bin/b", sha256: digest))
+        let app = TrustedApplication(.flatpak(appID: "org.example.App"))
+        let unpinned = TrustedApplication(.executable(path: "/usr/bin/b", sha256: nil))
+        return [
+            ("one entry off", [a, pinned, app], [a, app], true),
+            ("every entry off", [a, pinned], [], true),
+            ("nothing changed", [a, pinned], [a, pinned], true),
+            ("an entry added", [a], [a, app], false),
+            ("a pinned entry unpinned", [pinned], [unpinned], false),
+            ("the caller put on", [a], [a, TrustedApplication(.executable(path: tool, sha256: nil))], false),
+        ]
+    }()
+
+    @Test(
+        "a caller the list does not name takes entries off it unasked (as it may delete the item), and nothing more",
+        arguments: Backend.allCases, narrowings)
+    func takingEntriesOffNeedsNoTrust(
+        backend: Backend, change: (String, [TrustedApplication], [TrustedApplication], Bool)
+    ) throws {
+        let (name, before, after, unasked) = change
+        let (keychain, owner) = try keychain(backend, trusting: before)
+        defer { withExtendedLifetime(owner) {} }
+        var listed = ItemQuery(class: .genericPassword, attributes: [.account: .string("listed")])
+        listed.authenticationUI = .fail
+        let changed = AccessList(applications: after).serialized
+        let refused = KeychainDatabase.$callingApplication.withValue(Self.caller()) {
+            refusal { try keychain.update(listed, attributes: [.access: .data(changed)], data: nil) }
+        }
+        #expect((refused == nil) == unasked, "\(name): \(String(describing: refused))")
+        #expect(refused == nil || refused?.reason == .applicationNotTrusted, "\(name)")
+        let stored = try #require(try keychain.find(listed, includeData: false).first?.attributes[.access]?.dataValue)
+        #expect(AccessList(serialized: stored).applications == (unasked ? after : before), "\(name)")
+        // The secret with it is still a change that needs trust.
+        let withSecret = KeychainDatabase.$callingApplication.withValue(Self.caller()) {
+            refusal { try keychain.update(listed, attributes: [.access: .data(stored)], data: Data("new".utf8)) }
+        }
+        #expect(withSecret?.reason == .applicationNotTrusted, "\(name)")
+    }
+
+    @Test("removing a program takes off each of its entries, pinned or not, and no other program's")
+    func removingNamesEveryEntryOfAProgram() {
+        let b = "/usr/bin/b"
+        let list = AccessList(applications: [
+            TrustedApplication(.executable(path: b, sha256: nil)),
+            TrustedApplication(.executable(path: b, sha256: Self.digest)),
+            TrustedApplication(.executable(path: "/usr/bin/bb", sha256: nil)),
+            TrustedApplication(.flatpak(appID: "org.example.App")),
+        ])
+        #expect(
+            list.removing(TrustedApplication(.executable(path: b, sha256: nil))).applications.map { $0.description }
+                == [
+                    "/usr/bin/bb", "Flatpak app org.example.App",
+                ])
+        #expect(
+            list.removing(TrustedApplication(.flatpak(appID: "org.example.App"))).applications.count == 3)
+        #expect(list.removing(TrustedApplication(.flatpak(appID: "org.example.Other"))) == list)
+        #expect(list.isNarrowed(to: list.removing(TrustedApplication(.executable(path: b, sha256: nil)))))
     }
 }

@@ -154,6 +154,47 @@ struct ApplicationAccessTests {
     }
 
     @Test(
+        "security revoke-access takes a program off the lists unasked, however it got there (-T, or pinned by Always Allow); it is asked again, other items and programs keep theirs"
+    )
+    func revokeAccess() throws {
+        let fixture = try Fixture()
+        let secret = "acl-\(UUID().uuidString.prefix(8))"
+        let trusted = URL(fileURLWithPath: "/usr/bin/true").resolvingSymlinksInPath().path
+        for (service, list) in [("acl", ["-T", "/usr/bin/true", "-T", fixture.otherTool]), ("acl2", ["-T", ""])] {
+            let added = try fixture.run(
+                fixture.security, ["add-generic-password", "-s", service, "-a", "x", "-w", secret] + list)
+            try #require(added.status == 0, "\(added)")
+        }
+        // Always Allow puts the other tool on the second list, pinned by its digest.
+        let always = try fixture.onTerminal(
+            fixture.otherTool, ["find-generic-password", "-s", "acl2", "-w"], answering: "\t")
+        #expect(always.status == 0 && always.out.contains(secret), "\(always)\n\(always.out)")
+        for service in ["acl", "acl2"] {
+            #expect(try fixture.run(fixture.otherTool, ["find-generic-password", "-s", service, "-w"]).status == 0)
+        }
+
+        // The security tool, on neither list and with nobody to ask, takes it off the first.
+        let first = try fixture.run(fixture.security, ["revoke-access", "-s", "acl", fixture.otherTool])
+        #expect(first.status == 0 && first.out.contains("taken off its access list"), "\(first)")
+        #expect(first.out.contains("service acl,") && !first.out.contains("acl2"), "\(first.out)")
+        #expect(try fixture.run(fixture.otherTool, ["find-generic-password", "-s", "acl", "-w"]).status != 0)
+        #expect(try fixture.run(fixture.otherTool, ["find-generic-password", "-s", "acl2", "-w"]).status == 0)
+        // Without options, from every list: the pinned entry goes too.
+        let every = try fixture.run(fixture.security, ["revoke-access", fixture.otherTool])
+        #expect(every.status == 0 && every.out.contains("service acl2,"), "\(every)")
+        #expect(try fixture.run(fixture.otherTool, ["find-generic-password", "-s", "acl2", "-w"]).status != 0)
+        // Nothing names it any more: errSecItemNotFound's 44, as find-* exit.
+        let none = try fixture.run(fixture.security, ["revoke-access", fixture.otherTool])
+        #expect(none.status == 44 && none.err.contains("no matching item's access list names"), "\(none)")
+        // The other program stays on its list, and the secrets stay.
+        let dump = try fixture.run(fixture.security, ["dump-keychain", "-a"])
+        #expect(dump.out.contains("    trusted: \(trusted)\n") && !dump.out.contains("other-tool"), "\(dump.out)")
+        let asked = try fixture.onTerminal(
+            fixture.otherTool, ["find-generic-password", "-s", "acl", "-w"], answering: "")
+        #expect(asked.status == 0 && asked.out.contains(secret), "asked again, and allowed once: \(asked.out)")
+    }
+
+    @Test(
         "A Flatpak app named on the list reads unasked from its bwrap sandbox; a path names no program in a sandbox; a host program is asked"
     )
     func flatpakAppOnTheList() throws {
