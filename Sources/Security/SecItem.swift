@@ -344,7 +344,9 @@ private func parseChanges(_ dictionary: CFDictionary, itemClass: ItemClass) thro
             data = bytes
             continue
         }
-        if key == "nleg" || key == "musr" || key == "mdat" { continue }
+        // kSecAttrAccess goes with the add only; macOS strips it from changes too
+        // (`SecItemCopyTranslatedAttributes`, `OSX/libsecurity_keychain/lib/SecItem.cpp`).
+        if key == "nleg" || key == "musr" || key == "mdat" || key == "acls" { continue }
         if key == "ggrp" { throw SecError(errSecParam) }
         guard key.utf8.count == 4, let spec = schema.applesSpec(for: AttributeName(rawValue: key)) else {
             throw SecError(errSecNoSuchAttr)

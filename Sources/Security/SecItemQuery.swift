@@ -160,6 +160,7 @@ struct QueryParser {
             if query.itemClass == nil { query.itemClass = parsed.itemClass }
         }
         guard let itemClass = query.itemClass else { throw SecError(errSecParam) }
+        try parseAccess(all, into: &query)
         let schema = ItemSchema.of(itemClass)
         let nonAttributeKeys = entries.keys.filter { $0.utf8.count != 4 }.count
         guard schema.attributes.count + nonAttributeKeys <= 128 else { throw SecError(errSecParam) }
@@ -168,6 +169,18 @@ struct QueryParser {
         }
         try resolveAccessibility(&query)
         return query
+    }
+
+    /// `kSecAttrAccess` on an add: the item's list of trusted applications, as macOS's
+    /// file-based keychain takes it (`SecItemAdd` in `OSX/libsecurity_keychain/lib/SecItem.cpp`).
+    /// A query for the data-protection keychain (`kSecUseDataProtectionKeychain`) drops it, as
+    /// macOS does; other operations always drop it.
+    private func parseAccess(_ entries: [String: Any], into query: inout ParsedQuery) throws {
+        guard operation == .add, let value = entries["acls"],
+            entries["nleg"].flatMap(cfBooleanValue) != true
+        else { return }
+        guard let access = value as? SecAccess else { throw SecError(errSecParam) }
+        query.attributes[.access] = .data(access.accessList.serialized)
     }
 
     private func keychains(_ entries: [String: Any]) throws -> [SecKeychain]? {

@@ -31,11 +31,6 @@ public final class SecKeychain: Hashable, Sendable, CustomStringConvertible {
 /// The legacy macOS type of `SecKeychainRef`.
 public typealias SecKeychainRef = SecKeychain
 
-/// An access object for legacy macOS keychains (accepted and ignored on Linux).
-public final class SecAccess: Sendable {
-    private init() {}
-}
-
 /// The process's open keychains, shared by every `SecKeychain` and `SecItem` call.
 ///
 /// Not a hidden global for tests: ``reset(configuration:defaultKeychain:)`` points the whole
