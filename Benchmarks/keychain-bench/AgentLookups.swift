@@ -58,6 +58,9 @@ struct AgentLookups {
                     },
                 ])
             (result.firstLookup, result.firstLookupNarrowed) = (first[0], first[1])
+            progress(
+                "  an item whose access list names this program, pinned by its file's digest, and its twin without")
+            (result.plainTwin, result.listedLookup) = try listedLookups(served)
             progress("  the same lookups with this process and a keychaind of its own on one CPU")
             (result.inProcessOneCore, result.agentOneCore) = try lookupsOnOneCore(
                 path: path, items: items, local: local, query: query)
@@ -70,6 +73,54 @@ struct AgentLookups {
             result.note = "not available: \(error)"
         }
         return result
+    }
+
+    /// The lookup of an item whose access list names this program pinned by its executable's
+    /// SHA-256 (what "Always Allow" stores; keychaind checks the running file's digest on each
+    /// read), interleaved with the same lookup of a twin item without a list. Both items are
+    /// removed afterwards.
+    private func listedLookups(_ served: AgentKeychain) throws -> (plain: Summary, listed: Summary) {
+        let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let hashed = Process()
+        hashed.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        hashed.arguments = [executable]
+        let output = Pipe()
+        hashed.standardOutput = output
+        try hashed.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        hashed.waitUntilExit()
+        guard let digest = printed.split(separator: " ").first.map(String.init), digest.count == 64 else {
+            throw BenchmarkFailure("sha256sum printed no digest for \(executable)")
+        }
+        let list = AccessList(applications: [TrustedApplication(.executable(path: executable, sha256: digest))])
+        func item(_ account: String, listed: Bool) -> Item {
+            var item = Item(
+                class: .genericPassword,
+                attributes: [.service: .string("bench.access-list"), .account: .string(account)])
+            if listed { item.attributes[.access] = .data(list.serialized) }
+            item.data = Data("secret".utf8)
+            return item
+        }
+        let twins = ItemQuery(class: .genericPassword, attributes: [.service: .string("bench.access-list")])
+        _ = try? served.delete(twins)
+        _ = try served.add(item("plain", listed: false))
+        _ = try served.add(item("listed", listed: true))
+        defer { _ = try? served.delete(twins) }
+        func lookup(_ account: String) -> ItemQuery {
+            ItemQuery(
+                class: .genericPassword,
+                attributes: [.service: .string("bench.access-list"), .account: .string(account)])
+        }
+        guard try served.findFirst(lookup("listed"), includeData: true)?.data == Data("secret".utf8) else {
+            throw BenchmarkFailure("keychaind did not give this program the item its access list names")
+        }
+        let timed = try interleaved(
+            items: 1, query: { _ in lookup("plain") },
+            [
+                { _ = try served.findFirst($0, includeData: true) },
+                { _ in _ = try served.findFirst(lookup("listed"), includeData: true) },
+            ])
+        return (timed[0], timed[1])
     }
 
     /// What a short process pays for its first lookup: a new connection (authenticated with its
@@ -264,6 +315,10 @@ struct AgentLookupResult: Codable, Sendable {
     /// and the same with the connection narrowed to the standard groups first, interleaved.
     var firstLookup: Summary?
     var firstLookupNarrowed: Summary?
+    /// A lookup through keychaind of an item without an access list, interleaved with its twin
+    /// whose list names this program pinned by digest (``AgentLookups/listedLookups(_:)``).
+    var plainTwin: Summary?
+    var listedLookup: Summary?
     var oneClientPerSecond: Double?
     var fourClientsPerSecond: Double?
     /// Why the figures are missing.

@@ -274,6 +274,17 @@ enum TableRenderer {
                 Format.ratio(narrowed.medianMicroseconds / first.medianMicroseconds),
             ])
         }
+        if let plain = lookups.plainTwin, let listed = lookups.listedLookup {
+            rows.append([
+                "find one item with its secret, served by keychaind (no access list)", "",
+                Format.duration(plain.medianMicroseconds), Format.duration(plain.p99Microseconds), "1.00×",
+            ])
+            rows.append([
+                "the same, its access list naming this program pinned by SHA-256", "",
+                Format.duration(listed.medianMicroseconds), Format.duration(listed.p99Microseconds),
+                Format.ratio(listed.medianMicroseconds / plain.medianMicroseconds),
+            ])
+        }
         if let here = lookups.inProcessOneCore, let there = lookups.agentOneCore {
             rows.append([
                 "find one item with its secret, in this process, held on one CPU", items,

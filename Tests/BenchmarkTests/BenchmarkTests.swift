@@ -115,8 +115,10 @@ struct BenchmarkTests {
         #expect(saturation?.halfSentCutOff ?? 0 > 0, "the agent's 256 MiB budget cuts some half-sent messages off")
         // The interleaved lookups, the socket floor, and the same lookups with this process and a
         // keychaind of its own held on one CPU.
+        // An item whose access list names the bench pinned by digest, and its twin without one.
         for summary in [
             lookups?.inProcess, lookups?.agent, lookups?.roundTrip, lookups?.inProcessOneCore, lookups?.agentOneCore,
+            lookups?.plainTwin, lookups?.listedLookup,
         ] {
             #expect(summary != nil)
             if let summary { expectSensible(summary, "agent lookups") }
