@@ -129,7 +129,7 @@ struct ApplicationVerdict: Sendable {
 
 extension AgentService {
     /// The most items one call asks about; past it the call fails (`errSecInteractionNotAllowed`).
-    static let mostApplicationQuestions = 8
+    package static let mostApplicationQuestions = 8
 
     /// The caller behind `connection` as access lists match it.
     func callingApplication(_ connection: DBusConnection) -> CallingApplication {
@@ -144,10 +144,22 @@ extension AgentService {
     func confirmApplication(
         _ pending: ApplicationConfirmation, keychain name: String?, changing: Bool, _ connection: DBusConnection
     ) async throws {
-        guard let prompt = applicationPrompt.withLock({ $0 }), let pid = connection.peerCredentials?.pid else {
-            throw KeychainError.applicationNotTrusted
-        }
-        let caller = callingApplication(connection)
+        guard let pid = connection.peerCredentials?.pid else { throw KeychainError.applicationNotTrusted }
+        try await confirmApplication(
+            pending, keychain: name, changing: changing, caller: callingApplication(connection), pid: pid
+        ) { [self] in try callerGroups(connection) }
+    }
+
+    /// Asks the person whether `caller` (process `pid`, whose access groups `groups` gives) may
+    /// use the item `pending` names, as ``confirmApplication(_:keychain:changing:_:)`` does for
+    /// an agent client: for a Secret Service client, whose calls come over the session bus.
+    /// - Throws: `.authFailed` when the person denies it; `.interactionNotAllowed`
+    ///   (``KeychainModel/KeychainError/Reason/applicationNotTrusted``) when nobody can be asked.
+    package func confirmApplication(
+        _ pending: ApplicationConfirmation, keychain name: String?, changing: Bool, caller: CallingApplication,
+        pid: Int32, groups: @escaping @Sendable () throws -> AccessGroups
+    ) async throws {
+        guard let prompt = applicationPrompt.withLock({ $0 }) else { throw KeychainError.applicationNotTrusted }
         let start = (try? ProcFS.startTime(pid: pid)) ?? 0
         // One dialog for each process and item at a time: its other calls share the answer. On
         // a thread of its own: naming the caller for good reads its executable, and the person
@@ -175,7 +187,7 @@ extension AgentService {
         case .allowOnce?: return
         case .alwaysAllow?:
             guard let always = verdict.always, let name else { return }
-            let groups = try await onWorkQueue { [self] in try callerGroups(connection) }
+            let groups = try await onWorkQueue { try groups() }
             try await onWorkQueue { [self] in
                 try withKeychainOnWorkQueue(named: name, for: groups) { keychain in
                     try Self.trust(always, forItem: pending.item, in: keychain)

@@ -27,8 +27,18 @@ extension SecretServiceProvider {
         let groups = try await groups(call.message, call.connection)
         let collections = Set(requested.compactMap { resolve($0)?.collection })
         let locked = try await lockedCollections(collections, groups)
-        guard !locked.isEmpty, let owner = call.message.sender else {
+        guard let owner = call.message.sender else {
             return SecretServiceInterface.Unlocked(unlocked: requested, prompt: "/")
+        }
+        guard !locked.isEmpty else {
+            // Open keychains: what stays locked is the items whose access lists keep them from
+            // the caller, which the person is asked about.
+            let held = try await heldItems(requested, call.message, call.connection)
+            guard !held.isEmpty else { return SecretServiceInterface.Unlocked(unlocked: requested, prompt: "/") }
+            let heldPaths = Set(held.map(\.path))
+            let path = try registerApplicationPrompt(held, owner: owner, connection: call.connection)
+            await dismissIfGone(owner, on: call.connection)
+            return SecretServiceInterface.Unlocked(unlocked: requested.filter { !heldPaths.contains($0) }, prompt: path)
         }
         let path = try registerUnlockPrompt(
             objects: requested, collections: locked, groups: groups, owner: owner, connection: call.connection)
@@ -84,22 +94,61 @@ extension SecretServiceProvider {
         objects requested: [String], collections: [SecretCollection], groups: AccessGroups, owner: String,
         connection: DBusConnection
     ) throws -> String {
-        let path = Self.promptPrefix + "u" + String(nextSession.add(1, ordering: .relaxed).oldValue)
+        try registerPrompt(kind: "u", owner: owner, result: requested, connection: connection) {
+            [self] call, state, complete in
+            let connection = call.connection
+            let task = Task {
+                while !Task.isCancelled && !state.finished.load(ordering: .relaxed) {
+                    if (try? await lockedCollections(Set(collections), groups))?.isEmpty == true {
+                        await complete(connection, false)
+                        return
+                    }
+                    try? await Task.sleep(for: Self.promptPollInterval)
+                }
+            }
+            state.waiting.withLock { $0 = task }
+            if let sender = call.message.sender {
+                let caller = try? await credentials(of: sender, connection).pid
+                Task {
+                    let outcome = await askForPasswords(
+                        on: connection, caller: caller, collections: collections, groups: groups, state: state)
+                    switch outcome {
+                    case .unlocked: await complete(connection, false)
+                    case .cancelled: await complete(connection, true)
+                    case .noOneToAsk: break  // the prompt waits for an unlock by another path
+                    }
+                }
+            }
+        }
+    }
+
+    /// How a prompt ends: on `connection`, dismissed or not. It ends once.
+    typealias PromptCompletion = @Sendable (DBusConnection, Bool) async -> Void
+
+    /// Registers a prompt object for `owner` (`kind` starts its path's last element): its
+    /// `Prompt` runs `show`, which starts the work and has it complete the prompt; `Dismiss`, the
+    /// owner leaving the bus and ``promptLifetime`` end it dismissed. `Completed` carries `result`
+    /// unless dismissed. A caller has at most ``promptsPerCaller`` open.
+    func registerPrompt(
+        kind: String, owner: String, result: [String], connection: DBusConnection,
+        show: @escaping @Sendable (DBusMethodCall, PromptState, @escaping PromptCompletion) async -> Void
+    ) throws -> String {
+        let path = Self.promptPrefix + kind + String(nextSession.add(1, ordering: .relaxed).oldValue)
         guard prompts.withLock({ prompts in prompts.values.count { $0.owner == owner } < Self.promptsPerCaller }) else {
             throw DBusError.method(
                 DBusErrorName.limitsExceeded, "too many open prompts (\(Self.promptsPerCaller)): dismiss one first")
         }
         let state = PromptState()
-        let complete: @Sendable (DBusConnection, Bool) async -> Void = { [self] connection, dismissed in
+        let complete: PromptCompletion = { [self] connection, dismissed in
             guard !state.finished.exchange(true, ordering: .relaxed) else { return }
             state.dialog.withLock { $0?.cancel() }
             state.waiting.withLock { $0?.cancel() }
             state.expiry.withLock { $0?.cancel() }
             objects.unregister(path: path)
             prompts.withLock { $0[path] = nil }
-            let result: DBusValue = .variant(Self.paths(dismissed ? [] : requested))
+            let paths: DBusValue = .variant(Self.paths(dismissed ? [] : result))
             await emit(
-                "Completed", interface: Self.promptInterface, path: path, [.boolean(dismissed), result],
+                "Completed", interface: Self.promptInterface, path: path, [.boolean(dismissed), paths],
                 on: connection)
         }
         prompts.withLock { $0[path] = OpenPrompt(owner: owner, dismiss: { await complete($0, true) }) }
@@ -107,32 +156,9 @@ extension SecretServiceProvider {
             DBusInterface(
                 Self.promptInterface,
                 methods: [
-                    DBusMethod(SecretServiceInterface.showPrompt) { [self] call, _ in
+                    DBusMethod(SecretServiceInterface.showPrompt) { call, _ in
                         guard call.message.sender == owner else { throw SecretServiceError.noSuchObject }
-                        let connection = call.connection
-                        let task = Task {
-                            while !Task.isCancelled && !state.finished.load(ordering: .relaxed) {
-                                if (try? await lockedCollections(Set(collections), groups))?.isEmpty == true {
-                                    await complete(connection, false)
-                                    return
-                                }
-                                try? await Task.sleep(for: Self.promptPollInterval)
-                            }
-                        }
-                        state.waiting.withLock { $0 = task }
-                        if let sender = call.message.sender {
-                            let caller = try? await credentials(of: sender, connection).pid
-                            Task {
-                                let outcome = await askForPasswords(
-                                    on: connection, caller: caller, collections: collections, groups: groups,
-                                    state: state)
-                                switch outcome {
-                                case .unlocked: await complete(connection, false)
-                                case .cancelled: await complete(connection, true)
-                                case .noOneToAsk: break  // the prompt waits for an unlock by another path
-                                }
-                            }
-                        }
+                        await show(call, state, complete)
                         return DBusNoArguments()
                     },
                     DBusMethod(SecretServiceInterface.dismiss) { call, _ in

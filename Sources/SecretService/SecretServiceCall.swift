@@ -15,6 +15,9 @@ struct SecretCall: Sendable {
     let groups: Result<AccessGroups, any Error>
     /// Who the caller is to an item's access list (nobody a list names when it is not known).
     var application = AgentService.busClient
+    /// The items whose access lists do not name the caller that the person allowed it while it
+    /// stays on the bus (``SecretServiceProvider/applicationGrants``).
+    var allowedItems: Set<UUID> = []
     /// The collections, read once for the call.
     let list: SecretCollectionList
     /// Whether the body runs on the event loop that read the call: it must not wait, and
@@ -53,9 +56,10 @@ extension SecretServiceProvider {
             onEventLoop = { [self] call, wire in
                 let arguments = try A(reading: &wire)
                 guard let known = knownCaller(call.message), let list = recentCollections() else { return nil }
-                let quick = SecretCall(
+                var quick = SecretCall(
                     sender: call.message.sender, groups: .success(known.groups), application: known.application,
                     list: list, onEventLoop: true)
+                quick.allowedItems = grants(of: call.message.sender)
                 do {
                     return try body(quick, arguments).values
                 } catch is SecretCall.Declined {
@@ -84,9 +88,11 @@ extension SecretServiceProvider {
         } catch {
             groups = .failure(error)
         }
-        let call = SecretCall(
+        var call = SecretCall(
             sender: message?.sender, groups: groups, application: application, list: collections(), onEventLoop: false)
-        return try await agent.onWorkQueue { try body(call) }
+        call.allowedItems = grants(of: message?.sender)
+        let made = call
+        return try await agent.onWorkQueue { try body(made) }
     }
 
     /// The caller when it is known already (no bus round trip), else `nil`.
@@ -111,17 +117,23 @@ extension SecretServiceProvider {
         _ collection: SecretCollection, _ call: SecretCall, _ body: (any KeychainHandle) throws -> T
     ) throws -> T {
         guard call.onEventLoop else {
-            return try withKeychainHere(collection, for: try call.groups.get(), as: call.application, body)
+            return try withKeychainHere(
+                collection, for: try call.groups.get(), as: call.application, allowing: call.allowedItems, body)
         }
         do {
             guard let name = collection.keychainName else {
                 guard let session = sessionKeychain.withLock({ $0 }) else { throw SecretCall.Declined() }
                 let handle = session.acting(for: try call.groups.get())
-                return try KeychainDatabase.$callingApplication.withValue(call.application) { try body(handle) }
+                return try KeychainDatabase.$callingApplication.withValue(call.application) {
+                    try KeychainDatabase.$allowedItems.withValue(call.allowedItems) { try body(handle) }
+                }
             }
             guard
-                let result = try agent.withOpenKeychain(
-                    named: name, for: try call.groups.get(), as: call.application, body)
+                let result = try KeychainDatabase.$allowedItems.withValue(
+                    call.allowedItems,
+                    operation: {
+                        try agent.withOpenKeychain(named: name, for: try call.groups.get(), as: call.application, body)
+                    })
             else {
                 throw SecretCall.Declined()
             }

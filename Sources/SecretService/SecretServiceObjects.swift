@@ -316,8 +316,7 @@ extension SecretServiceProvider {
                         }
                     }),
                 DBusProperty("Locked", type: .boolean) { [self] connection in
-                    guard let (collection, _) = resolve(path) else { throw SecretServiceError.noSuchObject }
-                    return .boolean(try await isLocked(collection, DBusCurrentCall.message, connection))
+                    .boolean(try await isItemLocked(path, DBusCurrentCall.message, connection))
                 },
                 DBusProperty("Created", type: .uint64) { [self] connection in
                     Self.seconds(try await shownItem(path, connection).attributes[.creationDate])

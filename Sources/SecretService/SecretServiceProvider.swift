@@ -50,6 +50,10 @@ public final class SecretServiceProvider: Sendable {
     /// and its entry goes when the caller leaves (``watchSessions(on:)``). Without the cache each
     /// call would cost a `GetConnectionCredentials` round trip and an identification.
     let callers = Mutex<[String: KnownCaller]>([:])
+    /// The items each caller (by unique bus name) was allowed by the person although their
+    /// access lists do not name it: "Allow" in an `Unlock` prompt lasts while the caller stays
+    /// on the bus (``watchSessions(on:)`` forgets it when it leaves).
+    let applicationGrants = Mutex<[String: Set<UUID>]>([:])
 
     /// A caller identified once: its groups, its name for the access log, and who it is to an
     /// item's access list.
@@ -118,6 +122,7 @@ public final class SecretServiceProvider: Sendable {
                 else { continue }
                 closeSessions(of: name)
                 callers.withLock { $0[name] = nil }
+                applicationGrants.withLock { $0[name] = nil }
                 await dismissPrompts(of: name, on: connection)
             }
         }
@@ -244,7 +249,14 @@ public final class SecretServiceProvider: Sendable {
         _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
         let caller = try await caller(message, connection)
-        return try await withKeychain(collection, for: caller.groups, as: caller.application, body)
+        return try await withKeychain(
+            collection, for: caller.groups, as: caller.application, allowing: grants(of: message?.sender), body)
+    }
+
+    /// The items the person allowed `sender` although their access lists do not name it.
+    func grants(of sender: String?) -> Set<UUID> {
+        guard let sender else { return [] }
+        return applicationGrants.withLock { $0[sender] ?? [] }
     }
 
     /// Runs `body` on `collection`'s keychain acting for `groups`, for `application` as items'
@@ -252,15 +264,15 @@ public final class SecretServiceProvider: Sendable {
     /// without secrets (a keychain deleted meanwhile: `NoSuchObject`).
     func withKeychain<T: Sendable>(
         _ collection: SecretCollection, for groups: AccessGroups,
-        as application: CallingApplication = AgentService.busClient,
+        as application: CallingApplication = AgentService.busClient, allowing allowed: Set<UUID> = [],
         _ body: @escaping @Sendable (any KeychainHandle) throws -> T
     ) async throws -> T {
         // The session's keychain is in memory: no hand-off.
         guard collection.keychainName != nil else {
-            return try withKeychainHere(collection, for: groups, as: application, body)
+            return try withKeychainHere(collection, for: groups, as: application, allowing: allowed, body)
         }
         return try await agent.onWorkQueue { [self] in
-            try withKeychainHere(collection, for: groups, as: application, body)
+            try withKeychainHere(collection, for: groups, as: application, allowing: allowed, body)
         }
     }
 
@@ -269,7 +281,21 @@ public final class SecretServiceProvider: Sendable {
     /// errors without secrets (a keychain deleted meanwhile: `NoSuchObject`).
     func withKeychainHere<T>(
         _ collection: SecretCollection, for groups: AccessGroups,
-        as application: CallingApplication = AgentService.busClient, _ body: (any KeychainHandle) throws -> T
+        as application: CallingApplication = AgentService.busClient, allowing allowed: Set<UUID> = [],
+        _ body: (any KeychainHandle) throws -> T
+    ) throws -> T {
+        do {
+            return try KeychainDatabase.$allowedItems.withValue(allowed) {
+                try withKeychainHere(collection, for: groups, as: application, body)
+            }
+        } catch let error as KeychainError {
+            throw SecretServiceError.dbusError(error)
+        }
+    }
+
+    private func withKeychainHere<T>(
+        _ collection: SecretCollection, for groups: AccessGroups, as application: CallingApplication,
+        _ body: (any KeychainHandle) throws -> T
     ) throws -> T {
         do {
             guard let name = collection.keychainName else {
@@ -392,7 +418,13 @@ public final class SecretServiceProvider: Sendable {
                 continue  // a keychain deleted since the list was read
             }
             try call.require(quick: found.items.count + found.locked.count <= Self.quickLimit)
-            unlocked += Self.matchingPaths(found.items, query, in: collection)
+            // An item whose access list keeps it from the caller is locked to it (naming the
+            // caller for a pinned entry reads its executable: not on the event loop).
+            try call.require(quick: !found.items.contains { $0.attributes[.access] != nil })
+            let held = found.items.filter { Self.isHeldBack($0, from: call.application, allowing: call.allowedItems) }
+            let open = found.items.filter { !Self.isHeldBack($0, from: call.application, allowing: call.allowedItems) }
+            unlocked += Self.matchingPaths(open, query, in: collection)
+            locked += Self.matchingPaths(held, query, in: collection)
             locked += found.locked.map { Self.itemPath($0, in: collection) }
         }
         // A locked keychain that could not say what matches: "nothing found" would be untrue.
@@ -586,9 +618,9 @@ enum SecretServiceError {
                 accessDenied, "the item asks for its owner's authentication: read it through Keychain Services")
         }
         if error.reason == .applicationNotTrusted {
+            // Locked to this caller: Unlock asks the person (ApplicationPrompt.swift).
             return .method(
-                accessDenied,
-                "the item's access list does not name this application: read it through Keychain Services or security")
+                isLocked, "the item's access list does not name this application: Unlock it to be asked")
         }
         return switch error.code {
         case .interactionNotAllowed, .authFailed: .method(isLocked, "the keychain is locked")

@@ -242,7 +242,7 @@ struct ApplicationAccessTests {
     }
 
     @Test(
-        "Through the Secret Service, a client the list names reads the item; any other is refused, saying why, and the item without a list reads"
+        "Through the Secret Service, a client the list names reads the item; to any other it is locked, and unlocking asks: nobody to ask or Deny refuse, Allow reads, Always Allow is remembered"
     )
     func secretServiceFollowsTheList() throws {
         let fixture = try Fixture()
@@ -261,20 +261,38 @@ struct ApplicationAccessTests {
         let other = try fixture.run(secretTool, ["lookup", "service", "for-true"])
         #expect(other.status != 0 && !other.out.contains(secret), "\(other)")
         #expect(try fixture.run(secretTool, ["lookup", "service", "open"]).out == "open-secret")
-        // GetSecret says why; Python is not on either list.
+        // The item is locked to a client the list does not name; GetSecret says why.
         let script = """
             import secretstorage
+            from secretstorage.util import open_session
             bus = secretstorage.dbus_init()
             item = next(secretstorage.search_items(bus, {"service": "for-secret-tool"}))
+            print("locked" if item.is_locked() else "open", end=" ")
             try:
-                item.get_secret()
+                item._item.call("GetSecret", "o", open_session(bus).object_path)
                 print("read")
             except Exception as error:
                 print("refused:", error)
             """
         let python = try fixture.run(fixture.python, ["-c", script])
-        #expect(python.out.hasPrefix("refused:") && python.out.contains("access list"), "\(python) \(python.out)")
+        #expect(
+            python.out.hasPrefix("locked refused:") && python.out.contains("access list"), "\(python) \(python.out)")
         #expect(!python.out.contains(secret))
+
+        // libsecret unlocks a locked item: the Unlock prompt asks on secret-tool's terminal.
+        func lookupOnTerminal(answering keys: String) throws -> ToolResult {
+            try fixture.onTerminal(secretTool, ["lookup", "service", "for-true"], answering: keys)
+        }
+        let denied = try lookupOnTerminal(answering: "\t\t")
+        #expect(denied.status != 0 && !denied.out.contains(secret), "\(denied)\n\(denied.out)")
+        #expect(denied.out.contains("secret-tool") && denied.out.contains("Deny"), "\(denied.out)")
+        let once = try lookupOnTerminal(answering: "")
+        #expect(once.status == 0 && once.out.contains(secret), "\(once)\n\(once.out)")
+        #expect(try fixture.run(secretTool, ["lookup", "service", "for-true"]).status != 0, "Allow is not remembered")
+        let always = try lookupOnTerminal(answering: "\t")
+        #expect(always.status == 0 && always.out.contains(secret), "\(always)\n\(always.out)")
+        let remembered = try fixture.run(secretTool, ["lookup", "service", "for-true"])
+        #expect(remembered.status == 0 && remembered.out == secret, "\(remembered)")
         let log = try fixture.run(fixture.security, ["access-log"]).out
         #expect(log.contains("secret-tool") && log.contains("its access list"), "\(log)")
     }
