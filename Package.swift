@@ -389,7 +389,9 @@ let package = Package(
         // KeychainModel: LAContext gives its application password to Security (ApplicationPasswordSource).
         // KeychainClient: an evaluation is made where the keychain is kept (keychaind or this process),
         // so that its proof spares the context's keychain reads the question.
-        .target(name: "LocalAuthentication", dependencies: ["UserPresence", "KeychainModel", "KeychainClient"]),
+        // Security: evaluateAccessControl takes a SecAccessControl, as Apple's does.
+        .target(
+            name: "LocalAuthentication", dependencies: ["UserPresence", "KeychainModel", "KeychainClient", "Security"]),
         // An app that evaluates an LAContext in its own process (LocalAuthenticationTests).
         .executableTarget(
             name: "keychain-la-worker", dependencies: ["LocalAuthentication", "Security"], path: "Tests/LAWorker"),

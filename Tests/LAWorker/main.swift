@@ -15,6 +15,10 @@ import Security
 //       "error OSSTATUS"
 //   keychain-la-worker evaluate-and-read SERVICE N   evaluates the context, then reads N times
 //       with it as kSecUseAuthenticationContext, then once without it
+//   keychain-la-worker evaluate-access-control FLAGS OPERATION [SERVICE]   evaluateAccessControl of
+//       an access control of FLAGS (SecAccessControlCreateFlags' raw value) for OPERATION
+//       (LAAccessControlOperation's); prints "success" or "error CODE", then, given SERVICE,
+//       reads it with the context as kSecUseAuthenticationContext ("secret TEXT" or "error OSSTATUS")
 //   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login   Apple's sample
 //       code (AppleSamples.swift): prints "added", "credentials USER PASSWORD", "logged in", or
 //       the error
@@ -55,6 +59,36 @@ case "store":
             kSecAttrAccessControl: control, kSecValueData: secret,
         ] as CFDictionary, nil)
     print(status == errSecSuccess ? "stored" : "error \(status)")
+case "evaluate-access-control":
+    let values = Array(arguments.dropFirst())
+    guard values.count >= 2, let flags = UInt(values[0]), let raw = Int(values[1]),
+        let operation = LAAccessControlOperation(rawValue: raw)
+    else { exit(2) }
+    var error: Unmanaged<CFError>?
+    guard
+        let control = SecAccessControlCreateWithFlags(
+            nil, kSecAttrAccessibleWhenUnlocked, SecAccessControlCreateFlags(rawValue: flags), &error)
+    else {
+        print("error creating the access control")
+        exit(1)
+    }
+    do {
+        try await context.evaluateAccessControl(control, operation: operation, localizedReason: "Use your key")
+        print("success")
+    } catch {
+        print("error \((error as? LAError)?.code.rawValue ?? 0)")
+    }
+    if values.count == 3 {
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrService: values[2], kSecReturnData: true,
+                kSecUseAuthenticationContext: context,
+            ] as CFDictionary, &result)
+        print(
+            status == errSecSuccess
+                ? "secret \(String(decoding: result as? Data ?? Data(), as: UTF8.self))" : "error \(status)")
+    }
 case "evaluate-and-read":
     let values = Array(arguments.dropFirst())
     guard values.count == 2, let count = Int(values[1]) else { exit(2) }

@@ -263,6 +263,38 @@ struct PolkitTests {
         }
     }
 
+    @Test(
+        "evaluateAccessControl asks what the access control asks for the operation, and the context then answers the item's read unasked"
+    )
+    func evaluateAccessControlAsksAndAnswersTheRead() throws {
+        let (polkit, password, secret) = try storedVault(.inProcess)
+        let run = try polkit.onTerminal(
+            ["evaluate-access-control", "1", "\(LAAccessControlOperation.useItem.rawValue)", "vault"],
+            steps: [("Password:", password)], environment: Backend.inProcess.environment(polkit))
+        #expect(run.output.contains("success\r\n") && run.output.contains("secret \(secret)\r\n"), "\(run)")
+        #expect(run.output.components(separatedBy: "Password:").count == 2, "asked once: \(run)")
+    }
+
+    @Test(
+        "evaluateAccessControl asks nothing to make an item or key, nor for privateKeyUsage; biometry, a companion and an application password not given fail with Apple's codes; nobody to ask is notInteractive",
+        arguments: [
+            // SecAccessControlCreateFlags' raw values: userPresence 1, biometryAny 2,
+            // biometryCurrentSet 8, devicePasscode 16, companion 32, or 1 << 14,
+            // privateKeyUsage 1 << 30, applicationPassword 1 << 31.
+            (1, LAAccessControlOperation.createItem, "success"),
+            (1 << 30, .useKeySign, "success"),
+            (2, .useItem, "error \(LAError.Code.biometryNotAvailable.rawValue)"),
+            (32, .useKeyDecrypt, "error \(LAError.Code.companionNotAvailable.rawValue)"),
+            (1 << 31, .useItem, "error \(LAError.Code.notInteractive.rawValue)"),
+            (8 | 1 << 14 | 16, .useItem, "error \(LAError.Code.notInteractive.rawValue)"),
+            (1, .useKeySign, "error \(LAError.Code.notInteractive.rawValue)"),
+        ] as [(UInt, LAAccessControlOperation, String)])
+    func evaluateAccessControlWithoutAsking(flags: UInt, operation: LAAccessControlOperation, expected: String) throws {
+        let polkit = try PolkitFixture()
+        let run = try polkit.runAsUser(polkit.worker, ["evaluate-access-control", "\(flags)", "\(operation.rawValue)"])
+        #expect(run.output == expected + "\n", "\(flags) \(operation): \(run)")
+    }
+
     @Test("with no polkit on the system bus, evaluating is LAError.passcodeNotSet (nothing can authenticate the owner)")
     func noPolkit() throws {
         let run = try PolkitFixture.run(
