@@ -115,14 +115,17 @@ struct ReceivedDescriptorTests {
             path: Self.path, interface: Self.interface, member: "Keep", body: [.unixFD(0)])
         call.serial = 1
         call.unixFDs = 1
-        let peer = Task.detached { try ScriptedPeer.serve(listener, then: try call.encoded()) }
+        let bytes = try call.encoded()
+        // On a thread of its own: blocked in accept and recv, the peer would hold one of the
+        // cooperative pool's two threads here, and under the parallel tests the connection's
+        // handshake starved (a CI run timed out after 25 s).
+        async let closed = ScriptedPeer.serveOnThread(listener, then: bytes)
         var configuration = DBusConnection.Configuration()
         configuration.receivesDescriptors = true
         let connection = try await DBusConnection.connect(
             to: try DBusAddress.parseList("unix:path=\(socketPath)"), objects: try Self.objects(),
             configuration: configuration)
-        let closed = try await peer.value
-        #expect(closed, "the connection was closed, not answered")
+        #expect(try await closed, "the connection was closed, not answered")
         // The channel's own state follows its descriptors' closing on its event loop.
         for _ in 0..<500 where connection.isActive { try await Task.sleep(for: .milliseconds(10)) }
         #expect(!connection.isActive)
@@ -147,6 +150,13 @@ enum ScriptedPeer {
             throw SupportError(description: "cannot listen at \(path): errno \(errno)")
         }
         return socket
+    }
+
+    /// ``serve(_:then:)`` on a thread of its own, off the cooperative pool.
+    static func serveOnThread(_ listener: Int32, then bytes: [UInt8]) async throws -> Bool {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try serve(listener, then: bytes) }) }
+        }
     }
 
     /// Accepts one connection, answers its handshake, sends `bytes`, and reports whether the
