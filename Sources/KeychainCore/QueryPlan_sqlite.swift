@@ -349,11 +349,14 @@ extension QueryPlan {
     ///   for a call that may ask (`.allow`), naming the item; ``KeychainModel/KeychainError/Reason/applicationNotTrusted``
     ///   for one that may not.
     func trustsCaller(_ attributes: Attributes, uuid: UUID?) throws -> Bool {
-        guard opensSecrets, let caller, let stored = attributes[.access]?.dataValue else { return true }
-        let list = AccessList(serialized: stored)
-        if list.trusts(caller) { return true }
-        if let uuid, allowedItems.contains(uuid) { return true }
-        if let accessListChange, list.isNarrowed(to: accessListChange) { return true }
+        guard opensSecrets, let caller, !caller.mayOpen(attributes, id: uuid, allowing: allowedItems) else {
+            return true
+        }
+        if let accessListChange, let stored = attributes[.access]?.dataValue,
+            AccessList(serialized: stored).isNarrowed(to: accessListChange)
+        {
+            return true
+        }
         switch authenticationUI {
         case .skip: return false
         case .allow:

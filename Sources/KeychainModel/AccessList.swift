@@ -37,6 +37,17 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
         guard isWellFormed else { return nil }
     }
 
+    /// The program at `path` as the kernel names it when it runs: by its file's real path
+    /// (symbolic links followed, made absolute; `/usr/bin/python3` is `/usr/bin/python3.11`).
+    /// `nil` when no executable file is there (unless `mustExist` is false: a program taken off
+    /// a list may be gone), or the path cannot be stored.
+    public init?(programAt path: String, mustExist: Bool = true) {
+        let real = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        guard !mustExist || FileManager.default.isExecutableFile(atPath: real) else { return nil }
+        self.init(.executable(path: real, sha256: nil))
+        guard isWellFormed else { return nil }
+    }
+
     /// Whether the name can be stored and matched: an absolute path with no line break and no
     /// `..` step, a lowercase 64-digit hex digest, an app id of Flatpak's characters.
     public var isWellFormed: Bool {
@@ -205,6 +216,16 @@ public struct CallingApplication: Sendable {
         if let flatpakAppID { return "the Flatpak app \(flatpakAppID) (pid \(pid))" }
         if let executable { return "\(executable) (pid \(pid))" }
         return "pid \(pid) (\(unnamedReason ?? "not identified"))"
+    }
+
+    /// Whether an item with `attributes` (persistent identity `id`) gives its secret to this
+    /// caller without asking: it has no access list, the person allowed this caller the item
+    /// (`allowed`), or its list names the caller. The engine's check on every read, and what
+    /// the Secret Service shows as locked.
+    public func mayOpen(_ attributes: Attributes, id: UUID?, allowing allowed: Set<UUID>) -> Bool {
+        guard let stored = attributes[.access]?.dataValue else { return true }
+        if let id, allowed.contains(id) { return true }
+        return AccessList(serialized: stored).trusts(self)
     }
 
     /// A caller nothing names (a process gone, a sandbox with no usable app id, a bus client

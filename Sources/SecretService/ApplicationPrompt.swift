@@ -19,13 +19,6 @@ extension SecretServiceProvider {
         var confirmation: ApplicationConfirmation
     }
 
-    /// Whether `item`'s access list keeps its secret from `application`: the list does not name
-    /// it, and the person has not allowed it the item (`allowed`).
-    static func isHeldBack(_ item: Item, from application: CallingApplication, allowing allowed: Set<UUID>) -> Bool {
-        guard let stored = item.attributes[.access]?.dataValue, let id = item.persistentID else { return false }
-        return !allowed.contains(id) && !AccessList(serialized: stored).trusts(application)
-    }
-
     /// Those of the item paths in `requested` that the caller of `message` may not read until the
     /// person allows it.
     func heldItems(_ requested: [String], _ message: DBusMessage?, _ connection: DBusConnection) async throws
@@ -39,8 +32,7 @@ extension SecretServiceProvider {
             let item = try? await withKeychain(collection, for: caller.groups) { keychain in
                 try Self.findPassword(id, in: keychain, includeData: false)
             }
-            guard let item: Item = item ?? nil,
-                Self.isHeldBack(item, from: caller.application, allowing: allowed)
+            guard let item: Item = item ?? nil, !caller.application.mayOpen(item.attributes, id: id, allowing: allowed)
             else { continue }
             held.append(
                 HeldItem(
@@ -53,10 +45,9 @@ extension SecretServiceProvider {
     /// Whether the item at `path` is locked to the caller of `message`: its keychain is locked,
     /// or its access list keeps its secret from the caller.
     func isItemLocked(_ path: String, _ message: DBusMessage?, _ connection: DBusConnection) async throws -> Bool {
-        guard let (collection, id) = resolve(path) else { throw SecretServiceError.noSuchObject }
+        guard let (collection, _) = resolve(path) else { throw SecretServiceError.noSuchObject }
         if try await isLocked(collection, message, connection) { return true }
-        guard let id else { return false }
-        return try await !heldItems([Self.itemPath(id, in: collection)], message, connection).isEmpty
+        return try await !heldItems([path], message, connection).isEmpty
     }
 
     /// Registers a prompt that asks the person about each of `held` for `owner`: it completes
@@ -79,14 +70,13 @@ extension SecretServiceProvider {
     private func askAboutApplication(_ held: [HeldItem], _ message: DBusMessage, _ connection: DBusConnection) async
         -> Bool
     {
-        guard let sender = message.sender, let caller = try? await caller(message, connection),
-            let pid = try? await credentials(of: sender, connection).pid
-        else { return false }
+        guard let sender = message.sender, let caller = try? await caller(message, connection) else { return false }
         for item in held.prefix(AgentService.mostApplicationQuestions) {
             do {
                 try await agent.confirmApplication(
                     item.confirmation, keychain: item.collection.keychainName, changing: false,
-                    caller: caller.application, pid: pid, groups: { caller.groups })
+                    // The pid the caller was identified by: no second bus round trip.
+                    caller: caller.application, pid: caller.application.pid, groups: { caller.groups })
             } catch {
                 return false
             }

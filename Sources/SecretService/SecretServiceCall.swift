@@ -124,9 +124,7 @@ extension SecretServiceProvider {
             guard let name = collection.keychainName else {
                 guard let session = sessionKeychain.withLock({ $0 }) else { throw SecretCall.Declined() }
                 let handle = session.acting(for: try call.groups.get())
-                return try KeychainDatabase.$callingApplication.withValue(call.application) {
-                    try KeychainDatabase.$allowedItems.withValue(call.allowedItems) { try body(handle) }
-                }
+                return try Self.acting(as: call.application, allowing: call.allowedItems) { try body(handle) }
             }
             guard
                 let result = try KeychainDatabase.$allowedItems.withValue(

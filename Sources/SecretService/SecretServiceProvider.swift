@@ -285,27 +285,26 @@ public final class SecretServiceProvider: Sendable {
         _ body: (any KeychainHandle) throws -> T
     ) throws -> T {
         do {
+            guard let name = collection.keychainName else {
+                guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "no access group") }
+                let handle = try session().acting(for: groups)
+                return try Self.acting(as: application, allowing: allowed) { try body(handle) }
+            }
             return try KeychainDatabase.$allowedItems.withValue(allowed) {
-                try withKeychainHere(collection, for: groups, as: application, body)
+                try agent.withKeychainOnWorkQueue(named: name, for: groups, as: application, body)
             }
         } catch let error as KeychainError {
             throw SecretServiceError.dbusError(error)
         }
     }
 
-    private func withKeychainHere<T>(
-        _ collection: SecretCollection, for groups: AccessGroups, as application: CallingApplication,
-        _ body: (any KeychainHandle) throws -> T
-    ) throws -> T {
-        do {
-            guard let name = collection.keychainName else {
-                guard !groups.groups.isEmpty else { throw KeychainError(.missingEntitlement, "no access group") }
-                let handle = try session().acting(for: groups)
-                return try KeychainDatabase.$callingApplication.withValue(application) { try body(handle) }
-            }
-            return try agent.withKeychainOnWorkQueue(named: name, for: groups, as: application, body)
-        } catch let error as KeychainError {
-            throw SecretServiceError.dbusError(error)
+    /// Runs `body` with the engine seeing `application` as the caller, allowed the items
+    /// `allowed` (the agent's own keychain calls set the caller themselves).
+    static func acting<T>(as application: CallingApplication, allowing allowed: Set<UUID>, _ body: () throws -> T)
+        rethrows -> T
+    {
+        try KeychainDatabase.$callingApplication.withValue(application) {
+            try KeychainDatabase.$allowedItems.withValue(allowed, operation: body)
         }
     }
 
@@ -421,8 +420,15 @@ public final class SecretServiceProvider: Sendable {
             // An item whose access list keeps it from the caller is locked to it (naming the
             // caller for a pinned entry reads its executable: not on the event loop).
             try call.require(quick: !found.items.contains { $0.attributes[.access] != nil })
-            let held = found.items.filter { Self.isHeldBack($0, from: call.application, allowing: call.allowedItems) }
-            let open = found.items.filter { !Self.isHeldBack($0, from: call.application, allowing: call.allowedItems) }
+            var open: [Item] = []
+            var held: [Item] = []
+            for item in found.items {
+                if call.application.mayOpen(item.attributes, id: item.persistentID, allowing: call.allowedItems) {
+                    open.append(item)
+                } else {
+                    held.append(item)
+                }
+            }
             unlocked += Self.matchingPaths(open, query, in: collection)
             locked += Self.matchingPaths(held, query, in: collection)
             locked += found.locked.map { Self.itemPath($0, in: collection) }

@@ -57,18 +57,11 @@ public typealias SecTrustedApplicationRef = SecTrustedApplication
 public func SecTrustedApplicationCreateFromPath(
     _ path: UnsafePointer<CChar>?, _ app: UnsafeMutablePointer<SecTrustedApplication?>
 ) -> OSStatus {
-    let given = path.map { String(cString: $0) } ?? "/proc/self/exe"
-    let real: String
-    if path == nil {
-        guard let running = try? FileManager.default.destinationOfSymbolicLink(atPath: given) else {
-            return errSecParam
-        }
-        real = running
-    } else {
-        real = URL(fileURLWithPath: given).resolvingSymlinksInPath().path
-    }
-    guard FileManager.default.isExecutableFile(atPath: real),
-        let application = TrustedApplication(argument: real)
+    // This program: the file the kernel says it runs.
+    guard
+        let given = path.map({ String(cString: $0) })
+            ?? (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")),
+        let application = TrustedApplication(programAt: given)
     else { return errSecParam }
     app.pointee = SecTrustedApplication(application: application)
     return errSecSuccess

@@ -256,10 +256,7 @@ extension AddItemOptions {
                 applications.append(application)
                 continue
             }
-            let real = URL(fileURLWithPath: argument).resolvingSymlinksInPath().path
-            guard FileManager.default.isExecutableFile(atPath: real),
-                let application = TrustedApplication(argument: real)
-            else {
+            guard let application = TrustedApplication(programAt: argument) else {
                 Console.err(
                     "security: -T \(argument.printable): no such program here; it is left off the access list\n")
                 continue

@@ -77,10 +77,10 @@ struct RevokeAccess: ToolCommand {
     /// The program as the lists name it: a Flatpak app id, or a path's real file (as `-T`
     /// stores it), which need not exist any more.
     private func revokedApplication() throws -> TrustedApplication {
-        let name =
+        let named =
             program.hasPrefix("flatpak:") || program.isEmpty
-            ? program : URL(fileURLWithPath: program).resolvingSymlinksInPath().path
-        guard let application = TrustedApplication(argument: name) else {
+            ? TrustedApplication(argument: program) : TrustedApplication(programAt: program, mustExist: false)
+        guard let application = named else {
             throw CommandFailure.usage("\(program.printable) names no program (a path, or flatpak:org.example.App)")
         }
         return application
