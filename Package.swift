@@ -383,15 +383,26 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
-        // Whether the person at a process is its user: polkit (and its terminal agent) on Linux.
-        .target(name: "UserPresence", dependencies: ["DBusWire", "KeychainLibc", "CKeychainAgent", "KeychainModel"]),
+        // Whether the person at a process is its user: polkit (and its terminal agent) on Linux,
+        // and fprintd's fingerprint reader (Crypto: the hash of its enrolled fingers, the domain state).
+        .target(
+            name: "UserPresence",
+            dependencies: [
+                "DBusWire", "KeychainLibc", "CKeychainAgent", "KeychainModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // Apple's LocalAuthentication surface over UserPresence.
         // KeychainModel: LAContext gives its application password to Security (ApplicationPasswordSource).
         // KeychainClient: an evaluation is made where the keychain is kept (keychaind or this process),
         // so that its proof spares the context's keychain reads the question.
         // Security: evaluateAccessControl takes a SecAccessControl, as Apple's does.
+        // Crypto: LADomainState's combined hash.
         .target(
-            name: "LocalAuthentication", dependencies: ["UserPresence", "KeychainModel", "KeychainClient", "Security"]),
+            name: "LocalAuthentication",
+            dependencies: [
+                "UserPresence", "KeychainModel", "KeychainClient", "Security",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // An app that evaluates an LAContext in its own process (LocalAuthenticationTests).
         .executableTarget(
             name: "keychain-la-worker", dependencies: ["LocalAuthentication", "Security"], path: "Tests/LAWorker"),
@@ -399,7 +410,8 @@ let package = Package(
             name: "LocalAuthenticationTests",
             dependencies: [
                 "LocalAuthentication", "UserPresence", "DBusWire", "KeychainTestSupport", "keychain-la-worker",
-            ]
+            ],
+            exclude: ["Clients"]
         ),
         // The FIDO Credential Exchange Format (CXF), written from the KeePass export's entries.
         .target(

@@ -107,6 +107,39 @@ public struct DBusBlockingConnection: Sendable {
         }
     }
 
+    /// Sends the method call `message` and returns its reply's body, decoded; signals that arrive
+    /// meanwhile are kept in `signals`, in order (descriptors any message carries are closed).
+    /// - Throws: ``DBusError``: `.remoteError` (with the error's name) for an error reply,
+    ///   `.connectionClosed`, `.timedOut`, `.malformedMessage`.
+    public mutating func call(_ message: DBusMessage, keepingSignals signals: inout [DBusMessage]) throws
+        -> [DBusValue]
+    {
+        let sent = try send(message)
+        while true {
+            let received = try receive()
+            if received.type == .signal {
+                signals.append(received)
+                continue
+            }
+            guard received.replySerial == sent, received.type == .methodReturn || received.type == .error else {
+                continue
+            }
+            guard received.type == .methodReturn else {
+                throw DBusError(.remoteError, received.errorMessage ?? "", errorName: received.errorName)
+            }
+            return received.body
+        }
+    }
+
+    /// The next message, its body decoded; the descriptors it carries are closed.
+    /// - Throws: ``DBusError`` `.connectionClosed`, `.timedOut`, `.malformedMessage`.
+    public mutating func receive() throws -> DBusMessage {
+        var received = try socket.receiveMessage()
+        DBusSocket.closeAll(received.descriptors)
+        received.message.body = try received.body.readAll()
+        return received.message
+    }
+
     /// Sends `message` under the next serial, which it returns.
     @discardableResult
     public mutating func send(_ message: DBusMessage) throws -> UInt32 {

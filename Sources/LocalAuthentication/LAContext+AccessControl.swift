@@ -12,9 +12,11 @@ extension LAContext {
     /// Making an item or a key asks nothing, nor does an access control that asks nothing of the
     /// person (`.privateKeyUsage` alone, or `.applicationPassword` when the context holds the
     /// password). `.userPresence` and `.devicePasscode` ask as
-    /// ``LocalAuthentication/LAPolicy/deviceOwnerAuthentication`` does; biometry and a companion
-    /// fail as their policies do here, unless `.or` offers the owner's authentication beside
-    /// them. `reply` is called on a thread of its own.
+    /// ``LocalAuthentication/LAPolicy/deviceOwnerAuthentication`` does, unless `.or` offers them
+    /// beside biometry or a companion; biometry asks for a finger as
+    /// ``LocalAuthentication/LAPolicy/deviceOwnerAuthenticationWithBiometrics`` does (though the
+    /// keychain does not yet take that finger for its items' reads), and a companion fails as its
+    /// policy does. `reply` is called on a thread of its own.
     public func evaluateAccessControl(
         _ accessControl: SecAccessControl, operation: LAAccessControlOperation, localizedReason: String,
         reply: @escaping @Sendable (Bool, (any Error)?) -> Void

@@ -30,6 +30,10 @@ open class LAContext: NSObject, @unchecked Sendable {
         /// What the last successful evaluation proved, until when: what this context's keychain
         /// reads offer (``ownerProof()``).
         var proof: (proof: Data, expiry: ContinuousClock.Instant)?
+        /// The biometry the last ``canEvaluatePolicy(_:error:)`` found.
+        var biometryType = LABiometryType.none
+        /// The biometry's domain state when a biometric policy was last checked or evaluated.
+        var evaluatedDomainState: Data?
     }
 
     private let state = Mutex(State())
@@ -48,14 +52,34 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     public override init() { super.init() }
 
-    /// The biometry this device has: none in this version (fprintd is not used yet).
-    open var biometryType: LABiometryType { .none }
+    /// The biometry this device has, as the last ``canEvaluatePolicy(_:error:)`` found it (as on
+    /// Apple platforms, it is ``LABiometryType/none`` until then): ``LABiometryType/touchID`` when
+    /// fprintd has a fingerprint reader.
+    open var biometryType: LABiometryType { state.withLock { $0.biometryType } }
 
-    /// A value that changes when the enrolled biometry changes: `nil` without biometry.
-    open var evaluatedPolicyDomainState: Data? { nil }
+    /// A value that changes when the enrolled fingers change, set when a biometric policy is
+    /// checked or evaluated with fingers enrolled; `nil` until then. Deprecated by Apple for
+    /// ``domainState``.
+    open var evaluatedPolicyDomainState: Data? { state.withLock { $0.evaluatedDomainState } }
+
+    /// The state of the ways this context can authenticate, read now: the biometry's hash
+    /// changes when the enrolled fingers change (how this is weaker than Apple's:
+    /// ``LADomainState``).
+    open var domainState: LADomainState {
+        let biometry = Self.presentBiometry(environment: ProcessInfo.processInfo.environment)
+        return LADomainState(
+            biometry: LADomainStateBiometry(
+                biometryType: biometry == nil ? .none : .touchID, stateHash: biometry?.stateHash),
+            companion: LADomainStateCompanion())
+    }
 
     /// Whether `policy` can be evaluated here; when it cannot, `error` says why.
     open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
+        let biometry = Self.presentBiometry(environment: ProcessInfo.processInfo.environment)
+        state.withLock {
+            $0.biometryType = biometry == nil ? .none : .touchID
+            if policy.usesBiometry { $0.evaluatedDomainState = biometry?.stateHash }
+        }
         if let failure = unavailability(for: policy) {
             error?.pointee = failure as NSError
             return false
@@ -127,7 +151,14 @@ open class LAContext: NSObject, @unchecked Sendable {
         switch policy {
         case .deviceOwnerAuthentication: return nil
         case .deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthenticationWithBiometricsOrCompanion:
-            return LAError(.biometryNotAvailable, "no fingerprint reader is used on this system yet")
+            do {
+                _ = try Self.availableBiometry(environment: ProcessInfo.processInfo.environment)
+                return nil
+            } catch let error as LAError {
+                return error
+            } catch {
+                return LAError(.biometryNotAvailable, "fprintd cannot be used")
+            }
         case .deviceOwnerAuthenticationWithCompanion:
             return LAError(.companionNotAvailable, "no security key is used on this system yet")
         case .deviceOwnerAuthenticationWithWristDetection:
@@ -135,12 +166,22 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
-    /// Asks polkit, blocking this thread.
+    /// Asks polkit, or fprintd for a biometric policy, blocking this thread.
     func evaluate(_ policy: LAPolicy, reason: String) throws {
-        if let failure = unavailability(for: policy) { throw failure }
+        if state.withLock({ $0.invalidated }) { throw LAError(.invalidContext, "the context was invalidated") }
         if interactionNotAllowed {
             throw LAError(.notInteractive, "the context may not ask (interactionNotAllowed)")
         }
+        if policy.usesBiometry {
+            let domainState = try verifyFinger(reason: reason)
+            try state.withLock {
+                guard !$0.invalidated else { throw LAError(.appCancel, "the context was invalidated") }
+                $0.evaluatedDomainState = domainState
+                $0.biometryType = .touchID
+            }
+            return
+        }
+        if let failure = unavailability(for: policy) { throw failure }
         // Asked where the keychain is kept (keychaind, or this process), so that the proof it
         // answers spares this context's keychain reads the question: on a terminal with no agent
         // of the desktop's, the person is asked where they look.

@@ -3,9 +3,9 @@
 ///
 /// On Linux: ``deviceOwnerAuthentication`` is the user's own password (or whatever the system's
 /// PAM stack for polkit asks), asked by the session's polkit authentication agent: the desktop's
-/// dialog, or `pkttyagent` on the program's terminal. The biometric and companion policies need
-/// fprintd and a FIDO2 key, which this version does not use yet: they are
-/// `biometryNotAvailable` and `companionNotAvailable`.
+/// dialog, or `pkttyagent` on the program's terminal. The biometric policies are a finger on
+/// fprintd's reader, claimed by the program for its user (three tries). The companion policy
+/// needs a FIDO2 key, which this version does not use yet: it is `companionNotAvailable`.
 public enum LAPolicy: Int, Sendable {
     /// Biometry only.
     case deviceOwnerAuthenticationWithBiometrics = 1
@@ -25,6 +25,12 @@ public enum LAPolicy: Int, Sendable {
     @available(*, deprecated, renamed: "deviceOwnerAuthenticationWithBiometricsOrCompanion")
     public static let deviceOwnerAuthenticationWithBiometricsOrWatch =
         LAPolicy.deviceOwnerAuthenticationWithBiometricsOrCompanion
+
+    /// Whether the policy is answered by a finger on fprintd's reader: the biometric ones (with
+    /// no companion on Linux yet, "biometry or companion" is biometry).
+    var usesBiometry: Bool {
+        self == .deviceOwnerAuthenticationWithBiometrics || self == .deviceOwnerAuthenticationWithBiometricsOrCompanion
+    }
 }
 
 /// The biometry a device has (<https://developer.apple.com/documentation/localauthentication/labiometrytype>).

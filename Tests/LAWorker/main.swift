@@ -5,7 +5,12 @@ import Security
 // An app that authenticates its user with LocalAuthentication, as Apple's sample code does
 // ("Logging a User into Your App with Face ID or Touch ID"), and keeps a secret only its user
 // may read, for LocalAuthenticationTests:
-//   keychain-la-worker evaluate [--not-interactive]   prints "success" or "error CODE"
+//   keychain-la-worker evaluate [--not-interactive] [--biometrics]   prints "success" or "error
+//       CODE"; --biometrics evaluates .deviceOwnerAuthenticationWithBiometrics, and prints
+//       "state HEX" after a success (evaluatedPolicyDomainState)
+//   keychain-la-worker biometry   canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics):
+//       prints "yes" or "no CODE", then "type N" (biometryType), "evaluated HEX|none"
+//       (evaluatedPolicyDomainState) and "domain HEX|none" (domainState.biometry.stateHash)
 //   keychain-la-worker can POLICY                       prints "yes" or "no CODE"
 //   keychain-la-worker store SERVICE FILE               stores FILE's bytes as a password whose
 //       access control asks for user presence; prints "stored" or "error OSSTATUS"
@@ -33,12 +38,25 @@ case "can":
     } else {
         print("no \(error?.code ?? 0)")
     }
+case "biometry":
+    var error: NSError?
+    let can = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error)
+    print(can ? "yes" : "no \(error?.code ?? 0)")
+    print("type \(context.biometryType.rawValue)")
+    let hex = { (data: Data?) in data.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "none" }
+    print("evaluated \(hex(context.evaluatedPolicyDomainState))")
+    print("domain \(hex(context.domainState.biometry.stateHash))")
 case "evaluate":
     context.interactionNotAllowed = arguments.contains("--not-interactive")
+    let policy: LAPolicy =
+        arguments.contains("--biometrics") ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
     let done = DispatchSemaphore(value: 0)
-    context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "Log in to your account") { success, error in
+    context.evaluatePolicy(policy, localizedReason: "Log in to your account") { success, error in
         if success {
             print("success")
+            if let state = context.evaluatedPolicyDomainState {
+                print("state \(state.map { String(format: "%02x", $0) }.joined())")
+            }
         } else {
             print("error \((error as? LAError)?.code.rawValue ?? 0)")
             FileHandle.standardError.write(Data("\(error.map { "\($0)" } ?? "")\n".utf8))

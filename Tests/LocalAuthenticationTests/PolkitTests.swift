@@ -10,6 +10,12 @@ import UserPresence
 /// be where it looks). The machine's own directories and bus are never touched. Processes run in
 /// that namespace through `nsenter`, as the throw-away account `keychain-la-test` that `.ci/run`
 /// makes, which each test gives a random password of its own.
+///
+/// With `fingerprintReader`, the real fprintd runs there too, on libfprint's virtual reader
+/// (`FP_VIRTUAL_DEVICE`, as fprintd's own tests drive it), its prints kept in the fixture's
+/// directory; fprintd's own polkit actions are installed beside ours, and a rule grants the
+/// account its reader, as polkit's defaults grant an active local session (there is no logind
+/// here to say the account's session is one).
 final class PolkitFixture {
     static let user = "keychain-la-test"
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -28,8 +34,15 @@ final class PolkitFixture {
     /// The account's home for the test: its keychains, and keychaind's socket.
     var home: String { root + "/home" }
 
-    init() throws {
-        for tool in ["/usr/lib/polkit-1/polkitd", "/usr/bin/pkttyagent", "/usr/bin/unshare", "/usr/bin/nsenter"] {
+    /// The virtual reader's socket, where a finger "touches" it (``touch(_:)``).
+    var readerSocket: String { root + "/reader.socket" }
+    /// The person at the reader.
+    var fingerScript: String { root + "/finger.py" }
+
+    init(fingerprintReader: Bool = false) throws {
+        var tools = ["/usr/lib/polkit-1/polkitd", "/usr/bin/pkttyagent", "/usr/bin/unshare", "/usr/bin/nsenter"]
+        if fingerprintReader { tools += ["/usr/libexec/fprintd", "/usr/bin/python3"] }
+        for tool in tools {
             guard FileManager.default.isExecutableFile(atPath: tool) else {
                 throw TestDaemonFailure(description: "\(tool) is missing (.ci/run installs it)")
             }
@@ -40,6 +53,9 @@ final class PolkitFixture {
         try FileManager.default.copyItem(
             atPath: Self.repository + "/dist/polkit-1/actions/org.keychainlinux.authenticate.policy",
             toPath: root + "/actions/org.keychainlinux.authenticate.policy")
+        try FileManager.default.createDirectory(
+            atPath: root + "/rules", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        if fingerprintReader { try Self.installReaderPolicy(root) }
         // The account runs copies kept here: the checkout may be where it cannot read (/root).
         let (worker, terminal) = (root + "/keychain-la-worker", root + "/terminal.py")
         // keychaind beside the worker, where a client looks for it first; the `security` tool.
@@ -48,12 +64,15 @@ final class PolkitFixture {
         for (built, copy) in [
             (Self.builtWorker, worker), (buildProductsDirectory + "/keychaind", agent),
             (buildProductsDirectory + "/security", tool), (Self.terminalDriver, terminal),
+            (Self.repository + "/Tests/LocalAuthenticationTests/Clients/finger.py", root + "/finger.py"),
         ] {
             if (try? FileManager.default.linkItem(atPath: built, toPath: copy)) == nil {
                 try FileManager.default.copyItem(atPath: built, toPath: copy)
             }
         }
-        for (path, mode) in [(worker, 0o755), (agent, 0o755), (tool, 0o755), (terminal, 0o644)] {
+        for (path, mode) in [
+            (worker, 0o755), (agent, 0o755), (tool, 0o755), (terminal, 0o644), (root + "/finger.py", 0o644),
+        ] {
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         }
         try FileManager.default.createDirectory(
@@ -89,20 +108,25 @@ final class PolkitFixture {
         let script = """
             set -e
             mount --bind '\(root)/actions' /usr/share/polkit-1/actions
+            mkdir -p /etc/polkit-1/rules.d
+            mount --bind '\(root)/rules' /etc/polkit-1/rules.d
             mkdir -p /run/dbus
             mount -t tmpfs tmpfs /run/dbus
             touch /run/dbus/system_bus_socket
             mount --bind '\(root)/bus' /run/dbus/system_bus_socket
+            # Waits up to 30 s for NAME to be owned on the bus; fails when it is not.
+            wait_for() {
+                for i in $(seq 1 300); do
+                    dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
+                        org.freedesktop.DBus.NameHasOwner string:"$1" 2>/dev/null | grep -q 'boolean true' && return 0
+                    sleep 0.1
+                done
+                return 1
+            }
             /usr/lib/polkit-1/polkitd --no-debug > '\(root)/polkitd.log' 2>&1 &
             echo $! > '\(root)/polkitd.pid'
-            for i in $(seq 1 300); do
-                dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
-                    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.PolicyKit1 2>/dev/null \\
-                    | grep -q 'boolean true' && break
-                sleep 0.1
-            done
-            dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \\
-                org.freedesktop.DBus.NameHasOwner string:org.freedesktop.PolicyKit1 | grep -q 'boolean true'
+            wait_for org.freedesktop.PolicyKit1
+            \(fingerprintReader ? Self.startReader(root) : "")
             echo ready
             exec sleep 100000
             """
@@ -128,11 +152,69 @@ final class PolkitFixture {
         {
             kill(pid, SIGKILL)
         }
+        if let text = try? String(contentsOfFile: root + "/fprintd.pid", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            kill(pid, SIGKILL)
+        }
         holder.stop()
         bus.stop()
         try? FileManager.default.removeItem(atPath: root)
         // No password stays usable on the account.
         _ = try? Self.run("/usr/sbin/usermod", ["--lock", Self.user])
+    }
+
+    /// Copies fprintd's polkit actions beside ours, and adds the rule that grants the account the
+    /// reader.
+    private static func installReaderPolicy(_ root: String) throws {
+        let actions = "/usr/share/polkit-1/actions/net.reactivated.fprint.device.policy"
+        guard FileManager.default.fileExists(atPath: actions) else {
+            throw TestDaemonFailure(description: "\(actions) is missing (.ci/run installs fprintd)")
+        }
+        try FileManager.default.copyItem(
+            atPath: actions, toPath: root + "/actions/net.reactivated.fprint.device.policy")
+        let rule = """
+            polkit.addRule(function(action, subject) {
+                if (action.id.indexOf("net.reactivated.fprint.device.") == 0 && subject.user == "\(user)")
+                    return polkit.Result.YES;
+            });
+            """
+        try rule.write(toFile: root + "/rules/50-keychain-test-reader.rules", atomically: true, encoding: .utf8)
+        chmod(root + "/rules/50-keychain-test-reader.rules", 0o644)
+    }
+
+    /// The namespace script's lines that start fprintd on the virtual reader and wait for its name
+    /// (its `wait_for`).
+    /// Its umask lets the account's "finger" reach the reader's socket, which fprintd makes anew
+    /// each time the reader is claimed.
+    private static func startReader(_ root: String) -> String {
+        """
+        mkdir -p '\(root)/prints'
+        (umask 000; FP_VIRTUAL_DEVICE='\(root)/reader.socket' FP_DRIVERS_ALLOWLIST=virtual_device \\
+            STATE_DIRECTORY='\(root)/prints' exec /usr/libexec/fprintd -t > '\(root)/fprintd.log' 2>&1) &
+        echo $! > '\(root)/fprintd.pid'
+        wait_for net.reactivated.Fprint
+        """
+    }
+
+    /// Enrolls `finger` for the account, every stage touched with `print` (a print's name on the
+    /// virtual reader); fprintd's last word ("enroll-completed").
+    func enroll(_ finger: String, print: String) throws -> String {
+        let run = try runAsUser("/usr/bin/python3", [fingerScript, "enroll", finger, print, readerSocket])
+        return run.output.trimmingCharacters(in: .whitespacesAndNewlines) + (run.status == 0 ? "" : " \(run)")
+    }
+
+    /// Deletes the account's enrolled fingers, as fprintd-delete does.
+    func deleteFingers() throws -> Outcome {
+        try runAsUser("/usr/bin/python3", [fingerScript, "delete"])
+    }
+
+    /// A person who touches the reader with each of `prints` in turn, each time it waits for a
+    /// finger; runs until they have (`wait()` it).
+    func touch(_ prints: [String]) throws -> TestDaemon {
+        try TestDaemon(
+            "/usr/bin/python3", [fingerScript, "touch", readerSocket] + prints,
+            environment: ["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(root)/bus"])
     }
 
     /// Gives the account a new random password, and returns it.
@@ -250,7 +332,8 @@ struct PolkitTests {
         #expect(alone.output == "error \(LAError.Code.notInteractive.rawValue)\n", "\(alone)")
     }
 
-    @Test("canEvaluatePolicy: the owner's password yes; biometry and a companion not yet, with Apple's codes")
+    @Test(
+        "canEvaluatePolicy: the owner's password yes; biometry with no reader and a companion not, with Apple's codes")
     func canEvaluate() throws {
         let polkit = try PolkitFixture()
         for (policy, expected) in [
