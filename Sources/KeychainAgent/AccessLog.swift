@@ -20,8 +20,8 @@ package final class AccessLog: Sendable {
         var caller: String
         /// The access group that allowed it.
         var group: String
-        /// Whether the owner's authentication allowed it too.
-        var verified: Bool
+        /// What the person proved that allowed it too: the owner's authentication, a finger.
+        var proof: String?
         /// For an item with an access list: what let the caller past it (`its access list`,
         /// `the person's answer to a prompt`).
         var accessList: String?
@@ -37,7 +37,7 @@ package final class AccessLog: Sendable {
             if !parts.isEmpty { item += " (\(parts.joined(separator: ", ")))" }
             let allowedBy =
                 "access group \(group)" + (accessList.map { ", " + $0 } ?? "")
-                + (verified ? " and the owner's authentication" : "")
+                + (proof.map { " and " + $0 } ?? "")
             return
                 "\(date.formatted(.iso8601)) \(operation) \(item) by \(caller.printable), allowed by \(allowedBy.printable)"
         }
@@ -58,9 +58,17 @@ package final class AccessLog: Sendable {
     /// - Parameters:
     ///   - allowed: The items the person allowed this call though their access lists do not
     ///     name the caller.
+    /// What the person proved for `item`'s read: a finger for an item that asks for biometry,
+    /// the owner's authentication for one that asks for it.
+    private static func proof(verified: Bool, finger: FingerAnswer?, of item: Item) -> String? {
+        let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:))
+        if case .matched? = finger, control?.isAnsweredByFinger == true { return "a finger on the reader" }
+        return verified ? "the owner's authentication" : nil
+    }
+
     package func record(
         _ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool,
-        allowed: Set<UUID> = []
+        finger: FingerAnswer? = nil, allowed: Set<UUID> = []
     ) {
         guard !items.isEmpty else { return }
         let date = Date()
@@ -71,7 +79,8 @@ package final class AccessLog: Sendable {
                 names: Self.namingAttributes.map { name in
                     item.attributes[name]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
                 },
-                caller: caller, group: item.accessGroup ?? fallbackGroup, verified: verified,
+                caller: caller, group: item.accessGroup ?? fallbackGroup,
+                proof: Self.proof(verified: verified, finger: finger, of: item),
                 accessList: item.attributes[.access] == nil
                     ? nil
                     : item.persistentID.map(allowed.contains) == true

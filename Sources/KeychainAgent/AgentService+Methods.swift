@@ -123,7 +123,8 @@ extension AgentService {
         guard request.arguments.includeData, !items.isEmpty else { return }
         accessLog.record(
             "read", items, caller: callerName(request.connection), groups: request.groups,
-            verified: KeychainDatabase.userVerified, allowed: KeychainDatabase.allowedItems)
+            verified: KeychainDatabase.userVerified, finger: KeychainDatabase.fingerAnswer,
+            allowed: KeychainDatabase.allowedItems)
     }
 
     /// The caller as the access log names it (``CallerDirectory/logName(for:)-(DBusConnection)``).
@@ -239,11 +240,24 @@ extension AgentService {
         let connection = call.connection
         return try await Self.agentErrorsAsync {
             var verified = false
+            var finger: FingerAnswer?
             var allowed: Set<UUID> = []
             while true {
                 do {
                     return try await answerOnWorkQueue(
-                        handler, values, connection, verified: verified, allowed: allowed)
+                        handler, values, connection, verified: verified, finger: finger, allowed: allowed)
+                } catch let error as KeychainError where error.reason == .authenticateWithFinger {
+                    // The reader's state first, so that items its fingers invalidated drop out
+                    // unasked; then a finger.
+                    switch finger {
+                    case nil:
+                        finger = .enrolled(
+                            state: try await Self.offQueue { try PolkitUserVerifier.fingerState(environment: $0) })
+                    case .enrolled(let state)?:
+                        try await Self.offQueue { try PolkitUserVerifier.verifyFinger(environment: $0) }
+                        finger = .matched(state: state)
+                    case .matched?: throw error
+                    }
                 } catch let error as KeychainError where error.reason == .authenticateUser && !verified {
                     let arguments = try? A(decoding: values)
                     let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query
@@ -269,22 +283,35 @@ extension AgentService {
     /// items the person allowed it.
     private func answerOnWorkQueue<A, R>(
         _ handler: Handler<A, R>, _ values: [DBusValue], _ connection: DBusConnection, verified: Bool,
-        allowed: Set<UUID>
+        finger: FingerAnswer?, allowed: Set<UUID>
     ) async throws -> [DBusValue] {
         try await onWorkQueue { [self] in
             try KeychainDatabase.$userVerified.withValue(verified) {
-                try KeychainDatabase.$allowedItems.withValue(allowed) {
-                    // Arguments are decoded once the caller may make the call; the dispatcher has
-                    // checked their types, what they hold is checked here (`.parameter`).
-                    guard handler.access != .connection else {
-                        return try run(handler, { try A(decoding: values) }, groups: AccessGroups([]), connection)
-                            .values
+                try KeychainDatabase.$fingerAnswer.withValue(finger) {
+                    try KeychainDatabase.$allowedItems.withValue(allowed) {
+                        // Arguments are decoded once the caller may make the call; the dispatcher has
+                        // checked their types, what they hold is checked here (`.parameter`).
+                        guard handler.access != .connection else {
+                            return try run(handler, { try A(decoding: values) }, groups: AccessGroups([]), connection)
+                                .values
+                        }
+                        defer { MemoryHygiene.scrubStack() }
+                        let groups = try callerGroups(connection)
+                        return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
                     }
-                    defer { MemoryHygiene.scrubStack() }
-                    let groups = try callerGroups(connection)
-                    return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
                 }
             }
+        }
+    }
+
+    /// Runs `body`, which blocks (a D-Bus exchange that waits for the person), on a thread of its
+    /// own with this process's environment, never on the concurrency pool.
+    private static func offQueue<T: Sendable>(_ body: @escaping @Sendable ([String: String]) throws -> T) async throws
+        -> T
+    {
+        let environment = ProcessInfo.processInfo.environment
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            Thread.detachNewThread { continuation.resume(with: Result { try body(environment) }) }
         }
     }
 
@@ -294,15 +321,9 @@ extension AgentService {
     /// - Returns: The process the person answered for.
     private func verifyCaller(_ connection: DBusConnection) async throws -> ProcessSubject {
         let subject = try Self.subject(of: connection)
-        let environment = ProcessInfo.processInfo.environment
         // One question for each process at a time: its other calls wait for that answer.
         try await ownerQuestions.ask(subject) {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                Thread.detachNewThread {
-                    continuation.resume(
-                        with: Result { try PolkitUserVerifier.verify(subject, environment: environment) })
-                }
-            }
+            try await Self.offQueue { try PolkitUserVerifier.verify(subject, environment: $0) }
         }
         return subject
     }
@@ -371,7 +392,8 @@ extension AgentService {
             do {
                 return try run(handler, { arguments }, groups: groups, call.connection).values
             } catch let error as KeychainError
-                where error.reason == .authenticateUser || error.reason == .confirmApplication
+                where error.reason == .authenticateUser || error.reason == .authenticateWithFinger
+                || error.reason == .confirmApplication
             {
                 return nil  // the person is asked from the queue's side (answer(_:_:))
             }

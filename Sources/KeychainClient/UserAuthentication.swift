@@ -64,3 +64,27 @@ extension Keychains {
         return OwnerProofs.thisProcess.make(for: subject, lifetime: lifetime)
     }
 }
+
+extension Keychains {
+    /// The domain state of fprintd's reader for this process's user, which a new
+    /// `.biometryCurrentSet` item is bound to (``KeychainModel/StoredAccessControl/biometryState``):
+    /// only a finger matched while the same fingers are enrolled reads it.
+    /// - Throws: ``KeychainModel/KeychainError`` `.authFailed` when there is no reader or no
+    ///   finger enrolled: such an item could never be read. (Decided here: Apple does not
+    ///   document the case.)
+    package static func fingerStateForNewItem() throws -> Data {
+        let environment = ProcessInfo.processInfo.environment
+        do {
+            guard let reader = try FingerprintReader.defaultReader(environment: environment) else {
+                throw KeychainError(.authFailed, "there is no fingerprint reader to bind the item to")
+            }
+            let fingers = try reader.enrolledFingers(environment: environment)
+            guard !fingers.isEmpty else {
+                throw KeychainError(.authFailed, "no finger is enrolled to bind the item to")
+            }
+            return FingerprintReader.domainState(reader: reader, fingers: fingers)
+        } catch let error as UserPresenceError {
+            throw KeychainError(.authFailed, "the fingerprint reader cannot be used: \(error)")
+        }
+    }
+}

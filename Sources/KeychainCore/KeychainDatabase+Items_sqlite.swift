@@ -350,6 +350,10 @@ extension KeychainDatabase {
     /// (keychaind for its caller, ``askingUser(_:)`` here), for that call alone.
     @TaskLocal package static var userVerified = false
 
+    /// What a finger on the reader has answered for the call running now: set by whoever asked
+    /// (keychaind for its caller, ``askingUser(offering:_:)`` here), for that call alone.
+    @TaskLocal package static var fingerAnswer: FingerAnswer?
+
     /// Who calls, when keychaind serves the call: each item's access list is matched against
     /// it (``KeychainModel/AccessList``). `nil` in a process that opens its keychain itself,
     /// which no access list can keep from the file it reads.
@@ -370,7 +374,24 @@ extension KeychainDatabase {
         } catch let error as KeychainError where error.reason == .authenticateUser && !Self.userVerified {
             guard let verifier = configuration.userVerifier else { throw error }
             try verifier.verifyUser(proof: proof)
-            return try Self.$userVerified.withValue(true, operation: body)
+            return try Self.$userVerified.withValue(true) { try askingUser(offering: proof, body) }
+        } catch let error as KeychainError where error.reason == .authenticateWithFinger {
+            guard let verifier = configuration.userVerifier else { throw error }
+            switch Self.fingerAnswer {
+            case nil:
+                // The reader's state first: items its fingers invalidated drop out unasked.
+                let state = try verifier.fingerState()
+                return try Self.$fingerAnswer.withValue(.enrolled(state: state)) {
+                    try askingUser(offering: proof, body)
+                }
+            case .enrolled(let state)?:
+                try verifier.verifyFinger()
+                return try Self.$fingerAnswer.withValue(.matched(state: state)) {
+                    try askingUser(offering: proof, body)
+                }
+            case .matched?:
+                throw error
+            }
         }
     }
 
@@ -636,7 +657,7 @@ extension KeychainDatabase {
         // Deleting asks the owner for nothing: Apple's flag-based access controls allow the
         // delete operation (`kAKSKeyOpDelete`) unconditionally (`SecAccessControlCreateWithFlags`,
         // OSX/sec/Security/SecAccessControl.c in apple-oss-distributions/Security).
-        plan.userVerified = true
+        plan.asksNothing = true
         return try withWriteTransaction { db, state in
             let tagger = try Self.tagger(state)
             let codec = RowCodec(database: self, state: state, tagger: tagger)
@@ -894,6 +915,7 @@ extension KeychainDatabase {
             authenticationUI: query.authenticationUI, hostOrSubdomain: query.hostOrSubdomain)
         plan.opensApplicationPassword = query.opensApplicationPassword
         plan.userVerified = Self.userVerified
+        plan.fingerAnswer = Self.fingerAnswer
         plan.caller = Self.callingApplication
         plan.allowedItems = Self.allowedItems
         return plan

@@ -108,8 +108,13 @@ struct QueryPlan {
     var opensApplicationPassword = false
     /// Whether the search returns secrets (see ``admits(_:)``).
     var opensSecrets = false
-    /// Whether the person answered for this call already (``KeychainDatabase/userVerified``).
+    /// Whether the owner authenticated for this call already (``KeychainDatabase/userVerified``).
     var userVerified = false
+    /// What a finger on the reader answered for this call (``KeychainDatabase/fingerAnswer``).
+    var fingerAnswer: FingerAnswer?
+    /// Whether the call asks the person nothing whatever the items' access controls say: a
+    /// delete (Apple's flag-based access controls allow it unconditionally).
+    var asksNothing = false
     /// Who calls, when keychaind serves the call (``KeychainDatabase/callingApplication``):
     /// matched against each item's access list.
     var caller: CallingApplication?
@@ -320,22 +325,36 @@ extension QueryPlan {
             else { return false }
         }
         guard try trustsCaller(attributes, uuid: uuid) else { return false }
-        guard !userVerified,
+        guard !asksNothing,
             let control = attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
             control.requiresAuthentication(openingApplicationPassword: opensApplicationPassword)
         else { return true }
+        // A `.biometryCurrentSet` item whose fingers changed is gone, as on iOS.
+        if let fingerAnswer, control.isInvalidated(byFingersIn: fingerAnswer.state) { return false }
+        let sealed = control.needsApplicationPassword && !opensApplicationPassword
+        if !sealed || userVerified, control.isAnswered(owner: userVerified, finger: fingerAnswer) { return true }
         switch authenticationUI {
         case .ignore where !opensSecrets: return true
         case .skip: return false
-        case .allow where control.isAnsweredByOwnerAuthentication:
+        case .allow where control.isAnsweredByOwnerAuthentication && !userVerified:
             throw KeychainError(.interactionNotAllowed, "an item asks for its owner's authentication")
                 .because(.authenticateUser)
+        case .allow where control.isAnsweredByFinger && fingerAnswer.map(Self.isMatch) != true:
+            throw KeychainError(.interactionNotAllowed, "an item asks for a finger on the reader")
+                .because(.authenticateWithFinger)
         case .allow:
             throw KeychainError(
                 .interactionNotAllowed,
-                "an item asks for biometry or a companion device, which cannot be checked here yet")
+                "an item asks for a companion device, or for more than one proof at once, which cannot be checked here yet"
+            )
         case .ignore, .fail: throw KeychainError.userAuthenticationNeeded
         }
+    }
+
+    /// Whether a finger matched.
+    private static func isMatch(_ answer: FingerAnswer) -> Bool {
+        if case .matched = answer { return true }
+        return false
     }
 }
 

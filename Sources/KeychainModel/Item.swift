@@ -134,31 +134,47 @@ public struct ItemQuery: Sendable {
 }
 
 /// The stored form of an item's access control (`accc`): Apple's `SecAccessControlCreateFlags`
-/// as 8 big-endian bytes, then the protection value (`ak`, `cku`, …). `Security` writes it; the
-/// keychain reads it to tell whether an item needs user authentication.
+/// as 8 big-endian bytes, then the protection value (`ak`, `cku`, …), then, for
+/// `.biometryCurrentSet`, a zero byte and the fingerprint reader's domain state when the item was
+/// made. `Security` writes it; the keychain reads it to tell whether an item needs user
+/// authentication.
 public struct StoredAccessControl: Sendable, Hashable {
     /// `SecAccessControlCreateFlags`' raw value.
     public var flags: UInt64
     /// The protection value (`kSecAttrAccessible…`).
     public var protection: String
+    /// The reader's domain state (its enrolled fingers) when a `.biometryCurrentSet` item was
+    /// made: only a finger matched in that state answers it.
+    public var biometryState: Data?
 
     /// An access control of `flags` for items of `protection`.
-    public init(flags: UInt64, protection: String) {
+    public init(flags: UInt64, protection: String, biometryState: Data? = nil) {
         self.flags = flags
         self.protection = protection
+        self.biometryState = biometryState
     }
 
     /// Reads the stored form; `nil` when it is too short to be one.
     public init?(serialized data: Data) {
         guard data.count > 8 else { return nil }
         flags = data.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        protection = String(decoding: data.dropFirst(8), as: UTF8.self)
+        let rest = data.dropFirst(8)
+        if let zero = rest.firstIndex(of: 0) {
+            protection = String(decoding: rest[..<zero], as: UTF8.self)
+            biometryState = Data(rest[(zero + 1)...])
+        } else {
+            protection = String(decoding: rest, as: UTF8.self)
+        }
     }
 
     /// The stored form.
     public var serialized: Data {
         var data = withUnsafeBytes(of: flags.bigEndian) { Data($0) }
         data.append(Data(protection.utf8))
+        if let biometryState {
+            data.append(0)
+            data.append(biometryState)
+        }
         return data
     }
 
@@ -202,10 +218,68 @@ public struct StoredAccessControl: Sendable, Hashable {
         flags & ~(TokenKeys.privateKeyUsageFlag | Self.applicationPasswordFlag | Self.conjunctionFlags)
     }
 
+    /// Whether what the person answered meets every constraint on them (any of them, with
+    /// `.or`): the owner's authentication answers `userPresence` and `devicePasscode`; a matched
+    /// finger answers `userPresence` (Apple's "biometry or passcode"), `biometryAny`, and
+    /// `biometryCurrentSet` when it matched in the state the item was made in. A companion, and
+    /// a flag this version does not know, are never answered.
+    public func isAnswered(owner: Bool, finger: FingerAnswer?) -> Bool {
+        var matched: Data?
+        if case .matched(let state)? = finger { matched = state }
+        var met: [Bool] = []
+        for bit in 0..<64 where constraints & (1 << bit) != 0 {
+            switch UInt64(1) << bit {
+            case Self.userPresenceFlag: met.append(owner || matched != nil)
+            case Self.devicePasscodeFlag: met.append(owner)
+            case Self.biometryAnyFlag: met.append(matched != nil)
+            case Self.biometryCurrentSetFlag: met.append(matched != nil && matched == biometryState)
+            default: met.append(false)
+            }
+        }
+        return flags & Self.orFlag != 0 ? met.contains(true) : !met.contains(false)
+    }
+
+    /// Whether a finger on the reader answers the item where the owner's authentication does
+    /// not: it asks for biometry, with nothing else required beside it.
+    public var isAnsweredByFinger: Bool {
+        !isAnsweredByOwnerAuthentication
+            && isAnswered(owner: false, finger: .matched(state: biometryState ?? Data("any finger".utf8)))
+    }
+
+    /// Whether the reader's enrolled fingers, now in `state`, have changed since the item was
+    /// made so that nothing can answer it any more: a `.biometryCurrentSet` item, as iOS
+    /// invalidates such items when a finger is added or removed.
+    public func isInvalidated(byFingersIn state: Data) -> Bool {
+        flags & Self.biometryCurrentSetFlag != 0 && biometryState != state && !isAnsweredByOwnerAuthentication
+            && !isAnswered(owner: false, finger: .matched(state: state))
+    }
+
     /// `userPresence` (1 << 0) and `devicePasscode` (1 << 4).
     static let ownerFlags: UInt64 = 1 << 0 | 1 << 4
+    static let userPresenceFlag: UInt64 = 1 << 0
+    static let biometryAnyFlag: UInt64 = 1 << 1
+    /// `biometryCurrentSet` (1 << 3).
+    public static let biometryCurrentSetFlag: UInt64 = 1 << 3
+    static let devicePasscodeFlag: UInt64 = 1 << 4
     /// `.or` (1 << 14).
     static let orFlag: UInt64 = 1 << 14
+}
+
+/// What a finger on the fingerprint reader has answered for a call: set by whoever asks the
+/// person (keychaind for its caller, or a process that hosts the engine), for that call alone.
+public enum FingerAnswer: Sendable, Hashable {
+    /// The reader's enrolled fingers are in `state` (its domain state); nobody has touched it
+    /// yet. Items made in another state that nothing else answers are left out.
+    case enrolled(state: Data)
+    /// An enrolled finger matched, the fingers being in `state`.
+    case matched(state: Data)
+
+    /// The reader's domain state.
+    public var state: Data {
+        switch self {
+        case .enrolled(let state), .matched(let state): state
+        }
+    }
 }
 
 /// The access groups a caller may use, with iOS's rules (`SecServerAccessGroupsAllows`,

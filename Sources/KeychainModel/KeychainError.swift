@@ -81,6 +81,12 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// for this caller (keychaind, or the process itself) asks the person, then runs the
         /// call again as verified. It reaches a caller only when nobody there can ask.
         public static let authenticateUser = Reason(rawValue: "authenticateUser")
+        /// An item the call matched asks for a finger on the reader (`.biometryAny`,
+        /// `.biometryCurrentSet`) and the call may ask: whoever hosts the engine for this caller
+        /// reads the reader's state, runs the call again with it (items it invalidated drop
+        /// out), then has the person touch the reader and runs it again with the finger
+        /// (``FingerAnswer``).
+        public static let authenticateWithFinger = Reason(rawValue: "authenticateWithFinger")
         /// Nothing on this system can authenticate the owner (no polkit answers): `LAError`'s
         /// `.passcodeNotSet`, where a device has no passcode.
         public static let ownerAuthenticationUnavailable = Reason(rawValue: "ownerAuthenticationUnavailable")

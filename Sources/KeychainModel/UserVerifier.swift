@@ -11,4 +11,25 @@ package protocol UserVerifier: Sendable {
     /// - Throws: `KeychainError` `.userCanceled` when they cancel, `.authFailed` when they fail,
     ///   `.interactionNotAllowed` when nobody can ask them here.
     func verifyUser(proof: Data?) throws
+
+    /// The fingerprint reader's domain state now (``FingerAnswer``), asking nobody.
+    /// - Throws: `KeychainError` `.interactionNotAllowed` when there is no reader here.
+    func fingerState() throws -> Data
+
+    /// Has the person touch the reader, and returns once an enrolled finger matched.
+    /// - Throws: `KeychainError` `.authFailed` when none did, `.userCanceled` when nobody touched
+    ///   it, `.interactionNotAllowed` when there is no reader or nothing enrolled.
+    func verifyFinger() throws
+}
+
+extension UserVerifier {
+    /// No reader: a verifier that asks only for the owner's authentication.
+    package func fingerState() throws -> Data {
+        throw KeychainError(.interactionNotAllowed, "no fingerprint reader can be asked here")
+    }
+
+    /// No reader: a verifier that asks only for the owner's authentication.
+    package func verifyFinger() throws {
+        throw KeychainError(.interactionNotAllowed, "no fingerprint reader can be asked here")
+    }
 }

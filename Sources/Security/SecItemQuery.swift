@@ -8,6 +8,7 @@
 // kSecMatchLimit in SecItemDelete).
 
 internal import _SecurityFoundation
+internal import KeychainClient
 internal import KeychainModel
 
 /// The four SecItem operations, which parse dictionaries slightly differently.
@@ -331,7 +332,16 @@ struct QueryParser {
         if operation == .add || operation == .update {
             guard accessControl.protectionValue != "f" else { throw SecError(errSecParam) }
             query.attributes[.accessible] = .string(accessControl.protectionValue)
-            query.attributes[.accessControl] = .data(accessControl.serialized)
+            var stored = StoredAccessControl(
+                flags: UInt64(accessControl.flags.rawValue), protection: accessControl.protectionValue)
+            if stored.flags & StoredAccessControl.biometryCurrentSetFlag != 0 {
+                do {
+                    stored.biometryState = try Keychains.fingerStateForNewItem()
+                } catch {
+                    throw SecError(errSecAuthFailed)
+                }
+            }
+            query.attributes[.accessControl] = .data(stored.serialized)
         }
     }
 }

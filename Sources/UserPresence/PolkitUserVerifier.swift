@@ -7,7 +7,8 @@ import KeychainModel
 /// In a process that hosts the engine itself (``KeychainModel/KeychainConfiguration/userVerifier``)
 /// it asks for that process, with polkit's text agent on its terminal when it has one; keychaind
 /// asks for each caller with ``verify(_:environment:)``, the caller having started its own agent
-/// (``TerminalAgent``) when it has a terminal.
+/// (``TerminalAgent``) when it has a terminal. Items that ask for biometry are answered by a
+/// finger on fprintd's reader instead (``verifyFinger(environment:)``).
 public struct PolkitUserVerifier: UserVerifier {
     /// A verifier for this process.
     public init() {}
@@ -23,6 +24,54 @@ public struct PolkitUserVerifier: UserVerifier {
         let agent = TerminalAgent.start(for: subject)
         defer { agent?.stop() }
         try Self.verify(subject, environment: ProcessInfo.processInfo.environment)
+    }
+
+    package func fingerState() throws -> Data {
+        try Self.fingerState(environment: ProcessInfo.processInfo.environment)
+    }
+
+    package func verifyFinger() throws {
+        try Self.verifyFinger(environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// The domain state of fprintd's reader for this process's user
+    /// (``FingerprintReader/domainState(reader:fingers:)``), asking nobody; with no finger
+    /// enrolled, the state of none.
+    /// - Throws: `KeychainError` `.interactionNotAllowed` when there is no reader, or fprintd
+    ///   cannot be reached or refuses.
+    public static func fingerState(environment: [String: String]) throws -> Data {
+        do {
+            guard let reader = try FingerprintReader.defaultReader(environment: environment) else {
+                throw KeychainError(.interactionNotAllowed, "there is no fingerprint reader")
+            }
+            return FingerprintReader.domainState(
+                reader: reader, fingers: try reader.enrolledFingers(environment: environment))
+        } catch let error as UserPresenceError {
+            throw KeychainError(.interactionNotAllowed, "the fingerprint reader cannot be used: \(error)")
+        }
+    }
+
+    /// Has the person touch fprintd's reader, claimed for this process's user, and waits until an
+    /// enrolled finger matches.
+    /// - Throws: `KeychainError`: `.authFailed` after three fingers that did not match,
+    ///   `.userCanceled` when nobody touched the reader in time, `.interactionNotAllowed` when
+    ///   there is no reader, nothing is enrolled, or fprintd refuses.
+    public static func verifyFinger(environment: [String: String]) throws {
+        let outcome: FingerprintReader.Outcome
+        do {
+            guard let reader = try FingerprintReader.defaultReader(environment: environment) else {
+                throw KeychainError(.interactionNotAllowed, "there is no fingerprint reader")
+            }
+            outcome = try reader.verify(environment: environment)
+        } catch let error as UserPresenceError {
+            throw KeychainError(.interactionNotAllowed, "the fingerprint reader cannot be used: \(error)")
+        }
+        switch outcome {
+        case .matched: return
+        case .failed: throw KeychainError(.authFailed, "no enrolled finger matched")
+        case .timedOut: throw KeychainError(.userCanceled, "nobody touched the fingerprint reader")
+        case .disconnected: throw KeychainError(.interactionNotAllowed, "the fingerprint reader failed")
+        }
     }
 
     /// Asks polkit to have the person authenticate as `subject`'s user, and waits for the answer.

@@ -22,9 +22,10 @@ struct OwnerAuthenticationTests {
         ("none", 0), ("privateKeyUsage", 1 << 30), ("or | and", 1 << 14 | 1 << 15),
     ]
 
-    /// A keychain holding `guarded` (asking with `flags`) and `plain`; the secrets' texts.
+    /// A keychain holding `guarded` (asking with `flags`, bound to the reader's state
+    /// `biometryState`) and `plain`; the secrets' texts.
     private func keychain(
-        _ backend: Backend, flags: UInt64, verifier: (any UserVerifier)? = nil
+        _ backend: Backend, flags: UInt64, biometryState: Data? = nil, verifier: (any UserVerifier)? = nil
     ) throws -> (KeychainDatabase, AnyObject?) {
         var configuration = KeychainConfiguration.testing()
         configuration.userVerifier = verifier
@@ -36,7 +37,8 @@ struct OwnerAuthenticationTests {
             (keychain, owner) = (temporary.keychain, temporary)
         }
         var guarded = genericPassword("guarded", data: "guarded secret")
-        guarded.attributes[.accessControl] = .data(StoredAccessControl(flags: flags, protection: "ak").serialized)
+        guarded.attributes[.accessControl] = .data(
+            StoredAccessControl(flags: flags, protection: "ak", biometryState: biometryState).serialized)
         _ = try keychain.add(guarded)
         _ = try keychain.add(genericPassword("plain", data: "plain secret"))
         return (keychain, owner)
@@ -79,7 +81,10 @@ struct OwnerAuthenticationTests {
             #expect(failed?.code == .interactionNotAllowed && failed?.reason == .userAuthenticationNeeded)
             let allowed = refusal { try keychain.find(genericPasswordQuery(.allow), includeData: includeData) }
             #expect(allowed?.code == .interactionNotAllowed)
-            #expect(allowed?.reason == (answeredByOwner ? .authenticateUser : nil))
+            // A finger answers biometryAny; biometryCurrentSet made without a reader's state
+            // (here) nothing does.
+            let byFinger = flags == 1 << 1
+            #expect(allowed?.reason == (answeredByOwner ? .authenticateUser : byFinger ? .authenticateWithFinger : nil))
             let skipped = try keychain.find(genericPasswordQuery(.skip), includeData: includeData)
             #expect(skipped.compactMap { $0.attributes[.account]?.stringValue } == ["plain"])
         }
@@ -124,15 +129,24 @@ struct OwnerAuthenticationTests {
         }
     }
 
-    @Test("a call run as verified (what keychaind does once the person answered) returns the secret without asking")
+    @Test(
+        "a call run as verified (what keychaind does once the person answered) returns the secret without asking; the owner's authentication never answers biometry"
+    )
     func verifiedCall() throws {
         let verifier = CountingVerifier()
-        let (keychain, _) = try keychain(.file, flags: 1 << 1, verifier: verifier)
+        let (keychain, _) = try keychain(.file, flags: 1 << 0, verifier: verifier)
         let found = try KeychainDatabase.$userVerified.withValue(true) {
             try keychain.find(genericPasswordQuery(.allow), includeData: true)
         }
         #expect(found.map(\.data) == [Data("guarded secret".utf8), Data("plain secret".utf8)])
         #expect(verifier.asked == 0)
+        let (biometric, _) = try self.keychain(.file, flags: 1 << 1)
+        let refused = refusal {
+            try KeychainDatabase.$userVerified.withValue(true) {
+                try biometric.find(genericPasswordQuery(.allow), includeData: true)
+            }
+        }
+        #expect(refused?.reason == .authenticateWithFinger)
         // Once out of it, the next call is not.
         #expect(
             refusal { try keychain.find(genericPasswordQuery(.fail), includeData: true) }?.code
@@ -170,6 +184,74 @@ struct OwnerAuthenticationTests {
         #expect(try keychain.find(genericPasswordQuery(.ignore), includeData: true).count == 1)
         #expect(verifier.asked == asked)
     }
+}
+
+extension OwnerAuthenticationTests {
+    static let stateNow = Data(repeating: 1, count: 32)
+    static let stateBefore = Data(repeating: 2, count: 32)
+
+    /// What answers each flag: (flags, the item's reader state, the owner authenticated, the
+    /// finger's answer, answered).
+    static let answers: [(UInt64, Data?, Bool, FingerAnswer?, Bool)] = [
+        (1 << 0, nil, true, nil, true), (1 << 0, nil, false, .matched(state: stateNow), true),
+        (1 << 0, nil, false, .enrolled(state: stateNow), false), (1 << 4, nil, false, .matched(state: stateNow), false),
+        (1 << 4, nil, true, nil, true), (1 << 1, nil, true, nil, false),
+        (1 << 1, nil, false, .matched(state: stateNow), true),
+        (1 << 3, stateNow, false, .matched(state: stateNow), true),
+        (1 << 3, stateBefore, false, .matched(state: stateNow), false),
+        (1 << 3, nil, false, .matched(state: stateNow), false),
+        (1 << 3, stateNow, true, nil, false), (1 << 3 | 1 << 14 | 1 << 4, stateBefore, true, nil, true),
+        (1 << 3 | 1 << 14 | 1 << 4, stateNow, false, .matched(state: stateNow), true),
+        (1 << 1 | 1 << 15 | 1 << 4, nil, true, nil, false),
+        (1 << 1 | 1 << 15 | 1 << 4, nil, false, .matched(state: stateNow), false),
+        (1 << 5, nil, true, .matched(state: stateNow), false), (1 << 20, nil, true, .matched(state: stateNow), false),
+    ]
+
+    @Test(
+        "what answers each flag: the owner's authentication userPresence and devicePasscode, a finger userPresence, biometryAny and biometryCurrentSet in its own state; .or either, .and both; nothing a companion",
+        arguments: answers.indices)
+    func whatAnswers(index: Int) {
+        let (flags, state, owner, finger, answered) = Self.answers[index]
+        let control = StoredAccessControl(flags: flags, protection: "ak", biometryState: state)
+        #expect(control.isAnswered(owner: owner, finger: finger) == answered, "\(Self.answers[index])")
+        // The stored form keeps the state.
+        #expect(StoredAccessControl(serialized: control.serialized) == control)
+    }
+
+    @Test(
+        "with a reader here: a finger is asked once and reads the item; fingers changed since the item was made leave a biometryCurrentSet item out unasked, but not a biometryAny one",
+        arguments: Backend.allCases)
+    func fingerInProcess(backend: Backend) throws {
+        let same = FingerVerifier(state: Self.stateNow)
+        let (keychain, owner) = try keychain(backend, flags: 1 << 3, biometryState: Self.stateNow, verifier: same)
+        defer { withExtendedLifetime(owner) {} }
+        #expect(
+            try keychain.find(genericPasswordQuery(.allow), includeData: true).map(\.data).contains(
+                Data("guarded secret".utf8)))
+        #expect(same.touches.withLock { $0 } == 1)
+
+        let changed = FingerVerifier(state: Self.stateNow)
+        let (before, _) = try self.keychain(.memory, flags: 1 << 3, biometryState: Self.stateBefore, verifier: changed)
+        let left = try before.find(genericPasswordQuery(.allow), includeData: true)
+        #expect(left.compactMap { $0.attributes[.account]?.stringValue } == ["plain"])
+        #expect(changed.touches.withLock { $0 } == 0)
+
+        let any = FingerVerifier(state: Self.stateNow)
+        let (anyFinger, _) = try self.keychain(.memory, flags: 1 << 1, verifier: any)
+        #expect(try anyFinger.find(genericPasswordQuery(.allow), includeData: true).count == 2)
+        #expect(any.touches.withLock { $0 } == 1)
+    }
+}
+
+/// A reader whose fingers are in `state`, where every touch matches.
+final class FingerVerifier: UserVerifier {
+    let state: Data
+    let touches = Mutex(0)
+    init(state: Data) { self.state = state }
+
+    func verifyUser(proof: Data?) throws { throw KeychainError(.authFailed, "the owner is not asked here") }
+    func fingerState() throws -> Data { state }
+    func verifyFinger() throws { touches.withLock { $0 += 1 } }
 }
 
 /// Counts the calls; answers with `answer` (nil: the person authenticated).

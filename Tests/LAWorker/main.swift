@@ -12,8 +12,9 @@ import Security
 //       prints "yes" or "no CODE", then "type N" (biometryType), "evaluated HEX|none"
 //       (evaluatedPolicyDomainState) and "domain HEX|none" (domainState.biometry.stateHash)
 //   keychain-la-worker can POLICY                       prints "yes" or "no CODE"
-//   keychain-la-worker store SERVICE FILE               stores FILE's bytes as a password whose
-//       access control asks for user presence; prints "stored" or "error OSSTATUS"
+//   keychain-la-worker store SERVICE FILE [FLAGS]       stores FILE's bytes as a password whose
+//       access control asks for user presence (or FLAGS, SecAccessControlCreateFlags' raw value);
+//       prints "stored" or "error OSSTATUS"
 //   keychain-la-worker read SERVICE [fail|skip|not-interactive]   SecItemCopyMatching for its
 //       data, as asked; prints "secret TEXT" or "error OSSTATUS"
 //   keychain-la-worker relabel SERVICE   SecItemUpdate of its label; prints "relabelled" or
@@ -66,10 +67,10 @@ case "evaluate":
     done.wait()
 case "store":
     let values = Array(arguments.dropFirst())
-    guard values.count == 2, let secret = FileManager.default.contents(atPath: values[1]) else { exit(2) }
+    guard values.count >= 2, let secret = FileManager.default.contents(atPath: values[1]) else { exit(2) }
+    let flags = values.count > 2 ? SecAccessControlCreateFlags(rawValue: UInt(values[2]) ?? 0) : .userPresence
     var error: Unmanaged<CFError>?
-    guard
-        let control = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, &error)
+    guard let control = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, flags, &error)
     else { exit(2) }
     let status = SecItemAdd(
         [

@@ -95,5 +95,86 @@ extension PolkitTests {
             let run = try polkit.runAsUser(polkit.worker, ["evaluate", "--biometrics", "--not-interactive"])
             #expect(run.output == "error \(LAError.Code.notInteractive.rawValue)\n", "\(run)")
         }
+
+        /// `SecAccessControlCreateFlags.biometryCurrentSet` and `.biometryAny`.
+        static let currentSet = "8"
+        static let anyFinger = "2"
+
+        /// Stores a password `service` for the account through `backend`, its access control of
+        /// `flags`; the worker's answer, and the secret.
+        private func store(
+            _ service: String, flags: String, _ polkit: PolkitFixture, _ backend: Backend
+        ) throws -> (answer: String, secret: String) {
+            let secret = "finger-" + UUID().uuidString.prefix(12)
+            let file = try polkit.accountFile("secret-\(service)", secret)
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let stored = try polkit.runAsUser(
+                polkit.worker, ["store", service, file, flags], environment: backend.environment(polkit))
+            return (stored.output + stored.errors, secret)
+        }
+
+        @Test(
+            "a .biometryCurrentSet item is read after a matching finger; strangers' fingers are errSecAuthFailed; Fail is errSecInteractionNotAllowed unasked",
+            arguments: Backend.allCases)
+        func fingerReadsItem(backend: Backend) throws {
+            let polkit = try PolkitFixture(fingerprintReader: true)
+            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let environment = backend.environment(polkit)
+            let (answer, secret) = try store("vault", flags: Self.currentSet, polkit, backend)
+            try #require(answer == "stored\n", "\(answer)")
+
+            let owner = try polkit.touch(["own-right"])
+            let read = try polkit.runAsUser(polkit.worker, ["read", "vault"], environment: environment)
+            #expect(finished(owner).contains("touched"))
+            #expect(read.output == "secret \(secret)\n", "\(read)")
+
+            let strangers = try polkit.touch(["stranger-1", "stranger-2", "stranger-3"])
+            let refused = try polkit.runAsUser(polkit.worker, ["read", "vault"], environment: environment)
+            #expect(finished(strangers).contains("touched"))
+            #expect(refused.output == "error -25293\n", "\(refused)")
+
+            let barred = try polkit.runAsUser(polkit.worker, ["read", "vault", "fail"], environment: environment)
+            #expect(barred.output == "error -25308\n", "\(barred)")
+
+            if backend == .keychaind {
+                let log = try polkit.runAsUser(polkit.securityTool, ["access-log"], environment: environment)
+                let reads = log.output.split(separator: "\n").filter {
+                    $0.contains(" read genp ") && $0.contains("(service \"vault\", account \"owner\")")
+                }
+                #expect(reads.count == 1 && reads[0].hasSuffix(" and a finger on the reader"), "\(log)")
+                #expect(!log.output.contains(secret))
+            }
+        }
+
+        @Test(
+            "a new finger invalidates a .biometryCurrentSet item (errSecItemNotFound, nobody asked) but not a .biometryAny one",
+            arguments: Backend.allCases)
+        func newFingerInvalidatesCurrentSet(backend: Backend) throws {
+            let polkit = try PolkitFixture(fingerprintReader: true)
+            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let environment = backend.environment(polkit)
+            try #require(try store("current", flags: Self.currentSet, polkit, backend).answer == "stored\n")
+            let (answer, secret) = try store("any", flags: Self.anyFinger, polkit, backend)
+            try #require(answer == "stored\n", "\(answer)")
+            #expect(try polkit.enroll("left-index-finger", print: "own-left") == "enroll-completed")
+
+            // Nobody touches the reader: had it asked, the read would wait, then fail otherwise.
+            let gone = try polkit.runAsUser(polkit.worker, ["read", "current"], environment: environment)
+            #expect(gone.output == "error -25300\n", "\(gone)")
+            // fprintd matches "any finger" against the first one enrolled on a reader that
+            // cannot identify among several, as the virtual one cannot.
+            let owner = try polkit.touch(["own-right"])
+            let kept = try polkit.runAsUser(polkit.worker, ["read", "any"], environment: environment)
+            let touched = finished(owner)
+            #expect(touched.contains("touched"), "\(touched)")
+            #expect(kept.output == "secret \(secret)\n", "\(kept) \(touched)")
+        }
+
+        @Test("adding a .biometryCurrentSet item with no finger enrolled is errSecAuthFailed")
+        func currentSetNeedsAFinger() throws {
+            let polkit = try PolkitFixture(fingerprintReader: true)
+            let (answer, _) = try store("vault", flags: Self.currentSet, polkit, .keychaind)
+            #expect(answer == "error -25293\n", "\(answer)")
+        }
     }
 }

@@ -209,12 +209,19 @@ final class PolkitFixture {
         try runAsUser("/usr/bin/python3", [fingerScript, "delete"])
     }
 
-    /// A person who touches the reader with each of `prints` in turn, each time it waits for a
-    /// finger; runs until they have (`wait()` it).
+    /// A person at the reader, ready (watching fprintd) when this returns, who touches it with each
+    /// of `prints` in turn, one per try, once it needs a finger; runs until fprintd answered each.
+    /// They act at a higher priority than the tests around them: libfprint's virtual reader
+    /// waits only half a second for a touch.
     func touch(_ prints: [String]) throws -> TestDaemon {
-        try TestDaemon(
-            "/usr/bin/python3", [fingerScript, "touch", readerSocket] + prints,
+        let person = try TestDaemon(
+            "/usr/bin/nice", ["-n", "-10", "/usr/bin/python3", fingerScript, "touch", readerSocket] + prints,
             environment: ["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(root)/bus"])
+        guard person.firstLine(within: 60) == "ready" else {
+            throw TestDaemonFailure(
+                description: "the person at the reader is not ready: \(person.output) \(person.errors)")
+        }
+        return person
     }
 
     /// Gives the account a new random password, and returns it.

@@ -6,9 +6,10 @@ Usage:
                                   last EnrollStatus ("enroll-completed")
   finger.py delete                deletes every finger of the calling user, as fprintd-delete
                                   does; prints "deleted"
-  finger.py touch SOCKET PRINT... waits until the reader needs a finger, touches it with the
-                                  next PRINT (writes "SCAN PRINT" to the virtual device's
-                                  SOCKET), and again for each PRINT; 60 s at most in all
+  finger.py touch SOCKET PRINT... prints "ready"; once the reader needs a finger, touches it
+                                  with each PRINT in turn (writes "SCAN PRINT" to the virtual
+                                  device's SOCKET), one per try; prints "touched" once fprintd
+                                  answered each; 60 s at most in all
 """
 import socket
 import sys
@@ -27,9 +28,14 @@ def default_device(bus):
 
 
 def scan(path, print_id):
+    # The reader takes one connection at a time and drops a command whose connection arrives
+    # while it reads another: wait for it to close this one, which it does once it took it.
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(10)
         connection.connect(path)
         connection.sendall(("SCAN " + print_id).encode())
+        while connection.recv(1024):
+            pass
 
 
 def enroll(finger, print_id, socket_path):
@@ -48,10 +54,10 @@ def enroll(finger, print_id, socket_path):
     device.connect("g-signal", on_signal)
     device.call_sync("Claim", GLib.Variant("(s)", ("",)), 0, -1, None)
     try:
+        # The claimed reader queues the touches, one for each stage, so that none is late.
+        for _ in range(device.get_cached_property("num-enroll-stages").unpack()):
+            scan(socket_path, print_id)
         device.call_sync("EnrollStart", GLib.Variant("(s)", (finger,)), 0, -1, None)
-        stages = device.get_cached_property("num-enroll-stages").unpack()
-        for stage in range(stages):
-            GLib.timeout_add(100 * (stage + 1), lambda: scan(socket_path, print_id) and False)
         GLib.timeout_add(30000, loop.quit)
         loop.run()
         device.call_sync("EnrollStop", None, 0, -1, None)
@@ -71,27 +77,44 @@ def delete():
     print("deleted")
 
 
-def finger_needed(bus, device_path):
-    reply = bus.call_sync(
-        BUS_NAME, device_path, "org.freedesktop.DBus.Properties", "Get",
-        GLib.Variant("(ss)", ("net.reactivated.Fprint.Device", "finger-needed")),
-        None, 0, -1, None)
-    return reply.unpack()[0]
-
-
 def touch(socket_path, prints):
     bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
     path = default_device(bus).get_object_path()
-    end = time.time() + 60
-    for print_id in prints:
-        while not finger_needed(bus, path):
-            if time.time() > end:
-                print("the reader never asked for a finger")
-                sys.exit(3)
-            time.sleep(0.05)
-        scan(socket_path, print_id)
-        while finger_needed(bus, path) and time.time() < end:
-            time.sleep(0.05)
+    # libfprint's virtual reader gives up on a verification that gets no touch within half a
+    # second, so the person reacts to fprintd's signal that a verification starts
+    # (VerifyFingerSelected, sent for every VerifyStart; the reader's finger-needed property can
+    # be left set by an enrolment, so it is no sign), not to a poll. The touches after the first
+    # are queued at once, and the reader (claimed for all the tries) takes each at its next try.
+    # Each touch is answered by a VerifyStatus signal.
+    statuses = []
+    loop = GLib.MainLoop()
+    state = {"sent": False}
+
+    def send_all():
+        if not state["sent"]:
+            state["sent"] = True
+            for print_id in prints:
+                scan(socket_path, print_id)
+
+    def on_status(*arguments):
+        statuses.append(arguments[5].unpack()[0])
+        if len(statuses) >= len(prints):
+            loop.quit()
+
+    bus.signal_subscribe(
+        BUS_NAME, "net.reactivated.Fprint.Device", "VerifyStatus", path, None, 0, on_status)
+    bus.signal_subscribe(
+        BUS_NAME, "net.reactivated.Fprint.Device", "VerifyFingerSelected", path, None, 0,
+        lambda *arguments: send_all())
+    print("ready", flush=True)
+    GLib.timeout_add(60000, loop.quit)
+    loop.run()
+    if not state["sent"]:
+        print("the reader never asked for a finger")
+        sys.exit(3)
+    if len(statuses) < len(prints):
+        print("the reader answered %d of %d touches: %s" % (len(statuses), len(prints), statuses))
+        sys.exit(3)
     print("touched")
 
 
