@@ -61,8 +61,12 @@ package final class AccessLog: Sendable {
     /// What the person proved for `item`'s read: a finger for an item that asks for biometry,
     /// the owner's authentication for one that asks for it.
     private static func proof(verified: Bool, finger: FingerAnswer?, of item: Item) -> String? {
-        let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:))
-        if case .matched? = finger, control?.isAnsweredByFinger == true { return "a finger on the reader" }
+        if case .matched? = finger,
+            item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:))?
+                .isAnsweredByFinger == true
+        {
+            return "a finger on the reader"
+        }
         return verified ? "the owner's authentication" : nil
     }
 

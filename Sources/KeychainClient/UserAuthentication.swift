@@ -75,14 +75,13 @@ extension Keychains {
     package static func fingerStateForNewItem() throws -> Data {
         let environment = ProcessInfo.processInfo.environment
         do {
-            guard let reader = try FingerprintReader.defaultReader(environment: environment) else {
+            guard let enrolment = try FingerprintReader.enrolment(environment: environment) else {
                 throw KeychainError(.authFailed, "there is no fingerprint reader to bind the item to")
             }
-            let fingers = try reader.enrolledFingers(environment: environment)
-            guard !fingers.isEmpty else {
+            guard !enrolment.fingers.isEmpty else {
                 throw KeychainError(.authFailed, "no finger is enrolled to bind the item to")
             }
-            return FingerprintReader.domainState(reader: reader, fingers: fingers)
+            return enrolment.state
         } catch let error as UserPresenceError {
             throw KeychainError(.authFailed, "the fingerprint reader cannot be used: \(error)")
         }

@@ -5,41 +5,30 @@ import UserPresence
 /// Biometry on Linux: fprintd's fingerprint reader (``UserPresence/FingerprintReader``), claimed
 /// by this process for its own user.
 extension LAContext {
-    /// What fprintd offers this process's user now.
-    struct Biometry {
-        var reader: FingerprintReader
-        var fingers: [String]
-
-        /// The domain state of these fingers on this reader.
-        var stateHash: Data? {
-            fingers.isEmpty ? nil : FingerprintReader.domainState(reader: reader, fingers: fingers)
+    /// What fprintd offers this process's user now: its reader and the fingers enrolled on it,
+    /// `nil` without a reader, or `biometryNotAvailable` when fprintd cannot be reached or refuses
+    /// this session.
+    static func enrolment(environment: [String: String]) -> Result<FingerprintReader.Enrolment?, LAError> {
+        do {
+            return .success(try FingerprintReader.enrolment(environment: environment))
+        } catch {
+            return .failure(LAError(.biometryNotAvailable, "fprintd cannot be used: \(error)"))
         }
     }
 
-    /// The reader and the fingers enrolled on it.
-    /// - Throws: ``LAError`` `biometryNotAvailable` when there is no reader (or fprintd cannot
-    ///   be reached, or refuses this session), `biometryNotEnrolled` when no finger is enrolled.
-    static func availableBiometry(environment: [String: String]) throws -> Biometry {
-        let reader: FingerprintReader?
-        let fingers: [String]
-        do {
-            reader = try FingerprintReader.defaultReader(environment: environment)
-            fingers = try reader?.enrolledFingers(environment: environment) ?? []
-        } catch {
-            throw LAError(.biometryNotAvailable, "fprintd cannot be used: \(error)")
+    /// The enrolment biometry can be evaluated with, from what ``enrolment(environment:)`` found.
+    /// - Throws: `biometryNotAvailable` without a reader (or fprintd), `biometryNotEnrolled` with
+    ///   no finger enrolled.
+    static func usable(_ found: Result<FingerprintReader.Enrolment?, LAError>) throws(LAError)
+        -> FingerprintReader.Enrolment
+    {
+        guard let enrolment = try found.get() else {
+            throw LAError(.biometryNotAvailable, "fprintd has no fingerprint reader")
         }
-        guard let reader else { throw LAError(.biometryNotAvailable, "fprintd has no fingerprint reader") }
-        guard !fingers.isEmpty else {
+        guard !enrolment.fingers.isEmpty else {
             throw LAError(.biometryNotEnrolled, "no finger is enrolled on the reader for this user")
         }
-        return Biometry(reader: reader, fingers: fingers)
-    }
-
-    /// The biometry there is, or `nil` (no reader, or fprintd cannot be reached), with what is
-    /// enrolled: for ``biometryType`` and the domain state.
-    static func presentBiometry(environment: [String: String]) -> Biometry? {
-        guard let reader = try? FingerprintReader.defaultReader(environment: environment) else { return nil }
-        return Biometry(reader: reader, fingers: (try? reader.enrolledFingers(environment: environment)) ?? [])
+        return enrolment
     }
 
     /// Has the person touch the reader, blocking this thread: one of their enrolled fingers must
@@ -48,19 +37,19 @@ extension LAContext {
     /// - Throws: ``LAError``: `authenticationFailed` after three fingers that did not match,
     ///   `systemCancel` when nobody touched the reader in time, `biometryNotAvailable` when the
     ///   reader went away or fprintd refused, `biometryNotEnrolled` with nothing enrolled.
-    func verifyFinger(reason: String) throws -> Data? {
+    func verifyFinger(reason: String) throws -> Data {
         let environment = ProcessInfo.processInfo.environment
-        let biometry = try Self.availableBiometry(environment: environment)
+        let enrolment = try Self.usable(Self.enrolment(environment: environment))
         let outcome: FingerprintReader.Outcome
         do {
-            outcome = try biometry.reader.verify(environment: environment) {
-                Self.tellTerminal("Touch the fingerprint reader (\(biometry.reader.name)): \(reason)\n")
+            outcome = try enrolment.reader.verify(environment: environment) {
+                Self.tellTerminal("Touch the fingerprint reader (\(enrolment.reader.name)): \(reason)\n")
             }
         } catch {
             throw LAError(.biometryNotAvailable, "fprintd cannot be used: \(error)")
         }
         switch outcome {
-        case .matched: return biometry.stateHash
+        case .matched: return enrolment.state
         case .failed: throw LAError(.authenticationFailed, "no enrolled finger matched")
         case .timedOut: throw LAError(.systemCancel, "nobody touched the reader in time")
         case .disconnected: throw LAError(.biometryNotAvailable, "the fingerprint reader failed")

@@ -66,21 +66,27 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// changes when the enrolled fingers change (how this is weaker than Apple's:
     /// ``LADomainState``).
     open var domainState: LADomainState {
-        let biometry = Self.presentBiometry(environment: ProcessInfo.processInfo.environment)
+        let enrolment = (try? Self.enrolment(environment: ProcessInfo.processInfo.environment).get()) ?? nil
         return LADomainState(
             biometry: LADomainStateBiometry(
-                biometryType: biometry == nil ? .none : .touchID, stateHash: biometry?.stateHash),
+                biometryType: enrolment == nil ? .none : .touchID, stateHash: Self.stateHash(enrolment)),
             companion: LADomainStateCompanion())
+    }
+
+    /// The domain state `enrolment` stands for: `nil` without a reader or with no finger.
+    static func stateHash(_ enrolment: FingerprintReader.Enrolment?) -> Data? {
+        enrolment.flatMap { $0.fingers.isEmpty ? nil : $0.state }
     }
 
     /// Whether `policy` can be evaluated here; when it cannot, `error` says why.
     open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
-        let biometry = Self.presentBiometry(environment: ProcessInfo.processInfo.environment)
+        let found = Self.enrolment(environment: ProcessInfo.processInfo.environment)
+        let enrolment = (try? found.get()) ?? nil
         state.withLock {
-            $0.biometryType = biometry == nil ? .none : .touchID
-            if policy.usesBiometry { $0.evaluatedDomainState = biometry?.stateHash }
+            $0.biometryType = enrolment == nil ? .none : .touchID
+            if policy.usesBiometry { $0.evaluatedDomainState = Self.stateHash(enrolment) }
         }
-        if let failure = unavailability(for: policy) {
+        if let failure = unavailability(for: policy, biometry: found) {
             error?.pointee = failure as NSError
             return false
         }
@@ -145,19 +151,20 @@ open class LAContext: NSObject, @unchecked Sendable {
         state.withLock { $0.credentials[type] != nil }
     }
 
-    /// Why `policy` cannot be evaluated now, or `nil`.
-    func unavailability(for policy: LAPolicy) -> LAError? {
+    /// Why `policy` cannot be evaluated now, or `nil`; a biometric policy is judged by `biometry`,
+    /// what fprintd was found to offer (asked for here when not given).
+    func unavailability(
+        for policy: LAPolicy, biometry: Result<FingerprintReader.Enrolment?, LAError>? = nil
+    ) -> LAError? {
         if state.withLock({ $0.invalidated }) { return LAError(.invalidContext, "the context was invalidated") }
         switch policy {
         case .deviceOwnerAuthentication: return nil
         case .deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthenticationWithBiometricsOrCompanion:
-            do {
-                _ = try Self.availableBiometry(environment: ProcessInfo.processInfo.environment)
+            do throws(LAError) {
+                _ = try Self.usable(biometry ?? Self.enrolment(environment: ProcessInfo.processInfo.environment))
                 return nil
-            } catch let error as LAError {
-                return error
             } catch {
-                return LAError(.biometryNotAvailable, "fprintd cannot be used")
+                return error
             }
         case .deviceOwnerAuthenticationWithCompanion:
             return LAError(.companionNotAvailable, "no security key is used on this system yet")

@@ -366,7 +366,7 @@ private func parseChanges(_ dictionary: CFDictionary, itemClass: ItemClass) thro
     if let accessControl {
         if changes[.accessible] != nil || isCFTrue(dictionary, "sync") { throw SecError(errSecParam) }
         changes[.accessible] = .string(accessControl.protectionValue)
-        changes[.accessControl] = .data(accessControl.serialized)
+        changes[.accessControl] = .data(try accessControl.storedForItem())
     }
     return (changes, data)
 }

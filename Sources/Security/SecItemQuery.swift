@@ -332,16 +332,7 @@ struct QueryParser {
         if operation == .add || operation == .update {
             guard accessControl.protectionValue != "f" else { throw SecError(errSecParam) }
             query.attributes[.accessible] = .string(accessControl.protectionValue)
-            var stored = StoredAccessControl(
-                flags: UInt64(accessControl.flags.rawValue), protection: accessControl.protectionValue)
-            if stored.flags & StoredAccessControl.biometryCurrentSetFlag != 0 {
-                do {
-                    stored.biometryState = try Keychains.fingerStateForNewItem()
-                } catch {
-                    throw SecError(errSecAuthFailed)
-                }
-            }
-            query.attributes[.accessControl] = .data(stored.serialized)
+            query.attributes[.accessControl] = .data(try accessControl.storedForItem())
         }
     }
 }
@@ -377,9 +368,19 @@ func attributeValue(_ value: Any) throws -> AttributeValue {
 }
 
 extension SecAccessControl {
-    /// The stored form (``KeychainModel/StoredAccessControl``).
-    var serialized: Data {
-        StoredAccessControl(flags: UInt64(flags.rawValue), protection: protectionValue).serialized
+    /// The stored form (``KeychainModel/StoredAccessControl``) for an item being added or
+    /// changed: a `.biometryCurrentSet` control is bound to the fingers enrolled now.
+    /// - Throws: `errSecAuthFailed` when there is no reader or no finger enrolled.
+    func storedForItem() throws -> Data {
+        var stored = StoredAccessControl(flags: UInt64(flags.rawValue), protection: protectionValue)
+        if stored.flags & StoredAccessControl.biometryCurrentSetFlag != 0 {
+            do {
+                stored.biometryState = try Keychains.fingerStateForNewItem()
+            } catch {
+                throw SecError(errSecAuthFailed)
+            }
+        }
+        return stored.serialized
     }
 
     /// Reads the stored form.

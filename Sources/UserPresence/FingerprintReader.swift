@@ -9,10 +9,8 @@ import Foundation
 ///
 /// ```swift
 /// let environment = ProcessInfo.processInfo.environment
-/// if let reader = try FingerprintReader.defaultReader(environment: environment),
-///     try !reader.enrolledFingers(environment: environment).isEmpty
-/// {
-///     let outcome = try reader.verify(environment: environment)
+/// if let enrolment = try FingerprintReader.enrolment(environment: environment), !enrolment.fingers.isEmpty {
+///     let outcome = try enrolment.reader.verify(environment: environment)
 /// }
 /// ```
 public struct FingerprintReader: Sendable, Hashable {
@@ -38,6 +36,17 @@ public struct FingerprintReader: Sendable, Hashable {
         case disconnected
     }
 
+    /// A reader and the fingers enrolled on it for this process's user.
+    public struct Enrolment: Sendable, Hashable {
+        /// The reader.
+        public var reader: FingerprintReader
+        /// The enrolled fingers' names, sorted; empty when none is.
+        public var fingers: [String]
+
+        /// The reader's domain state with these fingers (``domainState(reader:fingers:)``).
+        public var state: Data { FingerprintReader.domainState(reader: reader, fingers: fingers) }
+    }
+
     /// The reader fprintd offers by default, or `nil` when there is none: fprintd runs (or is
     /// started by the bus) and has no reader, or the system bus has no fprintd at all.
     /// - Throws: ``UserPresenceError`` when the system bus cannot be reached, or fprintd answers
@@ -45,6 +54,22 @@ public struct FingerprintReader: Sendable, Hashable {
     public static func defaultReader(environment: [String: String]) throws -> FingerprintReader? {
         var bus = try connect(environment, timeout: .seconds(25))
         defer { bus.close() }
+        return try defaultReader(on: &bus)
+    }
+
+    /// The default reader and the fingers enrolled on it for this process's user, asked on one
+    /// connection; `nil` when there is no reader (``defaultReader(environment:)``).
+    /// - Throws: ``UserPresenceError`` when fprintd refuses (polkit denies this session) or
+    ///   cannot be reached.
+    public static func enrolment(environment: [String: String]) throws -> Enrolment? {
+        var bus = try connect(environment, timeout: .seconds(25))
+        defer { bus.close() }
+        guard let reader = try defaultReader(on: &bus) else { return nil }
+        return Enrolment(reader: reader, fingers: try reader.enrolledFingers(on: &bus))
+    }
+
+    /// The default reader, asked on `bus`.
+    private static func defaultReader(on bus: inout DBusBlockingConnection) throws -> FingerprintReader? {
         var signals: [DBusMessage] = []
         let path: String
         do {
@@ -73,12 +98,8 @@ public struct FingerprintReader: Sendable, Hashable {
         return FingerprintReader(path: path, name: text)
     }
 
-    /// The fingers enrolled on the reader for this process's user, sorted; empty when none.
-    /// - Throws: ``UserPresenceError`` when fprintd refuses (polkit denies this session) or
-    ///   cannot be reached.
-    public func enrolledFingers(environment: [String: String]) throws -> [String] {
-        var bus = try Self.connect(environment, timeout: .seconds(25))
-        defer { bus.close() }
+    /// The fingers enrolled on the reader for this process's user, sorted, asked on `bus`.
+    private func enrolledFingers(on bus: inout DBusBlockingConnection) throws -> [String] {
         var signals: [DBusMessage] = []
         do {
             let body = try bus.call(device("ListEnrolledFingers", [.string("")]), keepingSignals: &signals)

@@ -41,11 +41,10 @@ public struct PolkitUserVerifier: UserVerifier {
     ///   cannot be reached or refuses.
     public static func fingerState(environment: [String: String]) throws -> Data {
         do {
-            guard let reader = try FingerprintReader.defaultReader(environment: environment) else {
+            guard let enrolment = try FingerprintReader.enrolment(environment: environment) else {
                 throw KeychainError(.interactionNotAllowed, "there is no fingerprint reader")
             }
-            return FingerprintReader.domainState(
-                reader: reader, fingers: try reader.enrolledFingers(environment: environment))
+            return enrolment.state
         } catch let error as UserPresenceError {
             throw KeychainError(.interactionNotAllowed, "the fingerprint reader cannot be used: \(error)")
         }

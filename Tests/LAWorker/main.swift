@@ -19,6 +19,8 @@ import Security
 //       data, as asked; prints "secret TEXT" or "error OSSTATUS"
 //   keychain-la-worker relabel SERVICE   SecItemUpdate of its label; prints "relabelled" or
 //       "error OSSTATUS"
+//   keychain-la-worker rebind SERVICE FLAGS   SecItemUpdate of its access control, to one of FLAGS;
+//       prints "rebound" or "error OSSTATUS"
 //   keychain-la-worker evaluate-and-read SERVICE N   evaluates the context, then reads N times
 //       with it as kSecUseAuthenticationContext, then once without it
 //   keychain-la-worker evaluate-access-control FLAGS OPERATION [SERVICE]   evaluateAccessControl of
@@ -164,6 +166,17 @@ case "relabel":
         [kSecClass: kSecClassGenericPassword, kSecAttrService: arguments.dropFirst().first ?? ""] as CFDictionary,
         [kSecAttrLabel: "relabelled"] as CFDictionary)
     print(status == errSecSuccess ? "relabelled" : "error \(status)")
+case "rebind":
+    let values = Array(arguments.dropFirst())
+    var error: Unmanaged<CFError>?
+    guard values.count == 2, let flags = UInt(values[1]),
+        let control = SecAccessControlCreateWithFlags(
+            nil, kSecAttrAccessibleWhenUnlocked, SecAccessControlCreateFlags(rawValue: flags), &error)
+    else { exit(2) }
+    let status = SecItemUpdate(
+        [kSecClass: kSecClassGenericPassword, kSecAttrService: values[0]] as CFDictionary,
+        [kSecAttrAccessControl: control] as CFDictionary)
+    print(status == errSecSuccess ? "rebound" : "error \(status)")
 case "read":
     let values = Array(arguments.dropFirst())
     var query: [CFString: Any] = [

@@ -9,6 +9,13 @@ import Testing
 extension PolkitTests {
     @Suite("LocalAuthentication's biometry through the real fprintd")
     struct BiometryTests {
+        /// A fixture whose account has its right index finger enrolled, as the print `own-right`.
+        private func fixtureWithFinger() throws -> PolkitFixture {
+            let polkit = try PolkitFixture(fingerprintReader: true)
+            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            return polkit
+        }
+
         /// A person's touches of the reader, ended within a minute; what they said.
         private func finished(_ person: TestDaemon) -> String {
             let end = Date().addingTimeInterval(60)
@@ -45,8 +52,7 @@ extension PolkitTests {
             "an enrolled finger evaluates .deviceOwnerAuthenticationWithBiometrics: the terminal asks for a touch, and the evaluated domain state is the reader's"
         )
         func matchingFinger() throws {
-            let polkit = try PolkitFixture(fingerprintReader: true)
-            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let polkit = try fixtureWithFinger()
             let lines = try biometry(polkit)
             #expect(lines["yes"] != nil, "\(lines)")
             let state = try #require(lines["domain"])
@@ -61,8 +67,7 @@ extension PolkitTests {
 
         @Test("three fingers that do not match are LAError.authenticationFailed; a match at the third try succeeds")
         func tries() throws {
-            let polkit = try PolkitFixture(fingerprintReader: true)
-            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let polkit = try fixtureWithFinger()
             let strangers = try polkit.touch(["stranger-1", "stranger-2", "stranger-3"])
             let failed = try polkit.runAsUser(polkit.worker, ["evaluate", "--biometrics"])
             #expect(finished(strangers).contains("touched"))
@@ -75,8 +80,7 @@ extension PolkitTests {
 
         @Test("enrolling another finger changes the domain state; deleting them all leaves biometryNotEnrolled")
         func domainStateFollowsFingers() throws {
-            let polkit = try PolkitFixture(fingerprintReader: true)
-            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let polkit = try fixtureWithFinger()
             let first = try #require(try biometry(polkit)["domain"])
             // Read again, unchanged: the state is a function of the fingers, not of the time.
             #expect(try biometry(polkit)["domain"] == first)
@@ -90,8 +94,7 @@ extension PolkitTests {
 
         @Test("a context that may not ask fails with notInteractive at once")
         func notInteractive() throws {
-            let polkit = try PolkitFixture(fingerprintReader: true)
-            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let polkit = try fixtureWithFinger()
             let run = try polkit.runAsUser(polkit.worker, ["evaluate", "--biometrics", "--not-interactive"])
             #expect(run.output == "error \(LAError.Code.notInteractive.rawValue)\n", "\(run)")
         }
@@ -113,15 +116,22 @@ extension PolkitTests {
             return (stored.output + stored.errors, secret)
         }
 
+        /// Stores `service` as ``store(_:flags:_:_:)`` does, and requires it stored; its secret.
+        private func stored(
+            _ service: String, flags: String, _ polkit: PolkitFixture, _ backend: Backend
+        ) throws -> String {
+            let (answer, secret) = try store(service, flags: flags, polkit, backend)
+            try #require(answer == "stored\n", "\(answer)")
+            return secret
+        }
+
         @Test(
             "a .biometryCurrentSet item is read after a matching finger; strangers' fingers are errSecAuthFailed; Fail is errSecInteractionNotAllowed unasked",
             arguments: Backend.allCases)
         func fingerReadsItem(backend: Backend) throws {
-            let polkit = try PolkitFixture(fingerprintReader: true)
-            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let polkit = try fixtureWithFinger()
             let environment = backend.environment(polkit)
-            let (answer, secret) = try store("vault", flags: Self.currentSet, polkit, backend)
-            try #require(answer == "stored\n", "\(answer)")
+            let secret = try stored("vault", flags: Self.currentSet, polkit, backend)
 
             let owner = try polkit.touch(["own-right"])
             let read = try polkit.runAsUser(polkit.worker, ["read", "vault"], environment: environment)
@@ -150,12 +160,10 @@ extension PolkitTests {
             "a new finger invalidates a .biometryCurrentSet item (errSecItemNotFound, nobody asked) but not a .biometryAny one",
             arguments: Backend.allCases)
         func newFingerInvalidatesCurrentSet(backend: Backend) throws {
-            let polkit = try PolkitFixture(fingerprintReader: true)
-            #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
+            let polkit = try fixtureWithFinger()
             let environment = backend.environment(polkit)
-            try #require(try store("current", flags: Self.currentSet, polkit, backend).answer == "stored\n")
-            let (answer, secret) = try store("any", flags: Self.anyFinger, polkit, backend)
-            try #require(answer == "stored\n", "\(answer)")
+            _ = try stored("current", flags: Self.currentSet, polkit, backend)
+            let secret = try stored("any", flags: Self.anyFinger, polkit, backend)
             #expect(try polkit.enroll("left-index-finger", print: "own-left") == "enroll-completed")
 
             // Nobody touches the reader: had it asked, the read would wait, then fail otherwise.
@@ -168,6 +176,22 @@ extension PolkitTests {
             let touched = finished(owner)
             #expect(touched.contains("touched"), "\(touched)")
             #expect(kept.output == "secret \(secret)\n", "\(kept) \(touched)")
+        }
+
+        @Test(
+            "SecItemUpdate to a .biometryCurrentSet access control binds the item to the enrolled fingers, as adding does",
+            arguments: Backend.allCases)
+        func updateBindsToFingers(backend: Backend) throws {
+            let polkit = try fixtureWithFinger()
+            let environment = backend.environment(polkit)
+            let secret = try stored("vault", flags: "0", polkit, backend)
+            let rebound = try polkit.runAsUser(
+                polkit.worker, ["rebind", "vault", Self.currentSet], environment: environment)
+            #expect(rebound.output == "rebound\n", "\(rebound)")
+            let owner = try polkit.touch(["own-right"])
+            let read = try polkit.runAsUser(polkit.worker, ["read", "vault"], environment: environment)
+            #expect(finished(owner).contains("touched"))
+            #expect(read.output == "secret \(secret)\n", "\(read)")
         }
 
         @Test("adding a .biometryCurrentSet item with no finger enrolled is errSecAuthFailed")
