@@ -58,16 +58,16 @@ package final class AccessLog: Sendable {
     /// - Parameters:
     ///   - allowed: The items the person allowed this call though their access lists do not
     ///     name the caller.
-    /// What the person proved for `item`'s read: a finger for an item that asks for biometry,
-    /// the owner's authentication for one that asks for it.
+    /// What the person proved for `item`'s read: a finger for an item a finger answered, the
+    /// owner's authentication for one it answered, both for one that asks for both (`.and`).
     private static func proof(verified: Bool, finger: FingerAnswer?, of item: Item) -> String? {
-        if case .matched? = finger,
-            item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:))?
-                .isAnsweredByFinger == true
-        {
-            return "a finger on the reader"
-        }
-        return verified ? "the owner's authentication" : nil
+        let owner = verified ? "the owner's authentication" : nil
+        guard case .matched? = finger,
+            let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
+            !control.isAnswered(owner: verified, finger: nil)
+        else { return owner }
+        let fingerOnly = control.isAnswered(owner: false, finger: finger)
+        return fingerOnly ? "a finger on the reader" : "the owner's authentication and a finger on the reader"
     }
 
     package func record(

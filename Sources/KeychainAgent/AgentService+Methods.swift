@@ -115,6 +115,7 @@ extension AgentService {
             serveWithoutKeychain(I.accessLog, access: .administration, idle: .none) { [self] _ in
                 I.AccessLogEntries(accessLog.lines)
             },
+            servedFingerAuthentication(),
         ]
     }
 
@@ -231,38 +232,43 @@ extension AgentService {
         let body: @Sendable (Request<A, R>) throws -> R
     }
 
-    /// Runs a call on the engine's queue. A call that matched an item asking for its owner's
-    /// authentication, and may ask (``KeychainModel/KeychainError/Reason/authenticateUser``), has
-    /// the person asked for the caller (``verifyCaller(_:)``), off the queue, then runs again as
-    /// verified, for that call alone.
+    /// Runs a call on the engine's queue. A call that matched an item asking for the person, and
+    /// may ask (``KeychainModel/KeychainError/Reason/authenticateUser``,
+    /// ``KeychainModel/KeychainError/Reason/authenticateWithFinger``), has what
+    /// ``KeychainModel/CallAuthentication`` says done for the caller (its proof taken, the owner
+    /// asked through polkit, the reader read or touched), off the queue, then runs again with the
+    /// answers, for that call alone; an item whose access list does not name the caller has the
+    /// person asked to allow it.
     private func answer<A, R>(_ handler: Handler<A, R>, _ call: DBusMethodCall) async throws -> [DBusValue] {
         let values = call.arguments
         let connection = call.connection
         return try await Self.agentErrorsAsync {
-            var verified = false
-            var finger: FingerAnswer?
+            var answers: CallAuthentication?
             var allowed: Set<UUID> = []
             while true {
                 do {
                     return try await answerOnWorkQueue(
-                        handler, values, connection, verified: verified, finger: finger, allowed: allowed)
-                } catch let error as KeychainError where error.reason == .authenticateWithFinger {
-                    // The reader's state first, so that items its fingers invalidated drop out
-                    // unasked; then a finger.
-                    switch finger {
-                    case nil:
-                        finger = .enrolled(
-                            state: try await Self.offQueue { try PolkitUserVerifier.fingerState(environment: $0) })
-                    case .enrolled(let state)?:
-                        try await Self.offQueue { try PolkitUserVerifier.verifyFinger(environment: $0) }
-                        finger = .matched(state: state)
-                    case .matched?: throw error
+                        handler, values, connection, answers: answers ?? CallAuthentication(proof: nil),
+                        allowed: allowed)
+                } catch let error as KeychainError
+                    where error.reason == .authenticateUser || error.reason == .authenticateWithFinger
+                {
+                    var call = answers ?? CallAuthentication(proof: offeredProof(A.self, values, connection))
+                    guard let step = call.step(after: error) else { throw error }
+                    switch step {
+                    case .retry: break
+                    case .askOwner:
+                        _ = try await verifyCaller(connection)
+                        call.ownerAnswered()
+                    case .readFingerState:
+                        call.read(
+                            fingerState: try await Self.offQueue { try PolkitUserVerifier.fingerState(environment: $0) }
+                        )
+                    case .touchFinger:
+                        _ = try await touchFinger(connection)
+                        call.fingerMatched()
                     }
-                } catch let error as KeychainError where error.reason == .authenticateUser && !verified {
-                    let arguments = try? A(decoding: values)
-                    let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query
-                    if !offersOwnerProof(query?.ownerProof, connection) { _ = try await verifyCaller(connection) }
-                    verified = true
+                    answers = call
                 } catch let error as KeychainError where error.reason == .confirmApplication {
                     // An item whose access list does not name the caller: the person is asked,
                     // once for each such item the call matched, then the call runs again.
@@ -282,12 +288,12 @@ extension AgentService {
     /// Runs a call on the engine's queue, its caller verified by the person or not, with the
     /// items the person allowed it.
     private func answerOnWorkQueue<A, R>(
-        _ handler: Handler<A, R>, _ values: [DBusValue], _ connection: DBusConnection, verified: Bool,
-        finger: FingerAnswer?, allowed: Set<UUID>
+        _ handler: Handler<A, R>, _ values: [DBusValue], _ connection: DBusConnection, answers: CallAuthentication,
+        allowed: Set<UUID>
     ) async throws -> [DBusValue] {
         try await onWorkQueue { [self] in
-            try KeychainDatabase.$userVerified.withValue(verified) {
-                try KeychainDatabase.$fingerAnswer.withValue(finger) {
+            try KeychainDatabase.$userVerified.withValue(answers.ownerVerified) {
+                try KeychainDatabase.$fingerAnswer.withValue(answers.finger) {
                     try KeychainDatabase.$allowedItems.withValue(allowed) {
                         // Arguments are decoded once the caller may make the call; the dispatcher has
                         // checked their types, what they hold is checked here (`.parameter`).
@@ -328,6 +334,21 @@ extension AgentService {
         return subject
     }
 
+    /// Has the person touch fprintd's reader, claimed for the caller's user, on a thread of its
+    /// own, until an enrolled finger matches; one question for each process at a time.
+    /// - Returns: The process the finger answered for, and the reader's domain state it matched in.
+    private func touchFinger(_ connection: DBusConnection) async throws -> (ProcessSubject, Data) {
+        let subject = try Self.subject(of: connection)
+        let state = try await fingerQuestions.ask(subject) {
+            try await Self.offQueue { environment in
+                let state = try PolkitUserVerifier.fingerState(environment: environment)
+                try PolkitUserVerifier.verifyFinger(environment: environment)
+                return state
+            }
+        }
+        return (subject, state)
+    }
+
     /// The calling process, as polkit names it.
     private static func subject(of connection: DBusConnection) throws -> ProcessSubject {
         guard let peer = connection.peerCredentials else {
@@ -340,10 +361,15 @@ extension AgentService {
         }
     }
 
-    /// Whether `proof` is one this agent made for the calling process, still good.
-    private func offersOwnerProof(_ proof: Data?, _ connection: DBusConnection) -> Bool {
-        guard let proof, let subject = try? Self.subject(of: connection) else { return false }
-        return ownerProofs.accepts(proof, for: subject)
+    /// What the proof a lookup or an update offers (``KeychainModel/ItemQuery/ownerProof``)
+    /// answers, when this agent made it for the calling process and it is still good.
+    private func offeredProof<A: DBusArguments>(_: A.Type, _ values: [DBusValue], _ connection: DBusConnection)
+        -> ProofAnswer?
+    {
+        let arguments = try? A(decoding: values)
+        let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query
+        guard let proof = query?.ownerProof, let subject = try? Self.subject(of: connection) else { return nil }
+        return ownerProofs.answer(to: proof, for: subject)
     }
 
     /// `AuthenticateOwner`: the caller's groups are checked on the engine's queue (identifying
@@ -363,6 +389,29 @@ extension AgentService {
                 let subject = try await verifyCaller(connection)
                 let seconds = arguments.seconds == 0 ? OwnerProofs.longestLifetime : .seconds(Int(arguments.seconds))
                 return I.OwnerProof(ownerProofs.make(for: subject, lifetime: seconds)).values
+            }
+        }
+        return ServedMethod(description: method.description, access: .items, effect: .none, method: served)
+    }
+
+    /// `AuthenticateWithFinger`: as `AuthenticateOwner`, the person touching fprintd's reader for
+    /// the caller's user instead; the proof answers what a finger answers, in the reader's
+    /// state it matched in.
+    private func servedFingerAuthentication() -> ServedMethod {
+        let method = I.authenticateWithFinger
+        let served = DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, wireHandler: nil) {
+            [self] call in
+            let connection = call.connection
+            let values = call.arguments
+            return try await Self.agentErrorsAsync {
+                let arguments = try await onWorkQueue { [self] in
+                    try Self.requireSomeGroup(try callerGroups(connection))
+                    return try I.AuthenticateOwnerArguments(decoding: values)
+                }
+                let (subject, state) = try await touchFinger(connection)
+                let seconds = arguments.seconds == 0 ? OwnerProofs.longestLifetime : .seconds(Int(arguments.seconds))
+                let proof = ownerProofs.make(for: subject, answer: .finger(state: state), lifetime: seconds)
+                return I.FingerProof(proof, state: state).values
             }
         }
         return ServedMethod(description: method.description, access: .items, effect: .none, method: served)

@@ -57,6 +57,9 @@ public final class AgentService: Sendable {
     let ownerProofs = OwnerProofs()
     /// The polkit questions open for callers, one for each process at a time.
     let ownerQuestions = SharedQuestions<ProcessSubject, Void>()
+    /// The fingerprint reader's questions open for callers, one for each process at a time; the
+    /// answer is the reader's domain state the finger matched in.
+    let fingerQuestions = SharedQuestions<ProcessSubject, Data>()
     /// The access-list questions open for callers, one for each process and item at a time.
     let applicationQuestions = SharedQuestions<ApplicationQuestion, ApplicationVerdict>()
     /// How callers an item's access list does not name are asked about (``askAboutApplications(through:environment:)``).

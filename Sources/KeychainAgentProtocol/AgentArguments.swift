@@ -365,6 +365,24 @@ extension AgentInterface {
         }
     }
 
+    /// `ay proof, ay state`.
+    public struct FingerProof: DBusArguments {
+        /// The proof (``KeychainModel/ItemQuery/ownerProof``).
+        public var proof = Data()
+        /// The reader's domain state the finger matched in.
+        public var state = Data()
+        /// A placeholder reply.
+        public init() {}
+        /// The reply for `proof`, made in `state`.
+        public init(_ proof: Data, state: Data) { (self.proof, self.state) = (proof, state) }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try fields.field("proof", &proof, .data)
+            try fields.field("state", &state, .data)
+        }
+    }
+
     /// `ay proof`.
     public struct OwnerProof: DBusArguments {
         /// The proof (``KeychainModel/ItemQuery/ownerProof``).

@@ -120,6 +120,18 @@ public enum AgentInterface {
     /// errSecAuthFailed, errSecInteractionNotAllowed). Added to `Agent1` after its first release.
     public static let authenticateOwner: Method<AuthenticateOwnerArguments, OwnerProof> = method("AuthenticateOwner")
 
+    /// `AuthenticateWithFinger(u seconds) → (ay proof, ay state)`: has the person touch fprintd's
+    /// reader, claimed for the calling process's user, until an enrolled finger matches (three
+    /// tries), and answers a proof as ``authenticateOwner`` does, which answers the caller's reads
+    /// of items a finger answers (`.biometryAny`, `.biometryCurrentSet` while the same fingers are
+    /// enrolled, `.userPresence`), and the reader's domain state the finger matched in. What an
+    /// `LAContext`'s biometric `evaluatePolicy` calls. Errors as a read's: errSecAuthFailed after
+    /// three fingers that did not match, errSecUserCanceled when nobody touched the reader,
+    /// errSecInteractionNotAllowed without a reader or an enrolled finger. Added to `Agent1` after
+    /// its first release.
+    public static let authenticateWithFinger: Method<AuthenticateOwnerArguments, FingerProof> = method(
+        "AuthenticateWithFinger")
+
     /// `AccessLog() → as entries`: the secrets the agent gave out since it started (the last
     /// 1,000), oldest first, a line each: when, `read`, the item's class and the attributes that
     /// name it, the caller as the kernel names it, and what allowed it. Never a secret. For the
@@ -135,6 +147,7 @@ public enum AgentInterface {
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
         useAccessGroups.description, makeRecoveryKey.description, setUnlocksWithBootState.description,
         moveIn.description, authenticateOwner.description, accessLog.description,
+        authenticateWithFinger.description,
     ]
 }
 

@@ -363,34 +363,33 @@ extension KeychainDatabase {
     /// lists do not name the caller: set by keychaind, which asked, for that call alone.
     @TaskLocal package static var allowedItems: Set<UUID> = []
 
-    /// Runs `body`, a read; when it fails because a matched item asks for its owner's
-    /// authentication and the call may ask (``KeychainModel/KeychainError/Reason/authenticateUser``),
-    /// and ``KeychainModel/KeychainConfiguration/userVerifier`` can ask here, has it accept `proof`
-    /// or ask the person, and runs `body` again as verified. The read is made twice rather than the person asked while a
-    /// reader is held.
+    /// Runs `body`, a read; when it fails because a matched item asks for the person and the call
+    /// may ask, and ``KeychainModel/KeychainConfiguration/userVerifier`` can ask here, does what
+    /// ``KeychainModel/CallAuthentication`` says (take `proof`'s answer, read the reader's state,
+    /// ask the owner or for a finger) and runs `body` again with the answers, for that call alone.
+    /// The read is made again rather than the person asked while a reader is held.
     private func askingUser<T>(offering proof: Data?, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as KeychainError where error.reason == .authenticateUser && !Self.userVerified {
-            guard let verifier = configuration.userVerifier else { throw error }
-            try verifier.verifyUser(proof: proof)
-            return try Self.$userVerified.withValue(true) { try askingUser(offering: proof, body) }
-        } catch let error as KeychainError where error.reason == .authenticateWithFinger {
-            guard let verifier = configuration.userVerifier else { throw error }
-            switch Self.fingerAnswer {
-            case nil:
-                // The reader's state first: items its fingers invalidated drop out unasked.
-                let state = try verifier.fingerState()
-                return try Self.$fingerAnswer.withValue(.enrolled(state: state)) {
-                    try askingUser(offering: proof, body)
+        let verifier = configuration.userVerifier
+        var answers = CallAuthentication(
+            ownerVerified: Self.userVerified, finger: Self.fingerAnswer,
+            proof: proof.flatMap { verifier?.answer(to: $0) })
+        while true {
+            do {
+                return try Self.$userVerified.withValue(answers.ownerVerified) {
+                    try Self.$fingerAnswer.withValue(answers.finger) { try body() }
                 }
-            case .enrolled(let state)?:
-                try verifier.verifyFinger()
-                return try Self.$fingerAnswer.withValue(.matched(state: state)) {
-                    try askingUser(offering: proof, body)
+            } catch let error as KeychainError {
+                guard let verifier, let step = answers.step(after: error) else { throw error }
+                switch step {
+                case .retry: continue
+                case .askOwner:
+                    try verifier.verifyUser()
+                    answers.ownerAnswered()
+                case .readFingerState: answers.read(fingerState: try verifier.fingerState())
+                case .touchFinger:
+                    try verifier.verifyFinger()
+                    answers.fingerMatched()
                 }
-            case .matched?:
-                throw error
             }
         }
     }

@@ -336,25 +336,20 @@ extension QueryPlan {
         switch authenticationUI {
         case .ignore where !opensSecrets: return true
         case .skip: return false
-        case .allow where control.isAnsweredByOwnerAuthentication && !userVerified:
-            throw KeychainError(.interactionNotAllowed, "an item asks for its owner's authentication")
-                .because(.authenticateUser)
-        case .allow where control.isAnsweredByFinger && fingerAnswer.map(Self.isMatch) != true:
-            throw KeychainError(.interactionNotAllowed, "an item asks for a finger on the reader")
-                .because(.authenticateWithFinger)
         case .allow:
-            throw KeychainError(
-                .interactionNotAllowed,
-                "an item asks for a companion device, or for more than one proof at once, which cannot be checked here yet"
-            )
+            switch control.nextQuestion(owner: userVerified, finger: fingerAnswer) {
+            case .owner?:
+                throw KeychainError(.interactionNotAllowed, "an item asks for its owner's authentication")
+                    .because(.authenticateUser)
+            case .finger?:
+                throw KeychainError(.interactionNotAllowed, "an item asks for a finger on the reader")
+                    .because(.authenticateWithFinger)
+            case nil:
+                throw KeychainError(
+                    .interactionNotAllowed, "an item asks for a companion device, which cannot be checked here yet")
+            }
         case .ignore, .fail: throw KeychainError.userAuthenticationNeeded
         }
-    }
-
-    /// Whether a finger matched.
-    private static func isMatch(_ answer: FingerAnswer) -> Bool {
-        if case .matched = answer { return true }
-        return false
     }
 }
 

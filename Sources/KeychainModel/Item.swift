@@ -203,9 +203,9 @@ public struct StoredAccessControl: Sendable, Hashable {
 
     /// Whether the owner's own authentication (polkit's, with the PAM stack the administrator
     /// chose for it) answers every constraint on the person: `userPresence` and `devicePasscode`
-    /// do. Biometry and a companion need their own device, which this version cannot check, so
-    /// an item asking for one of them is answered only when `.or` offers `userPresence` or
-    /// `devicePasscode` beside it. A flag this version does not know is never answered.
+    /// do. Biometry and a companion need their own device, so an item asking for one of them is
+    /// answered by it alone only when `.or` offers `userPresence` or `devicePasscode` beside it.
+    /// A flag this version does not know is never answered.
     public var isAnsweredByOwnerAuthentication: Bool {
         let owner = Self.ownerFlags & constraints
         guard flags & Self.orFlag != 0 else { return constraints & ~Self.ownerFlags == 0 }
@@ -239,11 +239,28 @@ public struct StoredAccessControl: Sendable, Hashable {
         return flags & Self.orFlag != 0 ? met.contains(true) : !met.contains(false)
     }
 
-    /// Whether a finger on the reader answers the item where the owner's authentication does
-    /// not: it asks for biometry, with nothing else required beside it.
-    public var isAnsweredByFinger: Bool {
-        !isAnsweredByOwnerAuthentication
-            && isAnswered(owner: false, finger: .matched(state: biometryState ?? Data("any finger".utf8)))
+    /// What the person is to answer next for this item, given what they answered (`owner`, their
+    /// password; `finger`, the reader): the owner when their authentication completes it (with
+    /// `.or`, whenever it offers `userPresence` or `devicePasscode`, whose polkit question may
+    /// itself take a finger), else a finger when a match completes it, else the owner when it
+    /// needs both (`.and`), a finger following; `nil` when nothing here answers it (a companion).
+    public func nextQuestion(owner: Bool, finger: FingerAnswer?) -> Question? {
+        var matched: FingerAnswer?
+        if case .matched? = finger { matched = finger }
+        // What a match would be: in the reader's state when read, else in the item's.
+        let match = FingerAnswer.matched(state: finger?.state ?? biometryState ?? Data("any finger".utf8))
+        if !owner && isAnswered(owner: true, finger: matched) { return .owner }
+        if matched == nil && isAnswered(owner: owner, finger: match) { return .finger }
+        if !owner && matched == nil && isAnswered(owner: true, finger: match) { return .owner }
+        return nil
+    }
+
+    /// Whom ``nextQuestion(owner:finger:)`` asks.
+    public enum Question: Sendable, Hashable {
+        /// The owner, through polkit.
+        case owner
+        /// A finger on the reader.
+        case finger
     }
 
     /// Whether the reader's enrolled fingers, now in `state`, have changed since the item was
@@ -263,23 +280,6 @@ public struct StoredAccessControl: Sendable, Hashable {
     static let devicePasscodeFlag: UInt64 = 1 << 4
     /// `.or` (1 << 14).
     static let orFlag: UInt64 = 1 << 14
-}
-
-/// What a finger on the fingerprint reader has answered for a call: set by whoever asks the
-/// person (keychaind for its caller, or a process that hosts the engine), for that call alone.
-public enum FingerAnswer: Sendable, Hashable {
-    /// The reader's enrolled fingers are in `state` (its domain state); nobody has touched it
-    /// yet. Items made in another state that nothing else answers are left out.
-    case enrolled(state: Data)
-    /// An enrolled finger matched, the fingers being in `state`.
-    case matched(state: Data)
-
-    /// The reader's domain state.
-    public var state: Data {
-        switch self {
-        case .enrolled(let state), .matched(let state): state
-        }
-    }
 }
 
 /// The access groups a caller may use, with iOS's rules (`SecServerAccessGroupsAllows`,

@@ -4,13 +4,16 @@ import Foundation
 /// matches an item whose access control asks for its owner's authentication, in a process that
 /// hosts the engine itself (``KeychainConfiguration/userVerifier``). keychaind asks for each of
 /// its callers instead, outside the engine's queue, and runs the call again
-/// (``KeychainError/Reason/authenticateUser``).
+/// (``KeychainError/Reason/authenticateUser``). What is asked when is ``CallAuthentication``'s.
 package protocol UserVerifier: Sendable {
-    /// Returns at once when `proof` (``ItemQuery/ownerProof``) answers for this process; else
-    /// asks the person to authenticate as this process's user, and returns once they have.
+    /// What `proof` (``ItemQuery/ownerProof``) answers for this process, if it was made here
+    /// for it and has not expired.
+    func answer(to proof: Data) -> ProofAnswer?
+
+    /// Asks the person to authenticate as this process's user, and returns once they have.
     /// - Throws: `KeychainError` `.userCanceled` when they cancel, `.authFailed` when they fail,
     ///   `.interactionNotAllowed` when nobody can ask them here.
-    func verifyUser(proof: Data?) throws
+    func verifyUser() throws
 
     /// The fingerprint reader's domain state now (``FingerAnswer``), asking nobody.
     /// - Throws: `KeychainError` `.interactionNotAllowed` when there is no reader here.
@@ -23,6 +26,9 @@ package protocol UserVerifier: Sendable {
 }
 
 extension UserVerifier {
+    /// No proofs: a verifier that always asks.
+    package func answer(to proof: Data) -> ProofAnswer? { nil }
+
     /// No reader: a verifier that asks only for the owner's authentication.
     package func fingerState() throws -> Data {
         throw KeychainError(.interactionNotAllowed, "no fingerprint reader can be asked here")

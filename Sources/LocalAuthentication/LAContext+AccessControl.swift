@@ -14,9 +14,8 @@ extension LAContext {
     /// password). `.userPresence` and `.devicePasscode` ask as
     /// ``LocalAuthentication/LAPolicy/deviceOwnerAuthentication`` does, unless `.or` offers them
     /// beside biometry or a companion; biometry asks for a finger as
-    /// ``LocalAuthentication/LAPolicy/deviceOwnerAuthenticationWithBiometrics`` does (though the
-    /// keychain does not yet take that finger for its items' reads), and a companion fails as its
-    /// policy does. `reply` is called on a thread of its own.
+    /// ``LocalAuthentication/LAPolicy/deviceOwnerAuthenticationWithBiometrics`` does, and a
+    /// companion fails as its policy does. `reply` is called on a thread of its own.
     public func evaluateAccessControl(
         _ accessControl: SecAccessControl, operation: LAAccessControlOperation, localizedReason: String,
         reply: @escaping @Sendable (Bool, (any Error)?) -> Void

@@ -1,5 +1,7 @@
 import Foundation
+import KeychainClient
 import KeychainLibc
+import KeychainModel
 import UserPresence
 
 /// Biometry on Linux: fprintd's fingerprint reader (``UserPresence/FingerprintReader``), claimed
@@ -31,6 +33,42 @@ extension LAContext {
         return enrolment
     }
 
+    /// Has the person touch the reader where this process's keychain is kept (keychaind, or this
+    /// process), blocking this thread, so that the proof answers the context's reads of items a
+    /// finger answers for `lifetime`.
+    /// - Returns: The proof, and the domain state the match was made in.
+    /// - Throws: ``LAError`` as ``verifyFinger(reason:)``.
+    func evaluateFinger(reason: String, lifetime: Duration) throws -> (proof: Data, state: Data) {
+        let environment = ProcessInfo.processInfo.environment
+        let enrolment = try Self.usable(Self.enrolment(environment: environment))
+        let served: (proof: Data, state: Data)?
+        do {
+            served = try Keychains.authenticateWithFinger(lifetime: lifetime) {
+                Self.tellTerminal(Self.hint(enrolment.reader, reason))
+            }
+        } catch let error as KeychainError {
+            switch error.code {
+            case .authFailed: throw LAError(.authenticationFailed, "no enrolled finger matched")
+            case .userCanceled: throw LAError(.systemCancel, "nobody touched the reader in time")
+            default: throw LAError(.biometryNotAvailable, "the keychain cannot use the reader: \(error.message)")
+            }
+        } catch {
+            throw LAError(.biometryNotAvailable, "the keychain cannot use the reader: \(error)")
+        }
+        if let served { return served }
+        let state = try verifyFinger(reason: reason)
+        do {
+            return (try Keychains.fingerProofHere(state: state, lifetime: lifetime), state)
+        } catch {
+            throw LAError(.biometryNotAvailable, "\(error)")
+        }
+    }
+
+    /// What the terminal is told while the reader waits.
+    private static func hint(_ reader: FingerprintReader, _ reason: String) -> String {
+        "Touch the fingerprint reader (\(reader.name)): \(reason)\n"
+    }
+
     /// Has the person touch the reader, blocking this thread: one of their enrolled fingers must
     /// match within three tries.
     /// - Returns: The domain state the match was made in.
@@ -43,7 +81,7 @@ extension LAContext {
         let outcome: FingerprintReader.Outcome
         do {
             outcome = try enrolment.reader.verify(environment: environment) {
-                Self.tellTerminal("Touch the fingerprint reader (\(enrolment.reader.name)): \(reason)\n")
+                Self.tellTerminal(Self.hint(enrolment.reader, reason))
             }
         } catch {
             throw LAError(.biometryNotAvailable, "fprintd cannot be used: \(error)")

@@ -180,11 +180,14 @@ open class LAContext: NSObject, @unchecked Sendable {
             throw LAError(.notInteractive, "the context may not ask (interactionNotAllowed)")
         }
         if policy.usesBiometry {
-            let domainState = try verifyFinger(reason: reason)
+            let lifetime = reuseLifetime
+            let (proof, domainState) = try evaluateFinger(reason: reason, lifetime: lifetime)
+            let expiry = ContinuousClock.now + lifetime
             try state.withLock {
                 guard !$0.invalidated else { throw LAError(.appCancel, "the context was invalidated") }
                 $0.evaluatedDomainState = domainState
                 $0.biometryType = .touchID
+                $0.proof = (proof, expiry)
             }
             return
         }

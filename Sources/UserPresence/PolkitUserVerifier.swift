@@ -13,14 +13,18 @@ public struct PolkitUserVerifier: UserVerifier {
     /// A verifier for this process.
     public init() {}
 
-    package func verifyUser(proof: Data?) throws {
+    package func answer(to proof: Data) -> ProofAnswer? {
+        guard let subject = try? ProcessSubject.current() else { return nil }
+        return OwnerProofs.thisProcess.answer(to: proof, for: subject)
+    }
+
+    package func verifyUser() throws {
         let subject: ProcessSubject
         do {
             subject = try ProcessSubject.current()
         } catch {
             throw KeychainError(.interactionNotAllowed, "this process cannot be named to polkit: \(error)")
         }
-        if let proof, OwnerProofs.thisProcess.accepts(proof, for: subject) { return }
         let agent = TerminalAgent.start(for: subject)
         defer { agent?.stop() }
         try Self.verify(subject, environment: ProcessInfo.processInfo.environment)

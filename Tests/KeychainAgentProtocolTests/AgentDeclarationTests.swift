@@ -46,6 +46,7 @@ struct AgentDeclarationTests {
         ("MoveIn", "saa{sv}", ["keychain", "items"], "aa{sv}", ["items"]),
         ("AuthenticateOwner", "u", ["seconds"], "ay", ["proof"]),
         ("AccessLog", "", [], "as", ["entries"]),
+        ("AuthenticateWithFinger", "u", ["seconds"], "ayay", ["proof", "state"]),
     ]
 
     static func signature(_ arguments: [DBusArgument]) -> String { arguments.map(\.type.signature).joined() }
@@ -162,6 +163,7 @@ struct AgentDeclarationTests {
         testCase(I.moveIn, .init(keychain: "", items: [item])),
         testCase(I.authenticateOwner, .init(seconds: 300)),
         testCase(I.accessLog, DBusNoArguments()),
+        testCase(I.authenticateWithFinger, .init(seconds: 30)),
     ]
 
     @Test("every declaration's arguments come back as they went, from values and from the wire")

@@ -54,6 +54,7 @@ struct AgentMethodsTests {
                 "MakeRecoveryKey", "SetUnlocksWithBootState", "AccessLog",
             ])
         #expect(Self.service.served("AuthenticateOwner")?.access == .items)
+        #expect(Self.service.served("AuthenticateWithFinger")?.access == .items)
         #expect(Self.service.served("UseAccessGroups")?.access == .connection)
         #expect(Self.service.served("Find")?.access == .items)
     }

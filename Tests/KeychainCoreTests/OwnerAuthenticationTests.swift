@@ -8,14 +8,18 @@ import Testing
 @Suite("Items that ask for their owner's authentication")
 struct OwnerAuthenticationTests {
     /// Flags that ask for the person, as `SecAccessControlCreateFlags` spells them, one this
-    /// version does not know (which must ask too), and whether the owner's own authentication
-    /// answers them.
-    static let asking: [(name: String, flags: UInt64, answeredByOwner: Bool)] = [
-        ("userPresence", 1 << 0, true), ("devicePasscode", 1 << 4, true),
-        ("userPresence | applicationPassword", 1 << 0 | 1 << 31, true),
-        ("biometryAny | or | devicePasscode", 1 << 1 | 1 << 14 | 1 << 4, true),
-        ("biometryAny", 1 << 1, false), ("biometryCurrentSet", 1 << 3, false), ("companion", 1 << 5, false),
-        ("biometryAny | and | devicePasscode", 1 << 1 | 1 << 15 | 1 << 4, false), ("an unknown flag", 1 << 20, false),
+    /// version does not know (which must ask too), whether the owner's own authentication
+    /// answers them, and what a call that may ask asks first.
+    static let asking: [(name: String, flags: UInt64, answeredByOwner: Bool, first: KeychainError.Reason?)] = [
+        ("userPresence", 1 << 0, true, .authenticateUser), ("devicePasscode", 1 << 4, true, .authenticateUser),
+        ("userPresence | applicationPassword", 1 << 0 | 1 << 31, true, .authenticateUser),
+        ("biometryAny | or | devicePasscode", 1 << 1 | 1 << 14 | 1 << 4, true, .authenticateUser),
+        ("biometryAny", 1 << 1, false, .authenticateWithFinger),
+        // Made without a reader's state (here): nothing answers it.
+        ("biometryCurrentSet", 1 << 3, false, nil), ("companion", 1 << 5, false, nil),
+        // Both: the owner first, a finger next.
+        ("biometryAny | and | devicePasscode", 1 << 1 | 1 << 15 | 1 << 4, false, .authenticateUser),
+        ("an unknown flag", 1 << 20, false, nil),
     ]
     /// Flags that ask for nothing when reading a password.
     static let notAsking: [(String, UInt64)] = [
@@ -67,10 +71,10 @@ struct OwnerAuthenticationTests {
     }
 
     @Test(
-        "fail refuses even an attribute-only search (Apple's rule); skip leaves the item out; allow with nobody to ask refuses for the host to ask, and refuses biometry and companions outright",
-        arguments: Backend.allCases, asking.map { [$0.flags, $0.answeredByOwner ? 1 : 0] })
-    func modes(backend: Backend, case: [UInt64]) throws {
-        let (flags, answeredByOwner) = (`case`[0], `case`[1] == 1)
+        "fail refuses even an attribute-only search (Apple's rule); skip leaves the item out; allow with nobody to ask refuses for the host to ask what comes first, and refuses what nothing answers outright",
+        arguments: Backend.allCases, asking.indices)
+    func modes(backend: Backend, index: Int) throws {
+        let (_, flags, answeredByOwner, first) = Self.asking[index]
         let verifier = CountingVerifier()
         let (keychain, owner) = try keychain(backend, flags: flags)
         defer { withExtendedLifetime(owner) {} }
@@ -81,17 +85,15 @@ struct OwnerAuthenticationTests {
             #expect(failed?.code == .interactionNotAllowed && failed?.reason == .userAuthenticationNeeded)
             let allowed = refusal { try keychain.find(genericPasswordQuery(.allow), includeData: includeData) }
             #expect(allowed?.code == .interactionNotAllowed)
-            // A finger answers biometryAny; biometryCurrentSet made without a reader's state
-            // (here) nothing does.
-            let byFinger = flags == 1 << 1
-            #expect(allowed?.reason == (answeredByOwner ? .authenticateUser : byFinger ? .authenticateWithFinger : nil))
+            #expect(allowed?.reason == first)
             let skipped = try keychain.find(genericPasswordQuery(.skip), includeData: includeData)
             #expect(skipped.compactMap { $0.attributes[.account]?.stringValue } == ["plain"])
         }
-        // With someone to ask, only what the owner's authentication answers is asked for.
+        // With someone to ask for the owner and no reader, only what the owner's authentication
+        // answers is read.
         let (asking, _) = try self.keychain(.memory, flags: flags, verifier: verifier)
         let read = refusal { try asking.find(genericPasswordQuery(.allow), includeData: true) }
-        #expect((read == nil) == answeredByOwner && verifier.asked == (answeredByOwner ? 1 : 0))
+        #expect((read == nil) == answeredByOwner && verifier.asked == (first == .authenticateUser ? 1 : 0))
     }
 
     @Test("flags that ask for nothing leave the secret readable in every mode", arguments: notAsking.map(\.1))
@@ -243,13 +245,62 @@ extension OwnerAuthenticationTests {
     }
 }
 
+extension OwnerAuthenticationTests {
+    static let fingerProof = Data(repeating: 0xF1, count: 32)
+    static let passwordProof = Data(repeating: 0x0A, count: 32)
+
+    /// (flags, the item's reader state, the proof offered, the owner asked, touches, read).
+    static let proofReads: [(UInt64, Data?, Data, Int, Int, Bool)] = [
+        (1 << 1, nil, fingerProof, 0, 0, true), (1 << 3, stateNow, fingerProof, 0, 0, true),
+        (1 << 0, nil, fingerProof, 0, 0, true), (1 << 4, nil, fingerProof, 1, 0, true),
+        (1 << 3, stateNow, passwordProof, 0, 1, true), (1 << 0, nil, passwordProof, 0, 0, true),
+        (1 << 1 | 1 << 15 | 1 << 4, nil, fingerProof, 1, 0, true),
+        (1 << 1 | 1 << 15 | 1 << 4, nil, passwordProof, 0, 1, true),
+        // A proof made up, or made for another process: as none.
+        (1 << 1, nil, Data(repeating: 7, count: 32), 0, 1, true),
+        (1 << 1 | 1 << 15 | 1 << 4, nil, Data(repeating: 7, count: 32), 1, 1, true),
+    ]
+
+    @Test(
+        "an evaluated context's proof spares what it answers: a finger proof reads biometry and userPresence items unasked, a devicePasscode item still asks its owner; a password proof never answers a finger; .and asks for both",
+        arguments: Backend.allCases, proofReads.indices)
+    func proofsInProcess(backend: Backend, index: Int) throws {
+        let (flags, state, proof, ownerAsked, touches, read) = Self.proofReads[index]
+        let verifier = ProvingVerifier(
+            state: Self.stateNow, proofs: [Self.fingerProof: .finger(state: Self.stateNow), Self.passwordProof: .owner])
+        let (keychain, owner) = try keychain(backend, flags: flags, biometryState: state, verifier: verifier)
+        defer { withExtendedLifetime(owner) {} }
+        var query = genericPasswordQuery(.allow)
+        query.ownerProof = proof
+        let found = try keychain.find(query, includeData: true).compactMap(\.data)
+        #expect(found.contains(Data("guarded secret".utf8)) == read, "\(Self.proofReads[index])")
+        #expect(verifier.asked.withLock { $0 } == ownerAsked, "\(Self.proofReads[index])")
+        #expect(verifier.touches.withLock { $0 } == touches, "\(Self.proofReads[index])")
+    }
+}
+
+/// A reader whose fingers are in `state`, where every touch matches, and an owner who always
+/// authenticates; it knows `proofs`.
+final class ProvingVerifier: UserVerifier {
+    let state: Data
+    let proofs: [Data: ProofAnswer]
+    let asked = Mutex(0)
+    let touches = Mutex(0)
+    init(state: Data, proofs: [Data: ProofAnswer]) { (self.state, self.proofs) = (state, proofs) }
+
+    func answer(to proof: Data) -> ProofAnswer? { proofs[proof] }
+    func verifyUser() throws { asked.withLock { $0 += 1 } }
+    func fingerState() throws -> Data { state }
+    func verifyFinger() throws { touches.withLock { $0 += 1 } }
+}
+
 /// A reader whose fingers are in `state`, where every touch matches.
 final class FingerVerifier: UserVerifier {
     let state: Data
     let touches = Mutex(0)
     init(state: Data) { self.state = state }
 
-    func verifyUser(proof: Data?) throws { throw KeychainError(.authFailed, "the owner is not asked here") }
+    func verifyUser() throws { throw KeychainError(.authFailed, "the owner is not asked here") }
     func fingerState() throws -> Data { state }
     func verifyFinger() throws { touches.withLock { $0 += 1 } }
 }
@@ -260,7 +311,7 @@ final class CountingVerifier: UserVerifier {
     let answer = Mutex<KeychainError.Code?>(nil)
     var asked: Int { calls.withLock { $0 } }
 
-    func verifyUser(proof: Data?) throws {
+    func verifyUser() throws {
         calls.withLock { $0 += 1 }
         if let code = answer.withLock({ $0 }) { throw KeychainError(code, "refused") }
     }

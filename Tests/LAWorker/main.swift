@@ -21,8 +21,10 @@ import Security
 //       "error OSSTATUS"
 //   keychain-la-worker rebind SERVICE FLAGS   SecItemUpdate of its access control, to one of FLAGS;
 //       prints "rebound" or "error OSSTATUS"
-//   keychain-la-worker evaluate-and-read SERVICE N   evaluates the context, then reads N times
-//       with it as kSecUseAuthenticationContext, then once without it
+//   keychain-la-worker evaluate-and-read SERVICES N [--biometrics]   evaluates the context
+//       (.deviceOwnerAuthenticationWithBiometrics with --biometrics), then reads each of SERVICES
+//       (comma-separated) N times with it as kSecUseAuthenticationContext, then the first once
+//       without it (with kSecUseAuthenticationUIFail after a finger, which would wait otherwise)
 //   keychain-la-worker evaluate-access-control FLAGS OPERATION [SERVICE]   evaluateAccessControl of
 //       an access control of FLAGS (SecAccessControlCreateFlags' raw value) for OPERATION
 //       (LAAccessControlOperation's); prints "success" or "error CODE", then, given SERVICE,
@@ -112,27 +114,33 @@ case "evaluate-access-control":
     }
 case "evaluate-and-read":
     let values = Array(arguments.dropFirst())
-    guard values.count == 2, let count = Int(values[1]) else { exit(2) }
+    let biometrics = values.count == 3 && values[2] == "--biometrics"
+    guard values.count == 2 || biometrics, let count = Int(values[1]) else { exit(2) }
+    let services = values[0].split(separator: ",").map(String.init)
     let done = DispatchSemaphore(value: 0)
-    context.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "Open your vault") { success, error in
+    let policy: LAPolicy = biometrics ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
+    context.evaluatePolicy(policy, localizedReason: "Open your vault") { success, error in
         print(success ? "success" : "error \((error as? LAError)?.code.rawValue ?? 0)")
         done.signal()
     }
     done.wait()
-    func read(with context: LAContext?) {
+    func read(_ service: String, with context: LAContext?) {
         var query: [CFString: Any] = [
-            kSecClass: kSecClassGenericPassword, kSecAttrService: values[0], kSecReturnData: true,
+            kSecClass: kSecClassGenericPassword, kSecAttrService: service, kSecReturnData: true,
         ]
         if let context { query[kSecUseAuthenticationContext] = context }
+        if context == nil && biometrics { query[kSecUseAuthenticationUI] = kSecUseAuthenticationUIFail }
         var result: CFTypeRef?
         let status = SecItemCopyMatching(query as CFDictionary, &result)
         print(
             status == errSecSuccess
                 ? "secret \(String(decoding: result as? Data ?? Data(), as: UTF8.self))" : "error \(status)")
     }
-    for _ in 0..<count { read(with: context) }
+    for service in services {
+        for _ in 0..<count { read(service, with: context) }
+    }
     print("without the context")
-    read(with: nil)
+    read(services[0], with: nil)
 case "apple-sample":
     let values = Array(arguments.dropFirst())
     do {

@@ -194,6 +194,70 @@ extension PolkitTests {
             #expect(read.output == "secret \(secret)\n", "\(read)")
         }
 
+        @Test(
+            "an evaluated biometric context reads biometry and userPresence items without another touch, not a devicePasscode one; without it a read asks again",
+            arguments: Backend.allCases)
+        func evaluatedContextSparesTouches(backend: Backend) throws {
+            let polkit = try fixtureWithFinger()
+            let environment = backend.environment(polkit)
+            var secrets: [String: String] = [:]
+            for (service, flags) in [
+                ("any", Self.anyFinger), ("current", Self.currentSet), ("presence", "1"), ("passcode", "16"),
+            ] {
+                secrets[service] = try stored(service, flags: flags, polkit, backend)
+            }
+            // One touch, for the evaluation: a read that asked again would wait for another.
+            let person = try polkit.touch(["own-right"])
+            let run = try polkit.runAsUser(
+                polkit.worker, ["evaluate-and-read", "any,current,presence,passcode", "2", "--biometrics"],
+                environment: environment)
+            let touched = finished(person)
+            #expect(touched.contains("touched"), "\(touched)")
+            var expected = "success\n"
+            for service in ["any", "current", "presence"] {
+                let line = "secret \(secrets[service] ?? "")\n"
+                expected += line + line
+            }
+            // The owner is asked for the passcode item, and polkit has nobody to ask with here.
+            expected += "error -25308\nerror -25308\nwithout the context\nerror -25308\n"
+            #expect(run.output == expected, "\(run)")
+
+            if backend == .keychaind {
+                let log = try polkit.runAsUser(polkit.securityTool, ["access-log"], environment: environment)
+                let byFinger = log.output.split(separator: "\n").filter {
+                    $0.contains(" read genp ") && $0.hasSuffix(" and a finger on the reader")
+                }
+                #expect(byFinger.count == 6, "\(log)")
+            }
+        }
+
+        @Test(
+            "an item that asks for a finger and the passcode (.and) is read after the owner's password and a finger, one each",
+            arguments: Backend.allCases)
+        func fingerAndPasscode(backend: Backend) throws {
+            let polkit = try fixtureWithFinger()
+            let password = try polkit.newPassword()
+            let environment = backend.environment(polkit)
+            // biometryAny | and | devicePasscode.
+            let secret = try stored("both", flags: "\(2 | 1 << 15 | 16)", polkit, backend)
+            let person = try polkit.touch(["own-right"])
+            let run = try polkit.onTerminal(
+                ["read", "both"], steps: [("Password:", password)], environment: environment)
+            let touched = finished(person)
+            #expect(touched.contains("touched"), "\(touched)")
+            #expect(run.output.components(separatedBy: "Password:").count == 2, "\(run)")
+            #expect(run.output.contains("secret \(secret)"), "\(run)")
+
+            if backend == .keychaind {
+                let log = try polkit.runAsUser(polkit.securityTool, ["access-log"], environment: environment)
+                let reads = log.output.split(separator: "\n").filter {
+                    $0.contains(" read genp ")
+                        && $0.hasSuffix(" and the owner's authentication and a finger on the reader")
+                }
+                #expect(reads.count == 1, "\(log)")
+            }
+        }
+
         @Test("adding a .biometryCurrentSet item with no finger enrolled is errSecAuthFailed")
         func currentSetNeedsAFinger() throws {
             let polkit = try PolkitFixture(fingerprintReader: true)

@@ -13,27 +13,38 @@ struct OwnerProofTests {
         let proofs = OwnerProofs()
         let proof = proofs.make(for: subject, lifetime: .seconds(60))
         #expect(proof.count == 32)
-        #expect(proofs.accepts(proof, for: subject))
+        #expect(proofs.answer(to: proof, for: subject) == .owner)
         for other in [
             ProcessSubject(pid: 4243, startTime: 987_654, uid: 1000),
             ProcessSubject(pid: 4242, startTime: 987_655, uid: 1000),
             ProcessSubject(pid: 4242, startTime: 987_654, uid: 1001),
         ] {
-            #expect(!proofs.accepts(proof, for: other), "\(other)")
+            #expect(proofs.answer(to: proof, for: other) == nil, "\(other)")
         }
         // Made elsewhere, or made up: refused.
-        #expect(!OwnerProofs().accepts(proof, for: subject))
+        #expect(OwnerProofs().answer(to: proof, for: subject) == nil)
         var forged = proof
         forged[0] ^= 1
-        #expect(!proofs.accepts(forged, for: subject))
-        #expect(!proofs.accepts(Data(), for: subject))
+        #expect(proofs.answer(to: forged, for: subject) == nil)
+        #expect(proofs.answer(to: Data(), for: subject) == nil)
+    }
+
+    @Test("a proof answers what the person answered with: the password, or a finger in the reader's state then")
+    func answers() {
+        let proofs = OwnerProofs()
+        let state = Data(repeating: 3, count: 32)
+        let finger = proofs.make(for: subject, answer: .finger(state: state), lifetime: .seconds(60))
+        let password = proofs.make(for: subject, lifetime: .seconds(60))
+        #expect(proofs.answer(to: finger, for: subject) == .finger(state: state))
+        #expect(proofs.answer(to: password, for: subject) == .owner)
+        #expect(proofs.answer(to: finger, for: ProcessSubject(pid: 1, startTime: 987_654, uid: 1000)) == nil)
     }
 
     @Test("an expired proof is refused; every proof is new")
     func expiry() {
         let proofs = OwnerProofs()
         let expired = proofs.make(for: subject, lifetime: .zero)
-        #expect(!proofs.accepts(expired, for: subject))
+        #expect(proofs.answer(to: expired, for: subject) == nil)
         let made = Set((0..<100).map { _ in proofs.make(for: subject, lifetime: .seconds(60)) })
         #expect(made.count == 100)
     }
@@ -43,7 +54,7 @@ struct OwnerProofTests {
         let proofs = OwnerProofs()
         let first = proofs.make(for: subject, lifetime: .seconds(10))
         let rest = (0..<256).map { _ in proofs.make(for: subject, lifetime: .seconds(60)) }
-        #expect(!proofs.accepts(first, for: subject))
-        #expect(rest.allSatisfy { proofs.accepts($0, for: subject) })
+        #expect(proofs.answer(to: first, for: subject) == nil)
+        #expect(rest.allSatisfy { proofs.answer(to: $0, for: subject) == .owner })
     }
 }
