@@ -79,6 +79,12 @@ public enum PolkitAuthority {
         return try outcome(of: reply.message.body)
     }
 
+    /// Whether polkit answers for this process on the system bus: a check that asks nobody.
+    public static func isAvailable(environment: [String: String]) -> Bool {
+        guard let subject = try? ProcessSubject.current() else { return false }
+        return (try? check(subject, interactive: false, environment: environment, timeout: .seconds(5))) != nil
+    }
+
     /// The outcome a `CheckAuthorization` reply, `((bba{ss}))`, says.
     static func outcome(of body: [DBusValue]) throws -> Outcome {
         guard body.count == 1, case .structure(let fields) = body[0], fields.count == 3,

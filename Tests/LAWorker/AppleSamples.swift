@@ -116,3 +116,19 @@ final class LoginViewController {
         }
     }
 }
+
+// LARightStore's overview (https://developer.apple.com/documentation/localauthentication/larightstore),
+// unchanged.
+
+func storeBackendAccessToken(_ token: Data) async throws {
+    let loginRight = LARight()
+    _ = try await LARightStore.shared.saveRight(loginRight, identifier: "access-token", secret: token)
+}
+
+func fetchBackendAccessToken() async throws -> Data {
+    let loginRight = try await LARightStore.shared.right(forIdentifier: "access-token")
+
+    // Authorize the right or else the secret is unavailable.
+    try await loginRight.authorize(localizedReason: "Access sandcastle competition server")
+    return try await loginRight.secret.rawData
+}

@@ -29,9 +29,11 @@ import Security
 //       an access control of FLAGS (SecAccessControlCreateFlags' raw value) for OPERATION
 //       (LAAccessControlOperation's); prints "success" or "error CODE", then, given SERVICE,
 //       reads it with the context as kSecUseAuthenticationContext ("secret TEXT" or "error OSSTATUS")
-//   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login   Apple's sample
-//       code (AppleSamples.swift): prints "added", "credentials USER PASSWORD", "logged in", or
-//       the error
+//   keychain-la-worker right-save|right-use|right-remove …   LARightStore (Rights.swift)
+//   keychain-la-worker environment | environment-watch SECONDS   LAEnvironment (Rights.swift)
+//   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login | token-store FILE |
+//       token-fetch   Apple's sample code (AppleSamples.swift): prints "added", "credentials USER
+//       PASSWORD", "logged in", "stored", "token TEXT", or the error
 let arguments = CommandLine.arguments.dropFirst()
 let context = LAContext()
 switch arguments.first {
@@ -151,6 +153,12 @@ case "apple-sample":
                 Credentials(username: values[2], password: String(decoding: password, as: UTF8.self)), server: values[1]
             )
             print("added")
+        case "token-store":
+            guard values.count == 2, let token = FileManager.default.contents(atPath: values[1]) else { exit(2) }
+            try await storeBackendAccessToken(token)
+            print("stored")
+        case "token-fetch":
+            print("token \(String(decoding: try await fetchBackendAccessToken(), as: UTF8.self))")
         case "read":
             let credentials = try readCredentials(server: values.dropFirst().first ?? "")
             print("credentials \(credentials.username) \(credentials.password)")
@@ -169,6 +177,11 @@ case "apple-sample":
     } catch {
         print("error \(error)")
     }
+case "environment": print(describe(LAEnvironment.currentUser.state))
+case "environment-watch": watchEnvironment(Int(arguments.dropFirst().first ?? "") ?? 30)
+case "right-save": await saveRight(Array(arguments.dropFirst()))
+case "right-use": await useRight(arguments.dropFirst().first ?? "")
+case "right-remove": await removeRight(arguments.dropFirst().first ?? "")
 case "relabel":
     let status = SecItemUpdate(
         [kSecClass: kSecClassGenericPassword, kSecAttrService: arguments.dropFirst().first ?? ""] as CFDictionary,

@@ -10,14 +10,14 @@ extension PolkitTests {
     @Suite("LocalAuthentication's biometry through the real fprintd")
     struct BiometryTests {
         /// A fixture whose account has its right index finger enrolled, as the print `own-right`.
-        private func fixtureWithFinger() throws -> PolkitFixture {
+        func fixtureWithFinger() throws -> PolkitFixture {
             let polkit = try PolkitFixture(fingerprintReader: true)
             #expect(try polkit.enroll("right-index-finger", print: "own-right") == "enroll-completed")
             return polkit
         }
 
         /// A person's touches of the reader, ended within a minute; what they said.
-        private func finished(_ person: TestDaemon) -> String {
+        func finished(_ person: TestDaemon) -> String {
             let end = Date().addingTimeInterval(60)
             while person.isRunning && Date() < end { usleep(50_000) }
             person.stop()

@@ -246,6 +246,21 @@ final class PolkitFixture {
             ] + variables + [program] + arguments, input: input)
     }
 
+    /// `program` started as the account, in the background, as ``runAsUser(_:_:input:environment:)``
+    /// runs it.
+    func startAsUser(_ program: String, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> TestDaemon
+    {
+        let variables =
+            ["PATH=/usr/bin:/bin", "HOME=\(home)"] + environment.sorted { $0.key < $1.key }.map { "\($0)=\($1)" }
+        return try TestDaemon(
+            "/usr/bin/nsenter",
+            [
+                "-t", "\(holder.pid)", "-m", "/usr/bin/setpriv", "--reuid", Self.user, "--regid", Self.user,
+                "--init-groups", "/usr/bin/env", "-i",
+            ] + variables + [program] + arguments, environment: [:])
+    }
+
     /// The worker run as the account on a pseudo-terminal, where a person answers each of `steps`
     /// (what to wait for on the screen, what to type then).
     func onTerminal(
