@@ -208,6 +208,8 @@ let package = Package(
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
                 // ScratchTPM and KeychainTPM: the sealed login unlock's rows, on a private swtpm.
                 "ScratchTPM", "KeychainTPM",
+                // UserPresence: the proof an evaluated LAContext carries, for the access-controlled read.
+                "UserPresence",
                 // CKeychainAgent: the scheduler's CPU calls, for the agent's lookups on one CPU.
                 // CLibCrypto: OpenSSL's PKCS12_parse, the floor of the legacy PKCS#12 row.
                 "CKeychainAgent", "CLibCrypto", "KeychainLibc",

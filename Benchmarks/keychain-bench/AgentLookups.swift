@@ -1,6 +1,7 @@
 import Foundation
 import KeychainClient
 import KeychainCore
+import UserPresence
 
 /// Lookups served by the session agent, `keychaind`, on the reference keychain: one item at a
 /// time over one connection, interleaved with the same lookups in this process (the floor the
@@ -61,6 +62,8 @@ struct AgentLookups {
             progress(
                 "  an item whose access list names this program, pinned by its file's digest, and its twin without")
             (result.plainTwin, result.listedLookup) = try listedLookups(served)
+            progress("  a .userPresence item read in this process with an evaluated context's proof, and its twin")
+            (result.plainHere, result.provenLookup) = try provenLookups(path: path)
             progress("  the same lookups with this process and a keychaind of its own on one CPU")
             (result.inProcessOneCore, result.agentOneCore) = try lookupsOnOneCore(
                 path: path, items: items, local: local, query: query)
@@ -119,6 +122,51 @@ struct AgentLookups {
             [
                 { _ = try served.findFirst($0, includeData: true) },
                 { _ in _ = try served.findFirst(lookup("listed"), includeData: true) },
+            ])
+        return (timed[0], timed[1])
+    }
+
+    /// The lookup, in this process, of an item whose access control asks for user presence,
+    /// offering the proof an evaluated `LAContext` carries (the engine refuses the first pass,
+    /// takes the proof, and reads again: ``KeychainModel/CallAuthentication``), interleaved with
+    /// the same lookup of a twin item without one. Nobody is asked: the proof is made here, as
+    /// an evaluation in this process makes it. Both items are removed afterwards.
+    private func provenLookups(path: String) throws -> (plain: Summary, proven: Summary) {
+        var configuration = lifecycle.configuration
+        configuration.userVerifier = PolkitUserVerifier()
+        let local = try KeychainDatabase.open(at: path, configuration: configuration)
+        func item(_ account: String, asking: Bool) -> Item {
+            var item = Item(
+                class: .genericPassword, attributes: [.service: .string("bench.presence"), .account: .string(account)])
+            if asking {
+                // SecAccessControlCreateFlags.userPresence.
+                item.attributes[.accessControl] = .data(StoredAccessControl(flags: 1 << 0, protection: "ak").serialized)
+            }
+            item.data = Data("secret".utf8)
+            return item
+        }
+        let twins = ItemQuery(class: .genericPassword, attributes: [.service: .string("bench.presence")])
+        _ = try? local.delete(twins)
+        _ = try local.add(item("plain", asking: false))
+        _ = try local.add(item("guarded", asking: true))
+        defer { _ = try? local.delete(twins) }
+        let proof = OwnerProofs.thisProcess.make(for: try ProcessSubject.current(), lifetime: OwnerProofs.longestLifetime)
+        func lookup(_ account: String) -> ItemQuery {
+            var query = ItemQuery(
+                class: .genericPassword, attributes: [.service: .string("bench.presence"), .account: .string(account)])
+            query.authenticationUI = .allow
+            query.ownerProof = proof
+            return query
+        }
+        guard try local.findFirst(lookup("guarded"), includeData: true)?.data == Data("secret".utf8) else {
+            throw BenchmarkFailure("the engine did not take the proof for the guarded item")
+        }
+        // The proof lasts 300 s; a run that outlasts it would ask polkit, and fail.
+        let timed = try interleaved(
+            items: 1, query: { _ in lookup("plain") },
+            [
+                { _ = try local.findFirst($0, includeData: true) },
+                { _ in _ = try local.findFirst(lookup("guarded"), includeData: true) },
             ])
         return (timed[0], timed[1])
     }
@@ -319,6 +367,11 @@ struct AgentLookupResult: Codable, Sendable {
     /// whose list names this program pinned by digest (``AgentLookups/listedLookups(_:)``).
     var plainTwin: Summary?
     var listedLookup: Summary?
+    /// A lookup in this process of an item without access control, interleaved with its twin
+    /// that asks for user presence, read offering an evaluated context's proof
+    /// (``AgentLookups/provenLookups(path:)``).
+    var plainHere: Summary?
+    var provenLookup: Summary?
     var oneClientPerSecond: Double?
     var fourClientsPerSecond: Double?
     /// Why the figures are missing.

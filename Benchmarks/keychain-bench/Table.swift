@@ -285,6 +285,17 @@ enum TableRenderer {
                 Format.ratio(listed.medianMicroseconds / plain.medianMicroseconds),
             ])
         }
+        if let plain = lookups.plainHere, let proven = lookups.provenLookup {
+            rows.append([
+                "find one item with its secret, in this process (no access control)", "",
+                Format.duration(plain.medianMicroseconds), Format.duration(plain.p99Microseconds), "1.00×",
+            ])
+            rows.append([
+                "the same, .userPresence, offering an evaluated LAContext's proof", "",
+                Format.duration(proven.medianMicroseconds), Format.duration(proven.p99Microseconds),
+                Format.ratio(proven.medianMicroseconds / plain.medianMicroseconds),
+            ])
+        }
         if let here = lookups.inProcessOneCore, let there = lookups.agentOneCore {
             rows.append([
                 "find one item with its secret, in this process, held on one CPU", items,

@@ -54,22 +54,30 @@ package final class AccessLog: Sendable {
 
     private let ring = Mutex(Ring())
 
+    /// What the person proved for `item`'s read, when it asked for them: a finger for an item a
+    /// finger answered, the owner's authentication for one it answered, both for one that asks
+    /// for both (`.and`); nothing for an item that asks for nobody, read in the same call.
+    private static func proof(verified: Bool, finger: FingerAnswer?, of item: Item) -> String? {
+        guard verified || finger != nil,
+            let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
+            !control.isAnswered(owner: false, finger: nil)
+        else { return nil }
+        var matched: FingerAnswer?
+        if case .matched? = finger { matched = finger }
+        let byFinger = matched != nil && !control.isAnswered(owner: verified, finger: nil)
+        let byOwner = verified && !control.isAnswered(owner: false, finger: matched)
+        switch (byOwner, byFinger) {
+        case (true, true): return "the owner's authentication and a finger on the reader"
+        case (false, true): return "a finger on the reader"
+        case (true, false): return "the owner's authentication"
+        case (false, false): return nil
+        }
+    }
+
     /// Records that the secrets of `items` were given out.
     /// - Parameters:
     ///   - allowed: The items the person allowed this call though their access lists do not
     ///     name the caller.
-    /// What the person proved for `item`'s read: a finger for an item a finger answered, the
-    /// owner's authentication for one it answered, both for one that asks for both (`.and`).
-    private static func proof(verified: Bool, finger: FingerAnswer?, of item: Item) -> String? {
-        let owner = verified ? "the owner's authentication" : nil
-        guard case .matched? = finger,
-            let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
-            !control.isAnswered(owner: verified, finger: nil)
-        else { return owner }
-        let fingerOnly = control.isAnswered(owner: false, finger: finger)
-        return fingerOnly ? "a finger on the reader" : "the owner's authentication and a finger on the reader"
-    }
-
     package func record(
         _ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool,
         finger: FingerAnswer? = nil, allowed: Set<UUID> = []

@@ -253,21 +253,18 @@ extension AgentService {
                 } catch let error as KeychainError
                     where error.reason == .authenticateUser || error.reason == .authenticateWithFinger
                 {
-                    var call = answers ?? CallAuthentication(proof: offeredProof(A.self, values, connection))
-                    guard let step = call.step(after: error) else { throw error }
-                    switch step {
-                    case .retry: break
-                    case .askOwner:
-                        _ = try await verifyCaller(connection)
-                        call.ownerAnswered()
-                    case .readFingerState:
-                        call.read(
-                            fingerState: try await Self.offQueue { try PolkitUserVerifier.fingerState(environment: $0) }
-                        )
-                    case .touchFinger:
-                        _ = try await touchFinger(connection)
-                        call.fingerMatched()
+                    var call: CallAuthentication
+                    if let answers {
+                        call = answers
+                    } else {
+                        // The proof is looked up at the first refusal only, sparing every other
+                        // call its decoding; a password proof answers at once.
+                        call = CallAuthentication(proof: offeredProof(A.self, values, connection))
+                        answers = call
+                        if call.ownerVerified { continue }
                     }
+                    guard let step = call.step(after: error) else { throw error }
+                    try await take(step, &call, connection)
                     answers = call
                 } catch let error as KeychainError where error.reason == .confirmApplication {
                     // An item whose access list does not name the caller: the person is asked,
@@ -282,6 +279,24 @@ extension AgentService {
                     allowed.insert(pending.item)
                 }
             }
+        }
+    }
+
+    /// Does `step` for the caller, off the engine's queue, and records its answer in `answers`.
+    private func take(
+        _ step: CallAuthentication.Step, _ answers: inout CallAuthentication, _ connection: DBusConnection
+    )
+        async throws
+    {
+        switch step {
+        case .askOwner:
+            _ = try await verifyCaller(connection)
+            answers.ownerAnswered()
+        case .readFingerState:
+            answers.read(fingerState: try await Self.offQueue { try PolkitUserVerifier.fingerState(environment: $0) })
+        case .touchFinger:
+            _ = try await touchFinger(connection)
+            answers.fingerMatched()
         }
     }
 

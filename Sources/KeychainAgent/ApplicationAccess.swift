@@ -1,5 +1,6 @@
 import DBusNIO
 import Foundation
+import Synchronization
 import KeychainAgentProtocol
 import KeychainCore
 import KeychainLibc
@@ -89,15 +90,22 @@ package struct ApplicationAccessPrompt: Sendable {
     /// Asks about `caller` (process `pid`) reading or changing `item`. Blocks until the person
     /// answers: call it on a thread of its own.
     /// - Returns: `nil` when there is nobody to ask (no terminal, no display).
-    func ask(caller: CallingApplication, pid: Int32, item: String, changing: Bool, offersAlways: Bool) throws
-        -> Answer?
-    {
+    /// - Parameter cancellation: Takes the dialog away when whoever asked no longer waits (a
+    ///   Secret Service prompt dismissed); the answer is then "Deny".
+    func ask(
+        caller: CallingApplication, pid: Int32, item: String, changing: Bool, offersAlways: Bool,
+        cancellation: QuestionCancellation? = nil
+    ) throws -> Answer? {
         // A sandboxed caller's terminal is named in its own mount namespace, where a path may be
         // another terminal than here: it is asked on the display only.
         var screen = PinentryScreen(callerPID: pid)
         if caller.executable == nil { screen.terminal = nil }
         guard let dialog = try pinentry.open(on: screen, environment: environment) else { return nil }
-        defer { dialog.close() }
+        defer {
+            cancellation?.detach()
+            dialog.close()
+        }
+        guard cancellation?.attach(dialog) ?? true else { return .deny }
         let wants = changing ? "wants to change" : "wants to read the secret of"
         let description =
             "keychain: \(caller.displayName.printable) \(wants) \(item.printable). The item's access list "
@@ -111,6 +119,35 @@ package struct ApplicationAccessPrompt: Sendable {
         case .cancel: return .deny
         }
     }
+}
+
+/// A way to take an access-list dialog off the screen from another task, before or while it
+/// shows: what a Secret Service prompt holds, so that dismissing the prompt closes its dialog.
+package final class QuestionCancellation: Sendable {
+    private let state = Mutex<(cancelled: Bool, dialog: PinentryDialog?)>((false, nil))
+
+    /// A handle no dialog is attached to yet.
+    package init() {}
+
+    /// Takes the dialog away, now or as soon as it opens.
+    package func cancel() {
+        state.withLock {
+            $0.cancelled = true
+            $0.dialog?.cancel()
+        }
+    }
+
+    /// Attaches the dialog on screen; `false` when cancelled already.
+    func attach(_ dialog: PinentryDialog) -> Bool {
+        state.withLock {
+            guard !$0.cancelled else { return false }
+            $0.dialog = dialog
+            return true
+        }
+    }
+
+    /// Detaches the dialog, once answered.
+    func detach() { state.withLock { $0.dialog = nil } }
 }
 
 /// Whom an access-list dialog asks about: a process (its pid and start time) and an item.
@@ -157,7 +194,7 @@ extension AgentService {
     ///   (``KeychainModel/KeychainError/Reason/applicationNotTrusted``) when nobody can be asked.
     package func confirmApplication(
         _ pending: ApplicationConfirmation, keychain name: String?, changing: Bool, caller: CallingApplication,
-        pid: Int32, groups: @escaping @Sendable () throws -> AccessGroups
+        pid: Int32, cancellation: QuestionCancellation? = nil, groups: @escaping @Sendable () throws -> AccessGroups
     ) async throws {
         guard let prompt = applicationPrompt.withLock({ $0 }) else { throw KeychainError.applicationNotTrusted }
         let start = (try? ProcFS.startTime(pid: pid)) ?? 0
@@ -175,7 +212,7 @@ extension AgentService {
                             let always = caller.alwaysAllowed
                             let answer = try prompt.ask(
                                 caller: caller, pid: pid, item: pending.itemName, changing: changing,
-                                offersAlways: always != nil)
+                                offersAlways: always != nil, cancellation: cancellation)
                             return ApplicationVerdict(answer: answer, always: always)
                         })
                 }

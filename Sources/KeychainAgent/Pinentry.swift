@@ -145,7 +145,8 @@ public final class PinentryDialog: @unchecked Sendable {
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
         var child: pid_t = 0
-        let spawned = posix_spawn(&child, arguments[0], &actions, nil, argv, envp)
+        // SIGTERM at its default action: it is how ``cancel()`` takes the dialog away.
+        let spawned = withDefaultSignals { posix_spawn(&child, arguments[0], &actions, &$0, argv, envp) }
         Glibc.close(toChild[0])
         Glibc.close(fromChild[1])
         guard spawned == 0 else {

@@ -381,7 +381,6 @@ extension KeychainDatabase {
             } catch let error as KeychainError {
                 guard let verifier, let step = answers.step(after: error) else { throw error }
                 switch step {
-                case .retry: continue
                 case .askOwner:
                     try verifier.verifyUser()
                     answers.ownerAnswered()

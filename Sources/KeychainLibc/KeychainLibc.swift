@@ -48,3 +48,23 @@ package func processStartTime(procStat text: String) -> UInt64? {
     guard fields.count > 19 else { return nil }
     return UInt64(fields[19])
 }
+
+/// Runs `body` with spawn attributes that start a child with no signal blocked and SIGTERM,
+/// SIGINT, SIGHUP and SIGPIPE at their default actions, whatever this process does with them: a
+/// child keeps an ignored signal across `exec`, and keychaind ignores SIGTERM and SIGINT to take
+/// them through a dispatch source, so a dialog it started would survive the SIGTERM that is to
+/// take it off the screen.
+package func withDefaultSignals<T>(_ body: (inout posix_spawnattr_t) throws -> T) rethrows -> T {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var none = sigset_t()
+    sigemptyset(&none)
+    posix_spawnattr_setsigmask(&attributes, &none)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    return try body(&attributes)
+}

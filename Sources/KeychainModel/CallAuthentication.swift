@@ -46,8 +46,6 @@ package struct CallAuthentication: Sendable {
 
     /// What the host does next.
     package enum Step: Sendable, Equatable {
-        /// Run the call again: the proof answered.
-        case retry
         /// Ask the owner to authenticate (polkit), then ``ownerAnswered()``.
         case askOwner
         /// Read the reader's domain state, asking nobody, then ``read(fingerState:)``.
@@ -57,9 +55,11 @@ package struct CallAuthentication: Sendable {
     }
 
     /// The answers of a call that has had `ownerVerified` and `finger` already (a call run
-    /// inside one that asked), offering `proof`.
+    /// inside one that asked), offering `proof`. A password proof answers the owner before the
+    /// call first runs, sparing it a pass; a finger proof waits for a finger's question, since
+    /// reading the reader's state costs a D-Bus exchange.
     package init(ownerVerified: Bool = false, finger: FingerAnswer? = nil, proof: ProofAnswer?) {
-        self.ownerVerified = ownerVerified
+        self.ownerVerified = ownerVerified || proof == .owner
         self.finger = finger
         self.proof = proof
     }
@@ -80,10 +80,6 @@ package struct CallAuthentication: Sendable {
             case .matched?: return nil
             }
         case .authenticateUser? where !ownerVerified:
-            if proof == .owner {
-                ownerVerified = true
-                return .retry
-            }
             if case .finger? = proof, finger == nil { return .readFingerState }
             return .askOwner
         default:

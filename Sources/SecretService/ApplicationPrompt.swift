@@ -57,7 +57,7 @@ extension SecretServiceProvider {
             [self] call, state, complete in
             let (message, connection) = (call.message, call.connection)
             let task = Task {
-                let allowed = await askAboutApplication(held, message, connection)
+                let allowed = await askAboutApplication(held, message, connection, state: state)
                 await complete(connection, !allowed)
             }
             state.waiting.withLock { $0 = task }
@@ -65,21 +65,24 @@ extension SecretServiceProvider {
     }
 
     /// Asks about each of `held` for the caller of `message`, through keychaind's access-list
-    /// dialog, and remembers each item allowed while the caller stays on the bus.
+    /// dialog, and remembers each item allowed while the caller stays on the bus. The prompt
+    /// `state` is of takes the dialog away when it completes another way (dismissed).
     /// - Returns: Whether the person allowed every item.
-    private func askAboutApplication(_ held: [HeldItem], _ message: DBusMessage, _ connection: DBusConnection) async
-        -> Bool
-    {
+    func askAboutApplication(
+        _ held: [HeldItem], _ message: DBusMessage, _ connection: DBusConnection, state: PromptState
+    ) async -> Bool {
         guard let sender = message.sender, let caller = try? await caller(message, connection) else { return false }
         for item in held.prefix(AgentService.mostApplicationQuestions) {
             do {
                 try await agent.confirmApplication(
                     item.confirmation, keychain: item.collection.keychainName, changing: false,
                     // The pid the caller was identified by: no second bus round trip.
-                    caller: caller.application, pid: caller.application.pid, groups: { caller.groups })
+                    caller: caller.application, pid: caller.application.pid, cancellation: state.question,
+                    groups: { caller.groups })
             } catch {
                 return false
             }
+            if state.finished.load(ordering: .relaxed) { return false }
             // Only while the session watcher runs: it is what forgets the grant when the caller leaves.
             if watching.load(ordering: .relaxed) {
                 applicationGrants.withLock { $0[sender, default: []].insert(item.confirmation.item) }

@@ -97,10 +97,20 @@ extension SecretServiceProvider {
         try registerPrompt(kind: "u", owner: owner, result: requested, connection: connection) {
             [self] call, state, complete in
             let connection = call.connection
+            // Once the keychains are open, what stays locked to the caller is the items whose
+            // access lists keep them from it: asked about in the same prompt, so that one Unlock
+            // reads them.
+            let unlocked: @Sendable () async -> Void = { [self] in
+                guard !state.unlocked.exchange(true, ordering: .relaxed) else { return }
+                let held = (try? await heldItems(requested, call.message, connection)) ?? []
+                let allowed =
+                    held.isEmpty ? true : await askAboutApplication(held, call.message, connection, state: state)
+                await complete(connection, !allowed)
+            }
             let task = Task {
                 while !Task.isCancelled && !state.finished.load(ordering: .relaxed) {
                     if (try? await lockedCollections(Set(collections), groups))?.isEmpty == true {
-                        await complete(connection, false)
+                        await unlocked()
                         return
                     }
                     try? await Task.sleep(for: Self.promptPollInterval)
@@ -113,7 +123,7 @@ extension SecretServiceProvider {
                     let outcome = await askForPasswords(
                         on: connection, caller: caller, collections: collections, groups: groups, state: state)
                     switch outcome {
-                    case .unlocked: await complete(connection, false)
+                    case .unlocked: await unlocked()
                     case .cancelled: await complete(connection, true)
                     case .noOneToAsk: break  // the prompt waits for an unlock by another path
                     }
@@ -142,6 +152,7 @@ extension SecretServiceProvider {
         let complete: PromptCompletion = { [self] connection, dismissed in
             guard !state.finished.exchange(true, ordering: .relaxed) else { return }
             state.dialog.withLock { $0?.cancel() }
+            state.question.cancel()
             state.waiting.withLock { $0?.cancel() }
             state.expiry.withLock { $0?.cancel() }
             objects.unregister(path: path)
@@ -291,6 +302,11 @@ final class PromptState: Sendable {
     let finished = Atomic<Bool>(false)
     /// The dialog on screen, taken off when the prompt completes another way.
     let dialog = Mutex<PasswordDialog?>(nil)
+    /// The access-list dialog, taken off likewise.
+    let question = QuestionCancellation()
+    /// Whether the keychains were found unlocked: what follows (the access-list questions) runs
+    /// once, whichever task found it.
+    let unlocked = Atomic<Bool>(false)
 }
 
 /// The desktop's own prompter an unlock dialog is shown with.

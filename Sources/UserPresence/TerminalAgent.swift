@@ -47,7 +47,7 @@ public final class TerminalAgent: Sendable {
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, program, &actions, nil, argv, environ)
+        let spawned = withDefaultSignals { posix_spawn(&pid, program, &actions, &$0, argv, environ) }
         close(notify[1])
         guard spawned == 0 else { return nil }
         // The agent closes its end once registered (or exits, when another agent has the session).

@@ -22,7 +22,6 @@ struct CallAuthenticationTests {
             guard let step = answers.step(after: refusal) else { return (steps, false) }
             steps.append("\(step)")
             switch step {
-            case .retry: break
             case .askOwner: answers.ownerAnswered()
             case .readFingerState: answers.read(fingerState: state)
             case .touchFinger: answers.fingerMatched()
@@ -53,9 +52,11 @@ struct CallAuthenticationTests {
         "a password proof answers the owner unasked, never a finger; a finger proof answers a finger in its own state unasked, and the owner's questions a finger answers"
     )
     func proofs() {
-        #expect(run(proof: .owner, state: Self.now, refusals: [Self.owner, nil]) == (["retry"], true))
-        // A devicePasscode item beside: still refused after the proof, asked no more.
-        #expect(run(proof: .owner, state: Self.now, refusals: [Self.owner, Self.owner]) == (["retry"], false))
+        // Answered before the call first runs: no refusal for the owner, and one after it stands.
+        #expect(CallAuthentication(proof: .owner).ownerVerified)
+        #expect(!CallAuthentication(proof: .finger(state: Self.now)).ownerVerified)
+        #expect(run(proof: .owner, state: Self.now, refusals: [nil]) == ([], true))
+        #expect(run(proof: .owner, state: Self.now, refusals: [Self.owner]) == ([], false))
         #expect(
             run(proof: .owner, state: Self.now, refusals: [Self.finger, Self.finger, nil])
                 == (["readFingerState", "touchFinger"], true))

@@ -296,4 +296,26 @@ struct ApplicationAccessTests {
         let log = try fixture.run(fixture.security, ["access-log"]).out
         #expect(log.contains("secret-tool") && log.contains("its access list"), "\(log)")
     }
+
+    @Test("Dismissing a Secret Service prompt takes its access-list dialog off the screen")
+    func dismissingThePromptClosesTheDialog() throws {
+        let fixture = try Fixture()
+        let added = try fixture.run(
+            fixture.security, ["add-generic-password", "-s", "held", "-a", "x", "-w", "kept", "-T", "/usr/bin/true"])
+        try #require(added.status == 0, "\(added)")
+        // On a terminal of its own, where the dialog shows; nobody types.
+        let run = try runTool(
+            fixture.python,
+            [
+                PinentryTests.clients + "terminal.py", fixture.python, PinentryTests.clients + "dismiss_prompt.py",
+                "held",
+            ],
+            stdin: Data(), environment: fixture.bus.environment, deadline: 120)
+        // The client's lines follow the dialog's drawing on the same screen.
+        #expect(run.out.contains("asked") && !run.out.contains("never asked"), "\(run)\n\(run.out)")
+        #expect(run.out.contains("dismissed") && run.out.contains("closed"), "\(run)\n\(run.out)")
+        #expect(!run.out.contains("still open"), "\(run.out)")
+        // Nothing was allowed: the item stays locked to others.
+        #expect(try fixture.read("/usr/bin/secret-tool").status != 0)
+    }
 }

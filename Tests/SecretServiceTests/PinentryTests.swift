@@ -122,6 +122,26 @@ struct PinentryTests {
         #expect(run.out.contains("secret-tool"), "the dialog names the program: \(run.out)")
     }
 
+    @Test(
+        "One Unlock of a locked keychain's item whose access list does not name the caller asks for the password, then about the program, in one prompt"
+    )
+    func unlockThenAccessListInOnePrompt() throws {
+        let fixture = try PinentryFixture()
+        let secretTool = try requireTool("/usr/bin/secret-tool")
+        let secret = "held-\(UUID().uuidString.prefix(8))"
+        let added = try fixture.security([
+            "add-generic-password", "-s", "pin", "-a", "x", "-w", secret, "-T", "/usr/bin/true", fixture.keychain,
+        ])
+        try #require(added.status == 0, "\(added)")
+        #expect(try fixture.security(["lock-keychain", fixture.keychain]).status == 0)
+        // The password, then Allow (Enter) when the dialog names secret-tool and the access list.
+        let run = try fixture.onTerminal(
+            [secretTool, "lookup", "service", "pin", "account", "x"],
+            typing: "keychain\t\(fixture.password)\nwants to read\t\n")
+        #expect(run.status == 0 && run.out.contains(secret), "\(run)\n\(run.out)")
+        #expect(run.out.contains("access list does not name"), "\(run.out)")
+    }
+
     @Test("Cancelling the pinentry dialog dismisses the prompt; the keychain stays locked")
     func cancelDismisses() throws {
         let fixture = try PinentryFixture()
