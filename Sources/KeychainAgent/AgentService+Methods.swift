@@ -295,7 +295,7 @@ extension AgentService {
         case .readFingerState:
             answers.read(fingerState: try await Self.offQueue { try PolkitUserVerifier.fingerState(environment: $0) })
         case .touchFinger:
-            _ = try await touchFinger(connection)
+            _ = try await touchFinger(connection, hint: true)
             answers.fingerMatched()
         }
     }
@@ -350,14 +350,19 @@ extension AgentService {
     }
 
     /// Has the person touch fprintd's reader, claimed for the caller's user, on a thread of its
-    /// own, until an enrolled finger matches; one question for each process at a time.
+    /// own, until an enrolled finger matches; one question for each process at a time. With
+    /// `hint`, the caller's terminal (when it has one and is not sandboxed, whose terminal is
+    /// named in another namespace) is told that the reader waits: a read gives no sign of its own.
     /// - Returns: The process the finger answered for, and the reader's domain state it matched in.
-    private func touchFinger(_ connection: DBusConnection) async throws -> (ProcessSubject, Data) {
+    private func touchFinger(_ connection: DBusConnection, hint: Bool = false) async throws -> (ProcessSubject, Data) {
         let subject = try Self.subject(of: connection)
+        let terminal =
+            hint && callingApplication(connection).executable != nil
+            ? PinentryScreen(callerPID: subject.pid).terminal : nil
         let state = try await fingerQuestions.ask(subject) {
             try await Self.offQueue { environment in
                 let state = try PolkitUserVerifier.fingerState(environment: environment)
-                try PolkitUserVerifier.verifyFinger(environment: environment)
+                try PolkitUserVerifier.verifyFinger(environment: environment, hintOn: terminal)
                 return state
             }
         }
@@ -387,33 +392,36 @@ extension AgentService {
         return ownerProofs.answer(to: proof, for: subject)
     }
 
-    /// `AuthenticateOwner`: the caller's groups are checked on the engine's queue (identifying
-    /// it may read files); the person is asked off it (``verifyCaller(_:)``); the proof is made
-    /// for the process they answered for.
+    /// `AuthenticateOwner`: polkit asks the person for the caller (``verifyCaller(_:)``).
     private func servedOwnerAuthentication() -> ServedMethod {
-        let method = I.authenticateOwner
-        let served = DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, wireHandler: nil) {
-            [self] call in
-            let connection = call.connection
-            let values = call.arguments
-            return try await Self.agentErrorsAsync {
-                let arguments = try await onWorkQueue { [self] in
-                    try Self.requireSomeGroup(try callerGroups(connection))
-                    return try I.AuthenticateOwnerArguments(decoding: values)
-                }
-                let subject = try await verifyCaller(connection)
-                let seconds = arguments.seconds == 0 ? OwnerProofs.longestLifetime : .seconds(Int(arguments.seconds))
-                return I.OwnerProof(ownerProofs.make(for: subject, lifetime: seconds)).values
-            }
+        servedProof(I.authenticateOwner) { [self] connection in
+            (try await verifyCaller(connection), .owner)
+        } reply: { proof, _ in
+            I.OwnerProof(proof)
         }
-        return ServedMethod(description: method.description, access: .items, effect: .none, method: served)
     }
 
-    /// `AuthenticateWithFinger`: as `AuthenticateOwner`, the person touching fprintd's reader for
-    /// the caller's user instead; the proof answers what a finger answers, in the reader's
-    /// state it matched in.
+    /// `AuthenticateWithFinger`: the person touches fprintd's reader for the caller's user; the
+    /// proof answers what a finger answers, in the reader's state it matched in.
     private func servedFingerAuthentication() -> ServedMethod {
-        let method = I.authenticateWithFinger
+        servedProof(I.authenticateWithFinger) { [self] connection in
+            let (subject, state) = try await touchFinger(connection)
+            return (subject, .finger(state: state))
+        } reply: { proof, answer in
+            guard case .finger(let state) = answer else { return I.FingerProof(proof, state: Data()) }
+            return I.FingerProof(proof, state: state)
+        }
+    }
+
+    /// A method that has the person answer for the caller and makes a proof of it (what an
+    /// `LAContext` evaluation calls): the caller's groups are checked on the engine's queue
+    /// (identifying it may read files); `ask` asks off it, naming the process answered for and
+    /// with what; the proof lasts the seconds asked, 300 at most.
+    private func servedProof<R: DBusArguments>(
+        _ method: I.Method<I.AuthenticateOwnerArguments, R>,
+        ask: @escaping @Sendable (DBusConnection) async throws -> (ProcessSubject, ProofAnswer),
+        reply: @escaping @Sendable (Data, ProofAnswer) -> R
+    ) -> ServedMethod {
         let served = DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, wireHandler: nil) {
             [self] call in
             let connection = call.connection
@@ -423,10 +431,9 @@ extension AgentService {
                     try Self.requireSomeGroup(try callerGroups(connection))
                     return try I.AuthenticateOwnerArguments(decoding: values)
                 }
-                let (subject, state) = try await touchFinger(connection)
+                let (subject, answer) = try await ask(connection)
                 let seconds = arguments.seconds == 0 ? OwnerProofs.longestLifetime : .seconds(Int(arguments.seconds))
-                let proof = ownerProofs.make(for: subject, answer: .finger(state: state), lifetime: seconds)
-                return I.FingerProof(proof, state: state).values
+                return reply(ownerProofs.make(for: subject, answer: answer, lifetime: seconds), answer).values
             }
         }
         return ServedMethod(description: method.description, access: .items, effect: .none, method: served)

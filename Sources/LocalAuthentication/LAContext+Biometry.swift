@@ -44,7 +44,7 @@ extension LAContext {
         let served: (proof: Data, state: Data)?
         do {
             served = try Keychains.authenticateWithFinger(lifetime: lifetime) {
-                Self.tellTerminal(Self.hint(enrolment.reader, reason))
+                TerminalHint.write(Self.hint(enrolment.reader, reason))
             }
         } catch let error as KeychainError {
             switch error.code {
@@ -81,7 +81,7 @@ extension LAContext {
         let outcome: FingerprintReader.Outcome
         do {
             outcome = try enrolment.reader.verify(environment: environment) {
-                Self.tellTerminal(Self.hint(enrolment.reader, reason))
+                TerminalHint.write(Self.hint(enrolment.reader, reason))
             }
         } catch {
             throw LAError(.biometryNotAvailable, "fprintd cannot be used: \(error)")
@@ -94,13 +94,4 @@ extension LAContext {
         }
     }
 
-    /// Writes `text` to this process's controlling terminal, when it has one: where a person at a
-    /// terminal learns that the reader waits (a desktop's fprintd clients show their own hint).
-    static func tellTerminal(_ text: String) {
-        let descriptor = open("/dev/tty", O_WRONLY | O_NOCTTY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        let bytes = Array(text.utf8)
-        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-    }
 }

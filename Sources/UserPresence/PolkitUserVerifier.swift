@@ -35,7 +35,7 @@ public struct PolkitUserVerifier: UserVerifier {
     }
 
     package func verifyFinger() throws {
-        try Self.verifyFinger(environment: ProcessInfo.processInfo.environment)
+        try Self.verifyFinger(environment: ProcessInfo.processInfo.environment, hintOn: TerminalHint.ownTerminal)
     }
 
     /// The domain state of fprintd's reader for this process's user
@@ -55,17 +55,19 @@ public struct PolkitUserVerifier: UserVerifier {
     }
 
     /// Has the person touch fprintd's reader, claimed for this process's user, and waits until an
-    /// enrolled finger matches.
+    /// enrolled finger matches; the terminal at `hintOn`, when given, is told that the reader waits.
     /// - Throws: `KeychainError`: `.authFailed` after three fingers that did not match,
     ///   `.userCanceled` when nobody touched the reader in time, `.interactionNotAllowed` when
     ///   there is no reader, nothing is enrolled, or fprintd refuses.
-    public static func verifyFinger(environment: [String: String]) throws {
+    public static func verifyFinger(environment: [String: String], hintOn terminal: String? = nil) throws {
         let outcome: FingerprintReader.Outcome
         do {
             guard let reader = try FingerprintReader.defaultReader(environment: environment) else {
                 throw KeychainError(.interactionNotAllowed, "there is no fingerprint reader")
             }
-            outcome = try reader.verify(environment: environment)
+            outcome = try reader.verify(environment: environment) {
+                if let terminal { TerminalHint.write(TerminalHint.touchReader(reader.name), to: terminal) }
+            }
         } catch let error as UserPresenceError {
             throw KeychainError(.interactionNotAllowed, "the fingerprint reader cannot be used: \(error)")
         }

@@ -247,6 +247,8 @@ extension PolkitTests {
             #expect(touched.contains("touched"), "\(touched)")
             #expect(run.output.components(separatedBy: "Password:").count == 2, "\(run)")
             #expect(run.output.contains("secret \(secret)"), "\(run)")
+            // The terminal is told the reader waits: by keychaind, or by the app's own keychain.
+            #expect(run.output.contains("keychain: touch the fingerprint reader ("), "\(run)")
 
             if backend == .keychaind {
                 let log = try polkit.runAsUser(polkit.securityTool, ["access-log"], environment: environment)
