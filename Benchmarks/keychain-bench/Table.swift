@@ -274,28 +274,23 @@ enum TableRenderer {
                 Format.ratio(narrowed.medianMicroseconds / first.medianMicroseconds),
             ])
         }
-        if let plain = lookups.plainTwin, let listed = lookups.listedLookup {
+        /// A lookup of a plain item, then of its twin that differs in `what`, against it.
+        func twins(_ plain: Summary?, _ title: String, _ other: Summary?, _ what: String) {
+            guard let plain, let other else { return }
             rows.append([
-                "find one item with its secret, served by keychaind (no access list)", "",
-                Format.duration(plain.medianMicroseconds), Format.duration(plain.p99Microseconds), "1.00×",
+                title, "", Format.duration(plain.medianMicroseconds), Format.duration(plain.p99Microseconds), "1.00×",
             ])
             rows.append([
-                "the same, its access list naming this program pinned by SHA-256", "",
-                Format.duration(listed.medianMicroseconds), Format.duration(listed.p99Microseconds),
-                Format.ratio(listed.medianMicroseconds / plain.medianMicroseconds),
-            ])
-        }
-        if let plain = lookups.plainHere, let proven = lookups.provenLookup {
-            rows.append([
-                "find one item with its secret, in this process (no access control)", "",
-                Format.duration(plain.medianMicroseconds), Format.duration(plain.p99Microseconds), "1.00×",
-            ])
-            rows.append([
-                "the same, .userPresence, offering an evaluated LAContext's proof", "",
-                Format.duration(proven.medianMicroseconds), Format.duration(proven.p99Microseconds),
-                Format.ratio(proven.medianMicroseconds / plain.medianMicroseconds),
+                what, "", Format.duration(other.medianMicroseconds), Format.duration(other.p99Microseconds),
+                Format.ratio(other.medianMicroseconds / plain.medianMicroseconds),
             ])
         }
+        twins(
+            lookups.plainTwin, "find one item with its secret, served by keychaind (no access list)",
+            lookups.listedLookup, "the same, its access list naming this program pinned by SHA-256")
+        twins(
+            lookups.plainHere, "find one item with its secret, in this process (no access control)",
+            lookups.provenLookup, "the same, .userPresence, offering an evaluated LAContext's proof")
         if let here = lookups.inProcessOneCore, let there = lookups.agentOneCore {
             rows.append([
                 "find one item with its secret, in this process, held on one CPU", items,

@@ -361,9 +361,9 @@ extension AgentService {
             ? PinentryScreen(callerPID: subject.pid).terminal : nil
         let state = try await fingerQuestions.ask(subject) {
             try await Self.offQueue { environment in
-                let state = try PolkitUserVerifier.fingerState(environment: environment)
-                try PolkitUserVerifier.verifyFinger(environment: environment, hintOn: terminal)
-                return state
+                try PolkitUserVerifier.verifyFinger(environment: environment) { reader in
+                    if let terminal { TerminalHint.write(TerminalHint.touchReader(reader.name), to: terminal) }
+                }
             }
         }
         return (subject, state)
@@ -395,9 +395,7 @@ extension AgentService {
     /// `AuthenticateOwner`: polkit asks the person for the caller (``verifyCaller(_:)``).
     private func servedOwnerAuthentication() -> ServedMethod {
         servedProof(I.authenticateOwner) { [self] connection in
-            (try await verifyCaller(connection), .owner)
-        } reply: { proof, _ in
-            I.OwnerProof(proof)
+            (try await verifyCaller(connection), .owner, { I.OwnerProof($0) })
         }
     }
 
@@ -406,21 +404,17 @@ extension AgentService {
     private func servedFingerAuthentication() -> ServedMethod {
         servedProof(I.authenticateWithFinger) { [self] connection in
             let (subject, state) = try await touchFinger(connection)
-            return (subject, .finger(state: state))
-        } reply: { proof, answer in
-            guard case .finger(let state) = answer else { return I.FingerProof(proof, state: Data()) }
-            return I.FingerProof(proof, state: state)
+            return (subject, .finger(state: state), { I.FingerProof($0, state: state) })
         }
     }
 
     /// A method that has the person answer for the caller and makes a proof of it (what an
     /// `LAContext` evaluation calls): the caller's groups are checked on the engine's queue
-    /// (identifying it may read files); `ask` asks off it, naming the process answered for and
-    /// with what; the proof lasts the seconds asked, 300 at most.
+    /// (identifying it may read files); `ask` asks off it, naming the process answered for, with
+    /// what, and the reply that carries the proof; the proof lasts the seconds asked, 300 at most.
     private func servedProof<R: DBusArguments>(
         _ method: I.Method<I.AuthenticateOwnerArguments, R>,
-        ask: @escaping @Sendable (DBusConnection) async throws -> (ProcessSubject, ProofAnswer),
-        reply: @escaping @Sendable (Data, ProofAnswer) -> R
+        ask: @escaping @Sendable (DBusConnection) async throws -> (ProcessSubject, ProofAnswer, (Data) -> R)
     ) -> ServedMethod {
         let served = DBusMethod(method.name, inputs: method.inputs, outputs: method.outputs, wireHandler: nil) {
             [self] call in
@@ -431,9 +425,9 @@ extension AgentService {
                     try Self.requireSomeGroup(try callerGroups(connection))
                     return try I.AuthenticateOwnerArguments(decoding: values)
                 }
-                let (subject, answer) = try await ask(connection)
+                let (subject, answer, reply) = try await ask(connection)
                 let seconds = arguments.seconds == 0 ? OwnerProofs.longestLifetime : .seconds(Int(arguments.seconds))
-                return reply(ownerProofs.make(for: subject, answer: answer, lifetime: seconds), answer).values
+                return reply(ownerProofs.make(for: subject, answer: answer, lifetime: seconds)).values
             }
         }
         return ServedMethod(description: method.description, access: .items, effect: .none, method: served)

@@ -1,9 +1,9 @@
 import DBusNIO
 import Foundation
-import Synchronization
 import KeychainAgentProtocol
 import KeychainCore
 import KeychainLibc
+import Synchronization
 
 // Per-app access: an item's access list (`KeychainModel.AccessList`) names the applications that
 // use it without being asked; keychaind asks the person about any other caller, Deny / Allow /

@@ -66,36 +66,34 @@ extension Keychains {
 }
 
 extension Keychains {
-    /// Has the person touch fprintd's reader for this process where its keychains are kept, as a
-    /// biometric `LAContext` evaluation does, so that the proof answers this process's reads of
-    /// items a finger answers for `lifetime` (300 seconds at most): keychaind claims the reader
-    /// for this process's user (`AuthenticateWithFinger`), `touchRequested` being called first.
-    /// - Returns: The proof, and the reader's domain state the finger matched in; `nil` when the
-    ///   keychains are in this process, whose caller touches the reader itself and has
-    ///   ``fingerProofHere(state:lifetime:)`` make the proof.
+    /// Has the person touch fprintd's reader for this process, as a biometric `LAContext`
+    /// evaluation does, and returns a proof that this process's reads of items a finger answers
+    /// offer, for `lifetime` (300 seconds at most): made where this process's keychains are kept,
+    /// by keychaind (`AuthenticateWithFinger`, which claims the reader for this process's user),
+    /// or, with the keychains in this process, here. `touchRequested` is called when the reader
+    /// is to be touched.
+    /// - Returns: The proof, and the reader's domain state the finger matched in.
     /// - Throws: ``KeychainModel/KeychainError`` as a read that asks for a finger: `.authFailed`,
     ///   `.userCanceled`, `.interactionNotAllowed`.
     package static func authenticateWithFinger(lifetime: Duration, touchRequested: () -> Void) throws -> (
         proof: Data, state: Data
-    )? {
-        guard let connection = try taskAgent() else { return nil }
-        touchRequested()
-        let seconds = UInt32(clamping: lifetime.components.seconds)
-        let reply = try connection.call(AgentInterface.authenticateWithFinger, .init(seconds: max(seconds, 1)))
-        return (reply.proof, reply.state)
-    }
-
-    /// A proof that a finger matched for this process in the reader's domain state `state`, kept
-    /// where this process's keychains are opened in it: what
-    /// ``authenticateWithFinger(lifetime:touchRequested:)`` leaves to its caller.
-    package static func fingerProofHere(state: Data, lifetime: Duration) throws -> Data {
+    ) {
+        if let connection = try taskAgent() {
+            touchRequested()
+            let seconds = UInt32(clamping: lifetime.components.seconds)
+            let reply = try connection.call(AgentInterface.authenticateWithFinger, .init(seconds: max(seconds, 1)))
+            return (reply.proof, reply.state)
+        }
         let subject: ProcessSubject
         do {
             subject = try ProcessSubject.current()
         } catch {
             throw KeychainError(.interactionNotAllowed, "this process cannot be named: \(error)")
         }
-        return OwnerProofs.thisProcess.make(for: subject, answer: .finger(state: state), lifetime: lifetime)
+        let state = try PolkitUserVerifier.verifyFinger(environment: ProcessInfo.processInfo.environment) { _ in
+            touchRequested()
+        }
+        return (OwnerProofs.thisProcess.make(for: subject, answer: .finger(state: state), lifetime: lifetime), state)
     }
 }
 

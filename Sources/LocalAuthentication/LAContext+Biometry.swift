@@ -1,6 +1,5 @@
 import Foundation
 import KeychainClient
-import KeychainLibc
 import KeychainModel
 import UserPresence
 
@@ -34,33 +33,26 @@ extension LAContext {
     }
 
     /// Has the person touch the reader where this process's keychain is kept (keychaind, or this
-    /// process), blocking this thread, so that the proof answers the context's reads of items a
-    /// finger answers for `lifetime`.
+    /// process), blocking this thread: one of their enrolled fingers must match within three
+    /// tries. The proof answers the context's reads of items a finger answers for `lifetime`.
     /// - Returns: The proof, and the domain state the match was made in.
-    /// - Throws: ``LAError`` as ``verifyFinger(reason:)``.
+    /// - Throws: ``LAError``: `authenticationFailed` after three fingers that did not match,
+    ///   `systemCancel` when nobody touched the reader in time, `biometryNotAvailable` when there
+    ///   is no reader, it went away or fprintd refused, `biometryNotEnrolled` with nothing enrolled.
     func evaluateFinger(reason: String, lifetime: Duration) throws -> (proof: Data, state: Data) {
-        let environment = ProcessInfo.processInfo.environment
-        let enrolment = try Self.usable(Self.enrolment(environment: environment))
-        let served: (proof: Data, state: Data)?
+        let enrolment = try Self.usable(Self.enrolment(environment: ProcessInfo.processInfo.environment))
         do {
-            served = try Keychains.authenticateWithFinger(lifetime: lifetime) {
+            return try Keychains.authenticateWithFinger(lifetime: lifetime) {
                 TerminalHint.write(Self.hint(enrolment.reader, reason))
             }
         } catch let error as KeychainError {
             switch error.code {
             case .authFailed: throw LAError(.authenticationFailed, "no enrolled finger matched")
             case .userCanceled: throw LAError(.systemCancel, "nobody touched the reader in time")
-            default: throw LAError(.biometryNotAvailable, "the keychain cannot use the reader: \(error.message)")
+            default: throw LAError(.biometryNotAvailable, "the reader cannot be used: \(error.message)")
             }
         } catch {
-            throw LAError(.biometryNotAvailable, "the keychain cannot use the reader: \(error)")
-        }
-        if let served { return served }
-        let state = try verifyFinger(reason: reason)
-        do {
-            return (try Keychains.fingerProofHere(state: state, lifetime: lifetime), state)
-        } catch {
-            throw LAError(.biometryNotAvailable, "\(error)")
+            throw LAError(.biometryNotAvailable, "the reader cannot be used: \(error)")
         }
     }
 
@@ -68,30 +60,4 @@ extension LAContext {
     private static func hint(_ reader: FingerprintReader, _ reason: String) -> String {
         "Touch the fingerprint reader (\(reader.name)): \(reason)\n"
     }
-
-    /// Has the person touch the reader, blocking this thread: one of their enrolled fingers must
-    /// match within three tries.
-    /// - Returns: The domain state the match was made in.
-    /// - Throws: ``LAError``: `authenticationFailed` after three fingers that did not match,
-    ///   `systemCancel` when nobody touched the reader in time, `biometryNotAvailable` when the
-    ///   reader went away or fprintd refused, `biometryNotEnrolled` with nothing enrolled.
-    func verifyFinger(reason: String) throws -> Data {
-        let environment = ProcessInfo.processInfo.environment
-        let enrolment = try Self.usable(Self.enrolment(environment: environment))
-        let outcome: FingerprintReader.Outcome
-        do {
-            outcome = try enrolment.reader.verify(environment: environment) {
-                TerminalHint.write(Self.hint(enrolment.reader, reason))
-            }
-        } catch {
-            throw LAError(.biometryNotAvailable, "fprintd cannot be used: \(error)")
-        }
-        switch outcome {
-        case .matched: return enrolment.state
-        case .failed: throw LAError(.authenticationFailed, "no enrolled finger matched")
-        case .timedOut: throw LAError(.systemCancel, "nobody touched the reader in time")
-        case .disconnected: throw LAError(.biometryNotAvailable, "the fingerprint reader failed")
-        }
-    }
-
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Security
 import Synchronization
 
 /// A grouping of the person's authorization under a requirement, as Apple's
@@ -197,14 +198,13 @@ public final class LAAuthenticationRequirement: NSObject, Sendable {
         }
     }
 
-    /// The access control flags (`SecAccessControlCreateFlags`' raw value) of what a right of
-    /// this requirement guards in the keychain.
-    var accessControlFlags: UInt {
+    /// The access control flags of what a right of this requirement guards in the keychain.
+    var accessControlFlags: SecAccessControlCreateFlags {
         switch kind {
-        case .owner: return 1 << 0  // userPresence
-        case .biometry: return 1 << 1  // biometryAny
-        case .biometryCurrentSet: return 1 << 3  // biometryCurrentSet
-        case .biometryOrPasscode: return 1 << 1 | 1 << 14 | 1 << 4  // biometryAny | or | devicePasscode
+        case .owner: [.userPresence]
+        case .biometry: [.biometryAny]
+        case .biometryCurrentSet: [.biometryCurrentSet]
+        case .biometryOrPasscode: [.biometryAny, .or, .devicePasscode]
         }
     }
 }

@@ -71,7 +71,7 @@ struct PersistedRecord {
             let publicBytes = SecKeyCopyExternalRepresentation(publicKey, &error) as Data?,
             let access = SecAccessControlCreateWithFlags(
                 nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
-                SecAccessControlCreateFlags(rawValue: requirement.accessControlFlags), &error)
+                requirement.accessControlFlags, &error)
         else { throw LAPrivateKey.failure(error) }
         var guarded = query(LARightStore.guardedService, identifier)
         guarded[kSecAttrAccessControl] = access

@@ -351,21 +351,15 @@ public final class LAPublicKey: NSObject, @unchecked Sendable {
     /// Whether the key verifies with `algorithm`.
     public func canVerify(using algorithm: SecKeyAlgorithm) -> Bool { supports(.verify, algorithm) }
 
-    /// Whether the key pair does `operation` with `algorithm`; private operations are asked of
-    /// the public key, whose type and size are the pair's.
+    /// Whether the key pair does `operation` with `algorithm`. The private key is read only while
+    /// the right is authorized, so its operations are asked of the public key in the other
+    /// direction (signing as verifying, decrypting as encrypting); key exchange is ECDH's.
     func supports(_ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
         switch operation {
-        case .sign, .decrypt, .keyExchange:
-            // The public key answers for its pair's algorithms in the verifying and encrypting
-            // direction; key exchange is the pair's own.
-            let mirrored: SecKeyOperationType =
-                operation == .sign ? .verify : operation == .decrypt ? .encrypt : .keyExchange
-            if mirrored == .keyExchange {
-                return algorithm.rawValue.hasPrefix("algid:keyexchange:ECDH")
-            }
-            return SecKeyIsAlgorithmSupported(key, mirrored, algorithm)
-        default:
-            return SecKeyIsAlgorithmSupported(key, operation, algorithm)
+        case .sign: SecKeyIsAlgorithmSupported(key, .verify, algorithm)
+        case .decrypt: SecKeyIsAlgorithmSupported(key, .encrypt, algorithm)
+        case .keyExchange: algorithm.rawValue.hasPrefix("algid:keyexchange:ECDH")
+        default: SecKeyIsAlgorithmSupported(key, operation, algorithm)
         }
     }
 }

@@ -35,7 +35,9 @@ public struct PolkitUserVerifier: UserVerifier {
     }
 
     package func verifyFinger() throws {
-        try Self.verifyFinger(environment: ProcessInfo.processInfo.environment, hintOn: TerminalHint.ownTerminal)
+        try Self.verifyFinger(environment: ProcessInfo.processInfo.environment) {
+            TerminalHint.write(TerminalHint.touchReader($0.name))
+        }
     }
 
     /// The domain state of fprintd's reader for this process's user
@@ -55,24 +57,32 @@ public struct PolkitUserVerifier: UserVerifier {
     }
 
     /// Has the person touch fprintd's reader, claimed for this process's user, and waits until an
-    /// enrolled finger matches; the terminal at `hintOn`, when given, is told that the reader waits.
+    /// enrolled finger matches; `touchRequested` is called with the reader when it waits (to
+    /// tell a terminal, which the reader gives no sign to).
+    /// - Returns: The reader's domain state the finger matched in.
     /// - Throws: `KeychainError`: `.authFailed` after three fingers that did not match,
     ///   `.userCanceled` when nobody touched the reader in time, `.interactionNotAllowed` when
     ///   there is no reader, nothing is enrolled, or fprintd refuses.
-    public static func verifyFinger(environment: [String: String], hintOn terminal: String? = nil) throws {
+    @discardableResult
+    public static func verifyFinger(
+        environment: [String: String], touchRequested: (FingerprintReader) -> Void = { _ in }
+    ) throws -> Data {
         let outcome: FingerprintReader.Outcome
+        let enrolment: FingerprintReader.Enrolment
         do {
-            guard let reader = try FingerprintReader.defaultReader(environment: environment) else {
+            guard let found = try FingerprintReader.enrolment(environment: environment) else {
                 throw KeychainError(.interactionNotAllowed, "there is no fingerprint reader")
             }
-            outcome = try reader.verify(environment: environment) {
-                if let terminal { TerminalHint.write(TerminalHint.touchReader(reader.name), to: terminal) }
+            guard !found.fingers.isEmpty else {
+                throw KeychainError(.interactionNotAllowed, "no finger is enrolled on the reader")
             }
+            enrolment = found
+            outcome = try found.reader.verify(environment: environment) { touchRequested(found.reader) }
         } catch let error as UserPresenceError {
             throw KeychainError(.interactionNotAllowed, "the fingerprint reader cannot be used: \(error)")
         }
         switch outcome {
-        case .matched: return
+        case .matched: return enrolment.state
         case .failed: throw KeychainError(.authFailed, "no enrolled finger matched")
         case .timedOut: throw KeychainError(.userCanceled, "nobody touched the fingerprint reader")
         case .disconnected: throw KeychainError(.interactionNotAllowed, "the fingerprint reader failed")

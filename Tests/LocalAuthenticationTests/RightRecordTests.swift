@@ -29,7 +29,7 @@ struct RightRecordTests {
             PersistedRecord(serialized: PersistedRecord(requirement: requirement, publicKey: key).serialized))
         #expect(record.requirement.kind == requirement.kind && record.publicKey == key)
         let expected: [UInt] = [1 << 0, 1 << 1, 1 << 3, 1 << 1 | 1 << 14 | 1 << 4, 1 << 1]
-        #expect(requirement.accessControlFlags == expected[index])
+        #expect(requirement.accessControlFlags.rawValue == expected[index])
     }
 
     @Test(
