@@ -143,6 +143,8 @@ let package = Package(
         ),
         // tpm2-tss's ESYS, TCTI loader and marshalling (libtss2-dev), for KeychainTPM.
         .systemLibrary(name: "CTSS2", providers: [.apt(["libtss2-dev"])]),
+        // libfido2 (libfido2-dev), for UserPresence: FIDO2 security keys, the companion device.
+        .systemLibrary(name: "CFido2", providers: [.apt(["libfido2-dev"])]),
         // A TPM 2.0 through tpm2-tss: sealing small secrets in salted, encrypted sessions.
         // CLibCrypto: the X9.63 KDF over a TPM-resident key's ECDH secret (tpm2-tss links libcrypto already).
         .target(name: "KeychainTPM", dependencies: ["CTSS2", "CLibCrypto", "KeychainModel"]),
@@ -174,6 +176,8 @@ let package = Package(
             dependencies: [
                 // KeychainPKI and Crypto: the certificate commands' file diagnosis, digests and PEM keys.
                 "KeychainModel", "KeychainClient", "Security", "KeychainPKI", "KeychainLibc",
+                // UserPresence: security-key pairs FIDO2 keys (SecurityKey, SecurityKeyRegistry).
+                "UserPresence",
                 // KeychainTPM: `security secure-enclave` says which TPM holds Secure Enclave keys.
                 "KeychainTPM",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -208,8 +212,9 @@ let package = Package(
                 "KeychainSync", "PostgresScratchServer", .product(name: "PostgresNIO", package: "postgres-nio"),
                 // ScratchTPM and KeychainTPM: the sealed login unlock's rows, on a private swtpm.
                 "ScratchTPM", "KeychainTPM",
-                // UserPresence: the proof an evaluated LAContext carries, for the access-controlled read.
-                "UserPresence",
+                // UserPresence: the proof an evaluated LAContext carries, for the access-controlled read;
+                // CFido2: libfido2's own assertion, the floor of the companion rows.
+                "UserPresence", "CFido2",
                 // CKeychainAgent: the scheduler's CPU calls, for the agent's lookups on one CPU.
                 // CLibCrypto: OpenSSL's PKCS12_parse, the floor of the legacy PKCS#12 row.
                 "CKeychainAgent", "CLibCrypto", "KeychainLibc",
@@ -386,11 +391,12 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
         // Whether the person at a process is its user: polkit (and its terminal agent) on Linux,
-        // and fprintd's fingerprint reader (Crypto: the hash of its enrolled fingers, the domain state).
+        // fprintd's fingerprint reader (Crypto: the hash of its enrolled fingers, the domain state),
+        // and FIDO2 security keys through libfido2 (CFido2), the companion.
         .target(
             name: "UserPresence",
             dependencies: [
-                "DBusWire", "KeychainLibc", "CKeychainAgent", "KeychainModel",
+                "DBusWire", "KeychainLibc", "CKeychainAgent", "KeychainModel", "CFido2",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Apple's LocalAuthentication surface over UserPresence.

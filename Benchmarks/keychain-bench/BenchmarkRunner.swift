@@ -49,6 +49,7 @@ struct BenchmarkRunner {
         if options.sshOnly {
             report.sshAgent = sshAgentComparison(lifecycle: lifecycle, scratch: scratch)
             report.secureEnclave = secureEnclaveComparison(lifecycle: lifecycle, scratch: scratch)
+            report.companion = companionComparison(lifecycle: lifecycle, scratch: scratch)
             report.machine.loadAtEnd = Machine.loadAverage()
             report.notes = notes(report)
             report.evaluateTargets()
@@ -150,6 +151,7 @@ struct BenchmarkRunner {
             report.keePass = keePassComparison(lifecycle: lifecycle, scratch: scratch)
             report.sshAgent = sshAgentComparison(lifecycle: lifecycle, scratch: scratch)
             report.secureEnclave = secureEnclaveComparison(lifecycle: lifecycle, scratch: scratch)
+            report.companion = companionComparison(lifecycle: lifecycle, scratch: scratch)
             report.sync = syncComparison()
         }
         // Last: filling keychains with thousands of processes leaves the disk and the page
@@ -189,6 +191,12 @@ struct BenchmarkRunner {
         progress("Secure Enclave keys: P-256 signatures in a swtpm, through keychaind and tpm2_sign")
         return SecureEnclaveComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress)
             .run()
+    }
+
+    /// A `.companion` item read with a touch, against libfido2's own assertion (``CompanionComparison``).
+    private func companionComparison(lifecycle: Lifecycle, scratch: String) -> CompanionResult {
+        progress("companion: a .companion read with a touch of a software FIDO2 key, and libfido2's assertion")
+        return CompanionComparison(options: options, lifecycle: lifecycle, scratch: scratch, progress: progress).run()
     }
 
     /// KeePass databases moved in and written out (``KeePassComparison``), at the Secret Service

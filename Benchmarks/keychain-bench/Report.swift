@@ -34,6 +34,8 @@ struct BenchmarkReport: Codable, Sendable {
     var sshAgent: SSHAgentResult?
     /// A Secure Enclave key's signature in a swtpm, and `tpm2_sign`'s.
     var secureEnclave: SecureEnclaveResult?
+    /// A `.companion` read with a touch, and libfido2's own assertion.
+    var companion: CompanionResult?
     /// The sync rows.
     var sync: SyncResult?
     var targets: [TargetResult] = []

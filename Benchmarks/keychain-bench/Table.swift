@@ -52,6 +52,9 @@ enum TableRenderer {
         }
         if let secureEnclave = report.secureEnclave {
             out.append(secureEnclaveTable(secureEnclave))
+        }
+        if let companion = report.companion {
+            out.append(companionTable(companion))
             out.append("")
         }
         if let sync = report.sync {
@@ -591,6 +594,24 @@ enum TableRenderer {
             row(
                 "through keychaind (SecKeyCreateSignature's path)", agent,
                 result.agentOverTools.map { "÷ tpm2_sign " + Format.ratio($0) } ?? ""))
+        return columns(rows, right: [1, 2, 3])
+    }
+
+    /// A `.companion` read with a touch of a software key, against libfido2's own assertion on it.
+    static func companionTable(_ result: CompanionResult) -> String {
+        var rows: [[String]] = [["Companion: a software FIDO2 key over a socket (interleaved)", "Median", "p99", "Ratio"]]
+        guard let read = result.read, let assertion = result.assertion else {
+            rows.append(["a .companion read with a touch", result.note ?? "not available", "", ""])
+            return columns(rows, right: [1, 2, 3])
+        }
+        rows.append([
+            "libfido2: open, assertion with a touch, verify (the floor)", Format.duration(assertion.medianMicroseconds),
+            Format.duration(assertion.p99Microseconds), "1.00×",
+        ])
+        rows.append([
+            ".companion item read in this process, with a touch", Format.duration(read.medianMicroseconds),
+            Format.duration(read.p99Microseconds), result.readOverAssertion.map(Format.ratio) ?? "",
+        ])
         return columns(rows, right: [1, 2, 3])
     }
 

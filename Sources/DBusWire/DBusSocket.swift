@@ -317,30 +317,11 @@ public struct DBusSocket: Sendable {
     /// - Throws: ``DBusError`` `.invalidAddress` for a path too long (or holding a NUL);
     ///   `.connectionClosed`, its message `errno N`, when the connection is refused.
     public static func connectUnix(_ path: String) throws -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path), !bytes.contains(0) else {
+        guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path), !path.utf8.contains(0) else {
             throw DBusError(.invalidAddress, "the socket path is too long")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socket >= 0 else { throw DBusError(.connectionClosed, "cannot make a socket: errno \(errno)") }
-        var status: Int32 = -1
-        repeat {
-            status = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-        } while status != 0 && errno == EINTR
-        guard status == 0 else {
-            let code = errno
-            _ = Glibc.close(socket)
-            throw DBusError(.connectionClosed, "errno \(code)")
+        guard let socket = connectUnixSocket(path, type: SOCK_STREAM) else {
+            throw DBusError(.connectionClosed, "errno \(errno)")
         }
         return socket
     }

@@ -57,21 +57,26 @@ package final class AccessLog: Sendable {
     /// What the person proved for `item`'s read, when it asked for them: a finger for an item a
     /// finger answered, the owner's authentication for one it answered, both for one that asks
     /// for both (`.and`); nothing for an item that asks for nobody, read in the same call.
-    private static func proof(verified: Bool, finger: FingerAnswer?, of item: Item) -> String? {
-        guard verified || finger != nil,
+    private static func proof(verified: Bool, finger: FingerAnswer?, companion: Data?, of item: Item) -> String? {
+        guard verified || finger != nil || companion != nil,
             let control = item.attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
             !control.isAnswered(owner: false, finger: nil)
         else { return nil }
         var matched: FingerAnswer?
         if case .matched? = finger { matched = finger }
-        let byFinger = matched != nil && !control.isAnswered(owner: verified, finger: nil)
-        let byOwner = verified && !control.isAnswered(owner: false, finger: matched)
-        switch (byOwner, byFinger) {
-        case (true, true): return "the owner's authentication and a finger on the reader"
-        case (false, true): return "a finger on the reader"
-        case (true, false): return "the owner's authentication"
-        case (false, false): return nil
+        // Each answer the item would not have been read without.
+        var credited: [String] = []
+        if verified && !control.isAnswered(owner: false, finger: matched, companion: companion) {
+            credited.append("the owner's authentication")
         }
+        if matched != nil && !control.isAnswered(owner: verified, finger: nil, companion: companion) {
+            credited.append("a finger on the reader")
+        }
+        if companion != nil && !control.isAnswered(owner: verified, finger: matched, companion: nil) {
+            credited.append("a touch of a security key")
+        }
+        guard let last = credited.popLast() else { return nil }
+        return credited.isEmpty ? last : credited.joined(separator: ", ") + " and " + last
     }
 
     /// Records that the secrets of `items` were given out.
@@ -80,7 +85,7 @@ package final class AccessLog: Sendable {
     ///     name the caller.
     package func record(
         _ operation: String, _ items: [Item], caller: String, groups: AccessGroups, verified: Bool,
-        finger: FingerAnswer? = nil, allowed: Set<UUID> = []
+        finger: FingerAnswer? = nil, companion: Data? = nil, allowed: Set<UUID> = []
     ) {
         guard !items.isEmpty else { return }
         let date = Date()
@@ -92,7 +97,7 @@ package final class AccessLog: Sendable {
                     item.attributes[name]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
                 },
                 caller: caller, group: item.accessGroup ?? fallbackGroup,
-                proof: Self.proof(verified: verified, finger: finger, of: item),
+                proof: Self.proof(verified: verified, finger: finger, companion: companion, of: item),
                 accessList: item.attributes[.access] == nil
                     ? nil
                     : item.persistentID.map(allowed.contains) == true

@@ -116,6 +116,7 @@ extension AgentService {
                 I.AccessLogEntries(accessLog.lines)
             },
             servedFingerAuthentication(),
+            servedCompanionAuthentication(),
         ]
     }
 
@@ -125,7 +126,7 @@ extension AgentService {
         accessLog.record(
             "read", items, caller: callerName(request.connection), groups: request.groups,
             verified: KeychainDatabase.userVerified, finger: KeychainDatabase.fingerAnswer,
-            allowed: KeychainDatabase.allowedItems)
+            companion: KeychainDatabase.companionAnswer, allowed: KeychainDatabase.allowedItems)
     }
 
     /// The caller as the access log names it (``CallerDirectory/logName(for:)-(DBusConnection)``).
@@ -251,17 +252,17 @@ extension AgentService {
                         handler, values, connection, answers: answers ?? CallAuthentication(proof: nil),
                         allowed: allowed)
                 } catch let error as KeychainError
-                    where error.reason == .authenticateUser || error.reason == .authenticateWithFinger
+                    where CallAuthentication.asksPerson(error)
                 {
                     var call: CallAuthentication
                     if let answers {
                         call = answers
                     } else {
                         // The proof is looked up at the first refusal only, sparing every other
-                        // call its decoding; a password proof answers at once.
+                        // call its decoding; a password or security-key proof answers at once.
                         call = CallAuthentication(proof: offeredProof(A.self, values, connection))
                         answers = call
-                        if call.ownerVerified { continue }
+                        if call.ownerVerified || call.companion != nil { continue }
                     }
                     guard let step = call.step(after: error) else { throw error }
                     try await take(step, &call, connection)
@@ -297,6 +298,8 @@ extension AgentService {
         case .touchFinger:
             _ = try await touchFinger(connection, hint: true)
             answers.fingerMatched()
+        case .touchCompanion:
+            answers.companionSigned(publicKey: try await touchSecurityKey(connection, hint: true).1)
         }
     }
 
@@ -309,16 +312,20 @@ extension AgentService {
         try await onWorkQueue { [self] in
             try KeychainDatabase.$userVerified.withValue(answers.ownerVerified) {
                 try KeychainDatabase.$fingerAnswer.withValue(answers.finger) {
-                    try KeychainDatabase.$allowedItems.withValue(allowed) {
-                        // Arguments are decoded once the caller may make the call; the dispatcher has
-                        // checked their types, what they hold is checked here (`.parameter`).
-                        guard handler.access != .connection else {
-                            return try run(handler, { try A(decoding: values) }, groups: AccessGroups([]), connection)
+                    try KeychainDatabase.$companionAnswer.withValue(answers.companion) {
+                        try KeychainDatabase.$allowedItems.withValue(allowed) {
+                            // Arguments are decoded once the caller may make the call; the dispatcher has
+                            // checked their types, what they hold is checked here (`.parameter`).
+                            guard handler.access != .connection else {
+                                return try run(
+                                    handler, { try A(decoding: values) }, groups: AccessGroups([]), connection
+                                )
                                 .values
+                            }
+                            defer { MemoryHygiene.scrubStack() }
+                            let groups = try callerGroups(connection)
+                            return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
                         }
-                        defer { MemoryHygiene.scrubStack() }
-                        let groups = try callerGroups(connection)
-                        return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
                     }
                 }
             }
@@ -369,6 +376,24 @@ extension AgentService {
         return (subject, state)
     }
 
+    /// Has the person touch a security key paired with this agent's user for the caller (telling
+    /// the caller's terminal when `hint`, as ``touchFinger(_:hint:)`` does).
+    /// - Returns: The caller, and the public key of the key that signed.
+    private func touchSecurityKey(_ connection: DBusConnection, hint: Bool = false) async throws -> (
+        ProcessSubject, Data
+    ) {
+        let subject = try Self.subject(of: connection)
+        let terminal =
+            hint && callingApplication(connection).executable != nil
+            ? PinentryScreen(callerPID: subject.pid).terminal : nil
+        let key = try await Self.offQueue { environment in
+            try PolkitUserVerifier.verifyCompanion(environment: environment) {
+                if let terminal { TerminalHint.write(TerminalHint.touchSecurityKey, to: terminal) }
+            }
+        }
+        return (subject, key)
+    }
+
     /// The calling process, as polkit names it.
     private static func subject(of connection: DBusConnection) throws -> ProcessSubject {
         guard let peer = connection.peerCredentials else {
@@ -405,6 +430,15 @@ extension AgentService {
         servedProof(I.authenticateWithFinger) { [self] connection in
             let (subject, state) = try await touchFinger(connection)
             return (subject, .finger(state: state), { I.FingerProof($0, state: state) })
+        }
+    }
+
+    /// `AuthenticateWithCompanion`: the person touches a security key paired with this agent's
+    /// user; the proof answers what a touch of that key answers.
+    private func servedCompanionAuthentication() -> ServedMethod {
+        servedProof(I.authenticateWithCompanion) { [self] connection in
+            let (subject, key) = try await touchSecurityKey(connection)
+            return (subject, .companion(publicKey: key), { I.CompanionProof($0, publicKey: key) })
         }
     }
 
@@ -457,8 +491,7 @@ extension AgentService {
             do {
                 return try run(handler, { arguments }, groups: groups, call.connection).values
             } catch let error as KeychainError
-                where error.reason == .authenticateUser || error.reason == .authenticateWithFinger
-                || error.reason == .confirmApplication
+                where CallAuthentication.asksPerson(error) || error.reason == .confirmApplication
             {
                 return nil  // the person is asked from the queue's side (answer(_:_:))
             }

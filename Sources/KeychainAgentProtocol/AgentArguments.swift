@@ -383,6 +383,24 @@ extension AgentInterface {
         }
     }
 
+    /// `(ay proof, ay key)`.
+    public struct CompanionProof: DBusArguments {
+        /// The proof (``KeychainModel/ItemQuery/ownerProof``).
+        public var proof = Data()
+        /// The public key of the security key that signed (X9.63).
+        public var publicKey = Data()
+        /// A placeholder reply.
+        public init() {}
+        /// The reply for `proof`, signed by the key whose public key is `publicKey`.
+        public init(_ proof: Data, publicKey: Data) { (self.proof, self.publicKey) = (proof, publicKey) }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try fields.field("proof", &proof, .data)
+            try fields.field("key", &publicKey, .data)
+        }
+    }
+
     /// `ay proof`.
     public struct OwnerProof: DBusArguments {
         /// The proof (``KeychainModel/ItemQuery/ownerProof``).

@@ -132,6 +132,17 @@ public enum AgentInterface {
     public static let authenticateWithFinger: Method<AuthenticateOwnerArguments, FingerProof> = method(
         "AuthenticateWithFinger")
 
+    /// `AuthenticateWithCompanion(u seconds) → (ay proof, ay key)`: has the person touch one of
+    /// the security keys paired with the agent's user (`security security-key add`), checks its
+    /// signature of a fresh challenge, and answers a proof as ``authenticateOwner`` does, which
+    /// answers the caller's reads of `.companion` items bound to that key, and the key's public
+    /// key. What an `LAContext`'s companion `evaluatePolicy` calls. Errors as a read's:
+    /// errSecUserCanceled when nobody touched the key, errSecAuthFailed when its signature does not
+    /// verify, errSecInteractionNotAllowed when no paired key is attached. Added to `Agent1` after
+    /// its first release.
+    public static let authenticateWithCompanion: Method<AuthenticateOwnerArguments, CompanionProof> = method(
+        "AuthenticateWithCompanion")
+
     /// `AccessLog() → as entries`: the secrets the agent gave out since it started (the last
     /// 1,000), oldest first, a line each: when, `read`, the item's class and the attributes that
     /// name it, the caller as the kernel names it, and what allowed it. Never a secret. For the
@@ -147,7 +158,7 @@ public enum AgentInterface {
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
         useAccessGroups.description, makeRecoveryKey.description, setUnlocksWithBootState.description,
         moveIn.description, authenticateOwner.description, accessLog.description,
-        authenticateWithFinger.description,
+        authenticateWithFinger.description, authenticateWithCompanion.description,
     ]
 }
 

@@ -98,6 +98,37 @@ extension Keychains {
 }
 
 extension Keychains {
+    /// Has the person touch one of the security keys paired with this process's user, as a
+    /// companion `LAContext` evaluation does, and returns a proof that this process's reads of
+    /// `.companion` items bound to that key offer, for `lifetime` (300 seconds at most): made by
+    /// keychaind (`AuthenticateWithCompanion`) or, with the keychains in this process, here.
+    /// `touchRequested` is called before the key is to be touched.
+    /// - Returns: The proof, and the public key of the key that signed.
+    /// - Throws: ``KeychainModel/KeychainError`` as a read that asks for a companion:
+    ///   `.userCanceled`, `.authFailed`, `.interactionNotAllowed`.
+    package static func authenticateWithCompanion(lifetime: Duration, touchRequested: () -> Void) throws -> (
+        proof: Data, publicKey: Data
+    ) {
+        if let connection = try taskAgent() {
+            touchRequested()
+            let seconds = UInt32(clamping: lifetime.components.seconds)
+            let reply = try connection.call(AgentInterface.authenticateWithCompanion, .init(seconds: max(seconds, 1)))
+            return (reply.proof, reply.publicKey)
+        }
+        let subject: ProcessSubject
+        do {
+            subject = try ProcessSubject.current()
+        } catch {
+            throw KeychainError(.interactionNotAllowed, "this process cannot be named: \(error)")
+        }
+        let key = try PolkitUserVerifier.verifyCompanion(environment: ProcessInfo.processInfo.environment) {
+            touchRequested()
+        }
+        return (OwnerProofs.thisProcess.make(for: subject, answer: .companion(publicKey: key), lifetime: lifetime), key)
+    }
+}
+
+extension Keychains {
     /// The domain state of fprintd's reader for this process's user, which a new
     /// `.biometryCurrentSet` item is bound to (``KeychainModel/StoredAccessControl/biometryState``):
     /// only a finger matched while the same fingers are enrolled reads it.
@@ -117,5 +148,16 @@ extension Keychains {
         } catch let error as UserPresenceError {
             throw KeychainError(.authFailed, "the fingerprint reader cannot be used: \(error)")
         }
+    }
+}
+
+extension Keychains {
+    /// The security keys paired with this process's user (``UserPresence/SecurityKeyRegistry``),
+    /// which a new `.companion` item is bound to (``KeychainModel/StoredAccessControl/companions``):
+    /// only a touch of one of them reads it.
+    /// - Throws: ``KeychainModel/KeychainError`` `.decode` when the list is malformed.
+    package static func companionsForNewItem() throws -> [CompanionKey] {
+        try SecurityKeyRegistry(paths: KeychainPaths(environment: ProcessInfo.processInfo.environment)).keys().map(
+            \.key)
     }
 }

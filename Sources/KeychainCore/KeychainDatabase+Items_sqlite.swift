@@ -354,6 +354,10 @@ extension KeychainDatabase {
     /// (keychaind for its caller, ``askingUser(offering:_:)`` here), for that call alone.
     @TaskLocal package static var fingerAnswer: FingerAnswer?
 
+    /// The public key of the security key touched for the call running now: set by whoever
+    /// asked (keychaind for its caller, ``askingUser(offering:_:)`` here), for that call alone.
+    @TaskLocal package static var companionAnswer: Data?
+
     /// Who calls, when keychaind serves the call: each item's access list is matched against
     /// it (``KeychainModel/AccessList``). `nil` in a process that opens its keychain itself,
     /// which no access list can keep from the file it reads.
@@ -371,12 +375,14 @@ extension KeychainDatabase {
     private func askingUser<T>(offering proof: Data?, _ body: () throws -> T) throws -> T {
         let verifier = configuration.userVerifier
         var answers = CallAuthentication(
-            ownerVerified: Self.userVerified, finger: Self.fingerAnswer,
+            ownerVerified: Self.userVerified, finger: Self.fingerAnswer, companion: Self.companionAnswer,
             proof: proof.flatMap { verifier?.answer(to: $0) })
         while true {
             do {
                 return try Self.$userVerified.withValue(answers.ownerVerified) {
-                    try Self.$fingerAnswer.withValue(answers.finger) { try body() }
+                    try Self.$fingerAnswer.withValue(answers.finger) {
+                        try Self.$companionAnswer.withValue(answers.companion) { try body() }
+                    }
                 }
             } catch let error as KeychainError {
                 guard let verifier, let step = answers.step(after: error) else { throw error }
@@ -388,6 +394,7 @@ extension KeychainDatabase {
                 case .touchFinger:
                     try verifier.verifyFinger()
                     answers.fingerMatched()
+                case .touchCompanion: answers.companionSigned(publicKey: try verifier.verifyCompanion())
                 }
             }
         }
@@ -914,6 +921,7 @@ extension KeychainDatabase {
         plan.opensApplicationPassword = query.opensApplicationPassword
         plan.userVerified = Self.userVerified
         plan.fingerAnswer = Self.fingerAnswer
+        plan.companionAnswer = Self.companionAnswer
         plan.caller = Self.callingApplication
         plan.allowedItems = Self.allowedItems
         return plan

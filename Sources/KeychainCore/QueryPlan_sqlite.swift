@@ -112,6 +112,8 @@ struct QueryPlan {
     var userVerified = false
     /// What a finger on the reader answered for this call (``KeychainDatabase/fingerAnswer``).
     var fingerAnswer: FingerAnswer?
+    /// The public key of the security key touched for this call (``KeychainDatabase/companionAnswer``).
+    var companionAnswer: Data?
     /// Whether the call asks the person nothing whatever the items' access controls say: a
     /// delete (Apple's flag-based access controls allow it unconditionally).
     var asksNothing = false
@@ -332,21 +334,31 @@ extension QueryPlan {
         // A `.biometryCurrentSet` item whose fingers changed is gone, as on iOS.
         if let fingerAnswer, control.isInvalidated(byFingersIn: fingerAnswer.state) { return false }
         let sealed = control.needsApplicationPassword && !opensApplicationPassword
-        if !sealed || userVerified, control.isAnswered(owner: userVerified, finger: fingerAnswer) { return true }
+        if !sealed || userVerified,
+            control.isAnswered(owner: userVerified, finger: fingerAnswer, companion: companionAnswer)
+        {
+            return true
+        }
         switch authenticationUI {
         case .ignore where !opensSecrets: return true
         case .skip: return false
         case .allow:
-            switch control.nextQuestion(owner: userVerified, finger: fingerAnswer) {
+            switch control.nextQuestion(owner: userVerified, finger: fingerAnswer, companion: companionAnswer) {
             case .owner?:
                 throw KeychainError(.interactionNotAllowed, "an item asks for its owner's authentication")
                     .because(.authenticateUser)
             case .finger?:
                 throw KeychainError(.interactionNotAllowed, "an item asks for a finger on the reader")
                     .because(.authenticateWithFinger)
+            case .companion?:
+                throw KeychainError(.interactionNotAllowed, "an item asks for a touch of a paired security key")
+                    .because(.authenticateWithCompanion)
+            case nil where companionAnswer != nil:
+                throw KeychainError(.authFailed, "the security key touched is not one the item was made for")
             case nil:
                 throw KeychainError(
-                    .interactionNotAllowed, "an item asks for a companion device, which cannot be checked here yet")
+                    .interactionNotAllowed,
+                    "an item asks for a companion, and no security key was paired when it was made")
             }
         case .ignore, .fail: throw KeychainError.userAuthenticationNeeded
         }

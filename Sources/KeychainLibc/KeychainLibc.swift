@@ -68,3 +68,37 @@ package func withDefaultSignals<T>(_ body: (inout posix_spawnattr_t) throws -> T
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     return try body(&attributes)
 }
+
+/// A close-on-exec Unix socket of `type` (`SOCK_STREAM`, `SOCK_SEQPACKET`) connected to `path`.
+/// - Returns: The descriptor, or `nil` when the path is too long or nothing listens there (the
+///   reason in `errno`).
+package func connectUnixSocket(_ path: String, type: __socket_type) -> Int32? {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path), !bytes.contains(0) else {
+        errno = ENAMETOOLONG
+        return nil
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    let socket = Glibc.socket(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard socket >= 0 else { return nil }
+    var status: Int32 = -1
+    repeat {
+        status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+    } while status != 0 && errno == EINTR
+    guard status == 0 else {
+        let code = errno
+        _ = Glibc.close(socket)
+        errno = code
+        return nil
+    }
+    return socket
+}

@@ -25,6 +25,9 @@ public enum ProofAnswer: Sendable, Hashable {
     /// An enrolled finger matched, the reader's fingers being in `state`: it answers what a
     /// finger answers while the same fingers are enrolled.
     case finger(state: Data)
+    /// A paired security key signed, its public key `publicKey`: it answers what a touch of
+    /// that key answers.
+    case companion(publicKey: Data)
 }
 
 /// What the person has answered for one call so far, and what to ask next: the one policy by
@@ -40,6 +43,8 @@ package struct CallAuthentication: Sendable {
     package private(set) var ownerVerified: Bool
     /// What the reader answered for the call.
     package private(set) var finger: FingerAnswer?
+    /// The public key of the security key touched for the call.
+    package private(set) var companion: Data?
     /// What the proof the call offers answers, as its maker keeps it; `nil` without one, or one
     /// its maker does not know for the caller.
     package let proof: ProofAnswer?
@@ -52,15 +57,24 @@ package struct CallAuthentication: Sendable {
         case readFingerState
         /// Have the person touch the reader, then ``fingerMatched()``.
         case touchFinger
+        /// Have the person touch a paired security key, then ``companionSigned(publicKey:)``.
+        case touchCompanion
     }
 
-    /// The answers of a call that has had `ownerVerified` and `finger` already (a call run
-    /// inside one that asked), offering `proof`. A password proof answers the owner before the
-    /// call first runs, sparing it a pass; a finger proof waits for a finger's question, since
-    /// reading the reader's state costs a D-Bus exchange.
-    package init(ownerVerified: Bool = false, finger: FingerAnswer? = nil, proof: ProofAnswer?) {
+    /// The answers of a call that has had `ownerVerified`, `finger` and `companion` already (a
+    /// call run inside one that asked), offering `proof`. A password or security-key proof
+    /// answers before the call first runs, sparing it a pass; a finger proof waits for a
+    /// finger's question, since reading the reader's state costs a D-Bus exchange.
+    package init(
+        ownerVerified: Bool = false, finger: FingerAnswer? = nil, companion: Data? = nil, proof: ProofAnswer?
+    ) {
         self.ownerVerified = ownerVerified || proof == .owner
         self.finger = finger
+        if case .companion(let key)? = proof {
+            self.companion = key
+        } else {
+            self.companion = companion
+        }
         self.proof = proof
     }
 
@@ -79,12 +93,21 @@ package struct CallAuthentication: Sendable {
             case .enrolled?: return .touchFinger
             case .matched?: return nil
             }
+        case .authenticateWithCompanion?:
+            return companion == nil ? .touchCompanion : nil
         case .authenticateUser? where !ownerVerified:
             if case .finger? = proof, finger == nil { return .readFingerState }
             return .askOwner
         default:
             return nil
         }
+    }
+
+    /// Whether `error` is a refusal this policy answers: an item asks for the owner, a finger or
+    /// a security key, and the call may ask.
+    package static func asksPerson(_ error: KeychainError) -> Bool {
+        error.reason == .authenticateUser || error.reason == .authenticateWithFinger
+            || error.reason == .authenticateWithCompanion
     }
 
     /// Records the owner's authentication.
@@ -94,6 +117,9 @@ package struct CallAuthentication: Sendable {
     package mutating func read(fingerState state: Data) {
         finger = proof == .finger(state: state) ? .matched(state: state) : .enrolled(state: state)
     }
+
+    /// Records a touch of the security key whose public key is `publicKey`.
+    package mutating func companionSigned(publicKey: Data) { companion = publicKey }
 
     /// Records a match of an enrolled finger, in the state read before.
     package mutating func fingerMatched() {

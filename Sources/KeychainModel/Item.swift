@@ -134,10 +134,13 @@ public struct ItemQuery: Sendable {
 }
 
 /// The stored form of an item's access control (`accc`): Apple's `SecAccessControlCreateFlags`
-/// as 8 big-endian bytes, then the protection value (`ak`, `cku`, …), then, for
-/// `.biometryCurrentSet`, a zero byte and the fingerprint reader's domain state when the item was
-/// made. `Security` writes it; the keychain reads it to tell whether an item needs user
-/// authentication.
+/// as 8 big-endian bytes, then the protection value (`ak`, `cku`, …), then what the item is bound
+/// to when it was made. Items without a companion keep the first form: for
+/// `.biometryCurrentSet`, a zero byte and the fingerprint reader's domain state. Items bound to
+/// companions have a one byte, the number of records, then the records, each a tag byte, a
+/// 2-byte big-endian length and the value: 1, the reader's domain state; 2, a companion
+/// (``CompanionKey/serialized``).
+/// `Security` writes it; the keychain reads it to tell whether an item needs user authentication.
 public struct StoredAccessControl: Sendable, Hashable {
     /// `SecAccessControlCreateFlags`' raw value.
     public var flags: UInt64
@@ -146,35 +149,75 @@ public struct StoredAccessControl: Sendable, Hashable {
     /// The reader's domain state (its enrolled fingers) when a `.biometryCurrentSet` item was
     /// made: only a finger matched in that state answers it.
     public var biometryState: Data?
+    /// The security keys paired when a `.companion` item was made: only a touch of one of them
+    /// answers it (a key paired later does not).
+    public var companions: [CompanionKey]
 
     /// An access control of `flags` for items of `protection`.
-    public init(flags: UInt64, protection: String, biometryState: Data? = nil) {
+    public init(flags: UInt64, protection: String, biometryState: Data? = nil, companions: [CompanionKey] = []) {
         self.flags = flags
         self.protection = protection
         self.biometryState = biometryState
+        self.companions = companions
     }
 
-    /// Reads the stored form; `nil` when it is too short to be one.
+    /// Reads the stored form; `nil` when it is too short or its records are malformed.
     public init?(serialized data: Data) {
         guard data.count > 8 else { return nil }
         flags = data.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let rest = data.dropFirst(8)
-        if let zero = rest.firstIndex(of: 0) {
-            protection = String(decoding: rest[..<zero], as: UTF8.self)
-            biometryState = Data(rest[(zero + 1)...])
-        } else {
+        companions = []
+        guard let end = rest.firstIndex(where: { $0 < 2 }) else {
             protection = String(decoding: rest, as: UTF8.self)
+            return
         }
+        protection = String(decoding: rest[..<end], as: UTF8.self)
+        guard rest[end] == 1 else {
+            biometryState = Data(rest[(end + 1)...])
+            return
+        }
+        var records = rest[(end + 1)...]
+        guard let count = records.first else { return nil }
+        records = records.dropFirst()
+        for _ in 0..<count {
+            guard records.count >= 3 else { return nil }
+            let tag = records[records.startIndex]
+            let length = Int(records[records.startIndex + 1]) << 8 | Int(records[records.startIndex + 2])
+            let value = records.dropFirst(3).prefix(length)
+            guard value.count == length else { return nil }
+            switch tag {
+            case 1: biometryState = Data(value)
+            case 2:
+                guard let key = CompanionKey(serialized: Data(value)) else { return nil }
+                companions.append(key)
+            default: return nil
+            }
+            records = records.dropFirst(3 + length)
+        }
+        guard records.isEmpty else { return nil }
     }
 
     /// The stored form.
     public var serialized: Data {
         var data = withUnsafeBytes(of: flags.bigEndian) { Data($0) }
         data.append(Data(protection.utf8))
-        if let biometryState {
-            data.append(0)
-            data.append(biometryState)
+        guard !companions.isEmpty else {
+            if let biometryState {
+                data.append(0)
+                data.append(biometryState)
+            }
+            return data
         }
+        data.append(1)
+        // At most 254 keys (the registry pairs far fewer, ``CompanionKey/mostPaired``).
+        let kept = companions.prefix(254)
+        data.append(UInt8(kept.count + (biometryState == nil ? 0 : 1)))
+        func record(_ tag: UInt8, _ value: Data) {
+            data.append(contentsOf: [tag, UInt8(value.count >> 8), UInt8(truncatingIfNeeded: value.count)])
+            data.append(value)
+        }
+        if let biometryState { record(1, biometryState) }
+        for companion in kept { record(2, companion.serialized) }
         return data
     }
 
@@ -221,9 +264,10 @@ public struct StoredAccessControl: Sendable, Hashable {
     /// Whether what the person answered meets every constraint on them (any of them, with
     /// `.or`): the owner's authentication answers `userPresence` and `devicePasscode`; a matched
     /// finger answers `userPresence` (Apple's "biometry or passcode"), `biometryAny`, and
-    /// `biometryCurrentSet` when it matched in the state the item was made in. A companion, and
-    /// a flag this version does not know, are never answered.
-    public func isAnswered(owner: Bool, finger: FingerAnswer?) -> Bool {
+    /// `biometryCurrentSet` when it matched in the state the item was made in; a touch of a
+    /// security key (`companion`, the public key that signed) answers `companion` when the key
+    /// was paired as the item was made. A flag this version does not know is never answered.
+    public func isAnswered(owner: Bool, finger: FingerAnswer?, companion: Data? = nil) -> Bool {
         var matched: Data?
         if case .matched(let state)? = finger { matched = state }
         var met: [Bool] = []
@@ -233,6 +277,8 @@ public struct StoredAccessControl: Sendable, Hashable {
             case Self.devicePasscodeFlag: met.append(owner)
             case Self.biometryAnyFlag: met.append(matched != nil)
             case Self.biometryCurrentSetFlag: met.append(matched != nil && matched == biometryState)
+            case Self.companionFlag:
+                met.append(companion.map { key in companions.contains { $0.publicKey == key } } ?? false)
             default: met.append(false)
             }
         }
@@ -240,27 +286,40 @@ public struct StoredAccessControl: Sendable, Hashable {
     }
 
     /// What the person is to answer next for this item, given what they answered (`owner`, their
-    /// password; `finger`, the reader): the owner when their authentication completes it (with
-    /// `.or`, whenever it offers `userPresence` or `devicePasscode`, whose polkit question may
-    /// itself take a finger), else a finger when a match completes it, else the owner when it
-    /// needs both (`.and`), a finger following; `nil` when nothing here answers it (a companion).
-    public func nextQuestion(owner: Bool, finger: FingerAnswer?) -> Question? {
+    /// password; `finger`, the reader; `companion`, a security key): of the questions not asked
+    /// yet, the fewest that would complete it, the first of them in the order owner (whose
+    /// polkit question may itself take a finger), finger, companion; `nil` when nothing asked
+    /// here completes it (a companion item made before any key was paired).
+    public func nextQuestion(owner: Bool, finger: FingerAnswer?, companion: Data? = nil) -> Question? {
         var matched: FingerAnswer?
         if case .matched? = finger { matched = finger }
-        // What a match would be: in the reader's state when read, else in the item's.
+        // What a match would be: in the reader's state when read, else in the item's; a touch,
+        // of a key paired with the item.
         let match = FingerAnswer.matched(state: finger?.state ?? biometryState ?? Data("any finger".utf8))
-        if !owner && isAnswered(owner: true, finger: matched) { return .owner }
-        if matched == nil && isAnswered(owner: owner, finger: match) { return .finger }
-        if !owner && matched == nil && isAnswered(owner: true, finger: match) { return .owner }
-        return nil
+        var pending: [Question] = []
+        if !owner { pending.append(.owner) }
+        if matched == nil { pending.append(.finger) }
+        if companion == nil, !companions.isEmpty { pending.append(.companion) }
+        func completes(_ asked: [Question]) -> Bool {
+            isAnswered(
+                owner: owner || asked.contains(.owner), finger: asked.contains(.finger) ? match : matched,
+                companion: asked.contains(.companion) ? companions[0].publicKey : companion)
+        }
+        let subsets = (1..<(1 << pending.count)).map { mask in pending.indices.filter { mask & (1 << $0) != 0 } }
+        let smallestFirst = subsets.sorted {
+            $0.count != $1.count ? $0.count < $1.count : $0.lexicographicallyPrecedes($1)
+        }
+        return smallestFirst.first { completes($0.map { pending[$0] }) }.map { pending[$0[0]] }
     }
 
-    /// Whom ``nextQuestion(owner:finger:)`` asks.
+    /// Whom ``nextQuestion(owner:finger:companion:)`` asks.
     public enum Question: Sendable, Hashable {
         /// The owner, through polkit.
         case owner
         /// A finger on the reader.
         case finger
+        /// A touch of a paired security key.
+        case companion
     }
 
     /// Whether the reader's enrolled fingers, now in `state`, have changed since the item was
@@ -269,6 +328,7 @@ public struct StoredAccessControl: Sendable, Hashable {
     public func isInvalidated(byFingersIn state: Data) -> Bool {
         flags & Self.biometryCurrentSetFlag != 0 && biometryState != state && !isAnsweredByOwnerAuthentication
             && !isAnswered(owner: false, finger: .matched(state: state))
+            && !isAnswered(owner: false, finger: nil, companion: companions.first?.publicKey)
     }
 
     /// `userPresence` (1 << 0) and `devicePasscode` (1 << 4).
@@ -278,6 +338,8 @@ public struct StoredAccessControl: Sendable, Hashable {
     /// `biometryCurrentSet` (1 << 3).
     public static let biometryCurrentSetFlag: UInt64 = 1 << 3
     static let devicePasscodeFlag: UInt64 = 1 << 4
+    /// `companion` (1 << 5).
+    public static let companionFlag: UInt64 = 1 << 5
     /// `.or` (1 << 14).
     static let orFlag: UInt64 = 1 << 14
 }

@@ -87,6 +87,11 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// out), then has the person touch the reader and runs it again with the finger
         /// (``FingerAnswer``).
         public static let authenticateWithFinger = Reason(rawValue: "authenticateWithFinger")
+        /// An item the call matched asks for a companion (`.companion`: a FIDO2 security key
+        /// paired when it was made) and the call may ask: whoever hosts the engine for this
+        /// caller has the person touch a paired key, then runs the call again with the key that
+        /// signed (``CallAuthentication/companion``).
+        public static let authenticateWithCompanion = Reason(rawValue: "authenticateWithCompanion")
         /// Nothing on this system can authenticate the owner (no polkit answers): `LAError`'s
         /// `.passcodeNotSet`, where a device has no passcode.
         public static let ownerAuthenticationUnavailable = Reason(rawValue: "ownerAuthenticationUnavailable")

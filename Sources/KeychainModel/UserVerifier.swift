@@ -23,6 +23,13 @@ package protocol UserVerifier: Sendable {
     /// - Throws: `KeychainError` `.authFailed` when none did, `.userCanceled` when nobody touched
     ///   it, `.interactionNotAllowed` when there is no reader or nothing enrolled.
     func verifyFinger() throws
+
+    /// Has the person touch one of the security keys paired with this user, and returns the
+    /// public key of the one that signed.
+    /// - Throws: `KeychainError` `.userCanceled` when nobody touched it or the key refused,
+    ///   `.authFailed` when its signature does not verify, `.interactionNotAllowed` when no key is
+    ///   paired or none is attached.
+    func verifyCompanion() throws -> Data
 }
 
 extension UserVerifier {
@@ -37,5 +44,10 @@ extension UserVerifier {
     /// No reader: a verifier that asks only for the owner's authentication.
     package func verifyFinger() throws {
         throw KeychainError(.interactionNotAllowed, "no fingerprint reader can be asked here")
+    }
+
+    /// No security key: a verifier that asks only for the owner's authentication.
+    package func verifyCompanion() throws -> Data {
+        throw KeychainError(.interactionNotAllowed, "no security key can be asked here")
     }
 }

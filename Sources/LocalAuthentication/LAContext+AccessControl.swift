@@ -63,9 +63,13 @@ extension LAContext {
         }
         guard stored.requiresAuthentication(openingApplicationPassword: true) else { return .success(nil) }
         if stored.isAnsweredByOwnerAuthentication { return .success(.deviceOwnerAuthentication) }
-        let companion =
-            accessControl.flags.contains(.companion) && !accessControl.flags.contains(.biometryAny)
-            && !accessControl.flags.contains(.biometryCurrentSet)
-        return .success(companion ? .deviceOwnerAuthenticationWithCompanion : .deviceOwnerAuthenticationWithBiometrics)
+        let flags = accessControl.flags
+        let biometry = flags.contains(.biometryAny) || flags.contains(.biometryCurrentSet)
+        switch (biometry, flags.contains(.companion)) {
+        case (false, true): return .success(.deviceOwnerAuthenticationWithCompanion)
+        case (true, true) where flags.contains(.or):
+            return .success(.deviceOwnerAuthenticationWithBiometricsOrCompanion)
+        default: return .success(.deviceOwnerAuthenticationWithBiometrics)
+        }
     }
 }

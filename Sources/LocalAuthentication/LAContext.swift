@@ -70,7 +70,8 @@ open class LAContext: NSObject, @unchecked Sendable {
         return LADomainState(
             biometry: LADomainStateBiometry(
                 biometryType: enrolment == nil ? .none : .touchID, stateHash: Self.stateHash(enrolment)),
-            companion: LADomainStateCompanion())
+            companion: LADomainStateCompanion(
+                stateHash: Self.companionStateHash(environment: ProcessInfo.processInfo.environment)))
     }
 
     /// The domain state `enrolment` stands for: `nil` without a reader or with no finger.
@@ -164,10 +165,18 @@ open class LAContext: NSObject, @unchecked Sendable {
                 _ = try Self.usable(biometry ?? Self.enrolment(environment: ProcessInfo.processInfo.environment))
                 return nil
             } catch {
-                return error
+                guard policy == .deviceOwnerAuthenticationWithBiometricsOrCompanion,
+                    (try? Self.pairedKeys(environment: ProcessInfo.processInfo.environment)) != nil
+                else { return error }
+                return nil
             }
         case .deviceOwnerAuthenticationWithCompanion:
-            return LAError(.companionNotAvailable, "no security key is used on this system yet")
+            do throws(LAError) {
+                _ = try Self.pairedKeys(environment: ProcessInfo.processInfo.environment)
+                return nil
+            } catch {
+                return error
+            }
         case .deviceOwnerAuthenticationWithWristDetection:
             return LAError(.biometryNotAvailable, "wrist detection is a watch's")
         }
@@ -178,6 +187,18 @@ open class LAContext: NSObject, @unchecked Sendable {
         if state.withLock({ $0.invalidated }) { throw LAError(.invalidContext, "the context was invalidated") }
         if interactionNotAllowed {
             throw LAError(.notInteractive, "the context may not ask (interactionNotAllowed)")
+        }
+        let environment = ProcessInfo.processInfo.environment
+        if policy.usesCompanion(fingerUsable: { (try? Self.usable(Self.enrolment(environment: environment))) != nil }) {
+            if let failure = unavailability(for: policy) { throw failure }
+            let lifetime = reuseLifetime
+            let proof = try evaluateCompanion(reason: reason, lifetime: lifetime)
+            let expiry = ContinuousClock.now + lifetime
+            try state.withLock {
+                guard !$0.invalidated else { throw LAError(.appCancel, "the context was invalidated") }
+                $0.proof = (proof, expiry)
+            }
+            return
         }
         if policy.usesBiometry {
             let lifetime = reuseLifetime

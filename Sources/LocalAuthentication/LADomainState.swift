@@ -58,8 +58,10 @@ public enum LACompanionType: Int, Sendable, Hashable {
 }
 
 /// The companions' part of ``LADomainState``
-/// (<https://developer.apple.com/documentation/localauthentication/ladomainstatecompanion>). No
-/// companion is used on Linux in this version: the set is empty and the hash `nil`.
+/// (<https://developer.apple.com/documentation/localauthentication/ladomainstatecompanion>). On
+/// Linux the companions are the FIDO2 security keys paired with the user's keychains: the hash
+/// covers their credentials (and changes when one is paired or removed), `nil` when none is.
+/// None is of Apple's kinds, so ``availableCompanionTypes`` stays empty.
 public final class LADomainStateCompanion: NSObject, Sendable {
     /// The kinds of companion paired with this device.
     public let availableCompanionTypes: Set<LACompanionType>

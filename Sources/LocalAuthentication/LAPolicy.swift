@@ -4,8 +4,9 @@
 /// On Linux: ``deviceOwnerAuthentication`` is the user's own password (or whatever the system's
 /// PAM stack for polkit asks), asked by the session's polkit authentication agent: the desktop's
 /// dialog, or `pkttyagent` on the program's terminal. The biometric policies are a finger on
-/// fprintd's reader, claimed by the program for its user (three tries). The companion policy
-/// needs a FIDO2 key, which this version does not use yet: it is `companionNotAvailable`.
+/// fprintd's reader, claimed by the program for its user (three tries). The companion is a FIDO2
+/// security key paired with the user's keychains (`security security-key add`), touched through
+/// libfido2; "biometry or companion" is a finger when one is enrolled, else the key.
 public enum LAPolicy: Int, Sendable {
     /// Biometry only.
     case deviceOwnerAuthenticationWithBiometrics = 1
@@ -26,10 +27,19 @@ public enum LAPolicy: Int, Sendable {
     public static let deviceOwnerAuthenticationWithBiometricsOrWatch =
         LAPolicy.deviceOwnerAuthenticationWithBiometricsOrCompanion
 
-    /// Whether the policy is answered by a finger on fprintd's reader: the biometric ones (with
-    /// no companion on Linux yet, "biometry or companion" is biometry).
+    /// Whether the policy may be answered by a finger on fprintd's reader: the biometric ones.
     var usesBiometry: Bool {
         self == .deviceOwnerAuthenticationWithBiometrics || self == .deviceOwnerAuthenticationWithBiometricsOrCompanion
+    }
+
+    /// Whether the policy is answered by a touch of a security key: the companion policy, and
+    /// "biometry or companion" when no finger can be used (`fingerUsable` says whether one can).
+    func usesCompanion(fingerUsable: () -> Bool) -> Bool {
+        switch self {
+        case .deviceOwnerAuthenticationWithCompanion: true
+        case .deviceOwnerAuthenticationWithBiometricsOrCompanion: !fingerUsable()
+        default: false
+        }
     }
 }
 

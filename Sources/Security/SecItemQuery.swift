@@ -369,16 +369,25 @@ func attributeValue(_ value: Any) throws -> AttributeValue {
 
 extension SecAccessControl {
     /// The stored form (``KeychainModel/StoredAccessControl``) for an item being added or
-    /// changed: a `.biometryCurrentSet` control is bound to the fingers enrolled now.
-    /// - Throws: `errSecAuthFailed` when there is no reader or no finger enrolled.
+    /// changed: a `.biometryCurrentSet` control is bound to the fingers enrolled now, a
+    /// `.companion` control to the security keys paired now.
+    /// - Throws: `errSecAuthFailed` when there is no reader or no finger enrolled, or no key is
+    ///   paired and nothing else could answer the item.
     func storedForItem() throws -> Data {
         var stored = StoredAccessControl(flags: UInt64(flags.rawValue), protection: protectionValue)
-        if stored.flags & StoredAccessControl.biometryCurrentSetFlag != 0 {
-            do {
+        do {
+            if stored.flags & StoredAccessControl.biometryCurrentSetFlag != 0 {
                 stored.biometryState = try Keychains.fingerStateForNewItem()
-            } catch {
-                throw SecError(errSecAuthFailed)
             }
+            if stored.flags & StoredAccessControl.companionFlag != 0 {
+                stored.companions = try Keychains.companionsForNewItem()
+                let anyFinger = FingerAnswer.matched(state: stored.biometryState ?? Data())
+                guard !stored.companions.isEmpty || stored.isAnswered(owner: true, finger: anyFinger) else {
+                    throw KeychainError(.authFailed, "no security key is paired to bind the item to")
+                }
+            }
+        } catch {
+            throw SecError(errSecAuthFailed)
         }
         return stored.serialized
     }

@@ -46,6 +46,7 @@ struct OptionSyntax {
         case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
         case "create-ssh-key": OptionSyntax(valued: ["C"])
         case "revoke-access": OptionSyntax(valued: ["s", "a", "l"])
+        case "security-key": OptionSyntax(valued: ["n", "d"])
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])
         case "verify-cert": OptionSyntax(valued: ["c", "r", "p", "d", "k", "s", "e", "R"])
         case "cms": OptionSyntax(valued: ["i", "o", "c", "h", "k", "u"])

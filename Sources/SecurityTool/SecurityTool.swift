@@ -41,7 +41,7 @@ package enum SecurityTool {
         VerifyCert.self, CMSCommand.self, SetIdentityPreference.self, GetIdentityPreference.self,
         ErrorCommand.self, ImportSecretService.self, ImportKeyring.self, ExportKeyring.self, SecretServiceProvider.self,
         SetLoginUnlock.self, SecureEnclaveCommand.self, CreateSSHKey.self, AccessLogCommand.self, RevokeAccess.self,
-        SyncCommand.self,
+        SyncCommand.self, SecurityKeyCommand.self,
     ].map { Command(type: $0) }
 
     /// Every public command of macOS's `security`, in its table's order: a prefix of a name
@@ -178,7 +178,7 @@ package enum SecurityTool {
     /// The commands of this `security` that macOS's has not, matched after macOS's names.
     static let linuxCommandNames = [
         "access-log", "create-ssh-key", "export-keyring", "import-keyring", "import-secret-service", "revoke-access",
-        "secret-service", "secure-enclave", "set-login-unlock", "sync",
+        "secret-service", "secure-enclave", "security-key", "set-login-unlock", "sync",
     ]
 
     /// The Linux commands `security-linux` runs (``LinuxCompanion``).

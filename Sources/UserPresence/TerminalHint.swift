@@ -23,4 +23,7 @@ public enum TerminalHint {
     public static func touchReader(_ reader: String) -> String {
         "keychain: touch the fingerprint reader (\(reader)) to read an item\n"
     }
+
+    /// What the terminal is told while a security key waits for a touch for a keychain read.
+    public static let touchSecurityKey = "keychain: touch your security key to read an item\n"
 }

@@ -47,6 +47,7 @@ struct AgentDeclarationTests {
         ("AuthenticateOwner", "u", ["seconds"], "ay", ["proof"]),
         ("AccessLog", "", [], "as", ["entries"]),
         ("AuthenticateWithFinger", "u", ["seconds"], "ayay", ["proof", "state"]),
+        ("AuthenticateWithCompanion", "u", ["seconds"], "ayay", ["proof", "key"]),
     ]
 
     static func signature(_ arguments: [DBusArgument]) -> String { arguments.map(\.type.signature).joined() }
@@ -164,6 +165,7 @@ struct AgentDeclarationTests {
         testCase(I.authenticateOwner, .init(seconds: 300)),
         testCase(I.accessLog, DBusNoArguments()),
         testCase(I.authenticateWithFinger, .init(seconds: 30)),
+        testCase(I.authenticateWithCompanion, .init(seconds: 30)),
     ]
 
     @Test("every declaration's arguments come back as they went, from values and from the wire")

@@ -10,6 +10,8 @@ struct CallAuthenticationTests {
     static let before = Data(repeating: 2, count: 32)
     static let owner = KeychainError(.interactionNotAllowed, "owner").because(.authenticateUser)
     static let finger = KeychainError(.interactionNotAllowed, "finger").because(.authenticateWithFinger)
+    static let companion = KeychainError(.interactionNotAllowed, "companion").because(.authenticateWithCompanion)
+    static let companionKey = Data([4]) + Data(repeating: 3, count: 64)
 
     /// Runs the loop a host runs against a call that refuses with `refusals` in turn (one for
     /// each run, `nil` once it succeeds), the reader's state being `state`.
@@ -25,6 +27,7 @@ struct CallAuthenticationTests {
             case .askOwner: answers.ownerAnswered()
             case .readFingerState: answers.read(fingerState: state)
             case .touchFinger: answers.fingerMatched()
+            case .touchCompanion: answers.companionSigned(publicKey: Self.companionKey)
             }
         }
         return (steps, false)

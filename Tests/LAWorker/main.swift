@@ -5,12 +5,15 @@ import Security
 // An app that authenticates its user with LocalAuthentication, as Apple's sample code does
 // ("Logging a User into Your App with Face ID or Touch ID"), and keeps a secret only its user
 // may read, for LocalAuthenticationTests:
-//   keychain-la-worker evaluate [--not-interactive] [--biometrics]   prints "success" or "error
-//       CODE"; --biometrics evaluates .deviceOwnerAuthenticationWithBiometrics, and prints
-//       "state HEX" after a success (evaluatedPolicyDomainState)
+//   keychain-la-worker evaluate [--not-interactive] [--biometrics|--companion|--either]   prints
+//       "success" or "error CODE"; --biometrics evaluates .deviceOwnerAuthenticationWithBiometrics,
+//       and prints "state HEX" after a success (evaluatedPolicyDomainState); --companion
+//       .deviceOwnerAuthenticationWithCompanion, --either …WithBiometricsOrCompanion
 //   keychain-la-worker biometry   canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics):
 //       prints "yes" or "no CODE", then "type N" (biometryType), "evaluated HEX|none"
 //       (evaluatedPolicyDomainState) and "domain HEX|none" (domainState.biometry.stateHash)
+//   keychain-la-worker companion   canEvaluatePolicy(.deviceOwnerAuthenticationWithCompanion):
+//       prints "yes" or "no CODE", then "domain HEX|none" (domainState.companion.stateHash)
 //   keychain-la-worker can POLICY                       prints "yes" or "no CODE"
 //   keychain-la-worker store SERVICE FILE [FLAGS]       stores FILE's bytes as a password whose
 //       access control asks for user presence (or FLAGS, SecAccessControlCreateFlags' raw value);
@@ -21,10 +24,11 @@ import Security
 //       "error OSSTATUS"
 //   keychain-la-worker rebind SERVICE FLAGS   SecItemUpdate of its access control, to one of FLAGS;
 //       prints "rebound" or "error OSSTATUS"
-//   keychain-la-worker evaluate-and-read SERVICES N [--biometrics]   evaluates the context
-//       (.deviceOwnerAuthenticationWithBiometrics with --biometrics), then reads each of SERVICES
+//   keychain-la-worker evaluate-and-read SERVICES N [--biometrics|--companion]   evaluates the
+//       context (with the policy evaluate's options choose), then reads each of SERVICES
 //       (comma-separated) N times with it as kSecUseAuthenticationContext, then the first once
-//       without it (with kSecUseAuthenticationUIFail after a finger, which would wait otherwise)
+//       without it (with kSecUseAuthenticationUIFail after a finger or a key, which would wait
+//       otherwise)
 //   keychain-la-worker evaluate-access-control FLAGS OPERATION [SERVICE]   evaluateAccessControl of
 //       an access control of FLAGS (SecAccessControlCreateFlags' raw value) for OPERATION
 //       (LAAccessControlOperation's); prints "success" or "error CODE", then, given SERVICE,
@@ -36,6 +40,15 @@ import Security
 //       PASSWORD", "logged in", "stored", "token TEXT", or the error
 let arguments = CommandLine.arguments.dropFirst()
 let context = LAContext()
+/// The policy the arguments choose: --biometrics, --companion, --either (biometry or companion),
+/// else .deviceOwnerAuthentication.
+func chosenPolicy(_ arguments: some Collection<String>) -> LAPolicy {
+    if arguments.contains("--biometrics") { return .deviceOwnerAuthenticationWithBiometrics }
+    if arguments.contains("--companion") { return .deviceOwnerAuthenticationWithCompanion }
+    if arguments.contains("--either") { return .deviceOwnerAuthenticationWithBiometricsOrCompanion }
+    return .deviceOwnerAuthentication
+}
+
 switch arguments.first {
 case "can":
     let policy = LAPolicy(rawValue: Int(arguments.dropFirst().first ?? "") ?? 2) ?? .deviceOwnerAuthentication
@@ -53,10 +66,15 @@ case "biometry":
     let hex = { (data: Data?) in data.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "none" }
     print("evaluated \(hex(context.evaluatedPolicyDomainState))")
     print("domain \(hex(context.domainState.biometry.stateHash))")
+case "companion":
+    var error: NSError?
+    let can = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithCompanion, error: &error)
+    print(can ? "yes" : "no \(error?.code ?? 0)")
+    let hash = context.domainState.companion.stateHash
+    print("domain \(hash.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "none")")
 case "evaluate":
     context.interactionNotAllowed = arguments.contains("--not-interactive")
-    let policy: LAPolicy =
-        arguments.contains("--biometrics") ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
+    let policy = chosenPolicy(arguments)
     let done = DispatchSemaphore(value: 0)
     context.evaluatePolicy(policy, localizedReason: "Log in to your account") { success, error in
         if success {
@@ -116,11 +134,12 @@ case "evaluate-access-control":
     }
 case "evaluate-and-read":
     let values = Array(arguments.dropFirst())
-    let biometrics = values.count == 3 && values[2] == "--biometrics"
-    guard values.count == 2 || biometrics, let count = Int(values[1]) else { exit(2) }
+    guard values.count >= 2, let count = Int(values[1]) else { exit(2) }
+    let policy = chosenPolicy(values)
+    // A read without the context would wait for a finger or a key: it is made with Fail.
+    let biometrics = policy != .deviceOwnerAuthentication
     let services = values[0].split(separator: ",").map(String.init)
     let done = DispatchSemaphore(value: 0)
-    let policy: LAPolicy = biometrics ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
     context.evaluatePolicy(policy, localizedReason: "Open your vault") { success, error in
         print(success ? "success" : "error \((error as? LAError)?.code.rawValue ?? 0)")
         done.signal()
