@@ -2,6 +2,7 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
+import UserPresence
 
 /// A keychain kept by the session agent: its keys, lock state and checks stay in the agent,
 /// which answers with the items this process may see.
@@ -143,11 +144,23 @@ extension AgentKeychain: TokenKeyHolder {
         return (reply.publicKey, reply.handle)
     }
 
-    /// Runs a token key operation in the agent, which holds the private key.
+    /// Runs a token key operation in the agent, which holds the private key. A key whose access
+    /// control asks for its owner is asked for by the agent, through polkit; when polkit has
+    /// nobody to ask with (``KeychainModel/KeychainError/Reason/noAuthenticationAgent``), its
+    /// text agent is started on this process's terminal (when it has one) and the use made again.
     /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
-        try tokenCall(I.useTokenKey, .init(keychain: keychain, handle: handle, request: request)).output
+        let arguments = I.UseTokenKeyArguments(keychain: keychain, handle: handle, request: request)
+        do {
+            return try tokenCall(I.useTokenKey, arguments).output
+        } catch let error as KeychainError where error.reason == .noAuthenticationAgent {
+            guard let agent = (try? ProcessSubject.current()).flatMap({ TerminalAgent.start(for: $0) }) else {
+                throw error
+            }
+            defer { agent.stop() }
+            return try tokenCall(I.useTokenKey, arguments).output
+        }
     }
 
     /// Stores a token key the agent made without `permanent` as the key item `template`.

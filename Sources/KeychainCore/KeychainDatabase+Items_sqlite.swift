@@ -341,7 +341,9 @@ extension KeychainDatabase {
     func find(_ query: ItemQuery, includeData: Bool, revealingTokenKeys: Bool) throws -> [Item] {
         try askingUser(offering: query.ownerProof) {
             if query.itemClass == .identity { return try findIdentities(query, includeData: includeData) }
-            let items = try readMatches(prepare(query, writing: false), includeData: includeData, unreadable: nil)
+            var plan = try prepare(query, writing: false)
+            plan.revealsTokenKeys = revealingTokenKeys
+            let items = try readMatches(plan, includeData: includeData, unreadable: nil)
             return includeData && !revealingTokenKeys ? items.map(TokenKeys.tokenClientView) : items
         }
     }
@@ -520,7 +522,9 @@ extension KeychainDatabase {
         return try askingUser(offering: query.ownerProof) {
             var unreadable: [UnreadableItem] = []
             var found = ReadableItems()
-            found.items = try readMatches(prepare(query, writing: false), includeData: includeData) {
+            var plan = try prepare(query, writing: false)
+            plan.revealsTokenKeys = false
+            found.items = try readMatches(plan, includeData: includeData) {
                 unreadable.append($0)
             }
             if includeData { found.items = found.items.map(TokenKeys.tokenClientView) }

@@ -114,6 +114,11 @@ struct QueryPlan {
     var fingerAnswer: FingerAnswer?
     /// The public key of the security key touched for this call (``KeychainDatabase/companionAnswer``).
     var companionAnswer: Data?
+    /// Whether a token key's private key is what the call opens (a use of the key); `false` for
+    /// a caller's lookup, which gets the key's public key and handle, never the private key, and
+    /// so asks nothing of the person: as with Apple's Secure Enclave keys, a key's access control
+    /// asks when the key is used.
+    var revealsTokenKeys = true
     /// Whether the call asks the person nothing whatever the items' access controls say: a
     /// delete (Apple's flag-based access controls allow it unconditionally).
     var asksNothing = false
@@ -327,6 +332,7 @@ extension QueryPlan {
             else { return false }
         }
         guard try trustsCaller(attributes, uuid: uuid) else { return false }
+        if !revealsTokenKeys, case .string(let token)? = attributes["tkid"], !token.isEmpty { return true }
         guard !asksNothing,
             let control = attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
             control.requiresAuthentication(openingApplicationPassword: opensApplicationPassword)

@@ -92,6 +92,10 @@ public struct KeychainError: Error, Sendable, CustomStringConvertible {
         /// caller has the person touch a paired key, then runs the call again with the key that
         /// signed (``CallAuthentication/companion``).
         public static let authenticateWithCompanion = Reason(rawValue: "authenticateWithCompanion")
+        /// polkit has nobody to ask the owner for the caller: no desktop agent, and none on the
+        /// caller's terminal. A caller that has a terminal starts polkit's text agent there and
+        /// calls again (a key's use, which has no mode to try first without asking).
+        public static let noAuthenticationAgent = Reason(rawValue: "noAuthenticationAgent")
         /// Nothing on this system can authenticate the owner (no polkit answers): `LAError`'s
         /// `.passcodeNotSet`, where a device has no passcode.
         public static let ownerAuthenticationUnavailable = Reason(rawValue: "ownerAuthenticationUnavailable")

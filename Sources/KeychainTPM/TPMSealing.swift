@@ -105,7 +105,13 @@ public struct TPMBlob: Sendable, Hashable {
             let length = Int(rest[rest.startIndex]) << 8 | Int(rest[rest.startIndex + 1])
             rest = rest.dropFirst(2)
             guard rest.count >= length else { throw TPMError(.malformed, "TPMBlob") }
-            areas.append(Data(rest.prefix(length)))
+            // Each area is a TPM2B: its own 2-byte size, which must be the rest of it (tpm2-tss
+            // would load an area whose size was altered, the TPM checking only what follows).
+            let area = Data(rest.prefix(length))
+            guard area.count >= 2, Int(area[0]) << 8 | Int(area[1]) == area.count - 2 else {
+                throw TPMError(.malformed, "TPMBlob")
+            }
+            areas.append(area)
             rest = rest.dropFirst(length)
         }
         guard rest.isEmpty else { throw TPMError(.malformed, "TPMBlob") }

@@ -124,7 +124,8 @@ public struct PolkitUserVerifier: UserVerifier {
         case .failed: throw KeychainError(.authFailed, "the person did not authenticate")
         case .noAgent:
             throw KeychainError(
-                .interactionNotAllowed, "no authentication agent can ask the person (no desktop agent, no terminal)")
+                .interactionNotAllowed, "no authentication agent can ask the person (no desktop agent, no terminal)"
+            ).because(.noAuthenticationAgent)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 @testable import KeychainCore
 import Synchronization
@@ -142,5 +143,55 @@ final class KeyVerifier: UserVerifier {
     func verifyCompanion() throws -> Data {
         touches.withLock { $0 += 1 }
         return touched
+    }
+}
+
+/// A Secure Enclave key whose access control asks for the person, as Apple's: finding it asks
+/// nothing (the caller gets its public key and handle), each use asks.
+@Suite("Token keys whose access control asks for the person")
+struct TokenKeyAccessControlTests {
+    static let digest = Data(SHA256.hash(data: Data("m".utf8)))
+
+    /// (flags beside privateKeyUsage, what the verifier answers, asked per use, the use's error).
+    static let uses: [(UInt64, KeychainError.Code?, Int, KeychainError.Code?)] = [
+        (0, nil, 0, nil),  // privateKeyUsage alone asks nothing
+        (1 << 0, nil, 1, nil),  // userPresence: the owner, each use
+        (1 << 0, .userCanceled, 1, .userCanceled), (1 << 0, .authFailed, 1, .authFailed),
+        (1 << 5, nil, 0, .interactionNotAllowed),  // companion, no key paired when it was made
+    ]
+
+    @Test(
+        "finding the key asks nothing; each use asks what its access control asks, and the person's refusal is the use's",
+        arguments: uses.indices)
+    func useAsks(index: Int) throws {
+        let (flags, answer, asked, failure) = Self.uses[index]
+        let verifier = CountingVerifier()
+        verifier.answer.withLock { $0 = answer }
+        var configuration = KeychainConfiguration.testing()
+        configuration.userVerifier = verifier
+        let keychain = try KeychainDatabase.inMemory(configuration: configuration)
+        var template = Item(class: .key, attributes: [.label: .string("guarded key")])
+        template.attributes[.accessControl] = .data(
+            StoredAccessControl(flags: flags | TokenKeys.privateKeyUsageFlag, protection: "aku").serialized)
+        let (publicKey, handle) = try keychain.createTokenKey(storing: template)
+        var lookup = ItemQuery(class: .key, attributes: [.label: .string("guarded key")])
+        lookup.authenticationUI = .allow
+        let found = try keychain.find(lookup, includeData: true)
+        #expect(found.map(\.data) == [publicKey])
+        #expect(verifier.asked == 0)
+        for use in 1...2 {
+            let request = TokenKeyRequest(.sign, input: Self.digest)
+            if let failure {
+                #expect(refusal { try keychain.useTokenKey(handle, request) }?.code == failure)
+            } else {
+                let signature = try keychain.useTokenKey(handle, request)
+                let key = try P256.Signing.PublicKey(x963Representation: publicKey)
+                #expect(
+                    key.isValidSignature(
+                        try P256.Signing.ECDSASignature(rawRepresentation: signature),
+                        for: SHA256.hash(data: Data("m".utf8))))
+            }
+            #expect(verifier.asked == asked * use)
+        }
     }
 }

@@ -84,6 +84,29 @@ import Testing
         #expect(throws: TPMError.self) { try TPMBlob(serialized: bytes.prefix(bytes.count / 2)) }
     }
 
+    @Test("every byte of a blob's framing and its areas' own sizes is checked: each altered one is refused")
+    func everySizeByteIsChecked() throws {
+        let software = try SoftwareTPM()
+        let tpm = try TPM(tcti: software.tcti)
+        let authorization = Self.random(32)
+        let sealed = try tpm.seal(Self.random(32), authorization: authorization)
+        let bytes = sealed.serialized
+        let publicEnd = 3 + sealed.publicArea.count
+        // The version, each area's length, and each area's own TPM2B size (byte 4 was seen to
+        // load once altered: the TPM checks what follows the size, not the size).
+        var unsealed: [String] = []
+        for index in [0, 1, 2, 3, 4, publicEnd, publicEnd + 1, publicEnd + 2, publicEnd + 3] {
+            for change in UInt8(1)...255 {
+                var damaged = bytes
+                damaged[index] ^= change
+                if (try? tpm.unseal(try TPMBlob(serialized: damaged), authorization: authorization)) != nil {
+                    unsealed.append("byte \(index) ^ \(change)")
+                }
+            }
+        }
+        #expect(unsealed.isEmpty, "\(unsealed.prefix(8))")
+    }
+
     @Test("tpm2-tools unseals what KeychainTPM sealed: the standard storage key and object format")
     func tpm2ToolsUnsealsIt() throws {
         let software = try SoftwareTPM()

@@ -33,6 +33,10 @@ import Security
 //       an access control of FLAGS (SecAccessControlCreateFlags' raw value) for OPERATION
 //       (LAAccessControlOperation's); prints "success" or "error CODE", then, given SERVICE,
 //       reads it with the context as kSecUseAuthenticationContext ("secret TEXT" or "error OSSTATUS")
+//   keychain-la-worker key-create TAG FLAGS   a permanent Secure Enclave key, its access control of
+//       FLAGS and .privateKeyUsage; prints "created" or "error CODE"
+//   keychain-la-worker key-sign TAG   finds it ("found", or "error OSSTATUS"), signs a message
+//       with it and verifies the signature: "signed", or "error CODE"
 //   keychain-la-worker right-save|right-use|right-remove …   LARightStore (Rights.swift)
 //   keychain-la-worker environment | environment-watch SECONDS   LAEnvironment (Rights.swift)
 //   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login | token-store FILE |
@@ -162,6 +166,51 @@ case "evaluate-and-read":
     }
     print("without the context")
     read(services[0], with: nil)
+case "key-create":
+    // A Secure Enclave key kept in the keychain, its access control of FLAGS (with
+    // .privateKeyUsage), as Apple's "Protecting keys with the Secure Enclave" makes one.
+    let values = Array(arguments.dropFirst())
+    guard values.count == 2, let flags = UInt(values[1]),
+        let access = SecAccessControlCreateWithFlags(
+            nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+            SecAccessControlCreateFlags(rawValue: flags).union(.privateKeyUsage), nil)
+    else { exit(2) }
+    let attributes: NSDictionary = [
+        kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeySizeInBits: 256, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
+        kSecPrivateKeyAttrs: [
+            kSecAttrIsPermanent: true, kSecAttrApplicationTag: Data(values[0].utf8), kSecAttrAccessControl: access,
+        ],
+    ]
+    var error: Unmanaged<CFError>?
+    if SecKeyCreateRandomKey(attributes, &error) != nil {
+        print("created")
+    } else {
+        print("error \((error?.takeRetainedValue() as Error?).map { ($0 as NSError).code } ?? 0)")
+    }
+case "key-sign":
+    // Finds the key (which asks nothing), then signs with it and checks the signature.
+    var found: CFTypeRef?
+    let status = SecItemCopyMatching(
+        [
+            kSecClass: kSecClassKey, kSecAttrApplicationTag: Data((arguments.dropFirst().first ?? "").utf8),
+            kSecAttrKeyType: kSecAttrKeyTypeEC, kSecReturnRef: true,
+        ] as CFDictionary, &found)
+    guard status == errSecSuccess, let found else {
+        print("error \(status)")
+        exit(0)
+    }
+    let key = found as! SecKey
+    print("found")
+    let message = Data("a message to sign".utf8)
+    var error: Unmanaged<CFError>?
+    guard let signature = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message as CFData, &error)
+    else {
+        print("error \((error?.takeRetainedValue() as Error?).map { ($0 as NSError).code } ?? 0)")
+        exit(0)
+    }
+    let verified = SecKeyVerifySignature(
+        SecKeyCopyPublicKey(key)!, .ecdsaSignatureMessageX962SHA256, message as CFData, signature, nil)
+    print(verified ? "signed" : "bad signature")
 case "apple-sample":
     let values = Array(arguments.dropFirst())
     do {

@@ -270,6 +270,27 @@ struct CompanionTests {
         #expect(try fixture.store("vault").0 == "error -25293\n")
     }
 
+    @Test(
+        "a Secure Enclave key made with .privateKeyUsage | .companion is found unasked; each signature takes a touch; a refusal is errSecUserCanceled",
+        arguments: Backend.allCases)
+    func secureEnclaveKey(backend: Backend) throws {
+        let fixture = try Fixture(backend)
+        let key = try fixture.key("first")
+        try fixture.pair(key, as: "first")
+        #expect(try fixture.worker(["key-create", "signing", Self.companion]) == "created\n")
+        let before = key.touches.count
+        #expect(try fixture.worker(["key-sign", "signing"]) == "found\nsigned\n")
+        #expect(try fixture.worker(["key-sign", "signing"]) == "found\nsigned\n")
+        #expect(key.touches.count == before + 2, "\(key.touches)")
+        try key.presence("deny")
+        #expect(try fixture.worker(["key-sign", "signing"]) == "found\nerror -128\n")
+        // Made with .privateKeyUsage alone, a key asks nothing.
+        #expect(try fixture.worker(["key-create", "plain", "0"]) == "created\n")
+        let untouched = key.touches.count
+        #expect(try fixture.worker(["key-sign", "plain"]) == "found\nsigned\n")
+        #expect(key.touches.count == untouched)
+    }
+
     @Test("keychaind's access log credits a touch of a security key")
     func accessLog() throws {
         let fixture = try Fixture(.keychaind)

@@ -123,6 +123,26 @@ extension PolkitTests {
     }
 
     @Test(
+        "a Secure Enclave key made with .privateKeyUsage | .userPresence is found unasked; each signature asks for the password; a wrong one is errSecAuthFailed, nobody to ask errSecInteractionNotAllowed",
+        arguments: Backend.allCases)
+    func secureEnclaveKeyAsks(backend: Backend) throws {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let environment = backend.environment(polkit)
+        let created = try polkit.runAsUser(polkit.worker, ["key-create", "signing", "1"], environment: environment)
+        try #require(created.output == "created\n", "\(created)")
+        let signed = try polkit.onTerminal(
+            ["key-sign", "signing"], steps: [("Password:", password)], environment: environment)
+        #expect(signed.output.contains("found\r\n") && signed.output.contains("signed\r\n"), "\(signed)")
+        #expect(signed.output.components(separatedBy: "found").last?.contains("Password:") == true, "\(signed)")
+        let wrong = try polkit.onTerminal(
+            ["key-sign", "signing"], steps: [("Password:", "not-the-password")], environment: environment)
+        #expect(wrong.output.contains("found\r\n") && wrong.output.contains("error -25293\r\n"), "\(wrong)")
+        let alone = try polkit.runAsUser(polkit.worker, ["key-sign", "signing"], environment: environment)
+        #expect(alone.output == "found\nerror -25308\n", "\(alone)")
+    }
+
+    @Test(
         "Apple's sample code, unchanged: its login asks once and logs in; its keychain item asks when read, and gives the credentials back",
         arguments: Backend.allCases)
     func appleSamples(backend: Backend) throws {
