@@ -117,6 +117,12 @@ extension AgentService {
             },
             servedFingerAuthentication(),
             servedCompanionAuthentication(),
+            serve(I.useTokenKeyOffering, idle: .use) { [self] in
+                // The proof is taken where the person would be asked (answer(_:_:)).
+                try using($0) {
+                    I.TokenKeyOutput(try tokenHolder($0).useTokenKey($1.use.handle, try Self.request($1.use)))
+                }
+            },
         ]
     }
 
@@ -413,7 +419,10 @@ extension AgentService {
     {
         let arguments = try? A(decoding: values)
         let query = (arguments as? I.LookupArguments)?.query ?? (arguments as? I.UpdateArguments)?.query
-        guard let proof = query?.ownerProof, let subject = try? Self.subject(of: connection) else { return nil }
+        let keyProof = (arguments as? I.UseTokenKeyOfferingArguments)?.proof
+        guard let proof = query?.ownerProof ?? keyProof, let subject = try? Self.subject(of: connection) else {
+            return nil
+        }
         return ownerProofs.answer(to: proof, for: subject)
     }
 

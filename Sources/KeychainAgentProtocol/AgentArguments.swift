@@ -401,6 +401,30 @@ extension AgentInterface {
         }
     }
 
+    /// `s keychain, ay handle, y operation, ay input, u kdfHash, ay sharedInfo, u outputSize,
+    /// ay proof`: ``UseTokenKeyArguments`` and the proof of an evaluated `LAContext`.
+    public struct UseTokenKeyOfferingArguments: AgentKeychainArguments {
+        /// The use.
+        public var use = UseTokenKeyArguments()
+        /// The proof (``KeychainModel/ItemQuery/ownerProof``).
+        public var proof = Data()
+        /// The keychain.
+        public var keychain: String { use.keychain }
+        /// Placeholder arguments.
+        public init() {}
+        /// The arguments of `request`, which carries its proof, with the key `handle` in `keychain`.
+        package init(keychain: String, handle: Data, request: TokenKeyRequest) {
+            use = UseTokenKeyArguments(keychain: keychain, handle: handle, request: request)
+            proof = request.ownerProof ?? Data()
+        }
+        /// Shows each field to `fields`.
+        @inlinable
+        public mutating func fields(_ fields: inout some DBusFieldVisitor) throws {
+            try use.fields(&fields)
+            try fields.field("proof", &proof, .data)
+        }
+    }
+
     /// `ay proof`.
     public struct OwnerProof: DBusArguments {
         /// The proof (``KeychainModel/ItemQuery/ownerProof``).

@@ -143,6 +143,14 @@ public enum AgentInterface {
     public static let authenticateWithCompanion: Method<AuthenticateOwnerArguments, CompanionProof> = method(
         "AuthenticateWithCompanion")
 
+    /// `UseTokenKeyOffering(s keychain, ay handle, y operation, ay input, u kdfHash, ay sharedInfo,
+    /// u outputSize, ay proof) → ay output`: ``useTokenKey``, offering the proof of an evaluated
+    /// `LAContext` the key was found with, which spares the use the question its access control
+    /// asks while the proof lasts (a proof the agent did not make for the caller is as none).
+    /// Added to `Agent1` after its first release.
+    public static let useTokenKeyOffering: Method<UseTokenKeyOfferingArguments, TokenKeyOutput> = method(
+        "UseTokenKeyOffering")
+
     /// `AccessLog() → as entries`: the secrets the agent gave out since it started (the last
     /// 1,000), oldest first, a line each: when, `read`, the item's class and the attributes that
     /// name it, the caller as the kernel names it, and what allowed it. Never a secret. For the
@@ -158,7 +166,7 @@ public enum AgentInterface {
         createTokenKey.description, useTokenKey.description, storeTokenKey.description,
         useAccessGroups.description, makeRecoveryKey.description, setUnlocksWithBootState.description,
         moveIn.description, authenticateOwner.description, accessLog.description,
-        authenticateWithFinger.description, authenticateWithCompanion.description,
+        authenticateWithFinger.description, authenticateWithCompanion.description, useTokenKeyOffering.description,
     ]
 }
 

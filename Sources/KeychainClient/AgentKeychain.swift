@@ -151,15 +151,26 @@ extension AgentKeychain: TokenKeyHolder {
     /// - Throws: The agent's ``KeychainModel/KeychainError``; `.unimplemented` from an agent that
     ///   predates token keys.
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
-        let arguments = I.UseTokenKeyArguments(keychain: keychain, handle: handle, request: request)
+        // A proof goes with UseTokenKeyOffering; without one, the released UseTokenKey.
+        let use = {
+            request.ownerProof == nil
+                ? try self.tokenCall(
+                    I.useTokenKey, I.UseTokenKeyArguments(keychain: self.keychain, handle: handle, request: request)
+                )
+                .output
+                : try self.tokenCall(
+                    I.useTokenKeyOffering,
+                    I.UseTokenKeyOfferingArguments(keychain: self.keychain, handle: handle, request: request)
+                ).output
+        }
         do {
-            return try tokenCall(I.useTokenKey, arguments).output
+            return try use()
         } catch let error as KeychainError where error.reason == .noAuthenticationAgent {
             guard let agent = (try? ProcessSubject.current()).flatMap({ TerminalAgent.start(for: $0) }) else {
                 throw error
             }
             defer { agent.stop() }
-            return try tokenCall(I.useTokenKey, arguments).output
+            return try use()
         }
     }
 

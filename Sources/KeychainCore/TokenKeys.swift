@@ -130,7 +130,8 @@ extension KeychainDatabase: TokenKeyHolder {
     }
 
     package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
-        var secret = try tokenSecret(handle)
+        // A copy of a stored key asks what a use asks: it could drop the key's access control.
+        var secret = try tokenSecret(handle, offering: nil)
         defer { secret.resetBytes(in: 0..<secret.count) }
         return try storeTokenSecret(secret, publicKey: try TokenKeySecret(secret).publicKey, as: template)
     }
@@ -171,7 +172,7 @@ extension KeychainDatabase: TokenKeyHolder {
     }
 
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
-        var secret = try tokenSecret(handle)
+        var secret = try tokenSecret(handle, offering: request.ownerProof)
         defer { secret.resetBytes(in: 0..<secret.count) }
         let kept = try TokenKeySecret(secret)
         try Self.check(request)
@@ -245,9 +246,10 @@ extension KeychainDatabase: TokenKeyHolder {
         TokenKeys.sealingContext + Data([0]) + Data(effectiveGroups.groups.sorted().joined(separator: "\n").utf8)
     }
 
-    /// The private key a handle names: a stored token key this caller may read, or a key sealed
-    /// by this process for a caller of the same access groups.
-    private func tokenSecret(_ handle: Data) throws -> Data {
+    /// The private key a handle names: a stored token key this caller may read (its access
+    /// control asking for the person, unless `proof` answers it), or a key sealed by this
+    /// process for a caller of the same access groups.
+    private func tokenSecret(_ handle: Data, offering proof: Data?) throws -> Data {
         let notFound = KeychainError(.itemNotFound, "the token key is not available here")
         switch handle.first {
         case TokenKeys.storedHandle?:
@@ -256,6 +258,7 @@ extension KeychainDatabase: TokenKeyHolder {
             // Apple Secure Enclave key does (whoever hosts the engine asks, as for a read).
             var query = ItemQuery(class: .key, synchronizable: .any, persistentID: identity, limit: 1)
             query.authenticationUI = .allow
+            query.ownerProof = proof
             guard let item = try find(query, includeData: true, revealingTokenKeys: true).first,
                 TokenKeys.isTokenKey(item), let data = item.data
             else { throw notFound }

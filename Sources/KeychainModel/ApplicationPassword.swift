@@ -21,7 +21,7 @@ package protocol AuthenticationInteractionSource: AnyObject {
 
 /// What an `LAContext` evaluated with success proves, read by `Security` through this protocol
 /// for the same reason: the proof its keychain reads offer (``ItemQuery/ownerProof``).
-package protocol OwnerProofSource: AnyObject {
+package protocol OwnerProofSource: AnyObject, Sendable {
     /// The proof of the context's last successful evaluation, while it lasts and the context
     /// is valid.
     func ownerProof() -> Data?

@@ -44,6 +44,9 @@ package struct TokenKeyRequest: Sendable, Equatable {
     package var sharedInfo: Data
     /// The KDF's output size in bytes.
     package var outputSize: Int
+    /// The proof of an evaluated `LAContext` the key was found with (``ItemQuery/ownerProof``):
+    /// it spares the use the question the key's access control asks, while it lasts.
+    package var ownerProof: Data?
 
     /// A request.
     package init(_ operation: Operation, input: Data, kdfHash: Int = 0, sharedInfo: Data = Data(), outputSize: Int = 0)

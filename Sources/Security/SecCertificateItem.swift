@@ -103,17 +103,20 @@ func certificateAttributes(_ certificate: X509Certificate, full: Bool) -> [(Stri
     return attributes
 }
 
-/// The reference of a stored item: a `SecKey`, `SecCertificate` or `SecIdentity`, or `nil`.
-func itemReference(_ item: Item, source: (any KeychainHandle)? = nil) -> AnyObject? {
+/// The reference of a stored item: a `SecKey`, `SecCertificate` or `SecIdentity`, or `nil`; a
+/// token key's is used with `context`'s proof.
+func itemReference(_ item: Item, source: (any KeychainHandle)? = nil, context: (any OwnerProofSource)? = nil)
+    -> AnyObject?
+{
     switch item.itemClass {
-    case .key: return keyReference(item, source: source)
+    case .key: return keyReference(item, source: source, context: context)
     case .certificate:
         guard let data = item.data, let certificate = try? X509Certificate(derEncoded: data) else { return nil }
         return SecCertificate(certificate)
     case .identity:
         guard case .data(let der) = item.attributes[AttributeName(rawValue: "certdata")],
             let certificate = try? X509Certificate(derEncoded: der),
-            let key = keyReference(identityKeyItem(item), source: source)
+            let key = keyReference(identityKeyItem(item), source: source, context: context)
         else { return nil }
         return SecIdentityCreate(nil, SecCertificate(certificate), key)
     default: return nil

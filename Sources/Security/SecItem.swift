@@ -281,12 +281,12 @@ private func copyResult(_ item: Item, _ source: any KeychainHandle, _ query: Par
     guard dictionary else {
         if query.returnData { return item.data.map(NSData.init(data:)) }
         if query.returnPersistentRef { return persistentReference(item).map(NSData.init(data:)) }
-        return query.returnRef ? itemReference(item, source: source) : nil
+        return query.returnRef ? itemReference(item, source: source, context: keyContext(query)) : nil
     }
     var builder = ResultDictionaryBuilder(capacity: resultCapacity(item))
     appendAttributes(of: item, housekeeping: true, to: &builder)
     if query.returnData { builder.append("sha1", data: sha1(item.data)) }
-    let reference = query.returnRef ? itemReference(item, source: source) : nil
+    let reference = query.returnRef ? itemReference(item, source: source, context: keyContext(query)) : nil
     if query.returnRef { builder.append("class", string: item.itemClass.rawValue) }
     if let reference { builder.append("v_Ref", reference) }
     // A password's "reference" is its data; a key's, certificate's or identity's that cannot be
@@ -298,6 +298,12 @@ private func copyResult(_ item: Item, _ source: any KeychainHandle, _ query: Par
         builder.append("v_PersistentRef", data: reference)
     }
     return builder.build()
+}
+
+/// The `LAContext` a query gives (`kSecUseAuthenticationContext`), which the token keys it
+/// returns are used with, as Apple's are.
+private func keyContext(_ query: ParsedQuery) -> (any OwnerProofSource)? {
+    query.authenticationContext as? any OwnerProofSource
 }
 
 /// The result of SecItemAdd when it has return keys, shaped as Apple's securityd shapes it

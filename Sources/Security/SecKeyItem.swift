@@ -45,10 +45,12 @@ func expandingKeyReference(_ dictionary: CFDictionary, adding: Bool) throws -> C
 
 /// The `SecKey` of a stored key item: its data read with its `kcls` and `type`, or `nil`; for a
 /// token key, a reference to the key in `source` (the keychain it was found in; the default
-/// keychain when `nil`).
-func keyReference(_ item: Item, source: (any KeychainHandle)? = nil) -> SecKey? {
+/// keychain when `nil`), used with `context`'s proof (the query's `kSecUseAuthenticationContext`).
+func keyReference(_ item: Item, source: (any KeychainHandle)? = nil, context: (any OwnerProofSource)? = nil)
+    -> SecKey?
+{
     if case .string(let token)? = item.attributes[AttributeName(rawValue: "tkid")], !token.isEmpty {
-        return token == TokenKeys.secureEnclave ? storedTokenKey(item, source: source) : nil
+        return token == TokenKeys.secureEnclave ? storedTokenKey(item, source: source, context: context) : nil
     }
     guard item.itemClass == .key, let data = item.data,
         case .number(let keyClass) = item.attributes[AttributeName(rawValue: "kcls")],

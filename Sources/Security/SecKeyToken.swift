@@ -17,14 +17,20 @@ internal import Crypto
 internal import _SecurityFoundation
 internal import KeychainModel
 
-/// A token private key: its public key, its handle and the keychain that holds it.
+/// A token private key: its public key, its handle, the keychain that holds it, and the
+/// `LAContext` it was found or made with (`kSecUseAuthenticationContext`), whose evaluation
+/// spares its uses the question its access control asks.
 struct TokenKeyBacking: Sendable {
     let publicKey: P256.Signing.PublicKey
     let handle: Data
     let holder: any TokenKeyHolder
+    var context: (any OwnerProofSource)? = nil
 
-    /// Runs a request where the key is; engine errors keep their status.
+    /// Runs a request where the key is, offering the context's proof; engine errors keep their
+    /// status.
     func run(_ request: TokenKeyRequest) throws -> Data {
+        var request = request
+        request.ownerProof = context?.ownerProof()
         do {
             return try holder.useTokenKey(handle, request)
         } catch let error as KeychainError {
@@ -108,7 +114,9 @@ func createTokenKey(_ token: Any, _ entries: [String: Any]) throws -> SecKey {
     } catch let error as KeychainError {
         throw KeyFailure(error.osStatus, "failed to create the token key: \(error.message)")
     }
-    return try tokenKey(publicKey: created.publicKey, handle: created.handle, holder: holder)
+    return try tokenKey(
+        publicKey: created.publicKey, handle: created.handle, holder: holder,
+        context: parsed.authenticationContext as? any OwnerProofSource)
 }
 
 /// The attributes a stored token key gets unless its parameters say otherwise.
@@ -123,21 +131,24 @@ private func tokenItemAttributes() -> [(String, AnyObject)] {
     ]
 }
 
-/// A token private key reference.
-func tokenKey(publicKey: Data, handle: Data, holder: any TokenKeyHolder) throws -> SecKey {
+/// A token private key reference, used with `context`'s proof.
+func tokenKey(
+    publicKey: Data, handle: Data, holder: any TokenKeyHolder, context: (any OwnerProofSource)? = nil
+) throws -> SecKey {
     guard let key = try? P256.Signing.PublicKey(x963Representation: publicKey) else {
         throw KeyFailure(errSecInternalComponent, "the token returned a malformed public key")
     }
-    return SecKey(.token(TokenKeyBacking(publicKey: key, handle: handle, holder: holder)))
+    return SecKey(.token(TokenKeyBacking(publicKey: key, handle: handle, holder: holder, context: context)))
 }
 
 /// The reference of a stored token key (its item's secret, as the keychain gives it to callers,
-/// is its public key), or `nil` when `source` cannot hold token keys.
-func storedTokenKey(_ item: Item, source: (any KeychainHandle)?) -> SecKey? {
+/// is its public key), used with `context`'s proof, or `nil` when `source` cannot hold token keys.
+func storedTokenKey(_ item: Item, source: (any KeychainHandle)?, context: (any OwnerProofSource)? = nil) -> SecKey? {
     guard let identity = item.persistentID, let publicKey = item.data,
         let holder = (source ?? (try? database(for: nil))) as? any TokenKeyHolder
     else { return nil }
-    return try? tokenKey(publicKey: publicKey, handle: storedTokenKeyHandle(identity), holder: holder)
+    return try? tokenKey(
+        publicKey: publicKey, handle: storedTokenKeyHandle(identity), holder: holder, context: context)
 }
 
 /// `SecItemAdd` of a token key reference (`kSecValueRef`): the keychain that made the key stores it

@@ -48,6 +48,11 @@ struct AgentDeclarationTests {
         ("AccessLog", "", [], "as", ["entries"]),
         ("AuthenticateWithFinger", "u", ["seconds"], "ayay", ["proof", "state"]),
         ("AuthenticateWithCompanion", "u", ["seconds"], "ayay", ["proof", "key"]),
+        (
+            "UseTokenKeyOffering", "sayyayuayuay",
+            ["keychain", "handle", "operation", "input", "kdfHash", "sharedInfo", "outputSize", "proof"], "ay",
+            ["output"]
+        ),
     ]
 
     static func signature(_ arguments: [DBusArgument]) -> String { arguments.map(\.type.signature).joined() }
@@ -166,6 +171,15 @@ struct AgentDeclarationTests {
         testCase(I.accessLog, DBusNoArguments()),
         testCase(I.authenticateWithFinger, .init(seconds: 30)),
         testCase(I.authenticateWithCompanion, .init(seconds: 30)),
+        testCase(
+            I.useTokenKeyOffering,
+            .init(
+                keychain: "/k", handle: Data([1, 2]),
+                request: {
+                    var request = TokenKeyRequest(.sign, input: Data([3]))
+                    request.ownerProof = Data(repeating: 5, count: 32)
+                    return request
+                }())),
     ]
 
     @Test("every declaration's arguments come back as they went, from values and from the wire")

@@ -195,3 +195,24 @@ struct TokenKeyAccessControlTests {
         }
     }
 }
+
+extension TokenKeyAccessControlTests {
+    @Test(
+        "a use offering a proof its maker knows is not asked; one offering a proof made up is",
+        arguments: [true, false])
+    func proofSparesTheUse(known: Bool) throws {
+        let proof = Data(repeating: 0x0A, count: 32)
+        let verifier = ProvingVerifier(state: Data(), proofs: [proof: .owner])
+        var configuration = KeychainConfiguration.testing()
+        configuration.userVerifier = verifier
+        let keychain = try KeychainDatabase.inMemory(configuration: configuration)
+        var template = Item(class: .key, attributes: [.label: .string("guarded key")])
+        template.attributes[.accessControl] = .data(
+            StoredAccessControl(flags: 1 << 0 | TokenKeys.privateKeyUsageFlag, protection: "aku").serialized)
+        let (_, handle) = try keychain.createTokenKey(storing: template)
+        var request = TokenKeyRequest(.sign, input: Self.digest)
+        request.ownerProof = known ? proof : Data(repeating: 7, count: 32)
+        _ = try keychain.useTokenKey(handle, request)
+        #expect(verifier.asked.withLock { $0 } == (known ? 0 : 1))
+    }
+}

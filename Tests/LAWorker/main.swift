@@ -35,8 +35,10 @@ import Security
 //       reads it with the context as kSecUseAuthenticationContext ("secret TEXT" or "error OSSTATUS")
 //   keychain-la-worker key-create TAG FLAGS   a permanent Secure Enclave key, its access control of
 //       FLAGS and .privateKeyUsage; prints "created" or "error CODE"
-//   keychain-la-worker key-sign TAG   finds it ("found", or "error OSSTATUS"), signs a message
-//       with it and verifies the signature: "signed", or "error CODE"
+//   keychain-la-worker key-sign TAG [N] [--companion|…]   finds it ("found", or "error
+//       OSSTATUS"), signs a message with it N times and verifies each signature: "signed", or
+//       "error CODE"; with a policy option (as evaluate's), evaluates it first ("success" or
+//       "error CODE") and finds the key with the context as kSecUseAuthenticationContext
 //   keychain-la-worker right-save|right-use|right-remove …   LARightStore (Rights.swift)
 //   keychain-la-worker environment | environment-watch SECONDS   LAEnvironment (Rights.swift)
 //   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login | token-store FILE |
@@ -188,13 +190,25 @@ case "key-create":
         print("error \((error?.takeRetainedValue() as Error?).map { ($0 as NSError).code } ?? 0)")
     }
 case "key-sign":
-    // Finds the key (which asks nothing), then signs with it and checks the signature.
+    // Finds the key (which asks nothing), then signs with it N times (1 by default) and checks
+    // each signature; with a policy option, the context is evaluated first and the key found
+    // with it (kSecUseAuthenticationContext), as Apple's sample code does.
+    let values = Array(arguments.dropFirst())
+    var query: [CFString: Any] = [
+        kSecClass: kSecClassKey, kSecAttrApplicationTag: Data((values.first ?? "").utf8),
+        kSecAttrKeyType: kSecAttrKeyTypeEC, kSecReturnRef: true,
+    ]
+    if values.contains(where: { $0.hasPrefix("--") }) {
+        let done = DispatchSemaphore(value: 0)
+        context.evaluatePolicy(chosenPolicy(values), localizedReason: "Sign in") { success, error in
+            print(success ? "success" : "error \((error as? LAError)?.code.rawValue ?? 0)")
+            done.signal()
+        }
+        done.wait()
+        query[kSecUseAuthenticationContext] = context
+    }
     var found: CFTypeRef?
-    let status = SecItemCopyMatching(
-        [
-            kSecClass: kSecClassKey, kSecAttrApplicationTag: Data((arguments.dropFirst().first ?? "").utf8),
-            kSecAttrKeyType: kSecAttrKeyTypeEC, kSecReturnRef: true,
-        ] as CFDictionary, &found)
+    let status = SecItemCopyMatching(query as CFDictionary, &found)
     guard status == errSecSuccess, let found else {
         print("error \(status)")
         exit(0)
@@ -202,15 +216,17 @@ case "key-sign":
     let key = found as! SecKey
     print("found")
     let message = Data("a message to sign".utf8)
-    var error: Unmanaged<CFError>?
-    guard let signature = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message as CFData, &error)
-    else {
-        print("error \((error?.takeRetainedValue() as Error?).map { ($0 as NSError).code } ?? 0)")
-        exit(0)
+    for _ in 0..<(values.count > 1 ? Int(values[1]) ?? 1 : 1) {
+        var error: Unmanaged<CFError>?
+        guard let signature = SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message as CFData, &error)
+        else {
+            print("error \((error?.takeRetainedValue() as Error?).map { ($0 as NSError).code } ?? 0)")
+            continue
+        }
+        let verified = SecKeyVerifySignature(
+            SecKeyCopyPublicKey(key)!, .ecdsaSignatureMessageX962SHA256, message as CFData, signature, nil)
+        print(verified ? "signed" : "bad signature")
     }
-    let verified = SecKeyVerifySignature(
-        SecKeyCopyPublicKey(key)!, .ecdsaSignatureMessageX962SHA256, message as CFData, signature, nil)
-    print(verified ? "signed" : "bad signature")
 case "apple-sample":
     let values = Array(arguments.dropFirst())
     do {

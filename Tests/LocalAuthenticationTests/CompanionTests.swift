@@ -93,6 +93,14 @@ struct CompanionTests {
 
         func key(_ name: String) throws -> SoftwareKey { try SoftwareKey(in: root, named: name) }
 
+        /// A fixture with one software key, paired as "first".
+        static func paired(_ backend: Backend) throws -> (Fixture, SoftwareKey) {
+            let fixture = try Fixture(backend)
+            let key = try fixture.key("first")
+            try fixture.pair(key, as: "first")
+            return (fixture, key)
+        }
+
         /// `security ARGUMENTS`.
         func security(_ arguments: [String]) throws -> PolkitFixture.Outcome {
             try PolkitFixture.run(buildProductsDirectory + "/security", arguments, environment: environment)
@@ -124,9 +132,7 @@ struct CompanionTests {
         "a .companion item is read after a touch of the paired key; a key that refuses is errSecUserCanceled; Fail and Skip ask nothing",
         arguments: Backend.allCases)
     func touchReadsItem(backend: Backend) throws {
-        let fixture = try Fixture(backend)
-        let key = try fixture.key("first")
-        try fixture.pair(key, as: "first")
+        let (fixture, key) = try Fixture.paired(backend)
         #expect(key.touches == ["touched make-credential"])
         let (stored, secret) = try fixture.store("vault")
         try #require(stored == "stored\n", "\(stored)")
@@ -209,9 +215,7 @@ struct CompanionTests {
         "an evaluated companion LAContext reads two items twice with one touch; without it, Fail asks nothing; the domain state follows the paired keys",
         arguments: Backend.allCases)
     func evaluatedContext(backend: Backend) throws {
-        let fixture = try Fixture(backend)
-        let key = try fixture.key("first")
-        try fixture.pair(key, as: "first")
+        let (fixture, key) = try Fixture.paired(backend)
         let domain = try fixture.worker(["companion"])
         #expect(domain.hasPrefix("yes\ndomain ") && domain.count == "yes\ndomain \n".count + 64, "\(domain)")
         let (_, first) = try fixture.store("one")
@@ -233,9 +237,7 @@ struct CompanionTests {
         "a key nobody touches is LAError.systemCancel; one that refuses likewise; Biometry-or-companion uses the key without a reader"
     )
     func evaluationOutcomes() throws {
-        let fixture = try Fixture(.inProcess)
-        let key = try fixture.key("first")
-        try fixture.pair(key, as: "first")
+        let (fixture, key) = try Fixture.paired(.inProcess)
         try key.presence("ignore")
         #expect(try fixture.worker(["evaluate", "--companion"]) == "error \(LAError.Code.systemCancel.rawValue)\n")
         #expect(key.touches.last == "timeout get-assertion")
@@ -274,9 +276,7 @@ struct CompanionTests {
         "a Secure Enclave key made with .privateKeyUsage | .companion is found unasked; each signature takes a touch; a refusal is errSecUserCanceled",
         arguments: Backend.allCases)
     func secureEnclaveKey(backend: Backend) throws {
-        let fixture = try Fixture(backend)
-        let key = try fixture.key("first")
-        try fixture.pair(key, as: "first")
+        let (fixture, key) = try Fixture.paired(backend)
         #expect(try fixture.worker(["key-create", "signing", Self.companion]) == "created\n")
         let before = key.touches.count
         #expect(try fixture.worker(["key-sign", "signing"]) == "found\nsigned\n")
@@ -291,11 +291,24 @@ struct CompanionTests {
         #expect(key.touches.count == untouched)
     }
 
+    @Test(
+        "a Secure Enclave key found with an evaluated companion context signs three times on the evaluation's one touch",
+        arguments: Backend.allCases)
+    func keyWithEvaluatedContext(backend: Backend) throws {
+        let (fixture, key) = try Fixture.paired(backend)
+        #expect(try fixture.worker(["key-create", "signing", Self.companion]) == "created\n")
+        let before = key.touches.count
+        let run = try fixture.worker(["key-sign", "signing", "3", "--companion"])
+        #expect(run == "success\nfound\nsigned\nsigned\nsigned\n", "\(run)")
+        #expect(key.touches.count == before + 1, "\(key.touches)")
+        // Without the context, each signature takes a touch again.
+        #expect(try fixture.worker(["key-sign", "signing", "2"]) == "found\nsigned\nsigned\n")
+        #expect(key.touches.count == before + 3, "\(key.touches)")
+    }
+
     @Test("keychaind's access log credits a touch of a security key")
     func accessLog() throws {
-        let fixture = try Fixture(.keychaind)
-        let key = try fixture.key("first")
-        try fixture.pair(key, as: "first")
+        let (fixture, key) = try Fixture.paired(.keychaind)
         let (_, secret) = try fixture.store("vault")
         #expect(try fixture.worker(["read", "vault"]) == "secret \(secret)\n")
         let log = try fixture.security(["access-log"])
