@@ -216,3 +216,23 @@ extension TokenKeyAccessControlTests {
         #expect(verifier.asked.withLock { $0 } == (known ? 0 : 1))
     }
 }
+
+extension TokenKeyAccessControlTests {
+    @Test("copying a stored key that asks into a new item asks as a use does: a refusal copies nothing")
+    func copyAsks() throws {
+        let verifier = CountingVerifier()
+        var configuration = KeychainConfiguration.testing()
+        configuration.userVerifier = verifier
+        let keychain = try KeychainDatabase.inMemory(configuration: configuration)
+        var template = Item(class: .key, attributes: [.label: .string("guarded key")])
+        template.attributes[.accessControl] = .data(
+            StoredAccessControl(flags: 1 << 0 | TokenKeys.privateKeyUsageFlag, protection: "aku").serialized)
+        let (_, handle) = try keychain.createTokenKey(storing: template)
+        verifier.answer.withLock { $0 = .userCanceled }
+        let copy = Item(class: .key, attributes: [.label: .string("copy")])
+        #expect(refusal { try keychain.storeTokenKey(handle, as: copy) }?.code == .userCanceled)
+        #expect(verifier.asked == 1)
+        let copies = ItemQuery(class: .key, attributes: [.label: .string("copy")])
+        #expect(try keychain.find(copies, includeData: false).isEmpty)
+    }
+}
