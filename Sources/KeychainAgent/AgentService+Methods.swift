@@ -369,9 +369,7 @@ extension AgentService {
     /// - Returns: The process the finger answered for, and the reader's domain state it matched in.
     private func touchFinger(_ connection: DBusConnection, hint: Bool = false) async throws -> (ProcessSubject, Data) {
         let subject = try Self.subject(of: connection)
-        let terminal =
-            hint && callingApplication(connection).executable != nil
-            ? PinentryScreen(callerPID: subject.pid).terminal : nil
+        let terminal = hint ? hintTerminal(connection, subject) : nil
         let state = try await fingerQuestions.ask(subject) {
             try await Self.offQueue { environment in
                 try PolkitUserVerifier.verifyFinger(environment: environment) { reader in
@@ -389,15 +387,20 @@ extension AgentService {
         ProcessSubject, Data
     ) {
         let subject = try Self.subject(of: connection)
-        let terminal =
-            hint && callingApplication(connection).executable != nil
-            ? PinentryScreen(callerPID: subject.pid).terminal : nil
+        let terminal = hint ? hintTerminal(connection, subject) : nil
         let key = try await Self.offQueue { environment in
             try PolkitUserVerifier.verifyCompanion(environment: environment) {
                 if let terminal { TerminalHint.write(TerminalHint.touchSecurityKey, to: terminal) }
             }
         }
         return (subject, key)
+    }
+
+    /// The caller's terminal, where a hint that a device waits for the person is written: as
+    /// pinentry finds it, for a caller that runs an executable of the host (a sandboxed caller's
+    /// terminal is named in another namespace); `nil` without one.
+    private func hintTerminal(_ connection: DBusConnection, _ subject: ProcessSubject) -> String? {
+        callingApplication(connection).executable != nil ? PinentryScreen(callerPID: subject.pid).terminal : nil
     }
 
     /// The calling process, as polkit names it.

@@ -2,7 +2,6 @@ import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainCore
-import UserPresence
 
 /// A keychain kept by the session agent: its keys, lock state and checks stay in the agent,
 /// which answers with the items this process may see.
@@ -152,25 +151,17 @@ extension AgentKeychain: TokenKeyHolder {
     ///   predates token keys.
     package func useTokenKey(_ handle: Data, _ request: TokenKeyRequest) throws -> Data {
         // A proof goes with UseTokenKeyOffering; without one, the released UseTokenKey.
-        let use = {
-            request.ownerProof == nil
-                ? try self.tokenCall(
-                    I.useTokenKey, I.UseTokenKeyArguments(keychain: self.keychain, handle: handle, request: request)
-                )
+        func use() throws -> Data {
+            guard request.ownerProof != nil else {
+                return try tokenCall(I.useTokenKey, .init(keychain: keychain, handle: handle, request: request)).output
+            }
+            return try tokenCall(I.useTokenKeyOffering, .init(keychain: keychain, handle: handle, request: request))
                 .output
-                : try self.tokenCall(
-                    I.useTokenKeyOffering,
-                    I.UseTokenKeyOfferingArguments(keychain: self.keychain, handle: handle, request: request)
-                ).output
         }
         do {
             return try use()
         } catch let error as KeychainError where error.reason == .noAuthenticationAgent {
-            guard let agent = (try? ProcessSubject.current()).flatMap({ TerminalAgent.start(for: $0) }) else {
-                throw error
-            }
-            defer { agent.stop() }
-            return try use()
+            return try withTerminalAgent(use)
         }
     }
 

@@ -1,3 +1,4 @@
+import DBusWire
 import Foundation
 import KeychainAgentProtocol
 import KeychainModel
@@ -20,11 +21,17 @@ extension AgentKeychain {
         } catch let error as KeychainError where error.reason == .applicationNotTrusted {
             return try call(query)  // keychaind asks about this application itself
         } catch let error as KeychainError where error.reason == .userAuthenticationNeeded {
-            let agent = (try? ProcessSubject.current()).flatMap { TerminalAgent.start(for: $0) }
-            defer { agent?.stop() }
-            return try call(query)
+            return try withTerminalAgent { try call(query) }
         }
     }
+}
+
+/// Runs `body` with polkit's text agent on this process's terminal (when it has one), so that
+/// keychaind's question for this process can be asked there.
+func withTerminalAgent<T>(_ body: () throws -> T) rethrows -> T {
+    let agent = (try? ProcessSubject.current()).flatMap { TerminalAgent.start(for: $0) }
+    defer { agent?.stop() }
+    return try body()
 }
 
 extension KeychainConfiguration {
@@ -48,17 +55,11 @@ extension Keychains {
     ///   `.authFailed`, `.interactionNotAllowed` (with
     ///   ``KeychainModel/KeychainError/Reason/ownerAuthenticationUnavailable`` when no polkit answers).
     package static func authenticateOwner(lifetime: Duration) throws -> Data {
-        let subject: ProcessSubject
-        do {
-            subject = try ProcessSubject.current()
-        } catch {
-            throw KeychainError(.interactionNotAllowed, "this process cannot be named to polkit: \(error)")
-        }
+        let subject = try thisProcess()
         let agent = TerminalAgent.start(for: subject)
         defer { agent?.stop() }
         if let connection = try taskAgent() {
-            let seconds = UInt32(clamping: lifetime.components.seconds)
-            return try connection.call(AgentInterface.authenticateOwner, .init(seconds: max(seconds, 1))).proof
+            return try connection.call(AgentInterface.authenticateOwner, .init(seconds: proofSeconds(lifetime))).proof
         }
         try PolkitUserVerifier.verify(subject, environment: ProcessInfo.processInfo.environment)
         return OwnerProofs.thisProcess.make(for: subject, lifetime: lifetime)
@@ -78,26 +79,15 @@ extension Keychains {
     package static func authenticateWithFinger(lifetime: Duration, touchRequested: () -> Void) throws -> (
         proof: Data, state: Data
     ) {
-        if let connection = try taskAgent() {
-            touchRequested()
-            let seconds = UInt32(clamping: lifetime.components.seconds)
-            let reply = try connection.call(AgentInterface.authenticateWithFinger, .init(seconds: max(seconds, 1)))
-            return (reply.proof, reply.state)
+        try deviceProof(
+            AgentInterface.authenticateWithFinger, lifetime: lifetime, touchRequested: touchRequested,
+            served: { ($0.proof, $0.state) }
+        ) { environment in
+            let state = try PolkitUserVerifier.verifyFinger(environment: environment) { _ in touchRequested() }
+            return (.finger(state: state), state)
         }
-        let subject: ProcessSubject
-        do {
-            subject = try ProcessSubject.current()
-        } catch {
-            throw KeychainError(.interactionNotAllowed, "this process cannot be named: \(error)")
-        }
-        let state = try PolkitUserVerifier.verifyFinger(environment: ProcessInfo.processInfo.environment) { _ in
-            touchRequested()
-        }
-        return (OwnerProofs.thisProcess.make(for: subject, answer: .finger(state: state), lifetime: lifetime), state)
     }
-}
 
-extension Keychains {
     /// Has the person touch one of the security keys paired with this process's user, as a
     /// companion `LAContext` evaluation does, and returns a proof that this process's reads of
     /// `.companion` items bound to that key offer, for `lifetime` (300 seconds at most): made by
@@ -109,22 +99,45 @@ extension Keychains {
     package static func authenticateWithCompanion(lifetime: Duration, touchRequested: () -> Void) throws -> (
         proof: Data, publicKey: Data
     ) {
+        try deviceProof(
+            AgentInterface.authenticateWithCompanion, lifetime: lifetime, touchRequested: touchRequested,
+            served: { ($0.proof, $0.publicKey) }
+        ) { environment in
+            let key = try PolkitUserVerifier.verifyCompanion(environment: environment, touchRequested: touchRequested)
+            return (.companion(publicKey: key), key)
+        }
+    }
+
+    /// A proof that the person answered with a device (the reader, a security key), and what it
+    /// was made with: asked of keychaind with `method` (`touchRequested` called first), or, with
+    /// the keychains in this process, by `here`, which asks and says what the person answered.
+    private static func deviceProof<R: DBusArguments>(
+        _ method: AgentInterface.Method<AgentInterface.AuthenticateOwnerArguments, R>, lifetime: Duration,
+        touchRequested: () -> Void, served: (R) -> (Data, Data),
+        here: ([String: String]) throws -> (ProofAnswer, Data)
+    ) throws -> (Data, Data) {
         if let connection = try taskAgent() {
             touchRequested()
-            let seconds = UInt32(clamping: lifetime.components.seconds)
-            let reply = try connection.call(AgentInterface.authenticateWithCompanion, .init(seconds: max(seconds, 1)))
-            return (reply.proof, reply.publicKey)
+            return served(try connection.call(method, .init(seconds: proofSeconds(lifetime))))
         }
-        let subject: ProcessSubject
+        let subject = try thisProcess()
+        let (answer, madeWith) = try here(ProcessInfo.processInfo.environment)
+        return (OwnerProofs.thisProcess.make(for: subject, answer: answer, lifetime: lifetime), madeWith)
+    }
+
+    /// This process, as proofs and polkit name it.
+    /// - Throws: ``KeychainModel/KeychainError`` `.interactionNotAllowed` when it cannot be named.
+    private static func thisProcess() throws -> ProcessSubject {
         do {
-            subject = try ProcessSubject.current()
+            return try ProcessSubject.current()
         } catch {
             throw KeychainError(.interactionNotAllowed, "this process cannot be named: \(error)")
         }
-        let key = try PolkitUserVerifier.verifyCompanion(environment: ProcessInfo.processInfo.environment) {
-            touchRequested()
-        }
-        return (OwnerProofs.thisProcess.make(for: subject, answer: .companion(publicKey: key), lifetime: lifetime), key)
+    }
+
+    /// The whole seconds of a proof's `lifetime` that keychaind is asked for (at least one).
+    private static func proofSeconds(_ lifetime: Duration) -> UInt32 {
+        max(UInt32(clamping: lifetime.components.seconds), 1)
     }
 }
 
@@ -157,7 +170,6 @@ extension Keychains {
     /// only a touch of one of them reads it.
     /// - Throws: ``KeychainModel/KeychainError`` `.decode` when the list is malformed.
     package static func companionsForNewItem() throws -> [CompanionKey] {
-        try SecurityKeyRegistry(paths: KeychainPaths(environment: ProcessInfo.processInfo.environment)).keys().map(
-            \.key)
+        try SecurityKeyRegistry().keys().map(\.key)
     }
 }

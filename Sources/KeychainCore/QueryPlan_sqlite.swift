@@ -332,11 +332,12 @@ extension QueryPlan {
             else { return false }
         }
         guard try trustsCaller(attributes, uuid: uuid) else { return false }
-        if !revealsTokenKeys, case .string(let token)? = attributes["tkid"], !token.isEmpty { return true }
         guard !asksNothing,
             let control = attributes[.accessControl]?.dataValue.flatMap(StoredAccessControl.init(serialized:)),
             control.requiresAuthentication(openingApplicationPassword: opensApplicationPassword)
         else { return true }
+        // A caller's lookup of a token key gets its public key and handle: its use asks.
+        if !revealsTokenKeys, case .string(let token)? = attributes["tkid"], !token.isEmpty { return true }
         // A `.biometryCurrentSet` item whose fingers changed is gone, as on iOS.
         if let fingerAnswer, control.isInvalidated(byFingersIn: fingerAnswer.state) { return false }
         let sealed = control.needsApplicationPassword && !opensApplicationPassword

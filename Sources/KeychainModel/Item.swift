@@ -305,11 +305,11 @@ public struct StoredAccessControl: Sendable, Hashable {
                 owner: owner || asked.contains(.owner), finger: asked.contains(.finger) ? match : matched,
                 companion: asked.contains(.companion) ? companions[0].publicKey : companion)
         }
-        let subsets = (1..<(1 << pending.count)).map { mask in pending.indices.filter { mask & (1 << $0) != 0 } }
-        let smallestFirst = subsets.sorted {
-            $0.count != $1.count ? $0.count < $1.count : $0.lexicographicallyPrecedes($1)
-        }
-        return smallestFirst.first { completes($0.map { pending[$0] }) }.map { pending[$0[0]] }
+        // Each set of pending questions as a mask over them, the fewest first; the first asked of
+        // the set is its lowest bit.
+        let masks = (1..<(1 << pending.count)).sorted { ($0.nonzeroBitCount, $0) < ($1.nonzeroBitCount, $1) }
+        let mask = masks.first { mask in completes(pending.indices.filter { mask & 1 << $0 != 0 }.map { pending[$0] }) }
+        return mask.map { pending[$0.trailingZeroBitCount] }
     }
 
     /// Whom ``nextQuestion(owner:finger:companion:)`` asks.

@@ -190,25 +190,17 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
         let environment = ProcessInfo.processInfo.environment
         if policy.usesCompanion(fingerUsable: { (try? Self.usable(Self.enrolment(environment: environment))) != nil }) {
-            if let failure = unavailability(for: policy) { throw failure }
+            // evaluateCompanion refuses with companionNotAvailable when no key is paired.
             let lifetime = reuseLifetime
-            let proof = try evaluateCompanion(reason: reason, lifetime: lifetime)
-            let expiry = ContinuousClock.now + lifetime
-            try state.withLock {
-                guard !$0.invalidated else { throw LAError(.appCancel, "the context was invalidated") }
-                $0.proof = (proof, expiry)
-            }
+            try keep(try evaluateCompanion(reason: reason, lifetime: lifetime), for: lifetime)
             return
         }
         if policy.usesBiometry {
             let lifetime = reuseLifetime
             let (proof, domainState) = try evaluateFinger(reason: reason, lifetime: lifetime)
-            let expiry = ContinuousClock.now + lifetime
-            try state.withLock {
-                guard !$0.invalidated else { throw LAError(.appCancel, "the context was invalidated") }
+            try keep(proof, for: lifetime) {
                 $0.evaluatedDomainState = domainState
                 $0.biometryType = .touchID
-                $0.proof = (proof, expiry)
             }
             return
         }
@@ -225,9 +217,16 @@ open class LAContext: NSObject, @unchecked Sendable {
         } catch {
             throw LAError(.passcodeNotSet, "the owner cannot be authenticated here: \(error)")
         }
+        try keep(proof, for: lifetime)
+    }
+
+    /// Keeps `proof` for this context's reads for `lifetime`, with what `record` adds, unless the
+    /// context was invalidated while the person answered (``LAError/Code/appCancel``).
+    private func keep(_ proof: Data, for lifetime: Duration, _ record: (inout State) -> Void = { _ in }) throws {
         let expiry = ContinuousClock.now + lifetime
         try state.withLock {
             guard !$0.invalidated else { throw LAError(.appCancel, "the context was invalidated") }
+            record(&$0)
             $0.proof = (proof, expiry)
         }
     }

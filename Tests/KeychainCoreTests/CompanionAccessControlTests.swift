@@ -152,6 +152,21 @@ final class KeyVerifier: UserVerifier {
 struct TokenKeyAccessControlTests {
     static let digest = Data(SHA256.hash(data: Data("m".utf8)))
 
+    /// A keychain in memory whose person is `verifier`, holding a token key labelled "guarded
+    /// key", its access control `flags` and `privateKeyUsage`; the key's public key and handle.
+    static func guardedKey(flags: UInt64, asking verifier: any UserVerifier) throws -> (
+        KeychainDatabase, publicKey: Data, handle: Data
+    ) {
+        var configuration = KeychainConfiguration.testing()
+        configuration.userVerifier = verifier
+        let keychain = try KeychainDatabase.inMemory(configuration: configuration)
+        var template = Item(class: .key, attributes: [.label: .string("guarded key")])
+        template.attributes[.accessControl] = .data(
+            StoredAccessControl(flags: flags | TokenKeys.privateKeyUsageFlag, protection: "aku").serialized)
+        let (publicKey, handle) = try keychain.createTokenKey(storing: template)
+        return (keychain, publicKey, handle)
+    }
+
     /// (flags beside privateKeyUsage, what the verifier answers, asked per use, the use's error).
     static let uses: [(UInt64, KeychainError.Code?, Int, KeychainError.Code?)] = [
         (0, nil, 0, nil),  // privateKeyUsage alone asks nothing
@@ -167,13 +182,7 @@ struct TokenKeyAccessControlTests {
         let (flags, answer, asked, failure) = Self.uses[index]
         let verifier = CountingVerifier()
         verifier.answer.withLock { $0 = answer }
-        var configuration = KeychainConfiguration.testing()
-        configuration.userVerifier = verifier
-        let keychain = try KeychainDatabase.inMemory(configuration: configuration)
-        var template = Item(class: .key, attributes: [.label: .string("guarded key")])
-        template.attributes[.accessControl] = .data(
-            StoredAccessControl(flags: flags | TokenKeys.privateKeyUsageFlag, protection: "aku").serialized)
-        let (publicKey, handle) = try keychain.createTokenKey(storing: template)
+        let (keychain, publicKey, handle) = try Self.guardedKey(flags: flags, asking: verifier)
         var lookup = ItemQuery(class: .key, attributes: [.label: .string("guarded key")])
         lookup.authenticationUI = .allow
         let found = try keychain.find(lookup, includeData: true)
@@ -203,13 +212,7 @@ extension TokenKeyAccessControlTests {
     func proofSparesTheUse(known: Bool) throws {
         let proof = Data(repeating: 0x0A, count: 32)
         let verifier = ProvingVerifier(state: Data(), proofs: [proof: .owner])
-        var configuration = KeychainConfiguration.testing()
-        configuration.userVerifier = verifier
-        let keychain = try KeychainDatabase.inMemory(configuration: configuration)
-        var template = Item(class: .key, attributes: [.label: .string("guarded key")])
-        template.attributes[.accessControl] = .data(
-            StoredAccessControl(flags: 1 << 0 | TokenKeys.privateKeyUsageFlag, protection: "aku").serialized)
-        let (_, handle) = try keychain.createTokenKey(storing: template)
+        let (keychain, _, handle) = try Self.guardedKey(flags: 1 << 0, asking: verifier)
         var request = TokenKeyRequest(.sign, input: Self.digest)
         request.ownerProof = known ? proof : Data(repeating: 7, count: 32)
         _ = try keychain.useTokenKey(handle, request)
@@ -221,13 +224,7 @@ extension TokenKeyAccessControlTests {
     @Test("copying a stored key that asks into a new item asks as a use does: a refusal copies nothing")
     func copyAsks() throws {
         let verifier = CountingVerifier()
-        var configuration = KeychainConfiguration.testing()
-        configuration.userVerifier = verifier
-        let keychain = try KeychainDatabase.inMemory(configuration: configuration)
-        var template = Item(class: .key, attributes: [.label: .string("guarded key")])
-        template.attributes[.accessControl] = .data(
-            StoredAccessControl(flags: 1 << 0 | TokenKeys.privateKeyUsageFlag, protection: "aku").serialized)
-        let (_, handle) = try keychain.createTokenKey(storing: template)
+        let (keychain, _, handle) = try Self.guardedKey(flags: 1 << 0, asking: verifier)
         verifier.answer.withLock { $0 = .userCanceled }
         let copy = Item(class: .key, attributes: [.label: .string("copy")])
         #expect(refusal { try keychain.storeTokenKey(handle, as: copy) }?.code == .userCanceled)
