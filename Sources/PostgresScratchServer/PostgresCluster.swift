@@ -168,6 +168,10 @@ public final class PostgresCluster: Sendable {
         return pid_t(first.trimmingCharacters(in: .whitespaces))
     }
 
+    /// The watchdog's process id, while it runs (it outlives this process's calls and ends the
+    /// server if this process dies first).
+    public func watchdogPID() -> pid_t? { state.withLock { $0.watchdog } }
+
     // MARK: SQL as the superuser
 
     /// Runs SQL as the superuser through `psql` and returns its unaligned, tuples-only output.

@@ -185,16 +185,17 @@ struct IdleLockTests {
     func afterFirstUnlockItemsLastUntilAnExplicitLock() async throws {
         let agent = try await Running(groups: ["app", "*"])
         let connection = try await agent.connection()
-        let path = try await Self.makeKeychain(agent, connection)
-        for (account, accessibility) in [("wu", Accessibility.whenUnlocked), ("afu", .afterFirstUnlock)] {
-            var item = Item(
-                class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string(account)],
-                data: Data("secret-\(account)".utf8))
-            item.attributes[.accessible] = .string(accessibility.rawValue)
-            _ = try await AgentServiceTests.call(
-                connection, AgentInterface.add.name, [.string(path), AgentCodec.encode(item)])
+        func add(_ path: String) async throws {
+            for (account, accessibility) in [("wu", Accessibility.whenUnlocked), ("afu", .afterFirstUnlock)] {
+                var item = Item(
+                    class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string(account)],
+                    data: Data("secret-\(account)".utf8))
+                item.attributes[.accessible] = .string(accessibility.rawValue)
+                _ = try await AgentServiceTests.call(
+                    connection, AgentInterface.add.name, [.string(path), AgentCodec.encode(item)])
+            }
         }
-        func find(_ account: String) async -> KeychainError? {
+        func find(_ account: String, in path: String) async -> KeychainError? {
             let query = AgentCodec.encode(
                 ItemQuery(
                     class: .genericPassword, attributes: [.service: .string("deploy"), .account: .string(account)]))
@@ -202,31 +203,29 @@ struct IdleLockTests {
                 connection, AgentInterface.find.name, [.string(path), query, .boolean(true)])
         }
 
+        // One keychain with a 1 s interval, left to idle out.
+        let idling = try await Self.makeKeychain(agent, connection)
+        try await add(idling)
         let start = ContinuousClock.now
-        try await Self.setInterval(connection, path, 1)
-        #expect(try await Self.pollUntilLocked(connection, path, from: start, limit: .seconds(5)) != nil)
-        #expect(await find("wu")?.code == .interactionNotAllowed, "the idle lock took the when-unlocked item")
-        #expect(await find("afu") == nil, "the after-first-unlock item is still readable after an idle lock")
+        try await Self.setInterval(connection, idling, 1)
+        #expect(try await Self.pollUntilLocked(connection, idling, from: start, limit: .seconds(5)) != nil)
+        #expect(
+            await find("wu", in: idling)?.code == .interactionNotAllowed, "the idle lock took the when-unlocked item")
+        #expect(
+            await find("afu", in: idling) == nil, "the after-first-unlock item is still readable after an idle lock")
+        _ = try await AgentServiceTests.call(connection, AgentInterface.lock.name, [.string(idling)])
+        #expect(await find("afu", in: idling)?.code == .interactionNotAllowed, "Lock took the after-first-unlock item")
 
-        _ = try await AgentServiceTests.call(connection, AgentInterface.lock.name, [.string(path)])
-        #expect(await find("afu")?.code == .interactionNotAllowed, "Lock took the after-first-unlock item")
-
-        // The 1 s interval still runs: on a loaded machine it may lock again between the unlock
-        // and the request that clears it, so unlock again until the clearing lands.
-        for attempt in 1...5 {
-            _ = try await AgentServiceTests.call(
-                connection, AgentInterface.unlock.name, [.string(path)] + AgentServiceTests.password("P"))
-            do {
-                try await Self.setInterval(connection, path, nil)
-                break
-            } catch  where attempt < 5 {
-                continue
-            }
-        }
-        let afterUnlock = (await find("afu"), await find("wu"))
+        // Another without an interval, so no idle lock races the unlock and the reads below.
+        let kept = try await Self.makeKeychain(agent, connection, name: "kept")
+        try await add(kept)
+        _ = try await AgentServiceTests.call(connection, AgentInterface.lock.name, [.string(kept)])
+        _ = try await AgentServiceTests.call(
+            connection, AgentInterface.unlock.name, [.string(kept)] + AgentServiceTests.password("P"))
+        let afterUnlock = (await find("afu", in: kept), await find("wu", in: kept))
         #expect(afterUnlock.0 == nil && afterUnlock.1 == nil, "an unlock brings both back")
         _ = try await AgentServiceTests.call(connection, AgentInterface.lockAll.name, [])
-        #expect(await find("afu")?.code == .interactionNotAllowed, "LockAll took the after-first-unlock item")
+        #expect(await find("afu", in: kept)?.code == .interactionNotAllowed, "LockAll took the after-first-unlock item")
         await connection.close()
         await agent.close()
     }

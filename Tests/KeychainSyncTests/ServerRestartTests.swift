@@ -183,14 +183,53 @@ extension SyncIntegration {
         func inheritsNoDescriptor() throws {
             var ends: [Int32] = [-1, -1]
             #expect(pipe(&ends) == 0)  // not close-on-exec: as a NIO socket is
+            defer { for end in ends { close(end) } }
+            var status = stat()
+            #expect(fstat(ends[1], &status) == 0)
+            let pipeLink = "pipe:[\(status.st_ino)]"
             let cluster = try PostgresCluster()
             defer { cluster.stop() }
-            close(ends[1])
-            _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)
-            var byte: UInt8 = 0
-            // End of file: no other process holds the write end.
-            #expect(read(ends[0], &byte, 1) == 0, "a process the server started holds this process's pipe")
-            close(ends[0])
+            // The server's own processes, by pid: other tests running beside this one spawn
+            // children of their own, which may inherit the pipe in the meantime; that is not
+            // the server's doing.
+            let roots = [cluster.postmasterPID(), cluster.watchdogPID()].compactMap { $0 }
+            #expect(roots.count == 2, "the postmaster and the watchdog run")
+            let holders = Self.processes(descendingFrom: roots).filter {
+                Self.descriptorLinks(of: $0).contains(pipeLink)
+            }
+            #expect(holders.isEmpty, "processes the server started hold this process's pipe: \(holders)")
+        }
+
+        /// `roots` and every process below them, from each process's parent in `/proc/PID/stat`.
+        static func processes(descendingFrom roots: [pid_t]) -> Set<pid_t> {
+            var parents: [pid_t: pid_t] = [:]
+            for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+                guard let pid = pid_t(entry),
+                    let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                    let close = stat.lastIndex(of: ")")
+                else { continue }
+                // After the name in parentheses: state, then the parent's pid.
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                if fields.count > 1, let parent = pid_t(fields[1]) { parents[pid] = parent }
+            }
+            var found = Set(roots)
+            var grew = true
+            while grew {
+                grew = false
+                for (pid, parent) in parents where found.contains(parent) && !found.contains(pid) {
+                    found.insert(pid)
+                    grew = true
+                }
+            }
+            return found
+        }
+
+        /// What each open descriptor of `pid` points at (`pipe:[INODE]`, a path…).
+        static func descriptorLinks(of pid: pid_t) -> Set<String> {
+            let directory = "/proc/\(pid)/fd"
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            return Set(
+                names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)") })
         }
     }
 }
