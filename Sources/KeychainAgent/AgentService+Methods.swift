@@ -295,17 +295,26 @@ extension AgentService {
     )
         async throws
     {
+        try await take(step, &answers, asking: try person(of: connection, hint: true))
+    }
+
+    /// Does `step` for `person`'s process, off the engine's queue, and records its answer in
+    /// `answers`: what a call does when an item asks for the person (``answer(_:_:)``), and an
+    /// SSH agent's signature with a key that asks.
+    package func take(
+        _ step: CallAuthentication.Step, _ answers: inout CallAuthentication, asking person: PersonAsked
+    ) async throws {
         switch step {
         case .askOwner:
-            _ = try await verifyCaller(connection)
+            try await verify(person)
             answers.ownerAnswered()
         case .readFingerState:
             answers.read(fingerState: try await Self.offQueue { try PolkitUserVerifier.fingerState(environment: $0) })
         case .touchFinger:
-            _ = try await touchFinger(connection, hint: true)
+            _ = try await touchFinger(person)
             answers.fingerMatched()
         case .touchCompanion:
-            answers.companionSigned(publicKey: try await touchSecurityKey(connection, hint: true).1)
+            answers.companionSigned(publicKey: try await touchSecurityKey(person))
         }
     }
 
@@ -316,23 +325,28 @@ extension AgentService {
         allowed: Set<UUID>
     ) async throws -> [DBusValue] {
         try await onWorkQueue { [self] in
-            try KeychainDatabase.$userVerified.withValue(answers.ownerVerified) {
-                try KeychainDatabase.$fingerAnswer.withValue(answers.finger) {
-                    try KeychainDatabase.$companionAnswer.withValue(answers.companion) {
-                        try KeychainDatabase.$allowedItems.withValue(allowed) {
-                            // Arguments are decoded once the caller may make the call; the dispatcher has
-                            // checked their types, what they hold is checked here (`.parameter`).
-                            guard handler.access != .connection else {
-                                return try run(
-                                    handler, { try A(decoding: values) }, groups: AccessGroups([]), connection
-                                )
-                                .values
-                            }
-                            defer { MemoryHygiene.scrubStack() }
-                            let groups = try callerGroups(connection)
-                            return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
-                        }
-                    }
+            try Self.withAnswers(answers, allowed: allowed) {
+                // Arguments are decoded once the caller may make the call; the dispatcher has
+                // checked their types, what they hold is checked here (`.parameter`).
+                guard handler.access != .connection else {
+                    return try run(handler, { try A(decoding: values) }, groups: AccessGroups([]), connection).values
+                }
+                defer { MemoryHygiene.scrubStack() }
+                let groups = try callerGroups(connection)
+                return try run(handler, { try A(decoding: values) }, groups: groups, connection).values
+            }
+        }
+    }
+
+    /// Runs `body` (on the engine's queue) with what the person answered for this call and the
+    /// items they allowed it, where the engine looks for them.
+    package static func withAnswers<T>(
+        _ answers: CallAuthentication, allowed: Set<UUID> = [], _ body: () throws -> T
+    ) rethrows -> T {
+        try KeychainDatabase.$userVerified.withValue(answers.ownerVerified) {
+            try KeychainDatabase.$fingerAnswer.withValue(answers.finger) {
+                try KeychainDatabase.$companionAnswer.withValue(answers.companion) {
+                    try KeychainDatabase.$allowedItems.withValue(allowed, operation: body)
                 }
             }
         }
@@ -349,58 +363,55 @@ extension AgentService {
         }
     }
 
-    /// Has polkit ask the person to authenticate for the calling process (``UserPresence/PolkitUserVerifier``),
+    /// Has polkit ask the person to authenticate for `person`'s process (``UserPresence/PolkitUserVerifier``),
     /// on a thread of its own: the answer may take minutes, and other calls go on meanwhile. The
-    /// caller is named by its kernel credentials and start time, never by what it says.
-    /// - Returns: The process the person answered for.
-    private func verifyCaller(_ connection: DBusConnection) async throws -> ProcessSubject {
-        let subject = try Self.subject(of: connection)
+    /// process is named by its kernel credentials and start time, never by what it says.
+    private func verify(_ person: PersonAsked) async throws {
         // One question for each process at a time: its other calls wait for that answer.
-        try await ownerQuestions.ask(subject) {
-            try await Self.offQueue { try PolkitUserVerifier.verify(subject, environment: $0) }
+        try await ownerQuestions.ask(person.subject) {
+            try await Self.offQueue {
+                try PolkitUserVerifier.verify(person.subject, environment: $0, answering: person.answering)
+            }
         }
-        return subject
     }
 
-    /// Has the person touch fprintd's reader, claimed for the caller's user, on a thread of its
-    /// own, until an enrolled finger matches; one question for each process at a time. With
-    /// `hint`, the caller's terminal (when it has one and is not sandboxed, whose terminal is
-    /// named in another namespace) is told that the reader waits: a read gives no sign of its own.
-    /// - Returns: The process the finger answered for, and the reader's domain state it matched in.
-    private func touchFinger(_ connection: DBusConnection, hint: Bool = false) async throws -> (ProcessSubject, Data) {
-        let subject = try Self.subject(of: connection)
-        let terminal = hint ? hintTerminal(connection, subject) : nil
-        let state = try await fingerQuestions.ask(subject) {
+    /// Has the person touch fprintd's reader, claimed for this agent's user, on a thread of its
+    /// own, until an enrolled finger matches; one question for each process at a time. The
+    /// person's terminal, when it has one, is told that the reader waits: a read gives no sign of
+    /// its own.
+    /// - Returns: The reader's domain state the finger matched in.
+    private func touchFinger(_ person: PersonAsked) async throws -> Data {
+        try await fingerQuestions.ask(person.subject) {
             try await Self.offQueue { environment in
                 try PolkitUserVerifier.verifyFinger(environment: environment) { reader in
-                    if let terminal { TerminalHint.write(TerminalHint.touchReader(reader.name), to: terminal) }
+                    if let terminal = person.terminal {
+                        TerminalHint.write(TerminalHint.touchReader(reader.name), to: terminal)
+                    }
                 }
             }
         }
-        return (subject, state)
     }
 
-    /// Has the person touch a security key paired with this agent's user for the caller (telling
-    /// the caller's terminal when `hint`, as ``touchFinger(_:hint:)`` does).
-    /// - Returns: The caller, and the public key of the key that signed.
-    private func touchSecurityKey(_ connection: DBusConnection, hint: Bool = false) async throws -> (
-        ProcessSubject, Data
-    ) {
-        let subject = try Self.subject(of: connection)
-        let terminal = hint ? hintTerminal(connection, subject) : nil
-        let key = try await Self.offQueue { environment in
+    /// Has the person touch a security key paired with this agent's user (telling their
+    /// terminal, as ``touchFinger(_:)`` does).
+    /// - Returns: The public key of the key that signed.
+    private func touchSecurityKey(_ person: PersonAsked) async throws -> Data {
+        try await Self.offQueue { environment in
             try PolkitUserVerifier.verifyCompanion(environment: environment) {
-                if let terminal { TerminalHint.write(TerminalHint.touchSecurityKey, to: terminal) }
+                if let terminal = person.terminal { TerminalHint.write(TerminalHint.touchSecurityKey, to: terminal) }
             }
         }
-        return (subject, key)
     }
 
-    /// The caller's terminal, where a hint that a device waits for the person is written: as
-    /// pinentry finds it, for a caller that runs an executable of the host (a sandboxed caller's
-    /// terminal is named in another namespace); `nil` without one.
-    private func hintTerminal(_ connection: DBusConnection, _ subject: ProcessSubject) -> String? {
-        callingApplication(connection).executable != nil ? PinentryScreen(callerPID: subject.pid).terminal : nil
+    /// The caller as the person is asked about it: its process, and with `hint` its terminal
+    /// (as pinentry finds it, for a caller that runs an executable of the host: a sandboxed
+    /// caller's terminal is named in another namespace).
+    private func person(of connection: DBusConnection, hint: Bool) throws -> PersonAsked {
+        let subject = try Self.subject(of: connection)
+        let terminal =
+            hint && callingApplication(connection).executable != nil
+            ? PinentryScreen(callerPID: subject.pid).terminal : nil
+        return PersonAsked(subject: subject, terminal: terminal)
     }
 
     /// The calling process, as polkit names it.
@@ -429,10 +440,12 @@ extension AgentService {
         return ownerProofs.answer(to: proof, for: subject)
     }
 
-    /// `AuthenticateOwner`: polkit asks the person for the caller (``verifyCaller(_:)``).
+    /// `AuthenticateOwner`: polkit asks the person for the caller (``verify(_:)``).
     private func servedOwnerAuthentication() -> ServedMethod {
         servedProof(I.authenticateOwner) { [self] connection in
-            (try await verifyCaller(connection), .owner, { I.OwnerProof($0) })
+            let person = try person(of: connection, hint: false)
+            try await verify(person)
+            return (person.subject, .owner, { I.OwnerProof($0) })
         }
     }
 
@@ -440,8 +453,9 @@ extension AgentService {
     /// proof answers what a finger answers, in the reader's state it matched in.
     private func servedFingerAuthentication() -> ServedMethod {
         servedProof(I.authenticateWithFinger) { [self] connection in
-            let (subject, state) = try await touchFinger(connection)
-            return (subject, .finger(state: state), { I.FingerProof($0, state: state) })
+            let person = try person(of: connection, hint: false)
+            let state = try await touchFinger(person)
+            return (person.subject, .finger(state: state), { I.FingerProof($0, state: state) })
         }
     }
 
@@ -449,8 +463,9 @@ extension AgentService {
     /// user; the proof answers what a touch of that key answers.
     private func servedCompanionAuthentication() -> ServedMethod {
         servedProof(I.authenticateWithCompanion) { [self] connection in
-            let (subject, key) = try await touchSecurityKey(connection)
-            return (subject, .companion(publicKey: key), { I.CompanionProof($0, publicKey: key) })
+            let person = try person(of: connection, hint: false)
+            let key = try await touchSecurityKey(person)
+            return (person.subject, .companion(publicKey: key), { I.CompanionProof($0, publicKey: key) })
         }
     }
 

@@ -2,6 +2,7 @@ import CKeychainAgent
 import Foundation
 import KeychainCore
 import KeychainLibc
+import UserPresence
 
 /// Asks a person for a keychain's password through a pinentry program, as gpg-agent does: the
 /// agent starts it, speaks its Assuan protocol over a pipe, and reads the password back, so the
@@ -126,37 +127,16 @@ public final class PinentryDialog: @unchecked Sendable {
     private var cancelled = false
 
     init(arguments: [String], environment: [String: String]) throws {
-        var toChild: [Int32] = [-1, -1]
-        var fromChild: [Int32] = [-1, -1]
-        guard ck_pipe_cloexec(&toChild) == 0 else { throw PinentryError(description: "pipe: errno \(errno)") }
-        guard ck_pipe_cloexec(&fromChild) == 0 else {
-            Glibc.close(toChild[0])
-            Glibc.close(toChild[1])
-            throw PinentryError(description: "pipe: errno \(errno)")
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        _ = ck_spawn_add_closefrom(&actions, 3)
-        let argv = arguments.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var child: pid_t = 0
         // SIGTERM at its default action: it is how ``cancel()`` takes the dialog away.
-        let spawned = withDefaultSignals { posix_spawn(&child, arguments[0], &actions, &$0, argv, envp) }
-        Glibc.close(toChild[0])
-        Glibc.close(fromChild[1])
-        guard spawned == 0 else {
-            Glibc.close(toChild[1])
-            Glibc.close(fromChild[0])
-            throw PinentryError(description: "\(arguments[0]) cannot be started (errno \(spawned))")
+        let child: PipedProcess
+        do {
+            child = try PipedProcess(arguments: arguments, environment: environment)
+        } catch {
+            throw PinentryError(description: "\(arguments[0]) cannot be started (\(error))")
         }
-        pid = child
-        input = toChild[1]
-        output = fromChild[0]
+        pid = child.pid
+        input = child.input
+        output = child.output
         do {
             _ = try response()  // "OK Pleased to meet you"
         } catch {

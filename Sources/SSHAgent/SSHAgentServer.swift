@@ -6,6 +6,7 @@ import KeychainAgentProtocol
 import KeychainLibc
 import KeychainModel
 import Synchronization
+import UserPresence
 
 /// keychaind's SSH agent socket: `ssh`, `ssh-add` and `ssh-keygen` reach it through
 /// `SSH_AUTH_SOCK`. Each connection is served on a thread of its own (a client asks one thing at
@@ -137,7 +138,7 @@ public final class SSHAgentServer: Sendable {
             log("ssh agent: the caller could not be identified (\(error))")
             return [SSHAgent.Message.failure.rawValue]
         }
-        let reply = ask(request, for: groups)
+        let reply = ask(request, for: groups, credentials: credentials)
         // Only a refusal costs the lock check: while the keychain is locked, the dialog, then one
         // more try.
         guard reply == [SSHAgent.Message.failure.rawValue], let unlockPrompt, agent.needsKeychain(request),
@@ -146,17 +147,74 @@ public final class SSHAgentServer: Sendable {
                 forProcess: credentials.pid, isLocked: { isKeychainLocked(for: groups) },
                 unlock: { password in try unlockKeychain(password, for: groups) })
         else { return reply }
-        return ask(request, for: groups)
+        return ask(request, for: groups, credentials: credentials)
     }
 
-    /// The agent's answer to `request`, on the work queue, acting for `groups`.
-    private func ask(_ request: [UInt8], for groups: AccessGroups) -> [UInt8] {
-        let reply = try? keychains.onWorkQueueWaiting {
-            agent.answer(request, log: log) { body in
-                try keychains.withKeychainOnWorkQueue(named: "", for: groups, body)
+    /// The most questions one request puts to the person: a key's access control asks its
+    /// owner, the reader's state then a finger, and a security key, at most.
+    static let mostQuestions = 4
+
+    /// The agent's answer to `request`, on the work queue, acting for `groups`. A signature with
+    /// a Secure Enclave key whose access control asks for the person has the person asked for
+    /// the client's process (``KeychainAgent/AgentService/take(_:_:asking:)``: polkit, with this
+    /// agent's own dialog where polkit has nobody to ask with; the fingerprint reader; a
+    /// security key), then is made again with the answers, as a D-Bus client's use is.
+    private func ask(_ request: [UInt8], for groups: AccessGroups, credentials: DBusPeerCredentials) -> [UInt8] {
+        let failure = [SSHAgent.Message.failure.rawValue]
+        var answers = CallAuthentication(proof: nil)
+        for _ in 0...Self.mostQuestions {
+            var asking: KeychainError?
+            let reply = try? keychains.onWorkQueueWaiting {
+                AgentService.withAnswers(answers) {
+                    // A refusal that asks is not said: the person is asked, and the request runs again.
+                    agent.answer(request, log: { line in if asking == nil { log(line) } }) { body in
+                        do {
+                            return try keychains.withKeychainOnWorkQueue(named: "", for: groups, body)
+                        } catch let error as KeychainError where CallAuthentication.asksPerson(error) {
+                            asking = error
+                            throw error
+                        }
+                    }
+                }
+            }
+            guard let error = asking else { return reply ?? failure }
+            guard let step = answers.step(after: error) else {
+                log("ssh agent: refused a request: \(error.message)")
+                return failure
+            }
+            do {
+                let person = try person(of: credentials)
+                answers = try waitFor { [keychains, answers] in
+                    var next = answers
+                    try await keychains.take(step, &next, asking: person)
+                    return next
+                }
+            } catch {
+                log("ssh agent: refused a request: the key asks for the person, who did not answer (\(error))")
+                return failure
             }
         }
-        return reply ?? [SSHAgent.Message.failure.rawValue]
+        return failure
+    }
+
+    /// The client as the person is asked about it: its process, its terminal for a hint (not a
+    /// sandboxed client's, whose terminal is named in another namespace), and this agent's
+    /// dialog for a client that polkit has no authentication agent for.
+    private func person(of credentials: DBusPeerCredentials) throws -> PersonAsked {
+        let subject: ProcessSubject
+        do {
+            subject = try ProcessSubject.of(pid: credentials.pid, uid: credentials.uid)
+        } catch {
+            throw KeychainError(.interactionNotAllowed, "the client is gone: \(error)")
+        }
+        let sandboxed: Bool
+        switch try? callers.identity(for: credentials).tier {
+        case .sandboxed?, .invalidSandbox?: sandboxed = true
+        default: sandboxed = false
+        }
+        return PersonAsked(
+            subject: subject, terminal: sandboxed ? nil : PinentryScreen(callerPID: credentials.pid).terminal,
+            answering: unlockPrompt?.answering(forProcess: credentials.pid))
     }
 
     /// Whether the default keychain is there and locked, for a caller of `groups`.

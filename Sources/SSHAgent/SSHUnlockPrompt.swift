@@ -2,6 +2,7 @@ import Foundation
 import KeychainAgent
 import KeychainModel
 import Synchronization
+import UserPresence
 
 /// The dialog that asks the person to unlock the keychain when an SSH client needs it while it is
 /// locked: `pinentry` (``KeychainAgent/Pinentry``) on the client's terminal, or on the session's
@@ -63,5 +64,32 @@ final class SSHUnlockPrompt: Sendable {
             }
         }
         return false
+    }
+
+    /// Who answers polkit's questions for process `pid` when polkit has no authentication agent
+    /// for it (a program in a terminal, over SSH): this dialog, on the process's terminal or
+    /// display, asks for the password polkit's PAM stack wants (``UserPresence/PolkitQuestion``),
+    /// which goes to polkit's helper and nowhere else. One dialog at a time, as for an unlock;
+    /// a Cancel is `nil`, and keeps the dialog away as an unlock's does.
+    func answering(forProcess pid: Int32) -> PolkitAnswering {
+        { [self] question in
+            if let last = cancelled.withLock({ $0 }), ContinuousClock.now - last < Self.quietAfterCancel { return nil }
+            turn.lock()
+            defer { turn.unlock() }
+            guard let dialog = try? pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment) else {
+                return nil
+            }
+            defer { dialog.close() }
+            let program = PromptedProgram.name(ofProcess: pid) ?? "A program"
+            let description =
+                "\(program) (pid \(pid)) wants to use an SSH key that asks for you.\n\n"
+                + "Authenticate as \(question.user) to allow it (\(question.prompt.trimmingCharacters(in: .whitespaces)))."
+            guard let answer = try? dialog.askPassword(title: "SSH", description: description, error: question.message)
+            else {
+                cancelled.withLock { $0 = .now }
+                return nil
+            }
+            return answer
+        }
     }
 }

@@ -11,7 +11,7 @@ struct CreateSSHKey: ToolCommand {
         commandName: Self.name,
         _superCommandName: "security",
         abstract: "Create an SSH key whose private key never leaves the keychain's Secure Enclave (Linux only).",
-        usage: "security create-ssh-key [-C comment] [keychain]",
+        usage: "security create-ssh-key [-C comment] [-p presence|passcode|biometry|companion] [keychain]",
         discussion: HelpText.wrapped(
             """
             Makes a P-256 Secure Enclave key (kSecAttrTokenIDSecureEnclave), stored in the keychain \
@@ -21,11 +21,35 @@ struct CreateSSHKey: ToolCommand {
             (security secure-enclave) the private key is made in the TPM and never leaves it; \
             without, it stays in keychaind's memory and is never given to any program. It cannot be \
             exported or copied to another machine. Delete it with security delete-key … or its \
-            keychain item.
+            keychain item. With -p, each signature asks for the person first (the key's access \
+            control, as SecAccessControlCreateWithFlags makes it): presence is the login password \
+            (or whatever polkit's PAM stack asks), passcode the password alone, biometry an \
+            enrolled finger (the set enrolled now), companion a touch of a paired security key.
             """))
 
     @Option(name: .customShort("C"), help: ArgumentHelp("The key's comment (its label).", valueName: "comment"))
     var comment: String?
+
+    @Option(
+        name: .customShort("p"),
+        help: ArgumentHelp(
+            "Ask for the person at each signature: presence, passcode, biometry or companion.",
+            valueName: "protection"))
+    var protection: Protection?
+
+    /// What each signature asks for: the access control flag it gives the key.
+    enum Protection: String, ExpressibleByArgument, CaseIterable {
+        case presence, passcode, biometry, companion
+
+        var flags: SecAccessControlCreateFlags {
+            switch self {
+            case .presence: .userPresence
+            case .passcode: .devicePasscode
+            case .biometry: .biometryCurrentSet
+            case .companion: .companion
+            }
+        }
+    }
 
     @Argument(help: ArgumentHelp("The keychain that keeps the key.", valueName: "keychain"))
     var keychain: String?
@@ -42,13 +66,21 @@ struct CreateSSHKey: ToolCommand {
         do {
             publicKey = try withSecurityKeychain(target, session: session) {
                 var error: Unmanaged<CFError>?
+                var privateAttributes: [CFString: Any] = [
+                    kSecAttrIsPermanent: true, kSecAttrApplicationTag: TokenKeys.sshApplicationTag,
+                    kSecAttrLabel: label,
+                ]
+                if let protection {
+                    guard
+                        let access = SecAccessControlCreateWithFlags(
+                            nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+                            protection.flags.union(.privateKeyUsage), &error)
+                    else { throw KeychainError(.parameter) }
+                    privateAttributes[kSecAttrAccessControl] = access
+                }
                 let parameters: [CFString: Any] = [
                     kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256,
-                    kSecAttrTokenID: kSecAttrTokenIDSecureEnclave,
-                    kSecPrivateKeyAttrs: [
-                        kSecAttrIsPermanent: true, kSecAttrApplicationTag: TokenKeys.sshApplicationTag,
-                        kSecAttrLabel: label,
-                    ] as [CFString: Any],
+                    kSecAttrTokenID: kSecAttrTokenIDSecureEnclave, kSecPrivateKeyAttrs: privateAttributes,
                 ]
                 guard let key = SecKeyCreateRandomKey(parameters as CFDictionary, &error),
                     let publicKey = SecKeyCopyPublicKey(key),

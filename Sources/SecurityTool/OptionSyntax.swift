@@ -44,7 +44,7 @@ struct OptionSyntax {
         case "export-keyring": OptionSyntax(valued: ["k", "p", "o"], secret: ["p"])
         case "delete-certificate", "delete-identity": OptionSyntax(valued: ["c", "Z"])
         case "find-key": OptionSyntax(valued: ["a", "c", "D", "j", "l", "t"])
-        case "create-ssh-key": OptionSyntax(valued: ["C"])
+        case "create-ssh-key": OptionSyntax(valued: ["C", "p"])
         case "revoke-access": OptionSyntax(valued: ["s", "a", "l"])
         case "security-key": OptionSyntax(valued: ["n", "d"])
         case "create-keypair": OptionSyntax(valued: ["a", "s", "f", "t", "d", "k", "T"])

@@ -37,13 +37,16 @@ public enum PolkitAuthority {
     ///   - environment: Where the system bus is (`DBUS_SYSTEM_BUS_ADDRESS`, else the standard
     ///     socket).
     ///   - timeout: The longest wait, the person's typing included.
+    ///   - answering: Who answers when polkit has no agent to ask with for the process: this
+    ///     process then registers an agent of its own for it (``PolkitQuestion``), and each of
+    ///     PAM's questions goes to `answering`; `nil` leaves such a check ``Outcome/noAgent``.
     /// - Throws: ``UserPresenceError`` when polkit cannot be reached or answers what it should not.
     ///
     /// No details go with the check: polkit takes them from trusted callers only (root, or the
     /// action's owner), so the dialog says the action's own message, not the app's reason.
     public static func check(
         _ process: ProcessSubject, interactive: Bool, environment: [String: String],
-        timeout: Duration = .seconds(600)
+        timeout: Duration = .seconds(600), answering: PolkitAnswering? = nil
     ) throws -> Outcome {
         let addresses: [DBusAddress]
         do {
@@ -51,7 +54,34 @@ public enum PolkitAuthority {
         } catch {
             throw UserPresenceError.unavailable("no system bus address")
         }
-        let subject = DBusValue.structure([
+        let subject = subjectValue(process)
+        let reply: DBusFDReply
+        do {
+            reply = try DBusFDCall.call(
+                checkCall(subject, interactive: interactive), addresses: addresses, timeout: timeout)
+        } catch let error as DBusError where error.code == .remoteError {
+            throw UserPresenceError.unavailable("polkit refused the check: \(error.errorName ?? ""): \(error.message)")
+        } catch {
+            throw UserPresenceError.unavailable("polkit cannot be reached: \(error)")
+        }
+        for descriptor in reply.fileDescriptors where descriptor >= 0 { close(descriptor) }
+        let outcome = try outcome(of: reply.message.body)
+        guard outcome == .noAgent, interactive, let answering else { return outcome }
+        do {
+            var connection = try DBusBlockingConnection.connect(
+                to: addresses, timeout: timeout, deadline: .now + timeout)
+            defer { connection.close() }
+            return try PolkitFallbackAgent.check(subject, process, on: &connection, answering: answering)
+        } catch let error as UserPresenceError {
+            throw error
+        } catch {
+            throw UserPresenceError.unavailable("polkit cannot be reached: \(error)")
+        }
+    }
+
+    /// `process` as polkit names a subject: `("unix-process", {pid, start-time, uid})`.
+    static func subjectValue(_ process: ProcessSubject) -> DBusValue {
+        .structure([
             .string("unix-process"),
             .dictionary(
                 key: .string, value: .variant,
@@ -61,22 +91,16 @@ public enum PolkitAuthority {
                     DBusDictEntry(.string("uid"), .variant(.int32(Int32(bitPattern: process.uid)))),
                 ]),
         ])
-        let call = DBusMessage.methodCall(
+    }
+
+    /// `CheckAuthorization` of ``authenticateAction`` for `subject`, with no details.
+    static func checkCall(_ subject: DBusValue, interactive: Bool) -> DBusMessage {
+        .methodCall(
             path: path, interface: interface, member: "CheckAuthorization", destination: busName,
             body: [
                 subject, .string(authenticateAction), .dictionary(key: .string, value: .string, []),
                 .uint32(interactive ? 1 : 0), .string(""),
             ])
-        let reply: DBusFDReply
-        do {
-            reply = try DBusFDCall.call(call, addresses: addresses, timeout: timeout)
-        } catch let error as DBusError where error.code == .remoteError {
-            throw UserPresenceError.unavailable("polkit refused the check: \(error.errorName ?? ""): \(error.message)")
-        } catch {
-            throw UserPresenceError.unavailable("polkit cannot be reached: \(error)")
-        }
-        for descriptor in reply.fileDescriptors where descriptor >= 0 { close(descriptor) }
-        return try outcome(of: reply.message.body)
     }
 
     /// Whether polkit answers for this process on the system bus: a check that asks nobody.

@@ -110,10 +110,16 @@ public struct PolkitUserVerifier: UserVerifier {
     /// - Throws: `KeychainError`: `.userCanceled` when the person dismisses the dialog,
     ///   `.authFailed` when they fail, `.interactionNotAllowed` when polkit has nobody to ask
     ///   with or cannot be reached.
-    public static func verify(_ subject: ProcessSubject, environment: [String: String]) throws {
+    ///
+    /// With `answering`, a process that polkit has no agent for is asked through it instead
+    /// (``PolkitAuthority/check(_:interactive:environment:timeout:answering:)``).
+    public static func verify(
+        _ subject: ProcessSubject, environment: [String: String], answering: PolkitAnswering? = nil
+    ) throws {
         let outcome: PolkitAuthority.Outcome
         do {
-            outcome = try PolkitAuthority.check(subject, interactive: true, environment: environment)
+            outcome = try PolkitAuthority.check(
+                subject, interactive: true, environment: environment, answering: answering)
         } catch {
             throw KeychainError(.interactionNotAllowed, "the owner cannot be authenticated here: \(error)")
                 .because(.ownerAuthenticationUnavailable)
