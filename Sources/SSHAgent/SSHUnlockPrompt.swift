@@ -33,37 +33,28 @@ final class SSHUnlockPrompt: Sendable {
     /// giving each answer to `unlock`; three tries.
     /// - Returns: Whether the keychain is unlocked afterwards.
     func unlock(forProcess pid: Int32, isLocked: () -> Bool, unlock: (Data) throws -> Void) -> Bool {
-        if let last = cancelled.withLock({ $0 }), ContinuousClock.now - last < Self.quietAfterCancel { return false }
-        turn.lock()
-        defer { turn.unlock() }
-        guard isLocked() else { return true }
-        guard let dialog = try? pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment) else {
+        withDialog(forProcess: pid, unless: { !isLocked() }) { dialog, program in
+            let description =
+                "Your keychain is locked.\n\n\(program) (pid \(pid)) wants to use an SSH key. "
+                + "Enter the keychain's password to unlock it."
+            var error: String?
+            for _ in 0..<3 {
+                guard var password = try? dialog.askPassword(title: "SSH", description: description, error: error)
+                else { return nil }
+                defer { password.resetBytes(in: 0..<password.count) }
+                do {
+                    try unlock(password)
+                    return true
+                } catch let failure as KeychainError where failure.code == .authFailed {
+                    error = "Wrong password. Try again."
+                } catch let failure as AgentError where failure.code == .throttled {
+                    error = failure.message
+                } catch {
+                    return false
+                }
+            }
             return false
-        }
-        defer { dialog.close() }
-        let program = PromptedProgram.name(ofProcess: pid) ?? "A program"
-        let description =
-            "Your keychain is locked.\n\n\(program) (pid \(pid)) wants to use an SSH key. "
-            + "Enter the keychain's password to unlock it."
-        var error: String?
-        for _ in 0..<3 {
-            guard var password = try? dialog.askPassword(title: "SSH", description: description, error: error) else {
-                cancelled.withLock { $0 = .now }
-                return false
-            }
-            defer { password.resetBytes(in: 0..<password.count) }
-            do {
-                try unlock(password)
-                return true
-            } catch let failure as KeychainError where failure.code == .authFailed {
-                error = "Wrong password. Try again."
-            } catch let failure as AgentError where failure.code == .throttled {
-                error = failure.message
-            } catch {
-                return false
-            }
-        }
-        return false
+        } ?? !isLocked()
     }
 
     /// Who answers polkit's questions for process `pid` when polkit has no authentication agent
@@ -73,23 +64,35 @@ final class SSHUnlockPrompt: Sendable {
     /// a Cancel is `nil`, and keeps the dialog away as an unlock's does.
     func answering(forProcess pid: Int32) -> PolkitAnswering {
         { [self] question in
-            if let last = cancelled.withLock({ $0 }), ContinuousClock.now - last < Self.quietAfterCancel { return nil }
-            turn.lock()
-            defer { turn.unlock() }
-            guard let dialog = try? pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment) else {
-                return nil
+            withDialog(forProcess: pid) { dialog, program in
+                let description =
+                    "\(program) (pid \(pid)) wants to use an SSH key that asks for you.\n\n"
+                    + "Authenticate as \(question.user) to allow it "
+                    + "(\(question.prompt.trimmingCharacters(in: .whitespaces)))."
+                return try? dialog.askPassword(title: "SSH", description: description, error: question.message)
             }
-            defer { dialog.close() }
-            let program = PromptedProgram.name(ofProcess: pid) ?? "A program"
-            let description =
-                "\(program) (pid \(pid)) wants to use an SSH key that asks for you.\n\n"
-                + "Authenticate as \(question.user) to allow it (\(question.prompt.trimmingCharacters(in: .whitespaces)))."
-            guard let answer = try? dialog.askPassword(title: "SSH", description: description, error: question.message)
-            else {
-                cancelled.withLock { $0 = .now }
-                return nil
-            }
-            return answer
         }
+    }
+
+    /// Runs `body` with a dialog on process `pid`'s terminal or display and the program's name,
+    /// one dialog at a time (unless `done` says, once it is this one's turn, that none is
+    /// needed); `nil` when no dialog can be shown, after a Cancel within ``quietAfterCancel``,
+    /// or when `body` says the person cancelled (`nil`), which starts that quiet time.
+    private func withDialog<T>(
+        forProcess pid: Int32, unless done: () -> Bool = { false },
+        _ body: (PinentryDialog, String) -> T?
+    ) -> T? {
+        if let last = cancelled.withLock({ $0 }), ContinuousClock.now - last < Self.quietAfterCancel { return nil }
+        turn.lock()
+        defer { turn.unlock() }
+        guard !done(),
+            let dialog = try? pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment)
+        else { return nil }
+        defer { dialog.close() }
+        guard let answer = body(dialog, PromptedProgram.name(ofProcess: pid) ?? "A program") else {
+            cancelled.withLock { $0 = .now }
+            return nil
+        }
+        return answer
     }
 }
