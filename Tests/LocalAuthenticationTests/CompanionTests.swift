@@ -316,4 +316,38 @@ struct CompanionTests {
         #expect(log.output.contains("a touch of a security key"), "\(log)")
         #expect(!log.output.contains(secret))
     }
+
+    @Test(
+        "an SSH key made with create-ssh-key -p companion signs through keychaind's SSH agent after a touch of the paired key; a refused touch signs nothing"
+    )
+    func sshKeyAsksForATouch() throws {
+        let (fixture, key) = try Fixture.paired(.keychaind)
+        let made = try fixture.security(["create-ssh-key", "-p", "companion", "-C", "touched"])
+        try #require(made.status == 0 && made.output.hasPrefix("ecdsa-sha2-nistp256 "), "\(made)")
+        let publicKey = fixture.root + "/touched.pub"
+        let data = fixture.root + "/data"
+        try made.output.write(toFile: publicKey, atomically: true, encoding: .utf8)
+        try "signed after a touch".write(toFile: data, atomically: true, encoding: .utf8)
+        var environment = fixture.environment
+        environment["SSH_AUTH_SOCK"] = fixture.root + "/home/run/ssh-agent.sock"
+        let sign = ["-Y", "sign", "-n", "file", "-f", publicKey, data]
+        let before = key.touches.count
+
+        try key.presence("touch")
+        let signed = try PolkitFixture.run("/usr/bin/ssh-keygen", sign, environment: environment)
+        #expect(signed.status == 0 && FileManager.default.fileExists(atPath: data + ".sig"), "\(signed)")
+        #expect(Array(key.touches.dropFirst(before)) == ["touched get-assertion"], "one touch: \(key.touches)")
+        let allowed = fixture.root + "/allowed"
+        try "me \(made.output)".write(toFile: allowed, atomically: true, encoding: .utf8)
+        let verified = try PolkitFixture.run(
+            "/usr/bin/ssh-keygen", ["-Y", "verify", "-f", allowed, "-I", "me", "-n", "file", "-s", data + ".sig"],
+            input: "signed after a touch", environment: environment)
+        #expect(verified.output.contains("Good \"file\" signature"), "\(verified)")
+
+        try FileManager.default.removeItem(atPath: data + ".sig")
+        try key.presence("deny")
+        let refused = try PolkitFixture.run("/usr/bin/ssh-keygen", sign, environment: environment)
+        #expect(refused.status != 0 && !FileManager.default.fileExists(atPath: data + ".sig"), "\(refused)")
+        #expect(key.touches.last == "denied get-assertion", "\(key.touches)")
+    }
 }
