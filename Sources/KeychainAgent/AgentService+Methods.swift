@@ -397,9 +397,13 @@ extension AgentService {
     /// - Returns: The public key of the key that signed.
     private func touchSecurityKey(_ person: PersonAsked) async throws -> Data {
         try await Self.offQueue { environment in
-            try PolkitUserVerifier.verifyCompanion(environment: environment) {
-                if let terminal = person.terminal { TerminalHint.write(TerminalHint.touchSecurityKey, to: terminal) }
-            }
+            try PolkitUserVerifier.verifyCompanion(
+                environment: environment,
+                touchRequested: {
+                    if let terminal = person.terminal {
+                        TerminalHint.write(TerminalHint.touchSecurityKey, to: terminal)
+                    }
+                }, pin: person.pin)
         }
     }
 
@@ -411,7 +415,10 @@ extension AgentService {
         let terminal =
             hint && callingApplication(connection).executable != nil
             ? PinentryScreen(callerPID: subject.pid).terminal : nil
-        return PersonAsked(subject: subject, terminal: terminal)
+        let sandboxed = callingApplication(connection).executable == nil
+        return PersonAsked(
+            subject: subject, terminal: terminal,
+            pin: applicationPrompt.withLock { $0 }?.securityKeyPIN(forProcess: subject.pid, sandboxed: sandboxed))
     }
 
     /// The calling process, as polkit names it.

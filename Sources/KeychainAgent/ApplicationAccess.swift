@@ -4,6 +4,7 @@ import KeychainAgentProtocol
 import KeychainCore
 import KeychainLibc
 import Synchronization
+import UserPresence
 
 // Per-app access: an item's access list (`KeychainModel.AccessList`) names the applications that
 // use it without being asked; keychaind asks the person about any other caller, Deny / Allow /
@@ -118,6 +119,33 @@ package struct ApplicationAccessPrompt: Sendable {
         case .notOK: return .alwaysAllow
         case .cancel: return .deny
         }
+    }
+}
+
+extension ApplicationAccessPrompt {
+    /// A security key's PIN for process `pid`, asked with the same pinentry, on its terminal
+    /// (not a sandboxed caller's, whose terminal is named in another namespace) or the
+    /// session's display; `nil` when nobody can be asked or the person cancels.
+    package func securityKeyPIN(forProcess pid: Int32, sandboxed: Bool) -> SecurityKeyPINSource {
+        { [pinentry, environment] question in
+            var screen = PinentryScreen(callerPID: pid)
+            if sandboxed { screen.terminal = nil }
+            guard let dialog = try? pinentry.open(on: screen, environment: environment) else { return nil }
+            defer { dialog.close() }
+            return
+                (try? dialog.askPassword(
+                    title: "Security key", description: SecurityKeyPINQuestion.dialogText(question, forProcess: pid),
+                    prompt: "PIN:", error: question.afterWrongPIN ? "Wrong PIN." : nil)).map { [UInt8]($0) }
+        }
+    }
+}
+
+extension SecurityKeyPINQuestion {
+    /// What a dialog asking for the PIN says: who wants the key, and the tries left.
+    package static func dialogText(_ question: SecurityKeyPINQuestion, forProcess pid: Int32) -> String {
+        let program = PromptedProgram.name(ofProcess: pid) ?? "A program"
+        let left = question.triesLeft.map { " The key locks its PIN after \($0) more wrong tries." } ?? ""
+        return "\(program) (pid \(pid)) wants to use your security key, which asks for its PIN.\(left)"
     }
 }
 

@@ -10,11 +10,17 @@ package struct PersonAsked: Sendable {
     package var terminal: String?
     /// Who answers for a process that polkit has no agent for; `nil` to leave it unasked.
     package var answering: PolkitAnswering?
+    /// Who gives a security key's PIN when it asks; `nil` refuses such a key.
+    package var pin: SecurityKeyPINSource?
 
     /// A person asked for `subject`.
-    package init(subject: ProcessSubject, terminal: String? = nil, answering: PolkitAnswering? = nil) {
+    package init(
+        subject: ProcessSubject, terminal: String? = nil, answering: PolkitAnswering? = nil,
+        pin: SecurityKeyPINSource? = nil
+    ) {
         self.subject = subject
         self.terminal = terminal
         self.answering = answering
+        self.pin = pin
     }
 }

@@ -152,11 +152,13 @@ public final class PinentryDialog: @unchecked Sendable {
     /// - Returns: The password's bytes, or `nil` when the person cancelled or the dialog was
     ///   closed.
     /// - Throws: ``PinentryError`` when the program fails.
-    public func askPassword(title: String = "Keychain", description: String, error: String? = nil) throws -> Data? {
+    public func askPassword(
+        title: String = "Keychain", description: String, prompt: String = "Password:", error: String? = nil
+    ) throws -> Data? {
         do {
             try command("SETTITLE", title)
             try command("SETDESC", description)
-            try command("SETPROMPT", "Password:")
+            try command("SETPROMPT", prompt)
             if let error { try command("SETERROR", error) }
             try send("GETPIN\n")
             return try response()

@@ -103,7 +103,8 @@ extension Keychains {
             AgentInterface.authenticateWithCompanion, lifetime: lifetime, touchRequested: touchRequested,
             served: { ($0.proof, $0.publicKey) }
         ) { environment in
-            let key = try PolkitUserVerifier.verifyCompanion(environment: environment, touchRequested: touchRequested)
+            let key = try PolkitUserVerifier.verifyCompanion(
+                environment: environment, touchRequested: touchRequested, pin: TerminalPrompt.securityKeyPIN)
             return (.companion(publicKey: key), key)
         }
     }

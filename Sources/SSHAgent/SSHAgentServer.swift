@@ -214,7 +214,8 @@ public final class SSHAgentServer: Sendable {
         }
         return PersonAsked(
             subject: subject, terminal: sandboxed ? nil : PinentryScreen(callerPID: credentials.pid).terminal,
-            answering: unlockPrompt?.answering(forProcess: credentials.pid))
+            answering: unlockPrompt?.answering(forProcess: credentials.pid),
+            pin: unlockPrompt?.securityKeyPIN(forProcess: credentials.pid))
     }
 
     /// Whether the default keychain is there and locked, for a caller of `groups`.

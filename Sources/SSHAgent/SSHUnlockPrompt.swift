@@ -74,6 +74,17 @@ final class SSHUnlockPrompt: Sendable {
         }
     }
 
+    /// A security key's PIN for process `pid`, asked with this dialog (one at a time, as the rest).
+    func securityKeyPIN(forProcess pid: Int32) -> SecurityKeyPINSource {
+        { [self] question in
+            withDialog(forProcess: pid) { dialog, _ in
+                (try? dialog.askPassword(
+                    title: "Security key", description: SecurityKeyPINQuestion.dialogText(question, forProcess: pid),
+                    prompt: "PIN:", error: question.afterWrongPIN ? "Wrong PIN." : nil)).map { [UInt8]($0) }
+            }
+        }
+    }
+
     /// Runs `body` with a dialog on process `pid`'s terminal or display and the program's name,
     /// one dialog at a time (unless `done` says, once it is this one's turn, that none is
     /// needed); `nil` when no dialog can be shown, after a Cancel within ``quietAfterCancel``,

@@ -41,20 +41,22 @@ public struct PolkitUserVerifier: UserVerifier {
     }
 
     package func verifyCompanion() throws -> Data {
-        try Self.verifyCompanion(environment: ProcessInfo.processInfo.environment) {
-            TerminalHint.write(TerminalHint.touchSecurityKey)
-        }
+        try Self.verifyCompanion(
+            environment: ProcessInfo.processInfo.environment,
+            touchRequested: { TerminalHint.write(TerminalHint.touchSecurityKey) }, pin: TerminalPrompt.securityKeyPIN)
     }
 
     /// Has the person touch one of the security keys paired with the user whose keychain
     /// configuration `environment` names (``SecurityKeyRegistry``); `touchRequested` is called
     /// when a key that holds a paired credential waits.
     /// - Returns: The public key of the one that signed.
-    /// - Throws: `KeychainError`, as ``SecurityKey/authenticate(_:touchRequested:)``; `.decode`
+    /// - Throws: `KeychainError`, as ``SecurityKey/authenticate(_:touchRequested:pin:)``; `.decode`
     ///   when the list of paired keys is malformed.
-    public static func verifyCompanion(environment: [String: String], touchRequested: () -> Void = {}) throws -> Data {
+    public static func verifyCompanion(
+        environment: [String: String], touchRequested: () -> Void = {}, pin: SecurityKeyPINSource? = nil
+    ) throws -> Data {
         let paired = try SecurityKeyRegistry(paths: KeychainPaths(environment: environment)).keys()
-        return try SecurityKey.authenticate(paired, touchRequested: touchRequested).publicKey
+        return try SecurityKey.authenticate(paired, touchRequested: touchRequested, pin: pin).publicKey
     }
 
     /// The domain state of fprintd's reader for this process's user

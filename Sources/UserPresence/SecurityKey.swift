@@ -6,17 +6,36 @@ import KeychainModel
 /// FIDO2 security keys through libfido2 (<https://developers.yubico.com/libfido2/>): what a
 /// companion device (`SecAccessControlCreateFlags.companion`) is on Linux.
 ///
-/// A key is paired once (``pair(at:userName:touchRequested:)``): it makes a credential for the
+/// A key is paired once (``pair(at:userName:touchRequested:pin:)``): it makes a credential for the
 /// relying party ``relyingParty``, whose identifier and P-256 public key are kept
 /// (``SecurityKeyRegistry``). A `.companion` item is bound to the keys paired when it was made;
-/// reading it has the person touch one of them (``authenticate(_:touchRequested:)``): the key
+/// reading it has the person touch one of them (``authenticate(_:touchRequested:pin:)``): the key
 /// signs a fresh random challenge, and libfido2 checks the signature against the kept public key
-/// and that the key saw a touch (user presence). No PIN is sent: a key that asks for its PIN
-/// before it signs is refused.
+/// and that the key saw a touch (user presence). A key that asks for its PIN (one with a PIN set
+/// makes credentials only with it, under CTAP 2.0; one with `alwaysUv` signs only with it) gets
+/// it from the person through a ``SecurityKeyPINSource``; without one, it is refused.
 ///
 /// Keys are found by libfido2's own listing (hidraw devices), and at the path each was paired at.
 /// A path `unix:PATH` names a key reached through a Unix `SOCK_SEQPACKET` socket carrying its
 /// 64-byte CTAPHID reports, one per message: a key forwarded from elsewhere, or a software key.
+/// What the person is asked when a security key wants its PIN.
+public struct SecurityKeyPINQuestion: Sendable, Equatable {
+    /// Whether the PIN given before was wrong.
+    public var afterWrongPIN: Bool
+    /// The tries the key has left before it blocks its PIN, when it says.
+    public var triesLeft: Int?
+
+    /// A question from its parts.
+    public init(afterWrongPIN: Bool, triesLeft: Int?) {
+        self.afterWrongPIN = afterWrongPIN
+        self.triesLeft = triesLeft
+    }
+}
+
+/// Where a security key's PIN comes from: the person's answer, its bytes (UTF-8), or `nil`
+/// when they cancelled. Called on the thread that speaks to the key, which it may block.
+public typealias SecurityKeyPINSource = @Sendable (SecurityKeyPINQuestion) -> [UInt8]?
+
 public enum SecurityKey {
     /// The relying party every keychain credential is made for.
     public static let relyingParty = "keychain://companion"
@@ -43,11 +62,12 @@ public enum SecurityKey {
     /// (`touchRequested` is called first), and checks its attestation signature.
     /// - Returns: The credential, to bind `.companion` items to.
     /// - Throws: `KeychainError`: `.userCanceled` when nobody touched the key or it refused,
-    ///   `.authFailed` when its attestation does not verify, `.interactionNotAllowed` when no
-    ///   key answers at `path` or the key asks for its PIN.
-    public static func pair(at path: String, userName: String, touchRequested: () -> Void = {}) throws
-        -> CompanionKey
-    {
+    ///   `.authFailed` when its attestation does not verify or a wrong PIN was given three
+    ///   times, `.interactionNotAllowed` when no key answers at `path`, or the key asks for its
+    ///   PIN and `pin` is `nil`.
+    public static func pair(
+        at path: String, userName: String, touchRequested: () -> Void = {}, pin: SecurityKeyPINSource? = nil
+    ) throws -> CompanionKey {
         let device = try Device(path: path)
         guard let credential = fido_cred_new() else { throw KeychainError(.allocate, "libfido2 is out of memory") }
         var owned: OpaquePointer? = credential
@@ -62,7 +82,7 @@ public enum SecurityKey {
         }
         guard status == FIDO_OK else { throw failure(status, "the credential could not be described") }
         touchRequested()
-        status = fido_dev_make_cred(device.handle, credential, nil)
+        status = try withPIN(on: device, from: pin) { fido_dev_make_cred(device.handle, credential, $0) }
         guard status == FIDO_OK else { throw failure(status, "the security key made no credential") }
         // A key's own attestation certificate signs a full attestation; a self attestation is
         // signed by the new credential. Either way the credential was made by what answered.
@@ -86,32 +106,42 @@ public enum SecurityKey {
     /// - Returns: The credential that signed.
     /// - Throws: `KeychainError`: `.userCanceled` when nobody touched the key in time or it
     ///   refused, `.authFailed` when the signature does not verify, `.interactionNotAllowed`
-    ///   when nothing is paired or no attached key holds a paired credential.
-    public static func authenticate(_ paired: [PairedSecurityKey], touchRequested: () -> Void = {}) throws
-        -> CompanionKey
-    {
+    ///   when nothing is paired or no attached key holds a paired credential; a key that asks
+    ///   for its PIN gets it from `pin`, as ``pair(at:userName:touchRequested:pin:)`` does.
+    public static func authenticate(
+        _ paired: [PairedSecurityKey], touchRequested: () -> Void = {}, pin: SecurityKeyPINSource? = nil
+    ) throws -> CompanionKey {
         guard !paired.isEmpty else { throw KeychainError(.interactionNotAllowed, "no security key is paired") }
         var paths: [String] = []
         for path in paired.compactMap(\.device) + attachedPaths() where !paths.contains(path) { paths.append(path) }
         let keys = paired.map(\.key)
         // With one key to try, it is asked at once; among several, a silent assertion (no touch)
-        // finds the one that holds a paired credential first.
+        // finds the one that holds a paired credential first (a key that wants its PIN even for
+        // that may be the one).
         for path in paths {
-            guard let device = try? Device(path: path),
-                paths.count == 1 || (try? assert(keys, on: device, touch: false)) != nil
-            else { continue }
+            guard let device = try? Device(path: path), paths.count == 1 || holdsOne(of: keys, device) else {
+                continue
+            }
             touchRequested()
-            return try assert(keys, on: device, touch: true)
+            return try assert(keys, on: device, touch: true, pin: pin)
         }
         throw KeychainError(.interactionNotAllowed, "no paired security key is attached")
     }
 
-    /// Asks `device` for an assertion by one of `keys` over a fresh challenge, with a touch or
-    /// silently (which only finds whether the key holds one of them), and verifies it.
-    private static func assert(_ keys: [CompanionKey], on device: Device, touch: Bool) throws -> CompanionKey {
-        guard let assertion = fido_assert_new() else { throw KeychainError(.allocate, "libfido2 is out of memory") }
+    /// Whether `device` holds one of `keys`, by a silent assertion (no touch), or may (it asks
+    /// for its PIN before it says).
+    private static func holdsOne(of keys: [CompanionKey], _ device: Device) -> Bool {
+        guard let assertion = try? describedAssertion(by: keys, touch: false) else { return false }
         var owned: OpaquePointer? = assertion
         defer { fido_assert_free(&owned) }
+        let status = fido_dev_get_assert(device.handle, assertion, nil)
+        return status == FIDO_OK || status == FIDO_ERR_PIN_REQUIRED
+    }
+
+    /// An assertion by one of `keys` over a fresh challenge, with a touch or silently; the caller
+    /// frees it.
+    private static func describedAssertion(by keys: [CompanionKey], touch: Bool) throws -> OpaquePointer {
+        guard let assertion = fido_assert_new() else { throw KeychainError(.allocate, "libfido2 is out of memory") }
         let challenge = randomBytes(32)
         var status = fido_assert_set_rp(assertion, relyingParty)
         if status == FIDO_OK { status = fido_assert_set_clientdata_hash(assertion, challenge, challenge.count) }
@@ -121,8 +151,23 @@ public enum SecurityKey {
                 fido_assert_allow_cred(assertion, $0.bindMemory(to: UInt8.self).baseAddress, $0.count)
             }
         }
-        guard status == FIDO_OK else { throw failure(status, "the assertion could not be described") }
-        status = fido_dev_get_assert(device.handle, assertion, nil)
+        guard status == FIDO_OK else {
+            var owned: OpaquePointer? = assertion
+            fido_assert_free(&owned)
+            throw failure(status, "the assertion could not be described")
+        }
+        return assertion
+    }
+
+    /// Asks `device` for an assertion by one of `keys` with a touch (and its PIN from `pin`
+    /// when it asks), and verifies it.
+    private static func assert(_ keys: [CompanionKey], on device: Device, touch: Bool, pin: SecurityKeyPINSource?)
+        throws -> CompanionKey
+    {
+        let assertion = try describedAssertion(by: keys, touch: touch)
+        var owned: OpaquePointer? = assertion
+        defer { fido_assert_free(&owned) }
+        let status = try withPIN(on: device, from: pin) { fido_dev_get_assert(device.handle, assertion, $0) }
         guard status == FIDO_OK else { throw failure(status, "the security key did not sign") }
         guard fido_assert_count(assertion) >= 1 else {
             throw KeychainError(.authFailed, "the security key gave no signature")
@@ -135,6 +180,38 @@ public enum SecurityKey {
             throw KeychainError(.authFailed, "the security key's signature does not verify")
         }
         return key
+    }
+
+    /// The most PINs asked for one operation: a key blocks its PIN until it is plugged in again
+    /// after three wrong ones in a row (CTAP 2.0, 5.5.5).
+    static let mostPINTries = 3
+
+    /// Runs `operation` without a PIN, then, while `device` answers that it wants its PIN (or
+    /// that the one given was wrong), with the person's answer from `pin`; the PIN's bytes are
+    /// wiped once used.
+    /// - Returns: libfido2's status of the last run.
+    /// - Throws: `KeychainError` `.userCanceled` when the person gave no PIN, `.authFailed`
+    ///   after ``mostPINTries`` wrong ones.
+    static func withPIN(
+        on device: Device, from pin: SecurityKeyPINSource?, _ operation: (UnsafePointer<CChar>?) -> Int32
+    ) throws -> Int32 {
+        var status = operation(nil)
+        guard let pin, status == FIDO_ERR_PIN_REQUIRED else { return status }
+        var wrong = false
+        for _ in 0..<mostPINTries {
+            var tries: Int32 = -1
+            let left = fido_dev_get_retry_count(device.handle, &tries) == FIDO_OK && tries >= 0 ? Int(tries) : nil
+            guard var typed = pin(SecurityKeyPINQuestion(afterWrongPIN: wrong, triesLeft: left)) else {
+                throw KeychainError(.userCanceled, "the person gave no PIN for the security key")
+            }
+            var text = typed.map { CChar(bitPattern: $0) } + [0]
+            typed.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            status = text.withUnsafeBufferPointer { operation($0.baseAddress) }
+            text.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+            guard status == FIDO_ERR_PIN_INVALID else { return status }
+            wrong = true
+        }
+        throw KeychainError(.authFailed, "a wrong PIN was given to the security key \(mostPINTries) times")
     }
 
     /// Whether libfido2 verifies the first signature of `assertion` with `key`'s public key, the
@@ -155,9 +232,13 @@ public enum SecurityKey {
         case FIDO_ERR_OPERATION_DENIED, FIDO_ERR_KEEPALIVE_CANCEL, FIDO_ERR_USER_ACTION_TIMEOUT,
             FIDO_ERR_ACTION_TIMEOUT, FIDO_ERR_USER_PRESENCE_REQUIRED:
             return KeychainError(.userCanceled, "nobody touched the security key (\(reason))")
-        case FIDO_ERR_PIN_REQUIRED, FIDO_ERR_PIN_INVALID, FIDO_ERR_PIN_BLOCKED, FIDO_ERR_PIN_AUTH_BLOCKED,
-            FIDO_ERR_UV_BLOCKED, FIDO_ERR_UNSUPPORTED_OPTION:
+        case FIDO_ERR_PIN_REQUIRED, FIDO_ERR_UNSUPPORTED_OPTION:
             return KeychainError(.interactionNotAllowed, "the security key asks for its PIN (\(reason))")
+        case FIDO_ERR_PIN_INVALID, FIDO_ERR_PIN_AUTH_INVALID:
+            return KeychainError(.authFailed, "the security key refused its PIN (\(reason))")
+        case FIDO_ERR_PIN_BLOCKED, FIDO_ERR_PIN_AUTH_BLOCKED, FIDO_ERR_UV_BLOCKED:
+            return KeychainError(
+                .interactionNotAllowed, "the security key's PIN is blocked: plug it in again, or reset it (\(reason))")
         case FIDO_ERR_INVALID_SIG, FIDO_ERR_NO_CREDENTIALS, FIDO_ERR_INVALID_CREDENTIAL:
             return KeychainError(.authFailed, "\(what) (\(reason))")
         default: return KeychainError(.interactionNotAllowed, "\(what) (\(reason))")

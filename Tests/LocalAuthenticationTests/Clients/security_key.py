@@ -14,10 +14,17 @@ STATE_DIR holds:
                     "timeout COMMAND", "cancelled COMMAND", "silent get-assertion", where COMMAND
                     is get-info, make-credential, get-assertion or reset
 
+  pin               the key's PIN (UTF-8), when it has one: clientPin is then set, PIN protocol
+                    1 (CTAP 2.0, 5.5) is spoken, and making a credential needs the PIN
+  always-uv         when present, every assertion needs the PIN too (alwaysUv)
+  pin-retries       the PIN tries left (8 when missing); a wrong PIN logs "wrong pin", a right
+                    one "pin accepted"
+
 Credentials are ES256 (P-256) and not resident, attested with their own key ("packed" self
-attestation); the key has no PIN and no user verification.
+attestation); no user verification other than the PIN.
 """
 import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -29,6 +36,7 @@ import time
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 AAGUID = bytes.fromhex("5f3a9c1e7b2d4e60a8c4d2f1e0b7a693")
 ES256 = -7
@@ -48,6 +56,8 @@ CAPABILITIES = 0x04 | 0x08  # CBOR; NMSG: no CTAP1 (U2F) messages
 OK, INVALID_COMMAND, CBOR_UNEXPECTED_TYPE, INVALID_CBOR, MISSING_PARAMETER = 0, 1, 0x11, 0x12, 0x14
 CREDENTIAL_EXCLUDED, UNSUPPORTED_ALGORITHM, OPERATION_DENIED = 0x19, 0x26, 0x27
 UNSUPPORTED_OPTION, KEEPALIVE_CANCEL, NO_CREDENTIALS, USER_ACTION_TIMEOUT = 0x2B, 0x2D, 0x2E, 0x2F
+INVALID_PARAMETER, PIN_INVALID, PIN_BLOCKED, PIN_AUTH_INVALID = 0x02, 0x31, 0x32, 0x33
+PIN_NOT_SET, PIN_REQUIRED, INVALID_SUBCOMMAND = 0x35, 0x36, 0x3E
 
 
 # --- CBOR: the subset CTAP2 uses, definite lengths only -----------------------------------------
@@ -161,6 +171,19 @@ class State:
     def presence(self):
         return self._read("presence", "touch").strip()
 
+    def pin(self):
+        return self._read("pin", None)
+
+    def always_uv(self):
+        return os.path.exists(self.path("always-uv"))
+
+    def retries(self):
+        return int(self._read("pin-retries", "8"))
+
+    def set_retries(self, count):
+        with open(self.path("pin-retries"), "w") as file:
+            file.write(str(count))
+
     def credentials(self):
         """A list of {"rp_id", "credential_id" (hex), "private_key" (PEM), "sign_count"}."""
         return json.loads(self._read("credentials.json", "[]"))
@@ -210,16 +233,38 @@ def find_credential(credentials, rp_id, descriptors):
     return None
 
 
+def aes_cbc(key, data, encrypt):
+    """AES-256-CBC with a zero IV, no padding: PIN protocol 1's cipher."""
+    cipher = Cipher(algorithms.AES(key), modes.CBC(bytes(16)))
+    worker = cipher.encryptor() if encrypt else cipher.decryptor()
+    return worker.update(data) + worker.finalize()
+
+
 def sign(private_key, auth_data, client_data_hash):
     """The DER ECDSA-SHA256 signature of authenticator data and client data hash."""
     return private_key.sign(auth_data + client_data_hash, ec.ECDSA(hashes.SHA256()))
 
 
 class Authenticator:
-    NAMES = {0x01: "make-credential", 0x02: "get-assertion", 0x04: "get-info", 0x07: "reset"}
+    NAMES = {0x01: "make-credential", 0x02: "get-assertion", 0x04: "get-info", 0x06: "client-pin",
+             0x07: "reset"}
 
     def __init__(self, state):
         self.state = state
+        self.agreement = None  # this power cycle's key agreement key (PIN protocol 1)
+        self.token = None  # the PIN token given out last
+
+    def verified(self, client_data_hash, pin_auth, protocol):
+        """Whether the request proves the PIN (its pinAuth over the client data hash): True with a
+        valid one, False without one (PIN_REQUIRED when the key always asks for it)."""
+        if pin_auth is None:
+            if self.state.always_uv():
+                raise CtapError(PIN_REQUIRED)
+            return False
+        expected = hmac.new(self.token or b"", client_data_hash, hashlib.sha256).digest()[:16]
+        if self.token is None or protocol != 1 or not hmac.compare_digest(expected, pin_auth):
+            raise CtapError(PIN_AUTH_INVALID)
+        return True
 
     def handle(self, request, wait_for_touch):
         """The reply (status byte + CBOR) to a request (command byte + CBOR parameters).
@@ -248,7 +293,46 @@ class Authenticator:
             return bytes([error.args[0]])
 
     def get_info(self, params, touch):
-        return {1: ["FIDO_2_0"], 3: AAGUID, 4: {"rk": False, "up": True, "plat": False}, 5: 1200}
+        info = {1: ["FIDO_2_0"], 3: AAGUID, 4: {"rk": False, "up": True, "plat": False}, 5: 1200}
+        if self.state.pin() is not None:
+            info[4]["clientPin"] = True
+            info[6] = [1]
+        if self.state.always_uv():
+            info[4]["alwaysUv"] = True
+        return info
+
+    def client_pin(self, params, touch):
+        protocol, command = param(params, 1, int), param(params, 2, int)
+        if protocol != 1:
+            raise CtapError(INVALID_PARAMETER)
+        if command == 1:  # getRetries
+            return {3: self.state.retries()}
+        if command == 2:  # getKeyAgreement
+            self.agreement = ec.generate_private_key(ec.SECP256R1())
+            point = self.agreement.public_key().public_numbers()
+            return {1: {1: 2, 3: -25, -1: 1, -2: point.x.to_bytes(32, "big"), -3: point.y.to_bytes(32, "big")}}
+        if command != 5:  # getPINToken
+            raise CtapError(INVALID_SUBCOMMAND)
+        pin = self.state.pin()
+        if pin is None:
+            raise CtapError(PIN_NOT_SET)
+        if self.state.retries() == 0:
+            raise CtapError(PIN_BLOCKED)
+        platform, pin_hash_enc = param(params, 3, dict), param(params, 6, bytes)
+        x, y = platform.get(-2), platform.get(-3)
+        if self.agreement is None or not isinstance(x, bytes) or not isinstance(y, bytes) or len(pin_hash_enc) != 16:
+            raise CtapError(INVALID_PARAMETER)
+        peer = ec.EllipticCurvePublicNumbers(int.from_bytes(x, "big"), int.from_bytes(y, "big"), ec.SECP256R1())
+        shared = hashlib.sha256(self.agreement.exchange(ec.ECDH(), peer.public_key())).digest()
+        self.state.set_retries(self.state.retries() - 1)
+        if not hmac.compare_digest(aes_cbc(shared, pin_hash_enc, False), hashlib.sha256(pin.encode()).digest()[:16]):
+            self.agreement = ec.generate_private_key(ec.SECP256R1())
+            self.state.log("wrong pin")
+            raise CtapError(PIN_BLOCKED if self.state.retries() == 0 else PIN_INVALID)
+        self.state.set_retries(8)
+        self.state.log("pin accepted")
+        self.token = secrets.token_bytes(32)
+        return {2: aes_cbc(shared, self.token, True)}
 
     def make_credential(self, params, touch):
         client_data_hash = param(params, 1, bytes)
@@ -257,6 +341,10 @@ class Authenticator:
         algorithms = param(params, 4, list)
         exclude_list = param(params, 5, list, required=False) or []
         options(params, 7)
+        pin_auth = param(params, 8, bytes, required=False)
+        if pin_auth is None and self.state.pin() is not None:
+            raise CtapError(PIN_REQUIRED)  # CTAP 2.0: with a PIN set, a credential needs it
+        verified = self.verified(client_data_hash, pin_auth, param(params, 9, int, required=False))
         if not any(isinstance(p, dict) and p.get("alg") == ES256 and p.get("type") == "public-key"
                    for p in algorithms):
             raise CtapError(UNSUPPORTED_ALGORITHM)
@@ -271,7 +359,7 @@ class Authenticator:
         point = private_key.public_key().public_numbers()
         cose_key = {1: 2, 3: ES256, -1: 1,  # kty EC2, alg ES256, crv P-256
                     -2: point.x.to_bytes(32, "big"), -3: point.y.to_bytes(32, "big")}
-        auth_data = (hashlib.sha256(rp_id.encode()).digest() + bytes([0x41])  # flags UP | AT
+        auth_data = (hashlib.sha256(rp_id.encode()).digest() + bytes([0x45 if verified else 0x41])  # UP | UV? | AT
                      + (0).to_bytes(4, "big") + AAGUID + len(credential_id).to_bytes(2, "big")
                      + credential_id + cbor_encode(cose_key))
         pem = private_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -287,6 +375,8 @@ class Authenticator:
         client_data_hash = param(params, 2, bytes)
         allow_list = param(params, 3, list, required=False) or []
         user_presence = options(params, 5).get("up", True)
+        verified = self.verified(client_data_hash, param(params, 6, bytes, required=False),
+                                 param(params, 7, int, required=False))
         credentials = self.state.credentials()
         # Without an allow list nothing matches, since the key keeps no resident credentials.
         credential = find_credential(credentials, rp_id, allow_list)
@@ -298,7 +388,8 @@ class Authenticator:
             self.state.log("silent get-assertion")
         credential["sign_count"] += 1
         self.state.save(credentials)
-        auth_data = (hashlib.sha256(rp_id.encode()).digest() + bytes([0x01 if user_presence else 0])
+        auth_data = (hashlib.sha256(rp_id.encode()).digest()
+                     + bytes([(0x01 if user_presence else 0) | (0x04 if verified else 0)])
                      + credential["sign_count"].to_bytes(4, "big"))
         private_key = serialization.load_pem_private_key(credential["private_key"].encode(), None)
         return {1: {"id": bytes.fromhex(credential["credential_id"]), "type": "public-key"},
