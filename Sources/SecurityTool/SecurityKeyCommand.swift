@@ -77,9 +77,11 @@ struct SecurityKeyCommand: ToolCommand {
             throw KeychainError(.duplicateItem, "a security key named \(chosen) is paired already")
         }
         let user = ProcessInfo.processInfo.environment["USER"] ?? NSUserName()
-        let key = try SecurityKey.pair(
-            at: path, userName: user, touchRequested: { Console.err("Touch the security key to pair it.\n") },
-            pin: TerminalPrompt.securityKeyPIN)
+        let key = try registry.inTurn {
+            try SecurityKey.pair(
+                at: path, userName: user, touchRequested: { Console.err("Touch the security key to pair it.\n") },
+                pin: TerminalPrompt.securityKeyPIN)
+        }
         try registry.add(PairedSecurityKey(name: chosen, key: key, device: path))
         Console.out("paired \(chosen)\n")
     }

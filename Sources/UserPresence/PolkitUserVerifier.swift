@@ -55,8 +55,11 @@ public struct PolkitUserVerifier: UserVerifier {
     public static func verifyCompanion(
         environment: [String: String], touchRequested: () -> Void = {}, pin: SecurityKeyPINSource? = nil
     ) throws -> Data {
-        let paired = try SecurityKeyRegistry(paths: KeychainPaths(environment: environment)).keys()
-        return try SecurityKey.authenticate(paired, touchRequested: touchRequested, pin: pin).publicKey
+        let registry = SecurityKeyRegistry(paths: KeychainPaths(environment: environment))
+        let paired = try registry.keys()
+        return try registry.inTurn {
+            try SecurityKey.authenticate(paired, touchRequested: touchRequested, pin: pin).publicKey
+        }
     }
 
     /// The domain state of fprintd's reader for this process's user

@@ -36,6 +36,20 @@ public struct SecurityKeyRegistry: Sendable {
         path = paths.configurationDirectory + "/security-keys.json"
     }
 
+    /// Runs `body`, which speaks to the user's security keys, once no other does, in this
+    /// process or another: a key answers one command at a time (another program's gets
+    /// `ERR_CHANNEL_BUSY`), and one may wait half a minute for a touch. The turn is an exclusive
+    /// `flock` of `security-keys.lock` beside the file, which ends with its holder; where the
+    /// lock cannot be made (no configuration directory yet), `body` runs without a turn.
+    public func inTurn<T>(_ body: () throws -> T) rethrows -> T {
+        let lock = open(
+            (path as NSString).deletingPathExtension + ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lock >= 0 else { return try body() }
+        defer { close(lock) }
+        while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
+        return try body()
+    }
+
     private struct File: Codable {
         var version: Int
         var keys: [PairedSecurityKey]

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import KeychainTestSupport
 import Testing
 
@@ -103,5 +104,27 @@ extension CompanionTests.SoftwareKey {
             $0.hasPrefix("touched") || $0.hasPrefix("denied") || $0.hasPrefix("timeout") || $0.hasSuffix(" pin")
                 || $0 == "pin accepted"
         }
+    }
+}
+
+extension CompanionTests {
+    @Test(
+        "two apps reading .companion items at once touch the one key in turn, as a USB key answers one command at a time: both read",
+        arguments: Backend.allCases)
+    func simultaneousReadsTakeTurns(backend: Backend) throws {
+        let (fixture, key) = try Fixture.paired(backend)
+        let (stored, secret) = try fixture.store("vault")
+        try #require(stored == "stored\n", "\(stored)")
+        // Each touch comes a second after the key asks, so the two reads overlap.
+        try key.presence("touch after 1")
+        let before = key.touches.count
+        let reads = Mutex<[String]>([])
+        let environment = fixture.environment
+        DispatchQueue.concurrentPerform(iterations: 2) { _ in
+            let run = try? PolkitFixture.run(PolkitFixture.builtWorker, ["read", "vault"], environment: environment)
+            reads.withLock { $0.append(run?.output ?? "failed to run") }
+        }
+        #expect(reads.withLock { $0 } == Array(repeating: "secret \(secret)\n", count: 2))
+        #expect(Array(key.touches.dropFirst(before)) == ["touched get-assertion", "touched get-assertion"])
     }
 }

@@ -3,13 +3,16 @@
 Usage: security_key.py SOCKET_PATH STATE_DIR
 
 Listens on a Unix socket of type SOCK_SEQPACKET at SOCKET_PATH (mode 0666), prints "ready", then
-serves connections one after another until SIGTERM. Each socket message is one 64-byte CTAPHID
-report (FIDO CTAP 2.1, section 11.2) without a report ID, in both directions.
+serves connections at once, as a USB key serves the programs that open it, until SIGTERM. Each
+socket message is one 64-byte CTAPHID report (FIDO CTAP 2.1, section 11.2) without a report ID,
+in both directions. As a real key, it runs one CTAP2 command at a time: a command on one
+connection while another's runs gets ERR_CHANNEL_BUSY.
 
 STATE_DIR holds:
   credentials.json  the credentials made: rp id, credential id, PEM private key, sign counter
   presence          what the person does when a touch is needed, read each time: "touch" (also
-                    when missing), "deny", or "ignore" (nobody touches; time out after 3 s)
+                    when missing), "touch after SECONDS" (keepalives first), "deny", or
+                    "ignore" (nobody touches; time out after 3 s)
   log               one line per event: "request COMMAND", "touched COMMAND", "denied COMMAND",
                     "timeout COMMAND", "cancelled COMMAND", "silent get-assertion", where COMMAND
                     is get-info, make-credential, get-assertion or reset
@@ -32,6 +35,7 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
 
 from cryptography.hazmat.primitives import hashes, serialization
@@ -402,10 +406,30 @@ class Authenticator:
 
 # --- CTAPHID over the socket --------------------------------------------------------------------
 
+class Device:
+    """What the connections share: the connection whose CTAP2 command runs, if any."""
+
+    def __init__(self):
+        self.lock, self.running = threading.Lock(), None
+
+    def start(self, connection):
+        """Whether connection may run a command now (no other connection's runs)."""
+        with self.lock:
+            if self.running is not None and self.running is not connection:
+                return False
+            self.running = connection
+            return True
+
+    def finish(self):
+        with self.lock:
+            self.running = None
+
+
 class Connection:
-    def __init__(self, sock, authenticator, state, channels):
+    def __init__(self, sock, authenticator, state, channels, device):
         self.sock, self.authenticator, self.state = sock, authenticator, state
         self.channels = channels  # the CIDs allocated so far, by any connection
+        self.device = device
         self.partial = None  # the message being reassembled: [cid, cmd, length, data, next seq]
 
     def receive(self, timeout=None):
@@ -475,8 +499,13 @@ class Connection:
             self.send(cid, ERROR, bytes([ERR_INVALID_CHANNEL]))
         elif cmd == PING:
             self.send(cid, PING, payload)
+        elif cmd == CBOR and payload and not self.device.start(self):
+            self.send(cid, ERROR, bytes([ERR_BUSY]))
         elif cmd == CBOR and payload:
-            self.send(cid, CBOR, self.authenticator.handle(payload, lambda name: self.touch(cid, name)))
+            try:
+                self.send(cid, CBOR, self.authenticator.handle(payload, lambda name: self.touch(cid, name)))
+            finally:
+                self.device.finish()
         elif cmd == CBOR:
             self.send(cid, ERROR, bytes([ERR_INVALID_LEN]))
         elif cmd != CANCEL:  # a CANCEL with nothing to cancel is ignored; MSG (U2F) is not served
@@ -484,16 +513,19 @@ class Connection:
 
     def touch(self, cid, command):
         """Waits for the person (the presence file) to touch: None once touched, else a status."""
-        deadline = time.monotonic() + TOUCH_TIMEOUT
+        start = time.monotonic()
+        deadline = start + TOUCH_TIMEOUT
         while True:
             presence = self.state.presence()
+            if presence.startswith("touch after "):
+                presence = "touch" if time.monotonic() - start >= float(presence.split()[-1]) else "wait"
             if presence == "touch":
                 self.state.log(f"touched {command}")
                 return None
             if presence == "deny":
                 self.state.log(f"denied {command}")
                 return OPERATION_DENIED
-            if time.monotonic() >= deadline:  # "ignore" (or anything else): nobody touched
+            if presence != "wait" and time.monotonic() >= deadline:  # "ignore" (or else): nobody touched
                 self.state.log(f"timeout {command}")
                 return USER_ACTION_TIMEOUT
             self.send(cid, KEEPALIVE, bytes([KEEPALIVE_UP_NEEDED]))
@@ -520,7 +552,7 @@ def main():
     socket_path, state_dir = sys.argv[1:]
     os.makedirs(state_dir, exist_ok=True)
     state = State(state_dir)
-    authenticator, channels = Authenticator(state), set()
+    authenticator, channels, device = Authenticator(state), set(), Device()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # unwinds through the finally below
 
     if os.path.lexists(socket_path):
@@ -532,10 +564,12 @@ def main():
         os.chmod(socket_path, 0o666)
         server.listen(8)
         print("ready", flush=True)
+        def serve(connection):
+            with connection:
+                Connection(connection, authenticator, state, channels, device).serve()
         while True:
             connection, _ = server.accept()
-            with connection:
-                Connection(connection, authenticator, state, channels).serve()
+            threading.Thread(target=serve, args=(connection,), daemon=True).start()
     finally:
         server.close()
         if os.path.exists(socket_path) and os.stat(socket_path).st_ino == inode:
