@@ -83,8 +83,10 @@ extension AgentService {
                     return I.CreatedTokenKey(publicKey: created.publicKey, handle: created.handle)
                 }
             },
-            serve(I.useTokenKey, idle: .use) { [self] in
-                try using($0) { I.TokenKeyOutput(try tokenHolder($0).useTokenKey($1.handle, try Self.request($1))) }
+            serve(I.useTokenKey, idle: .use) { [self] request in
+                try using(request) { keychain, arguments in
+                    I.TokenKeyOutput(try useTokenKey(arguments, in: keychain, request.connection, request.groups))
+                }
             },
             serve(I.storeTokenKey, idle: .use) { [self] in
                 try using($0) { I.TokenKeyHandle(try tokenHolder($0).storeTokenKey($1.handle, as: $1.item)) }
@@ -117,13 +119,46 @@ extension AgentService {
             },
             servedFingerAuthentication(),
             servedCompanionAuthentication(),
-            serve(I.useTokenKeyOffering, idle: .use) { [self] in
+            serve(I.useTokenKeyOffering, idle: .use) { [self] request in
                 // The proof is taken where the person would be asked (answer(_:_:)).
-                try using($0) {
-                    I.TokenKeyOutput(try tokenHolder($0).useTokenKey($1.use.handle, try Self.request($1.use)))
+                try using(request) { keychain, arguments in
+                    I.TokenKeyOutput(try useTokenKey(arguments.use, in: keychain, request.connection, request.groups))
                 }
             },
         ]
+    }
+
+    /// Runs a `UseTokenKey` call's request with its key, and records the use of a stored key in
+    /// the access log.
+    private func useTokenKey(
+        _ arguments: I.UseTokenKeyArguments, in keychain: any KeychainHandle, _ connection: DBusConnection,
+        _ groups: AccessGroups
+    ) throws -> Data {
+        let output = try tokenHolder(keychain).useTokenKey(arguments.handle, try Self.request(arguments))
+        if let item = Self.storedTokenKey(arguments.handle, in: keychain) {
+            logUse(of: item, caller: callerName(connection), groups: groups)
+        }
+        return output
+    }
+
+    /// The key item a stored token key's handle names, its attributes only (a lookup that asks
+    /// nobody); `nil` for a key that is not stored.
+    package static func storedTokenKey(_ handle: Data, in keychain: any KeychainHandle) -> Item? {
+        guard handle.first == TokenKeys.storedHandle, let identity = UUID(bytes: Data(handle.dropFirst())) else {
+            return nil
+        }
+        var query = ItemQuery(class: .key, synchronizable: .any, persistentID: identity, limit: 1)
+        query.authenticationUI = .fail
+        return try? keychain.find(query, includeData: false).first
+    }
+
+    /// Records in the access log that `caller` used `item` (a key signed, agreed or decrypted
+    /// with it: no secret was given out), with what the person answered for the call.
+    package func logUse(of item: Item, caller: String, groups: AccessGroups) {
+        accessLog.record(
+            "used", [item], caller: caller, groups: groups, verified: KeychainDatabase.userVerified,
+            finger: KeychainDatabase.fingerAnswer, companion: KeychainDatabase.companionAnswer,
+            allowed: KeychainDatabase.allowedItems)
     }
 
     /// Records in the access log the secrets a lookup gives out (none for a listing).

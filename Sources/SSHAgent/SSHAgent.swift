@@ -44,13 +44,13 @@ public final class SSHAgent: Sendable {
 
     /// The answer to `request` (its type byte and contents, without the length), run on the
     /// keychain `withKeychain` gives; any refusal is `SSH_AGENT_FAILURE`, and its reason goes to
-    /// `log`.
+    /// `log`. `used` is told the key item of each signature made, inside `withKeychain`.
     public func answer(
-        _ request: [UInt8], log: (String) -> Void,
+        _ request: [UInt8], log: (String) -> Void, used: @escaping (Item) -> Void = { _ in },
         withKeychain: ((any KeychainHandle) throws -> [UInt8]) throws -> [UInt8]
     ) -> [UInt8] {
         do {
-            return try respond(to: request, withKeychain: withKeychain)
+            return try respond(to: request, used: used, withKeychain: withKeychain)
         } catch let error as SSHAgentError {
             log("ssh agent: refused a request: \(error)")
         } catch let error as KeychainError where error.code == .interactionNotAllowed {
@@ -90,7 +90,8 @@ public final class SSHAgent: Sendable {
     }
 
     private func respond(
-        to request: [UInt8], withKeychain: ((any KeychainHandle) throws -> [UInt8]) throws -> [UInt8]
+        to request: [UInt8], used: @escaping (Item) -> Void,
+        withKeychain: ((any KeychainHandle) throws -> [UInt8]) throws -> [UInt8]
     ) throws -> [UInt8] {
         var reader = SSHReader(request)
         let type = try reader.byte()
@@ -131,10 +132,15 @@ public final class SSHAgent: Sendable {
             return try withKeychain { keychain in
                 var writer = SSHWriter()
                 writer.byte(Message.signResponse.rawValue)
-                if let identity = try Self.identity(fingerprint, in: keychain), identity.publicKeyBlob == blob {
+                if let item = try Self.identityItem(fingerprint, in: keychain),
+                    let identity = Self.identity(from: item),
+                    identity.publicKeyBlob == blob
+                {
                     writer.string(try identity.signature(for: data, flags: flags))
+                    used(item)
                 } else if let token = try SSHTokenKey.all(in: keychain).first(where: { $0.blob == blob }) {
                     writer.string(try token.signature(for: data, in: keychain))
+                    used(token.item)
                 } else {
                     throw SSHAgentError.noSuchIdentity
                 }
@@ -231,12 +237,12 @@ public final class SSHAgent: Sendable {
         return stored + tokens.filter { fingerprint == nil || $0.2 == fingerprint }
     }
 
-    /// The SSH key with `fingerprint`, if the caller has it.
-    static func identity(_ fingerprint: String, in keychain: any KeychainHandle) throws -> SSHIdentity? {
+    /// The item of the SSH key with `fingerprint`, its private key as data, if the caller has it.
+    static func identityItem(_ fingerprint: String, in keychain: any KeychainHandle) throws -> Item? {
         guard !keychain.isLocked else { throw SSHAgentError.locked }
         var query = query(fingerprint: fingerprint)
         query.limit = 1
-        return try keychain.find(query, includeData: true).first.flatMap { identity(from: $0) }
+        return try keychain.find(query, includeData: true).first
     }
 
     private static func identity(from item: Item) -> SSHIdentity? {

@@ -167,7 +167,15 @@ public final class SSHAgentServer: Sendable {
             let reply = try? keychains.onWorkQueueWaiting {
                 AgentService.withAnswers(answers) {
                     // A refusal that asks is not said: the person is asked, and the request runs again.
-                    agent.answer(request, log: { line in if asking == nil { log(line) } }) { body in
+                    agent.answer(
+                        request, log: { line in if asking == nil { log(line) } },
+                        used: { [keychains, callers] item in
+                            keychains.logUse(
+                                of: item,
+                                caller: callers.logName(for: credentials) ?? "pid \(credentials.pid) (not identified)",
+                                groups: groups)
+                        }
+                    ) { body in
                         do {
                             return try keychains.withKeychainOnWorkQueue(named: "", for: groups, body)
                         } catch let error as KeychainError where CallAuthentication.asksPerson(error) {

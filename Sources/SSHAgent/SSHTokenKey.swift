@@ -14,6 +14,8 @@ struct SSHTokenKey {
     let comment: String
     /// The key item's persistent identity, which names it to its keychain.
     let identity: UUID
+    /// The key item (its attributes, and its public key as data).
+    let item: Item
 
     /// The public key blob (RFC 5656 §3.1).
     var blob: [UInt8] {
@@ -42,7 +44,8 @@ struct SSHTokenKey {
                 let publicKey = item.data, (try? P256.Signing.PublicKey(x963Representation: publicKey)) != nil
             else { return nil }
             return SSHTokenKey(
-                publicKey: publicKey, comment: item.attributes[.label]?.stringValue ?? "", identity: identity)
+                publicKey: publicKey, comment: item.attributes[.label]?.stringValue ?? "", identity: identity,
+                item: item)
         }
     }
 

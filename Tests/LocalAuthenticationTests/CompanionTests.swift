@@ -343,6 +343,9 @@ struct CompanionTests {
             "/usr/bin/ssh-keygen", ["-Y", "verify", "-f", allowed, "-I", "me", "-n", "file", "-s", data + ".sig"],
             input: "signed after a touch", environment: environment)
         #expect(verified.output.contains("Good \"file\" signature"), "\(verified)")
+        let log = try fixture.security(["access-log"])
+        #expect(
+            log.output.contains("used keys \"touched\"") && log.output.contains("a touch of a security key"), "\(log)")
 
         try FileManager.default.removeItem(atPath: data + ".sig")
         try key.presence("deny")

@@ -57,6 +57,12 @@ extension PolkitTests {
             input: "signed through keychaind")
         #expect(verified.output.contains("Good \"file\" signature"), "\(verified)")
 
+        // keychaind's access log says who used the key, and what allowed it.
+        let log = try polkit.runAsUser(polkit.securityTool, ["access-log"], environment: environment)
+        #expect(
+            log.output.contains("used keys \"asks\"") && log.output.contains("/usr/bin/ssh-keygen")
+                && log.output.contains("the owner's authentication"), "\(log)")
+
         // The next signature asks again: nothing is kept between two.
         try FileManager.default.removeItem(atPath: data + ".sig")
         let again = try polkit.onTerminal(

@@ -135,6 +135,10 @@ extension PolkitTests {
             ["key-sign", "signing"], steps: [("Password:", password)], environment: environment)
         #expect(signed.output.contains("found\r\n") && signed.output.contains("signed\r\n"), "\(signed)")
         #expect(signed.output.components(separatedBy: "found").last?.contains("Password:") == true, "\(signed)")
+        if backend == .keychaind {
+            let log = try polkit.runAsUser(polkit.securityTool, ["access-log"], environment: environment)
+            #expect(log.output.contains("used keys") && log.output.contains("the owner's authentication"), "\(log)")
+        }
         let wrong = try polkit.onTerminal(
             ["key-sign", "signing"], steps: [("Password:", "not-the-password")], environment: environment)
         #expect(wrong.output.contains("found\r\n") && wrong.output.contains("error -25293\r\n"), "\(wrong)")
