@@ -39,6 +39,8 @@ import Security
 //       OSSTATUS"), signs a message with it N times and verifies each signature: "signed", or
 //       "error CODE"; with a policy option (as evaluate's), evaluates it first ("success" or
 //       "error CODE") and finds the key with the context as kSecUseAuthenticationContext
+//   keychain-la-worker simplekeychain … | keychainaccess …   the calls SimpleKeychain and
+//       KeychainAccess make for an item that asks for user presence (LibraryPaths.swift)
 //   keychain-la-worker right-save|right-use|right-remove …   LARightStore (Rights.swift)
 //   keychain-la-worker environment | environment-watch SECONDS   LAEnvironment (Rights.swift)
 //   keychain-la-worker apple-sample add SERVER USER FILE | read SERVER | login | token-store FILE |
@@ -261,6 +263,8 @@ case "apple-sample":
     } catch {
         print("error \(error)")
     }
+case "simplekeychain": simpleKeychain(Array(arguments.dropFirst()))
+case "keychainaccess": keychainAccess(Array(arguments.dropFirst()))
 case "environment": print(describe(LAEnvironment.currentUser.state))
 case "environment-watch": watchEnvironment(Int(arguments.dropFirst().first ?? "") ?? 30)
 case "right-save": await saveRight(Array(arguments.dropFirst()))

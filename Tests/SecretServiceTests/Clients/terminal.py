@@ -2,14 +2,16 @@
 the screen shows what they wait for.
 
 Usage: terminal.py PROGRAM [ARGUMENT...], with standard input holding lines "WAIT<TAB>TYPE":
-wait (60 s at most) until the screen has shown WAIT since the last answer, then type TYPE
-and Enter. Everything the terminal showed is written to standard output at the end, and
+wait (60 s at most) until the screen has shown WAIT since the last answer and the program has
+turned echo off (2 s at most: a prompt for a secret turns it off, and flushes what was typed
+before it), then type TYPE and Enter. Everything the terminal showed is written to standard output at the end, and
 the exit status is the program's (3 when something awaited never appeared).
 """
 import os
 import pty
 import select
 import sys
+import termios
 import time
 
 steps = [line.rstrip("\n").split("\t", 1) for line in sys.stdin if line.strip()]
@@ -45,6 +47,14 @@ for wait, answer in steps:
     if wait.encode() not in screen[start:]:
         status = 3
         break
+    end = time.time() + 2
+    while time.time() < end:
+        try:
+            if not termios.tcgetattr(fd)[3] & termios.ECHO:
+                break
+        except termios.error:
+            break
+        read(0.05)
     time.sleep(0.3)
     os.write(fd, answer.encode() + b"\r")
 

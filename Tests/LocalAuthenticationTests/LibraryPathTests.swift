@@ -1,0 +1,88 @@
+import Foundation
+import KeychainTestSupport
+import Testing
+
+/// The calls SimpleKeychain and KeychainAccess make for an item whose access control asks for
+/// user presence (Tests/LAWorker/LibraryPaths.swift), through the real polkit, in the app's
+/// process and through keychaind: making and deleting the item ask nothing, reading it and
+/// changing it ask on the terminal, and each library's own checks give what they give on iOS.
+extension PolkitTests {
+    /// Expects `output` to contain `text`, showing it when it does not.
+    func expect(
+        _ output: String, contains text: String, _ comment: Comment? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(output.contains(text), "\(comment.map { "\($0): " } ?? "")\(output)", sourceLocation: sourceLocation)
+    }
+
+    /// Expects `output` to be `text`.
+    func expect(
+        _ output: String, is text: String, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(output == text, "\(comment.map { "\($0): " } ?? "")\(output)", sourceLocation: sourceLocation)
+    }
+
+    @Test(
+        "SimpleKeychain(accessControlFlags: .userPresence): set asks nothing, hasItem/data/update ask for the password, a wrong one is errSecAuthFailed, deleteItem asks nothing",
+        arguments: Backend.allCases)
+    func simpleKeychainPaths(backend: Backend) throws {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let environment = backend.environment(polkit)
+        let first = try polkit.accountFile("first", "first-secret")
+        let second = try polkit.accountFile("second", "second-secret")
+        func run(_ arguments: [String]) throws -> String {
+            try polkit.runAsUser(polkit.worker, ["simplekeychain"] + arguments, environment: environment).output
+        }
+        func asked(_ arguments: [String], typing: String) throws -> String {
+            try polkit.onTerminal(
+                ["simplekeychain"] + arguments, steps: [("Password:", typing)], environment: environment
+            )
+            .output
+        }
+
+        expect(try run(["set", "vault", first]), is: "ok\n", "adding asks nothing")
+        expect(try run(["has", "vault"]), is: "error -25308\n", "with nobody to ask, hasItem throws")
+        expect(try asked(["has", "vault"], typing: password), contains: "true\r\n")
+        expect(try asked(["get", "vault"], typing: password), contains: "data first-secret\r\n")
+        expect(try asked(["get", "vault"], typing: "not-the-password"), contains: "error -25293\r\n")
+        // A second set is SecItemAdd's errSecDuplicateItem, then an update of the data, which asks.
+        expect(try asked(["set", "vault", second], typing: password), contains: "ok\r\n")
+        expect(try asked(["get", "vault"], typing: password), contains: "data second-secret\r\n")
+        expect(try asked(["keys"], typing: password), contains: "keys vault\r\n")
+        expect(try run(["delete", "vault"]), is: "deleted\n", "deleting asks nothing")
+        expect(try run(["has", "vault"]), is: "false\n")
+    }
+
+    @Test(
+        "KeychainAccess .accessibility(_:authenticationPolicy: .userPresence): set adds unasked, contains(withoutAuthenticationUI:) is true unasked, get and a second set ask, remove asks nothing",
+        arguments: Backend.allCases)
+    func keychainAccessPaths(backend: Backend) throws {
+        let polkit = try PolkitFixture()
+        let password = try polkit.newPassword()
+        let environment = backend.environment(polkit)
+        let first = try polkit.accountFile("first", "first-secret")
+        let second = try polkit.accountFile("second", "second-secret")
+        func run(_ arguments: [String]) throws -> String {
+            try polkit.runAsUser(polkit.worker, ["keychainaccess"] + arguments, environment: environment).output
+        }
+        func asked(_ arguments: [String], typing: String) throws -> String {
+            try polkit.onTerminal(
+                ["keychainaccess"] + arguments, steps: [("Password:", typing)], environment: environment
+            )
+            .output
+        }
+
+        expect(try run(["contains", "vault"]), is: "false\n")
+        expect(try run(["set", "vault", first]), is: "added\n", "adding asks nothing")
+        expect(try run(["contains", "vault"]), is: "true\n", "its check without UI says it is there")
+        expect(try run(["get", "vault"]), is: "error -25308\n", "with nobody to ask, get throws")
+        expect(try asked(["get", "vault"], typing: password), contains: "data first-secret\r\n")
+        // The second set finds the item unasked (errSecInteractionNotAllowed), then updates it,
+        // sending its access control again, which asks.
+        expect(try asked(["set", "vault", second], typing: password), contains: "updated\r\n")
+        expect(try asked(["get", "vault"], typing: password), contains: "data second-secret\r\n")
+        expect(try run(["remove", "vault"]), is: "removed\n", "removing asks nothing")
+        expect(try run(["contains", "vault"]), is: "false\n")
+    }
+}
