@@ -34,15 +34,20 @@ struct CompanionComparison {
             let device = SecurityKey.socketPrefix + directory + "/key.socket"
             let credential = try SecurityKey.pair(at: device, userName: "bench")
             let paired = [PairedSecurityKey(name: "bench", key: credential, device: device)]
-            // The engine, its verifier touching the same key.
+            // The engine, its verifier touching the same key in its turn, as a read does.
+            let paths = KeychainPaths(environment: ["HOME": directory, "XDG_CONFIG_HOME": directory + "/config"])
+            try FileManager.default.createDirectory(
+                atPath: paths.configurationDirectory, withIntermediateDirectories: true)
             var configuration = lifecycle.configuration
-            configuration.userVerifier = KeyVerifier(paired: paired)
+            configuration.userVerifier = KeyVerifier(paired: paired, registry: SecurityKeyRegistry(paths: paths))
             let engine = try KeychainDatabase.create(
                 at: directory + "/companion.keychain-db", password: nil as String?, configuration: configuration)
             var item = Item(class: .genericPassword, attributes: [.service: .string("bench.companion")])
             item.attributes[.accessControl] = .data(
-                StoredAccessControl(flags: StoredAccessControl.companionFlag, protection: "ak", companions: [credential])
-                    .serialized)
+                StoredAccessControl(
+                    flags: StoredAccessControl.companionFlag, protection: "ak", companions: [credential]
+                )
+                .serialized)
             item.data = Data("secret".utf8)
             _ = try engine.add(item)
             var query = ItemQuery(class: .genericPassword, attributes: [.service: .string("bench.companion")])
@@ -68,11 +73,14 @@ struct CompanionComparison {
         return result
     }
 
-    /// Touches the paired key for the engine.
+    /// Touches the paired key for the engine, in the registry's turn.
     struct KeyVerifier: UserVerifier {
         let paired: [PairedSecurityKey]
+        let registry: SecurityKeyRegistry
         func verifyUser() throws { throw KeychainError(.interactionNotAllowed, "no owner here") }
-        func verifyCompanion() throws -> Data { try SecurityKey.authenticate(paired).publicKey }
+        func verifyCompanion() throws -> Data {
+            try registry.inTurn { try SecurityKey.authenticate(paired).publicKey }
+        }
     }
 
     /// Reads the key's first line ("ready", once its socket listens) from `output`, then closes it.

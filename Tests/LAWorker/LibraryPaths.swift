@@ -59,13 +59,7 @@ func simpleKeychain(_ values: [String]) {
         var query = base(key)
         query[kSecReturnData] = true
         query[kSecMatchLimit] = kSecMatchLimitOne
-        var result: CFTypeRef?
-        let status = SecItemCopyMatching(query as CFDictionary, &result)
-        if status == errSecSuccess, let data = result as? Data {
-            print("data \(String(decoding: data, as: UTF8.self))")
-        } else {
-            print("error \(status)")
-        }
+        printData(query, notFound: "error \(errSecItemNotFound)")
     case "keys":
         var query = base()
         query[kSecReturnAttributes] = true
@@ -143,17 +137,23 @@ func keychainAccess(_ values: [String]) {
         var lookup = query(key)
         lookup[kSecMatchLimit] = kSecMatchLimitOne
         lookup[kSecReturnData] = kCFBooleanTrue
-        var result: CFTypeRef?
-        let status = SecItemCopyMatching(lookup as CFDictionary, &result)
-        if status == errSecSuccess, let data = result as? Data {
-            print("data \(String(decoding: data, as: UTF8.self))")
-        } else {
-            print(status == errSecItemNotFound ? "nil" : "error \(status)")
-        }
+        printData(lookup, notFound: "nil")
     case "remove":
         let status = SecItemDelete(query(key) as CFDictionary)
         print(status == errSecSuccess || status == errSecItemNotFound ? "removed" : "error \(status)")
     default:
         exit(2)
+    }
+}
+
+/// Reads the data `query` finds and prints it ("data TEXT"), `notFound` when nothing matches, or
+/// "error OSSTATUS".
+func printData(_ query: [CFString: Any], notFound: String) {
+    var result: CFTypeRef?
+    let status = SecItemCopyMatching(query as CFDictionary, &result)
+    if status == errSecSuccess, let data = result as? Data {
+        print("data \(String(decoding: data, as: UTF8.self))")
+    } else {
+        print(status == errSecItemNotFound ? notFound : "error \(status)")
     }
 }
