@@ -132,11 +132,22 @@ extension ApplicationAccessPrompt {
             if sandboxed { screen.terminal = nil }
             guard let dialog = try? pinentry.open(on: screen, environment: environment) else { return nil }
             defer { dialog.close() }
-            return
-                (try? dialog.askPassword(
-                    title: "Security key", description: SecurityKeyPINQuestion.dialogText(question, forProcess: pid),
-                    prompt: "PIN:", error: question.afterWrongPIN ? "Wrong PIN." : nil)).map { [UInt8]($0) }
+            return dialog.askSecurityKeyPIN(question, forProcess: pid)
         }
+    }
+}
+
+extension PinentryDialog {
+    /// Asks for a security key's PIN for process `pid`: its bytes (the dialog's copy wiped), or
+    /// `nil` when the person cancels or the dialog fails.
+    package func askSecurityKeyPIN(_ question: SecurityKeyPINQuestion, forProcess pid: Int32) -> [UInt8]? {
+        guard
+            var typed = try? askPassword(
+                title: "Security key", description: SecurityKeyPINQuestion.dialogText(question, forProcess: pid),
+                prompt: "PIN:", error: question.afterWrongPIN ? "Wrong PIN." : nil)
+        else { return nil }
+        defer { typed.resetBytes(in: 0..<typed.count) }
+        return [UInt8](typed)
     }
 }
 

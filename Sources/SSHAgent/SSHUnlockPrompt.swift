@@ -77,11 +77,7 @@ final class SSHUnlockPrompt: Sendable {
     /// A security key's PIN for process `pid`, asked with this dialog (one at a time, as the rest).
     func securityKeyPIN(forProcess pid: Int32) -> SecurityKeyPINSource {
         { [self] question in
-            withDialog(forProcess: pid) { dialog, _ in
-                (try? dialog.askPassword(
-                    title: "Security key", description: SecurityKeyPINQuestion.dialogText(question, forProcess: pid),
-                    prompt: "PIN:", error: question.afterWrongPIN ? "Wrong PIN." : nil)).map { [UInt8]($0) }
-            }
+            withDialog(forProcess: pid) { dialog, _ in dialog.askSecurityKeyPIN(question, forProcess: pid) }
         }
     }
 
