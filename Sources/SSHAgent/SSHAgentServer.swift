@@ -120,8 +120,11 @@ public final class SSHAgentServer: Sendable {
             return
         }
         defer { if let pidFD = credentials.pidFD { close(pidFD) } }
+        // The process as polkit names it, read while it holds the connection: a pid read later
+        // could be another process's, once the client is gone.
+        let subject = try? ProcessSubject.of(pid: credentials.pid, uid: credentials.uid)
         while var request = readMessage(client) {
-            let reply = answer(request, credentials: credentials)
+            let reply = answer(request, credentials: credentials, subject: subject)
             // An added key's request holds the private key: wiped once answered.
             request.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
             var framed = SSHWriter()
@@ -130,7 +133,7 @@ public final class SSHAgentServer: Sendable {
         }
     }
 
-    private func answer(_ request: [UInt8], credentials: DBusPeerCredentials) -> [UInt8] {
+    private func answer(_ request: [UInt8], credentials: DBusPeerCredentials, subject: ProcessSubject?) -> [UInt8] {
         let groups: AccessGroups
         do {
             groups = try callers.accessGroups(for: credentials)
@@ -138,7 +141,7 @@ public final class SSHAgentServer: Sendable {
             log("ssh agent: the caller could not be identified (\(error))")
             return [SSHAgent.Message.failure.rawValue]
         }
-        let reply = ask(request, for: groups, credentials: credentials)
+        let reply = ask(request, for: groups, credentials: credentials, subject: subject)
         // Only a refusal costs the lock check: while the keychain is locked, the dialog, then one
         // more try.
         guard reply == [SSHAgent.Message.failure.rawValue], let unlockPrompt, agent.needsKeychain(request),
@@ -147,7 +150,7 @@ public final class SSHAgentServer: Sendable {
                 forProcess: credentials.pid, isLocked: { isKeychainLocked(for: groups) },
                 unlock: { password in try unlockKeychain(password, for: groups) })
         else { return reply }
-        return ask(request, for: groups, credentials: credentials)
+        return ask(request, for: groups, credentials: credentials, subject: subject)
     }
 
     /// The most questions one request puts to the person: a key's access control asks its
@@ -159,7 +162,9 @@ public final class SSHAgentServer: Sendable {
     /// the client's process (``KeychainAgent/AgentService/take(_:_:asking:)``: polkit, with this
     /// agent's own dialog where polkit has nobody to ask with; the fingerprint reader; a
     /// security key), then is made again with the answers, as a D-Bus client's use is.
-    private func ask(_ request: [UInt8], for groups: AccessGroups, credentials: DBusPeerCredentials) -> [UInt8] {
+    private func ask(
+        _ request: [UInt8], for groups: AccessGroups, credentials: DBusPeerCredentials, subject: ProcessSubject?
+    ) -> [UInt8] {
         let failure = [SSHAgent.Message.failure.rawValue]
         var answers = CallAuthentication(proof: nil)
         for _ in 0...Self.mostQuestions {
@@ -191,7 +196,7 @@ public final class SSHAgentServer: Sendable {
                 return failure
             }
             do {
-                let person = try person(of: credentials)
+                let person = try person(of: credentials, subject: subject)
                 answers = try waitFor { [keychains, answers] in
                     var next = answers
                     try await keychains.take(step, &next, asking: person)
@@ -208,13 +213,8 @@ public final class SSHAgentServer: Sendable {
     /// The client as the person is asked about it: its process, its terminal for a hint (not a
     /// sandboxed client's, whose terminal is named in another namespace), and this agent's
     /// dialog for a client that polkit has no authentication agent for.
-    private func person(of credentials: DBusPeerCredentials) throws -> PersonAsked {
-        let subject: ProcessSubject
-        do {
-            subject = try ProcessSubject.of(pid: credentials.pid, uid: credentials.uid)
-        } catch {
-            throw KeychainError(.interactionNotAllowed, "the client is gone: \(error)")
-        }
+    private func person(of credentials: DBusPeerCredentials, subject: ProcessSubject?) throws -> PersonAsked {
+        guard let subject else { throw KeychainError(.interactionNotAllowed, "the client cannot be named to polkit") }
         let sandboxed: Bool
         switch try? callers.identity(for: credentials).tier {
         case .sandboxed?, .invalidSandbox?: sandboxed = true
@@ -222,8 +222,8 @@ public final class SSHAgentServer: Sendable {
         }
         return PersonAsked(
             subject: subject, terminal: sandboxed ? nil : PinentryScreen(callerPID: credentials.pid).terminal,
-            answering: unlockPrompt?.answering(forProcess: credentials.pid),
-            pin: unlockPrompt?.securityKeyPIN(forProcess: credentials.pid))
+            answering: unlockPrompt?.answering(forProcess: credentials.pid, sandboxed: sandboxed),
+            pin: unlockPrompt?.securityKeyPIN(forProcess: credentials.pid, sandboxed: sandboxed))
     }
 
     /// Whether the default keychain is there and locked, for a caller of `groups`.

@@ -62,9 +62,9 @@ final class SSHUnlockPrompt: Sendable {
     /// display, asks for the password polkit's PAM stack wants (``UserPresence/PolkitQuestion``),
     /// which goes to polkit's helper and nowhere else. One dialog at a time, as for an unlock;
     /// a Cancel is `nil`, and keeps the dialog away as an unlock's does.
-    func answering(forProcess pid: Int32) -> PolkitAnswering {
+    func answering(forProcess pid: Int32, sandboxed: Bool) -> PolkitAnswering {
         { [self] question in
-            withDialog(forProcess: pid) { dialog, program in
+            withDialog(forProcess: pid, sandboxed: sandboxed) { dialog, program in
                 let description =
                     "\(program) (pid \(pid)) wants to use an SSH key that asks for you.\n\n"
                     + "Authenticate as \(question.user) to allow it "
@@ -75,26 +75,29 @@ final class SSHUnlockPrompt: Sendable {
     }
 
     /// A security key's PIN for process `pid`, asked with this dialog (one at a time, as the rest).
-    func securityKeyPIN(forProcess pid: Int32) -> SecurityKeyPINSource {
+    func securityKeyPIN(forProcess pid: Int32, sandboxed: Bool) -> SecurityKeyPINSource {
         { [self] question in
-            withDialog(forProcess: pid) { dialog, _ in dialog.askSecurityKeyPIN(question, forProcess: pid) }
+            withDialog(forProcess: pid, sandboxed: sandboxed) { dialog, _ in
+                dialog.askSecurityKeyPIN(question, forProcess: pid)
+            }
         }
     }
 
-    /// Runs `body` with a dialog on process `pid`'s terminal or display and the program's name,
+    /// Runs `body` with a dialog on process `pid`'s terminal (not a sandboxed one's) or display and the program's name,
     /// one dialog at a time (unless `done` says, once it is this one's turn, that none is
     /// needed); `nil` when no dialog can be shown, after a Cancel within ``quietAfterCancel``,
     /// or when `body` says the person cancelled (`nil`), which starts that quiet time.
     private func withDialog<T>(
-        forProcess pid: Int32, unless done: () -> Bool = { false },
+        forProcess pid: Int32, sandboxed: Bool = false, unless done: () -> Bool = { false },
         _ body: (PinentryDialog, String) -> T?
     ) -> T? {
         if let last = cancelled.withLock({ $0 }), ContinuousClock.now - last < Self.quietAfterCancel { return nil }
         turn.lock()
         defer { turn.unlock() }
-        guard !done(),
-            let dialog = try? pinentry.open(on: PinentryScreen(callerPID: pid), environment: environment)
-        else { return nil }
+        // A sandboxed client's terminal is named in its own namespace: it is asked on the display.
+        var screen = PinentryScreen(callerPID: pid)
+        if sandboxed { screen.terminal = nil }
+        guard !done(), let dialog = try? pinentry.open(on: screen, environment: environment) else { return nil }
         defer { dialog.close() }
         guard let answer = body(dialog, PromptedProgram.name(ofProcess: pid) ?? "A program") else {
             cancelled.withLock { $0 = .now }

@@ -68,8 +68,9 @@ public enum PolkitAuthority {
         let outcome = try outcome(of: reply.message.body)
         guard outcome == .noAgent, interactive, let answering else { return outcome }
         do {
-            var connection = try DBusBlockingConnection.connect(
-                to: addresses, timeout: timeout, deadline: .now + timeout)
+            // Each wait for polkit is bounded, not the whole exchange: the person may take their
+            // time in the dialogs between two waits, and a right answer must still be sent.
+            var connection = try DBusBlockingConnection.connect(to: addresses, timeout: timeout)
             defer { connection.close() }
             return try PolkitFallbackAgent.check(subject, process, on: &connection, answering: answering)
         } catch let error as UserPresenceError {

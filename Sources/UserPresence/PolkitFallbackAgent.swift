@@ -189,7 +189,8 @@ enum PolkitHelperRun {
                 guard answer.count < PolkitFallbackAgent.longestAnswer, !answer.contains(10), !answer.contains(0) else {
                     return .failure("the answer cannot be given to PAM")
                 }
-                var bytes = [UInt8](answer) + [10]
+                var bytes = [UInt8](repeating: 10, count: answer.count + 1)
+                bytes.withUnsafeMutableBytes { _ = answer.copyBytes(to: $0) }
                 defer { bytes.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
                 guard write(bytes, to: helper.input) else { return .failure("the helper left") }
             case "PAM_ERROR_MSG", "PAM_TEXT_INFO":

@@ -116,26 +116,50 @@ public enum SecurityKey {
         for path in paired.compactMap(\.device) + attachedPaths() where !paths.contains(path) { paths.append(path) }
         let keys = paired.map(\.key)
         // With one key to try, it is asked at once; among several, a silent assertion (no touch)
-        // finds the one that holds a paired credential first (a key that wants its PIN even for
-        // that may be the one).
+        // finds the one that holds a paired credential first. Keys that want their PIN even for
+        // that are asked last, one after the other, until one holds a credential.
+        var askLast: [String] = []
         for path in paths {
-            guard let device = try? Device(path: path), paths.count == 1 || holdsOne(of: keys, device) else {
-                continue
+            guard let device = try? Device(path: path) else { continue }
+            if paths.count > 1 {
+                switch holding(keys, device) {
+                case .one: break
+                case .unknownWithoutPIN:
+                    askLast.append(path)
+                    continue
+                case .none: continue
+                }
             }
             touchRequested()
             return try assert(keys, on: device, touch: true, pin: pin)
         }
-        throw KeychainError(.interactionNotAllowed, "no paired security key is attached")
+        var refused: KeychainError?
+        for path in askLast {
+            guard let device = try? Device(path: path) else { continue }
+            touchRequested()
+            do {
+                return try assert(keys, on: device, touch: true, pin: pin)
+            } catch let error as KeychainError where error.code == .authFailed {
+                refused = error  // it holds none of them (or its PIN was not given right): the next
+            }
+        }
+        throw refused ?? KeychainError(.interactionNotAllowed, "no paired security key is attached")
     }
 
-    /// Whether `device` holds one of `keys`, by a silent assertion (no touch), or may (it asks
-    /// for its PIN before it says).
-    private static func holdsOne(of keys: [CompanionKey], _ device: Device) -> Bool {
-        guard let assertion = try? describedAssertion(by: keys, touch: false) else { return false }
+    /// What a silent assertion (no touch) says of `device` and `keys`.
+    private enum Holding { case one, none, unknownWithoutPIN }
+
+    /// Whether `device` holds one of `keys`, by a silent assertion (no touch); a key that asks
+    /// for its PIN before it says is unknown.
+    private static func holding(_ keys: [CompanionKey], _ device: Device) -> Holding {
+        guard let assertion = try? describedAssertion(by: keys, touch: false) else { return .none }
         var owned: OpaquePointer? = assertion
         defer { fido_assert_free(&owned) }
-        let status = fido_dev_get_assert(device.handle, assertion, nil)
-        return status == FIDO_OK || status == FIDO_ERR_PIN_REQUIRED
+        switch fido_dev_get_assert(device.handle, assertion, nil) {
+        case FIDO_OK: return .one
+        case FIDO_ERR_PIN_REQUIRED: return .unknownWithoutPIN
+        default: return .none
+        }
     }
 
     /// An assertion by one of `keys` over a fresh challenge, with a touch or silently; the caller
@@ -204,7 +228,8 @@ public enum SecurityKey {
             guard var typed = pin(SecurityKeyPINQuestion(afterWrongPIN: wrong, triesLeft: left)) else {
                 throw KeychainError(.userCanceled, "the person gave no PIN for the security key")
             }
-            var text = typed.map { CChar(bitPattern: $0) } + [0]
+            var text = [CChar](repeating: 0, count: typed.count + 1)
+            for (index, byte) in typed.enumerated() { text[index] = CChar(bitPattern: byte) }
             typed.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
             status = text.withUnsafeBufferPointer { operation($0.baseAddress) }
             text.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }

@@ -36,17 +36,31 @@ public struct SecurityKeyRegistry: Sendable {
         path = paths.configurationDirectory + "/security-keys.json"
     }
 
+    /// How long a touch waits for another program's to end: a touch and a PIN take a person
+    /// less than that.
+    public static let longestWaitForTurn: Duration = .seconds(90)
+
     /// Runs `body`, which speaks to the user's security keys, once no other does, in this
     /// process or another: a key answers one command at a time (another program's gets
     /// `ERR_CHANNEL_BUSY`), and one may wait half a minute for a touch. The turn is an exclusive
     /// `flock` of `security-keys.lock` beside the file, which ends with its holder; where the
     /// lock cannot be made (no configuration directory yet), `body` runs without a turn.
-    public func inTurn<T>(_ body: () throws -> T) rethrows -> T {
+    /// - Throws: `KeychainError` `.interactionNotAllowed` when the turn does not come within
+    ///   ``longestWaitForTurn`` (another program waits at a PIN prompt, or is stopped); what
+    ///   `body` throws.
+    public func inTurn<T>(_ body: () throws -> T) throws -> T {
         let lock = open(
             (path as NSString).deletingPathExtension + ".lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard lock >= 0 else { return try body() }
         defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 && errno == EINTR {}
+        let deadline = ContinuousClock.now + Self.longestWaitForTurn
+        while flock(lock, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR, ContinuousClock.now < deadline else {
+                throw KeychainError(
+                    .interactionNotAllowed, "another program has been using the security key for too long")
+            }
+            usleep(50_000)
+        }
         return try body()
     }
 

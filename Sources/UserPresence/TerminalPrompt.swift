@@ -29,6 +29,7 @@ public enum TerminalPrompt {
         }
         _ = Array(prompt.utf8).withUnsafeBytes { writeAll($0, to: tty) }
         var line: [UInt8] = []
+        line.reserveCapacity(longest + 1)  // never grown: no copy of the secret is left behind
         var byte: UInt8 = 0
         while true {
             let count = read(tty, &byte, 1)
