@@ -144,9 +144,7 @@ extension AgentService {
     /// The key item a stored token key's handle names, its attributes only (a lookup that asks
     /// nobody); `nil` for a key that is not stored.
     package static func storedTokenKey(_ handle: Data, in keychain: any KeychainHandle) -> Item? {
-        guard handle.first == TokenKeys.storedHandle, let identity = UUID(bytes: Data(handle.dropFirst())) else {
-            return nil
-        }
+        guard let identity = storedTokenKeyIdentity(handle) else { return nil }
         var query = ItemQuery(class: .key, synchronizable: .any, persistentID: identity, limit: 1)
         query.authenticationUI = .fail
         return try? keychain.find(query, includeData: false).first
@@ -447,10 +445,8 @@ extension AgentService {
     /// caller's terminal is named in another namespace).
     private func person(of connection: DBusConnection, hint: Bool) throws -> PersonAsked {
         let subject = try Self.subject(of: connection)
-        let terminal =
-            hint && callingApplication(connection).executable != nil
-            ? PinentryScreen(callerPID: subject.pid).terminal : nil
         let sandboxed = callingApplication(connection).executable == nil
+        let terminal = hint ? PinentryScreen(callerPID: subject.pid, sandboxed: sandboxed).terminal : nil
         return PersonAsked(
             subject: subject, terminal: terminal,
             pin: applicationPrompt.withLock { $0 }?.securityKeyPIN(forProcess: subject.pid, sandboxed: sandboxed))

@@ -97,10 +97,7 @@ package struct ApplicationAccessPrompt: Sendable {
         caller: CallingApplication, pid: Int32, item: String, changing: Bool, offersAlways: Bool,
         cancellation: QuestionCancellation? = nil
     ) throws -> Answer? {
-        // A sandboxed caller's terminal is named in its own mount namespace, where a path may be
-        // another terminal than here: it is asked on the display only.
-        var screen = PinentryScreen(callerPID: pid)
-        if caller.executable == nil { screen.terminal = nil }
+        let screen = PinentryScreen(callerPID: pid, sandboxed: caller.executable == nil)
         guard let dialog = try pinentry.open(on: screen, environment: environment) else { return nil }
         defer {
             cancellation?.detach()
@@ -128,8 +125,7 @@ extension ApplicationAccessPrompt {
     /// session's display; `nil` when nobody can be asked or the person cancels.
     package func securityKeyPIN(forProcess pid: Int32, sandboxed: Bool) -> SecurityKeyPINSource {
         { [pinentry, environment] question in
-            var screen = PinentryScreen(callerPID: pid)
-            if sandboxed { screen.terminal = nil }
+            let screen = PinentryScreen(callerPID: pid, sandboxed: sandboxed)
             guard let dialog = try? pinentry.open(on: screen, environment: environment) else { return nil }
             defer { dialog.close() }
             return dialog.askSecurityKeyPIN(question, forProcess: pid)

@@ -99,6 +99,14 @@ public struct PinentryScreen: Sendable, Equatable {
         desktop = variables.first { $0.hasPrefix("XDG_CURRENT_DESKTOP=") }.map { String($0.dropFirst(20)) }
     }
 
+    /// The screen of process `pid`, as ``init(callerPID:)`` finds it, without its terminal when
+    /// it is `sandboxed`: a sandbox names its terminal in its own mount namespace, where a path
+    /// may be another terminal than here, so a sandboxed caller is asked on the display only.
+    public init(callerPID pid: Int32, sandboxed: Bool) {
+        self.init(callerPID: pid)
+        if sandboxed { terminal = nil }
+    }
+
     /// The caller's desktop (`XDG_CURRENT_DESKTOP` in its environment: `KDE`, `GNOME`,
     /// `ubuntu:GNOME`), which decides whose prompter asks.
     public var desktop: String?

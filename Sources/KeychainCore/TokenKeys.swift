@@ -253,7 +253,7 @@ extension KeychainDatabase: TokenKeyHolder {
         let notFound = KeychainError(.itemNotFound, "the token key is not available here")
         switch handle.first {
         case TokenKeys.storedHandle?:
-            guard let identity = UUID(bytes: Data(handle.dropFirst())) else { throw notFound }
+            guard let identity = storedTokenKeyIdentity(handle) else { throw notFound }
             // A key whose access control asks for the person asks now, as each use of an
             // Apple Secure Enclave key does (whoever hosts the engine asks, as for a read).
             var query = ItemQuery(class: .key, synchronizable: .any, persistentID: identity, limit: 1)
@@ -288,4 +288,10 @@ extension CallerKeychain: TokenKeyHolder {
     package func storeTokenKey(_ handle: Data, as template: Item) throws -> Data {
         try KeychainDatabase.$callerGroups.withValue(accessGroups) { try database.storeTokenKey(handle, as: template) }
     }
+}
+
+/// The persistent identity a stored token key's handle names (`storedTokenKeyHandle(_:)`);
+/// `nil` for any other handle.
+package func storedTokenKeyIdentity(_ handle: Data) -> UUID? {
+    handle.first == TokenKeys.storedHandle ? UUID(bytes: Data(handle.dropFirst())) : nil
 }

@@ -221,7 +221,7 @@ public final class SSHAgentServer: Sendable {
         default: sandboxed = false
         }
         return PersonAsked(
-            subject: subject, terminal: sandboxed ? nil : PinentryScreen(callerPID: credentials.pid).terminal,
+            subject: subject, terminal: PinentryScreen(callerPID: credentials.pid, sandboxed: sandboxed).terminal,
             answering: unlockPrompt?.answering(forProcess: credentials.pid, sandboxed: sandboxed),
             pin: unlockPrompt?.securityKeyPIN(forProcess: credentials.pid, sandboxed: sandboxed))
     }

@@ -94,9 +94,7 @@ final class SSHUnlockPrompt: Sendable {
         if let last = cancelled.withLock({ $0 }), ContinuousClock.now - last < Self.quietAfterCancel { return nil }
         turn.lock()
         defer { turn.unlock() }
-        // A sandboxed client's terminal is named in its own namespace: it is asked on the display.
-        var screen = PinentryScreen(callerPID: pid)
-        if sandboxed { screen.terminal = nil }
+        let screen = PinentryScreen(callerPID: pid, sandboxed: sandboxed)
         guard !done(), let dialog = try? pinentry.open(on: screen, environment: environment) else { return nil }
         defer { dialog.close() }
         guard let answer = body(dialog, PromptedProgram.name(ofProcess: pid) ?? "A program") else {

@@ -3,21 +3,6 @@ import Foundation
 import KeychainLibc
 import KeychainModel
 
-/// FIDO2 security keys through libfido2 (<https://developers.yubico.com/libfido2/>): what a
-/// companion device (`SecAccessControlCreateFlags.companion`) is on Linux.
-///
-/// A key is paired once (``pair(at:userName:touchRequested:pin:)``): it makes a credential for the
-/// relying party ``relyingParty``, whose identifier and P-256 public key are kept
-/// (``SecurityKeyRegistry``). A `.companion` item is bound to the keys paired when it was made;
-/// reading it has the person touch one of them (``authenticate(_:touchRequested:pin:)``): the key
-/// signs a fresh random challenge, and libfido2 checks the signature against the kept public key
-/// and that the key saw a touch (user presence). A key that asks for its PIN (one with a PIN set
-/// makes credentials only with it, under CTAP 2.0; one with `alwaysUv` signs only with it) gets
-/// it from the person through a ``SecurityKeyPINSource``; without one, it is refused.
-///
-/// Keys are found by libfido2's own listing (hidraw devices), and at the path each was paired at.
-/// A path `unix:PATH` names a key reached through a Unix `SOCK_SEQPACKET` socket carrying its
-/// 64-byte CTAPHID reports, one per message: a key forwarded from elsewhere, or a software key.
 /// What the person is asked when a security key wants its PIN.
 public struct SecurityKeyPINQuestion: Sendable, Equatable {
     /// Whether the PIN given before was wrong.
@@ -36,6 +21,21 @@ public struct SecurityKeyPINQuestion: Sendable, Equatable {
 /// when they cancelled. Called on the thread that speaks to the key, which it may block.
 public typealias SecurityKeyPINSource = @Sendable (SecurityKeyPINQuestion) -> [UInt8]?
 
+/// FIDO2 security keys through libfido2 (<https://developers.yubico.com/libfido2/>): what a
+/// companion device (`SecAccessControlCreateFlags.companion`) is on Linux.
+///
+/// A key is paired once (``pair(at:userName:touchRequested:pin:)``): it makes a credential for the
+/// relying party ``relyingParty``, whose identifier and P-256 public key are kept
+/// (``SecurityKeyRegistry``). A `.companion` item is bound to the keys paired when it was made;
+/// reading it has the person touch one of them (``authenticate(_:touchRequested:pin:)``): the key
+/// signs a fresh random challenge, and libfido2 checks the signature against the kept public key
+/// and that the key saw a touch (user presence). A key that asks for its PIN (one with a PIN set
+/// makes credentials only with it, under CTAP 2.0; one with `alwaysUv` signs only with it) gets
+/// it from the person through a ``SecurityKeyPINSource``; without one, it is refused.
+///
+/// Keys are found by libfido2's own listing (hidraw devices), and at the path each was paired at.
+/// A path `unix:PATH` names a key reached through a Unix `SOCK_SEQPACKET` socket carrying its
+/// 64-byte CTAPHID reports, one per message: a key forwarded from elsewhere, or a software key.
 public enum SecurityKey {
     /// The relying party every keychain credential is made for.
     public static let relyingParty = "keychain://companion"
