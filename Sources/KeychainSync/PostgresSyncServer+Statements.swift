@@ -52,7 +52,7 @@ extension PostgresSyncServer {
         static let sql = """
             WITH moved AS (
                 UPDATE keychain_sync.zones SET head_seq = head_seq + 1, head_hash = $3
-                WHERE zone_id = $1 AND head_seq = $2 AND ($4 OR pg_try_advisory_xact_lock($5))
+                WHERE zone_id = $1 AND head_seq = $2 AND ($4 OR pg_try_advisory_xact_lock_shared($5))
                 RETURNING notify_channel
             ), new_keys AS (
                 INSERT INTO keychain_sync.keys (zone_id, key_id, epoch, wrapped)

@@ -199,9 +199,11 @@ public final class PostgresSyncServer: SyncServer {
 
     /// A turn is a transaction holding the zone's advisory lock on a connection of its own,
     /// released with the transaction, or by the server when the connection drops or stays idle
-    /// for a minute. A commit made out of turn takes the same lock for its own statement, so it
-    /// fails while a device holds the turn, and its device queues too. A device that waits
-    /// 10 s for a turn runs `body` without one.
+    /// for a minute. A commit made out of turn takes the same lock, shared, for its own
+    /// statement, so it fails while a device holds the turn, and its device queues too; two
+    /// commits out of turn do not fail each other through the lock, so the loser of their race
+    /// waits for the winner's row and sees the head it moved. A device that waits 10 s for a
+    /// turn runs `body` without one.
     public func withPushTurn<T: Sendable>(_ zone: ZoneID, _ body: () async throws -> T) async throws -> T {
         guard pool.maximum > 1 else { return try await body() }  // body needs a connection too
         let connection: ConnectionPool.Lease

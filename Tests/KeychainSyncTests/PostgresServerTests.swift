@@ -260,7 +260,7 @@ extension SyncIntegration {
             #expect(try await alice.server.push(zone.commit(expectedSeq: 1, author: alice.device)) == .committed)
         }
 
-        @Test func concurrentPushesOnOneHeadCommitExactlyOnce() async throws {
+        @Test func concurrentPushesOnOneHeadCommitExactlyOnceAndTheLoserSeesTheNewHead() async throws {
             let alice = try await TestDevice.bootstrap(cluster)
             let other = alice.anotherServer(cluster)
             defer {
@@ -269,11 +269,15 @@ extension SyncIntegration {
                 }
             }
             let zone = try await TestZone.create(by: alice)
-            async let first = alice.server.push(zone.commit(expectedSeq: 1, author: alice.device))
-            async let second = other.push(zone.commit(expectedSeq: 1, author: alice.device))
-            let outcomes = try await [first, second]
-            #expect(outcomes.filter { $0 == .committed }.count == 1)
-            #expect(outcomes.filter { $0 == .staleHead(currentSeq: 2) }.count == 1)
+            // Many rounds of 200 records a commit, so that the loser also meets the winner's
+            // statement still running (before the fix, that loser read the old head back).
+            for head in Int64(1)...30 {
+                async let first = alice.server.push(zone.commit(expectedSeq: head, author: alice.device, records: 200))
+                async let second = other.push(zone.commit(expectedSeq: head, author: alice.device, records: 200))
+                let outcomes = try await [first, second]
+                #expect(outcomes.filter { $0 == .committed }.count == 1)
+                #expect(outcomes.filter { $0 == .staleHead(currentSeq: head + 1) }.count == 1, "round \(head)")
+            }
         }
 
         @Test func aRetriedCommitIsAlreadyCommitted() async throws {
