@@ -76,6 +76,13 @@ public struct DBusBlockingConnection: Sendable {
         }
     }
 
+    /// A second descriptor of the connection's socket (close-on-exec), which the caller owns
+    /// and closes: shutting it down (`shutdown(2)`) from another thread ends a wait in
+    /// ``receive()`` at once. `-1` when it cannot be made.
+    public func duplicateSocket() -> Int32 {
+        fcntl(socket.descriptor, F_DUPFD_CLOEXEC, 0)
+    }
+
     /// Whether descriptors arrived that no message has claimed.
     public var hasUnclaimedDescriptors: Bool { socket.hasUnclaimedDescriptors }
 

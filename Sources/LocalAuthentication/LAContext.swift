@@ -20,8 +20,9 @@ import UserPresence
 ///
 /// On Linux ``LAPolicy/deviceOwnerAuthentication`` asks polkit (`org.keychainlinux.authenticate`,
 /// `auth_self`), so the session's authentication agent asks for the user's own password: the
-/// desktop's dialog, or, for a program on a terminal with no agent of the desktop's, `pkttyagent`
-/// on that terminal, started for this process as `pkexec` starts it. What the dialog proves and
+/// desktop's dialog, or, for a program on a terminal with no agent of the desktop's, the
+/// keychain's own polkit agent on that terminal, registered for this process as `pkexec` starts
+/// `pkttyagent`. What the dialog proves and
 /// what it does not: docs/local-authentication.md.
 open class LAContext: NSObject, @unchecked Sendable {
     private struct State {

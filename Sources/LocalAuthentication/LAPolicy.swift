@@ -3,7 +3,7 @@
 ///
 /// On Linux: ``deviceOwnerAuthentication`` is the user's own password (or whatever the system's
 /// PAM stack for polkit asks), asked by the session's polkit authentication agent: the desktop's
-/// dialog, or `pkttyagent` on the program's terminal. The biometric policies are a finger on
+/// dialog, or the keychain's own agent on the program's terminal (Ctrl-D cancels). The biometric policies are a finger on
 /// fprintd's reader, claimed by the program for its user (three tries). The companion is a FIDO2
 /// security key paired with the user's keychains (`security security-key add`), touched through
 /// libfido2; "biometry or companion" is a finger when one is enrolled, else the key.

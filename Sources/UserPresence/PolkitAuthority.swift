@@ -6,7 +6,7 @@ import KeychainLibc
 /// at a process is its owner: `CheckAuthorization` of ``authenticateAction`` on the system bus,
 /// with interaction allowed, so that polkit has the session's authentication agent ask for the
 /// user's password (or fingerprint, or security key: whatever the administrator's PAM stack for
-/// `polkit-1` asks) — the desktop's dialog, or `pkttyagent` on a terminal.
+/// `polkit-1` asks) — the desktop's dialog, or ``TerminalAgent`` on a terminal.
 ///
 /// The action is installed with the package (`dist/polkit-1/actions`) as `auth_self` for every
 /// kind of session: the user proves they are themselves, never an administrator, and no answer

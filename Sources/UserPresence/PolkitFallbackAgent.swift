@@ -14,13 +14,16 @@ public struct PolkitQuestion: Sendable, Equatable {
     /// What PAM or the previous try said before this question ("Authentication failure"), if
     /// anything.
     public var message: String?
+    /// What polkit says the authentication is for: the action's message, from its policy file.
+    public var purpose: String
 
     /// A question from its parts.
-    public init(prompt: String, echoes: Bool, user: String, message: String?) {
+    public init(prompt: String, echoes: Bool, user: String, message: String?, purpose: String = "") {
         self.prompt = prompt
         self.echoes = echoes
         self.user = user
         self.message = message
+        self.purpose = purpose
     }
 }
 
@@ -33,7 +36,7 @@ public typealias PolkitAnswering = @Sendable (PolkitQuestion) -> Data?
 /// `ssh` of an SSH agent's caller): the agent is registered for that process alone, on the
 /// connection that then checks; polkit calls `BeginAuthentication` on it, and the person's
 /// answers go to polkit's own setuid helper (`polkit-agent-helper-1`, which runs the `polkit-1`
-/// PAM stack and tells polkit the outcome), exactly as `pkttyagent` gives them; closing the
+/// PAM stack and tells polkit the outcome), as every polkit agent gives them; closing the
 /// connection unregisters it.
 ///
 /// Only polkit may call it (the caller must be the name that answered the registration), only
@@ -55,16 +58,7 @@ enum PolkitFallbackAgent {
         _ subject: DBusValue, _ process: ProcessSubject, on connection: inout DBusBlockingConnection,
         answering: PolkitAnswering
     ) throws -> PolkitAuthority.Outcome {
-        let registered = try connection.call(
-            .methodCall(
-                path: PolkitAuthority.path, interface: PolkitAuthority.interface,
-                member: "RegisterAuthenticationAgent", destination: PolkitAuthority.busName,
-                body: [subject, .string("C"), .string(objectPath)]))
-        DBusSocket.closeAll(registered.descriptors)
-        guard registered.message.type == .methodReturn, let polkit = registered.message.sender else {
-            throw UserPresenceError.unavailable(
-                "polkit refused an agent for the process: \(registered.message.errorName ?? "no reply")")
-        }
+        let polkit = try register(for: subject, on: &connection)
         let sent = try connection.send(PolkitAuthority.checkCall(subject, interactive: true))
         while true {
             let message = try connection.receive()
@@ -78,6 +72,29 @@ enum PolkitFallbackAgent {
             let reply = reply(to: message, polkit: polkit, process, answering)
             try connection.send(reply)
         }
+    }
+
+    /// Registers the agent for the process `subject` names, on `connection`: as a fallback, the
+    /// session's own agent (the desktop's dialog) asks instead when there is one.
+    /// - Returns: The bus name of polkit, the only one whose calls are answered.
+    /// - Throws: ``UserPresenceError`` when polkit refuses.
+    static func register(
+        for subject: DBusValue, on connection: inout DBusBlockingConnection, fallback: Bool = false
+    ) throws -> String {
+        let options: [DBusDictEntry] = fallback ? [DBusDictEntry(.string("fallback"), .variant(.boolean(true)))] : []
+        let registered = try connection.call(
+            .methodCall(
+                path: PolkitAuthority.path, interface: PolkitAuthority.interface,
+                member: "RegisterAuthenticationAgentWithOptions", destination: PolkitAuthority.busName,
+                body: [
+                    subject, .string("C"), .string(objectPath), .dictionary(key: .string, value: .variant, options),
+                ]))
+        DBusSocket.closeAll(registered.descriptors)
+        guard registered.message.type == .methodReturn, let polkit = registered.message.sender else {
+            throw UserPresenceError.unavailable(
+                "polkit refused an agent for the process: \(registered.message.errorName ?? "no reply")")
+        }
+        return polkit
     }
 
     /// The reply to a call on this connection: polkit's (from `polkit`, the name that answered
@@ -119,7 +136,8 @@ enum PolkitFallbackAgent {
     /// `BeginAuthentication(s action_id, s message, s icon_name, a{ss} details, s cookie,
     /// a(sa{sv}) identities)`: the process's user authenticates, up to ``tries`` times.
     static func begin(_ body: [DBusValue], _ process: ProcessSubject, _ answering: PolkitAnswering) -> Result {
-        guard body.count == 6, case .string(let action) = body[0], case .string(let cookie) = body[4],
+        guard body.count == 6, case .string(let action) = body[0], case .string(let purpose) = body[1],
+            case .string(let cookie) = body[4],
             case .array(_, let identities) = body[5]
         else { return .failure("malformed BeginAuthentication") }
         guard action == PolkitAuthority.authenticateAction else { return .failure("not the keychain's action") }
@@ -131,7 +149,7 @@ enum PolkitFallbackAgent {
         }
         var message: String?
         for _ in 0..<tries {
-            switch PolkitHelperRun.run(user: user, cookie: cookie, previous: message, answering) {
+            switch PolkitHelperRun.run(user: user, cookie: cookie, purpose: purpose, previous: message, answering) {
             case .success: return .success
             case .cancelled: return .cancelled
             case .failure(let said): message = said
@@ -167,7 +185,7 @@ enum PolkitFallbackAgent {
 /// One run of polkit's helper: the cookie, then each PAM question's answer, line by line.
 enum PolkitHelperRun {
     static func run(
-        user: String, cookie: String, previous: String?, _ answering: PolkitAnswering
+        user: String, cookie: String, purpose: String, previous: String?, _ answering: PolkitAnswering
     ) -> PolkitFallbackAgent.Result {
         guard access(PolkitFallbackAgent.helper, X_OK) == 0,
             let helper = try? PipedProcess(
@@ -182,7 +200,8 @@ enum PolkitHelperRun {
             switch kind {
             case "PAM_PROMPT_ECHO_OFF", "PAM_PROMPT_ECHO_ON":
                 let question = PolkitQuestion(
-                    prompt: text, echoes: kind == "PAM_PROMPT_ECHO_ON", user: user, message: message)
+                    prompt: text, echoes: kind == "PAM_PROMPT_ECHO_ON", user: user, message: message,
+                    purpose: purpose)
                 message = nil
                 guard var answer = answering(question) else { return .cancelled }
                 defer { answer.resetBytes(in: 0..<answer.count) }

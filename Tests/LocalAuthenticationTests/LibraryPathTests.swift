@@ -31,10 +31,13 @@ extension PolkitTests {
             try polkit.runAsUser(polkit.worker, [library] + arguments, environment: environment).output
         }
 
-        /// The library's call on a terminal, where the person types `typing` at "Password:".
-        func asked(_ arguments: [String], typing: String) throws -> String {
-            try polkit.onTerminal([library] + arguments, steps: [("Password:", typing)], environment: environment)
-                .output
+        /// The library's call on a terminal, where the person types `typing` at "Password:", at
+        /// each of the `tries` it is asked.
+        func asked(_ arguments: [String], typing: String, tries: Int = 1) throws -> String {
+            try polkit.onTerminal(
+                [library] + arguments, steps: Array(repeating: ("Password:", typing), count: tries),
+                environment: environment
+            ).output
         }
     }
 
@@ -64,7 +67,7 @@ extension PolkitTests {
         expect(try app.run(["has", "vault"]), is: "error -25308\n", "with nobody to ask, hasItem throws")
         expect(try app.asked(["has", "vault"], typing: password), contains: "true\r\n")
         expect(try app.asked(["get", "vault"], typing: password), contains: "data first-secret\r\n")
-        expect(try app.asked(["get", "vault"], typing: "not-the-password"), contains: "error -25293\r\n")
+        expect(try app.asked(["get", "vault"], typing: "not-the-password", tries: 3), contains: "error -25293\r\n")
         // A second set is SecItemAdd's errSecDuplicateItem, then an update of the data, which asks.
         expect(try app.asked(["set", "vault", second], typing: password), contains: "ok\r\n")
         expect(try app.asked(["get", "vault"], typing: password), contains: "data second-secret\r\n")

@@ -40,7 +40,7 @@ final class PolkitFixture {
     var fingerScript: String { root + "/finger.py" }
 
     init(fingerprintReader: Bool = false) throws {
-        var tools = ["/usr/lib/polkit-1/polkitd", "/usr/bin/pkttyagent", "/usr/bin/unshare", "/usr/bin/nsenter"]
+        var tools = ["/usr/lib/polkit-1/polkitd", "/usr/bin/unshare", "/usr/bin/nsenter"]
         if fingerprintReader { tools += ["/usr/libexec/fprintd", "/usr/bin/python3"] }
         for tool in tools {
             guard FileManager.default.isExecutableFile(atPath: tool) else {
@@ -272,6 +272,9 @@ final class PolkitFixture {
             "/usr/bin/python3", [terminal, program ?? worker] + arguments, input: input, environment: environment)
     }
 
+    /// What a person types who gets the password wrong at each of the keychain's three tries.
+    static let wrongThreeTimes = Array(repeating: (wait: "Password:", type: "not-the-password"), count: 3)
+
     /// The `security` tool the account runs.
     var securityTool: String { root + "/security" }
 
@@ -322,7 +325,7 @@ final class PolkitFixture {
 @Suite("LocalAuthentication through the real polkit", .serialized, .timeLimit(.minutes(10)))
 struct PolkitTests {
     @Test(
-        "evaluatePolicy(.deviceOwnerAuthentication) on a terminal: pkttyagent asks for the user's own password; the right one succeeds"
+        "evaluatePolicy(.deviceOwnerAuthentication) on a terminal: the keychain's polkit agent asks there for the user's own password; the right one succeeds"
     )
     func rightPassword() throws {
         let polkit = try PolkitFixture()
@@ -333,13 +336,29 @@ struct PolkitTests {
         #expect(run.output.contains("success") && !run.output.contains(password), "\(run)")
     }
 
-    @Test("a wrong password is LAError.authenticationFailed")
+    @Test(
+        "a wrong password is asked again, with PAM's reason; the right one at the second try succeeds; three wrong ones are LAError.authenticationFailed"
+    )
     func wrongPassword() throws {
         let polkit = try PolkitFixture()
-        _ = try polkit.newPassword()
-        let run = try polkit.onTerminal(["evaluate"], steps: [("Password:", "not-the-password")])
+        let password = try polkit.newPassword()
+        let again = try polkit.onTerminal(
+            ["evaluate"], steps: [("Password:", "not-the-password"), ("Password:", password)])
+        #expect(again.output.contains("success\r\n") && !again.output.contains(password), "\(again)")
+        #expect(again.output.components(separatedBy: "Authenticating as:").count == 2, "introduced once: \(again)")
+        let run = try polkit.onTerminal(["evaluate"], steps: PolkitFixture.wrongThreeTimes)
         #expect(run.output.contains("error \(LAError.Code.authenticationFailed.rawValue)\r\n"), "\(run)")
+        #expect(run.output.components(separatedBy: "Password:").count == 4, "three tries: \(run)")
         #expect(!run.output.contains("success"), "\(run)")
+    }
+
+    @Test("Ctrl-D at the password cancels: LAError.userCancel at once, with no other try")
+    func cancelOnTheTerminal() throws {
+        let polkit = try PolkitFixture()
+        _ = try polkit.newPassword()
+        let run = try polkit.onTerminal(["evaluate"], steps: [("Password:", "\u{4}")])
+        #expect(run.output.contains("error \(LAError.Code.userCancel.rawValue)\r\n"), "\(run)")
+        #expect(run.output.components(separatedBy: "Password:").count == 2, "asked once: \(run)")
     }
 
     @Test("a context that may not ask fails with LAError.notInteractive at once; nobody to ask with is the same")

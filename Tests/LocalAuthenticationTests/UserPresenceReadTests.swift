@@ -4,8 +4,8 @@ import Testing
 
 /// An app stores a password whose access control asks for user presence
 /// (`SecAccessControlCreateWithFlags(…, .userPresence, …)`), then reads it with
-/// `SecItemCopyMatching`: the person is asked through the real polkit, by pkttyagent on the app's
-/// terminal, whether the keychain is in the app's process or in keychaind (which the app starts,
+/// `SecItemCopyMatching`: the person is asked through the real polkit, by the keychain's polkit
+/// agent on the app's terminal, whether the keychain is in the app's process or in keychaind (which the app starts,
 /// as a user's first app does). In ``PolkitTests``, whose tests run one at a time: each gives the
 /// one test account a password of its own.
 extension PolkitTests {
@@ -40,7 +40,7 @@ extension PolkitTests {
     }
 
     @Test(
-        "the right password reads the secret; a wrong one is errSecAuthFailed; no terminal, Fail or a context that may not ask is errSecInteractionNotAllowed without asking; Skip leaves it out",
+        "the right password reads the secret; three wrong ones are errSecAuthFailed, Ctrl-D errSecUserCanceled; no terminal, Fail or a context that may not ask is errSecInteractionNotAllowed without asking; Skip leaves it out",
         arguments: Backend.allCases)
     func readAsksThePerson(backend: Backend) throws {
         let (polkit, password, secret) = try storedVault(backend)
@@ -53,8 +53,12 @@ extension PolkitTests {
         #expect(!right.output.contains(password), "\(right)")
 
         let wrong = try polkit.onTerminal(
-            ["read", "vault"], steps: [("Password:", "not-the-password")], environment: environment)
+            ["read", "vault"], steps: PolkitFixture.wrongThreeTimes, environment: environment)
         #expect(wrong.output.contains("error -25293\r\n") && !wrong.output.contains(secret), "\(wrong)")
+        // Ctrl-D cancels: errSecUserCanceled.
+        let cancelled = try polkit.onTerminal(
+            ["read", "vault"], steps: [("Password:", "\u{4}")], environment: environment)
+        #expect(cancelled.output.contains("error -128\r\n") && !cancelled.output.contains(secret), "\(cancelled)")
 
         // Nobody to ask with: at once, never a hang.
         let alone = try polkit.runAsUser(polkit.worker, ["read", "vault"], environment: environment)
@@ -140,7 +144,7 @@ extension PolkitTests {
             #expect(log.output.contains("used keys") && log.output.contains("the owner's authentication"), "\(log)")
         }
         let wrong = try polkit.onTerminal(
-            ["key-sign", "signing"], steps: [("Password:", "not-the-password")], environment: environment)
+            ["key-sign", "signing"], steps: PolkitFixture.wrongThreeTimes, environment: environment)
         #expect(wrong.output.contains("found\r\n") && wrong.output.contains("error -25293\r\n"), "\(wrong)")
         let alone = try polkit.runAsUser(polkit.worker, ["key-sign", "signing"], environment: environment)
         #expect(alone.output == "found\nerror -25308\n", "\(alone)")
@@ -166,7 +170,7 @@ extension PolkitTests {
             ["apple-sample", "read", "www.example.com"], steps: [("Password:", password)], environment: environment)
         #expect(read.output.contains("credentials appleseed \(secret)\r\n"), "\(read)")
         let wrong = try polkit.onTerminal(
-            ["apple-sample", "read", "www.example.com"], steps: [("Password:", "not-it")], environment: environment)
+            ["apple-sample", "read", "www.example.com"], steps: PolkitFixture.wrongThreeTimes, environment: environment)
         #expect(wrong.output.contains("error unhandledError(status: -25293)"), "\(wrong)")
     }
 }
