@@ -13,7 +13,10 @@ import UserPresence
 /// Which program: `KEYCHAIN_PINENTRY` (a path; `off` for none), else `/usr/bin/pinentry`
 /// (Debian's alternative: curses on a terminal, GNOME's dialog on a desktop). It is shown on the
 /// caller's terminal when the caller has one (pinentry's `--ttyname`), else on the agent's
-/// display (`DISPLAY` or `WAYLAND_DISPLAY`); with neither, there is no one to ask.
+/// display (`DISPLAY` or `WAYLAND_DISPLAY`); with neither, there is no one to ask. A dialog
+/// nobody answers is taken away after ``answerTimeout`` (`KEYCHAIN_PINENTRY_TIMEOUT`, in seconds;
+/// five minutes, as `sudo`'s `passwd_timeout`), as if cancelled, so that a question left open
+/// does not hold its caller, and the callers queued behind it, forever.
 ///
 /// ```swift
 /// if let pinentry = Pinentry(environment: ProcessInfo.processInfo.environment) {
@@ -26,8 +29,13 @@ public struct Pinentry: Sendable {
     /// The environment variable that chooses the program (`off`: none).
     public static let variable = "KEYCHAIN_PINENTRY"
 
+    /// The environment variable that sets ``answerTimeout``, in whole seconds.
+    public static let timeoutVariable = "KEYCHAIN_PINENTRY_TIMEOUT"
+
     /// The pinentry program.
     public let program: String
+    /// The longest a dialog waits for the person; then it is taken away as if cancelled.
+    public let answerTimeout: Duration
 
     /// The program `environment` chooses, when it exists; `nil` for none.
     public init?(environment: [String: String]) {
@@ -36,6 +44,8 @@ public struct Pinentry: Sendable {
             return nil
         }
         program = chosen
+        let seconds = environment[Self.timeoutVariable].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil }
+        answerTimeout = .seconds(seconds ?? 300)
     }
 
     /// Starts the program on `screen`, with what of `environment` a dialog needs (display,
@@ -58,7 +68,7 @@ public struct Pinentry: Sendable {
         } else if environment["DISPLAY"] == nil && environment["WAYLAND_DISPLAY"] == nil {
             return nil
         }
-        return try PinentryDialog(arguments: arguments, environment: childEnvironment)
+        return try PinentryDialog(arguments: arguments, environment: childEnvironment, answerTimeout: answerTimeout)
     }
 }
 
@@ -129,12 +139,14 @@ public final class PinentryDialog: @unchecked Sendable {
     private let pid: pid_t
     private let input: Int32
     private let output: Int32
+    private let answerTimeout: Duration
     private var buffered: [UInt8] = []
     private let state = NSLock()
     private var closed = false
     private var cancelled = false
 
-    init(arguments: [String], environment: [String: String]) throws {
+    init(arguments: [String], environment: [String: String], answerTimeout: Duration) throws {
+        self.answerTimeout = answerTimeout
         // SIGTERM at its default action: it is how ``cancel()`` takes the dialog away.
         let child: PipedProcess
         do {
@@ -259,10 +271,13 @@ public final class PinentryDialog: @unchecked Sendable {
     }
 
     /// Reads up to `OK`; returns the data lines' bytes (percent-decoded), `nil` when none.
+    /// - Throws: ``PinentryError`` `ERR …` for pinentry's error, and when nothing comes within
+    ///   ``Pinentry/answerTimeout``: then the dialog is taken away, as ``cancel()`` does.
     private func response() throws -> Data? {
         var data: Data?
+        let deadline = ContinuousClock.now + answerTimeout
         while true {
-            var line = try readLine()
+            var line = try readLine(before: deadline)
             defer { ck_explicit_bzero(&line, line.count) }
             if line.starts(with: Array("OK".utf8)) { return data }
             if line.starts(with: Array("ERR".utf8)) {
@@ -280,13 +295,17 @@ public final class PinentryDialog: @unchecked Sendable {
         }
     }
 
-    private func readLine() throws -> [UInt8] {
+    private func readLine(before deadline: ContinuousClock.Instant) throws -> [UInt8] {
         while true {
             if let end = buffered.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = Array(buffered[..<end])
                 for index in 0...end { buffered[index] = 0 }
                 buffered.removeFirst(end + 1)
                 return line
+            }
+            guard try waitForOutput(until: deadline) else {
+                cancel()
+                throw PinentryError(description: "ERR nobody answered the dialog in time")
             }
             var chunk = [UInt8](repeating: 0, count: 1024)
             let count = read(output, &chunk, chunk.count)
@@ -295,6 +314,21 @@ public final class PinentryDialog: @unchecked Sendable {
             buffered += chunk[..<count]
             ck_explicit_bzero(&chunk, chunk.count)
             guard buffered.count < 64 << 10 else { throw PinentryError(description: "pinentry sent too long a line") }
+        }
+    }
+
+    /// Waits until pinentry has written something (or ended), at most until `deadline`.
+    /// - Returns: `false` when the deadline passed first.
+    private func waitForOutput(until deadline: ContinuousClock.Instant) throws -> Bool {
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let (seconds, attoseconds) = left.components
+            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            var poller = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, milliseconds)
+            if ready > 0 { return true }
+            if ready < 0 && errno != EINTR { throw PinentryError(description: "pinentry cannot be read") }
         }
     }
 

@@ -38,7 +38,7 @@ static void own_directory(const char *variable, const char *name) {
 __attribute__((constructor)) static void ck_test_environment(void) {
     static const char *const cleared[] = {
         "KEYCHAIN_DEFAULT_PATH", "KEYCHAIN_ACCESS_GROUPS", "KEYCHAIN_PASSWORD", "KEYCHAIN_AGENT_SOCK",
-        "KEYCHAIN_AGENT_PROGRAM", "KEYCHAIN_UNSAFE_TEST_KDF", "KEYCHAIN_SYNC", "KEYCHAIN_PINENTRY",
+        "KEYCHAIN_AGENT_PROGRAM", "KEYCHAIN_UNSAFE_TEST_KDF", "KEYCHAIN_SYNC", "KEYCHAIN_PINENTRY", "KEYCHAIN_PINENTRY_TIMEOUT",
         "KEYCHAIND_DEBUG", "DBUS_SESSION_BUS_ADDRESS", NULL,
     };
     for (const char *const *name = cleared; *name != NULL; name++) unsetenv(*name);

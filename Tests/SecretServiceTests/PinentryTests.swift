@@ -1,5 +1,6 @@
 import Foundation
 import KeychainLibc
+import KeychainTestSupport
 import SecretService
 import Testing
 
@@ -14,18 +15,33 @@ final class PinentryFixture {
     let keychain: String
     let password = "pin-\(UUID().uuidString.prefix(8))"
 
-    init() throws {
+    /// keychaind, when the test starts it itself (a client starts it with only the user's
+    /// directories and locale of its environment).
+    private var agent: TestDaemon?
+
+    /// - Parameter agentEnvironment: When given, keychaind is started first with it added to
+    ///   the bus's environment, as a user's service manager would start it.
+    init(agentEnvironment: [String: String]? = nil) throws {
         python = try requireTool(PythonClientTests.python)
         bus = try PrivateSessionBus.activatingKeychaind(environment: [
             "KEYCHAIN_PINENTRY": try requireTool("/usr/bin/pinentry-curses"), "TERM": "xterm",
         ])
+        if let agentEnvironment, let socket = bus.environment["KEYCHAIN_AGENT_SOCK"] {
+            agent = try TestDaemon(
+                try requireTool(productsDirectory + "/keychaind"), ["--socket", socket],
+                environment: bus.environment.merging(agentEnvironment) { $1 })
+            for _ in 0..<600 where agentPid(at: socket) == nil { usleep(50_000) }
+        }
         securityTool = try requireTool(productsDirectory + "/security")
         keychain = bus.root + "/data/keychains/login.keychain-db"
         let created = try security(["create-keychain", "-p", password, keychain])
         guard created.status == 0 else { throw ToolMissing(description: "create-keychain: \(created)") }
     }
 
-    deinit { bus.stop() }
+    deinit {
+        agent?.stop()
+        bus.stop()
+    }
 
     func security(_ arguments: [String]) throws -> ToolResult {
         try runTool(securityTool, arguments, environment: bus.environment)
@@ -156,5 +172,26 @@ struct PinentryTests {
         #expect(run.status == 0 && run.out.contains("dismissed"), "\(run)\n\(run.out)")
         let locked = try fixture.security(["find-generic-password", "-s", "pin", "-w", fixture.keychain])
         #expect(locked.status != 0, "still locked: \(locked)")
+    }
+
+    @Test(
+        "A dialog nobody answers is taken away after KEYCHAIN_PINENTRY_TIMEOUT and the prompt is dismissed; the next asks again"
+    )
+    func unansweredDialogTimesOut() throws {
+        let fixture = try PinentryFixture(agentEnvironment: ["KEYCHAIN_PINENTRY_TIMEOUT": "2"])
+        #expect(
+            try fixture.security(["add-generic-password", "-s", "pin", "-a", "x", "-w", "s", fixture.keychain]).status
+                == 0)
+        #expect(try fixture.security(["lock-keychain", fixture.keychain]).status == 0)
+
+        // Nobody types: without the time-out, the client would wait for ever (and the test's
+        // terminal with it, until its deadline).
+        let unanswered = try fixture.onTerminal([fixture.python, Self.clients + "pinentry_client.py"], typing: "")
+        #expect(unanswered.out.contains("keychain"), "the dialog was shown: \(unanswered.out)")
+        #expect(unanswered.status == 0 && unanswered.out.contains("dismissed"), "\(unanswered)\n\(unanswered.out)")
+        // keychaind asks again for the next caller, who answers.
+        let answered = try fixture.onTerminal(
+            [fixture.python, Self.clients + "pinentry_client.py"], typing: "keychain\t\(fixture.password)\n")
+        #expect(answered.status == 0 && answered.out.contains("unlocked"), "\(answered)\n\(answered.out)")
     }
 }
