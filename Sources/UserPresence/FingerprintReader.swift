@@ -125,11 +125,20 @@ public struct FingerprintReader: Sendable, Hashable {
         return Data(hash.finalize())
     }
 
+    /// How long a verification waits for another program's claim of the reader to end: a
+    /// person touches a reader in less than that.
+    public static let longestWaitForReader: Duration = .seconds(90)
+
     /// Claims the reader for this process's user and waits until an enrolled finger matches, or
     /// `attempts` fingers did not, or nobody touched it within `timeout`; the reader is released
     /// whatever the outcome. `touchRequested` is called once the reader waits for a finger.
-    /// - Throws: ``UserPresenceError`` when fprintd refuses the claim (another program holds the
-    ///   reader; polkit denies this session) or cannot be reached.
+    ///
+    /// A reader reads one finger at a time, for the one program that claimed it: while another
+    /// holds it (another read of the keychain's, a screen locker, `sudo`), the claim is tried
+    /// again until it is free, for ``longestWaitForReader`` at most, so that two programs
+    /// reading at once take turns rather than one failing.
+    /// - Throws: ``UserPresenceError`` when fprintd refuses the claim (the reader stays held
+    ///   longer than that; polkit denies this session) or cannot be reached.
     public func verify(
         environment: [String: String], attempts: Int = 3, timeout: Duration = .seconds(60),
         touchRequested: () -> Void = {}
@@ -144,7 +153,7 @@ public struct FingerprintReader: Sendable, Hashable {
                     path: DBusMessage.busDriverPath, interface: DBusMessage.busDriverName, member: "AddMatch",
                     destination: DBusMessage.busDriverName, body: [.string(match)]),
                 keepingSignals: &signals)
-            _ = try bus.call(device("Claim", [.string("")]), keepingSignals: &signals)
+            try claim(on: &bus, &signals)
         } catch let error as DBusError {
             throw UserPresenceError.unavailable("fprintd refused the reader: \(error.errorName ?? "\(error.code)")")
         }
@@ -171,6 +180,24 @@ public struct FingerprintReader: Sendable, Hashable {
                 failures += 1
                 if failures >= attempts { return .failed }
             default: return .disconnected
+            }
+        }
+    }
+
+    /// Claims the reader, waiting while another program holds it (fprintd's `AlreadyInUse`).
+    /// The reader's signals received meanwhile were the holder's, and are dropped.
+    private func claim(on bus: inout DBusBlockingConnection, _ signals: inout [DBusMessage]) throws {
+        let deadline = ContinuousClock.now + Self.longestWaitForReader
+        while true {
+            do {
+                _ = try bus.call(device("Claim", [.string("")]), keepingSignals: &signals)
+                signals.removeAll()
+                return
+            } catch let error as DBusError
+                where error.errorName == "net.reactivated.Fprint.Error.AlreadyInUse" && ContinuousClock.now < deadline
+            {
+                signals.removeAll()
+                usleep(200_000)
             }
         }
     }

@@ -157,6 +157,25 @@ extension PolkitTests {
         }
 
         @Test(
+            "two programs reading a finger's item at once take turns at the reader: each is asked for its own touch, and both read it",
+            arguments: Backend.allCases)
+        func twoReadersTakeTurns(backend: Backend) throws {
+            let polkit = try fixtureWithFinger()
+            let environment = backend.environment(polkit)
+            let secret = try stored("vault", flags: Self.anyFinger, polkit, backend)
+
+            // One touch for each verification fprintd starts: the second program's starts only
+            // once the first's claim of the reader has ended.
+            let owner = try polkit.touch(["own-right", "own-right"], onePerVerification: true)
+            let first = try polkit.startAsUser(polkit.worker, ["read", "vault"], environment: environment)
+            let second = try polkit.startAsUser(polkit.worker, ["read", "vault"], environment: environment)
+            let touched = finished(owner)
+            let answers = [finished(first), finished(second)]
+            #expect(touched.contains("touched"), "\(touched)")
+            #expect(answers.allSatisfy { $0 == "secret \(secret)\n" }, "\(answers) \(touched)")
+        }
+
+        @Test(
             "a new finger invalidates a .biometryCurrentSet item (errSecItemNotFound, nobody asked) but not a .biometryAny one",
             arguments: Backend.allCases)
         func newFingerInvalidatesCurrentSet(backend: Backend) throws {

@@ -213,9 +213,10 @@ final class PolkitFixture {
     /// of `prints` in turn, one per try, once it needs a finger; runs until fprintd answered each.
     /// They act at a higher priority than the tests around them: libfprint's virtual reader
     /// waits only half a second for a touch.
-    func touch(_ prints: [String]) throws -> TestDaemon {
+    func touch(_ prints: [String], onePerVerification: Bool = false) throws -> TestDaemon {
+        let mode = onePerVerification ? "touch-each" : "touch"
         let person = try TestDaemon(
-            "/usr/bin/nice", ["-n", "-10", "/usr/bin/python3", fingerScript, "touch", readerSocket] + prints,
+            "/usr/bin/nice", ["-n", "-10", "/usr/bin/python3", fingerScript, mode, readerSocket] + prints,
             environment: ["PATH": "/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(root)/bus"])
         guard person.firstLine(within: 60) == "ready" else {
             throw TestDaemonFailure(

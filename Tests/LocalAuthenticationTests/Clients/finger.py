@@ -10,6 +10,9 @@ Usage:
                                   with each PRINT in turn (writes "SCAN PRINT" to the virtual
                                   device's SOCKET), one per try; prints "touched" once fprintd
                                   answered each; 60 s at most in all
+  finger.py touch-each SOCKET PRINT...
+                                  as touch, but one PRINT for each verification fprintd
+                                  starts (each VerifyStart, of one program or another)
 """
 import socket
 import sys
@@ -77,7 +80,7 @@ def delete():
     print("deleted")
 
 
-def touch(socket_path, prints):
+def touch(socket_path, prints, each=False):
     bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
     path = default_device(bus).get_object_path()
     # libfprint's virtual reader gives up on a verification that gets no touch within half a
@@ -88,9 +91,16 @@ def touch(socket_path, prints):
     # Each touch is answered by a VerifyStatus signal.
     statuses = []
     loop = GLib.MainLoop()
-    state = {"sent": False}
+    state = {"sent": False, "next": 0}
 
     def send_all():
+        if each:
+            # One finger for this verification; the next waits for the next one.
+            state["sent"] = True
+            if state["next"] < len(prints):
+                scan(socket_path, prints[state["next"]])
+                state["next"] += 1
+            return
         if not state["sent"]:
             state["sent"] = True
             for print_id in prints:
@@ -124,5 +134,7 @@ elif sys.argv[1] == "delete":
     delete()
 elif sys.argv[1] == "touch":
     touch(sys.argv[2], sys.argv[3:])
+elif sys.argv[1] == "touch-each":
+    touch(sys.argv[2], sys.argv[3:], each=True)
 else:
     sys.exit(2)
