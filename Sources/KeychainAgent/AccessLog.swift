@@ -132,9 +132,12 @@ package final class AccessLog: Sendable {
 
     /// A caller as the log names it: its identity's summary, and for a caller no sandbox or
     /// manifest names, the executable the kernel said process `pid` runs (`/proc/PID/exe`, as
-    /// read when it was identified).
-    static func callerName(_ identity: CallerIdentity?, executable: String?, pid: Int32) -> String {
+    /// read when it was identified) and the system service it runs in.
+    static func callerName(
+        _ identity: CallerIdentity?, executable: String?, systemService: String? = nil, pid: Int32
+    ) -> String {
         if let identity, identity.tier != .unidentified { return identity.summary }
-        return "pid \(pid) (\(executable ?? "an executable the kernel does not name"))"
+        let service = systemService.map { ", system service \($0)" } ?? ""
+        return "pid \(pid) (\(executable ?? "an executable the kernel does not name")\(service))"
     }
 }

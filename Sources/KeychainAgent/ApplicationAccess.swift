@@ -31,9 +31,12 @@ extension CallerDirectory {
 
     /// An identified caller: a Flatpak app by its app id; a program in the agent's own root by
     /// its executable (and, when an entry pins it, that file's digest, read through
-    /// `/proc/PID/exe` so that what is hashed is what runs); anything else by nothing.
+    /// `/proc/PID/exe` so that what is hashed is what runs) and the system service it runs in;
+    /// a system service in a root of its own (`ProtectSystem=`, `PrivateTmp=`) by that service
+    /// alone; anything else by nothing.
     private func application(_ entry: Entry) -> CallingApplication {
         let pid = entry.peer.pid
+        let service = entry.peer.systemService
         switch entry.identity.tier {
         case .sandboxed(let appID):
             return CallingApplication(
@@ -42,11 +45,13 @@ extension CallerDirectory {
             return .unnamed(pid: pid, "a sandbox that names no app")
         case .manifestBound, .unidentified:
             guard entry.inAgentRoot, let executable = entry.peer.executable else {
-                return .unnamed(pid: pid, "in a sandbox that names no app")
+                guard let service else { return .unnamed(pid: pid, "in a sandbox that names no app") }
+                return CallingApplication(
+                    executable: nil, flatpakAppID: nil, systemService: service, executableSHA256: { nil }, pid: pid)
             }
             let cache = resolver.hashCache
             return CallingApplication(
-                executable: executable.path, flatpakAppID: nil,
+                executable: executable.path, flatpakAppID: nil, systemService: service,
                 executableSHA256: { Self.digest(pid: pid, executable: executable, cache: cache) }, pid: pid)
         }
     }
@@ -63,12 +68,14 @@ extension CallerDirectory {
 }
 
 extension CallingApplication {
-    /// What "Always Allow" adds to an access list for this caller: its Flatpak app id, or its
+    /// What "Always Allow" adds to an access list for this caller: its Flatpak app id, the
+    /// system service it runs in (what root set that unit to run, interpreters included), or its
     /// executable pinned by digest (a changed or replaced file is asked about again); `nil` when
     /// nothing names it well enough to be trusted for good: an interpreter (which runs whatever
     /// script it is given), an executable that cannot be read, a sandbox that names no app.
     var alwaysAllowed: TrustedApplication? {
         if let appID = flatpakAppID { return TrustedApplication(.flatpak(appID: appID)) }
+        if let systemService { return TrustedApplication(.systemService(unit: systemService)) }
         guard let path = executable, !IdentityResolver.isInterpreter(path), let digest = executableSHA256() else {
             return nil
         }

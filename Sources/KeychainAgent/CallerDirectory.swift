@@ -117,19 +117,23 @@ public final class CallerDirectory: Sendable {
         try entry(for: credentials, resolving: true)!.identity
     }
 
-    /// The caller behind `connection` as the access log names it (``AccessLog/callerName(_:executable:pid:)``),
+    /// The caller behind `connection` as the access log names it (``AccessLog/callerName(_:executable:systemService:pid:)``),
     /// from what was read when it was identified (for the request being served, which checked
     /// it); `nil` when it cannot be identified.
     func logName(for connection: DBusConnection) -> String? {
         let checked = connection.attachment as? Entry
         guard let entry = checked ?? (try? entry(for: connection.peerCredentials, resolving: true)) else { return nil }
-        return AccessLog.callerName(entry.identity, executable: entry.peer.executable?.path, pid: entry.peer.pid)
+        return AccessLog.callerName(
+            entry.identity, executable: entry.peer.executable?.path, systemService: entry.peer.systemService,
+            pid: entry.peer.pid)
     }
 
     /// The caller behind `credentials` as the access log names it; `nil` when it cannot be identified.
     package func logName(for credentials: DBusPeerCredentials) -> String? {
         guard let entry = try? entry(for: credentials, resolving: true) else { return nil }
-        return AccessLog.callerName(entry.identity, executable: entry.peer.executable?.path, pid: entry.peer.pid)
+        return AccessLog.callerName(
+            entry.identity, executable: entry.peer.executable?.path, systemService: entry.peer.systemService,
+            pid: entry.peer.pid)
     }
 
     /// The identity of the caller behind `credentials` with the peer it was checked against;

@@ -129,6 +129,9 @@ public struct PeerCredentials: Sendable {
     /// The executable at accept, or `nil` when `/proc/PID/exe` cannot be read (a non-dumpable
     /// process, another user's): such a peer is never manifest-bound.
     public let executable: ExecutableIdentity?
+    /// The system service the process runs in, from its cgroup at accept (`backup.service`), or
+    /// `nil`: set only for a unit of the system's service manager.
+    public let systemService: String?
     /// How the pidfd was obtained.
     public let pidfdSource: PidfdSource
     /// The pidfd for the peer process.
@@ -212,6 +215,7 @@ public struct PeerCredentials: Sendable {
         startTime = before
         directory = ProcessDirectory(pid: pid)
         executable = ProcFS.executable(pid: pid)
+        systemService = ProcFS.systemService(pid: pid)
         // The pid may have been reused between SO_PEERCRED and here: the pidfd must still be alive
         // and the start time unchanged after everything was read (and the directory opened).
         guard process.isAlive, (try? ProcFS.startTime(pid: pid)) == before else {

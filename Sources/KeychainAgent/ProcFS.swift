@@ -1,4 +1,5 @@
 import KeychainLibc
+import KeychainModel
 
 /// Reads of `/proc/PID/*` files, each with a bounded buffer and no following of the peer's paths.
 enum ProcFS {
@@ -27,6 +28,41 @@ enum ProcFS {
         var info = stat()
         guard stat(link, &info) == 0, let path = readLink(link) else { return nil }
         return ExecutableIdentity(info, path: path)
+    }
+
+    /// The system service `pid` runs in, by its cgroup (``systemService(cgroup:)``); `nil` for
+    /// any other process, or one that is gone.
+    static func systemService(pid: Int32) -> String? {
+        readSmallFile("/proc/\(pid)/cgroup").flatMap(systemService(cgroup:))
+    }
+
+    /// The system service that a `/proc/PID/cgroup` text puts its process in: the first
+    /// `*.service` below `/system.slice` (past any `*.slice`) in the hierarchy systemd tracks
+    /// processes with (`name=systemd` on a legacy or hybrid layout, else the unified `0::`).
+    ///
+    /// Only root makes cgroups below `/system.slice` or moves a process there, so no program of
+    /// the user can claim a name it finds there; a unit that delegates its own cgroup may make
+    /// sub-cgroups, which is why the first unit on the path names it, whatever lies below.
+    /// A user's service manager (`/user.slice/…/user@UID.service/…`) is delegated to the user,
+    /// who can start a unit of any name in it: no name comes from there.
+    static func systemService(cgroup text: String) -> String? {
+        var tracked: Substring?
+        var unified: Substring?
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            if fields[1] == "name=systemd" { tracked = fields[2] }
+            if fields[0] == "0" && fields[1].isEmpty { unified = fields[2] }
+        }
+        guard let path = tracked ?? unified else { return nil }
+        var steps = path.split(separator: "/", omittingEmptySubsequences: false)[...]
+        guard steps.first == "", steps.dropFirst().first == "system.slice" else { return nil }
+        steps = steps.dropFirst(2)
+        while let step = steps.first, step.hasSuffix(".slice") { steps = steps.dropFirst() }
+        guard let unit = steps.first.map(String.init), TrustedApplication.isValidServiceUnitName(unit) else {
+            return nil
+        }
+        return unit
     }
 
     static func readLink(_ path: String) -> String? {

@@ -7,7 +7,9 @@ import Foundation
 /// says of itself:
 /// - an executable, by the path its process runs (`/proc/PID/exe`) outside any sandbox, and
 ///   by that file's SHA-256 when pinned, so that a replaced or changed file is asked about again;
-/// - a Flatpak app, by the app id its sandbox's `/.flatpak-info` names.
+/// - a Flatpak app, by the app id its sandbox's `/.flatpak-info` names;
+/// - a system service, by its unit's name in the cgroup the system's service manager put it in
+///   (`/system.slice/backup.service`), which only root can make or move a process into.
 public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
     /// How the application is named.
     public enum Identity: Sendable, Hashable {
@@ -16,6 +18,10 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
         case executable(path: String, sha256: String?)
         /// A Flatpak app, by its app id.
         case flatpak(appID: String)
+        /// A unit of the system's service manager (`backup.service`), by the cgroup its processes
+        /// run in. A user's own service manager is no name: any program of the user can start a
+        /// unit of any name in it.
+        case systemService(unit: String)
     }
 
     /// How the application is named.
@@ -26,11 +32,20 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
         self.identity = identity
     }
 
+    /// Whether a `security … -T` argument names an application by an identifier
+    /// (`flatpak:APP.ID`, `systemd:UNIT.service`) rather than by an executable's path.
+    public static func isIdentifier(_ argument: String) -> Bool {
+        argument.hasPrefix("flatpak:") || argument.hasPrefix("systemd:")
+    }
+
     /// The application a `security … -T` argument names: `flatpak:APP.ID` for a Flatpak app,
-    /// else an absolute executable path, trusted by path; `nil` for anything else.
+    /// `systemd:UNIT.service` for a system service, else an absolute executable path, trusted by
+    /// path; `nil` for anything else.
     public init?(argument: String) {
         if argument.hasPrefix("flatpak:") {
             self.init(.flatpak(appID: String(argument.dropFirst(8))))
+        } else if argument.hasPrefix("systemd:") {
+            self.init(.systemService(unit: String(argument.dropFirst(8))))
         } else {
             self.init(.executable(path: argument, sha256: nil))
         }
@@ -49,7 +64,8 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the name can be stored and matched: an absolute path with no line break and no
-    /// `..` step, a lowercase 64-digit hex digest, an app id of Flatpak's characters.
+    /// `..` step, a lowercase 64-digit hex digest, an app id of Flatpak's characters, a service
+    /// unit's name.
     public var isWellFormed: Bool {
         switch identity {
         case .executable(let path, let digest):
@@ -59,6 +75,21 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
                 && digest.map { $0.count == 64 && $0.allSatisfy { "0123456789abcdef".contains($0) } } ?? true
         case .flatpak(let appID):
             return Self.isValidFlatpakAppID(appID)
+        case .systemService(let unit):
+            return Self.isValidServiceUnitName(unit)
+        }
+    }
+
+    /// systemd's rules for a service unit's name (`unit_name_is_valid`): at most 255 bytes,
+    /// `.service` after a non-empty prefix of ASCII letters, digits and `:-_.\`, with at most
+    /// one `@` (a template's instance).
+    package static func isValidServiceUnitName(_ name: String) -> Bool {
+        guard name.utf8.count <= 255, name.hasSuffix(".service") else { return false }
+        let prefix = name.dropLast(8)
+        guard !prefix.isEmpty, prefix.filter({ $0 == "@" }).count <= 1, !prefix.hasPrefix("@") else { return false }
+        return prefix.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+                || ":-_.\\@".unicodeScalars.contains($0)
         }
     }
 
@@ -85,25 +116,30 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
             return digest.map { $0 == caller.executableSHA256() } ?? true
         case .flatpak(let appID):
             return caller.flatpakAppID == appID
+        case .systemService(let unit):
+            return caller.systemService == unit
         }
     }
 
     /// Whether `name` names this application: the same executable path, whatever either pins,
-    /// or the same Flatpak app id.
+    /// or the same Flatpak app id or service unit.
     public func isNamed(by name: TrustedApplication) -> Bool {
         switch (identity, name.identity) {
         case (.executable(let path, _), .executable(let named, _)): return path == named
         case (.flatpak(let appID), .flatpak(let named)): return appID == named
+        case (.systemService(let unit), .systemService(let named)): return unit == named
         default: return false
         }
     }
 
-    /// The stored line: `exe PATH`, `exe sha256:HEX PATH`, `flatpak APP.ID`.
+    /// The stored line: `exe PATH`, `exe sha256:HEX PATH`, `flatpak APP.ID`,
+    /// `systemd-system UNIT.service`.
     var line: String {
         switch identity {
         case .executable(let path, nil): return "exe " + path
         case .executable(let path, let digest?): return "exe sha256:" + digest + " " + path
         case .flatpak(let appID): return "flatpak " + appID
+        case .systemService(let unit): return "systemd-system " + unit
         }
     }
 
@@ -111,6 +147,8 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
     init?(line: Substring) {
         if line.hasPrefix("flatpak ") {
             self.init(.flatpak(appID: String(line.dropFirst(8))))
+        } else if line.hasPrefix("systemd-system ") {
+            self.init(.systemService(unit: String(line.dropFirst(15))))
         } else if line.hasPrefix("exe sha256:") {
             let rest = line.dropFirst(11)
             guard let space = rest.firstIndex(of: " ") else { return nil }
@@ -124,12 +162,13 @@ public struct TrustedApplication: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `/usr/bin/tool`, `/usr/bin/tool (sha256 0a1b2c3d…)`, `Flatpak app org.example.App`,
-    /// escaped for a terminal.
+    /// `system service backup.service`, escaped for a terminal.
     public var description: String {
         switch identity {
         case .executable(let path, nil): return path.printable
         case .executable(let path, let digest?): return path.printable + " (sha256 " + digest.prefix(16) + "…)"
         case .flatpak(let appID): return "Flatpak app " + appID.printable
+        case .systemService(let unit): return "system service " + unit.printable
         }
     }
 }
@@ -182,7 +221,7 @@ public struct AccessList: Sendable, Hashable {
     }
 
     /// The list without the applications `name` names: every entry for that executable path
-    /// (pinned or not) or that Flatpak app id.
+    /// (pinned or not), that Flatpak app id or that service unit.
     public func removing(_ name: TrustedApplication) -> AccessList {
         AccessList(applications: applications.filter { !$0.isNamed(by: name) })
     }
@@ -203,6 +242,9 @@ public struct CallingApplication: Sendable {
     public var executable: String?
     /// Its Flatpak app id, when it runs in a Flatpak sandbox.
     public var flatpakAppID: String?
+    /// The system service it runs in (`backup.service`), from its cgroup: set only where the
+    /// system's service manager put it, never for a unit of the user's own service manager.
+    public var systemService: String?
     /// The lowercase hex SHA-256 of the running executable, read when a pinned entry asks.
     public var executableSHA256: @Sendable () -> String?
     /// Its process id.
@@ -214,7 +256,9 @@ public struct CallingApplication: Sendable {
     /// when it is shown, not on every call.
     public var displayName: String {
         if let flatpakAppID { return "the Flatpak app \(flatpakAppID) (pid \(pid))" }
-        if let executable { return "\(executable) (pid \(pid))" }
+        let service = systemService.map { ", system service \($0)" } ?? ""
+        if let executable { return "\(executable) (pid \(pid)\(service))" }
+        if let systemService { return "the system service \(systemService) (pid \(pid))" }
         return "pid \(pid) (\(unnamedReason ?? "not identified"))"
     }
 
@@ -236,12 +280,14 @@ public struct CallingApplication: Sendable {
         return caller
     }
 
-    /// A caller.
+    /// A caller; `systemService` is the system service its cgroup names, if any.
     public init(
-        executable: String?, flatpakAppID: String?, executableSHA256: @escaping @Sendable () -> String?, pid: Int32
+        executable: String?, flatpakAppID: String?, systemService: String? = nil,
+        executableSHA256: @escaping @Sendable () -> String?, pid: Int32
     ) {
         self.executable = executable
         self.flatpakAppID = flatpakAppID
+        self.systemService = systemService
         self.executableSHA256 = executableSHA256
         self.pid = pid
     }

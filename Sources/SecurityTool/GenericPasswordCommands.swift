@@ -200,7 +200,7 @@ struct AddItemOptions: ParsableArguments {
     @Option(
         name: .customShort("T", allowingJoined: true), parsing: .unconditionalSingleValue,
         help: ArgumentHelp(
-            "A program trusted to read the item without being asked (a path, or flatpak:<app.id>; \"\" for none). May be repeated.",
+            "A program trusted to read the item without being asked (a path, flatpak:<app.id> or systemd:<unit>.service; \"\" for none). May be repeated.",
             valueName: "appPath"))
     var trustedApplications: [String] = []
 
@@ -248,10 +248,11 @@ extension AddItemOptions {
         guard !trustedApplications.isEmpty, !allowAnyApplication else { return nil }
         var applications: [TrustedApplication] = []
         for argument in trustedApplications where !argument.isEmpty {
-            if argument.hasPrefix("flatpak:") {
+            if TrustedApplication.isIdentifier(argument) {
                 guard let application = TrustedApplication(argument: argument) else {
                     throw CommandFailure.failure(
-                        "\(argument.printable) is not a Flatpak app id (flatpak:org.example.App)")
+                        "\(argument.printable) is not a Flatpak app id (flatpak:org.example.App) or a system "
+                            + "service (systemd:backup.service)")
                 }
                 applications.append(application)
                 continue

@@ -97,8 +97,9 @@ enum HelpText {
     static let accessControl = """
         Which programs may read the secret without being asked (an access list, as on macOS):
           -T <app>        trust this program: an executable's path (symbolic links are followed, as \
-        the kernel names a running program by its file), or flatpak:<app.id> for a Flatpak app. May be \
-        repeated; -T "" trusts no program, so every read asks. A program this machine does not have (a \
+        the kernel names a running program by its file), flatpak:<app.id> for a Flatpak app, or \
+        systemd:<unit>.service for a service of the system's service manager (named by its cgroup; \
+        not a unit of your own systemctl --user). May be repeated; -T "" trusts no program, so every read asks. A program this machine does not have (a \
         macOS script's /usr/bin/codesign) is left off, with a warning.
           -A              no access list: the item's access group alone decides (also the default, and \
         it wins over -T, as on macOS).

@@ -15,7 +15,7 @@ struct RevokeAccess: ToolCommand {
         usage: "security revoke-access [-s <service>] [-a <account>] [-l <label>] <program> [keychain...]",
         discussion: HelpText.wrapped(
             """
-            Takes <program> (a path, or flatpak:<app.id>) off the access list of every generic and \
+            Takes <program> (a path, flatpak:<app.id> or systemd:<unit>.service) off the access list of every generic and \
             internet password that matches the options given (-s is an internet password's server), \
             or of every item without options, \
             however it was added (by -T, or pinned by its digest through "Always Allow"). Its next \
@@ -42,7 +42,8 @@ struct RevokeAccess: ToolCommand {
         help: ArgumentHelp("Only items with this label.", valueName: "label"))
     var label: String?
 
-    @Argument(help: ArgumentHelp("The program: a path, or flatpak:<app.id>.", valueName: "program"))
+    @Argument(
+        help: ArgumentHelp("The program: a path, flatpak:<app.id> or systemd:<unit>.service.", valueName: "program"))
     var program: String
 
     @Argument(help: ArgumentHelp("The keychains to change (default: the search list).", valueName: "keychain"))
@@ -74,14 +75,15 @@ struct RevokeAccess: ToolCommand {
         return 0
     }
 
-    /// The program as the lists name it: a Flatpak app id, or a path's real file (as `-T`
+    /// The program as the lists name it: a Flatpak app id, a system service, or a path's real file (as `-T`
     /// stores it), which need not exist any more.
     private func revokedApplication() throws -> TrustedApplication {
         let named =
-            program.hasPrefix("flatpak:") || program.isEmpty
+            TrustedApplication.isIdentifier(program) || program.isEmpty
             ? TrustedApplication(argument: program) : TrustedApplication(programAt: program, mustExist: false)
         guard let application = named else {
-            throw CommandFailure.usage("\(program.printable) names no program (a path, or flatpak:org.example.App)")
+            throw CommandFailure.usage(
+                "\(program.printable) names no program (a path, flatpak:org.example.App or systemd:backup.service)")
         }
         return application
     }

@@ -70,18 +70,29 @@ struct AccessLogTests {
 
 @Suite("What Always Allow adds to an access list")
 struct AlwaysAllowedTests {
-    static func caller(_ executable: String?, appID: String? = nil, digest: String? = "ab") -> CallingApplication {
+    static func caller(_ executable: String?, appID: String? = nil, service: String? = nil, digest: String? = "ab")
+        -> CallingApplication
+    {
         CallingApplication(
-            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, pid: 1)
+            executable: executable, flatpakAppID: appID, systemService: service, executableSHA256: { digest }, pid: 1)
     }
 
     @Test(
-        "a program is added pinned by its digest, a Flatpak app by its app id; an interpreter, an unreadable file or an unnamed caller never for good",
+        "a program is added pinned by its digest, a Flatpak app by its app id, a program in a system service by the service; an interpreter, an unreadable file or an unnamed caller never for good",
         arguments: [
             (caller("/usr/bin/tool"), TrustedApplication(.executable(path: "/usr/bin/tool", sha256: "ab"))),
             (caller(nil, appID: "org.example.App"), TrustedApplication(.flatpak(appID: "org.example.App"))),
             (caller("/usr/bin/python3.11"), nil), (caller("/usr/bin/bash"), nil), (caller("/usr/bin/node"), nil),
             (caller("/usr/bin/tool", digest: nil), nil), (CallingApplication.unnamed(pid: 1, "nobody"), nil),
+            (
+                caller("/usr/bin/tool", service: "backup.service"),
+                TrustedApplication(.systemService(unit: "backup.service"))
+            ),
+            (
+                caller("/usr/bin/python3.11", service: "backup.service"),
+                TrustedApplication(.systemService(unit: "backup.service"))
+            ),
+            (caller(nil, service: "backup.service"), TrustedApplication(.systemService(unit: "backup.service"))),
         ])
     func alwaysAllowed(caller: CallingApplication, expected: TrustedApplication?) {
         #expect(caller.alwaysAllowed == expected)

@@ -10,12 +10,13 @@ struct AccessListTests {
     static let tool = "/usr/bin/tool"
     static let digest = String(repeating: "ab", count: 32)
 
-    /// A caller running `executable` (whose file has `digest`), or a Flatpak app.
-    static func caller(executable: String? = tool, digest: String? = digest, appID: String? = nil)
-        -> CallingApplication
-    {
+    /// A caller running `executable` (whose file has `digest`), in the system service `service`
+    /// when given, or a Flatpak app.
+    static func caller(
+        executable: String? = tool, digest: String? = digest, appID: String? = nil, service: String? = nil
+    ) -> CallingApplication {
         CallingApplication(
-            executable: executable, flatpakAppID: appID, executableSHA256: { digest }, pid: 1)
+            executable: executable, flatpakAppID: appID, systemService: service, executableSHA256: { digest }, pid: 1)
     }
 
     /// Keychains holding `listed` (trusting `applications`) and `plain`.
@@ -63,10 +64,30 @@ struct AccessListTests {
         ),
         ("an app id, a host program", TrustedApplication(.flatpak(appID: "org.example.App")), caller(), false),
         ("nobody", TrustedApplication(.executable(path: tool, sha256: nil)), .unnamed(pid: 1, "nobody"), false),
+        (
+            "same system service", TrustedApplication(.systemService(unit: "backup.service")),
+            caller(service: "backup.service"), true
+        ),
+        (
+            "a system service in a root of its own", TrustedApplication(.systemService(unit: "backup.service")),
+            caller(executable: nil, service: "backup.service"), true
+        ),
+        (
+            "another system service", TrustedApplication(.systemService(unit: "backup.service")),
+            caller(service: "other.service"), false
+        ),
+        (
+            "a system service, a program outside it", TrustedApplication(.systemService(unit: "backup.service")),
+            caller(), false
+        ),
+        (
+            "a path, the same program in a system service", TrustedApplication(.executable(path: tool, sha256: nil)),
+            caller(service: "backup.service"), true
+        ),
     ]
 
     @Test(
-        "an entry names a caller by its executable (and file digest when pinned) or its Flatpak app id",
+        "an entry names a caller by its executable (and file digest when pinned), its Flatpak app id or its system service",
         arguments: matches)
     func entriesMatchCallers(_ name: String, entry: TrustedApplication, caller: CallingApplication, expected: Bool) {
         #expect(entry.matches(caller) == expected, "\(name)")
@@ -79,6 +100,7 @@ struct AccessListTests {
             TrustedApplication(.executable(path: Self.tool, sha256: nil)),
             TrustedApplication(.executable(path: "/opt/app/bin/app", sha256: Self.digest)),
             TrustedApplication(.flatpak(appID: "org.example.App")),
+            TrustedApplication(.systemService(unit: "getty@tty1.service")),
         ])
         #expect(AccessList(serialized: list.serialized) == list)
         #expect(AccessList(serialized: AccessList(applications: []).serialized).applications.isEmpty)
@@ -87,11 +109,18 @@ struct AccessListTests {
             "keychain-access-list 1\nexe /usr/bin/tool\nfirewall /usr/bin/x\n",
             "keychain-access-list 1\nexe relative/path\n", "keychain-access-list 1\nexe sha256:12 /usr/bin/tool\n",
             "keychain-access-list 1\nflatpak not-an-app-id\n", "keychain-access-list 1\nexe /usr/../bin/tool\n",
+            "keychain-access-list 1\nsystemd-system backup.socket\n",
+            "keychain-access-list 1\nsystemd-system ../x.service\n",
         ] {
             #expect(AccessList(serialized: Data(damaged.utf8)).applications.isEmpty, "\(damaged)")
         }
         #expect(TrustedApplication(argument: "flatpak:org.example.App") != nil)
         #expect(TrustedApplication(argument: "relative") == nil && TrustedApplication(argument: "flatpak:x") == nil)
+        #expect(
+            TrustedApplication(argument: "systemd:backup.service")?.identity == .systemService(unit: "backup.service"))
+        for unit in ["systemd:", "systemd:.service", "systemd:backup", "systemd:a b.service", "systemd:a/b.service"] {
+            #expect(TrustedApplication(argument: unit) == nil, "\(unit)")
+        }
     }
 
     @Test(

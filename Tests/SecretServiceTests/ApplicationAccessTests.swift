@@ -242,6 +242,55 @@ struct ApplicationAccessTests {
     }
 
     @Test(
+        "A system service named on the list (systemd:UNIT) reads unasked from its cgroup, in a mount namespace of its own too; the same name in the user's own service manager, or outside, is refused; Always Allow remembers the service; revoke-access takes it off"
+    )
+    func systemServiceOnTheList() throws {
+        let fixture = try Fixture()
+        let unit = "keychain-test-\(UUID().uuidString.prefix(8).lowercased()).service"
+        let service = try ScratchCgroup("system.slice/" + unit)
+        let delegated = try ScratchCgroup("user.slice/user-0.slice/user@0.service/app.slice/" + unit)
+        let unshare = try requireTool("/usr/bin/unshare")
+        let secret = "unit-\(UUID().uuidString.prefix(8))"
+        // keychaind starts outside the cgroups, before any call from them.
+        let added = try fixture.run(
+            fixture.security, ["add-generic-password", "-s", "acl", "-a", "x", "-w", secret, "-T", "systemd:" + unit])
+        try #require(added.status == 0, "\(added)")
+        func read(in cgroup: ScratchCgroup, _ prefix: [String] = []) throws -> ToolResult {
+            let arguments = cgroup.running(prefix + [fixture.otherTool, "find-generic-password", "-s", "acl", "-w"])
+            return try fixture.run(arguments[0], Array(arguments.dropFirst()))
+        }
+        let inService = try read(in: service)
+        #expect(inService.status == 0 && inService.out == secret + "\n", "\(inService)")
+        // A service with a root of its own (ProtectSystem=, PrivateTmp=): its path names nothing
+        // there, its unit still does.
+        let ownRoot = try read(in: service, [unshare, "--mount", "--propagation", "private"])
+        #expect(ownRoot.status == 0 && ownRoot.out == secret + "\n", "\(ownRoot)")
+        let userUnit = try read(in: delegated)
+        #expect(userUnit.status != 0 && !userUnit.out.contains(secret), "\(userUnit)")
+        let outside = try fixture.read(fixture.otherTool)
+        #expect(outside.status != 0 && !outside.out.contains(secret), "\(outside)")
+        let dump = try fixture.run(fixture.security, ["dump-keychain", "-a"])
+        #expect(dump.out.contains("    trusted: system service \(unit)\n"), "\(dump.out)")
+        let log = try fixture.run(fixture.security, ["access-log"]).out
+        #expect(log.contains("system service \(unit)") && log.contains("its access list"), "\(log)")
+
+        // Taken off, the service is asked again; on its terminal, Always Allow remembers the
+        // service itself (not the program that asked), so another program in it reads unasked.
+        let revoked = try fixture.run(fixture.security, ["revoke-access", "systemd:" + unit])
+        #expect(revoked.status == 0 && revoked.out.contains("taken off its access list"), "\(revoked)")
+        #expect(try read(in: service).status != 0)
+        let asking = service.running([fixture.otherTool, "find-generic-password", "-s", "acl", "-w"])
+        let always = try fixture.onTerminal(asking[0], Array(asking.dropFirst()), answering: "\t")
+        #expect(always.status == 0 && always.out.contains(secret), "\(always)\n\(always.out)")
+        #expect(always.out.contains(unit), "the dialog names the service: \(always.out)")
+        let listed = try fixture.run(fixture.security, ["dump-keychain", "-a"])
+        #expect(listed.out.contains("    trusted: system service \(unit)\n"), "\(listed.out)")
+        let another = service.running([fixture.security, "find-generic-password", "-s", "acl", "-w"])
+        let neighbour = try fixture.run(another[0], Array(another.dropFirst()))
+        #expect(neighbour.status == 0 && neighbour.out == secret + "\n", "\(neighbour)")
+    }
+
+    @Test(
         "Through the Secret Service, a client the list names reads the item; to any other it is locked, and unlocking asks: nobody to ask or Deny refuse, Allow reads, Always Allow is remembered"
     )
     func secretServiceFollowsTheList() throws {
