@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A cgroup made for one test in the hierarchy systemd tracks processes with (`name=systemd` on
 /// a legacy or hybrid layout, else the unified one), as the system's service manager would make
@@ -13,6 +14,9 @@ public final class ScratchCgroup {
     public let directory: String
     /// The directories made for it, deepest first (removed in that order).
     private let made: [String]
+    /// Held while directories are made or removed: two tests' cgroups may share a parent, which
+    /// one would otherwise remove while the other makes its own below it.
+    private static let tree = Mutex(())
 
     /// Makes the cgroup at `path` (below the root: `system.slice/x.service`).
     /// - Throws: When no hierarchy is mounted, or it cannot be made (not root).
@@ -20,18 +24,20 @@ public final class ScratchCgroup {
         let root = try Self.trackingHierarchy()
         self.path = "/" + path
         directory = root + self.path
-        var made: [String] = []
-        var current = root
-        for step in path.split(separator: "/") {
-            current += "/" + step
-            if !FileManager.default.fileExists(atPath: current) {
-                guard mkdir(current, 0o755) == 0 else {
-                    throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: current])
+        self.made = try Self.tree.withLock { _ in
+            var made: [String] = []
+            var current = root
+            for step in path.split(separator: "/") {
+                current += "/" + step
+                if !FileManager.default.fileExists(atPath: current) {
+                    guard mkdir(current, 0o755) == 0 else {
+                        throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: current])
+                    }
+                    made.insert(current, at: 0)
                 }
-                made.insert(current, at: 0)
             }
+            return made
         }
-        self.made = made
     }
 
     /// `arguments` (a program and its arguments) as started inside the cgroup: a shell moves
@@ -44,7 +50,7 @@ public final class ScratchCgroup {
     deinit {
         // A directory whose processes are gone is removed; one still holding a process stays
         // (rmdir fails) rather than moving a process a test left behind.
-        for directory in made { rmdir(directory) }
+        Self.tree.withLock { _ in for directory in made { rmdir(directory) } }
     }
 
     /// The mounted hierarchy systemd would track processes in.
