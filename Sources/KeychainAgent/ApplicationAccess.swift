@@ -68,14 +68,16 @@ extension CallerDirectory {
 }
 
 extension CallingApplication {
-    /// What "Always Allow" adds to an access list for this caller: its Flatpak app id, the
-    /// system service it runs in (what root set that unit to run, interpreters included), or its
+    /// What "Always Allow" adds to an access list for this caller: its Flatpak app id, or its
     /// executable pinned by digest (a changed or replaced file is asked about again); `nil` when
     /// nothing names it well enough to be trusted for good: an interpreter (which runs whatever
     /// script it is given), an executable that cannot be read, a sandbox that names no app.
+    ///
+    /// Never the system service a caller runs in: a unit may run far more than the program
+    /// asking (every login of `ssh.service` where logins get no session of their own, every job
+    /// of `cron.service`), so a service is trusted only when named (`-T systemd:UNIT`).
     var alwaysAllowed: TrustedApplication? {
         if let appID = flatpakAppID { return TrustedApplication(.flatpak(appID: appID)) }
-        if let systemService { return TrustedApplication(.systemService(unit: systemService)) }
         guard let path = executable, !IdentityResolver.isInterpreter(path), let digest = executableSHA256() else {
             return nil
         }

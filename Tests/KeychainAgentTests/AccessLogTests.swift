@@ -78,21 +78,17 @@ struct AlwaysAllowedTests {
     }
 
     @Test(
-        "a program is added pinned by its digest, a Flatpak app by its app id, a program in a system service by the service; an interpreter, an unreadable file or an unnamed caller never for good",
+        "a program is added pinned by its digest, a Flatpak app by its app id, never a system service; an interpreter, an unreadable file or an unnamed caller never for good",
         arguments: [
             (caller("/usr/bin/tool"), TrustedApplication(.executable(path: "/usr/bin/tool", sha256: "ab"))),
             (caller(nil, appID: "org.example.App"), TrustedApplication(.flatpak(appID: "org.example.App"))),
             (caller("/usr/bin/python3.11"), nil), (caller("/usr/bin/bash"), nil), (caller("/usr/bin/node"), nil),
             (caller("/usr/bin/tool", digest: nil), nil), (CallingApplication.unnamed(pid: 1, "nobody"), nil),
             (
-                caller("/usr/bin/tool", service: "backup.service"),
-                TrustedApplication(.systemService(unit: "backup.service"))
+                caller("/usr/bin/tool", service: "ssh.service"),
+                TrustedApplication(.executable(path: "/usr/bin/tool", sha256: "ab"))
             ),
-            (
-                caller("/usr/bin/python3.11", service: "backup.service"),
-                TrustedApplication(.systemService(unit: "backup.service"))
-            ),
-            (caller(nil, service: "backup.service"), TrustedApplication(.systemService(unit: "backup.service"))),
+            (caller("/usr/bin/python3.11", service: "ssh.service"), nil), (caller(nil, service: "ssh.service"), nil),
         ])
     func alwaysAllowed(caller: CallingApplication, expected: TrustedApplication?) {
         #expect(caller.alwaysAllowed == expected)

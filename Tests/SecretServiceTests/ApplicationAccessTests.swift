@@ -242,7 +242,7 @@ struct ApplicationAccessTests {
     }
 
     @Test(
-        "A system service named on the list (systemd:UNIT) reads unasked from its cgroup, in a mount namespace of its own too; the same name in the user's own service manager, or outside, is refused; Always Allow remembers the service; revoke-access takes it off"
+        "A system service named on the list (systemd:UNIT) reads unasked from its cgroup, in a mount namespace of its own too; the same name in the user's own service manager, or outside, is refused; revoke-access takes it off; Always Allow from it remembers the program, never the service"
     )
     func systemServiceOnTheList() throws {
         let fixture = try Fixture()
@@ -275,7 +275,8 @@ struct ApplicationAccessTests {
         #expect(log.contains("system service \(unit)") && log.contains("its access list"), "\(log)")
 
         // Taken off, the service is asked again; on its terminal, Always Allow remembers the
-        // service itself (not the program that asked), so another program in it reads unasked.
+        // program that asked, not the service (which may run far more), so another program in it
+        // is still asked.
         let revoked = try fixture.run(fixture.security, ["revoke-access", "systemd:" + unit])
         #expect(revoked.status == 0 && revoked.out.contains("taken off its access list"), "\(revoked)")
         #expect(try read(in: service).status != 0)
@@ -284,10 +285,13 @@ struct ApplicationAccessTests {
         #expect(always.status == 0 && always.out.contains(secret), "\(always)\n\(always.out)")
         #expect(always.out.contains(unit), "the dialog names the service: \(always.out)")
         let listed = try fixture.run(fixture.security, ["dump-keychain", "-a"])
-        #expect(listed.out.contains("    trusted: system service \(unit)\n"), "\(listed.out)")
+        #expect(
+            listed.out.contains("    trusted: \(fixture.otherTool) (sha256 ") && !listed.out.contains("system service"),
+            "\(listed.out)")
+        #expect(try read(in: service).status == 0)
         let another = service.running([fixture.security, "find-generic-password", "-s", "acl", "-w"])
         let neighbour = try fixture.run(another[0], Array(another.dropFirst()))
-        #expect(neighbour.status == 0 && neighbour.out == secret + "\n", "\(neighbour)")
+        #expect(neighbour.status != 0 && !neighbour.out.contains(secret), "\(neighbour)")
     }
 
     @Test(
